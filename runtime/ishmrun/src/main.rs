@@ -1,0 +1,377 @@
+//! `ishmrun -n N [--] program [args...]`: starts N PEs of an OpenSHMEM
+//! program on this node, serves their init-time exchange, forwards their
+//! exit status, and when one PE fails, stops the others and says which PE
+//! failed and how.
+
+use ishmem_runtime::bootstrap::{self, Hello};
+use ishmem_runtime::ctrl::{ctrl_size, Ctrl};
+use ishmem_runtime::device;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// After asking PEs to stop (SIGTERM), wait this long before SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+const USAGE: &str = "\
+usage: ishmrun -n N [options] [--] program [args...]
+
+Starts N processing elements (PEs) of an OpenSHMEM program on this node.
+
+options:
+  -n, -np, --npes N     number of PEs to start (required, N >= 1)
+  -t, --timeout SECS    stop the job with an error after SECS seconds
+  -v, --verbose         report each PE's start and exit
+  -h, --help            print this help
+  -V, --version         print the version
+";
+
+struct Options {
+    npes: usize,
+    timeout: Option<Duration>,
+    verbose: bool,
+    program: Vec<String>,
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut npes = None;
+    let mut timeout = None;
+    let mut verbose = false;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let value = |i: usize| -> Result<&str, String> {
+            args.get(i + 1).map(|s| s.as_str()).ok_or_else(|| format!("option {a} needs a value"))
+        };
+        match a {
+            "-n" | "-np" | "--npes" | "--np" => {
+                let v = value(i)?;
+                let n: usize = v.parse().map_err(|_| format!("bad PE count {v:?} for {a}"))?;
+                if n == 0 || n > i32::MAX as usize {
+                    return Err(format!("bad PE count {n} for {a}: it must be at least 1"));
+                }
+                npes = Some(n);
+                i += 2;
+            }
+            "-t" | "--timeout" => {
+                let v = value(i)?;
+                let s: f64 = v.parse().map_err(|_| format!("bad timeout {v:?}"))?;
+                if !(s > 0.0 && s.is_finite()) {
+                    return Err(format!("bad timeout {v:?}: it must be a positive number of seconds"));
+                }
+                timeout = Some(Duration::from_secs_f64(s));
+                i += 2;
+            }
+            "-v" | "--verbose" => {
+                verbose = true;
+                i += 1;
+            }
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            "-V" | "--version" => {
+                println!("ishmrun (ishmem-rs) {}", env!("CARGO_PKG_VERSION"));
+                std::process::exit(0);
+            }
+            "--" => {
+                i += 1;
+                break;
+            }
+            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s:?}")),
+            _ => break,
+        }
+    }
+    let program: Vec<String> = args[i..].to_vec();
+    if program.is_empty() {
+        return Err("no program given".into());
+    }
+    let npes = npes.ok_or("the number of PEs is required (-n N)")?;
+    Ok(Options { npes, timeout, verbose, program })
+}
+
+/// PIDs of the started PEs, for the signal handler.
+static PIDS: OnceLock<Vec<libc::pid_t>> = OnceLock::new();
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    if let Some(pids) = PIDS.get() {
+        for &p in pids {
+            // SAFETY: kill is async-signal-safe.
+            unsafe { libc::kill(p, sig) };
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+fn socketpair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: fds has room for two descriptors.
+    let r = unsafe {
+        libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Job-wide state the watcher threads share.
+struct Job {
+    pids: Vec<libc::pid_t>,
+    alive: Mutex<Vec<bool>>,
+    terminating: AtomicBool,
+}
+
+impl Job {
+    /// Asks every live PE to stop, then kills those still alive after a grace.
+    fn terminate(self: &Arc<Self>, why: &str) {
+        if self.terminating.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let live: Vec<(usize, libc::pid_t)> = {
+            let alive = self.alive.lock().unwrap();
+            self.pids.iter().enumerate().filter(|(i, _)| alive[*i]).map(|(i, &p)| (i, p)).collect()
+        };
+        if !live.is_empty() {
+            eprintln!("ishmrun: {why}; terminating the other {} PE{}", live.len(), if live.len() == 1 { "" } else { "s" });
+        }
+        for &(_, p) in &live {
+            // SAFETY: sending a signal to our own child.
+            unsafe { libc::kill(p, libc::SIGTERM) };
+        }
+        let job = Arc::clone(self);
+        std::thread::spawn(move || {
+            std::thread::sleep(KILL_GRACE);
+            let alive = job.alive.lock().unwrap();
+            for (i, &p) in job.pids.iter().enumerate() {
+                if alive[i] {
+                    // SAFETY: still our unreaped child, so the pid is ours.
+                    unsafe { libc::kill(p, libc::SIGKILL) };
+                }
+            }
+        });
+    }
+}
+
+/// Serves the init-time exchange: every PE's HELLO, then the job to each.
+fn serve_bootstrap(socks: Vec<OwnedFd>, ctrl_fd: OwnedFd, ctrl_len: usize) {
+    let fail_all = |why: &str| {
+        for s in &socks {
+            bootstrap::send_failure(s.as_raw_fd(), why);
+        }
+    };
+    let mut hellos: Vec<Hello> = Vec::with_capacity(socks.len());
+    for (pe, s) in socks.iter().enumerate() {
+        match bootstrap::read_hello(s.as_raw_fd()) {
+            Ok(h) if h.pe as usize == pe => hellos.push(h),
+            Ok(h) => {
+                fail_all(&format!("PE {pe} announced itself as PE {}", h.pe));
+                return;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                // The PE ended without initializing the library. That is
+                // fine for a program that never does; PEs that do wait for
+                // it, so tell them.
+                fail_all(&format!("PE {pe} exited or closed its bootstrap socket before initializing"));
+                return;
+            }
+            Err(e) => {
+                fail_all(&format!("bootstrap with PE {pe} failed: {e}"));
+                return;
+            }
+        }
+    }
+    if let Some(h) = hellos.iter().find(|h| h.heap_size != hellos[0].heap_size) {
+        fail_all(&format!(
+            "PEs disagree on ISHMEM_SYMMETRIC_SIZE: PE 0 has {} bytes, PE {} has {} bytes",
+            hellos[0].heap_size, h.pe, h.heap_size
+        ));
+        return;
+    }
+    for (pe, s) in socks.iter().enumerate() {
+        if let Err(e) = bootstrap::send_job(s.as_raw_fd(), &ctrl_fd, ctrl_len, &hellos) {
+            eprintln!("ishmrun: cannot send the job description to PE {pe}: {e}");
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match parse_args(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ishmrun: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(opts) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("ishmrun: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(opts: Options) -> Result<u8, String> {
+    let n = opts.npes;
+    let ctrl_len = ctrl_size(n);
+    let ctrl_fd = device::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
+    {
+        let region = device::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
+        // SAFETY: fresh zeroed mapping of ctrl_size(n) bytes, dropped below.
+        unsafe { Ctrl::new(region.base(), n) }.initialize();
+    }
+
+    let mut ours = Vec::with_capacity(n);
+    let mut pids = Vec::with_capacity(n);
+    // SAFETY: getpid has no preconditions.
+    let launcher_pid = unsafe { libc::getpid() };
+    for pe in 0..n {
+        let (mine, theirs) = socketpair().map_err(|e| format!("socketpair: {e}"))?;
+        let child_fd = theirs.as_raw_fd();
+        let mut cmd = Command::new(&opts.program[0]);
+        cmd.args(&opts.program[1..])
+            .env("ISHMRUN_PE", pe.to_string())
+            .env("ISHMRUN_NPES", n.to_string())
+            .env("ISHMRUN_FD", child_fd.to_string());
+        // SAFETY: the closure only makes async-signal-safe calls (fcntl,
+        // prctl, getppid) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(child_fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Die with the launcher, however it dies.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != launcher_pid {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(child) => pids.push(child.id() as libc::pid_t),
+            Err(e) => {
+                for &p in &pids {
+                    // SAFETY: our own children.
+                    unsafe { libc::kill(p, libc::SIGKILL) };
+                }
+                return Err(format!("cannot start PE {pe} ({}): {e}", opts.program[0]));
+            }
+        }
+        drop(theirs);
+        ours.push(mine);
+        if opts.verbose {
+            eprintln!("ishmrun: started PE {pe} (pid {})", pids[pe]);
+        }
+    }
+    let _ = PIDS.set(pids.clone());
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: installing an async-signal-safe handler.
+        unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
+    }
+
+    std::thread::spawn(move || serve_bootstrap(ours, ctrl_fd, ctrl_len));
+
+    let job = Arc::new(Job { pids: pids.clone(), alive: Mutex::new(vec![true; n]), terminating: AtomicBool::new(false) });
+    let timed_out = Arc::new(AtomicBool::new(false));
+    if let Some(t) = opts.timeout {
+        let job = Arc::clone(&job);
+        let timed_out = Arc::clone(&timed_out);
+        std::thread::spawn(move || {
+            std::thread::sleep(t);
+            timed_out.store(true, Ordering::SeqCst);
+            eprintln!("ishmrun: the job did not finish within {:.1} s", t.as_secs_f64());
+            job.terminate("timeout");
+        });
+    }
+
+    let mut first_failure: Option<u8> = None;
+    let mut remaining = n;
+    while remaining > 0 {
+        let mut status = 0;
+        // SAFETY: waiting for any of our children.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(format!("waitpid: {e}"));
+        }
+        let Some(pe) = pids.iter().position(|&p| p == pid) else { continue };
+        job.alive.lock().unwrap()[pe] = false;
+        remaining -= 1;
+        let (failed, code, how) = if libc::WIFEXITED(status) {
+            let c = libc::WEXITSTATUS(status);
+            (c != 0, c as u8, format!("exited with status {c}"))
+        } else if libc::WIFSIGNALED(status) {
+            let s = libc::WTERMSIG(status);
+            (true, 128u8.wrapping_add(s as u8), format!("was killed by signal {s} ({})", signal_name(s)))
+        } else {
+            continue;
+        };
+        if opts.verbose {
+            eprintln!("ishmrun: PE {pe} (pid {pid}) {how}");
+        }
+        if failed && !job.terminating.load(Ordering::SeqCst) {
+            if !opts.verbose {
+                eprintln!("ishmrun: PE {pe} (pid {pid}) {how}");
+            }
+            first_failure.get_or_insert(code);
+            job.terminate(&format!("PE {pe} failed"));
+        } else if failed {
+            first_failure.get_or_insert(code);
+        }
+    }
+    if timed_out.load(Ordering::SeqCst) {
+        return Ok(124);
+    }
+    Ok(first_failure.unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn parses() {
+        let o = parse_args(&args("-n 4 -- prog -n 3")).unwrap();
+        assert_eq!(o.npes, 4);
+        assert_eq!(o.program, args("prog -n 3"));
+        let o = parse_args(&args("-np 2 -t 1.5 prog")).unwrap();
+        assert_eq!((o.npes, o.timeout), (2, Some(Duration::from_millis(1500))));
+        assert!(parse_args(&args("prog")).is_err());
+        assert!(parse_args(&args("-n 0 prog")).is_err());
+        assert!(parse_args(&args("-n x prog")).is_err());
+        assert!(parse_args(&args("-n 2")).is_err());
+        assert!(parse_args(&args("-n 2 --bogus prog")).is_err());
+    }
+}

@@ -1,0 +1,261 @@
+//! The init-time exchange between `ishmrun` and its PEs.
+//!
+//! `ishmrun` gives each PE one end of a `SOCK_SEQPACKET` socket pair (no
+//! name in any file system) and tells it the descriptor number, its rank and
+//! the job size through `ISHMRUN_FD`, `ISHMRUN_PE` and `ISHMRUN_NPES`. Each
+//! PE sends a HELLO carrying its heap's memfd; when all have arrived, the
+//! launcher sends every PE a WELCOME with the control segment's memfd and
+//! then the heap memfds of all PEs (in chunks, `SCM_RIGHTS`). Both sides
+//! check with `SO_PEERCRED` that the other runs as the same user.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+const HELLO: u32 = u32::from_le_bytes(*b"HELO");
+const WELCOME: u32 = u32::from_le_bytes(*b"WLCM");
+const PEERS: u32 = u32::from_le_bytes(*b"PEER");
+const FAIL: u32 = u32::from_le_bytes(*b"FAIL");
+
+/// Descriptors per PEERS message (the kernel allows at most 253).
+pub const FDS_PER_MESSAGE: usize = 128;
+const MAX_MSG: usize = 16 + 8 * FDS_PER_MESSAGE + 4096;
+
+/// Sends `data` with `fds` attached.
+pub fn send_msg(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    assert!(fds.len() <= FDS_PER_MESSAGE);
+    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut _, iov_len: data.len() };
+    let fd_bytes = std::mem::size_of_val(fds) as u32;
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes) } as usize;
+    let mut cbuf = vec![0u64; space.div_ceil(8).max(1)];
+    // SAFETY: zeroed msghdr is a valid starting point.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        msg.msg_control = cbuf.as_mut_ptr() as *mut _;
+        msg.msg_controllen = space as _;
+        // SAFETY: msg_control points to `space` bytes we own; the header and
+        // data written stay inside them (CMSG_SPACE accounted for both).
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
+            std::ptr::copy_nonoverlapping(
+                fds.as_ptr() as *const u8,
+                libc::CMSG_DATA(c),
+                fd_bytes as usize,
+            );
+        }
+    }
+    loop {
+        // SAFETY: msg points at live buffers for the duration of the call.
+        let r = unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Receives one message and the descriptors attached to it (close-on-exec).
+/// Returns an `UnexpectedEof` error when the peer has closed its end.
+pub fn recv_msg(sock: RawFd) -> io::Result<(Vec<u8>, Vec<OwnedFd>)> {
+    let mut data = vec![0u8; MAX_MSG];
+    let mut iov = libc::iovec { iov_base: data.as_mut_ptr() as *mut _, iov_len: data.len() };
+    // SAFETY: pure computation.
+    let space = unsafe { libc::CMSG_SPACE((FDS_PER_MESSAGE * 4) as u32) } as usize;
+    let mut cbuf = vec![0u64; space.div_ceil(8)];
+    // SAFETY: zeroed msghdr is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr() as *mut _;
+    msg.msg_controllen = space as _;
+    let n = loop {
+        // SAFETY: buffers outlive the call.
+        let r = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    let mut fds = Vec::new();
+    // SAFETY: walking the control buffer the kernel filled, with the libc
+    // macros that bound each header by msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let payload = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let p = libc::CMSG_DATA(c) as *const RawFd;
+                for i in 0..payload / 4 {
+                    fds.push(OwnedFd::from_raw_fd(p.add(i).read_unaligned()));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if n == 0 && fds.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "bootstrap peer closed the socket"));
+    }
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(io::Error::other("bootstrap message lost descriptors (MSG_CTRUNC)"));
+    }
+    data.truncate(n);
+    Ok((data, fds))
+}
+
+/// Checks that the process on the other end of `sock` runs as our user.
+pub fn check_peer_uid(sock: RawFd) -> io::Result<()> {
+    // SAFETY: zeroed ucred is valid; getsockopt writes at most len bytes.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: pointers to live locals.
+    let r = unsafe {
+        libc::getsockopt(
+            sock,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut _,
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    if cred.uid != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("bootstrap peer (pid {}) runs as uid {}, not {}", cred.pid, cred.uid, me),
+        ));
+    }
+    Ok(())
+}
+
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], i: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
+}
+fn bad(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("malformed bootstrap message: {what}"))
+}
+
+/// What a PE tells the launcher.
+#[derive(Debug)]
+pub struct Hello {
+    pub pe: u32,
+    pub pid: u32,
+    pub heap_size: u64,
+    pub heap_fd: OwnedFd,
+}
+
+/// What a PE learns from the launcher.
+#[derive(Debug)]
+pub struct JobInfo {
+    pub n_pes: usize,
+    pub ctrl_fd: OwnedFd,
+    pub ctrl_size: usize,
+    /// Heap handle and size of every PE, in PE order.
+    pub heaps: Vec<(OwnedFd, u64)>,
+}
+
+/// PE side: announce ourselves and wait for the job description.
+pub fn pe_exchange(sock: RawFd, pe: u32, heap_fd: &OwnedFd, heap_size: u64) -> io::Result<JobInfo> {
+    check_peer_uid(sock)?;
+    let mut m = Vec::with_capacity(24);
+    m.extend_from_slice(&HELLO.to_le_bytes());
+    m.extend_from_slice(&pe.to_le_bytes());
+    m.extend_from_slice(&std::process::id().to_le_bytes());
+    m.extend_from_slice(&0u32.to_le_bytes());
+    m.extend_from_slice(&heap_size.to_le_bytes());
+    send_msg(sock, &m, &[heap_fd.as_raw_fd()])?;
+
+    let (d, mut fds) = recv_msg(sock)?;
+    match u32_at(&d, 0) {
+        Some(WELCOME) => {}
+        Some(FAIL) => {
+            return Err(io::Error::other(String::from_utf8_lossy(&d[4..]).into_owned()));
+        }
+        _ => return Err(bad("expected WELCOME")),
+    }
+    let n_pes = u32_at(&d, 4).ok_or_else(|| bad("WELCOME"))? as usize;
+    let ctrl_size = u64_at(&d, 8).ok_or_else(|| bad("WELCOME"))? as usize;
+    if fds.len() != 1 {
+        return Err(bad("WELCOME carries one descriptor"));
+    }
+    let ctrl_fd = fds.pop().unwrap();
+    let mut heaps = Vec::with_capacity(n_pes);
+    while heaps.len() < n_pes {
+        let (d, fds) = recv_msg(sock)?;
+        if u32_at(&d, 0) != Some(PEERS) {
+            return Err(bad("expected PEERS"));
+        }
+        let first = u32_at(&d, 4).ok_or_else(|| bad("PEERS"))? as usize;
+        let count = u32_at(&d, 8).ok_or_else(|| bad("PEERS"))? as usize;
+        if first != heaps.len() || count != fds.len() || first + count > n_pes {
+            return Err(bad("PEERS out of order"));
+        }
+        for (i, fd) in fds.into_iter().enumerate() {
+            let size = u64_at(&d, 16 + 8 * i).ok_or_else(|| bad("PEERS sizes"))?;
+            heaps.push((fd, size));
+        }
+    }
+    Ok(JobInfo { n_pes, ctrl_fd, ctrl_size, heaps })
+}
+
+/// Launcher side: read one PE's HELLO.
+pub fn read_hello(sock: RawFd) -> io::Result<Hello> {
+    check_peer_uid(sock)?;
+    let (d, mut fds) = recv_msg(sock)?;
+    if u32_at(&d, 0) != Some(HELLO) || fds.len() != 1 {
+        return Err(bad("expected HELLO with one descriptor"));
+    }
+    Ok(Hello {
+        pe: u32_at(&d, 4).ok_or_else(|| bad("HELLO"))?,
+        pid: u32_at(&d, 8).ok_or_else(|| bad("HELLO"))?,
+        heap_size: u64_at(&d, 16).ok_or_else(|| bad("HELLO"))?,
+        heap_fd: fds.pop().unwrap(),
+    })
+}
+
+/// Launcher side: send the job description to one PE.
+pub fn send_job(sock: RawFd, ctrl_fd: &OwnedFd, ctrl_size: usize, hellos: &[Hello]) -> io::Result<()> {
+    let mut m = Vec::with_capacity(16);
+    m.extend_from_slice(&WELCOME.to_le_bytes());
+    m.extend_from_slice(&(hellos.len() as u32).to_le_bytes());
+    m.extend_from_slice(&(ctrl_size as u64).to_le_bytes());
+    send_msg(sock, &m, &[ctrl_fd.as_raw_fd()])?;
+    for (c, chunk) in hellos.chunks(FDS_PER_MESSAGE).enumerate() {
+        let mut m = Vec::with_capacity(16 + 8 * chunk.len());
+        m.extend_from_slice(&PEERS.to_le_bytes());
+        m.extend_from_slice(&((c * FDS_PER_MESSAGE) as u32).to_le_bytes());
+        m.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+        m.extend_from_slice(&0u32.to_le_bytes());
+        for h in chunk {
+            m.extend_from_slice(&h.heap_size.to_le_bytes());
+        }
+        let fds: Vec<RawFd> = chunk.iter().map(|h| h.heap_fd.as_raw_fd()).collect();
+        send_msg(sock, &m, &fds)?;
+    }
+    Ok(())
+}
+
+/// Launcher side: tell a PE that bootstrap failed and why.
+pub fn send_failure(sock: RawFd, why: &str) {
+    let mut m = FAIL.to_le_bytes().to_vec();
+    m.extend_from_slice(why.as_bytes());
+    m.truncate(MAX_MSG);
+    let _ = send_msg(sock, &m, &[]);
+}

@@ -1,0 +1,880 @@
+//! The validating core: library lifecycle and the host operations of the
+//! OpenSHMEM 1.5 memory-management, RMA, ordering and barrier sections.
+//!
+//! Every entry point takes the name of the API call it serves (`call`) so
+//! that errors name what the user called. Checks are always on and cost a
+//! few compares: PE range, symmetric-heap bounds, null pointers, library
+//! phase.
+
+use crate::alloc::{SymAllocator, MIN_ALIGN};
+use crate::bootstrap;
+use crate::ctrl::{ctrl_size, Ctrl};
+use crate::device::{self, CpuDevice, Device, HeapRegion};
+use crate::device_state::*;
+use crate::env::{self, Config};
+use crate::error::{self, fatal, warn};
+use crate::transport::{ShmTransport, Transport};
+use crate::wait::wait_until;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+
+/// OpenSHMEM specification version implemented.
+pub const SPEC_MAJOR: i32 = 1;
+pub const SPEC_MINOR: i32 = 5;
+/// Vendor string returned by `info_get_name`.
+pub const VENDOR: &str = concat!("ishmem-rs ", env!("CARGO_PKG_VERSION"));
+
+/// The state of an initialized PE.
+pub struct State {
+    pub my_pe: usize,
+    pub n_pes: usize,
+    heap_base: usize,
+    heap_size: usize,
+    config: Config,
+    device_name: &'static str,
+    shm: ShmTransport,
+    ctrl: Ctrl,
+    alloc: Mutex<SymAllocator>,
+    alloc_seq: AtomicU64,
+    barrier_epoch: AtomicU64,
+    device_state: Box<ishmemx_device_state_t>,
+    _peer_base_table: Box<[u64]>,
+    _peer_local_table: Box<[u8]>,
+    // Mappings last: dropped (unmapped) after everything pointing into them.
+    _peer_heaps: Vec<HeapRegion>,
+    _heap: HeapRegion,
+    _ctrl_region: HeapRegion,
+}
+
+const PHASE_NEW: u8 = 0;
+const PHASE_RUNNING: u8 = 1;
+const PHASE_FINALIZED: u8 = 2;
+
+static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
+static PHASE: AtomicU8 = AtomicU8::new(PHASE_NEW);
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+/// The running state, or a fatal error naming `call` before init or after
+/// finalize.
+#[inline(always)]
+pub fn state(call: &str) -> &'static State {
+    let p = STATE.load(Ordering::Acquire);
+    if p.is_null() {
+        not_running(call)
+    }
+    // SAFETY: non-null STATE points to a leaked Box that lives until
+    // finalize; using the library concurrently with finalize is a user error
+    // the spec leaves undefined.
+    unsafe { &*p }
+}
+
+/// The running state if the library is initialized.
+pub fn try_state() -> Option<&'static State> {
+    // SAFETY: as in `state`.
+    unsafe { STATE.load(Ordering::Acquire).as_ref() }
+}
+
+/// True between a successful init and finalize.
+pub fn is_initialized() -> bool {
+    PHASE.load(Ordering::Acquire) == PHASE_RUNNING
+}
+
+#[cold]
+#[inline(never)]
+fn not_running(call: &str) -> ! {
+    if PHASE.load(Ordering::Acquire) == PHASE_FINALIZED {
+        fatal(call, format_args!("called after the library was finalized"))
+    } else {
+        fatal(
+            call,
+            format_args!("called before the library was initialized (call ishmem_init or shmem_init first)"),
+        )
+    }
+}
+
+extern "C" fn finalize_at_exit() {
+    if PHASE.load(Ordering::Acquire) == PHASE_RUNNING {
+        finalize();
+    }
+}
+
+fn env_uint(name: &'static str) -> Result<Option<u64>, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+            env::EnvError { name, value: v, expected: "a non-negative integer" }.to_string()
+        }),
+    }
+}
+
+/// Initializes the library (collective over all PEs of the job). A second
+/// call while initialized does nothing; a call after finalize is an error.
+pub fn init() -> Result<(), String> {
+    let _guard = LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner());
+    match PHASE.load(Ordering::Acquire) {
+        PHASE_RUNNING => return Ok(()),
+        PHASE_FINALIZED => {
+            return Err("called after the library was finalized; it cannot be initialized again".into())
+        }
+        _ => {}
+    }
+    let config = Config::from_env().map_err(|e| e.to_string())?;
+    for name in env::unknown_vars() {
+        warn(format_args!("unknown environment variable {name} is ignored"));
+    }
+    let heap_size = usize::try_from(config.symmetric_size)
+        .ok()
+        .and_then(|s| s.checked_next_multiple_of(page_size()))
+        .ok_or_else(|| format!("ISHMEM_SYMMETRIC_SIZE={} is too large", config.symmetric_size))?;
+
+    let launcher_fd = env_uint("ISHMRUN_FD")?;
+    let (my_pe, n_pes) = match launcher_fd {
+        Some(_) => {
+            let pe = env_uint("ISHMRUN_PE")?.ok_or("ISHMRUN_FD is set but ISHMRUN_PE is not")?;
+            let n = env_uint("ISHMRUN_NPES")?.ok_or("ISHMRUN_FD is set but ISHMRUN_NPES is not")?;
+            if n == 0 || pe >= n || n > i32::MAX as u64 {
+                return Err(format!("ISHMRUN_PE={pe} and ISHMRUN_NPES={n} are inconsistent"));
+            }
+            (pe as usize, n as usize)
+        }
+        None => (0, 1),
+    };
+    error::MY_PE.store(my_pe as i32, Ordering::Relaxed);
+
+    let dev = CpuDevice;
+    let mut heap = dev
+        .create_heap(heap_size, my_pe as i32)
+        .map_err(|e| format!("cannot create a symmetric heap of {heap_size} bytes: {e}"))?;
+
+    let (ctrl_region, peer_heaps, peer_base) = match launcher_fd {
+        Some(fd) => {
+            // SAFETY: ishmrun passed this descriptor for us to own; nothing
+            // else in the process uses it.
+            let sock = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+            use std::os::fd::AsRawFd;
+            let job = bootstrap::pe_exchange(
+                sock.as_raw_fd(),
+                my_pe as u32,
+                heap.handle().expect("new heap has a handle"),
+                heap_size as u64,
+            )
+            .map_err(|e| format!("bootstrap with ishmrun failed: {e}"))?;
+            drop(sock);
+            if job.n_pes != n_pes {
+                return Err(format!("ishmrun reports {} PEs, ISHMRUN_NPES says {n_pes}", job.n_pes));
+            }
+            if job.ctrl_size < ctrl_size(n_pes) {
+                return Err("control segment from ishmrun is too small".into());
+            }
+            let ctrl_region = device::map_region(&job.ctrl_fd, job.ctrl_size)
+                .map_err(|e| format!("cannot map the control segment: {e}"))?;
+            let mut peer_heaps = Vec::with_capacity(n_pes.saturating_sub(1));
+            let mut peer_base = vec![std::ptr::null_mut(); n_pes];
+            for (pe, (fd, size)) in job.heaps.iter().enumerate() {
+                if *size as usize != heap_size {
+                    return Err(format!(
+                        "PE {pe} has a {size}-byte heap and this PE a {heap_size}-byte one: ISHMEM_SYMMETRIC_SIZE must be the same on every PE"
+                    ));
+                }
+                if pe == my_pe {
+                    peer_base[pe] = heap.base();
+                } else {
+                    let r = dev
+                        .map_peer_heap(fd, heap_size)
+                        .map_err(|e| format!("cannot map the heap of PE {pe}: {e}"))?;
+                    peer_base[pe] = r.base();
+                    peer_heaps.push(r);
+                }
+            }
+            (ctrl_region, peer_heaps, peer_base)
+        }
+        None => {
+            let r = device::map_private(ctrl_size(1))
+                .map_err(|e| format!("cannot map the control segment: {e}"))?;
+            // SAFETY: fresh zeroed mapping of the right size.
+            unsafe { Ctrl::new(r.base(), 1) }.initialize();
+            (r, Vec::new(), vec![heap.base()])
+        }
+    };
+    heap.close_handle();
+    // SAFETY: the region holds ctrl_size(n_pes) bytes, page aligned, and
+    // lives in the State as long as the view.
+    let ctrl = unsafe { Ctrl::new(ctrl_region.base(), n_pes) };
+    if !ctrl.is_valid() {
+        return Err("control segment is not initialized for this job size".into());
+    }
+    error::set_ctrl(Some(ctrl));
+
+    let peer_base_table: Box<[u64]> = peer_base.iter().map(|p| *p as u64).collect();
+    let peer_local_table: Box<[u8]> = peer_base.iter().map(|p| u8::from(!p.is_null())).collect();
+    let device_state = Box::new(ishmemx_device_state_t {
+        magic: ISHMEMX_DEVICE_STATE_MAGIC,
+        version: ISHMEMX_DEVICE_STATE_VERSION,
+        my_pe: my_pe as i32,
+        n_pes: n_pes as i32,
+        only_local: u32::from(peer_local_table.iter().all(|&l| l == 1)),
+        reserved: 0,
+        heap_base: heap.base() as u64,
+        heap_size: heap_size as u64,
+        peer_heap_base: peer_base_table.as_ptr() as u64,
+        peer_is_local: peer_local_table.as_ptr() as u64,
+    });
+    if config.debug {
+        eprintln!(
+            "ishmem: PE {my_pe}: initialized: {n_pes} PEs, device {}, heap {heap_size} bytes at {:p}, {} via launcher",
+            dev.name(),
+            heap.base(),
+            if launcher_fd.is_some() { "bootstrap" } else { "singleton" },
+        );
+    }
+    let st = Box::new(State {
+        my_pe,
+        n_pes,
+        heap_base: heap.base() as usize,
+        heap_size,
+        device_name: dev.name(),
+        shm: ShmTransport::new(peer_base.into_boxed_slice()),
+        ctrl,
+        alloc: Mutex::new(SymAllocator::new(heap_size)),
+        alloc_seq: AtomicU64::new(0),
+        barrier_epoch: AtomicU64::new(0),
+        device_state,
+        _peer_base_table: peer_base_table,
+        _peer_local_table: peer_local_table,
+        _peer_heaps: peer_heaps,
+        _heap: heap,
+        _ctrl_region: ctrl_region,
+        config,
+    });
+    STATE.store(Box::into_raw(st), Ordering::Release);
+    PHASE.store(PHASE_RUNNING, Ordering::Release);
+    static ATEXIT: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registering a plain extern "C" fn.
+    ATEXIT.call_once(|| unsafe {
+        libc::atexit(finalize_at_exit);
+    });
+    state("ishmem_init").barrier_all();
+    Ok(())
+}
+
+/// Finalizes the library: completes outstanding operations and synchronizes
+/// all PEs, then releases the heaps. Does nothing if not initialized.
+pub fn finalize() {
+    let _guard = LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner());
+    if PHASE.load(Ordering::Acquire) != PHASE_RUNNING {
+        return;
+    }
+    let p = STATE.load(Ordering::Acquire);
+    // SAFETY: RUNNING implies a valid state pointer.
+    let st = unsafe { &*p };
+    st.barrier_all();
+    PHASE.store(PHASE_FINALIZED, Ordering::Release);
+    STATE.store(std::ptr::null_mut(), Ordering::Release);
+    error::set_ctrl(None);
+    // SAFETY: we own the box; no new caller can obtain it after the swap.
+    drop(unsafe { Box::from_raw(p) });
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as usize } else { 4096 }
+}
+
+/// Kinds of collective allocation call, as published for the cross-PE check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+enum AllocKind {
+    Malloc = 1,
+    Calloc = 2,
+    Align = 3,
+    Free = 4,
+    Realloc = 5,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct AllocRecord {
+    seq: u64,
+    kind: u64,
+    arg0: u64,
+    arg1: u64,
+    result: u64,
+}
+
+impl AllocRecord {
+    fn describe(&self) -> String {
+        let (k, a, b) = (self.kind, self.arg0, self.arg1);
+        match k {
+            1 => format!("malloc(size={a})"),
+            2 => format!("calloc(count={a}, size={b})"),
+            3 => format!("align(alignment={a}, size={b})"),
+            4 => format!("free(heap offset {a})"),
+            5 => format!("realloc(heap offset {a}, size={b})"),
+            _ => "no call".to_string(),
+        }
+    }
+}
+
+const NO_RESULT: u64 = u64::MAX;
+
+impl State {
+    // ----- queries -------------------------------------------------------
+
+    pub fn heap_base(&self) -> *mut u8 {
+        self.heap_base as *mut u8
+    }
+    pub fn heap_size(&self) -> usize {
+        self.heap_size
+    }
+    pub fn device_name(&self) -> &'static str {
+        self.device_name
+    }
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+    /// The state read by device code.
+    pub fn device_state(&self) -> &ishmemx_device_state_t {
+        &self.device_state
+    }
+
+    // ----- checks --------------------------------------------------------
+
+    /// Checks `pe` is a valid PE number and returns it as an index.
+    #[inline(always)]
+    pub fn check_pe(&self, call: &str, pe: i32) -> usize {
+        if pe < 0 || pe as usize >= self.n_pes {
+            self.bad_pe(call, pe)
+        }
+        pe as usize
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn bad_pe(&self, call: &str, pe: i32) -> ! {
+        fatal(call, format_args!("PE {pe} is out of range: the job has {} PEs (0..{})", self.n_pes, self.n_pes - 1))
+    }
+
+    /// Checks that `len > 0` bytes at `addr` lie inside the symmetric heap
+    /// and returns the heap offset of `addr`.
+    #[inline(always)]
+    pub fn sym_offset(&self, call: &str, what: &str, addr: *const u8, len: usize) -> usize {
+        let off = (addr as usize).wrapping_sub(self.heap_base);
+        if off >= self.heap_size || len > self.heap_size - off {
+            self.not_symmetric(call, what, addr, len)
+        }
+        off
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_symmetric(&self, call: &str, what: &str, addr: *const u8, len: usize) -> ! {
+        if addr.is_null() {
+            fatal(call, format_args!("{what} is a null pointer ({len} bytes requested)"))
+        }
+        let end = self.heap_base + self.heap_size;
+        let off = (addr as usize).wrapping_sub(self.heap_base);
+        if off < self.heap_size {
+            fatal(
+                call,
+                format_args!(
+                    "{what} {addr:p} + {len} bytes runs past the end of the symmetric heap [{:#x}, {end:#x})",
+                    self.heap_base
+                ),
+            )
+        }
+        fatal(
+            call,
+            format_args!(
+                "{what} {addr:p} is not a symmetric address: it is outside the symmetric heap [{:#x}, {end:#x})",
+                self.heap_base
+            ),
+        )
+    }
+
+    #[inline(always)]
+    fn check_local(&self, call: &str, what: &str, p: *const u8) {
+        if p.is_null() {
+            null_local(call, what)
+        }
+    }
+
+    // ----- contiguous RMA ------------------------------------------------
+
+    /// `put`: copies `len` bytes from local `src` to symmetric `dest` on `pe`.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `len` bytes.
+    #[inline(always)]
+    pub unsafe fn put(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        let pe = self.check_pe(call, pe);
+        if len == 0 {
+            return;
+        }
+        let off = self.sym_offset(call, "dest", dest, len);
+        self.check_local(call, "source", src);
+        self.shm.put(pe, off, src, len);
+    }
+
+    /// `get`: copies `len` bytes from symmetric `src` on `pe` to local `dest`.
+    ///
+    /// # Safety
+    /// `dest` must be valid for writes of `len` bytes.
+    #[inline(always)]
+    pub unsafe fn get(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        let pe = self.check_pe(call, pe);
+        if len == 0 {
+            return;
+        }
+        let off = self.sym_offset(call, "source", src, len);
+        self.check_local(call, "dest", dest);
+        self.shm.get(pe, off, dest, len);
+    }
+
+    /// `p`: stores one element to symmetric `dest` on `pe`.
+    ///
+    /// # Safety
+    /// `T` must be a plain value type.
+    #[inline(always)]
+    pub unsafe fn p<T: Copy>(&self, call: &str, dest: *mut T, value: T, pe: i32) {
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, std::mem::size_of::<T>());
+        match self.shm.addr(pe, off) {
+            Some(a) => std::ptr::write_volatile(a as *mut T, value),
+            None => self.unreachable_pe(call, pe),
+        }
+    }
+
+    /// `g`: loads one element from symmetric `src` on `pe`.
+    ///
+    /// # Safety
+    /// `T` must be a plain value type.
+    #[inline(always)]
+    pub unsafe fn g<T: Copy>(&self, call: &str, src: *const T, pe: i32) -> T {
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "source", src as *const u8, std::mem::size_of::<T>());
+        match self.shm.addr(pe, off) {
+            Some(a) => std::ptr::read_volatile(a as *const T),
+            None => self.unreachable_pe(call, pe),
+        }
+    }
+
+    #[cold]
+    fn unreachable_pe(&self, call: &str, pe: usize) -> ! {
+        fatal(call, format_args!("PE {pe} is not reachable: no transport reaches it"))
+    }
+
+    // ----- strided RMA ---------------------------------------------------
+
+    /// `iput`: element `i` of `src` (stride `sst` elements) goes to element
+    /// `i * dst` of symmetric `dest` on `pe`.
+    ///
+    /// # Safety
+    /// `src` must be valid for the strided reads.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn iput(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
+        elem: usize, nelems: usize, pe: i32,
+    ) {
+        self.ibput(call, dest, src, dst, sst, elem, 1, nelems, pe)
+    }
+
+    /// `iget`: element `i * sst` of symmetric `src` on `pe` goes to element
+    /// `i * dst` of local `dest`.
+    ///
+    /// # Safety
+    /// `dest` must be valid for the strided writes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn iget(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
+        elem: usize, nelems: usize, pe: i32,
+    ) {
+        self.ibget(call, dest, src, dst, sst, elem, 1, nelems, pe)
+    }
+
+    /// `ibput`: block `b` (`bsize` contiguous elements) of `src`, starting at
+    /// element `b * sst`, goes to element `b * dst` of symmetric `dest`.
+    ///
+    /// # Safety
+    /// `src` must be valid for the block-strided reads.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ibput(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
+        elem: usize, bsize: usize, nblocks: usize, pe: i32,
+    ) {
+        let pe = self.check_pe(call, pe);
+        if bsize == 0 || nblocks == 0 {
+            return;
+        }
+        let (lo, span) = extent(call, "dest", dst, elem, bsize, nblocks);
+        let off = self.sym_offset(call, "dest", dest.wrapping_offset(lo), span);
+        let _ = extent(call, "source", sst, elem, bsize, nblocks);
+        self.check_local(call, "source", src);
+        let base = match self.shm.addr(pe, off) {
+            Some(a) => a.wrapping_offset(-lo),
+            None => self.unreachable_pe(call, pe),
+        };
+        strided_copy(base, dst, src, sst, elem, bsize, nblocks);
+    }
+
+    /// `ibget`: the mirror of [`State::ibput`].
+    ///
+    /// # Safety
+    /// `dest` must be valid for the block-strided writes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ibget(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
+        elem: usize, bsize: usize, nblocks: usize, pe: i32,
+    ) {
+        let pe = self.check_pe(call, pe);
+        if bsize == 0 || nblocks == 0 {
+            return;
+        }
+        let (lo, span) = extent(call, "source", sst, elem, bsize, nblocks);
+        let off = self.sym_offset(call, "source", src.wrapping_offset(lo), span);
+        let _ = extent(call, "dest", dst, elem, bsize, nblocks);
+        self.check_local(call, "dest", dest);
+        let base = match self.shm.addr(pe, off) {
+            Some(a) => a.wrapping_offset(-lo) as *const u8,
+            None => self.unreachable_pe(call, pe),
+        };
+        strided_copy(dest, dst, base, sst, elem, bsize, nblocks);
+    }
+
+    // ----- ordering and synchronization ------------------------------------
+
+    /// `fence`: orders this PE's puts and AMOs to each PE.
+    #[inline]
+    pub fn fence(&self) {
+        self.shm.fence();
+    }
+
+    /// `quiet`: completes all of this PE's outstanding operations.
+    #[inline]
+    pub fn quiet(&self) {
+        self.shm.quiet();
+    }
+
+    /// `sync_all`: waits until every PE has arrived (dissemination barrier
+    /// over the control segment: ceil(log2 n) rounds, one flag store and one
+    /// wait per round, no central counter).
+    pub fn sync_all(&self) {
+        let n = self.n_pes;
+        let me = self.my_pe;
+        let epoch = self.barrier_epoch.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut dist = 1usize;
+        let mut round = 0usize;
+        while dist < n {
+            let to = (me + dist) % n;
+            self.ctrl.pe(to).barrier[round].store(epoch, Ordering::Release);
+            let flag = &self.ctrl.pe(me).barrier[round];
+            wait_until(|| flag.load(Ordering::Acquire) >= epoch);
+            dist <<= 1;
+            round += 1;
+        }
+        fence(Ordering::SeqCst);
+    }
+
+    /// `barrier_all`: `quiet` then `sync_all`.
+    pub fn barrier_all(&self) {
+        self.quiet();
+        self.sync_all();
+    }
+
+    // ----- symmetric heap management ---------------------------------------
+
+    /// `ptr`: the address of symmetric `addr` on `pe` usable by loads and
+    /// stores from this PE, or null when `pe` cannot be reached that way or
+    /// `addr` is not symmetric.
+    pub fn ptr(&self, call: &str, addr: *const u8, pe: i32) -> *mut u8 {
+        let pe = self.check_pe(call, pe);
+        let off = (addr as usize).wrapping_sub(self.heap_base);
+        if off >= self.heap_size {
+            return std::ptr::null_mut();
+        }
+        self.shm.addr(pe, off).unwrap_or(std::ptr::null_mut())
+    }
+
+    /// True when `addr` (one byte) is inside the symmetric heap.
+    pub fn is_symmetric(&self, addr: *const u8) -> bool {
+        (addr as usize).wrapping_sub(self.heap_base) < self.heap_size
+    }
+
+    fn publish(&self, kind: AllocKind, arg0: u64, arg1: u64, result: u64) -> AllocRecord {
+        let seq = self.alloc_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let slot = &self.ctrl.pe(self.my_pe).alloc[(seq % 2) as usize];
+        slot.kind.store(kind as u64, Ordering::Relaxed);
+        slot.arg0.store(arg0, Ordering::Relaxed);
+        slot.arg1.store(arg1, Ordering::Relaxed);
+        slot.result.store(result, Ordering::Relaxed);
+        slot.seq.store(seq, Ordering::Release);
+        AllocRecord { seq, kind: kind as u64, arg0, arg1, result }
+    }
+
+    /// After the barrier of a collective allocation call: every PE must have
+    /// made the same call with the same arguments and the same outcome.
+    fn verify(&self, call: &str, mine: AllocRecord) {
+        let mut differ = Vec::new();
+        let mut records = Vec::with_capacity(self.n_pes);
+        for pe in 0..self.n_pes {
+            let s = &self.ctrl.pe(pe).alloc[(mine.seq % 2) as usize];
+            let seq = s.seq.load(Ordering::Acquire);
+            let r = AllocRecord {
+                seq,
+                kind: s.kind.load(Ordering::Relaxed),
+                arg0: s.arg0.load(Ordering::Relaxed),
+                arg1: s.arg1.load(Ordering::Relaxed),
+                result: s.result.load(Ordering::Relaxed),
+            };
+            if r != mine {
+                differ.push(pe);
+            }
+            records.push(r);
+        }
+        if differ.is_empty() {
+            return;
+        }
+        if error::claim_report() {
+            let mut msg = format!(
+                "collective call #{} has different arguments on different PEs (every PE must pass the same values):",
+                mine.seq
+            );
+            let show: Vec<usize> = std::iter::once(self.my_pe)
+                .chain(differ.iter().copied().filter(|&p| p != self.my_pe))
+                .take(8)
+                .collect();
+            for pe in show {
+                let r = &records[pe];
+                if r.seq != mine.seq {
+                    msg.push_str(&format!(
+                        "\n    PE {pe}: has not made this call (its latest collective allocation call is #{}: {})",
+                        if r.seq > mine.seq { r.seq } else { r.seq },
+                        r.describe()
+                    ));
+                } else {
+                    msg.push_str(&format!("\n    PE {pe}: {}", r.describe()));
+                }
+            }
+            if differ.len() > 7 {
+                msg.push_str(&format!("\n    ... {} PEs differ in all", differ.len()));
+            }
+            fatal(call, format_args!("{msg}"));
+        }
+        // Another PE is printing the report and will abort the job.
+        wait_until(|| false);
+        unreachable!()
+    }
+
+    fn out_of_space(&self, call: &str, requested: usize, e: Option<crate::alloc::OutOfSpace>) {
+        if self.my_pe == 0 {
+            let (free, largest) = e.map_or((0, 0), |e| (e.free_total, e.largest_free));
+            warn(format_args!(
+                "{call}: out of symmetric memory: requested {requested} bytes, {free} bytes free (largest free block {largest}) of a {}-byte heap; raise ISHMEM_SYMMETRIC_SIZE",
+                self.heap_size
+            ));
+        }
+    }
+
+    fn collective_alloc(
+        &self, call: &str, kind: AllocKind, arg0: u64, arg1: u64, size: Option<usize>,
+        align: usize, zero: bool,
+    ) -> *mut u8 {
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let res = match size {
+            Some(s) => a.alloc(s, align).map_err(Some),
+            None => Err(None),
+        };
+        let mine = self.publish(kind, arg0, arg1, res.as_ref().map_or(NO_RESULT, |&o| o as u64));
+        if let (Ok(off), true) = (&res, zero) {
+            // SAFETY: the block lies inside our heap; no peer may use it yet
+            // (they are still before the barrier below).
+            unsafe { std::ptr::write_bytes(self.heap_base().add(*off), 0, size.unwrap()) };
+        }
+        self.barrier_all();
+        self.verify(call, mine);
+        match res {
+            Ok(off) => self.heap_base().wrapping_add(off),
+            Err(e) => {
+                self.out_of_space(call, size.unwrap_or(usize::MAX), e);
+                std::ptr::null_mut()
+            }
+        }
+    }
+
+    /// `malloc` (collective; barrier on exit; 0 bytes gives null without one).
+    pub fn malloc(&self, call: &str, size: usize) -> *mut u8 {
+        if size == 0 {
+            return std::ptr::null_mut();
+        }
+        self.collective_alloc(call, AllocKind::Malloc, size as u64, 0, Some(size), MIN_ALIGN, false)
+    }
+
+    /// `calloc`: zeroed `count * size` bytes.
+    pub fn calloc(&self, call: &str, count: usize, size: usize) -> *mut u8 {
+        if count == 0 || size == 0 {
+            return std::ptr::null_mut();
+        }
+        let total = count.checked_mul(size);
+        self.collective_alloc(call, AllocKind::Calloc, count as u64, size as u64, total, MIN_ALIGN, true)
+    }
+
+    /// `align`: `size` bytes at a multiple of `alignment`, which must be a
+    /// power of two and a multiple of `sizeof(void *)`.
+    pub fn align(&self, call: &str, alignment: usize, size: usize) -> *mut u8 {
+        if !alignment.is_power_of_two() || alignment < std::mem::size_of::<*const u8>() {
+            fatal(
+                call,
+                format_args!(
+                    "alignment {alignment} is not a power of two multiple of sizeof(void *) ({})",
+                    std::mem::size_of::<*const u8>()
+                ),
+            )
+        }
+        if size == 0 {
+            return std::ptr::null_mut();
+        }
+        if alignment > self.heap_size {
+            self.publish(AllocKind::Align, alignment as u64, size as u64, NO_RESULT);
+        }
+        self.collective_alloc(call, AllocKind::Align, alignment as u64, size as u64, Some(size), alignment, false)
+    }
+
+    fn block_offset(&self, call: &str, ptr: *const u8, a: &SymAllocator) -> (usize, usize) {
+        let off = self.sym_offset(call, "ptr", ptr, 1);
+        match a.block_len(off) {
+            Some(len) => (off, len),
+            None => fatal(
+                call,
+                format_args!(
+                    "ptr {ptr:p} (heap offset {off}) is not the start of a live symmetric allocation (already freed, or not returned by a symmetric allocation routine)"
+                ),
+            ),
+        }
+    }
+
+    /// `free` (collective; barrier on entry; null does nothing).
+    pub fn free(&self, call: &str, ptr: *mut u8) {
+        if ptr.is_null() {
+            return;
+        }
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let (off, _) = self.block_offset(call, ptr, &a);
+        let mine = self.publish(AllocKind::Free, off as u64, 0, 0);
+        self.barrier_all();
+        self.verify(call, mine);
+        a.free(off);
+    }
+
+    /// `realloc` (collective): barriers on entry and exit; the first
+    /// `min(old, new)` bytes are kept; on failure null is returned and the
+    /// old block is left as it was.
+    pub fn realloc(&self, call: &str, ptr: *mut u8, size: usize) -> *mut u8 {
+        if ptr.is_null() {
+            return self.malloc(call, size);
+        }
+        if size == 0 {
+            self.free(call, ptr);
+            return std::ptr::null_mut();
+        }
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let (off, old_len) = self.block_offset(call, ptr, &a);
+        // Decide placement now (deterministic), move data after the entry
+        // barrier, when no peer still writes the old block.
+        let placement: Result<(usize, bool), Option<crate::alloc::OutOfSpace>> =
+            if a.resize_in_place(off, size) {
+                Ok((off, false))
+            } else {
+                a.alloc(size, MIN_ALIGN).map(|n| (n, true)).map_err(Some)
+            };
+        let mine = self.publish(
+            AllocKind::Realloc,
+            off as u64,
+            size as u64,
+            placement.as_ref().map_or(NO_RESULT, |p| p.0 as u64),
+        );
+        self.barrier_all();
+        self.verify(call, mine);
+        let result = match placement {
+            Ok((new_off, moved)) => {
+                if moved {
+                    // SAFETY: both blocks are inside our heap and disjoint.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            self.heap_base().add(off),
+                            self.heap_base().add(new_off),
+                            old_len.min(size),
+                        )
+                    };
+                    a.free(off);
+                }
+                self.heap_base().wrapping_add(new_off)
+            }
+            Err(e) => {
+                self.out_of_space(call, size, e);
+                std::ptr::null_mut()
+            }
+        };
+        self.barrier_all();
+        result
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn null_local(call: &str, what: &str) -> ! {
+    fatal(call, format_args!("{what} is a null pointer"))
+}
+
+/// Byte extent `(lowest offset, span)` touched by `nblocks` blocks of
+/// `bsize` elements of `elem` bytes whose starts are `stride` elements apart.
+fn extent(call: &str, what: &str, stride: isize, elem: usize, bsize: usize, nblocks: usize) -> (isize, usize) {
+    let calc = || -> Option<(isize, usize)> {
+        let last = (nblocks as i128 - 1) * stride as i128 * elem as i128;
+        let lo = last.min(0);
+        let hi = last.max(0) + bsize as i128 * elem as i128;
+        Some((isize::try_from(lo).ok()?, usize::try_from(hi - lo).ok()?))
+    };
+    match calc() {
+        Some(v) => v,
+        None => fatal(
+            call,
+            format_args!("{what} stride {stride} with {nblocks} blocks of {bsize} elements overflows the address space"),
+        ),
+    }
+}
+
+/// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`
+/// starts at element `b * sst` of `src` and `b * dst` of `dest`.
+unsafe fn strided_copy(
+    dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize, nblocks: usize,
+) {
+    #[inline(always)]
+    unsafe fn each<T: Copy>(dest: *mut u8, dst: isize, src: *const u8, sst: isize, bsize: usize, nblocks: usize) {
+        let (d, s) = (dest as *mut T, src as *const T);
+        for b in 0..nblocks as isize {
+            let db = d.wrapping_offset(b * dst);
+            let sb = s.wrapping_offset(b * sst);
+            if bsize == 1 {
+                db.write_unaligned(sb.read_unaligned());
+            } else {
+                std::ptr::copy(sb, db, bsize);
+            }
+        }
+    }
+    match elem {
+        1 => each::<u8>(dest, dst, src, sst, bsize, nblocks),
+        2 => each::<u16>(dest, dst, src, sst, bsize, nblocks),
+        4 => each::<u32>(dest, dst, src, sst, bsize, nblocks),
+        8 => each::<u64>(dest, dst, src, sst, bsize, nblocks),
+        16 => each::<[u64; 2]>(dest, dst, src, sst, bsize, nblocks),
+        _ => {
+            for b in 0..nblocks as isize {
+                std::ptr::copy(
+                    src.wrapping_offset(b * sst * elem as isize),
+                    dest.wrapping_offset(b * dst * elem as isize),
+                    bsize * elem,
+                );
+            }
+        }
+    }
+}

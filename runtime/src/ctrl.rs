@@ -1,0 +1,124 @@
+//! The job control segment: one shared-memory block per node that holds the
+//! state PEs synchronize through after bootstrap (barrier flags, the
+//! collective-allocation check slots, the job abort flag).
+//!
+//! `ishmrun` creates it (a memfd, zero-filled) and hands it to every PE with
+//! the heaps; a singleton PE uses private memory. Its layout is a header
+//! followed by one cache-line-aligned [`PeCtrl`] per PE.
+
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+/// Value of [`CtrlHeader::magic`] once the launcher has set the segment up.
+pub const CTRL_MAGIC: u64 = 0x6973_686d_6374_726c; // "ishmctrl"
+
+/// Number of dissemination rounds supported: 2^32 PEs.
+pub const BARRIER_ROUNDS: usize = 32;
+
+#[repr(C, align(64))]
+pub struct CtrlHeader {
+    pub magic: AtomicU64,
+    pub n_pes: AtomicU32,
+    /// PE number + 1 of the PE that claimed the job-abort report, 0 if none.
+    pub abort_reporter: AtomicI32,
+    /// Exit status the job aborts with; 0 while the job runs.
+    pub abort_code: AtomicI32,
+}
+
+/// Arguments of one collective allocation call, published for the
+/// cross-PE consistency check.
+#[repr(C, align(64))]
+pub struct AllocSlot {
+    /// Sequence number of the collective allocation call (1, 2, ...).
+    pub seq: AtomicU64,
+    pub kind: AtomicU64,
+    pub arg0: AtomicU64,
+    pub arg1: AtomicU64,
+    pub result: AtomicU64,
+}
+
+/// Per-PE part of the control segment.
+#[repr(C, align(64))]
+pub struct PeCtrl {
+    /// Dissemination barrier: `barrier[k]` holds the latest barrier epoch
+    /// in which this PE was notified in round `k`. Each slot has exactly one
+    /// writer (PE `me - 2^k`), and epochs only grow, so no reset is needed.
+    pub barrier: [AtomicU64; BARRIER_ROUNDS],
+    /// Double-buffered by sequence parity: a PE can only be one collective
+    /// allocation ahead of the slowest PE still reading.
+    pub alloc: [AllocSlot; 2],
+}
+
+/// Bytes needed for the control segment of an `n_pes` job.
+pub fn ctrl_size(n_pes: usize) -> usize {
+    std::mem::size_of::<CtrlHeader>() + n_pes * std::mem::size_of::<PeCtrl>()
+}
+
+/// A view of a mapped control segment.
+#[derive(Clone, Copy)]
+pub struct Ctrl {
+    base: *mut u8,
+    n_pes: usize,
+}
+
+// SAFETY: the segment only holds atomics; it is shared by design.
+unsafe impl Send for Ctrl {}
+// SAFETY: as above.
+unsafe impl Sync for Ctrl {}
+
+impl Ctrl {
+    /// # Safety
+    /// `base` must point to at least `ctrl_size(n_pes)` bytes of zeroed or
+    /// launcher-initialised memory, aligned to 64, that outlives the view.
+    pub unsafe fn new(base: *mut u8, n_pes: usize) -> Ctrl {
+        Ctrl { base, n_pes }
+    }
+
+    pub fn header(&self) -> &CtrlHeader {
+        // SAFETY: `new`'s contract: the header lies at the base.
+        unsafe { &*(self.base as *const CtrlHeader) }
+    }
+
+    pub fn pe(&self, pe: usize) -> &PeCtrl {
+        debug_assert!(pe < self.n_pes);
+        // SAFETY: `new`'s contract covers n_pes PeCtrl records after the header.
+        unsafe {
+            &*(self.base.add(std::mem::size_of::<CtrlHeader>()) as *const PeCtrl)
+                .add(pe)
+        }
+    }
+
+    /// Fills in a fresh (zeroed) segment.
+    pub fn initialize(&self) {
+        let h = self.header();
+        h.n_pes.store(self.n_pes as u32, Ordering::Relaxed);
+        h.magic.store(CTRL_MAGIC, Ordering::Release);
+    }
+
+    pub fn is_valid(&self) -> bool {
+        let h = self.header();
+        h.magic.load(Ordering::Acquire) == CTRL_MAGIC
+            && h.n_pes.load(Ordering::Relaxed) as usize == self.n_pes
+    }
+
+    /// The exit status the job is aborting with, if any PE started an abort.
+    #[inline]
+    pub fn abort_code(&self) -> Option<i32> {
+        match self.header().abort_code.load(Ordering::Acquire) {
+            0 => None,
+            c => Some(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout() {
+        assert_eq!(std::mem::size_of::<CtrlHeader>(), 64);
+        assert_eq!(std::mem::size_of::<AllocSlot>(), 64);
+        assert_eq!(std::mem::size_of::<PeCtrl>() % 64, 0);
+        assert_eq!(ctrl_size(4), 64 + 4 * std::mem::size_of::<PeCtrl>());
+    }
+}

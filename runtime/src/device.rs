@@ -1,0 +1,150 @@
+//! Where the symmetric heap lives and who runs device code.
+//!
+//! The [`Device`] trait is the seam for device backends: the CPU backend
+//! here (always built) keeps heaps in anonymous shared memory; the Level Zero
+//! and CUDA backends of later issues allocate device memory and export IPC
+//! handles instead. A heap is described by a [`HeapRegion`]: a mapping in
+//! this process plus an optional handle other local PEs can map.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr;
+
+/// A mapped region of memory, unmapped on drop.
+#[derive(Debug)]
+pub struct HeapRegion {
+    base: *mut u8,
+    size: usize,
+    /// A handle peers can map (for the CPU backend, a memfd).
+    handle: Option<OwnedFd>,
+}
+
+// SAFETY: the region is plain shared memory; synchronization is the user's
+// (OpenSHMEM's) business, as for any symmetric object.
+unsafe impl Send for HeapRegion {}
+// SAFETY: as above.
+unsafe impl Sync for HeapRegion {}
+
+impl HeapRegion {
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    pub fn handle(&self) -> Option<&OwnedFd> {
+        self.handle.as_ref()
+    }
+    /// Drops the shareable handle once peers have their copies; the mapping
+    /// stays valid.
+    pub fn close_handle(&mut self) {
+        self.handle = None;
+    }
+}
+
+impl Drop for HeapRegion {
+    fn drop(&mut self) {
+        if !self.base.is_null() && self.size > 0 {
+            // SAFETY: base/size came from a successful mmap owned by us.
+            unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
+        }
+    }
+}
+
+/// A device backend.
+pub trait Device: Send + Sync {
+    /// Short name for diagnostics (`cpu`, `level-zero`, `cuda`).
+    fn name(&self) -> &'static str;
+    /// Creates this PE's symmetric heap of `size` bytes, shareable with
+    /// local peers.
+    fn create_heap(&self, size: usize, pe: i32) -> io::Result<HeapRegion>;
+    /// Maps a peer's heap from the handle it shared.
+    fn map_peer_heap(&self, handle: &OwnedFd, size: usize) -> io::Result<HeapRegion>;
+}
+
+/// The embedded default: heaps in shared memory (memfd), device code on the
+/// host CPU.
+#[derive(Debug, Default)]
+pub struct CpuDevice;
+
+/// Creates an anonymous, owner-only, close-on-exec memfd of `size` bytes.
+/// It has no name in any file system, so nothing is left behind when the
+/// job ends, however it ends.
+pub fn memfd(name: &str, size: usize) -> io::Result<OwnedFd> {
+    let cname = std::ffi::CString::new(name).expect("no NUL in memfd name");
+    // SAFETY: valid C string; flags are constants.
+    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: fd is valid.
+    if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is valid; size fits off_t on 64-bit Linux.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Maps `size` bytes of `fd` shared and read-write.
+pub fn map_shared(fd: &OwnedFd, size: usize) -> io::Result<*mut u8> {
+    // SAFETY: mapping a file descriptor we hold; the kernel validates it.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p as *mut u8)
+}
+
+/// Maps `size` bytes of private zeroed memory (singleton control segment).
+pub fn map_private(size: usize) -> io::Result<HeapRegion> {
+    // SAFETY: anonymous mapping, no fd.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(HeapRegion { base: p as *mut u8, size, handle: None })
+}
+
+/// Maps a shared-memory handle as a [`HeapRegion`] that does not keep the fd.
+pub fn map_region(fd: &OwnedFd, size: usize) -> io::Result<HeapRegion> {
+    Ok(HeapRegion { base: map_shared(fd, size)?, size, handle: None })
+}
+
+impl Device for CpuDevice {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn create_heap(&self, size: usize, pe: i32) -> io::Result<HeapRegion> {
+        let fd = memfd(&format!("ishmem-heap-pe{pe}"), size)?;
+        let base = map_shared(&fd, size)?;
+        Ok(HeapRegion { base, size, handle: Some(fd) })
+    }
+
+    fn map_peer_heap(&self, handle: &OwnedFd, size: usize) -> io::Result<HeapRegion> {
+        map_region(handle, size)
+    }
+}

@@ -1,0 +1,72 @@
+//! The state every device-side routine reads: who this PE is, where the
+//! symmetric heap is, and how to reach each peer.
+//!
+//! This struct is shared between the host runtime and the device library
+//! (issue #9). It is `#[repr(C)]`, exported to C by cbindgen into
+//! `ishmem/ishmem_api.h`, and its size and field offsets are asserted on
+//! both sides. Addresses are carried as `u64` so the layout is identical for
+//! 64-bit hosts and for device compilers whose pointers differ from the host's.
+
+/// Value of [`ishmemx_device_state_t::magic`].
+pub const ISHMEMX_DEVICE_STATE_MAGIC: u32 = 0x4953_4844; // "ISHD"
+/// Layout version of [`ishmemx_device_state_t`]; bump on any change.
+pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 1;
+
+/// Per-PE state read by device code.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy)]
+pub struct ishmemx_device_state_t {
+    /// [`ISHMEMX_DEVICE_STATE_MAGIC`].
+    pub magic: u32,
+    /// [`ISHMEMX_DEVICE_STATE_VERSION`].
+    pub version: u32,
+    /// This PE's number in the world team.
+    pub my_pe: i32,
+    /// Number of PEs in the world team.
+    pub n_pes: i32,
+    /// 1 when every PE is reachable by load/store from this one.
+    pub only_local: u32,
+    /// Reserved; zero.
+    pub reserved: u32,
+    /// Address of this PE's symmetric heap in its own address space.
+    pub heap_base: u64,
+    /// Size in bytes of each PE's symmetric heap.
+    pub heap_size: u64,
+    /// Address of a `u64[n_pes]` table: entry `pe` is the address at which
+    /// PE `pe`'s heap is mapped in this PE's address space, or 0 when `pe`
+    /// is reached through a proxy. A peer address is
+    /// `peer_heap_base[pe] + (sym_addr - heap_base)`.
+    pub peer_heap_base: u64,
+    /// Address of a `u8[n_pes]` table: 1 when `pe` is reached by load/store.
+    pub peer_is_local: u64,
+}
+
+// Layout guard; the C header carries the same numbers as _Static_asserts.
+const _: () = {
+    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 56);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, my_pe) == 8);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_base) == 24);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_size) == 32);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, peer_heap_base) == 40);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, peer_is_local) == 48);
+};
+
+/// `(field name, offset)` for every field; the header generator turns this
+/// into C `_Static_assert`s.
+pub fn field_offsets() -> Vec<(&'static str, usize)> {
+    use core::mem::offset_of;
+    type S = ishmemx_device_state_t;
+    vec![
+        ("magic", offset_of!(S, magic)),
+        ("version", offset_of!(S, version)),
+        ("my_pe", offset_of!(S, my_pe)),
+        ("n_pes", offset_of!(S, n_pes)),
+        ("only_local", offset_of!(S, only_local)),
+        ("reserved", offset_of!(S, reserved)),
+        ("heap_base", offset_of!(S, heap_base)),
+        ("heap_size", offset_of!(S, heap_size)),
+        ("peer_heap_base", offset_of!(S, peer_heap_base)),
+        ("peer_is_local", offset_of!(S, peer_is_local)),
+    ]
+}

@@ -1,0 +1,255 @@
+//! The one table of `ISHMEM_*` environment variables.
+//!
+//! Everything that reads the environment goes through [`VARS`]: the parser
+//! ([`Config::from_env`]), the generated `docs/env.md` (see `bindings/gen`),
+//! and later `ishmem-info`. Adding a variable means adding a row here.
+
+use std::fmt;
+
+/// How a variable's value is parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A byte count with an optional `k`, `m`, `g` or `t` suffix (powers of 1024).
+    Size,
+    /// `0`, `false`, `no`, `off` mean off; `1`, `true`, `yes`, `on` mean on.
+    Bool,
+    /// A non-negative integer.
+    Uint,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Size => "size",
+            Kind::Bool => "bool",
+            Kind::Uint => "integer",
+        }
+    }
+}
+
+/// One row of the environment table.
+#[derive(Debug)]
+pub struct EnvVar {
+    /// Full name, `ISHMEM_` prefix included.
+    pub name: &'static str,
+    pub kind: Kind,
+    /// Default value, written as a user would write it.
+    pub default: &'static str,
+    /// One-line help text.
+    pub help: &'static str,
+    /// Set by `ishmrun` for its PEs, not by users.
+    pub internal: bool,
+}
+
+/// Every environment variable the library reads.
+pub const VARS: &[EnvVar] = &[
+    EnvVar {
+        name: "ISHMEM_SYMMETRIC_SIZE",
+        kind: Kind::Size,
+        default: "512m",
+        help: "Size of the symmetric heap of each PE (suffixes k, m, g, t; powers of 1024). Must be the same on every PE.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_DEBUG",
+        kind: Kind::Bool,
+        default: "0",
+        help: "Print initialization details (heap placement, peers, bootstrap) to stderr.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMRUN_PE",
+        kind: Kind::Uint,
+        default: "",
+        help: "Rank of this PE; set by ishmrun for the processes it starts.",
+        internal: true,
+    },
+    EnvVar {
+        name: "ISHMRUN_NPES",
+        kind: Kind::Uint,
+        default: "",
+        help: "Number of PEs in the job; set by ishmrun.",
+        internal: true,
+    },
+    EnvVar {
+        name: "ISHMRUN_FD",
+        kind: Kind::Uint,
+        default: "",
+        help: "File descriptor of this PE's bootstrap socket to ishmrun; set by ishmrun.",
+        internal: true,
+    },
+];
+
+/// A bad value in an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvError {
+    pub name: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl fmt::Display for EnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "environment variable {}={:?} is not valid: expected {}",
+            self.name, self.value, self.expected
+        )
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+/// Parses a size such as `512m`, `2G`, `4096`, `1t` (powers of 1024; an
+/// optional trailing `b` or `ib` is accepted).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
+    let (digits, mult): (&str, u64) = match t.chars().last()? {
+        'k' => (&t[..t.len() - 1], 1 << 10),
+        'm' => (&t[..t.len() - 1], 1 << 20),
+        'g' => (&t[..t.len() - 1], 1 << 30),
+        't' => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let digits = digits.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// Parses a boolean the way the table documents.
+pub fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "0" | "false" | "no" | "off" => Some(false),
+        "1" | "true" | "yes" | "on" => Some(true),
+        _ => None,
+    }
+}
+
+fn var(name: &'static str) -> &'static EnvVar {
+    VARS.iter().find(|v| v.name == name).expect("variable is in the table")
+}
+
+/// Reads one variable from `lookup`, falling back to the table's default.
+fn read(
+    name: &'static str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> (String, bool) {
+    match lookup(name) {
+        Some(v) => (v, true),
+        None => (var(name).default.to_string(), false),
+    }
+}
+
+/// Where a variable's effective value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    Environment,
+}
+
+/// The parsed user-facing configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub symmetric_size: u64,
+    pub debug: bool,
+}
+
+impl Config {
+    /// Parses the process environment.
+    pub fn from_env() -> Result<Config, EnvError> {
+        Self::from_lookup(&|n| std::env::var(n).ok())
+    }
+
+    /// Parses from an arbitrary lookup (tests use a map).
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Config, EnvError> {
+        let (size, _) = read("ISHMEM_SYMMETRIC_SIZE", lookup);
+        let symmetric_size = parse_size(&size)
+            .filter(|&n| n > 0)
+            .ok_or(EnvError {
+                name: "ISHMEM_SYMMETRIC_SIZE",
+                value: size.clone(),
+                expected: "a positive size such as 1073741824, 512m or 2g",
+            })?;
+        let (debug, _) = read("ISHMEM_DEBUG", lookup);
+        let debug = parse_bool(&debug).ok_or(EnvError {
+            name: "ISHMEM_DEBUG",
+            value: debug.clone(),
+            expected: "0/1, true/false, yes/no or on/off",
+        })?;
+        Ok(Config { symmetric_size, debug })
+    }
+}
+
+/// Names of `ISHMEM_*` variables set in the environment that the table does
+/// not know (likely typos); the runtime warns about them.
+pub fn unknown_vars() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("ISHMEM_") && !VARS.iter().any(|v| v.name == k))
+        .collect()
+}
+
+/// The effective value and its source for every variable, for reports.
+pub fn effective() -> Vec<(&'static EnvVar, String, Source)> {
+    VARS.iter()
+        .map(|v| match std::env::var(v.name) {
+            Ok(val) => (v, val, Source::Environment),
+            Err(_) => (v, v.default.to_string(), Source::Default),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("512m"), Some(512 << 20));
+        assert_eq!(parse_size("2G"), Some(2 << 30));
+        assert_eq!(parse_size("1t"), Some(1 << 40));
+        assert_eq!(parse_size("64KiB"), Some(64 << 10));
+        assert_eq!(parse_size(" 8k "), Some(8 << 10));
+        assert_eq!(parse_size("abc"), None);
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size("1.5g"), None);
+        assert_eq!(parse_size("99999999999999t"), None);
+    }
+
+    #[test]
+    fn config_defaults_and_errors() {
+        let empty: HashMap<&str, &str> = HashMap::new();
+        let c = Config::from_lookup(&|n| empty.get(n).map(|s| s.to_string())).unwrap();
+        assert_eq!(c.symmetric_size, 512 << 20);
+        assert!(!c.debug);
+        let bad: HashMap<&str, &str> = [("ISHMEM_SYMMETRIC_SIZE", "lots")].into();
+        let e = Config::from_lookup(&|n| bad.get(n).map(|s| s.to_string())).unwrap_err();
+        assert_eq!(e.name, "ISHMEM_SYMMETRIC_SIZE");
+        assert!(e.to_string().contains("\"lots\""));
+        let zero: HashMap<&str, &str> = [("ISHMEM_SYMMETRIC_SIZE", "0")].into();
+        assert!(Config::from_lookup(&|n| zero.get(n).map(|s| s.to_string())).is_err());
+        let dbg: HashMap<&str, &str> = [("ISHMEM_DEBUG", "maybe")].into();
+        assert_eq!(
+            Config::from_lookup(&|n| dbg.get(n).map(|s| s.to_string())).unwrap_err().name,
+            "ISHMEM_DEBUG"
+        );
+    }
+
+    #[test]
+    fn table_defaults_parse() {
+        for v in VARS.iter().filter(|v| !v.internal) {
+            let ok = match v.kind {
+                Kind::Size => parse_size(v.default).is_some(),
+                Kind::Bool => parse_bool(v.default).is_some(),
+                Kind::Uint => v.default.parse::<u64>().is_ok(),
+            };
+            assert!(ok, "default of {} does not parse", v.name);
+        }
+    }
+}

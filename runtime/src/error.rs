@@ -1,0 +1,101 @@
+//! Fatal errors and job abort.
+//!
+//! Argument errors are reported as `ishmem: PE <n>: <call>: <what>` on stderr,
+//! then the whole job stops: the control segment's abort flag makes every
+//! PE that is waiting inside the library exit, and `ishmrun` terminates the
+//! rest when it sees a PE exit with a non-zero status.
+
+use crate::ctrl::Ctrl;
+use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+
+/// This PE's number once known (-1 before init), for error tags.
+pub(crate) static MY_PE: AtomicI32 = AtomicI32::new(-1);
+/// The control segment once mapped, for the abort flag.
+static CTRL: AtomicPtr<Ctrl> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Exit status of a job aborted by an argument error.
+pub const ERROR_EXIT_CODE: i32 = 1;
+
+pub(crate) fn set_ctrl(ctrl: Option<Ctrl>) {
+    let new = ctrl.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(c)));
+    // The old box is leaked on purpose: a concurrent reader may still hold it.
+    CTRL.store(new, Ordering::Release);
+}
+
+fn ctrl() -> Option<&'static Ctrl> {
+    let p = CTRL.load(Ordering::Acquire);
+    // SAFETY: boxes stored in CTRL are never freed.
+    unsafe { p.as_ref() }
+}
+
+/// The PE tag used in messages: `PE 3`, or `PE ?` before init.
+pub fn pe_tag() -> String {
+    match MY_PE.load(Ordering::Relaxed) {
+        pe if pe >= 0 => format!("PE {pe}"),
+        _ => "PE ?".to_string(),
+    }
+}
+
+/// Prints a warning tagged with the PE.
+pub fn warn(msg: fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "ishmem: {}: warning: {}", pe_tag(), msg);
+}
+
+/// Reports an error in `call` and aborts the whole job. Never returns.
+#[cold]
+#[inline(never)]
+pub fn fatal(call: &str, msg: fmt::Arguments<'_>) -> ! {
+    let _ = writeln!(std::io::stderr(), "ishmem: {}: {}: {}", pe_tag(), call, msg);
+    abort_job(ERROR_EXIT_CODE)
+}
+
+/// Claims the right to print the one report of a job-wide error that
+/// several PEs may detect at once (e.g. a collective argument mismatch).
+/// Returns false when another PE has claimed it; that PE will abort the job.
+pub(crate) fn claim_report() -> bool {
+    match ctrl() {
+        None => true,
+        Some(c) => {
+            let me = MY_PE.load(Ordering::Relaxed).max(0) + 1;
+            c.header()
+                .abort_reporter
+                .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        }
+    }
+}
+
+/// Marks the job as aborting with `code` and exits this PE without running
+/// `atexit` handlers (which would try a collective finalize).
+pub fn abort_job(code: i32) -> ! {
+    let code = if code == 0 { ERROR_EXIT_CODE } else { code };
+    if let Some(c) = ctrl() {
+        let _ = c.header().abort_code.compare_exchange(
+            0,
+            code,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit is always safe to call; it does not return.
+    unsafe { libc::_exit(code & 0xff) }
+}
+
+/// Called from wait loops: if another PE aborted the job, leave too.
+#[inline]
+pub(crate) fn check_abort() {
+    if let Some(code) = ctrl().and_then(|c| c.abort_code()) {
+        exit_for_peer_abort(code)
+    }
+}
+
+#[cold]
+fn exit_for_peer_abort(code: i32) -> ! {
+    let _ = std::io::stdout().flush();
+    // SAFETY: as in abort_job.
+    unsafe { libc::_exit(code & 0xff) }
+}

@@ -1,0 +1,97 @@
+//! How a PE reaches another PE's symmetric heap.
+//!
+//! A [`Transport`] moves bytes between this PE and a peer's heap, addressed
+//! by heap offset. Today there is one: [`ShmTransport`], direct loads and
+//! stores into peer heaps mapped in this process. The MPI-RMA proxy (#8) and
+//! the loaded-OpenSHMEM proxy (#11) implement the same trait for PEs on other
+//! nodes. The core routes each PE once, at init, and calls the shared-memory
+//! path statically so that a small put costs only the checks and the copy.
+
+/// Reaching peers' symmetric heaps.
+///
+/// # Safety
+/// Implementations must move exactly `len` bytes and must not retain the
+/// local pointers after the call returns (non-blocking forms may until the
+/// next [`Transport::quiet`]).
+pub unsafe trait Transport: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Copies `len` bytes from local `src` into `pe`'s heap at `offset`.
+    ///
+    /// # Safety
+    /// `src` is valid for `len` bytes; `offset + len` is within the heap.
+    unsafe fn put(&self, pe: usize, offset: usize, src: *const u8, len: usize);
+    /// Copies `len` bytes from `pe`'s heap at `offset` into local `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes; `offset + len` is within the heap.
+    unsafe fn get(&self, pe: usize, offset: usize, dst: *mut u8, len: usize);
+    /// Orders this PE's earlier puts and AMOs to each PE before its later ones.
+    fn fence(&self);
+    /// Completes every operation this PE has issued through the transport.
+    fn quiet(&self);
+}
+
+/// Direct load/store into peer heaps mapped in this process.
+#[derive(Debug)]
+pub struct ShmTransport {
+    /// Address of each PE's heap in this process; null when not mapped.
+    peer_base: Box<[*mut u8]>,
+}
+
+// SAFETY: the table is immutable after init; targets are shared memory.
+unsafe impl Send for ShmTransport {}
+// SAFETY: as above.
+unsafe impl Sync for ShmTransport {}
+
+impl ShmTransport {
+    pub fn new(peer_base: Box<[*mut u8]>) -> Self {
+        ShmTransport { peer_base }
+    }
+
+    /// Address of `offset` in `pe`'s heap, if `pe` is mapped here.
+    #[inline(always)]
+    pub fn addr(&self, pe: usize, offset: usize) -> Option<*mut u8> {
+        let b = self.peer_base[pe];
+        if b.is_null() {
+            None
+        } else {
+            // SAFETY (for callers): offset was checked against the heap size.
+            Some(b.wrapping_add(offset))
+        }
+    }
+
+    pub fn peer_bases(&self) -> &[*mut u8] {
+        &self.peer_base
+    }
+}
+
+// SAFETY: copies exactly len bytes and keeps no pointers.
+unsafe impl Transport for ShmTransport {
+    fn name(&self) -> &'static str {
+        "shm"
+    }
+
+    #[inline(always)]
+    unsafe fn put(&self, pe: usize, offset: usize, src: *const u8, len: usize) {
+        let dst = self.peer_base[pe].add(offset);
+        std::ptr::copy(src, dst, len);
+    }
+
+    #[inline(always)]
+    unsafe fn get(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) {
+        let src = self.peer_base[pe].add(offset) as *const u8;
+        std::ptr::copy(src, dst, len);
+    }
+
+    #[inline(always)]
+    fn fence(&self) {
+        // Stores to shared memory are complete when issued; a release fence
+        // keeps the compiler and CPU from moving later stores before them.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    }
+
+    #[inline(always)]
+    fn quiet(&self) {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+}

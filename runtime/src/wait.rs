@@ -1,0 +1,44 @@
+//! Waiting on shared memory: spin briefly, then yield, then sleep, so that a
+//! waiting PE costs little when PEs outnumber cores (oversubscribed runs),
+//! and leave when another PE aborts the job.
+
+use std::time::Duration;
+
+/// Spins for this many polls before yielding the CPU.
+const SPIN_POLLS: u32 = 256;
+/// Then yields for this many polls before sleeping between polls.
+const YIELD_POLLS: u32 = 4096;
+/// Sleep between polls once waiting has gone on for a while.
+const SLEEP: Duration = Duration::from_micros(50);
+
+/// Polls `ready` until it returns true.
+#[inline]
+pub fn wait_until(mut ready: impl FnMut() -> bool) {
+    if ready() {
+        return;
+    }
+    wait_slow(&mut ready)
+}
+
+#[inline(never)]
+fn wait_slow(ready: &mut dyn FnMut() -> bool) {
+    let mut polls: u32 = 0;
+    loop {
+        if ready() {
+            return;
+        }
+        polls = polls.saturating_add(1);
+        if polls < SPIN_POLLS {
+            std::hint::spin_loop();
+        } else {
+            if polls % 64 == 0 {
+                crate::error::check_abort();
+            }
+            if polls < YIELD_POLLS {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(SLEEP);
+            }
+        }
+    }
+}
