@@ -730,11 +730,14 @@ impl State {
                 ),
             )
         }
+        if alignment > device::HEAP_BASE_ALIGN {
+            fatal(
+                call,
+                format_args!("alignment {alignment} is larger than the largest supported ({})", device::HEAP_BASE_ALIGN),
+            )
+        }
         if size == 0 {
             return std::ptr::null_mut();
-        }
-        if alignment > self.heap_size {
-            self.publish(AllocKind::Align, alignment as u64, size as u64, NO_RESULT);
         }
         self.collective_alloc(call, AllocKind::Align, alignment as u64, size as u64, Some(size), alignment, false)
     }

@@ -90,23 +90,66 @@ pub fn memfd(name: &str, size: usize) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A PE's own heap starts at a multiple of this, so that heap offsets
+/// aligned to any power of two up to it are addresses aligned the same way
+/// (`align` is implemented on offsets, identically on every PE).
+pub const HEAP_BASE_ALIGN: usize = 1 << 30;
+
 /// Maps `size` bytes of `fd` shared and read-write.
 pub fn map_shared(fd: &OwnedFd, size: usize) -> io::Result<*mut u8> {
-    // SAFETY: mapping a file descriptor we hold; the kernel validates it.
-    let p = unsafe {
+    map_shared_aligned(fd, size, 1)
+}
+
+/// Maps `size` bytes of `fd` shared and read-write at an address that is a
+/// multiple of `align` (a power of two): reserves `size + align` bytes of
+/// address space, maps the file over the aligned part, releases the rest.
+pub fn map_shared_aligned(fd: &OwnedFd, size: usize, align: usize) -> io::Result<*mut u8> {
+    let reserve = size.checked_add(align).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
+    // SAFETY: an address-space reservation with no access; nothing is
+    // committed.
+    let r = unsafe {
         libc::mmap(
             ptr::null_mut(),
+            reserve,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if r == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let start = r as usize;
+    let aligned = (start + align - 1) & !(align - 1);
+    // SAFETY: MAP_FIXED over a part of the reservation we own.
+    let p = unsafe {
+        libc::mmap(
+            aligned as *mut libc::c_void,
             size,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
+            libc::MAP_SHARED | libc::MAP_FIXED,
             fd.as_raw_fd(),
             0,
         )
     };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
+    let result = if p == libc::MAP_FAILED { Err(io::Error::last_os_error()) } else { Ok(p as *mut u8) };
+    // SAFETY: unmapping the unused head and tail of our reservation (or all
+    // of it if the fixed mapping failed).
+    unsafe {
+        if result.is_err() {
+            libc::munmap(r, reserve);
+        } else {
+            if aligned > start {
+                libc::munmap(r, aligned - start);
+            }
+            let tail = aligned + size;
+            if start + reserve > tail {
+                libc::munmap(tail as *mut libc::c_void, start + reserve - tail);
+            }
+        }
     }
-    Ok(p as *mut u8)
+    result
 }
 
 /// Maps `size` bytes of private zeroed memory (singleton control segment).
@@ -140,7 +183,7 @@ impl Device for CpuDevice {
 
     fn create_heap(&self, size: usize, pe: i32) -> io::Result<HeapRegion> {
         let fd = memfd(&format!("ishmem-heap-pe{pe}"), size)?;
-        let base = map_shared(&fd, size)?;
+        let base = map_shared_aligned(&fd, size, HEAP_BASE_ALIGN)?;
         Ok(HeapRegion { base, size, handle: Some(fd) })
     }
 

@@ -40,14 +40,20 @@ pub fn pe_tag() -> String {
 
 /// Prints a warning tagged with the PE.
 pub fn warn(msg: fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr(), "ishmem: {}: warning: {}", pe_tag(), msg);
+    emit(&format!("ishmem: {}: warning: {}\n", pe_tag(), msg));
+}
+
+/// Writes a whole message with one write, so lines from several PEs sharing
+/// a terminal or pipe do not interleave.
+fn emit(line: &str) {
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// Reports an error in `call` and aborts the whole job. Never returns.
 #[cold]
 #[inline(never)]
 pub fn fatal(call: &str, msg: fmt::Arguments<'_>) -> ! {
-    let _ = writeln!(std::io::stderr(), "ishmem: {}: {}: {}", pe_tag(), call, msg);
+    emit(&format!("ishmem: {}: {}: {}\n", pe_tag(), call, msg));
     abort_job(ERROR_EXIT_CODE)
 }
 

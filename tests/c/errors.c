@@ -1,0 +1,62 @@
+/* Bad input and failures, one per mode (argv[1]). Each mode must end the
+ * job with a non-zero status and a clear message; the harness checks both. */
+#include <shmem.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "before_init")) {
+        shmem_barrier_all();
+        return 0;
+    }
+    shmem_init();
+    int me = shmem_my_pe(), npes = shmem_n_pes();
+    long *x = shmem_malloc(64 * sizeof(long));
+    long local = 0;
+    if (!strcmp(mode, "bad_pe")) {
+        if (me == 0) shmem_long_p(x, 1, npes);
+    } else if (!strcmp(mode, "negative_pe")) {
+        if (me == npes - 1) shmem_long_put(x, &local, 1, -3);
+    } else if (!strcmp(mode, "not_symmetric")) {
+        if (me == 0) shmem_long_put(&local, x, 1, 0);
+    } else if (!strcmp(mode, "past_end")) {
+        if (me == 0) shmem_putmem(x, &local, (size_t)1 << 40, 0);
+    } else if (!strcmp(mode, "null_dest")) {
+        if (me == 0) shmem_putmem(NULL, &local, 8, 0);
+    } else if (!strcmp(mode, "null_get_dest")) {
+        if (me == 0) shmem_getmem(NULL, x, 8, 0);
+    } else if (!strcmp(mode, "after_finalize")) {
+        shmem_finalize();
+        shmem_barrier_all();
+    } else if (!strcmp(mode, "malloc_mismatch")) {
+        shmem_malloc(me == npes - 1 ? 128 : 64);
+    } else if (!strcmp(mode, "free_mismatch")) {
+        long *y = shmem_malloc(64);
+        shmem_free(me == npes - 1 ? y : x);
+    } else if (!strcmp(mode, "free_bad")) {
+        shmem_free(x + 1);
+    } else if (!strcmp(mode, "bad_align")) {
+        shmem_align(24, 64);
+    } else if (!strcmp(mode, "sigkill")) {
+        if (me == npes - 1) raise(SIGKILL);
+    } else if (!strcmp(mode, "segv")) {
+        if (me == 0) raise(SIGSEGV);
+    } else if (!strcmp(mode, "exit_code")) {
+        /* exit without finalize: the library finalizes at exit */
+        if (me == npes - 1) exit(3);
+    } else if (!strcmp(mode, "hang")) {
+        if (me == 0) for (;;) pause();
+    } else if (!strcmp(mode, "ok")) {
+        if (me == 0) printf("ok\n");
+    } else {
+        fprintf(stderr, "unknown mode %s\n", mode);
+        return 2;
+    }
+    shmem_barrier_all();
+    shmem_finalize();
+    return 0;
+}

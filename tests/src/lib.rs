@@ -1,0 +1,12 @@
+//! Support for the Rust PE programs in `src/bin`: failures name the PE.
+
+/// Fails the PE (exit status 1, so ishmrun ends the job) with a message.
+#[macro_export]
+macro_rules! check {
+    ($me:expr, $cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            eprintln!("PE {}: {}:{}: check failed: {}: {}", $me, file!(), line!(), stringify!($cond), format!($($fmt)+));
+            std::process::exit(1);
+        }
+    };
+}

@@ -1,0 +1,334 @@
+//! The multi-PE harness: builds the C PE programs against the generated
+//! headers and `libishmem.so`, runs every PE program under `ishmrun` on 1..4
+//! PEs with a timeout, and prints a program's output only when it fails.
+//!
+//! Needs `cargo build --workspace` first (the README's test command does it)
+//! for `ishmrun` and `libishmem.so`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Env {
+    root: PathBuf,
+    bin_dir: PathBuf,
+    build_dir: PathBuf,
+}
+
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        // The test executable lives in <target>/<profile>/deps.
+        let exe = std::env::current_exe().unwrap();
+        let bin_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        for f in ["ishmrun", "libishmem.so"] {
+            assert!(
+                bin_dir.join(f).exists(),
+                "{} is missing: run `cargo build --workspace` before the tests",
+                bin_dir.join(f).display()
+            );
+        }
+        // Programs record the soname; give it a name next to the library.
+        let so0 = bin_dir.join("libishmem.so.0");
+        let _ = std::fs::remove_file(&so0);
+        std::os::unix::fs::symlink("libishmem.so", &so0).expect("symlink libishmem.so.0");
+        let build_dir = bin_dir.join("c-tests");
+        std::fs::create_dir_all(&build_dir).unwrap();
+        Env { root, bin_dir, build_dir }
+    })
+}
+
+/// Compiles `tests/c/<name>.c` once; returns the executable.
+fn c_program(name: &str) -> PathBuf {
+    compile_c(&env().root.join("tests/c").join(format!("{name}.c")), name)
+}
+
+/// Compiles a C PE program once, against the generated headers and
+/// libishmem.so; returns the executable.
+fn compile_c(src: &Path, name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let e = env();
+    let out = e.build_dir.join(name);
+    let mut built = BUILT.lock().unwrap();
+    if !built.iter().any(|b| b == name) {
+        let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror"])
+            .arg(src)
+            .arg("-I")
+            .arg(e.root.join("bindings/c/include"))
+            .arg("-I")
+            .arg(e.root.join("tests/c"))
+            .arg("-L")
+            .arg(&e.bin_dir)
+            .arg("-lishmem")
+            .arg(format!("-Wl,-rpath,{}", e.bin_dir.display()))
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .expect("run the C compiler");
+        assert!(o.status.success(), "compiling {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
+        built.push(name.to_string());
+    }
+    out
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn report(&self, what: &str) -> String {
+        format!(
+            "{what}: exit {:?} after {:.1?}\n--- stdout ---\n{}--- stderr ---\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `cmd` with a timeout, collecting its output.
+fn run_cmd(mut cmd: Command, timeout: Duration) -> Run {
+    let start = Instant::now();
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > timeout && !timed_out {
+            timed_out = true;
+            // SAFETY: signalling our own child (ishmrun forwards it).
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_secs(3));
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut stderr = t_err.join().unwrap();
+    if timed_out {
+        stderr.push_str(&format!("\n[harness: killed after the {timeout:?} timeout]\n"));
+    }
+    Run { code: status.code(), stdout: t_out.join().unwrap(), stderr, elapsed: start.elapsed() }
+}
+
+fn ishmrun(n: usize, prog: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
+    cmd.arg("-n").arg(n.to_string()).arg("--").arg(prog).args(args);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    run_cmd(cmd, TIMEOUT)
+}
+
+/// Runs `prog` on 1, 2, 3 and 4 PEs; each must succeed.
+fn on_1_to_4(prog: &Path, envs: &[(&str, &str)]) {
+    for n in 1..=4 {
+        let r = ishmrun(n, prog, &[], envs);
+        assert!(r.code == Some(0), "{}", r.report(&format!("{} on {n} PEs", prog.display())));
+    }
+}
+
+#[test]
+fn c_rma_types() {
+    on_1_to_4(&c_program("rma_types"), &[]);
+}
+
+#[test]
+fn c_fence_order() {
+    on_1_to_4(&c_program("fence_order"), &[]);
+}
+
+#[test]
+fn c_alloc() {
+    on_1_to_4(&c_program("alloc"), &[("ISHMEM_SYMMETRIC_SIZE", "64m")]);
+}
+
+#[test]
+fn c_alloc_exhaustion_message() {
+    let r = ishmrun(2, &c_program("alloc"), &[], &[("ISHMEM_SYMMETRIC_SIZE", "64m")]);
+    assert!(r.code == Some(0), "{}", r.report("alloc"));
+    assert!(
+        r.stderr.contains("requested 1099511627776 bytes")
+            && r.stderr.contains("bytes free")
+            && r.stderr.contains("ISHMEM_SYMMETRIC_SIZE"),
+        "{}",
+        r.report("exhaustion message")
+    );
+}
+
+#[test]
+fn rust_rma() {
+    on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
+}
+
+#[test]
+fn hello_ring_example() {
+    let prog = compile_c(&env().root.join("packaging/examples/hello_ring.c"), "hello_ring");
+    for n in 1..=4 {
+        let r = ishmrun(n, &prog, &[], &[]);
+        let want = format!("sum = {} (expected {})", 1000 * n + n * (n - 1) / 2, 1000 * n + n * (n - 1) / 2);
+        assert!(r.code == Some(0) && r.stdout.contains(&want), "{}", r.report("hello_ring"));
+    }
+}
+
+#[test]
+fn singleton_without_launcher() {
+    let mut cmd = Command::new(c_program("rma_types"));
+    cmd.env_remove("ISHMRUN_FD");
+    let r = run_cmd(cmd, TIMEOUT);
+    assert!(r.code == Some(0), "{}", r.report("singleton"));
+    let mut cmd = Command::new(c_program("alloc"));
+    cmd.env("ISHMEM_SYMMETRIC_SIZE", "64m");
+    let r = run_cmd(cmd, TIMEOUT);
+    assert!(r.code == Some(0) && r.stdout.contains("alloc ok"), "{}", r.report("singleton alloc"));
+}
+
+// ----- errors: non-zero exit within seconds, a clear message, nothing left
+
+/// Names in /dev/shm and /tmp that look like ours.
+fn leftovers() -> Vec<String> {
+    let mut v = Vec::new();
+    for d in ["/dev/shm", "/tmp"] {
+        if let Ok(rd) = std::fs::read_dir(d) {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().to_string();
+                if n.contains("ishm") {
+                    v.push(format!("{d}/{n}"));
+                }
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Runs errors.c in `mode` on `n` PEs; expects failure with `code`, within
+/// 10 s, with every string of `expect` in stderr.
+fn expect_failure(mode: &str, n: usize, code: i32, expect: &[&str], envs: &[(&str, &str)]) {
+    let before = leftovers();
+    let prog = c_program("errors");
+    let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
+    cmd.arg("-v").arg("-n").arg(n.to_string()).arg(&prog).arg(mode);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let r = run_cmd(cmd, Duration::from_secs(30));
+    let what = format!("errors {mode} on {n} PEs");
+    assert_eq!(r.code, Some(code), "{}", r.report(&what));
+    assert!(r.elapsed < Duration::from_secs(10), "{}", r.report(&format!("{what} took too long")));
+    for s in expect {
+        assert!(r.stderr.contains(s), "expected {s:?} in stderr\n{}", r.report(&what));
+    }
+    // Every PE ishmrun started is gone.
+    for line in r.stderr.lines().filter(|l| l.contains("started PE")) {
+        let pid: i32 = line.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap();
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "PE process {pid} outlived the job\n{}", r.report(&what));
+    }
+    assert_eq!(leftovers(), before, "files left behind by {what}");
+}
+
+#[test]
+fn error_pe_out_of_range() {
+    for n in [1, 2, 4] {
+        expect_failure(
+            "bad_pe",
+            n,
+            1,
+            &[&format!("ishmem: PE 0: shmem_long_p: PE {n} is out of range"), "ishmrun: PE 0 (pid"],
+            &[],
+        );
+    }
+    expect_failure("negative_pe", 3, 1, &["ishmem: PE 2: shmem_long_put: PE -3 is out of range"], &[]);
+}
+
+#[test]
+fn error_not_symmetric() {
+    expect_failure("not_symmetric", 2, 1, &["ishmem: PE 0: shmem_long_put: dest 0x", "is not a symmetric address"], &[]);
+    expect_failure("past_end", 2, 1, &["shmem_putmem: dest", "runs past the end of the symmetric heap"], &[]);
+}
+
+#[test]
+fn error_null_pointers() {
+    expect_failure("null_dest", 2, 1, &["ishmem: PE 0: shmem_putmem: dest is a null pointer"], &[]);
+    expect_failure("null_get_dest", 2, 1, &["ishmem: PE 0: shmem_getmem: dest is a null pointer"], &[]);
+}
+
+#[test]
+fn error_lifecycle() {
+    expect_failure("before_init", 2, 1, &["shmem_barrier_all: called before the library was initialized"], &[]);
+    expect_failure("after_finalize", 2, 1, &["shmem_barrier_all: called after the library was finalized"], &[]);
+}
+
+#[test]
+fn error_collective_mismatch() {
+    expect_failure(
+        "malloc_mismatch",
+        3,
+        1,
+        &["shmem_malloc: collective call #2 has different arguments", "malloc(size=64)", "PE 2: malloc(size=128)"],
+        &[],
+    );
+    expect_failure("free_mismatch", 2, 1, &["shmem_free: collective call", "PE 1: free(heap offset"], &[]);
+    expect_failure("free_bad", 2, 1, &["shmem_free: ptr 0x", "is not the start of a live symmetric allocation"], &[]);
+    expect_failure("bad_align", 2, 1, &["shmem_align: alignment 24 is not a power of two"], &[]);
+}
+
+#[test]
+fn error_bad_environment() {
+    expect_failure(
+        "ok",
+        2,
+        1,
+        &["ISHMEM_SYMMETRIC_SIZE=\"lots\" is not valid"],
+        &[("ISHMEM_SYMMETRIC_SIZE", "lots")],
+    );
+}
+
+#[test]
+fn pe_death_ends_the_job() {
+    expect_failure("sigkill", 4, 137, &["ishmrun: PE 3 (pid", "was killed by signal 9 (SIGKILL)", "terminating the other"], &[]);
+    expect_failure("segv", 2, 139, &["ishmrun: PE 0 (pid", "killed by signal 11 (SIGSEGV)"], &[]);
+    expect_failure("exit_code", 3, 3, &["ishmrun: PE 2 (pid", "exited with status 3"], &[]);
+}
+
+#[test]
+fn ishmrun_timeout_and_usage() {
+    let prog = c_program("errors");
+    let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
+    cmd.args(["-n", "2", "-t", "1"]).arg(&prog).arg("hang");
+    let r = run_cmd(cmd, Duration::from_secs(30));
+    assert!(r.code == Some(124) && r.stderr.contains("did not finish within 1.0 s"), "{}", r.report("timeout"));
+    assert!(r.elapsed < Duration::from_secs(6), "{}", r.report("timeout took too long"));
+
+    let r = run_cmd(Command::new(env().bin_dir.join("ishmrun")), Duration::from_secs(10));
+    assert!(r.code == Some(2) && r.stderr.contains("usage: ishmrun"), "{}", r.report("usage"));
+    let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
+    cmd.args(["-n", "2", "/nonexistent/program"]);
+    let r = run_cmd(cmd, Duration::from_secs(10));
+    assert!(r.code == Some(1) && r.stderr.contains("cannot start PE 0"), "{}", r.report("missing program"));
+
+    // A program that never initializes the library runs fine under ishmrun.
+    let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
+    cmd.args(["-n", "3", "/bin/true"]);
+    let r = run_cmd(cmd, Duration::from_secs(10));
+    assert!(r.code == Some(0), "{}", r.report("/bin/true"));
+}
