@@ -239,8 +239,8 @@ fn expect_failure(mode: &str, n: usize, code: i32, expect: &[&str], envs: &[(&st
         assert!(r.stderr.contains(s), "expected {s:?} in stderr\n{}", r.report(&what));
     }
     // Every PE ishmrun started is gone.
-    for line in r.stderr.lines().filter(|l| l.contains("started PE")) {
-        let pid: i32 = line.rsplit("pid ").next().unwrap().trim_end_matches(')').parse().unwrap();
+    for (_, rest) in r.stderr.match_indices("started PE ").map(|(i, _)| r.stderr[i..].split_once("(pid ").unwrap()) {
+        let pid: i32 = rest[..rest.find(')').unwrap()].parse().unwrap();
         assert!(!Path::new(&format!("/proc/{pid}")).exists(), "PE process {pid} outlived the job\n{}", r.report(&what));
     }
     assert_eq!(leftovers(), before, "files left behind by {what}");

@@ -93,6 +93,16 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     Ok(Options { npes, timeout, verbose, program })
 }
 
+/// Prints `ishmrun: <message>` to stderr in one write, so that it does not
+/// interleave with the PEs' output.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let line = format!("ishmrun: {}\n", format_args!($($arg)*));
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }};
+}
+
 /// PIDs of the started PEs, for the signal handler.
 static PIDS: OnceLock<Vec<libc::pid_t>> = OnceLock::new();
 
@@ -155,7 +165,7 @@ impl Job {
             self.pids.iter().enumerate().filter(|(i, _)| alive[*i]).map(|(i, &p)| (i, p)).collect()
         };
         if !live.is_empty() {
-            eprintln!("ishmrun: {why}; terminating the other {} PE{}", live.len(), if live.len() == 1 { "" } else { "s" });
+            say!("{why}; terminating the other {} PE{}", live.len(), if live.len() == 1 { "" } else { "s" });
         }
         for &(_, p) in &live {
             // SAFETY: sending a signal to our own child.
@@ -212,7 +222,7 @@ fn serve_bootstrap(socks: Vec<OwnedFd>, ctrl_fd: OwnedFd, ctrl_len: usize) {
     }
     for (pe, s) in socks.iter().enumerate() {
         if let Err(e) = bootstrap::send_job(s.as_raw_fd(), &ctrl_fd, ctrl_len, &hellos) {
-            eprintln!("ishmrun: cannot send the job description to PE {pe}: {e}");
+            say!("cannot send the job description to PE {pe}: {e}");
         }
     }
 }
@@ -222,14 +232,14 @@ fn main() -> ExitCode {
     let opts = match parse_args(&args) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("ishmrun: {e}\n\n{USAGE}");
+            say!("{e}\n\n{USAGE}");
             return ExitCode::from(2);
         }
     };
     match run(opts) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("ishmrun: {e}");
+            say!("{e}");
             ExitCode::from(1)
         }
     }
@@ -285,7 +295,7 @@ fn run(opts: Options) -> Result<u8, String> {
         drop(theirs);
         ours.push(mine);
         if opts.verbose {
-            eprintln!("ishmrun: started PE {pe} (pid {})", pids[pe]);
+            say!("started PE {pe} (pid {})", pids[pe]);
         }
     }
     let _ = PIDS.set(pids.clone());
@@ -304,7 +314,7 @@ fn run(opts: Options) -> Result<u8, String> {
         std::thread::spawn(move || {
             std::thread::sleep(t);
             timed_out.store(true, Ordering::SeqCst);
-            eprintln!("ishmrun: the job did not finish within {:.1} s", t.as_secs_f64());
+            say!("the job did not finish within {:.1} s", t.as_secs_f64());
             job.terminate("timeout");
         });
     }
@@ -335,11 +345,11 @@ fn run(opts: Options) -> Result<u8, String> {
             continue;
         };
         if opts.verbose {
-            eprintln!("ishmrun: PE {pe} (pid {pid}) {how}");
+            say!("PE {pe} (pid {pid}) {how}");
         }
         if failed && !job.terminating.load(Ordering::SeqCst) {
             if !opts.verbose {
-                eprintln!("ishmrun: PE {pe} (pid {pid}) {how}");
+                say!("PE {pe} (pid {pid}) {how}");
             }
             first_failure.get_or_insert(code);
             job.terminate(&format!("PE {pe} failed"));
