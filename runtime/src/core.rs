@@ -33,7 +33,7 @@ pub struct State {
     heap_size: usize,
     config: Config,
     device_name: &'static str,
-    shm: ShmTransport,
+    pub(crate) shm: ShmTransport,
     ctrl: Ctrl,
     alloc: Mutex<SymAllocator>,
     alloc_seq: AtomicU64,
@@ -393,7 +393,7 @@ impl State {
     }
 
     #[inline(always)]
-    fn check_local(&self, call: &str, what: &str, p: *const u8) {
+    pub(crate) fn check_local(&self, call: &str, what: &str, p: *const u8) {
         if p.is_null() {
             null_local(call, what)
         }
@@ -460,7 +460,7 @@ impl State {
     }
 
     #[cold]
-    fn unreachable_pe(&self, call: &str, pe: usize) -> ! {
+    pub(crate) fn unreachable_pe(&self, call: &str, pe: usize) -> ! {
         fatal(call, format_args!("PE {pe} is not reachable: no transport reaches it"))
     }
 
@@ -824,7 +824,7 @@ impl State {
 
 #[cold]
 #[inline(never)]
-fn null_local(call: &str, what: &str) -> ! {
+pub(crate) fn null_local(call: &str, what: &str) -> ! {
     fatal(call, format_args!("{what} is a null pointer"))
 }
 

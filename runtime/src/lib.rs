@@ -11,6 +11,7 @@
 //! thin layers over [`core`]. See `docs/architecture.md`.
 
 pub mod alloc;
+pub mod amo;
 pub mod bootstrap;
 pub mod core;
 pub mod ctrl;

@@ -7,6 +7,22 @@
 //! nodes. The core routes each PE once, at init, and calls the shared-memory
 //! path statically so that a small put costs only the checks and the copy.
 
+/// An atomic memory operation, as carried by transports (and later by the
+/// device ring). Non-fetching API forms use the fetching op and drop the
+/// result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum AmoOp {
+    Fetch = 0,
+    Set = 1,
+    Swap = 2,
+    CompareSwap = 3,
+    FetchAdd = 4,
+    FetchAnd = 5,
+    FetchOr = 6,
+    FetchXor = 7,
+}
+
 /// Reaching peers' symmetric heaps.
 ///
 /// # Safety
@@ -25,6 +41,15 @@ pub unsafe trait Transport: Send + Sync {
     /// # Safety
     /// `dst` is valid for `len` bytes; `offset + len` is within the heap.
     unsafe fn get(&self, pe: usize, offset: usize, dst: *mut u8, len: usize);
+    /// Atomic `op` on the naturally aligned `size`-byte (1, 2, 4 or 8)
+    /// integer at `offset` in `pe`'s heap; `operand` and `cond` carry the
+    /// value's bits in their low `size` bytes. Returns the old value's bits
+    /// (0 for `Set`). All AMOs to one location through one transport are
+    /// atomic with respect to each other.
+    ///
+    /// # Safety
+    /// `offset` is aligned to `size` and `offset + size` is within the heap.
+    unsafe fn amo(&self, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64;
     /// Orders this PE's earlier puts and AMOs to each PE before its later ones.
     fn fence(&self);
     /// Completes every operation this PE has issued through the transport.
@@ -81,6 +106,46 @@ unsafe impl Transport for ShmTransport {
     unsafe fn get(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) {
         let src = self.peer_base[pe].add(offset) as *const u8;
         std::ptr::copy(src, dst, len);
+    }
+
+    #[inline(always)]
+    unsafe fn amo(&self, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64 {
+        let a = self.peer_base[pe].add(offset);
+        // Sequentially consistent: an AMO is ordered after every earlier
+        // store of this PE (so put data is visible before a signal or flag
+        // set by AMO), and AMOs are totally ordered.
+        macro_rules! rmw {
+            ($atomic:ty, $t:ty) => {{
+                // SAFETY: caller guarantees alignment and bounds; the heap is
+                // shared memory only ever accessed atomically at AMO targets.
+                let at = &*(a as *const $atomic);
+                let v = operand as $t;
+                let old = match op {
+                    AmoOp::Fetch => at.load(SeqCst),
+                    AmoOp::Set => {
+                        at.store(v, SeqCst);
+                        0
+                    }
+                    AmoOp::Swap => at.swap(v, SeqCst),
+                    AmoOp::CompareSwap => match at.compare_exchange(cond as $t, v, SeqCst, SeqCst) {
+                        Ok(x) | Err(x) => x,
+                    },
+                    AmoOp::FetchAdd => at.fetch_add(v, SeqCst),
+                    AmoOp::FetchAnd => at.fetch_and(v, SeqCst),
+                    AmoOp::FetchOr => at.fetch_or(v, SeqCst),
+                    AmoOp::FetchXor => at.fetch_xor(v, SeqCst),
+                };
+                old as u64
+            }};
+        }
+        use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
+        match size {
+            1 => rmw!(AtomicU8, u8),
+            2 => rmw!(AtomicU16, u16),
+            4 => rmw!(AtomicU32, u32),
+            8 => rmw!(AtomicU64, u64),
+            _ => unreachable!("AMO of {size} bytes"),
+        }
     }
 
     #[inline(always)]

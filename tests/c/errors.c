@@ -2,6 +2,7 @@
  * job with a non-zero status and a clear message; the harness checks both. */
 #include <shmem.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -48,6 +49,16 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "exit_code")) {
         /* exit without finalize: the library finalizes at exit */
         if (me == npes - 1) exit(3);
+    } else if (!strcmp(mode, "amo_bad_pe")) {
+        if (me == 0) shmem_long_atomic_fetch_add(x, 1, npes + 5);
+    } else if (!strcmp(mode, "wait_not_symmetric")) {
+        if (me == 0) shmem_long_wait_until(&local, SHMEM_CMP_EQ, 0);
+    } else if (!strcmp(mode, "wait_bad_cmp")) {
+        if (me == 0) shmem_long_wait_until(x, 42, 0);
+    } else if (!strcmp(mode, "bad_sig_op")) {
+        if (me == 0) shmem_long_put_signal(x, &local, 1, (uint64_t *)(x + 8), 1, 7, 0);
+    } else if (!strcmp(mode, "amo_misaligned")) {
+        if (me == 0) shmem_int_atomic_add((int *)((char *)x + 2), 1, 0);
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

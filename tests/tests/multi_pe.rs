@@ -176,6 +176,21 @@ fn c_alloc_exhaustion_message() {
 }
 
 #[test]
+fn c_amo() {
+    on_1_to_4(&c_program("amo"), &[]);
+}
+
+#[test]
+fn c_signal() {
+    on_1_to_4(&c_program("signal"), &[]);
+}
+
+#[test]
+fn c_wait_test() {
+    on_1_to_4(&c_program("wait_test"), &[]);
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }
@@ -290,6 +305,15 @@ fn error_collective_mismatch() {
     expect_failure("free_mismatch", 2, 1, &["shmem_free: collective call", "PE 1: free(heap offset"], &[]);
     expect_failure("free_bad", 2, 1, &["shmem_free: ptr 0x", "is not the start of a live symmetric allocation"], &[]);
     expect_failure("bad_align", 2, 1, &["shmem_align: alignment 24 is not a power of two"], &[]);
+}
+
+#[test]
+fn error_amo_signal_wait() {
+    expect_failure("amo_bad_pe", 2, 1, &["ishmem: PE 0: shmem_long_atomic_fetch_add: PE 7 is out of range"], &[]);
+    expect_failure("wait_not_symmetric", 2, 1, &["ishmem: PE 0: shmem_long_wait_until: ivar 0x", "is not a symmetric address"], &[]);
+    expect_failure("wait_bad_cmp", 2, 1, &["shmem_long_wait_until: cmp 42 is not a comparison operator"], &[]);
+    expect_failure("bad_sig_op", 2, 1, &["shmem_long_put_signal: sig_op 7 is not a signal operator"], &[]);
+    expect_failure("amo_misaligned", 1, 1, &["shmem_int_atomic_add: dest 0x", "is not aligned to 4 bytes"], &[]);
 }
 
 #[test]

@@ -148,3 +148,49 @@ pub extern "C" fn ishmem_sync_all() {
 pub extern "C" fn ishmemx_get_device_state() -> *const ishmemx_device_state_t {
     guard("ishmemx_get_device_state", || state("ishmemx_get_device_state").device_state() as *const _)
 }
+
+/// Comparison operators of wait_until and test (§9.11).
+pub const ISHMEM_CMP_EQ: c_int = 1;
+pub const ISHMEM_CMP_NE: c_int = 2;
+pub const ISHMEM_CMP_GT: c_int = 3;
+pub const ISHMEM_CMP_GE: c_int = 4;
+pub const ISHMEM_CMP_LT: c_int = 5;
+pub const ISHMEM_CMP_LE: c_int = 6;
+/// Signal operators of put_signal (§9.8).
+pub const ISHMEM_SIGNAL_SET: c_int = 0;
+pub const ISHMEM_SIGNAL_ADD: c_int = 1;
+
+const _: () = {
+    use ishmem_runtime::amo as a;
+    assert!(ISHMEM_CMP_EQ == a::CMP_EQ && ISHMEM_CMP_NE == a::CMP_NE && ISHMEM_CMP_GT == a::CMP_GT);
+    assert!(ISHMEM_CMP_GE == a::CMP_GE && ISHMEM_CMP_LT == a::CMP_LT && ISHMEM_CMP_LE == a::CMP_LE);
+    assert!(ISHMEM_SIGNAL_SET == a::SIGNAL_SET && ISHMEM_SIGNAL_ADD == a::SIGNAL_ADD);
+};
+
+/// Atomically reads a local signal (§9.8.3).
+#[no_mangle]
+pub extern "C" fn ishmem_signal_fetch(sig_addr: *const u64) -> u64 {
+    guard("ishmem_signal_fetch", || state("ishmem_signal_fetch").signal_fetch("ishmem_signal_fetch", sig_addr))
+}
+
+/// Waits until the local signal satisfies the comparison; returns its value
+/// (§9.11.15).
+#[no_mangle]
+pub extern "C" fn ishmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_value: u64) -> u64 {
+    let call = "ishmem_signal_wait_until";
+    guard(call, || state(call).signal_wait_until(call, sig_addr, cmp, cmp_value))
+}
+
+/// Atomically adds `signal` to the signal at `sig_addr` on `pe`.
+#[no_mangle]
+pub extern "C" fn ishmemx_signal_add(sig_addr: *mut u64, signal: u64, pe: c_int) {
+    let call = "ishmemx_signal_add";
+    guard(call, || state(call).signal_update(call, sig_addr, signal, ISHMEM_SIGNAL_ADD, pe))
+}
+
+/// Atomically sets the signal at `sig_addr` on `pe` to `signal`.
+#[no_mangle]
+pub extern "C" fn ishmemx_signal_set(sig_addr: *mut u64, signal: u64, pe: c_int) {
+    let call = "ishmemx_signal_set";
+    guard(call, || state(call).signal_update(call, sig_addr, signal, ISHMEM_SIGNAL_SET, pe))
+}

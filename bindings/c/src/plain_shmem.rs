@@ -115,3 +115,48 @@ pub extern "C" fn shmem_barrier_all() {
 pub extern "C" fn shmem_sync_all() {
     guard("shmem_sync_all", || state("shmem_sync_all").sync_all())
 }
+
+/// Comparison operators of wait_until and test (§9.11).
+pub const SHMEM_CMP_EQ: c_int = 1;
+pub const SHMEM_CMP_NE: c_int = 2;
+pub const SHMEM_CMP_GT: c_int = 3;
+pub const SHMEM_CMP_GE: c_int = 4;
+pub const SHMEM_CMP_LT: c_int = 5;
+pub const SHMEM_CMP_LE: c_int = 6;
+/// Signal operators of put_signal (§9.8).
+pub const SHMEM_SIGNAL_SET: c_int = 0;
+pub const SHMEM_SIGNAL_ADD: c_int = 1;
+
+const _: () = {
+    use crate::plain as i;
+    assert!(SHMEM_CMP_EQ == i::ISHMEM_CMP_EQ && SHMEM_CMP_NE == i::ISHMEM_CMP_NE && SHMEM_CMP_GT == i::ISHMEM_CMP_GT);
+    assert!(SHMEM_CMP_GE == i::ISHMEM_CMP_GE && SHMEM_CMP_LT == i::ISHMEM_CMP_LT && SHMEM_CMP_LE == i::ISHMEM_CMP_LE);
+    assert!(SHMEM_SIGNAL_SET == i::ISHMEM_SIGNAL_SET && SHMEM_SIGNAL_ADD == i::ISHMEM_SIGNAL_ADD);
+};
+
+/// Atomically reads a local signal (§9.8.3).
+#[no_mangle]
+pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+    guard("shmem_signal_fetch", || state("shmem_signal_fetch").signal_fetch("shmem_signal_fetch", sig_addr))
+}
+
+/// Waits until the local signal satisfies the comparison (§9.11.15).
+#[no_mangle]
+pub extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_value: u64) -> u64 {
+    let call = "shmem_signal_wait_until";
+    guard(call, || state(call).signal_wait_until(call, sig_addr, cmp, cmp_value))
+}
+
+/// Atomically adds to a remote signal (OpenSHMEM 1.6).
+#[no_mangle]
+pub extern "C" fn shmem_signal_add(sig_addr: *mut u64, signal: u64, pe: c_int) {
+    let call = "shmem_signal_add";
+    guard(call, || state(call).signal_update(call, sig_addr, signal, SHMEM_SIGNAL_ADD, pe))
+}
+
+/// Atomically sets a remote signal (OpenSHMEM 1.6).
+#[no_mangle]
+pub extern "C" fn shmem_signal_set(sig_addr: *mut u64, signal: u64, pe: c_int) {
+    let call = "shmem_signal_set";
+    guard(call, || state(call).signal_update(call, sig_addr, signal, SHMEM_SIGNAL_SET, pe))
+}

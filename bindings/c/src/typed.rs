@@ -6,6 +6,8 @@
 
 use crate::typed_impl as ti;
 #[allow(unused_imports)]
+use ishmem_runtime::transport::AmoOp;
+#[allow(unused_imports)]
 use std::ffi::{c_char, c_int, c_long, c_longlong, c_schar, c_short, c_uchar, c_uint, c_ulong, c_ulonglong, c_ushort, c_void};
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -62,10 +64,22 @@ pub unsafe extern "C" fn ishmemx_float_ibput(dest: *mut f32, source: *const f32,
     ti::ibput::<f32>("ishmemx_float_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_float_ibget(dest: *mut f32, source: *const f32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<f32>("ishmemx_float_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_put_signal(dest: *mut f32, source: *const f32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f32>("ishmem_float_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_put_signal_nbi(dest: *mut f32, source: *const f32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f32>("ishmem_float_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -122,10 +136,22 @@ pub unsafe extern "C" fn ishmemx_double_ibput(dest: *mut f64, source: *const f64
     ti::ibput::<f64>("ishmemx_double_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_double_ibget(dest: *mut f64, source: *const f64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<f64>("ishmemx_double_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_put_signal(dest: *mut f64, source: *const f64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f64>("ishmem_double_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_put_signal_nbi(dest: *mut f64, source: *const f64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f64>("ishmem_double_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -182,10 +208,22 @@ pub unsafe extern "C" fn ishmemx_char_ibput(dest: *mut c_char, source: *const c_
     ti::ibput::<c_char>("ishmemx_char_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_char_ibget(dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_char>("ishmemx_char_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_put_signal(dest: *mut c_char, source: *const c_char, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_char>("ishmem_char_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_put_signal_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_char>("ishmem_char_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -242,10 +280,22 @@ pub unsafe extern "C" fn ishmemx_schar_ibput(dest: *mut c_schar, source: *const 
     ti::ibput::<c_schar>("ishmemx_schar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_schar_ibget(dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_schar>("ishmemx_schar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_put_signal(dest: *mut c_schar, source: *const c_schar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_schar>("ishmem_schar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_put_signal_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_schar>("ishmem_schar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -302,10 +352,22 @@ pub unsafe extern "C" fn ishmemx_short_ibput(dest: *mut c_short, source: *const 
     ti::ibput::<c_short>("ishmemx_short_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_short_ibget(dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_short>("ishmemx_short_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_put_signal(dest: *mut c_short, source: *const c_short, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_short>("ishmem_short_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_put_signal_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_short>("ishmem_short_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -362,10 +424,22 @@ pub unsafe extern "C" fn ishmemx_int_ibput(dest: *mut c_int, source: *const c_in
     ti::ibput::<c_int>("ishmemx_int_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_int_ibget(dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_int>("ishmemx_int_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_put_signal(dest: *mut c_int, source: *const c_int, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_int>("ishmem_int_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_put_signal_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_int>("ishmem_int_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -422,10 +496,22 @@ pub unsafe extern "C" fn ishmemx_long_ibput(dest: *mut c_long, source: *const c_
     ti::ibput::<c_long>("ishmemx_long_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_long_ibget(dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_long>("ishmemx_long_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_put_signal(dest: *mut c_long, source: *const c_long, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_long>("ishmem_long_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_put_signal_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_long>("ishmem_long_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -482,10 +568,22 @@ pub unsafe extern "C" fn ishmemx_longlong_ibput(dest: *mut c_longlong, source: *
     ti::ibput::<c_longlong>("ishmemx_longlong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_longlong_ibget(dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_longlong>("ishmemx_longlong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_put_signal(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_longlong>("ishmem_longlong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_put_signal_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_longlong>("ishmem_longlong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -542,10 +640,22 @@ pub unsafe extern "C" fn ishmemx_uchar_ibput(dest: *mut c_uchar, source: *const 
     ti::ibput::<c_uchar>("ishmemx_uchar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_uchar_ibget(dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_uchar>("ishmemx_uchar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_put_signal(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uchar>("ishmem_uchar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_put_signal_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uchar>("ishmem_uchar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -602,10 +712,22 @@ pub unsafe extern "C" fn ishmemx_ushort_ibput(dest: *mut c_ushort, source: *cons
     ti::ibput::<c_ushort>("ishmemx_ushort_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_ushort_ibget(dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ushort>("ishmemx_ushort_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_put_signal(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ushort>("ishmem_ushort_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_put_signal_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ushort>("ishmem_ushort_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -662,10 +784,22 @@ pub unsafe extern "C" fn ishmemx_uint_ibput(dest: *mut c_uint, source: *const c_
     ti::ibput::<c_uint>("ishmemx_uint_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_uint_ibget(dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_uint>("ishmemx_uint_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_put_signal(dest: *mut c_uint, source: *const c_uint, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uint>("ishmem_uint_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_put_signal_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uint>("ishmem_uint_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -722,10 +856,22 @@ pub unsafe extern "C" fn ishmemx_ulong_ibput(dest: *mut c_ulong, source: *const 
     ti::ibput::<c_ulong>("ishmemx_ulong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_ulong_ibget(dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ulong>("ishmemx_ulong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_put_signal(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulong>("ishmem_ulong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_put_signal_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulong>("ishmem_ulong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -782,10 +928,22 @@ pub unsafe extern "C" fn ishmemx_ulonglong_ibput(dest: *mut c_ulonglong, source:
     ti::ibput::<c_ulonglong>("ishmemx_ulonglong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_ulonglong_ibget(dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ulonglong>("ishmemx_ulonglong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_put_signal(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulonglong>("ishmem_ulonglong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_put_signal_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulonglong>("ishmem_ulonglong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -842,10 +1000,22 @@ pub unsafe extern "C" fn ishmemx_int8_ibput(dest: *mut i8, source: *const i8, ds
     ti::ibput::<i8>("ishmemx_int8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_int8_ibget(dest: *mut i8, source: *const i8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i8>("ishmemx_int8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_put_signal(dest: *mut i8, source: *const i8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i8>("ishmem_int8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_put_signal_nbi(dest: *mut i8, source: *const i8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i8>("ishmem_int8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -902,10 +1072,22 @@ pub unsafe extern "C" fn ishmemx_int16_ibput(dest: *mut i16, source: *const i16,
     ti::ibput::<i16>("ishmemx_int16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_int16_ibget(dest: *mut i16, source: *const i16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i16>("ishmemx_int16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_put_signal(dest: *mut i16, source: *const i16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i16>("ishmem_int16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_put_signal_nbi(dest: *mut i16, source: *const i16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i16>("ishmem_int16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -962,10 +1144,22 @@ pub unsafe extern "C" fn ishmemx_int32_ibput(dest: *mut i32, source: *const i32,
     ti::ibput::<i32>("ishmemx_int32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_int32_ibget(dest: *mut i32, source: *const i32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i32>("ishmemx_int32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_put_signal(dest: *mut i32, source: *const i32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i32>("ishmem_int32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_put_signal_nbi(dest: *mut i32, source: *const i32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i32>("ishmem_int32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1022,10 +1216,22 @@ pub unsafe extern "C" fn ishmemx_int64_ibput(dest: *mut i64, source: *const i64,
     ti::ibput::<i64>("ishmemx_int64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_int64_ibget(dest: *mut i64, source: *const i64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i64>("ishmemx_int64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_put_signal(dest: *mut i64, source: *const i64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i64>("ishmem_int64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_put_signal_nbi(dest: *mut i64, source: *const i64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i64>("ishmem_int64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1082,10 +1288,22 @@ pub unsafe extern "C" fn ishmemx_uint8_ibput(dest: *mut u8, source: *const u8, d
     ti::ibput::<u8>("ishmemx_uint8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_uint8_ibget(dest: *mut u8, source: *const u8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u8>("ishmemx_uint8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_put_signal(dest: *mut u8, source: *const u8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("ishmem_uint8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_put_signal_nbi(dest: *mut u8, source: *const u8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("ishmem_uint8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1142,10 +1360,22 @@ pub unsafe extern "C" fn ishmemx_uint16_ibput(dest: *mut u16, source: *const u16
     ti::ibput::<u16>("ishmemx_uint16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_uint16_ibget(dest: *mut u16, source: *const u16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u16>("ishmemx_uint16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_put_signal(dest: *mut u16, source: *const u16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("ishmem_uint16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_put_signal_nbi(dest: *mut u16, source: *const u16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("ishmem_uint16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1202,10 +1432,22 @@ pub unsafe extern "C" fn ishmemx_uint32_ibput(dest: *mut u32, source: *const u32
     ti::ibput::<u32>("ishmemx_uint32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_uint32_ibget(dest: *mut u32, source: *const u32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u32>("ishmemx_uint32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_put_signal(dest: *mut u32, source: *const u32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("ishmem_uint32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_put_signal_nbi(dest: *mut u32, source: *const u32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("ishmem_uint32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1262,10 +1504,22 @@ pub unsafe extern "C" fn ishmemx_uint64_ibput(dest: *mut u64, source: *const u64
     ti::ibput::<u64>("ishmemx_uint64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_uint64_ibget(dest: *mut u64, source: *const u64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u64>("ishmemx_uint64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_put_signal(dest: *mut u64, source: *const u64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("ishmem_uint64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_put_signal_nbi(dest: *mut u64, source: *const u64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("ishmem_uint64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1322,10 +1576,22 @@ pub unsafe extern "C" fn ishmemx_size_ibput(dest: *mut usize, source: *const usi
     ti::ibput::<usize>("ishmemx_size_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_size_ibget(dest: *mut usize, source: *const usize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<usize>("ishmemx_size_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_put_signal(dest: *mut usize, source: *const usize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<usize>("ishmem_size_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_put_signal_nbi(dest: *mut usize, source: *const usize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<usize>("ishmem_size_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1382,43 +1648,2569 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_ibput(dest: *mut isize, source: *const 
     ti::ibput::<isize>("ishmemx_ptrdiff_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_ptrdiff_ibget(dest: *mut isize, source: *const isize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<isize>("ishmemx_ptrdiff_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 8-bit elements.
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_put_signal(dest: *mut isize, source: *const isize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<isize>("ishmem_ptrdiff_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_put_signal_nbi(dest: *mut isize, source: *const isize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<isize>("ishmem_ptrdiff_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_atomic_fetch(source: *const f32, pe: c_int) -> f32 {
+    ti::fetch::<f32>("ishmem_float_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_atomic_set(dest: *mut f32, value: f32, pe: c_int) {
+    ti::op::<f32>("ishmem_float_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_atomic_swap(dest: *mut f32, value: f32, pe: c_int) -> f32 {
+    ti::op::<f32>("ishmem_float_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_atomic_fetch_nbi(fetch: *mut f32, source: *const f32, pe: c_int) {
+    ti::nbi::<f32>("ishmem_float_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_atomic_swap_nbi(fetch: *mut f32, dest: *mut f32, value: f32, pe: c_int) {
+    ti::nbi::<f32>("ishmem_float_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_atomic_fetch(source: *const f64, pe: c_int) -> f64 {
+    ti::fetch::<f64>("ishmem_double_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_atomic_set(dest: *mut f64, value: f64, pe: c_int) {
+    ti::op::<f64>("ishmem_double_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_atomic_swap(dest: *mut f64, value: f64, pe: c_int) -> f64 {
+    ti::op::<f64>("ishmem_double_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_atomic_fetch_nbi(fetch: *mut f64, source: *const f64, pe: c_int) {
+    ti::nbi::<f64>("ishmem_double_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_atomic_swap_nbi(fetch: *mut f64, dest: *mut f64, value: f64, pe: c_int) {
+    ti::nbi::<f64>("ishmem_double_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch(source: *const c_schar, pe: c_int) -> c_schar {
+    ti::fetch::<c_schar>("ishmem_schar_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_set(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("ishmem_schar_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_swap(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("ishmem_schar_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_nbi(fetch: *mut c_schar, source: *const c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_swap_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_fetch(source: *const c_int, pe: c_int) -> c_int {
+    ti::fetch::<c_int>("ishmem_int_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_set(dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("ishmem_int_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_swap(dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("ishmem_int_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_fetch_nbi(fetch: *mut c_int, source: *const c_int, pe: c_int) {
+    ti::nbi::<c_int>("ishmem_int_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_swap_nbi(fetch: *mut c_int, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("ishmem_int_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_fetch(source: *const c_long, pe: c_int) -> c_long {
+    ti::fetch::<c_long>("ishmem_long_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_set(dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("ishmem_long_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_swap(dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("ishmem_long_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_fetch_nbi(fetch: *mut c_long, source: *const c_long, pe: c_int) {
+    ti::nbi::<c_long>("ishmem_long_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_swap_nbi(fetch: *mut c_long, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("ishmem_long_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_fetch(source: *const c_longlong, pe: c_int) -> c_longlong {
+    ti::fetch::<c_longlong>("ishmem_longlong_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_set(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("ishmem_longlong_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_swap(dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("ishmem_longlong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_fetch_nbi(fetch: *mut c_longlong, source: *const c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("ishmem_longlong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_swap_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("ishmem_longlong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch(source: *const c_uint, pe: c_int) -> c_uint {
+    ti::fetch::<c_uint>("ishmem_uint_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_set(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("ishmem_uint_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_swap(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("ishmem_uint_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_nbi(fetch: *mut c_uint, source: *const c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_swap_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch(source: *const c_ulong, pe: c_int) -> c_ulong {
+    ti::fetch::<c_ulong>("ishmem_ulong_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_set(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_swap(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_nbi(fetch: *mut c_ulong, source: *const c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_swap_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch(source: *const c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::fetch::<c_ulonglong>("ishmem_ulonglong_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_set(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_swap(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_nbi(fetch: *mut c_ulonglong, source: *const c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_swap_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch(source: *const i32, pe: c_int) -> i32 {
+    ti::fetch::<i32>("ishmem_int32_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("ishmem_int32_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_swap(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("ishmem_int32_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_nbi(fetch: *mut i32, source: *const i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_swap_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
+    ti::fetch::<i64>("ishmem_int64_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("ishmem_int64_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("ishmem_int64_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_nbi(fetch: *mut i64, source: *const i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_swap_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch(source: *const u32, pe: c_int) -> u32 {
+    ti::fetch::<u32>("ishmem_uint32_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("ishmem_uint32_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_swap(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("ishmem_uint32_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_nbi(fetch: *mut u32, source: *const u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_swap_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
+    ti::fetch::<u64>("ishmem_uint64_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("ishmem_uint64_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_swap(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("ishmem_uint64_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_nbi(fetch: *mut u64, source: *const u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_swap_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_fetch(source: *const usize, pe: c_int) -> usize {
+    ti::fetch::<usize>("ishmem_size_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_set(dest: *mut usize, value: usize, pe: c_int) {
+    ti::op::<usize>("ishmem_size_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_swap(dest: *mut usize, value: usize, pe: c_int) -> usize {
+    ti::op::<usize>("ishmem_size_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_fetch_nbi(fetch: *mut usize, source: *const usize, pe: c_int) {
+    ti::nbi::<usize>("ishmem_size_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_swap_nbi(fetch: *mut usize, dest: *mut usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("ishmem_size_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch(source: *const isize, pe: c_int) -> isize {
+    ti::fetch::<isize>("ishmem_ptrdiff_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_set(dest: *mut isize, value: isize, pe: c_int) {
+    ti::op::<isize>("ishmem_ptrdiff_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_swap(dest: *mut isize, value: isize, pe: c_int) -> isize {
+    ti::op::<isize>("ishmem_ptrdiff_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch_nbi(fetch: *mut isize, source: *const isize, pe: c_int) {
+    ti::nbi::<isize>("ishmem_ptrdiff_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_swap_nbi(fetch: *mut isize, dest: *mut isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("ishmem_ptrdiff_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_compare_swap(dest: *mut c_schar, cond: c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::compare_swap::<c_schar>("ishmem_schar_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_inc(dest: *mut c_schar, pe: c_int) -> c_schar {
+    ti::inc::<c_schar>("ishmem_schar_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_inc(dest: *mut c_schar, pe: c_int) {
+    ti::inc::<c_schar>("ishmem_schar_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_add(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("ishmem_schar_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_add(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("ishmem_schar_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_compare_swap_nbi(fetch: *mut c_schar, dest: *mut c_schar, cond: c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_inc_nbi(fetch: *mut c_schar, dest: *mut c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_add_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_compare_swap(dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) -> c_int {
+    ti::compare_swap::<c_int>("ishmem_int_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_fetch_inc(dest: *mut c_int, pe: c_int) -> c_int {
+    ti::inc::<c_int>("ishmem_int_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_inc(dest: *mut c_int, pe: c_int) {
+    ti::inc::<c_int>("ishmem_int_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_fetch_add(dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("ishmem_int_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_add(dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("ishmem_int_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_compare_swap_nbi(fetch: *mut c_int, dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("ishmem_int_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_fetch_inc_nbi(fetch: *mut c_int, dest: *mut c_int, pe: c_int) {
+    ti::nbi::<c_int>("ishmem_int_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_atomic_fetch_add_nbi(fetch: *mut c_int, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("ishmem_int_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_compare_swap(dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) -> c_long {
+    ti::compare_swap::<c_long>("ishmem_long_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_fetch_inc(dest: *mut c_long, pe: c_int) -> c_long {
+    ti::inc::<c_long>("ishmem_long_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_inc(dest: *mut c_long, pe: c_int) {
+    ti::inc::<c_long>("ishmem_long_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_fetch_add(dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("ishmem_long_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_add(dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("ishmem_long_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_compare_swap_nbi(fetch: *mut c_long, dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("ishmem_long_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_fetch_inc_nbi(fetch: *mut c_long, dest: *mut c_long, pe: c_int) {
+    ti::nbi::<c_long>("ishmem_long_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_atomic_fetch_add_nbi(fetch: *mut c_long, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("ishmem_long_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_compare_swap(dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::compare_swap::<c_longlong>("ishmem_longlong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_fetch_inc(dest: *mut c_longlong, pe: c_int) -> c_longlong {
+    ti::inc::<c_longlong>("ishmem_longlong_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_inc(dest: *mut c_longlong, pe: c_int) {
+    ti::inc::<c_longlong>("ishmem_longlong_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_fetch_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("ishmem_longlong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("ishmem_longlong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_compare_swap_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("ishmem_longlong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_fetch_inc_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("ishmem_longlong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_atomic_fetch_add_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("ishmem_longlong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_compare_swap(dest: *mut c_uint, cond: c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::compare_swap::<c_uint>("ishmem_uint_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_inc(dest: *mut c_uint, pe: c_int) -> c_uint {
+    ti::inc::<c_uint>("ishmem_uint_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_inc(dest: *mut c_uint, pe: c_int) {
+    ti::inc::<c_uint>("ishmem_uint_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_add(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("ishmem_uint_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_add(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("ishmem_uint_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_compare_swap_nbi(fetch: *mut c_uint, dest: *mut c_uint, cond: c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_inc_nbi(fetch: *mut c_uint, dest: *mut c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_add_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_compare_swap(dest: *mut c_ulong, cond: c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::compare_swap::<c_ulong>("ishmem_ulong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_inc(dest: *mut c_ulong, pe: c_int) -> c_ulong {
+    ti::inc::<c_ulong>("ishmem_ulong_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_inc(dest: *mut c_ulong, pe: c_int) {
+    ti::inc::<c_ulong>("ishmem_ulong_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_add(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_add(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_compare_swap_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, cond: c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_inc_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_add_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_compare_swap(dest: *mut c_ulonglong, cond: c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::compare_swap::<c_ulonglong>("ishmem_ulonglong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_inc(dest: *mut c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::inc::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_inc(dest: *mut c_ulonglong, pe: c_int) {
+    ti::inc::<c_ulonglong>("ishmem_ulonglong_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_add(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_add(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_compare_swap_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, cond: c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_inc_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_add_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_compare_swap(dest: *mut i32, cond: i32, value: i32, pe: c_int) -> i32 {
+    ti::compare_swap::<i32>("ishmem_int32_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_inc(dest: *mut i32, pe: c_int) -> i32 {
+    ti::inc::<i32>("ishmem_int32_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_inc(dest: *mut i32, pe: c_int) {
+    ti::inc::<i32>("ishmem_int32_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_add(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("ishmem_int32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_add(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("ishmem_int32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_compare_swap_nbi(fetch: *mut i32, dest: *mut i32, cond: i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_inc_nbi(fetch: *mut i32, dest: *mut i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_add_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_compare_swap(dest: *mut i64, cond: i64, value: i64, pe: c_int) -> i64 {
+    ti::compare_swap::<i64>("ishmem_int64_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
+    ti::inc::<i64>("ishmem_int64_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_inc(dest: *mut i64, pe: c_int) {
+    ti::inc::<i64>("ishmem_int64_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_add(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("ishmem_int64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("ishmem_int64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_compare_swap_nbi(fetch: *mut i64, dest: *mut i64, cond: i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_inc_nbi(fetch: *mut i64, dest: *mut i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_add_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_compare_swap(dest: *mut u32, cond: u32, value: u32, pe: c_int) -> u32 {
+    ti::compare_swap::<u32>("ishmem_uint32_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_inc(dest: *mut u32, pe: c_int) -> u32 {
+    ti::inc::<u32>("ishmem_uint32_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_inc(dest: *mut u32, pe: c_int) {
+    ti::inc::<u32>("ishmem_uint32_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_add(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("ishmem_uint32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_add(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("ishmem_uint32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_compare_swap_nbi(fetch: *mut u32, dest: *mut u32, cond: u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_inc_nbi(fetch: *mut u32, dest: *mut u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_add_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_compare_swap(dest: *mut u64, cond: u64, value: u64, pe: c_int) -> u64 {
+    ti::compare_swap::<u64>("ishmem_uint64_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
+    ti::inc::<u64>("ishmem_uint64_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_inc(dest: *mut u64, pe: c_int) {
+    ti::inc::<u64>("ishmem_uint64_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_add(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("ishmem_uint64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("ishmem_uint64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_compare_swap_nbi(fetch: *mut u64, dest: *mut u64, cond: u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_inc_nbi(fetch: *mut u64, dest: *mut u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_add_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_compare_swap(dest: *mut usize, cond: usize, value: usize, pe: c_int) -> usize {
+    ti::compare_swap::<usize>("ishmem_size_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_fetch_inc(dest: *mut usize, pe: c_int) -> usize {
+    ti::inc::<usize>("ishmem_size_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_inc(dest: *mut usize, pe: c_int) {
+    ti::inc::<usize>("ishmem_size_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_fetch_add(dest: *mut usize, value: usize, pe: c_int) -> usize {
+    ti::op::<usize>("ishmem_size_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_add(dest: *mut usize, value: usize, pe: c_int) {
+    ti::op::<usize>("ishmem_size_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_compare_swap_nbi(fetch: *mut usize, dest: *mut usize, cond: usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("ishmem_size_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_fetch_inc_nbi(fetch: *mut usize, dest: *mut usize, pe: c_int) {
+    ti::nbi::<usize>("ishmem_size_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_atomic_fetch_add_nbi(fetch: *mut usize, dest: *mut usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("ishmem_size_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_compare_swap(dest: *mut isize, cond: isize, value: isize, pe: c_int) -> isize {
+    ti::compare_swap::<isize>("ishmem_ptrdiff_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch_inc(dest: *mut isize, pe: c_int) -> isize {
+    ti::inc::<isize>("ishmem_ptrdiff_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_inc(dest: *mut isize, pe: c_int) {
+    ti::inc::<isize>("ishmem_ptrdiff_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch_add(dest: *mut isize, value: isize, pe: c_int) -> isize {
+    ti::op::<isize>("ishmem_ptrdiff_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_add(dest: *mut isize, value: isize, pe: c_int) {
+    ti::op::<isize>("ishmem_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_compare_swap_nbi(fetch: *mut isize, dest: *mut isize, cond: isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("ishmem_ptrdiff_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch_inc_nbi(fetch: *mut isize, dest: *mut isize, pe: c_int) {
+    ti::nbi::<isize>("ishmem_ptrdiff_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch_add_nbi(fetch: *mut isize, dest: *mut isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("ishmem_ptrdiff_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_and(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("ishmem_schar_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_and(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("ishmem_schar_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_or(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("ishmem_schar_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_or(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("ishmem_schar_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_xor(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("ishmem_schar_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_xor(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("ishmem_schar_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_and_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_or_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_atomic_fetch_xor_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("ishmem_schar_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_and(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("ishmem_uint_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_and(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("ishmem_uint_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_or(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("ishmem_uint_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_or(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("ishmem_uint_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_xor(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("ishmem_uint_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_xor(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("ishmem_uint_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_and_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_or_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_atomic_fetch_xor_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("ishmem_uint_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_and(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_and(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_or(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_or(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_xor(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_xor(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("ishmem_ulong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_and_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_or_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_xor_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("ishmem_ulong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_and(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_and(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_or(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_or(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_xor(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_xor(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_and_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_or_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_xor_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("ishmem_ulonglong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_and(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("ishmem_int32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_and(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("ishmem_int32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_or(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("ishmem_int32_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_or(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("ishmem_int32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_xor(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("ishmem_int32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_xor(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("ishmem_int32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_and_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_or_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_atomic_fetch_xor_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("ishmem_int32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_and(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("ishmem_int64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_and(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("ishmem_int64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_or(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("ishmem_int64_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_or(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("ishmem_int64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_xor(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("ishmem_int64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_xor(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("ishmem_int64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_and_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_or_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_atomic_fetch_xor_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("ishmem_int64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_and(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("ishmem_uint32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("ishmem_uint32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_or(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("ishmem_uint32_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("ishmem_uint32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_xor(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("ishmem_uint32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_xor(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("ishmem_uint32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_and_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_or_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_xor_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("ishmem_uint32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_and(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("ishmem_uint64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("ishmem_uint64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_or(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("ishmem_uint64_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("ishmem_uint64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_xor(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("ishmem_uint64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("ishmem_uint64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_and_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_or_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_xor_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("ishmem_uint64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_wait_until(ivar: *mut c_int, cmp: c_int, cmp_value: c_int) {
+    ti::wait_until::<c_int>("ishmem_int_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_wait_until_all(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) {
+    ti::wait_all::<c_int>("ishmem_int_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_wait_until_any(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::wait_any::<c_int>("ishmem_int_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_wait_until_some(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::wait_some::<c_int>("ishmem_int_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_wait_until_all_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) {
+    ti::wait_all_vector::<c_int>("ishmem_int_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_wait_until_any_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::wait_any_vector::<c_int>("ishmem_int_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_wait_until_some_vector(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::wait_some_vector::<c_int>("ishmem_int_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_test(ivar: *mut c_int, cmp: c_int, cmp_value: c_int) -> c_int {
+    ti::test::<c_int>("ishmem_int_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_test_all(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> c_int {
+    ti::test_all::<c_int>("ishmem_int_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_test_any(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::test_any::<c_int>("ishmem_int_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_test_some(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::test_some::<c_int>("ishmem_int_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_test_all_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> c_int {
+    ti::test_all_vector::<c_int>("ishmem_int_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_test_any_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::test_any_vector::<c_int>("ishmem_int_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_test_some_vector(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::test_some_vector::<c_int>("ishmem_int_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_wait_until(ivar: *mut c_long, cmp: c_int, cmp_value: c_long) {
+    ti::wait_until::<c_long>("ishmem_long_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_wait_until_all(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) {
+    ti::wait_all::<c_long>("ishmem_long_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_wait_until_any(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::wait_any::<c_long>("ishmem_long_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_wait_until_some(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::wait_some::<c_long>("ishmem_long_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_wait_until_all_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) {
+    ti::wait_all_vector::<c_long>("ishmem_long_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_wait_until_any_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::wait_any_vector::<c_long>("ishmem_long_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_wait_until_some_vector(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::wait_some_vector::<c_long>("ishmem_long_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_test(ivar: *mut c_long, cmp: c_int, cmp_value: c_long) -> c_int {
+    ti::test::<c_long>("ishmem_long_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_test_all(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> c_int {
+    ti::test_all::<c_long>("ishmem_long_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_test_any(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::test_any::<c_long>("ishmem_long_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_test_some(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::test_some::<c_long>("ishmem_long_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_test_all_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> c_int {
+    ti::test_all_vector::<c_long>("ishmem_long_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_test_any_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::test_any_vector::<c_long>("ishmem_long_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_test_some_vector(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::test_some_vector::<c_long>("ishmem_long_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_wait_until(ivar: *mut c_longlong, cmp: c_int, cmp_value: c_longlong) {
+    ti::wait_until::<c_longlong>("ishmem_longlong_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_wait_until_all(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) {
+    ti::wait_all::<c_longlong>("ishmem_longlong_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_wait_until_any(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::wait_any::<c_longlong>("ishmem_longlong_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_wait_until_some(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::wait_some::<c_longlong>("ishmem_longlong_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_wait_until_all_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) {
+    ti::wait_all_vector::<c_longlong>("ishmem_longlong_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_wait_until_any_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::wait_any_vector::<c_longlong>("ishmem_longlong_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_wait_until_some_vector(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::wait_some_vector::<c_longlong>("ishmem_longlong_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_test(ivar: *mut c_longlong, cmp: c_int, cmp_value: c_longlong) -> c_int {
+    ti::test::<c_longlong>("ishmem_longlong_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_test_all(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> c_int {
+    ti::test_all::<c_longlong>("ishmem_longlong_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_test_any(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::test_any::<c_longlong>("ishmem_longlong_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_test_some(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::test_some::<c_longlong>("ishmem_longlong_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_test_all_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> c_int {
+    ti::test_all_vector::<c_longlong>("ishmem_longlong_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_test_any_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::test_any_vector::<c_longlong>("ishmem_longlong_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_test_some_vector(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::test_some_vector::<c_longlong>("ishmem_longlong_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_wait_until(ivar: *mut c_uint, cmp: c_int, cmp_value: c_uint) {
+    ti::wait_until::<c_uint>("ishmem_uint_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_wait_until_all(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) {
+    ti::wait_all::<c_uint>("ishmem_uint_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_wait_until_any(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::wait_any::<c_uint>("ishmem_uint_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_wait_until_some(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::wait_some::<c_uint>("ishmem_uint_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_wait_until_all_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) {
+    ti::wait_all_vector::<c_uint>("ishmem_uint_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_wait_until_any_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::wait_any_vector::<c_uint>("ishmem_uint_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_wait_until_some_vector(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::wait_some_vector::<c_uint>("ishmem_uint_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_test(ivar: *mut c_uint, cmp: c_int, cmp_value: c_uint) -> c_int {
+    ti::test::<c_uint>("ishmem_uint_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_test_all(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> c_int {
+    ti::test_all::<c_uint>("ishmem_uint_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_test_any(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::test_any::<c_uint>("ishmem_uint_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_test_some(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::test_some::<c_uint>("ishmem_uint_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_test_all_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> c_int {
+    ti::test_all_vector::<c_uint>("ishmem_uint_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_test_any_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::test_any_vector::<c_uint>("ishmem_uint_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_test_some_vector(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::test_some_vector::<c_uint>("ishmem_uint_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_wait_until(ivar: *mut c_ulong, cmp: c_int, cmp_value: c_ulong) {
+    ti::wait_until::<c_ulong>("ishmem_ulong_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_wait_until_all(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) {
+    ti::wait_all::<c_ulong>("ishmem_ulong_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_wait_until_any(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::wait_any::<c_ulong>("ishmem_ulong_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_wait_until_some(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::wait_some::<c_ulong>("ishmem_ulong_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_wait_until_all_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) {
+    ti::wait_all_vector::<c_ulong>("ishmem_ulong_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_wait_until_any_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::wait_any_vector::<c_ulong>("ishmem_ulong_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_wait_until_some_vector(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::wait_some_vector::<c_ulong>("ishmem_ulong_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_test(ivar: *mut c_ulong, cmp: c_int, cmp_value: c_ulong) -> c_int {
+    ti::test::<c_ulong>("ishmem_ulong_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_test_all(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> c_int {
+    ti::test_all::<c_ulong>("ishmem_ulong_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_test_any(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::test_any::<c_ulong>("ishmem_ulong_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_test_some(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::test_some::<c_ulong>("ishmem_ulong_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_test_all_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> c_int {
+    ti::test_all_vector::<c_ulong>("ishmem_ulong_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_test_any_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::test_any_vector::<c_ulong>("ishmem_ulong_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_test_some_vector(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::test_some_vector::<c_ulong>("ishmem_ulong_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_wait_until(ivar: *mut c_ulonglong, cmp: c_int, cmp_value: c_ulonglong) {
+    ti::wait_until::<c_ulonglong>("ishmem_ulonglong_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_wait_until_all(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) {
+    ti::wait_all::<c_ulonglong>("ishmem_ulonglong_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_wait_until_any(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::wait_any::<c_ulonglong>("ishmem_ulonglong_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_wait_until_some(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::wait_some::<c_ulonglong>("ishmem_ulonglong_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_wait_until_all_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) {
+    ti::wait_all_vector::<c_ulonglong>("ishmem_ulonglong_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_wait_until_any_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::wait_any_vector::<c_ulonglong>("ishmem_ulonglong_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_wait_until_some_vector(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::wait_some_vector::<c_ulonglong>("ishmem_ulonglong_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_test(ivar: *mut c_ulonglong, cmp: c_int, cmp_value: c_ulonglong) -> c_int {
+    ti::test::<c_ulonglong>("ishmem_ulonglong_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_test_all(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> c_int {
+    ti::test_all::<c_ulonglong>("ishmem_ulonglong_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_test_any(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::test_any::<c_ulonglong>("ishmem_ulonglong_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_test_some(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::test_some::<c_ulonglong>("ishmem_ulonglong_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_test_all_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> c_int {
+    ti::test_all_vector::<c_ulonglong>("ishmem_ulonglong_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_test_any_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::test_any_vector::<c_ulonglong>("ishmem_ulonglong_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_test_some_vector(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::test_some_vector::<c_ulonglong>("ishmem_ulonglong_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_wait_until(ivar: *mut i32, cmp: c_int, cmp_value: i32) {
+    ti::wait_until::<i32>("ishmem_int32_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_wait_until_all(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) {
+    ti::wait_all::<i32>("ishmem_int32_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_wait_until_any(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::wait_any::<i32>("ishmem_int32_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_wait_until_some(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::wait_some::<i32>("ishmem_int32_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_wait_until_all_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) {
+    ti::wait_all_vector::<i32>("ishmem_int32_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_wait_until_any_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::wait_any_vector::<i32>("ishmem_int32_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_wait_until_some_vector(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::wait_some_vector::<i32>("ishmem_int32_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_test(ivar: *mut i32, cmp: c_int, cmp_value: i32) -> c_int {
+    ti::test::<i32>("ishmem_int32_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_test_all(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> c_int {
+    ti::test_all::<i32>("ishmem_int32_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_test_any(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::test_any::<i32>("ishmem_int32_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_test_some(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::test_some::<i32>("ishmem_int32_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_test_all_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> c_int {
+    ti::test_all_vector::<i32>("ishmem_int32_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_test_any_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::test_any_vector::<i32>("ishmem_int32_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_test_some_vector(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::test_some_vector::<i32>("ishmem_int32_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_wait_until(ivar: *mut i64, cmp: c_int, cmp_value: i64) {
+    ti::wait_until::<i64>("ishmem_int64_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_wait_until_all(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) {
+    ti::wait_all::<i64>("ishmem_int64_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_wait_until_any(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::wait_any::<i64>("ishmem_int64_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_wait_until_some(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::wait_some::<i64>("ishmem_int64_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_wait_until_all_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) {
+    ti::wait_all_vector::<i64>("ishmem_int64_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_wait_until_any_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::wait_any_vector::<i64>("ishmem_int64_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_wait_until_some_vector(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::wait_some_vector::<i64>("ishmem_int64_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_test(ivar: *mut i64, cmp: c_int, cmp_value: i64) -> c_int {
+    ti::test::<i64>("ishmem_int64_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_test_all(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> c_int {
+    ti::test_all::<i64>("ishmem_int64_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_test_any(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::test_any::<i64>("ishmem_int64_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_test_some(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::test_some::<i64>("ishmem_int64_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_test_all_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> c_int {
+    ti::test_all_vector::<i64>("ishmem_int64_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_test_any_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::test_any_vector::<i64>("ishmem_int64_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_test_some_vector(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::test_some_vector::<i64>("ishmem_int64_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_wait_until(ivar: *mut u32, cmp: c_int, cmp_value: u32) {
+    ti::wait_until::<u32>("ishmem_uint32_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_wait_until_all(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) {
+    ti::wait_all::<u32>("ishmem_uint32_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_wait_until_any(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::wait_any::<u32>("ishmem_uint32_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_wait_until_some(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::wait_some::<u32>("ishmem_uint32_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_wait_until_all_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) {
+    ti::wait_all_vector::<u32>("ishmem_uint32_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_wait_until_any_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::wait_any_vector::<u32>("ishmem_uint32_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_wait_until_some_vector(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::wait_some_vector::<u32>("ishmem_uint32_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_test(ivar: *mut u32, cmp: c_int, cmp_value: u32) -> c_int {
+    ti::test::<u32>("ishmem_uint32_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_test_all(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> c_int {
+    ti::test_all::<u32>("ishmem_uint32_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_test_any(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::test_any::<u32>("ishmem_uint32_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_test_some(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::test_some::<u32>("ishmem_uint32_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_test_all_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> c_int {
+    ti::test_all_vector::<u32>("ishmem_uint32_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_test_any_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::test_any_vector::<u32>("ishmem_uint32_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_test_some_vector(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::test_some_vector::<u32>("ishmem_uint32_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_wait_until(ivar: *mut u64, cmp: c_int, cmp_value: u64) {
+    ti::wait_until::<u64>("ishmem_uint64_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_wait_until_all(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) {
+    ti::wait_all::<u64>("ishmem_uint64_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_wait_until_any(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::wait_any::<u64>("ishmem_uint64_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_wait_until_some(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::wait_some::<u64>("ishmem_uint64_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_wait_until_all_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) {
+    ti::wait_all_vector::<u64>("ishmem_uint64_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_wait_until_any_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::wait_any_vector::<u64>("ishmem_uint64_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_wait_until_some_vector(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::wait_some_vector::<u64>("ishmem_uint64_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_test(ivar: *mut u64, cmp: c_int, cmp_value: u64) -> c_int {
+    ti::test::<u64>("ishmem_uint64_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_test_all(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> c_int {
+    ti::test_all::<u64>("ishmem_uint64_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_test_any(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::test_any::<u64>("ishmem_uint64_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_test_some(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::test_some::<u64>("ishmem_uint64_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_test_all_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> c_int {
+    ti::test_all_vector::<u64>("ishmem_uint64_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_test_any_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::test_any_vector::<u64>("ishmem_uint64_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_test_some_vector(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::test_some_vector::<u64>("ishmem_uint64_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_wait_until(ivar: *mut usize, cmp: c_int, cmp_value: usize) {
+    ti::wait_until::<usize>("ishmem_size_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_wait_until_all(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) {
+    ti::wait_all::<usize>("ishmem_size_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_wait_until_any(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::wait_any::<usize>("ishmem_size_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_wait_until_some(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::wait_some::<usize>("ishmem_size_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_wait_until_all_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) {
+    ti::wait_all_vector::<usize>("ishmem_size_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_wait_until_any_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::wait_any_vector::<usize>("ishmem_size_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_wait_until_some_vector(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::wait_some_vector::<usize>("ishmem_size_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_test(ivar: *mut usize, cmp: c_int, cmp_value: usize) -> c_int {
+    ti::test::<usize>("ishmem_size_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_test_all(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> c_int {
+    ti::test_all::<usize>("ishmem_size_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_test_any(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::test_any::<usize>("ishmem_size_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_test_some(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::test_some::<usize>("ishmem_size_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_test_all_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> c_int {
+    ti::test_all_vector::<usize>("ishmem_size_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_test_any_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::test_any_vector::<usize>("ishmem_size_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_test_some_vector(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::test_some_vector::<usize>("ishmem_size_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_wait_until(ivar: *mut isize, cmp: c_int, cmp_value: isize) {
+    ti::wait_until::<isize>("ishmem_ptrdiff_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_wait_until_all(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) {
+    ti::wait_all::<isize>("ishmem_ptrdiff_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_wait_until_any(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::wait_any::<isize>("ishmem_ptrdiff_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_wait_until_some(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::wait_some::<isize>("ishmem_ptrdiff_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_wait_until_all_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) {
+    ti::wait_all_vector::<isize>("ishmem_ptrdiff_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_wait_until_any_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::wait_any_vector::<isize>("ishmem_ptrdiff_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_wait_until_some_vector(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::wait_some_vector::<isize>("ishmem_ptrdiff_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_test(ivar: *mut isize, cmp: c_int, cmp_value: isize) -> c_int {
+    ti::test::<isize>("ishmem_ptrdiff_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_test_all(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> c_int {
+    ti::test_all::<isize>("ishmem_ptrdiff_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_test_any(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::test_any::<isize>("ishmem_ptrdiff_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_test_some(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::test_some::<isize>("ishmem_ptrdiff_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_test_all_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> c_int {
+    ti::test_all_vector::<isize>("ishmem_ptrdiff_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_test_any_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::test_any_vector::<isize>("ishmem_ptrdiff_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_test_some_vector(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::test_some_vector::<isize>("ishmem_ptrdiff_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u8>("ishmem_put8", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 8-bit elements.
+/// Get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("ishmem_get8", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 8-bit elements.
+/// Non-blocking put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u8>("ishmem_put8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 8-bit elements.
+/// Non-blocking get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("ishmem_get8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 8-bit elements.
+/// Strided put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iput8(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u8>("ishmem_iput8", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 8-bit elements.
+/// Strided get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iget8(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u8>("ishmem_iget8", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -1436,37 +4228,49 @@ pub unsafe extern "C" fn ishmemx_ibget8(dest: *mut c_void, source: *const c_void
     ti::ibget::<u8>("ishmemx_ibget8", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 16-bit elements.
+/// put_signal of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put8_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("ishmem_put8_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put8_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("ishmem_put8_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put16(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u16>("ishmem_put16", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 16-bit elements.
+/// Get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get16(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u16>("ishmem_get16", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 16-bit elements.
+/// Non-blocking put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u16>("ishmem_put16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 16-bit elements.
+/// Non-blocking get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u16>("ishmem_get16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 16-bit elements.
+/// Strided put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iput16(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u16>("ishmem_iput16", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 16-bit elements.
+/// Strided get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iget16(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u16>("ishmem_iget16", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -1484,37 +4288,49 @@ pub unsafe extern "C" fn ishmemx_ibget16(dest: *mut c_void, source: *const c_voi
     ti::ibget::<u16>("ishmemx_ibget16", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 32-bit elements.
+/// put_signal of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put16_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("ishmem_put16_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put16_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("ishmem_put16_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put32(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u32>("ishmem_put32", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 32-bit elements.
+/// Get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get32(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u32>("ishmem_get32", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 32-bit elements.
+/// Non-blocking put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u32>("ishmem_put32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 32-bit elements.
+/// Non-blocking get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u32>("ishmem_get32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 32-bit elements.
+/// Strided put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iput32(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u32>("ishmem_iput32", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 32-bit elements.
+/// Strided get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iget32(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u32>("ishmem_iget32", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -1532,37 +4348,49 @@ pub unsafe extern "C" fn ishmemx_ibget32(dest: *mut c_void, source: *const c_voi
     ti::ibget::<u32>("ishmemx_ibget32", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 64-bit elements.
+/// put_signal of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put32_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("ishmem_put32_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put32_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("ishmem_put32_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put64(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u64>("ishmem_put64", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 64-bit elements.
+/// Get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get64(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u64>("ishmem_get64", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 64-bit elements.
+/// Non-blocking put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u64>("ishmem_put64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 64-bit elements.
+/// Non-blocking get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u64>("ishmem_get64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 64-bit elements.
+/// Strided put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iput64(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u64>("ishmem_iput64", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 64-bit elements.
+/// Strided get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iget64(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u64>("ishmem_iget64", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -1580,37 +4408,49 @@ pub unsafe extern "C" fn ishmemx_ibget64(dest: *mut c_void, source: *const c_voi
     ti::ibget::<u64>("ishmemx_ibget64", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 128-bit elements.
+/// put_signal of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put64_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("ishmem_put64_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put64_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("ishmem_put64_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put128(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<crate::typed_impl::Bits128>("ishmem_put128", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 128-bit elements.
+/// Get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get128(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<crate::typed_impl::Bits128>("ishmem_get128", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 128-bit elements.
+/// Non-blocking put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<crate::typed_impl::Bits128>("ishmem_put128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 128-bit elements.
+/// Non-blocking get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<crate::typed_impl::Bits128>("ishmem_get128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 128-bit elements.
+/// Strided put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iput128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<crate::typed_impl::Bits128>("ishmem_iput128", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 128-bit elements.
+/// Strided get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_iget128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<crate::typed_impl::Bits128>("ishmem_iget128", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -1626,6 +4466,18 @@ pub unsafe extern "C" fn ishmemx_ibput128(dest: *mut c_void, source: *const c_vo
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_ibget128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<crate::typed_impl::Bits128>("ishmemx_ibget128", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// put_signal of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put128_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<crate::typed_impl::Bits128>("ishmem_put128_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_put128_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<crate::typed_impl::Bits128>("ishmem_put128_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems bytes to dest on pe.
@@ -1650,6 +4502,18 @@ pub unsafe extern "C" fn ishmem_putmem_nbi(dest: *mut c_void, source: *const c_v
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_getmem_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("ishmem_getmem_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// put_signal of nelems bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_putmem_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("ishmem_putmem_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking putmem_signal.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_putmem_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("ishmem_putmem_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1706,10 +4570,22 @@ pub unsafe extern "C" fn shmem_float_ibput(dest: *mut f32, source: *const f32, d
     ti::ibput::<f32>("shmem_float_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_ibget(dest: *mut f32, source: *const f32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<f32>("shmem_float_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_put_signal(dest: *mut f32, source: *const f32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f32>("shmem_float_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_put_signal_nbi(dest: *mut f32, source: *const f32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f32>("shmem_float_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1766,10 +4642,22 @@ pub unsafe extern "C" fn shmem_double_ibput(dest: *mut f64, source: *const f64, 
     ti::ibput::<f64>("shmem_double_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_ibget(dest: *mut f64, source: *const f64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<f64>("shmem_double_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_put_signal(dest: *mut f64, source: *const f64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f64>("shmem_double_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_put_signal_nbi(dest: *mut f64, source: *const f64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f64>("shmem_double_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1826,10 +4714,22 @@ pub unsafe extern "C" fn shmem_char_ibput(dest: *mut c_char, source: *const c_ch
     ti::ibput::<c_char>("shmem_char_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_ibget(dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_char>("shmem_char_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_put_signal(dest: *mut c_char, source: *const c_char, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_char>("shmem_char_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_put_signal_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_char>("shmem_char_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1886,10 +4786,22 @@ pub unsafe extern "C" fn shmem_schar_ibput(dest: *mut c_schar, source: *const c_
     ti::ibput::<c_schar>("shmem_schar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_ibget(dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_schar>("shmem_schar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_put_signal(dest: *mut c_schar, source: *const c_schar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_schar>("shmem_schar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_put_signal_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_schar>("shmem_schar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -1946,10 +4858,22 @@ pub unsafe extern "C" fn shmem_short_ibput(dest: *mut c_short, source: *const c_
     ti::ibput::<c_short>("shmem_short_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_ibget(dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_short>("shmem_short_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_put_signal(dest: *mut c_short, source: *const c_short, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_short>("shmem_short_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_put_signal_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_short>("shmem_short_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2006,10 +4930,22 @@ pub unsafe extern "C" fn shmem_int_ibput(dest: *mut c_int, source: *const c_int,
     ti::ibput::<c_int>("shmem_int_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_ibget(dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_int>("shmem_int_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_put_signal(dest: *mut c_int, source: *const c_int, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_int>("shmem_int_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_put_signal_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_int>("shmem_int_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2066,10 +5002,22 @@ pub unsafe extern "C" fn shmem_long_ibput(dest: *mut c_long, source: *const c_lo
     ti::ibput::<c_long>("shmem_long_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_ibget(dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_long>("shmem_long_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_put_signal(dest: *mut c_long, source: *const c_long, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_long>("shmem_long_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_put_signal_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_long>("shmem_long_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2126,10 +5074,22 @@ pub unsafe extern "C" fn shmem_longlong_ibput(dest: *mut c_longlong, source: *co
     ti::ibput::<c_longlong>("shmem_longlong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_ibget(dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_longlong>("shmem_longlong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_put_signal(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_longlong>("shmem_longlong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_put_signal_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_longlong>("shmem_longlong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2186,10 +5146,22 @@ pub unsafe extern "C" fn shmem_uchar_ibput(dest: *mut c_uchar, source: *const c_
     ti::ibput::<c_uchar>("shmem_uchar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_ibget(dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_uchar>("shmem_uchar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_put_signal(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uchar>("shmem_uchar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_put_signal_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uchar>("shmem_uchar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2246,10 +5218,22 @@ pub unsafe extern "C" fn shmem_ushort_ibput(dest: *mut c_ushort, source: *const 
     ti::ibput::<c_ushort>("shmem_ushort_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_ibget(dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ushort>("shmem_ushort_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_put_signal(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ushort>("shmem_ushort_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_put_signal_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ushort>("shmem_ushort_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2306,10 +5290,22 @@ pub unsafe extern "C" fn shmem_uint_ibput(dest: *mut c_uint, source: *const c_ui
     ti::ibput::<c_uint>("shmem_uint_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_ibget(dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_uint>("shmem_uint_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_put_signal(dest: *mut c_uint, source: *const c_uint, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uint>("shmem_uint_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_put_signal_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uint>("shmem_uint_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2366,10 +5362,22 @@ pub unsafe extern "C" fn shmem_ulong_ibput(dest: *mut c_ulong, source: *const c_
     ti::ibput::<c_ulong>("shmem_ulong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_ibget(dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ulong>("shmem_ulong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_put_signal(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulong>("shmem_ulong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_put_signal_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulong>("shmem_ulong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2426,10 +5434,22 @@ pub unsafe extern "C" fn shmem_ulonglong_ibput(dest: *mut c_ulonglong, source: *
     ti::ibput::<c_ulonglong>("shmem_ulonglong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_ibget(dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ulonglong>("shmem_ulonglong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_put_signal(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulonglong>("shmem_ulonglong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_put_signal_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulonglong>("shmem_ulonglong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2486,10 +5506,22 @@ pub unsafe extern "C" fn shmem_int8_ibput(dest: *mut i8, source: *const i8, dst:
     ti::ibput::<i8>("shmem_int8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_ibget(dest: *mut i8, source: *const i8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i8>("shmem_int8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_put_signal(dest: *mut i8, source: *const i8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i8>("shmem_int8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_put_signal_nbi(dest: *mut i8, source: *const i8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i8>("shmem_int8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2546,10 +5578,22 @@ pub unsafe extern "C" fn shmem_int16_ibput(dest: *mut i16, source: *const i16, d
     ti::ibput::<i16>("shmem_int16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_ibget(dest: *mut i16, source: *const i16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i16>("shmem_int16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_put_signal(dest: *mut i16, source: *const i16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i16>("shmem_int16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_put_signal_nbi(dest: *mut i16, source: *const i16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i16>("shmem_int16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2606,10 +5650,22 @@ pub unsafe extern "C" fn shmem_int32_ibput(dest: *mut i32, source: *const i32, d
     ti::ibput::<i32>("shmem_int32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_ibget(dest: *mut i32, source: *const i32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i32>("shmem_int32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_put_signal(dest: *mut i32, source: *const i32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i32>("shmem_int32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_put_signal_nbi(dest: *mut i32, source: *const i32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i32>("shmem_int32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2666,10 +5722,22 @@ pub unsafe extern "C" fn shmem_int64_ibput(dest: *mut i64, source: *const i64, d
     ti::ibput::<i64>("shmem_int64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_ibget(dest: *mut i64, source: *const i64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i64>("shmem_int64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_put_signal(dest: *mut i64, source: *const i64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i64>("shmem_int64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_put_signal_nbi(dest: *mut i64, source: *const i64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i64>("shmem_int64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2726,10 +5794,22 @@ pub unsafe extern "C" fn shmem_uint8_ibput(dest: *mut u8, source: *const u8, dst
     ti::ibput::<u8>("shmem_uint8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_ibget(dest: *mut u8, source: *const u8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u8>("shmem_uint8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_put_signal(dest: *mut u8, source: *const u8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_uint8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_put_signal_nbi(dest: *mut u8, source: *const u8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_uint8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2786,10 +5866,22 @@ pub unsafe extern "C" fn shmem_uint16_ibput(dest: *mut u16, source: *const u16, 
     ti::ibput::<u16>("shmem_uint16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_ibget(dest: *mut u16, source: *const u16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u16>("shmem_uint16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_put_signal(dest: *mut u16, source: *const u16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_uint16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_put_signal_nbi(dest: *mut u16, source: *const u16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_uint16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2846,10 +5938,22 @@ pub unsafe extern "C" fn shmem_uint32_ibput(dest: *mut u32, source: *const u32, 
     ti::ibput::<u32>("shmem_uint32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_ibget(dest: *mut u32, source: *const u32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u32>("shmem_uint32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_put_signal(dest: *mut u32, source: *const u32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_uint32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_put_signal_nbi(dest: *mut u32, source: *const u32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_uint32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2906,10 +6010,22 @@ pub unsafe extern "C" fn shmem_uint64_ibput(dest: *mut u64, source: *const u64, 
     ti::ibput::<u64>("shmem_uint64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_ibget(dest: *mut u64, source: *const u64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u64>("shmem_uint64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_put_signal(dest: *mut u64, source: *const u64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_uint64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_put_signal_nbi(dest: *mut u64, source: *const u64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_uint64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -2966,10 +6082,22 @@ pub unsafe extern "C" fn shmem_size_ibput(dest: *mut usize, source: *const usize
     ti::ibput::<usize>("shmem_size_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_ibget(dest: *mut usize, source: *const usize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<usize>("shmem_size_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_put_signal(dest: *mut usize, source: *const usize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<usize>("shmem_size_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_put_signal_nbi(dest: *mut usize, source: *const usize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<usize>("shmem_size_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -3026,43 +6154,2569 @@ pub unsafe extern "C" fn shmem_ptrdiff_ibput(dest: *mut isize, source: *const is
     ti::ibput::<isize>("shmem_ptrdiff_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+/// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_ibget(dest: *mut isize, source: *const isize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<isize>("shmem_ptrdiff_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 8-bit elements.
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_put_signal(dest: *mut isize, source: *const isize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<isize>("shmem_ptrdiff_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_put_signal_nbi(dest: *mut isize, source: *const isize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<isize>("shmem_ptrdiff_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_atomic_fetch(source: *const f32, pe: c_int) -> f32 {
+    ti::fetch::<f32>("shmem_float_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_atomic_set(dest: *mut f32, value: f32, pe: c_int) {
+    ti::op::<f32>("shmem_float_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_atomic_swap(dest: *mut f32, value: f32, pe: c_int) -> f32 {
+    ti::op::<f32>("shmem_float_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_atomic_fetch_nbi(fetch: *mut f32, source: *const f32, pe: c_int) {
+    ti::nbi::<f32>("shmem_float_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_atomic_swap_nbi(fetch: *mut f32, dest: *mut f32, value: f32, pe: c_int) {
+    ti::nbi::<f32>("shmem_float_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_atomic_fetch(source: *const f64, pe: c_int) -> f64 {
+    ti::fetch::<f64>("shmem_double_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_atomic_set(dest: *mut f64, value: f64, pe: c_int) {
+    ti::op::<f64>("shmem_double_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_atomic_swap(dest: *mut f64, value: f64, pe: c_int) -> f64 {
+    ti::op::<f64>("shmem_double_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_atomic_fetch_nbi(fetch: *mut f64, source: *const f64, pe: c_int) {
+    ti::nbi::<f64>("shmem_double_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_atomic_swap_nbi(fetch: *mut f64, dest: *mut f64, value: f64, pe: c_int) {
+    ti::nbi::<f64>("shmem_double_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch(source: *const c_schar, pe: c_int) -> c_schar {
+    ti::fetch::<c_schar>("shmem_schar_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_set(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_schar_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_swap(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_schar_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_nbi(fetch: *mut c_schar, source: *const c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_swap_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch(source: *const c_int, pe: c_int) -> c_int {
+    ti::fetch::<c_int>("shmem_int_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_set(dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("shmem_int_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_swap(dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("shmem_int_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_nbi(fetch: *mut c_int, source: *const c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_int_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_swap_nbi(fetch: *mut c_int, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_int_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch(source: *const c_long, pe: c_int) -> c_long {
+    ti::fetch::<c_long>("shmem_long_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_set(dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("shmem_long_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_swap(dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("shmem_long_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_nbi(fetch: *mut c_long, source: *const c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_long_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_swap_nbi(fetch: *mut c_long, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_long_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch(source: *const c_longlong, pe: c_int) -> c_longlong {
+    ti::fetch::<c_longlong>("shmem_longlong_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_set(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("shmem_longlong_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_swap(dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("shmem_longlong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_nbi(fetch: *mut c_longlong, source: *const c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_longlong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_swap_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_longlong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch(source: *const c_uint, pe: c_int) -> c_uint {
+    ti::fetch::<c_uint>("shmem_uint_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_set(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_uint_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_swap(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_uint_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_nbi(fetch: *mut c_uint, source: *const c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_swap_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch(source: *const c_ulong, pe: c_int) -> c_ulong {
+    ti::fetch::<c_ulong>("shmem_ulong_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_set(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ulong_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_swap(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ulong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_nbi(fetch: *mut c_ulong, source: *const c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_swap_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch(source: *const c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::fetch::<c_ulonglong>("shmem_ulonglong_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_set(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_swap(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_nbi(fetch: *mut c_ulonglong, source: *const c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_swap_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch(source: *const i32, pe: c_int) -> i32 {
+    ti::fetch::<i32>("shmem_int32_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_int32_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_swap(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_int32_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_nbi(fetch: *mut i32, source: *const i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_swap_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
+    ti::fetch::<i64>("shmem_int64_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_int64_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_int64_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_nbi(fetch: *mut i64, source: *const i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_swap_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch(source: *const u32, pe: c_int) -> u32 {
+    ti::fetch::<u32>("shmem_uint32_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_uint32_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_swap(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_uint32_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_nbi(fetch: *mut u32, source: *const u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_swap_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
+    ti::fetch::<u64>("shmem_uint64_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_uint64_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_swap(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_uint64_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_nbi(fetch: *mut u64, source: *const u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_swap_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch(source: *const usize, pe: c_int) -> usize {
+    ti::fetch::<usize>("shmem_size_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_set(dest: *mut usize, value: usize, pe: c_int) {
+    ti::op::<usize>("shmem_size_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_swap(dest: *mut usize, value: usize, pe: c_int) -> usize {
+    ti::op::<usize>("shmem_size_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_nbi(fetch: *mut usize, source: *const usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_size_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_swap_nbi(fetch: *mut usize, dest: *mut usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_size_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch(source: *const isize, pe: c_int) -> isize {
+    ti::fetch::<isize>("shmem_ptrdiff_atomic_fetch", source, pe)
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_set(dest: *mut isize, value: isize, pe: c_int) {
+    ti::op::<isize>("shmem_ptrdiff_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_swap(dest: *mut isize, value: isize, pe: c_int) -> isize {
+    ti::op::<isize>("shmem_ptrdiff_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_nbi(fetch: *mut isize, source: *const isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ptrdiff_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_swap_nbi(fetch: *mut isize, dest: *mut isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ptrdiff_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_compare_swap(dest: *mut c_schar, cond: c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::compare_swap::<c_schar>("shmem_schar_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_inc(dest: *mut c_schar, pe: c_int) -> c_schar {
+    ti::inc::<c_schar>("shmem_schar_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_inc(dest: *mut c_schar, pe: c_int) {
+    ti::inc::<c_schar>("shmem_schar_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_add(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_schar_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_add(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_schar_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_compare_swap_nbi(fetch: *mut c_schar, dest: *mut c_schar, cond: c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_inc_nbi(fetch: *mut c_schar, dest: *mut c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_add_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_compare_swap(dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) -> c_int {
+    ti::compare_swap::<c_int>("shmem_int_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_inc(dest: *mut c_int, pe: c_int) -> c_int {
+    ti::inc::<c_int>("shmem_int_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_inc(dest: *mut c_int, pe: c_int) {
+    ti::inc::<c_int>("shmem_int_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_add(dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("shmem_int_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_add(dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("shmem_int_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_compare_swap_nbi(fetch: *mut c_int, dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_int_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_inc_nbi(fetch: *mut c_int, dest: *mut c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_int_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_add_nbi(fetch: *mut c_int, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_int_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_compare_swap(dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) -> c_long {
+    ti::compare_swap::<c_long>("shmem_long_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_inc(dest: *mut c_long, pe: c_int) -> c_long {
+    ti::inc::<c_long>("shmem_long_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_inc(dest: *mut c_long, pe: c_int) {
+    ti::inc::<c_long>("shmem_long_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_add(dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("shmem_long_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_add(dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("shmem_long_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_compare_swap_nbi(fetch: *mut c_long, dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_long_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_inc_nbi(fetch: *mut c_long, dest: *mut c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_long_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_add_nbi(fetch: *mut c_long, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_long_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_compare_swap(dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::compare_swap::<c_longlong>("shmem_longlong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_inc(dest: *mut c_longlong, pe: c_int) -> c_longlong {
+    ti::inc::<c_longlong>("shmem_longlong_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_inc(dest: *mut c_longlong, pe: c_int) {
+    ti::inc::<c_longlong>("shmem_longlong_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("shmem_longlong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("shmem_longlong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_compare_swap_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_longlong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_inc_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_longlong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_add_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_longlong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_compare_swap(dest: *mut c_uint, cond: c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::compare_swap::<c_uint>("shmem_uint_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_inc(dest: *mut c_uint, pe: c_int) -> c_uint {
+    ti::inc::<c_uint>("shmem_uint_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_inc(dest: *mut c_uint, pe: c_int) {
+    ti::inc::<c_uint>("shmem_uint_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_add(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_uint_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_add(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_uint_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_compare_swap_nbi(fetch: *mut c_uint, dest: *mut c_uint, cond: c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_inc_nbi(fetch: *mut c_uint, dest: *mut c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_add_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_compare_swap(dest: *mut c_ulong, cond: c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::compare_swap::<c_ulong>("shmem_ulong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_inc(dest: *mut c_ulong, pe: c_int) -> c_ulong {
+    ti::inc::<c_ulong>("shmem_ulong_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_inc(dest: *mut c_ulong, pe: c_int) {
+    ti::inc::<c_ulong>("shmem_ulong_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_add(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ulong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_add(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ulong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_compare_swap_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, cond: c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_inc_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_add_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_compare_swap(dest: *mut c_ulonglong, cond: c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::compare_swap::<c_ulonglong>("shmem_ulonglong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_inc(dest: *mut c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::inc::<c_ulonglong>("shmem_ulonglong_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_inc(dest: *mut c_ulonglong, pe: c_int) {
+    ti::inc::<c_ulonglong>("shmem_ulonglong_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_add(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_add(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_compare_swap_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, cond: c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_inc_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_add_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_compare_swap(dest: *mut i32, cond: i32, value: i32, pe: c_int) -> i32 {
+    ti::compare_swap::<i32>("shmem_int32_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_inc(dest: *mut i32, pe: c_int) -> i32 {
+    ti::inc::<i32>("shmem_int32_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_inc(dest: *mut i32, pe: c_int) {
+    ti::inc::<i32>("shmem_int32_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_add(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_int32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_add(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_int32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_compare_swap_nbi(fetch: *mut i32, dest: *mut i32, cond: i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_inc_nbi(fetch: *mut i32, dest: *mut i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_add_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_compare_swap(dest: *mut i64, cond: i64, value: i64, pe: c_int) -> i64 {
+    ti::compare_swap::<i64>("shmem_int64_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
+    ti::inc::<i64>("shmem_int64_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_inc(dest: *mut i64, pe: c_int) {
+    ti::inc::<i64>("shmem_int64_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_add(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_int64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_int64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_compare_swap_nbi(fetch: *mut i64, dest: *mut i64, cond: i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_inc_nbi(fetch: *mut i64, dest: *mut i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_add_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_compare_swap(dest: *mut u32, cond: u32, value: u32, pe: c_int) -> u32 {
+    ti::compare_swap::<u32>("shmem_uint32_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_inc(dest: *mut u32, pe: c_int) -> u32 {
+    ti::inc::<u32>("shmem_uint32_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_inc(dest: *mut u32, pe: c_int) {
+    ti::inc::<u32>("shmem_uint32_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_add(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_uint32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_add(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_uint32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_compare_swap_nbi(fetch: *mut u32, dest: *mut u32, cond: u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_inc_nbi(fetch: *mut u32, dest: *mut u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_add_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_compare_swap(dest: *mut u64, cond: u64, value: u64, pe: c_int) -> u64 {
+    ti::compare_swap::<u64>("shmem_uint64_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
+    ti::inc::<u64>("shmem_uint64_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_inc(dest: *mut u64, pe: c_int) {
+    ti::inc::<u64>("shmem_uint64_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_add(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_uint64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_uint64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_compare_swap_nbi(fetch: *mut u64, dest: *mut u64, cond: u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_inc_nbi(fetch: *mut u64, dest: *mut u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_add_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_compare_swap(dest: *mut usize, cond: usize, value: usize, pe: c_int) -> usize {
+    ti::compare_swap::<usize>("shmem_size_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_inc(dest: *mut usize, pe: c_int) -> usize {
+    ti::inc::<usize>("shmem_size_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_inc(dest: *mut usize, pe: c_int) {
+    ti::inc::<usize>("shmem_size_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_add(dest: *mut usize, value: usize, pe: c_int) -> usize {
+    ti::op::<usize>("shmem_size_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_add(dest: *mut usize, value: usize, pe: c_int) {
+    ti::op::<usize>("shmem_size_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_compare_swap_nbi(fetch: *mut usize, dest: *mut usize, cond: usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_size_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_inc_nbi(fetch: *mut usize, dest: *mut usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_size_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_add_nbi(fetch: *mut usize, dest: *mut usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_size_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_compare_swap(dest: *mut isize, cond: isize, value: isize, pe: c_int) -> isize {
+    ti::compare_swap::<isize>("shmem_ptrdiff_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_inc(dest: *mut isize, pe: c_int) -> isize {
+    ti::inc::<isize>("shmem_ptrdiff_atomic_fetch_inc", dest, pe)
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_inc(dest: *mut isize, pe: c_int) {
+    ti::inc::<isize>("shmem_ptrdiff_atomic_inc", dest, pe);
+}
+
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_add(dest: *mut isize, value: isize, pe: c_int) -> isize {
+    ti::op::<isize>("shmem_ptrdiff_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_add(dest: *mut isize, value: isize, pe: c_int) {
+    ti::op::<isize>("shmem_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_compare_swap_nbi(fetch: *mut isize, dest: *mut isize, cond: isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ptrdiff_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_inc_nbi(fetch: *mut isize, dest: *mut isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ptrdiff_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_add_nbi(fetch: *mut isize, dest: *mut isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ptrdiff_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_and(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_schar_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_and(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_schar_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_or(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_schar_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_or(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_schar_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_xor(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_schar_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_xor(dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_schar_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_and_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_or_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_atomic_fetch_xor_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_schar_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_and(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_uint_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_and(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_uint_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_or(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_uint_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_or(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_uint_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_xor(dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_uint_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_xor(dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_uint_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_and_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_or_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_xor_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_uint_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_and(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ulong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_and(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ulong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_or(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ulong_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_or(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ulong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_xor(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ulong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_xor(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ulong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_and_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_or_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_xor_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_and(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_and(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_or(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_or(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_xor(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_xor(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_and_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_or_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_xor_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_and(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_int32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_and(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_int32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_or(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_int32_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_or(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_int32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_xor(dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_int32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_xor(dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_int32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_and_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_or_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_xor_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_int32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_and(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_int64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_and(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_int64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_or(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_int64_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_or(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_int64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_xor(dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_int64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_xor(dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_int64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_and_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_or_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_xor_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_int64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_and(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_uint32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_uint32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_or(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_uint32_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_uint32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_xor(dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_uint32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_xor(dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_uint32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_and_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_or_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_xor_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_uint32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_and(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_uint64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_uint64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_or(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_uint64_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_uint64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_xor(dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_uint64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_uint64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_and_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_or_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_xor_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_uint64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until(ivar: *mut c_int, cmp: c_int, cmp_value: c_int) {
+    ti::wait_until::<c_int>("shmem_int_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until_all(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) {
+    ti::wait_all::<c_int>("shmem_int_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until_any(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::wait_any::<c_int>("shmem_int_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until_some(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::wait_some::<c_int>("shmem_int_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until_all_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) {
+    ti::wait_all_vector::<c_int>("shmem_int_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until_any_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::wait_any_vector::<c_int>("shmem_int_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until_some_vector(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::wait_some_vector::<c_int>("shmem_int_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test(ivar: *mut c_int, cmp: c_int, cmp_value: c_int) -> c_int {
+    ti::test::<c_int>("shmem_int_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test_all(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> c_int {
+    ti::test_all::<c_int>("shmem_int_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test_any(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::test_any::<c_int>("shmem_int_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test_some(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_int) -> usize {
+    ti::test_some::<c_int>("shmem_int_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test_all_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> c_int {
+    ti::test_all_vector::<c_int>("shmem_int_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test_any_vector(ivars: *mut c_int, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::test_any_vector::<c_int>("shmem_int_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test_some_vector(ivars: *mut c_int, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_int) -> usize {
+    ti::test_some_vector::<c_int>("shmem_int_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until(ivar: *mut c_long, cmp: c_int, cmp_value: c_long) {
+    ti::wait_until::<c_long>("shmem_long_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until_all(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) {
+    ti::wait_all::<c_long>("shmem_long_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until_any(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::wait_any::<c_long>("shmem_long_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until_some(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::wait_some::<c_long>("shmem_long_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until_all_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) {
+    ti::wait_all_vector::<c_long>("shmem_long_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until_any_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::wait_any_vector::<c_long>("shmem_long_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until_some_vector(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::wait_some_vector::<c_long>("shmem_long_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test(ivar: *mut c_long, cmp: c_int, cmp_value: c_long) -> c_int {
+    ti::test::<c_long>("shmem_long_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test_all(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> c_int {
+    ti::test_all::<c_long>("shmem_long_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test_any(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::test_any::<c_long>("shmem_long_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test_some(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_long) -> usize {
+    ti::test_some::<c_long>("shmem_long_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test_all_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> c_int {
+    ti::test_all_vector::<c_long>("shmem_long_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test_any_vector(ivars: *mut c_long, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::test_any_vector::<c_long>("shmem_long_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test_some_vector(ivars: *mut c_long, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_long) -> usize {
+    ti::test_some_vector::<c_long>("shmem_long_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until(ivar: *mut c_longlong, cmp: c_int, cmp_value: c_longlong) {
+    ti::wait_until::<c_longlong>("shmem_longlong_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until_all(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) {
+    ti::wait_all::<c_longlong>("shmem_longlong_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until_any(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::wait_any::<c_longlong>("shmem_longlong_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until_some(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::wait_some::<c_longlong>("shmem_longlong_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until_all_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) {
+    ti::wait_all_vector::<c_longlong>("shmem_longlong_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until_any_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::wait_any_vector::<c_longlong>("shmem_longlong_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until_some_vector(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::wait_some_vector::<c_longlong>("shmem_longlong_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test(ivar: *mut c_longlong, cmp: c_int, cmp_value: c_longlong) -> c_int {
+    ti::test::<c_longlong>("shmem_longlong_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test_all(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> c_int {
+    ti::test_all::<c_longlong>("shmem_longlong_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test_any(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::test_any::<c_longlong>("shmem_longlong_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test_some(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_longlong) -> usize {
+    ti::test_some::<c_longlong>("shmem_longlong_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test_all_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> c_int {
+    ti::test_all_vector::<c_longlong>("shmem_longlong_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test_any_vector(ivars: *mut c_longlong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::test_any_vector::<c_longlong>("shmem_longlong_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test_some_vector(ivars: *mut c_longlong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_longlong) -> usize {
+    ti::test_some_vector::<c_longlong>("shmem_longlong_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until(ivar: *mut c_uint, cmp: c_int, cmp_value: c_uint) {
+    ti::wait_until::<c_uint>("shmem_uint_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until_all(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) {
+    ti::wait_all::<c_uint>("shmem_uint_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until_any(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::wait_any::<c_uint>("shmem_uint_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until_some(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::wait_some::<c_uint>("shmem_uint_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until_all_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) {
+    ti::wait_all_vector::<c_uint>("shmem_uint_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until_any_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::wait_any_vector::<c_uint>("shmem_uint_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until_some_vector(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::wait_some_vector::<c_uint>("shmem_uint_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test(ivar: *mut c_uint, cmp: c_int, cmp_value: c_uint) -> c_int {
+    ti::test::<c_uint>("shmem_uint_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test_all(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> c_int {
+    ti::test_all::<c_uint>("shmem_uint_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test_any(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::test_any::<c_uint>("shmem_uint_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test_some(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_uint) -> usize {
+    ti::test_some::<c_uint>("shmem_uint_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test_all_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> c_int {
+    ti::test_all_vector::<c_uint>("shmem_uint_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test_any_vector(ivars: *mut c_uint, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::test_any_vector::<c_uint>("shmem_uint_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test_some_vector(ivars: *mut c_uint, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_uint) -> usize {
+    ti::test_some_vector::<c_uint>("shmem_uint_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until(ivar: *mut c_ulong, cmp: c_int, cmp_value: c_ulong) {
+    ti::wait_until::<c_ulong>("shmem_ulong_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until_all(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) {
+    ti::wait_all::<c_ulong>("shmem_ulong_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until_any(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::wait_any::<c_ulong>("shmem_ulong_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until_some(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::wait_some::<c_ulong>("shmem_ulong_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until_all_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) {
+    ti::wait_all_vector::<c_ulong>("shmem_ulong_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until_any_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::wait_any_vector::<c_ulong>("shmem_ulong_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until_some_vector(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::wait_some_vector::<c_ulong>("shmem_ulong_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test(ivar: *mut c_ulong, cmp: c_int, cmp_value: c_ulong) -> c_int {
+    ti::test::<c_ulong>("shmem_ulong_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test_all(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> c_int {
+    ti::test_all::<c_ulong>("shmem_ulong_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test_any(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::test_any::<c_ulong>("shmem_ulong_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test_some(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulong) -> usize {
+    ti::test_some::<c_ulong>("shmem_ulong_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test_all_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> c_int {
+    ti::test_all_vector::<c_ulong>("shmem_ulong_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test_any_vector(ivars: *mut c_ulong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::test_any_vector::<c_ulong>("shmem_ulong_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test_some_vector(ivars: *mut c_ulong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulong) -> usize {
+    ti::test_some_vector::<c_ulong>("shmem_ulong_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until(ivar: *mut c_ulonglong, cmp: c_int, cmp_value: c_ulonglong) {
+    ti::wait_until::<c_ulonglong>("shmem_ulonglong_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until_all(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) {
+    ti::wait_all::<c_ulonglong>("shmem_ulonglong_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until_any(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::wait_any::<c_ulonglong>("shmem_ulonglong_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until_some(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::wait_some::<c_ulonglong>("shmem_ulonglong_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until_all_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) {
+    ti::wait_all_vector::<c_ulonglong>("shmem_ulonglong_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until_any_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::wait_any_vector::<c_ulonglong>("shmem_ulonglong_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until_some_vector(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::wait_some_vector::<c_ulonglong>("shmem_ulonglong_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test(ivar: *mut c_ulonglong, cmp: c_int, cmp_value: c_ulonglong) -> c_int {
+    ti::test::<c_ulonglong>("shmem_ulonglong_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test_all(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> c_int {
+    ti::test_all::<c_ulonglong>("shmem_ulonglong_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test_any(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::test_any::<c_ulonglong>("shmem_ulonglong_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test_some(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: c_ulonglong) -> usize {
+    ti::test_some::<c_ulonglong>("shmem_ulonglong_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test_all_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> c_int {
+    ti::test_all_vector::<c_ulonglong>("shmem_ulonglong_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test_any_vector(ivars: *mut c_ulonglong, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::test_any_vector::<c_ulonglong>("shmem_ulonglong_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test_some_vector(ivars: *mut c_ulonglong, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut c_ulonglong) -> usize {
+    ti::test_some_vector::<c_ulonglong>("shmem_ulonglong_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until(ivar: *mut i32, cmp: c_int, cmp_value: i32) {
+    ti::wait_until::<i32>("shmem_int32_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until_all(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) {
+    ti::wait_all::<i32>("shmem_int32_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until_any(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::wait_any::<i32>("shmem_int32_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until_some(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::wait_some::<i32>("shmem_int32_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until_all_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) {
+    ti::wait_all_vector::<i32>("shmem_int32_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until_any_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::wait_any_vector::<i32>("shmem_int32_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until_some_vector(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::wait_some_vector::<i32>("shmem_int32_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test(ivar: *mut i32, cmp: c_int, cmp_value: i32) -> c_int {
+    ti::test::<i32>("shmem_int32_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test_all(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> c_int {
+    ti::test_all::<i32>("shmem_int32_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test_any(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::test_any::<i32>("shmem_int32_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test_some(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i32) -> usize {
+    ti::test_some::<i32>("shmem_int32_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test_all_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> c_int {
+    ti::test_all_vector::<i32>("shmem_int32_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test_any_vector(ivars: *mut i32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::test_any_vector::<i32>("shmem_int32_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test_some_vector(ivars: *mut i32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i32) -> usize {
+    ti::test_some_vector::<i32>("shmem_int32_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until(ivar: *mut i64, cmp: c_int, cmp_value: i64) {
+    ti::wait_until::<i64>("shmem_int64_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until_all(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) {
+    ti::wait_all::<i64>("shmem_int64_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until_any(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::wait_any::<i64>("shmem_int64_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until_some(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::wait_some::<i64>("shmem_int64_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until_all_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) {
+    ti::wait_all_vector::<i64>("shmem_int64_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until_any_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::wait_any_vector::<i64>("shmem_int64_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until_some_vector(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::wait_some_vector::<i64>("shmem_int64_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test(ivar: *mut i64, cmp: c_int, cmp_value: i64) -> c_int {
+    ti::test::<i64>("shmem_int64_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test_all(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> c_int {
+    ti::test_all::<i64>("shmem_int64_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test_any(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::test_any::<i64>("shmem_int64_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test_some(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: i64) -> usize {
+    ti::test_some::<i64>("shmem_int64_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test_all_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> c_int {
+    ti::test_all_vector::<i64>("shmem_int64_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test_any_vector(ivars: *mut i64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::test_any_vector::<i64>("shmem_int64_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test_some_vector(ivars: *mut i64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut i64) -> usize {
+    ti::test_some_vector::<i64>("shmem_int64_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until(ivar: *mut u32, cmp: c_int, cmp_value: u32) {
+    ti::wait_until::<u32>("shmem_uint32_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until_all(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) {
+    ti::wait_all::<u32>("shmem_uint32_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until_any(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::wait_any::<u32>("shmem_uint32_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until_some(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::wait_some::<u32>("shmem_uint32_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until_all_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) {
+    ti::wait_all_vector::<u32>("shmem_uint32_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until_any_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::wait_any_vector::<u32>("shmem_uint32_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until_some_vector(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::wait_some_vector::<u32>("shmem_uint32_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test(ivar: *mut u32, cmp: c_int, cmp_value: u32) -> c_int {
+    ti::test::<u32>("shmem_uint32_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test_all(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> c_int {
+    ti::test_all::<u32>("shmem_uint32_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test_any(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::test_any::<u32>("shmem_uint32_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test_some(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u32) -> usize {
+    ti::test_some::<u32>("shmem_uint32_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test_all_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> c_int {
+    ti::test_all_vector::<u32>("shmem_uint32_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test_any_vector(ivars: *mut u32, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::test_any_vector::<u32>("shmem_uint32_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test_some_vector(ivars: *mut u32, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u32) -> usize {
+    ti::test_some_vector::<u32>("shmem_uint32_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until(ivar: *mut u64, cmp: c_int, cmp_value: u64) {
+    ti::wait_until::<u64>("shmem_uint64_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until_all(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) {
+    ti::wait_all::<u64>("shmem_uint64_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until_any(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::wait_any::<u64>("shmem_uint64_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until_some(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::wait_some::<u64>("shmem_uint64_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until_all_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) {
+    ti::wait_all_vector::<u64>("shmem_uint64_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until_any_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::wait_any_vector::<u64>("shmem_uint64_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until_some_vector(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::wait_some_vector::<u64>("shmem_uint64_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test(ivar: *mut u64, cmp: c_int, cmp_value: u64) -> c_int {
+    ti::test::<u64>("shmem_uint64_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test_all(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> c_int {
+    ti::test_all::<u64>("shmem_uint64_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test_any(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::test_any::<u64>("shmem_uint64_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test_some(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: u64) -> usize {
+    ti::test_some::<u64>("shmem_uint64_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test_all_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> c_int {
+    ti::test_all_vector::<u64>("shmem_uint64_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test_any_vector(ivars: *mut u64, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::test_any_vector::<u64>("shmem_uint64_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test_some_vector(ivars: *mut u64, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut u64) -> usize {
+    ti::test_some_vector::<u64>("shmem_uint64_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until(ivar: *mut usize, cmp: c_int, cmp_value: usize) {
+    ti::wait_until::<usize>("shmem_size_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until_all(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) {
+    ti::wait_all::<usize>("shmem_size_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until_any(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::wait_any::<usize>("shmem_size_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until_some(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::wait_some::<usize>("shmem_size_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until_all_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) {
+    ti::wait_all_vector::<usize>("shmem_size_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until_any_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::wait_any_vector::<usize>("shmem_size_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until_some_vector(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::wait_some_vector::<usize>("shmem_size_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test(ivar: *mut usize, cmp: c_int, cmp_value: usize) -> c_int {
+    ti::test::<usize>("shmem_size_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test_all(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> c_int {
+    ti::test_all::<usize>("shmem_size_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test_any(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::test_any::<usize>("shmem_size_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test_some(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: usize) -> usize {
+    ti::test_some::<usize>("shmem_size_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test_all_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> c_int {
+    ti::test_all_vector::<usize>("shmem_size_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test_any_vector(ivars: *mut usize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::test_any_vector::<usize>("shmem_size_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test_some_vector(ivars: *mut usize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut usize) -> usize {
+    ti::test_some_vector::<usize>("shmem_size_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Waits until the local ivar satisfies the comparison (§9.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until(ivar: *mut isize, cmp: c_int, cmp_value: isize) {
+    ti::wait_until::<isize>("shmem_ptrdiff_wait_until", ivar, cmp, cmp_value)
+}
+
+/// Waits until every included element satisfies the comparison (§9.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until_all(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) {
+    ti::wait_all::<isize>("shmem_ptrdiff_wait_until_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until_any(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::wait_any::<isize>("shmem_ptrdiff_wait_until_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Waits until at least one included element does; writes their indices, returns the count (§9.11.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until_some(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::wait_some::<isize>("shmem_ptrdiff_wait_until_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// wait_until_all with one comparison value per element (§9.11.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until_all_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) {
+    ti::wait_all_vector::<isize>("shmem_ptrdiff_wait_until_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_any with one comparison value per element (§9.11.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until_any_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::wait_any_vector::<isize>("shmem_ptrdiff_wait_until_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// wait_until_some with one comparison value per element (§9.11.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until_some_vector(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::wait_some_vector::<isize>("shmem_ptrdiff_wait_until_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// 1 if the local ivar satisfies the comparison, else 0 (§9.11.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test(ivar: *mut isize, cmp: c_int, cmp_value: isize) -> c_int {
+    ti::test::<isize>("shmem_ptrdiff_test", ivar, cmp, cmp_value)
+}
+
+/// 1 if every included element satisfies the comparison (§9.11.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test_all(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> c_int {
+    ti::test_all::<isize>("shmem_ptrdiff_test_all", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Index of an included element that satisfies it, or SIZE_MAX (§9.11.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test_any(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::test_any::<isize>("shmem_ptrdiff_test_any", ivars, nelems, status, cmp, cmp_value)
+}
+
+/// Writes the indices of included elements that satisfy it; returns the count (§9.11.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test_some(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_value: isize) -> usize {
+    ti::test_some::<isize>("shmem_ptrdiff_test_some", ivars, nelems, indices, status, cmp, cmp_value)
+}
+
+/// test_all with one comparison value per element (§9.11.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test_all_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> c_int {
+    ti::test_all_vector::<isize>("shmem_ptrdiff_test_all_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_any with one comparison value per element (§9.11.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test_any_vector(ivars: *mut isize, nelems: usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::test_any_vector::<isize>("shmem_ptrdiff_test_any_vector", ivars, nelems, status, cmp, cmp_values)
+}
+
+/// test_some with one comparison value per element (§9.11.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test_some_vector(ivars: *mut isize, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, cmp_values: *mut isize) -> usize {
+    ti::test_some_vector::<isize>("shmem_ptrdiff_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
+}
+
+/// Put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u8>("shmem_put8", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 8-bit elements.
+/// Get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_get8", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 8-bit elements.
+/// Non-blocking put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u8>("shmem_put8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 8-bit elements.
+/// Non-blocking get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_get8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 8-bit elements.
+/// Strided put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iput8(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u8>("shmem_iput8", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 8-bit elements.
+/// Strided get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget8(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u8>("shmem_iget8", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -3080,37 +8734,49 @@ pub unsafe extern "C" fn shmem_ibget8(dest: *mut c_void, source: *const c_void, 
     ti::ibget::<u8>("shmem_ibget8", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 16-bit elements.
+/// put_signal of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put8_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_put8_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put8_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_put8_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put16(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u16>("shmem_put16", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 16-bit elements.
+/// Get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get16(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u16>("shmem_get16", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 16-bit elements.
+/// Non-blocking put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u16>("shmem_put16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 16-bit elements.
+/// Non-blocking get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u16>("shmem_get16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 16-bit elements.
+/// Strided put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iput16(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u16>("shmem_iput16", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 16-bit elements.
+/// Strided get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget16(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u16>("shmem_iget16", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -3128,37 +8794,49 @@ pub unsafe extern "C" fn shmem_ibget16(dest: *mut c_void, source: *const c_void,
     ti::ibget::<u16>("shmem_ibget16", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 32-bit elements.
+/// put_signal of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put16_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_put16_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put16_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_put16_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put32(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u32>("shmem_put32", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 32-bit elements.
+/// Get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get32(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u32>("shmem_get32", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 32-bit elements.
+/// Non-blocking put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u32>("shmem_put32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 32-bit elements.
+/// Non-blocking get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u32>("shmem_get32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 32-bit elements.
+/// Strided put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iput32(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u32>("shmem_iput32", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 32-bit elements.
+/// Strided get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget32(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u32>("shmem_iget32", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -3176,37 +8854,49 @@ pub unsafe extern "C" fn shmem_ibget32(dest: *mut c_void, source: *const c_void,
     ti::ibget::<u32>("shmem_ibget32", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 64-bit elements.
+/// put_signal of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put32_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_put32_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put32_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_put32_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put64(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u64>("shmem_put64", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 64-bit elements.
+/// Get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get64(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u64>("shmem_get64", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 64-bit elements.
+/// Non-blocking put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<u64>("shmem_put64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 64-bit elements.
+/// Non-blocking get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u64>("shmem_get64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 64-bit elements.
+/// Strided put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iput64(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<u64>("shmem_iput64", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 64-bit elements.
+/// Strided get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget64(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u64>("shmem_iget64", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -3224,37 +8914,49 @@ pub unsafe extern "C" fn shmem_ibget64(dest: *mut c_void, source: *const c_void,
     ti::ibget::<u64>("shmem_ibget64", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
-/// put of 128-bit elements.
+/// put_signal of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put64_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_put64_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put64_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_put64_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put128(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<crate::typed_impl::Bits128>("shmem_put128", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get of 128-bit elements.
+/// Get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get128(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<crate::typed_impl::Bits128>("shmem_get128", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// put (non-blocking) of 128-bit elements.
+/// Non-blocking put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::put::<crate::typed_impl::Bits128>("shmem_put128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// get (non-blocking) of 128-bit elements.
+/// Non-blocking get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<crate::typed_impl::Bits128>("shmem_get128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
-/// iput of 128-bit elements.
+/// Strided put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iput128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iput::<crate::typed_impl::Bits128>("shmem_iput128", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
-/// iget of 128-bit elements.
+/// Strided get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<crate::typed_impl::Bits128>("shmem_iget128", dest.cast(), source.cast(), dst, sst, nelems, pe)
@@ -3270,6 +8972,18 @@ pub unsafe extern "C" fn shmem_ibput128(dest: *mut c_void, source: *const c_void
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ibget128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<crate::typed_impl::Bits128>("shmem_ibget128", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// put_signal of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put128_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<crate::typed_impl::Bits128>("shmem_put128_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put128_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<crate::typed_impl::Bits128>("shmem_put128_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
 /// Copies nelems bytes to dest on pe.
@@ -3294,5 +9008,17 @@ pub unsafe extern "C" fn shmem_putmem_nbi(dest: *mut c_void, source: *const c_vo
 #[no_mangle]
 pub unsafe extern "C" fn shmem_getmem_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_getmem_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// put_signal of nelems bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem_signal(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_putmem_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking putmem_signal.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_putmem_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 

@@ -71,3 +71,161 @@ pub unsafe fn ibget<T>(
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub struct Bits128([u64; 2]);
+
+// ----- AMOs, signals, point-to-point synchronization ----------------------
+
+use ishmem_runtime::amo::{from_bits, CmpValues, SyncMode};
+use ishmem_runtime::transport::AmoOp;
+
+#[inline(always)]
+pub fn one<T: Copy>() -> T {
+    from_bits(1)
+}
+
+#[inline(always)]
+pub fn zero<T: Copy>() -> T {
+    from_bits(0)
+}
+
+#[inline(always)]
+pub unsafe fn amo<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int) -> T {
+    guard(call, || state(call).amo(call, dest, op, value, cond, pe))
+}
+
+#[inline(always)]
+pub unsafe fn fetch<T: Copy>(call: &'static str, source: *const T, pe: c_int) -> T {
+    amo(call, source, AmoOp::Fetch, zero(), zero(), pe)
+}
+
+#[inline(always)]
+pub unsafe fn op<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, pe: c_int) -> T {
+    amo(call, dest, op, value, zero(), pe)
+}
+
+#[inline(always)]
+pub unsafe fn inc<T: Copy>(call: &'static str, dest: *const T, pe: c_int) -> T {
+    amo(call, dest, AmoOp::FetchAdd, one(), zero(), pe)
+}
+
+#[inline(always)]
+pub unsafe fn compare_swap<T: Copy>(call: &'static str, dest: *const T, cond: T, value: T, pe: c_int) -> T {
+    amo(call, dest, AmoOp::CompareSwap, value, cond, pe)
+}
+
+#[inline(always)]
+pub unsafe fn nbi<T: Copy>(
+    call: &'static str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int,
+) {
+    guard(call, || state(call).amo_nbi(call, fetch, dest, op, value, cond, pe))
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn put_signal<T>(
+    call: &'static str, dest: *mut T, src: *const T, nelems: usize, sig_addr: *mut u64, signal: u64,
+    sig_op: c_int, pe: c_int,
+) {
+    guard(call, || {
+        let st = state(call);
+        st.put_signal(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), sig_addr, signal, sig_op, pe)
+    })
+}
+
+#[inline(always)]
+pub unsafe fn wait_until<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, cmp: c_int, value: T) {
+    guard(call, || state(call).wait_until(call, ivar, cmp, value))
+}
+
+#[inline(always)]
+pub unsafe fn test<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, cmp: c_int, value: T) -> c_int {
+    guard(call, || c_int::from(state(call).test(call, ivar, cmp, value)))
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn many<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: CmpValues<T>,
+    mode: SyncMode, blocking: bool,
+) -> usize {
+    guard(call, || state(call).sync_many(call, ivars, nelems, status, cmp, values, mode, blocking))
+}
+
+pub unsafe fn wait_all<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
+) {
+    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, true);
+}
+
+pub unsafe fn wait_any<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn wait_some<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
+    value: T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), true)
+}
+
+pub unsafe fn wait_all_vector<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
+) {
+    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, true);
+}
+
+pub unsafe fn wait_any_vector<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn wait_some_vector<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
+    values: *const T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), true)
+}
+
+pub unsafe fn test_all<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
+) -> c_int {
+    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, false) as c_int
+}
+
+pub unsafe fn test_any<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, false)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn test_some<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
+    value: T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), false)
+}
+
+pub unsafe fn test_all_vector<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
+) -> c_int {
+    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, false) as c_int
+}
+
+pub unsafe fn test_any_vector<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, false)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn test_some_vector<T: Copy + PartialOrd>(
+    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
+    values: *const T,
+) -> usize {
+    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), false)
+}

@@ -1,6 +1,16 @@
 //! The one type table. Every typed family in every language is generated
 //! from these rows.
 
+/// AMO classes (OpenSHMEM 1.5 Tables 6-8; `schar` as in Intel SHMEM).
+/// Extended AMO types: fetch, set, swap.
+pub const EXT: u8 = 1;
+/// Standard AMO types: also compare_swap, inc, add.
+pub const STD: u8 = 2;
+/// Bitwise AMO types: and, or, xor.
+pub const BIT: u8 = 4;
+/// Point-to-point synchronization types: wait_until, test.
+pub const SYNC: u8 = 8;
+
 /// One element type of the OpenSHMEM typed interfaces.
 pub struct Ty {
     /// TYPENAME in routine names (`ishmem_TYPENAME_put`).
@@ -12,37 +22,40 @@ pub struct Ty {
     /// Listed in C11 `_Generic` selections (standard C types only: the
     /// fixed-width aliases would be duplicate associations).
     pub generic: bool,
+    /// AMO and synchronization classes the type belongs to.
+    pub classes: u8,
 }
 
-const fn t(name: &'static str, c: &'static str, rust: &'static str, generic: bool) -> Ty {
-    Ty { name, c, rust, generic }
+const fn t(name: &'static str, c: &'static str, rust: &'static str, generic: bool, classes: u8) -> Ty {
+    Ty { name, c, rust, generic, classes }
 }
 
-/// The standard RMA types (OpenSHMEM 1.5 Table 5; Intel SHMEM's T23).
+/// The standard RMA types (OpenSHMEM 1.5 Table 5; Intel SHMEM's T23), with
+/// their AMO classes.
 pub const RMA: &[Ty] = &[
-    t("float", "float", "f32", true),
-    t("double", "double", "f64", true),
-    t("char", "char", "c_char", true),
-    t("schar", "signed char", "c_schar", true),
-    t("short", "short", "c_short", true),
-    t("int", "int", "c_int", true),
-    t("long", "long", "c_long", true),
-    t("longlong", "long long", "c_longlong", true),
-    t("uchar", "unsigned char", "c_uchar", true),
-    t("ushort", "unsigned short", "c_ushort", true),
-    t("uint", "unsigned int", "c_uint", true),
-    t("ulong", "unsigned long", "c_ulong", true),
-    t("ulonglong", "unsigned long long", "c_ulonglong", true),
-    t("int8", "int8_t", "i8", false),
-    t("int16", "int16_t", "i16", false),
-    t("int32", "int32_t", "i32", false),
-    t("int64", "int64_t", "i64", false),
-    t("uint8", "uint8_t", "u8", false),
-    t("uint16", "uint16_t", "u16", false),
-    t("uint32", "uint32_t", "u32", false),
-    t("uint64", "uint64_t", "u64", false),
-    t("size", "size_t", "usize", false),
-    t("ptrdiff", "ptrdiff_t", "isize", false),
+    t("float", "float", "f32", true, EXT),
+    t("double", "double", "f64", true, EXT),
+    t("char", "char", "c_char", true, 0),
+    t("schar", "signed char", "c_schar", true, EXT | STD | BIT),
+    t("short", "short", "c_short", true, 0),
+    t("int", "int", "c_int", true, EXT | STD | SYNC),
+    t("long", "long", "c_long", true, EXT | STD | SYNC),
+    t("longlong", "long long", "c_longlong", true, EXT | STD | SYNC),
+    t("uchar", "unsigned char", "c_uchar", true, 0),
+    t("ushort", "unsigned short", "c_ushort", true, 0),
+    t("uint", "unsigned int", "c_uint", true, EXT | STD | BIT | SYNC),
+    t("ulong", "unsigned long", "c_ulong", true, EXT | STD | BIT | SYNC),
+    t("ulonglong", "unsigned long long", "c_ulonglong", true, EXT | STD | BIT | SYNC),
+    t("int8", "int8_t", "i8", false, 0),
+    t("int16", "int16_t", "i16", false, 0),
+    t("int32", "int32_t", "i32", false, EXT | STD | BIT | SYNC),
+    t("int64", "int64_t", "i64", false, EXT | STD | BIT | SYNC),
+    t("uint8", "uint8_t", "u8", false, 0),
+    t("uint16", "uint16_t", "u16", false, 0),
+    t("uint32", "uint32_t", "u32", false, EXT | STD | BIT | SYNC),
+    t("uint64", "uint64_t", "u64", false, EXT | STD | BIT | SYNC),
+    t("size", "size_t", "usize", false, EXT | STD | SYNC),
+    t("ptrdiff", "ptrdiff_t", "isize", false, EXT | STD | SYNC),
 ];
 
 /// Sized RMA: bits and the Rust element type moved.

@@ -32,6 +32,28 @@
 #define ISHMEM_MAX_NAME_LEN 256
 
 /**
+ * Comparison operators of wait_until and test (§9.11).
+ */
+#define ISHMEM_CMP_EQ 1
+
+#define ISHMEM_CMP_NE 2
+
+#define ISHMEM_CMP_GT 3
+
+#define ISHMEM_CMP_GE 4
+
+#define ISHMEM_CMP_LT 5
+
+#define ISHMEM_CMP_LE 6
+
+/**
+ * Signal operators of put_signal (§9.8).
+ */
+#define ISHMEM_SIGNAL_SET 0
+
+#define ISHMEM_SIGNAL_ADD 1
+
+/**
  * Per-PE state read by device code.
  */
 typedef struct {
@@ -171,6 +193,27 @@ void ishmem_sync_all(void);
  * finalize.
  */
 const ishmemx_device_state_t *ishmemx_get_device_state(void);
+
+/**
+ * Atomically reads a local signal (§9.8.3).
+ */
+uint64_t ishmem_signal_fetch(const uint64_t *sig_addr);
+
+/**
+ * Waits until the local signal satisfies the comparison; returns its value
+ * (§9.11.15).
+ */
+uint64_t ishmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
+
+/**
+ * Atomically adds `signal` to the signal at `sig_addr` on `pe`.
+ */
+void ishmemx_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);
+
+/**
+ * Atomically sets the signal at `sig_addr` on `pe` to `signal`.
+ */
+void ishmemx_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -21,6 +21,28 @@
  */
 #define SHMEM_MAX_NAME_LEN 256
 
+/**
+ * Comparison operators of wait_until and test (§9.11).
+ */
+#define SHMEM_CMP_EQ 1
+
+#define SHMEM_CMP_NE 2
+
+#define SHMEM_CMP_GT 3
+
+#define SHMEM_CMP_GE 4
+
+#define SHMEM_CMP_LT 5
+
+#define SHMEM_CMP_LE 6
+
+/**
+ * Signal operators of put_signal (§9.8).
+ */
+#define SHMEM_SIGNAL_SET 0
+
+#define SHMEM_SIGNAL_ADD 1
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -104,6 +126,26 @@ void shmem_barrier_all(void);
  * Synchronization of all PEs (§9.9.5).
  */
 void shmem_sync_all(void);
+
+/**
+ * Atomically reads a local signal (§9.8.3).
+ */
+uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
+
+/**
+ * Waits until the local signal satisfies the comparison (§9.11.15).
+ */
+uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
+
+/**
+ * Atomically adds to a remote signal (OpenSHMEM 1.6).
+ */
+void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);
+
+/**
+ * Atomically sets a remote signal (OpenSHMEM 1.6).
+ */
+void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
 
 #ifdef __cplusplus
 }  // extern "C"

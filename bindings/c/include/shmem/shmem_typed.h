@@ -27,8 +27,12 @@ void shmem_float_iput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t
 void shmem_float_iget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_float_ibput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_float_ibget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_float_put_signal(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_float_put_signal_nbi(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_double_put(double *dest, const double *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -47,8 +51,12 @@ void shmem_double_iput(double *dest, const double *source, ptrdiff_t dst, ptrdif
 void shmem_double_iget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_double_ibput(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_double_ibget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_double_put_signal(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_double_put_signal_nbi(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_char_put(char *dest, const char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -67,8 +75,12 @@ void shmem_char_iput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t ss
 void shmem_char_iget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_char_ibput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_char_ibget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_char_put_signal(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_char_put_signal_nbi(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_schar_put(signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -87,8 +99,12 @@ void shmem_schar_iput(signed char *dest, const signed char *source, ptrdiff_t ds
 void shmem_schar_iget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_schar_ibput(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_schar_ibget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_schar_put_signal(signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_schar_put_signal_nbi(signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_short_put(short *dest, const short *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -107,8 +123,12 @@ void shmem_short_iput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t
 void shmem_short_iget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_short_ibput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_short_ibget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_short_put_signal(short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_short_put_signal_nbi(short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int_put(int *dest, const int *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -127,8 +147,12 @@ void shmem_int_iput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, 
 void shmem_int_iget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int_ibput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int_ibget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_int_put_signal(int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_int_put_signal_nbi(int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_long_put(long *dest, const long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -147,8 +171,12 @@ void shmem_long_iput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t ss
 void shmem_long_iget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_long_ibput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_long_ibget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_long_put_signal(long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_long_put_signal_nbi(long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_longlong_put(long long *dest, const long long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -167,8 +195,12 @@ void shmem_longlong_iput(long long *dest, const long long *source, ptrdiff_t dst
 void shmem_longlong_iget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_longlong_ibput(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_longlong_ibget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_longlong_put_signal(long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_longlong_put_signal_nbi(long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uchar_put(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -187,8 +219,12 @@ void shmem_uchar_iput(unsigned char *dest, const unsigned char *source, ptrdiff_
 void shmem_uchar_iget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uchar_ibput(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uchar_ibget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_uchar_put_signal(unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_uchar_put_signal_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ushort_put(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -207,8 +243,12 @@ void shmem_ushort_iput(unsigned short *dest, const unsigned short *source, ptrdi
 void shmem_ushort_iget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ushort_ibput(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ushort_ibget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ushort_put_signal(unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ushort_put_signal_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint_put(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -227,8 +267,12 @@ void shmem_uint_iput(unsigned int *dest, const unsigned int *source, ptrdiff_t d
 void shmem_uint_iget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint_ibput(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint_ibget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_uint_put_signal(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_uint_put_signal_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ulong_put(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -247,8 +291,12 @@ void shmem_ulong_iput(unsigned long *dest, const unsigned long *source, ptrdiff_
 void shmem_ulong_iget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ulong_ibput(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ulong_ibget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ulong_put_signal(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ulong_put_signal_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ulonglong_put(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -267,8 +315,12 @@ void shmem_ulonglong_iput(unsigned long long *dest, const unsigned long long *so
 void shmem_ulonglong_iget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ulonglong_ibput(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ulonglong_ibget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ulonglong_put_signal(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ulonglong_put_signal_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int8_put(int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -287,8 +339,12 @@ void shmem_int8_iput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_
 void shmem_int8_iget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int8_ibput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int8_ibget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_int8_put_signal(int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_int8_put_signal_nbi(int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int16_put(int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -307,8 +363,12 @@ void shmem_int16_iput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdi
 void shmem_int16_iget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int16_ibput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int16_ibget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_int16_put_signal(int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_int16_put_signal_nbi(int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int32_put(int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -327,8 +387,12 @@ void shmem_int32_iput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdi
 void shmem_int32_iget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int32_ibput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int32_ibget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_int32_put_signal(int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_int32_put_signal_nbi(int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int64_put(int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -347,8 +411,12 @@ void shmem_int64_iput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdi
 void shmem_int64_iget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int64_ibput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int64_ibget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_int64_put_signal(int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_int64_put_signal_nbi(int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint8_put(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -367,8 +435,12 @@ void shmem_uint8_iput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdi
 void shmem_uint8_iget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint8_ibput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint8_ibget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_uint8_put_signal(uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_uint8_put_signal_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint16_put(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -387,8 +459,12 @@ void shmem_uint16_iput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, pt
 void shmem_uint16_iget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint16_ibput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint16_ibget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_uint16_put_signal(uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_uint16_put_signal_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint32_put(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -407,8 +483,12 @@ void shmem_uint32_iput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, pt
 void shmem_uint32_iget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint32_ibput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint32_ibget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_uint32_put_signal(uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_uint32_put_signal_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint64_put(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -427,8 +507,12 @@ void shmem_uint64_iput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, pt
 void shmem_uint64_iget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint64_ibput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint64_ibget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_uint64_put_signal(uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_uint64_put_signal_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_size_put(size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -447,8 +531,12 @@ void shmem_size_iput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_
 void shmem_size_iget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_size_ibput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_size_ibget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_size_put_signal(size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_size_put_signal_nbi(size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ptrdiff_put(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
@@ -467,88 +555,950 @@ void shmem_ptrdiff_iput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst,
 void shmem_ptrdiff_iget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ptrdiff_ibput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** Block-strided get: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+/** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ptrdiff_ibget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** put of 8-bit elements. */
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ptrdiff_put_signal(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ptrdiff_put_signal_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+float shmem_float_atomic_fetch(const float *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_float_atomic_set(float *dest, float value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+float shmem_float_atomic_swap(float *dest, float value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_float_atomic_fetch_nbi(float *fetch, const float *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_float_atomic_swap_nbi(float *fetch, float *dest, float value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+double shmem_double_atomic_fetch(const double *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_double_atomic_set(double *dest, double value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+double shmem_double_atomic_swap(double *dest, double value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_double_atomic_fetch_nbi(double *fetch, const double *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_double_atomic_swap_nbi(double *fetch, double *dest, double value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+signed char shmem_schar_atomic_fetch(const signed char *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_schar_atomic_set(signed char *dest, signed char value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+signed char shmem_schar_atomic_swap(signed char *dest, signed char value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_schar_atomic_fetch_nbi(signed char *fetch, const signed char *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_schar_atomic_swap_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+int shmem_int_atomic_fetch(const int *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_int_atomic_set(int *dest, int value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+int shmem_int_atomic_swap(int *dest, int value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_int_atomic_fetch_nbi(int *fetch, const int *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_int_atomic_swap_nbi(int *fetch, int *dest, int value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+long shmem_long_atomic_fetch(const long *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_long_atomic_set(long *dest, long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+long shmem_long_atomic_swap(long *dest, long value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_long_atomic_fetch_nbi(long *fetch, const long *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_long_atomic_swap_nbi(long *fetch, long *dest, long value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+long long shmem_longlong_atomic_fetch(const long long *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_longlong_atomic_set(long long *dest, long long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+long long shmem_longlong_atomic_swap(long long *dest, long long value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_longlong_atomic_fetch_nbi(long long *fetch, const long long *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_longlong_atomic_swap_nbi(long long *fetch, long long *dest, long long value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+unsigned int shmem_uint_atomic_fetch(const unsigned int *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_uint_atomic_set(unsigned int *dest, unsigned int value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+unsigned int shmem_uint_atomic_swap(unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_uint_atomic_fetch_nbi(unsigned int *fetch, const unsigned int *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_uint_atomic_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+unsigned long shmem_ulong_atomic_fetch(const unsigned long *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ulong_atomic_set(unsigned long *dest, unsigned long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+unsigned long shmem_ulong_atomic_swap(unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ulong_atomic_fetch_nbi(unsigned long *fetch, const unsigned long *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ulong_atomic_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+unsigned long long shmem_ulonglong_atomic_fetch(const unsigned long long *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ulonglong_atomic_set(unsigned long long *dest, unsigned long long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+unsigned long long shmem_ulonglong_atomic_swap(unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ulonglong_atomic_fetch_nbi(unsigned long long *fetch, const unsigned long long *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ulonglong_atomic_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+int32_t shmem_int32_atomic_fetch(const int32_t *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_int32_atomic_set(int32_t *dest, int32_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+int32_t shmem_int32_atomic_swap(int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_int32_atomic_fetch_nbi(int32_t *fetch, const int32_t *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_int32_atomic_swap_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+int64_t shmem_int64_atomic_fetch(const int64_t *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_int64_atomic_set(int64_t *dest, int64_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+int64_t shmem_int64_atomic_swap(int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_int64_atomic_fetch_nbi(int64_t *fetch, const int64_t *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_int64_atomic_swap_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+uint32_t shmem_uint32_atomic_fetch(const uint32_t *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_uint32_atomic_set(uint32_t *dest, uint32_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+uint32_t shmem_uint32_atomic_swap(uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_uint32_atomic_fetch_nbi(uint32_t *fetch, const uint32_t *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_uint32_atomic_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+uint64_t shmem_uint64_atomic_fetch(const uint64_t *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_uint64_atomic_set(uint64_t *dest, uint64_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+uint64_t shmem_uint64_atomic_swap(uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_uint64_atomic_fetch_nbi(uint64_t *fetch, const uint64_t *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_uint64_atomic_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+size_t shmem_size_atomic_fetch(const size_t *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_size_atomic_set(size_t *dest, size_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+size_t shmem_size_atomic_swap(size_t *dest, size_t value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_size_atomic_fetch_nbi(size_t *fetch, const size_t *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_size_atomic_swap_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+ptrdiff_t shmem_ptrdiff_atomic_fetch(const ptrdiff_t *source, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ptrdiff_atomic_set(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+ptrdiff_t shmem_ptrdiff_atomic_swap(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ptrdiff_atomic_fetch_nbi(ptrdiff_t *fetch, const ptrdiff_t *source, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ptrdiff_atomic_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+signed char shmem_schar_atomic_compare_swap(signed char *dest, signed char cond, signed char value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+signed char shmem_schar_atomic_fetch_inc(signed char *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_schar_atomic_inc(signed char *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+signed char shmem_schar_atomic_fetch_add(signed char *dest, signed char value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_schar_atomic_add(signed char *dest, signed char value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_schar_atomic_compare_swap_nbi(signed char *fetch, signed char *dest, signed char cond, signed char value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_schar_atomic_fetch_inc_nbi(signed char *fetch, signed char *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_schar_atomic_fetch_add_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+int shmem_int_atomic_compare_swap(int *dest, int cond, int value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+int shmem_int_atomic_fetch_inc(int *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_int_atomic_inc(int *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+int shmem_int_atomic_fetch_add(int *dest, int value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_int_atomic_add(int *dest, int value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_int_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_int_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_int_atomic_fetch_add_nbi(int *fetch, int *dest, int value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+long shmem_long_atomic_compare_swap(long *dest, long cond, long value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+long shmem_long_atomic_fetch_inc(long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_long_atomic_inc(long *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+long shmem_long_atomic_fetch_add(long *dest, long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_long_atomic_add(long *dest, long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_long_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_long_atomic_fetch_inc_nbi(long *fetch, long *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_long_atomic_fetch_add_nbi(long *fetch, long *dest, long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+long long shmem_longlong_atomic_compare_swap(long long *dest, long long cond, long long value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+long long shmem_longlong_atomic_fetch_inc(long long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_longlong_atomic_inc(long long *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+long long shmem_longlong_atomic_fetch_add(long long *dest, long long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_longlong_atomic_add(long long *dest, long long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_longlong_atomic_compare_swap_nbi(long long *fetch, long long *dest, long long cond, long long value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_longlong_atomic_fetch_inc_nbi(long long *fetch, long long *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_longlong_atomic_fetch_add_nbi(long long *fetch, long long *dest, long long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+unsigned int shmem_uint_atomic_compare_swap(unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+unsigned int shmem_uint_atomic_fetch_inc(unsigned int *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_uint_atomic_inc(unsigned int *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+unsigned int shmem_uint_atomic_fetch_add(unsigned int *dest, unsigned int value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_uint_atomic_add(unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_uint_atomic_compare_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_uint_atomic_fetch_inc_nbi(unsigned int *fetch, unsigned int *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_uint_atomic_fetch_add_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+unsigned long shmem_ulong_atomic_compare_swap(unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+unsigned long shmem_ulong_atomic_fetch_inc(unsigned long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ulong_atomic_inc(unsigned long *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+unsigned long shmem_ulong_atomic_fetch_add(unsigned long *dest, unsigned long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ulong_atomic_add(unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ulong_atomic_compare_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ulong_atomic_fetch_inc_nbi(unsigned long *fetch, unsigned long *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ulong_atomic_fetch_add_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+unsigned long long shmem_ulonglong_atomic_compare_swap(unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+unsigned long long shmem_ulonglong_atomic_fetch_inc(unsigned long long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ulonglong_atomic_inc(unsigned long long *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+unsigned long long shmem_ulonglong_atomic_fetch_add(unsigned long long *dest, unsigned long long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ulonglong_atomic_add(unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ulonglong_atomic_compare_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ulonglong_atomic_fetch_inc_nbi(unsigned long long *fetch, unsigned long long *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ulonglong_atomic_fetch_add_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+int32_t shmem_int32_atomic_compare_swap(int32_t *dest, int32_t cond, int32_t value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+int32_t shmem_int32_atomic_fetch_inc(int32_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_int32_atomic_inc(int32_t *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+int32_t shmem_int32_atomic_fetch_add(int32_t *dest, int32_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_int32_atomic_add(int32_t *dest, int32_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_int32_atomic_compare_swap_nbi(int32_t *fetch, int32_t *dest, int32_t cond, int32_t value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_int32_atomic_fetch_inc_nbi(int32_t *fetch, int32_t *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_int32_atomic_fetch_add_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+int64_t shmem_int64_atomic_compare_swap(int64_t *dest, int64_t cond, int64_t value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+int64_t shmem_int64_atomic_fetch_inc(int64_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_int64_atomic_inc(int64_t *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+int64_t shmem_int64_atomic_fetch_add(int64_t *dest, int64_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_int64_atomic_add(int64_t *dest, int64_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_int64_atomic_compare_swap_nbi(int64_t *fetch, int64_t *dest, int64_t cond, int64_t value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_int64_atomic_fetch_inc_nbi(int64_t *fetch, int64_t *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_int64_atomic_fetch_add_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+uint32_t shmem_uint32_atomic_compare_swap(uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+uint32_t shmem_uint32_atomic_fetch_inc(uint32_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_uint32_atomic_inc(uint32_t *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+uint32_t shmem_uint32_atomic_fetch_add(uint32_t *dest, uint32_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_uint32_atomic_add(uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_uint32_atomic_compare_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_uint32_atomic_fetch_inc_nbi(uint32_t *fetch, uint32_t *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_uint32_atomic_fetch_add_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+uint64_t shmem_uint64_atomic_compare_swap(uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+uint64_t shmem_uint64_atomic_fetch_inc(uint64_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_uint64_atomic_inc(uint64_t *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+uint64_t shmem_uint64_atomic_fetch_add(uint64_t *dest, uint64_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_uint64_atomic_add(uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_uint64_atomic_compare_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_uint64_atomic_fetch_inc_nbi(uint64_t *fetch, uint64_t *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_uint64_atomic_fetch_add_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+size_t shmem_size_atomic_compare_swap(size_t *dest, size_t cond, size_t value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+size_t shmem_size_atomic_fetch_inc(size_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_size_atomic_inc(size_t *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+size_t shmem_size_atomic_fetch_add(size_t *dest, size_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_size_atomic_add(size_t *dest, size_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_size_atomic_compare_swap_nbi(size_t *fetch, size_t *dest, size_t cond, size_t value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_size_atomic_fetch_inc_nbi(size_t *fetch, size_t *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_size_atomic_fetch_add_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+ptrdiff_t shmem_ptrdiff_atomic_compare_swap(ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+/** Increments, returns the old value (§9.7.5). */
+ptrdiff_t shmem_ptrdiff_atomic_fetch_inc(ptrdiff_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ptrdiff_atomic_inc(ptrdiff_t *dest, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+ptrdiff_t shmem_ptrdiff_atomic_fetch_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ptrdiff_atomic_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ptrdiff_atomic_compare_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ptrdiff_atomic_fetch_inc_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ptrdiff_atomic_fetch_add_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+signed char shmem_schar_atomic_fetch_and(signed char *dest, signed char value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_schar_atomic_and(signed char *dest, signed char value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+signed char shmem_schar_atomic_fetch_or(signed char *dest, signed char value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_schar_atomic_or(signed char *dest, signed char value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+signed char shmem_schar_atomic_fetch_xor(signed char *dest, signed char value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_schar_atomic_xor(signed char *dest, signed char value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_schar_atomic_fetch_and_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_schar_atomic_fetch_or_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_schar_atomic_fetch_xor_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+unsigned int shmem_uint_atomic_fetch_and(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_uint_atomic_and(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+unsigned int shmem_uint_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_uint_atomic_or(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+unsigned int shmem_uint_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_uint_atomic_xor(unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_uint_atomic_fetch_and_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_uint_atomic_fetch_or_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_uint_atomic_fetch_xor_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+unsigned long shmem_ulong_atomic_fetch_and(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ulong_atomic_and(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+unsigned long shmem_ulong_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ulong_atomic_or(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+unsigned long shmem_ulong_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ulong_atomic_xor(unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ulong_atomic_fetch_and_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ulong_atomic_fetch_or_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ulong_atomic_fetch_xor_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+unsigned long long shmem_ulonglong_atomic_fetch_and(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ulonglong_atomic_and(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+unsigned long long shmem_ulonglong_atomic_fetch_or(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ulonglong_atomic_or(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+unsigned long long shmem_ulonglong_atomic_fetch_xor(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ulonglong_atomic_xor(unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ulonglong_atomic_fetch_and_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ulonglong_atomic_fetch_or_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ulonglong_atomic_fetch_xor_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+int32_t shmem_int32_atomic_fetch_and(int32_t *dest, int32_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_int32_atomic_and(int32_t *dest, int32_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+int32_t shmem_int32_atomic_fetch_or(int32_t *dest, int32_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_int32_atomic_or(int32_t *dest, int32_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+int32_t shmem_int32_atomic_fetch_xor(int32_t *dest, int32_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_int32_atomic_xor(int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_int32_atomic_fetch_and_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_int32_atomic_fetch_or_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_int32_atomic_fetch_xor_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+int64_t shmem_int64_atomic_fetch_and(int64_t *dest, int64_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_int64_atomic_and(int64_t *dest, int64_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+int64_t shmem_int64_atomic_fetch_or(int64_t *dest, int64_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_int64_atomic_or(int64_t *dest, int64_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+int64_t shmem_int64_atomic_fetch_xor(int64_t *dest, int64_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_int64_atomic_xor(int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_int64_atomic_fetch_and_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_int64_atomic_fetch_or_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_int64_atomic_fetch_xor_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+uint32_t shmem_uint32_atomic_fetch_and(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_uint32_atomic_and(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+uint32_t shmem_uint32_atomic_fetch_or(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_uint32_atomic_or(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+uint32_t shmem_uint32_atomic_fetch_xor(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_uint32_atomic_xor(uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_uint32_atomic_fetch_and_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_uint32_atomic_fetch_or_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_uint32_atomic_fetch_xor_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+uint64_t shmem_uint64_atomic_fetch_and(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_uint64_atomic_and(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+uint64_t shmem_uint64_atomic_fetch_or(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_uint64_atomic_or(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+uint64_t shmem_uint64_atomic_fetch_xor(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_uint64_atomic_xor(uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_uint64_atomic_fetch_and_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_uint64_atomic_fetch_or_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_uint64_atomic_fetch_xor_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_int_wait_until(int *ivar, int cmp, int cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_int_wait_until_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_int_wait_until_all_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_int_wait_until_any_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_int_wait_until_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_int_test(int *ivar, int cmp, int cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_int_test_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_int_test_all_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_int_test_any_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_int_test_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_long_wait_until(long *ivar, int cmp, long cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_long_wait_until_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_long_wait_until_all_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_long_wait_until_any_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_long_wait_until_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_long_test(long *ivar, int cmp, long cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_long_test_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_long_test_all_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_long_test_any_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_long_test_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_longlong_wait_until(long long *ivar, int cmp, long long cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_longlong_wait_until_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_longlong_wait_until_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_longlong_wait_until_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_longlong_wait_until_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_longlong_test(long long *ivar, int cmp, long long cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_longlong_test_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_longlong_test_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_longlong_test_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_longlong_test_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_uint_wait_until(unsigned int *ivar, int cmp, unsigned int cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_uint_wait_until_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_uint_wait_until_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_uint_wait_until_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_uint_wait_until_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_uint_test(unsigned int *ivar, int cmp, unsigned int cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_uint_test_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_uint_test_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_uint_test_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_uint_test_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_ulong_wait_until(unsigned long *ivar, int cmp, unsigned long cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_ulong_wait_until_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_ulong_wait_until_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_ulong_wait_until_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_ulong_wait_until_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_ulong_test(unsigned long *ivar, int cmp, unsigned long cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_ulong_test_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_ulong_test_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_ulong_test_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_ulong_test_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_ulonglong_wait_until(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_ulonglong_wait_until_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_ulonglong_wait_until_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_ulonglong_wait_until_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_ulonglong_wait_until_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_ulonglong_test(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_ulonglong_test_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_ulonglong_test_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_ulonglong_test_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_ulonglong_test_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_int32_wait_until(int32_t *ivar, int cmp, int32_t cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_int32_wait_until_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_int32_wait_until_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_int32_wait_until_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_int32_wait_until_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_int32_test(int32_t *ivar, int cmp, int32_t cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_int32_test_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_int32_test_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_int32_test_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_int32_test_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_int64_wait_until(int64_t *ivar, int cmp, int64_t cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_int64_wait_until_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_int64_wait_until_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_int64_wait_until_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_int64_wait_until_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_int64_test(int64_t *ivar, int cmp, int64_t cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_int64_test_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_int64_test_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_int64_test_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_int64_test_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_uint32_wait_until(uint32_t *ivar, int cmp, uint32_t cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_uint32_wait_until_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_uint32_wait_until_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_uint32_wait_until_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_uint32_wait_until_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_uint32_test(uint32_t *ivar, int cmp, uint32_t cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_uint32_test_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_uint32_test_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_uint32_test_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_uint32_test_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_uint64_wait_until(uint64_t *ivar, int cmp, uint64_t cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_uint64_wait_until_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_uint64_wait_until_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_uint64_wait_until_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_uint64_wait_until_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_uint64_test(uint64_t *ivar, int cmp, uint64_t cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_uint64_test_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_uint64_test_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_uint64_test_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_uint64_test_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_size_wait_until(size_t *ivar, int cmp, size_t cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_size_wait_until_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_size_wait_until_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_size_wait_until_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_size_wait_until_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_size_test(size_t *ivar, int cmp, size_t cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_size_test_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_size_test_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_size_test_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_size_test_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t *cmp_values);
+/** Waits until the local ivar satisfies the comparison (§9.11.1). */
+void shmem_ptrdiff_wait_until(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
+/** Waits until every included element satisfies the comparison (§9.11.2). */
+void shmem_ptrdiff_wait_until_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+/** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
+size_t shmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+/** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
+size_t shmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
+/** wait_until_all with one comparison value per element (§9.11.5). */
+void shmem_ptrdiff_wait_until_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** wait_until_any with one comparison value per element (§9.11.6). */
+size_t shmem_ptrdiff_wait_until_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** wait_until_some with one comparison value per element (§9.11.7). */
+size_t shmem_ptrdiff_wait_until_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
+int shmem_ptrdiff_test(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
+/** 1 if every included element satisfies the comparison (§9.11.9). */
+int shmem_ptrdiff_test_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+/** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
+size_t shmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+/** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
+size_t shmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
+/** test_all with one comparison value per element (§9.11.12). */
+int shmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** test_any with one comparison value per element (§9.11.13). */
+size_t shmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** test_some with one comparison value per element (§9.11.14). */
+size_t shmem_ptrdiff_test_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** Put of 8-bit elements. */
 void shmem_put8(void *dest, const void *source, size_t nelems, int pe);
-/** get of 8-bit elements. */
+/** Get of 8-bit elements. */
 void shmem_get8(void *dest, const void *source, size_t nelems, int pe);
-/** put (non-blocking) of 8-bit elements. */
+/** Non-blocking put of 8-bit elements. */
 void shmem_put8_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** get (non-blocking) of 8-bit elements. */
+/** Non-blocking get of 8-bit elements. */
 void shmem_get8_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** iput of 8-bit elements. */
+/** Strided put of 8-bit elements. */
 void shmem_iput8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
-/** iget of 8-bit elements. */
+/** Strided get of 8-bit elements. */
 void shmem_iget8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 8-bit elements. */
 void shmem_ibput8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 8-bit elements. */
 void shmem_ibget8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** put of 16-bit elements. */
+/** put_signal of 8-bit elements. */
+void shmem_put8_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 8-bit elements. */
+void shmem_put8_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put of 16-bit elements. */
 void shmem_put16(void *dest, const void *source, size_t nelems, int pe);
-/** get of 16-bit elements. */
+/** Get of 16-bit elements. */
 void shmem_get16(void *dest, const void *source, size_t nelems, int pe);
-/** put (non-blocking) of 16-bit elements. */
+/** Non-blocking put of 16-bit elements. */
 void shmem_put16_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** get (non-blocking) of 16-bit elements. */
+/** Non-blocking get of 16-bit elements. */
 void shmem_get16_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** iput of 16-bit elements. */
+/** Strided put of 16-bit elements. */
 void shmem_iput16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
-/** iget of 16-bit elements. */
+/** Strided get of 16-bit elements. */
 void shmem_iget16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 16-bit elements. */
 void shmem_ibput16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 16-bit elements. */
 void shmem_ibget16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** put of 32-bit elements. */
+/** put_signal of 16-bit elements. */
+void shmem_put16_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 16-bit elements. */
+void shmem_put16_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put of 32-bit elements. */
 void shmem_put32(void *dest, const void *source, size_t nelems, int pe);
-/** get of 32-bit elements. */
+/** Get of 32-bit elements. */
 void shmem_get32(void *dest, const void *source, size_t nelems, int pe);
-/** put (non-blocking) of 32-bit elements. */
+/** Non-blocking put of 32-bit elements. */
 void shmem_put32_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** get (non-blocking) of 32-bit elements. */
+/** Non-blocking get of 32-bit elements. */
 void shmem_get32_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** iput of 32-bit elements. */
+/** Strided put of 32-bit elements. */
 void shmem_iput32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
-/** iget of 32-bit elements. */
+/** Strided get of 32-bit elements. */
 void shmem_iget32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 32-bit elements. */
 void shmem_ibput32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 32-bit elements. */
 void shmem_ibget32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** put of 64-bit elements. */
+/** put_signal of 32-bit elements. */
+void shmem_put32_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 32-bit elements. */
+void shmem_put32_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put of 64-bit elements. */
 void shmem_put64(void *dest, const void *source, size_t nelems, int pe);
-/** get of 64-bit elements. */
+/** Get of 64-bit elements. */
 void shmem_get64(void *dest, const void *source, size_t nelems, int pe);
-/** put (non-blocking) of 64-bit elements. */
+/** Non-blocking put of 64-bit elements. */
 void shmem_put64_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** get (non-blocking) of 64-bit elements. */
+/** Non-blocking get of 64-bit elements. */
 void shmem_get64_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** iput of 64-bit elements. */
+/** Strided put of 64-bit elements. */
 void shmem_iput64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
-/** iget of 64-bit elements. */
+/** Strided get of 64-bit elements. */
 void shmem_iget64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 64-bit elements. */
 void shmem_ibput64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 64-bit elements. */
 void shmem_ibget64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
-/** put of 128-bit elements. */
+/** put_signal of 64-bit elements. */
+void shmem_put64_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 64-bit elements. */
+void shmem_put64_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put of 128-bit elements. */
 void shmem_put128(void *dest, const void *source, size_t nelems, int pe);
-/** get of 128-bit elements. */
+/** Get of 128-bit elements. */
 void shmem_get128(void *dest, const void *source, size_t nelems, int pe);
-/** put (non-blocking) of 128-bit elements. */
+/** Non-blocking put of 128-bit elements. */
 void shmem_put128_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** get (non-blocking) of 128-bit elements. */
+/** Non-blocking get of 128-bit elements. */
 void shmem_get128_nbi(void *dest, const void *source, size_t nelems, int pe);
-/** iput of 128-bit elements. */
+/** Strided put of 128-bit elements. */
 void shmem_iput128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
-/** iget of 128-bit elements. */
+/** Strided get of 128-bit elements. */
 void shmem_iget128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 128-bit elements. */
 void shmem_ibput128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 128-bit elements. */
 void shmem_ibget128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** put_signal of 128-bit elements. */
+void shmem_put128_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 128-bit elements. */
+void shmem_put128_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems bytes to dest on pe. */
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
 /** Copies nelems bytes from source on pe. */
@@ -557,6 +1507,10 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking getmem. */
 void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** put_signal of nelems bytes. */
+void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking putmem_signal. */
+void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 
 #ifdef __cplusplus
 }
@@ -723,6 +1677,367 @@ void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
         unsigned long: shmem_ulong_ibget, \
         unsigned long long: shmem_ulonglong_ibget \
     )(dest, source, dst, sst, bsize, nblocks, pe)
+#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), \
+        float: shmem_float_put_signal, \
+        double: shmem_double_put_signal, \
+        char: shmem_char_put_signal, \
+        signed char: shmem_schar_put_signal, \
+        short: shmem_short_put_signal, \
+        int: shmem_int_put_signal, \
+        long: shmem_long_put_signal, \
+        long long: shmem_longlong_put_signal, \
+        unsigned char: shmem_uchar_put_signal, \
+        unsigned short: shmem_ushort_put_signal, \
+        unsigned int: shmem_uint_put_signal, \
+        unsigned long: shmem_ulong_put_signal, \
+        unsigned long long: shmem_ulonglong_put_signal \
+    )(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), \
+        float: shmem_float_put_signal_nbi, \
+        double: shmem_double_put_signal_nbi, \
+        char: shmem_char_put_signal_nbi, \
+        signed char: shmem_schar_put_signal_nbi, \
+        short: shmem_short_put_signal_nbi, \
+        int: shmem_int_put_signal_nbi, \
+        long: shmem_long_put_signal_nbi, \
+        long long: shmem_longlong_put_signal_nbi, \
+        unsigned char: shmem_uchar_put_signal_nbi, \
+        unsigned short: shmem_ushort_put_signal_nbi, \
+        unsigned int: shmem_uint_put_signal_nbi, \
+        unsigned long: shmem_ulong_put_signal_nbi, \
+        unsigned long long: shmem_ulonglong_put_signal_nbi \
+    )(dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_atomic_fetch(source, pe) \
+    _Generic(*(source), \
+        float: shmem_float_atomic_fetch, \
+        double: shmem_double_atomic_fetch, \
+        signed char: shmem_schar_atomic_fetch, \
+        int: shmem_int_atomic_fetch, \
+        long: shmem_long_atomic_fetch, \
+        long long: shmem_longlong_atomic_fetch, \
+        unsigned int: shmem_uint_atomic_fetch, \
+        unsigned long: shmem_ulong_atomic_fetch, \
+        unsigned long long: shmem_ulonglong_atomic_fetch \
+    )(source, pe)
+#define shmem_atomic_set(dest, value, pe) \
+    _Generic(*(dest), \
+        float: shmem_float_atomic_set, \
+        double: shmem_double_atomic_set, \
+        signed char: shmem_schar_atomic_set, \
+        int: shmem_int_atomic_set, \
+        long: shmem_long_atomic_set, \
+        long long: shmem_longlong_atomic_set, \
+        unsigned int: shmem_uint_atomic_set, \
+        unsigned long: shmem_ulong_atomic_set, \
+        unsigned long long: shmem_ulonglong_atomic_set \
+    )(dest, value, pe)
+#define shmem_atomic_swap(dest, value, pe) \
+    _Generic(*(dest), \
+        float: shmem_float_atomic_swap, \
+        double: shmem_double_atomic_swap, \
+        signed char: shmem_schar_atomic_swap, \
+        int: shmem_int_atomic_swap, \
+        long: shmem_long_atomic_swap, \
+        long long: shmem_longlong_atomic_swap, \
+        unsigned int: shmem_uint_atomic_swap, \
+        unsigned long: shmem_ulong_atomic_swap, \
+        unsigned long long: shmem_ulonglong_atomic_swap \
+    )(dest, value, pe)
+#define shmem_atomic_fetch_nbi(fetch, source, pe) \
+    _Generic(*(fetch), \
+        float: shmem_float_atomic_fetch_nbi, \
+        double: shmem_double_atomic_fetch_nbi, \
+        signed char: shmem_schar_atomic_fetch_nbi, \
+        int: shmem_int_atomic_fetch_nbi, \
+        long: shmem_long_atomic_fetch_nbi, \
+        long long: shmem_longlong_atomic_fetch_nbi, \
+        unsigned int: shmem_uint_atomic_fetch_nbi, \
+        unsigned long: shmem_ulong_atomic_fetch_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_nbi \
+    )(fetch, source, pe)
+#define shmem_atomic_swap_nbi(fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        float: shmem_float_atomic_swap_nbi, \
+        double: shmem_double_atomic_swap_nbi, \
+        signed char: shmem_schar_atomic_swap_nbi, \
+        int: shmem_int_atomic_swap_nbi, \
+        long: shmem_long_atomic_swap_nbi, \
+        long long: shmem_longlong_atomic_swap_nbi, \
+        unsigned int: shmem_uint_atomic_swap_nbi, \
+        unsigned long: shmem_ulong_atomic_swap_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_swap_nbi \
+    )(fetch, dest, value, pe)
+#define shmem_atomic_compare_swap(dest, cond, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_compare_swap, \
+        int: shmem_int_atomic_compare_swap, \
+        long: shmem_long_atomic_compare_swap, \
+        long long: shmem_longlong_atomic_compare_swap, \
+        unsigned int: shmem_uint_atomic_compare_swap, \
+        unsigned long: shmem_ulong_atomic_compare_swap, \
+        unsigned long long: shmem_ulonglong_atomic_compare_swap \
+    )(dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(dest, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_fetch_inc, \
+        int: shmem_int_atomic_fetch_inc, \
+        long: shmem_long_atomic_fetch_inc, \
+        long long: shmem_longlong_atomic_fetch_inc, \
+        unsigned int: shmem_uint_atomic_fetch_inc, \
+        unsigned long: shmem_ulong_atomic_fetch_inc, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_inc \
+    )(dest, pe)
+#define shmem_atomic_inc(dest, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_inc, \
+        int: shmem_int_atomic_inc, \
+        long: shmem_long_atomic_inc, \
+        long long: shmem_longlong_atomic_inc, \
+        unsigned int: shmem_uint_atomic_inc, \
+        unsigned long: shmem_ulong_atomic_inc, \
+        unsigned long long: shmem_ulonglong_atomic_inc \
+    )(dest, pe)
+#define shmem_atomic_fetch_add(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_fetch_add, \
+        int: shmem_int_atomic_fetch_add, \
+        long: shmem_long_atomic_fetch_add, \
+        long long: shmem_longlong_atomic_fetch_add, \
+        unsigned int: shmem_uint_atomic_fetch_add, \
+        unsigned long: shmem_ulong_atomic_fetch_add, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_add \
+    )(dest, value, pe)
+#define shmem_atomic_add(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_add, \
+        int: shmem_int_atomic_add, \
+        long: shmem_long_atomic_add, \
+        long long: shmem_longlong_atomic_add, \
+        unsigned int: shmem_uint_atomic_add, \
+        unsigned long: shmem_ulong_atomic_add, \
+        unsigned long long: shmem_ulonglong_atomic_add \
+    )(dest, value, pe)
+#define shmem_atomic_compare_swap_nbi(fetch, dest, cond, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_schar_atomic_compare_swap_nbi, \
+        int: shmem_int_atomic_compare_swap_nbi, \
+        long: shmem_long_atomic_compare_swap_nbi, \
+        long long: shmem_longlong_atomic_compare_swap_nbi, \
+        unsigned int: shmem_uint_atomic_compare_swap_nbi, \
+        unsigned long: shmem_ulong_atomic_compare_swap_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_compare_swap_nbi \
+    )(fetch, dest, cond, value, pe)
+#define shmem_atomic_fetch_inc_nbi(fetch, dest, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_schar_atomic_fetch_inc_nbi, \
+        int: shmem_int_atomic_fetch_inc_nbi, \
+        long: shmem_long_atomic_fetch_inc_nbi, \
+        long long: shmem_longlong_atomic_fetch_inc_nbi, \
+        unsigned int: shmem_uint_atomic_fetch_inc_nbi, \
+        unsigned long: shmem_ulong_atomic_fetch_inc_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_inc_nbi \
+    )(fetch, dest, pe)
+#define shmem_atomic_fetch_add_nbi(fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_schar_atomic_fetch_add_nbi, \
+        int: shmem_int_atomic_fetch_add_nbi, \
+        long: shmem_long_atomic_fetch_add_nbi, \
+        long long: shmem_longlong_atomic_fetch_add_nbi, \
+        unsigned int: shmem_uint_atomic_fetch_add_nbi, \
+        unsigned long: shmem_ulong_atomic_fetch_add_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_add_nbi \
+    )(fetch, dest, value, pe)
+#define shmem_atomic_fetch_and(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_fetch_and, \
+        unsigned int: shmem_uint_atomic_fetch_and, \
+        unsigned long: shmem_ulong_atomic_fetch_and, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_and \
+    )(dest, value, pe)
+#define shmem_atomic_and(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_and, \
+        unsigned int: shmem_uint_atomic_and, \
+        unsigned long: shmem_ulong_atomic_and, \
+        unsigned long long: shmem_ulonglong_atomic_and \
+    )(dest, value, pe)
+#define shmem_atomic_fetch_or(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_fetch_or, \
+        unsigned int: shmem_uint_atomic_fetch_or, \
+        unsigned long: shmem_ulong_atomic_fetch_or, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_or \
+    )(dest, value, pe)
+#define shmem_atomic_or(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_or, \
+        unsigned int: shmem_uint_atomic_or, \
+        unsigned long: shmem_ulong_atomic_or, \
+        unsigned long long: shmem_ulonglong_atomic_or \
+    )(dest, value, pe)
+#define shmem_atomic_fetch_xor(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_fetch_xor, \
+        unsigned int: shmem_uint_atomic_fetch_xor, \
+        unsigned long: shmem_ulong_atomic_fetch_xor, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_xor \
+    )(dest, value, pe)
+#define shmem_atomic_xor(dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_atomic_xor, \
+        unsigned int: shmem_uint_atomic_xor, \
+        unsigned long: shmem_ulong_atomic_xor, \
+        unsigned long long: shmem_ulonglong_atomic_xor \
+    )(dest, value, pe)
+#define shmem_atomic_fetch_and_nbi(fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_schar_atomic_fetch_and_nbi, \
+        unsigned int: shmem_uint_atomic_fetch_and_nbi, \
+        unsigned long: shmem_ulong_atomic_fetch_and_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_and_nbi \
+    )(fetch, dest, value, pe)
+#define shmem_atomic_fetch_or_nbi(fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_schar_atomic_fetch_or_nbi, \
+        unsigned int: shmem_uint_atomic_fetch_or_nbi, \
+        unsigned long: shmem_ulong_atomic_fetch_or_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_or_nbi \
+    )(fetch, dest, value, pe)
+#define shmem_atomic_fetch_xor_nbi(fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_schar_atomic_fetch_xor_nbi, \
+        unsigned int: shmem_uint_atomic_fetch_xor_nbi, \
+        unsigned long: shmem_ulong_atomic_fetch_xor_nbi, \
+        unsigned long long: shmem_ulonglong_atomic_fetch_xor_nbi \
+    )(fetch, dest, value, pe)
+#define shmem_wait_until(ivar, cmp, cmp_value) \
+    _Generic(*(ivar), \
+        int: shmem_int_wait_until, \
+        long: shmem_long_wait_until, \
+        long long: shmem_longlong_wait_until, \
+        unsigned int: shmem_uint_wait_until, \
+        unsigned long: shmem_ulong_wait_until, \
+        unsigned long long: shmem_ulonglong_wait_until \
+    )(ivar, cmp, cmp_value)
+#define shmem_wait_until_all(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), \
+        int: shmem_int_wait_until_all, \
+        long: shmem_long_wait_until_all, \
+        long long: shmem_longlong_wait_until_all, \
+        unsigned int: shmem_uint_wait_until_all, \
+        unsigned long: shmem_ulong_wait_until_all, \
+        unsigned long long: shmem_ulonglong_wait_until_all \
+    )(ivars, nelems, status, cmp, cmp_value)
+#define shmem_wait_until_any(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), \
+        int: shmem_int_wait_until_any, \
+        long: shmem_long_wait_until_any, \
+        long long: shmem_longlong_wait_until_any, \
+        unsigned int: shmem_uint_wait_until_any, \
+        unsigned long: shmem_ulong_wait_until_any, \
+        unsigned long long: shmem_ulonglong_wait_until_any \
+    )(ivars, nelems, status, cmp, cmp_value)
+#define shmem_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value) \
+    _Generic(*(ivars), \
+        int: shmem_int_wait_until_some, \
+        long: shmem_long_wait_until_some, \
+        long long: shmem_longlong_wait_until_some, \
+        unsigned int: shmem_uint_wait_until_some, \
+        unsigned long: shmem_ulong_wait_until_some, \
+        unsigned long long: shmem_ulonglong_wait_until_some \
+    )(ivars, nelems, indices, status, cmp, cmp_value)
+#define shmem_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), \
+        int: shmem_int_wait_until_all_vector, \
+        long: shmem_long_wait_until_all_vector, \
+        long long: shmem_longlong_wait_until_all_vector, \
+        unsigned int: shmem_uint_wait_until_all_vector, \
+        unsigned long: shmem_ulong_wait_until_all_vector, \
+        unsigned long long: shmem_ulonglong_wait_until_all_vector \
+    )(ivars, nelems, status, cmp, cmp_values)
+#define shmem_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), \
+        int: shmem_int_wait_until_any_vector, \
+        long: shmem_long_wait_until_any_vector, \
+        long long: shmem_longlong_wait_until_any_vector, \
+        unsigned int: shmem_uint_wait_until_any_vector, \
+        unsigned long: shmem_ulong_wait_until_any_vector, \
+        unsigned long long: shmem_ulonglong_wait_until_any_vector \
+    )(ivars, nelems, status, cmp, cmp_values)
+#define shmem_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values) \
+    _Generic(*(ivars), \
+        int: shmem_int_wait_until_some_vector, \
+        long: shmem_long_wait_until_some_vector, \
+        long long: shmem_longlong_wait_until_some_vector, \
+        unsigned int: shmem_uint_wait_until_some_vector, \
+        unsigned long: shmem_ulong_wait_until_some_vector, \
+        unsigned long long: shmem_ulonglong_wait_until_some_vector \
+    )(ivars, nelems, indices, status, cmp, cmp_values)
+#define shmem_test(ivar, cmp, cmp_value) \
+    _Generic(*(ivar), \
+        int: shmem_int_test, \
+        long: shmem_long_test, \
+        long long: shmem_longlong_test, \
+        unsigned int: shmem_uint_test, \
+        unsigned long: shmem_ulong_test, \
+        unsigned long long: shmem_ulonglong_test \
+    )(ivar, cmp, cmp_value)
+#define shmem_test_all(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), \
+        int: shmem_int_test_all, \
+        long: shmem_long_test_all, \
+        long long: shmem_longlong_test_all, \
+        unsigned int: shmem_uint_test_all, \
+        unsigned long: shmem_ulong_test_all, \
+        unsigned long long: shmem_ulonglong_test_all \
+    )(ivars, nelems, status, cmp, cmp_value)
+#define shmem_test_any(ivars, nelems, status, cmp, cmp_value) \
+    _Generic(*(ivars), \
+        int: shmem_int_test_any, \
+        long: shmem_long_test_any, \
+        long long: shmem_longlong_test_any, \
+        unsigned int: shmem_uint_test_any, \
+        unsigned long: shmem_ulong_test_any, \
+        unsigned long long: shmem_ulonglong_test_any \
+    )(ivars, nelems, status, cmp, cmp_value)
+#define shmem_test_some(ivars, nelems, indices, status, cmp, cmp_value) \
+    _Generic(*(ivars), \
+        int: shmem_int_test_some, \
+        long: shmem_long_test_some, \
+        long long: shmem_longlong_test_some, \
+        unsigned int: shmem_uint_test_some, \
+        unsigned long: shmem_ulong_test_some, \
+        unsigned long long: shmem_ulonglong_test_some \
+    )(ivars, nelems, indices, status, cmp, cmp_value)
+#define shmem_test_all_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), \
+        int: shmem_int_test_all_vector, \
+        long: shmem_long_test_all_vector, \
+        long long: shmem_longlong_test_all_vector, \
+        unsigned int: shmem_uint_test_all_vector, \
+        unsigned long: shmem_ulong_test_all_vector, \
+        unsigned long long: shmem_ulonglong_test_all_vector \
+    )(ivars, nelems, status, cmp, cmp_values)
+#define shmem_test_any_vector(ivars, nelems, status, cmp, cmp_values) \
+    _Generic(*(ivars), \
+        int: shmem_int_test_any_vector, \
+        long: shmem_long_test_any_vector, \
+        long long: shmem_longlong_test_any_vector, \
+        unsigned int: shmem_uint_test_any_vector, \
+        unsigned long: shmem_ulong_test_any_vector, \
+        unsigned long long: shmem_ulonglong_test_any_vector \
+    )(ivars, nelems, status, cmp, cmp_values)
+#define shmem_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values) \
+    _Generic(*(ivars), \
+        int: shmem_int_test_some_vector, \
+        long: shmem_long_test_some_vector, \
+        long long: shmem_longlong_test_some_vector, \
+        unsigned int: shmem_uint_test_some_vector, \
+        unsigned long: shmem_ulong_test_some_vector, \
+        unsigned long long: shmem_ulonglong_test_some_vector \
+    )(ivars, nelems, indices, status, cmp, cmp_values)
 #endif
 
 #endif /* SHMEM_TYPED_H */

@@ -1,0 +1,328 @@
+//! Atomic memory operations, signals and point-to-point synchronization
+//! (OpenSHMEM 1.5 §9.7, §9.8, §9.11).
+//!
+//! Atomicity: every AMO is a hardware atomic on the target location through
+//! the PE's transport (shared memory: the peer heap mapped here), and every
+//! wait/test reads the location with an atomic load, so concurrent AMOs of
+//! one type on one location are exclusive, also against wait/test.
+//!
+//! Ordering (stronger than NVSHMEM's relaxed model): AMOs are sequentially
+//! consistent. Two blocking fetching AMOs from one PE to one location return
+//! values in program order (the second sees the first's effect), and an AMO
+//! is ordered after this PE's earlier puts to any PE, so `put_signal` and
+//! "put; atomic_set(flag)" publish their data without an extra fence.
+
+use crate::core::State;
+use crate::error::fatal;
+use crate::transport::{AmoOp, Transport};
+use crate::wait::wait_until;
+use std::ffi::c_int;
+use std::mem::size_of;
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+/// Comparison operators (`ISHMEM_CMP_*`, `SHMEM_CMP_*`; Intel SHMEM values).
+pub const CMP_EQ: c_int = 1;
+pub const CMP_NE: c_int = 2;
+pub const CMP_GT: c_int = 3;
+pub const CMP_GE: c_int = 4;
+pub const CMP_LT: c_int = 5;
+pub const CMP_LE: c_int = 6;
+/// Signal operators (`ISHMEM_SIGNAL_*`, `SHMEM_SIGNAL_*`).
+pub const SIGNAL_SET: c_int = 0;
+pub const SIGNAL_ADD: c_int = 1;
+
+/// The bits of a 1-, 2-, 4- or 8-byte value, zero-extended.
+#[inline(always)]
+pub fn to_bits<T: Copy>(v: T) -> u64 {
+    // SAFETY: each arm reads exactly size_of::<T>() bytes of `v`.
+    unsafe {
+        match size_of::<T>() {
+            1 => std::mem::transmute_copy::<T, u8>(&v) as u64,
+            2 => std::mem::transmute_copy::<T, u16>(&v) as u64,
+            4 => std::mem::transmute_copy::<T, u32>(&v) as u64,
+            8 => std::mem::transmute_copy::<T, u64>(&v),
+            n => unreachable!("atomic type of {n} bytes"),
+        }
+    }
+}
+
+/// The value whose bits are the low bytes of `b`.
+#[inline(always)]
+pub fn from_bits<T: Copy>(b: u64) -> T {
+    // SAFETY: each arm produces exactly size_of::<T>() bytes; callers use
+    // plain integer and floating-point types, valid for any bits.
+    unsafe {
+        match size_of::<T>() {
+            1 => std::mem::transmute_copy::<u8, T>(&(b as u8)),
+            2 => std::mem::transmute_copy::<u16, T>(&(b as u16)),
+            4 => std::mem::transmute_copy::<u32, T>(&(b as u32)),
+            8 => std::mem::transmute_copy::<u64, T>(&b),
+            n => unreachable!("atomic type of {n} bytes"),
+        }
+    }
+}
+
+/// Atomic load (acquire) of a local naturally aligned value.
+#[inline(always)]
+unsafe fn load_atomic<T: Copy>(p: *const T) -> T {
+    let b = match size_of::<T>() {
+        1 => (*(p as *const AtomicU8)).load(Ordering::Acquire) as u64,
+        2 => (*(p as *const AtomicU16)).load(Ordering::Acquire) as u64,
+        4 => (*(p as *const AtomicU32)).load(Ordering::Acquire) as u64,
+        8 => (*(p as *const AtomicU64)).load(Ordering::Acquire),
+        n => unreachable!("atomic type of {n} bytes"),
+    };
+    from_bits(b)
+}
+
+/// The comparison `value CMP cmp_value`.
+#[inline(always)]
+pub fn compare<T: PartialOrd>(cmp: c_int, value: T, cmp_value: T) -> bool {
+    match cmp {
+        CMP_EQ => value == cmp_value,
+        CMP_NE => value != cmp_value,
+        CMP_GT => value > cmp_value,
+        CMP_GE => value >= cmp_value,
+        CMP_LT => value < cmp_value,
+        _ => value <= cmp_value,
+    }
+}
+
+fn check_cmp(call: &str, cmp: c_int) {
+    if !(CMP_EQ..=CMP_LE).contains(&cmp) {
+        fatal(
+            call,
+            format_args!("cmp {cmp} is not a comparison operator (ISHMEM_CMP_EQ..ISHMEM_CMP_LE = {CMP_EQ}..{CMP_LE})"),
+        )
+    }
+}
+
+/// Comparison values of a multi-element wait or test: one for all, or one
+/// per element (`_vector` forms).
+#[derive(Clone, Copy)]
+pub enum CmpValues<T> {
+    One(T),
+    Each(*const T),
+}
+
+/// What a multi-element wait or test looks for.
+#[derive(Clone, Copy)]
+pub enum SyncMode {
+    /// Every included element satisfies the condition.
+    All,
+    /// Some included element does: report its index.
+    Any,
+    /// Some do: report all their indices into the array.
+    Some(*mut usize),
+}
+
+impl State {
+    fn check_aligned(&self, call: &str, what: &str, addr: *const u8, size: usize) {
+        if (addr as usize) % size != 0 {
+            fatal(call, format_args!("{what} {addr:p} is not aligned to {size} bytes"))
+        }
+    }
+
+    /// A blocking or fetching AMO on `dest` at `pe`: returns the old value
+    /// (for `Set`, a meaningless zero).
+    ///
+    /// # Safety
+    /// `T` is a plain 1/2/4/8-byte integer or floating-point type.
+    #[inline(always)]
+    pub unsafe fn amo<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32) -> T {
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        if self.shm.addr(pe, off).is_none() {
+            self.unreachable_pe(call, pe)
+        }
+        from_bits(self.shm.amo(pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond)))
+    }
+
+    /// A non-blocking fetching AMO: the old value is written to local
+    /// `fetch` by the time of the next quiet (here: before returning).
+    ///
+    /// # Safety
+    /// As [`State::amo`]; `fetch` is valid for a write of `T`.
+    #[inline(always)]
+    pub unsafe fn amo_nbi<T: Copy>(
+        &self, call: &str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32,
+    ) {
+        self.check_local(call, "fetch", fetch as *const u8);
+        let old = self.amo(call, dest, op, value, cond, pe);
+        fetch.write_unaligned(old);
+    }
+
+    /// `put_signal` / `put_signal_nbi`: the data, then the signal update
+    /// (`SIGNAL_SET` or `SIGNAL_ADD`) at `sig_addr` on `pe`. The signal is
+    /// an AMO ordered after the data, so a PE that sees it sees the data.
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `len` bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put_signal(
+        &self, call: &str, dest: *mut u8, src: *const u8, len: usize, sig_addr: *mut u64, signal: u64,
+        sig_op: c_int, pe: i32,
+    ) {
+        let op = self.signal_op_code(call, sig_op);
+        let pe_idx = self.check_pe(call, pe);
+        let sig_off = self.sym_offset(call, "sig_addr", sig_addr as *const u8, 8);
+        self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
+        self.put(call, dest, src, len, pe);
+        self.shm.amo(pe_idx, sig_off, 8, op, signal, 0);
+    }
+
+    fn signal_op_code(&self, call: &str, sig_op: c_int) -> AmoOp {
+        match sig_op {
+            SIGNAL_SET => AmoOp::Set,
+            SIGNAL_ADD => AmoOp::FetchAdd,
+            _ => fatal(
+                call,
+                format_args!("sig_op {sig_op} is not a signal operator (ISHMEM_SIGNAL_SET = {SIGNAL_SET}, ISHMEM_SIGNAL_ADD = {SIGNAL_ADD})"),
+            ),
+        }
+    }
+
+    /// `ishmemx_signal_set` / `ishmemx_signal_add` (OpenSHMEM 1.6
+    /// `shmem_signal_set/add`): update a remote signal without data.
+    pub fn signal_update(&self, call: &str, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: i32) {
+        let op = self.signal_op_code(call, sig_op);
+        // SAFETY: u64 is a plain type.
+        unsafe { self.amo(call, sig_addr, op, signal, 0, pe) };
+    }
+
+    fn local_ivars<T>(&self, call: &str, what: &str, p: *const T, nelems: usize) {
+        let bytes = match nelems.checked_mul(size_of::<T>()) {
+            Some(b) if b > 0 => b,
+            _ => return,
+        };
+        self.sym_offset(call, what, p as *const u8, bytes);
+        self.check_aligned(call, what, p as *const u8, size_of::<T>());
+    }
+
+    /// `signal_fetch`: atomic read of a local signal.
+    pub fn signal_fetch(&self, call: &str, sig_addr: *const u64) -> u64 {
+        self.local_ivars(call, "sig_addr", sig_addr, 1);
+        // SAFETY: checked symmetric and aligned.
+        unsafe { load_atomic(sig_addr) }
+    }
+
+    /// `signal_wait_until`: waits until the local signal satisfies the
+    /// comparison; returns the value that did.
+    pub fn signal_wait_until(&self, call: &str, sig_addr: *const u64, cmp: c_int, cmp_value: u64) -> u64 {
+        check_cmp(call, cmp);
+        self.local_ivars(call, "sig_addr", sig_addr, 1);
+        let mut seen = 0;
+        // SAFETY: checked symmetric and aligned.
+        wait_until(|| {
+            seen = unsafe { load_atomic(sig_addr) };
+            compare(cmp, seen, cmp_value)
+        });
+        seen
+    }
+
+    /// `wait_until` (single variable).
+    ///
+    /// # Safety
+    /// `T` is a plain integer type.
+    pub unsafe fn wait_until<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) {
+        check_cmp(call, cmp);
+        self.local_ivars(call, "ivar", ivar, 1);
+        wait_until(|| compare(cmp, load_atomic(ivar), cmp_value));
+    }
+
+    /// `test` (single variable).
+    ///
+    /// # Safety
+    /// `T` is a plain integer type.
+    pub unsafe fn test<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) -> bool {
+        check_cmp(call, cmp);
+        self.local_ivars(call, "ivar", ivar, 1);
+        compare(cmp, load_atomic(ivar), cmp_value)
+    }
+
+    /// The multi-element waits and tests (`_all`, `_any`, `_some`, and their
+    /// `_vector` forms). `status[i] != 0` excludes element `i`; a null
+    /// `status` excludes none. Returns: `All`: 1 when satisfied (always, for
+    /// a wait); `Any`: the index of a satisfying element, or `usize::MAX`
+    /// when none is (a wait with no included element returns it at once);
+    /// `Some`: the number of satisfying elements written to `indices` (0
+    /// when none is included).
+    ///
+    /// # Safety
+    /// `T` is a plain integer type; `status`, `indices` and vector
+    /// comparison values are valid for `nelems` elements when non-null.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sync_many<T: Copy + PartialOrd>(
+        &self, call: &str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int,
+        values: CmpValues<T>, mode: SyncMode, blocking: bool,
+    ) -> usize {
+        check_cmp(call, cmp);
+        self.local_ivars(call, "ivars", ivars, nelems);
+        if let CmpValues::Each(p) = values {
+            if nelems > 0 && p.is_null() {
+                crate::core::null_local(call, "cmp_values")
+            }
+        }
+        if let SyncMode::Some(p) = mode {
+            if nelems > 0 && p.is_null() {
+                crate::core::null_local(call, "indices")
+            }
+        }
+        let included = |i: usize| status.is_null() || *status.add(i) == 0;
+        let holds = |i: usize| {
+            let v = match values {
+                CmpValues::One(v) => v,
+                CmpValues::Each(p) => *p.add(i),
+            };
+            compare(cmp, load_atomic(ivars.add(i)), v)
+        };
+        let any_included = (0..nelems).any(included);
+        let mut result = 0usize;
+        let mut poll = || -> bool {
+            match mode {
+                SyncMode::All => {
+                    result = 1;
+                    (0..nelems).all(|i| !included(i) || holds(i))
+                }
+                SyncMode::Any => {
+                    result = (0..nelems).find(|&i| included(i) && holds(i)).unwrap_or(usize::MAX);
+                    result != usize::MAX
+                }
+                SyncMode::Some(indices) => {
+                    let mut n = 0;
+                    for i in 0..nelems {
+                        if included(i) && holds(i) {
+                            *indices.add(n) = i;
+                            n += 1;
+                        }
+                    }
+                    result = n;
+                    n > 0
+                }
+            }
+        };
+        match mode {
+            SyncMode::All if !blocking => usize::from(poll()),
+            SyncMode::All => {
+                wait_until(poll);
+                1
+            }
+            _ if !any_included => {
+                if matches!(mode, SyncMode::Any) {
+                    usize::MAX
+                } else {
+                    0
+                }
+            }
+            _ => {
+                if blocking {
+                    wait_until(&mut poll);
+                } else {
+                    poll();
+                }
+                result
+            }
+        }
+    }
+}
