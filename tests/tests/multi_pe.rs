@@ -191,6 +191,11 @@ fn c_wait_test() {
 }
 
 #[test]
+fn rust_amo() {
+    on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_amo")), &[]);
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }

@@ -25,7 +25,9 @@
 //! other PEs' puts at any time; as in C, a program reads it only after the
 //! synchronization that orders those puts (a barrier, a wait on a flag).
 
+use ishmem_runtime::amo::{self as amo_rt, CmpValues, SyncMode};
 use ishmem_runtime::core::{self, state, State};
+use ishmem_runtime::transport::AmoOp;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -75,6 +77,76 @@ macro_rules! symmetric {
 symmetric!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64);
 // SAFETY: arrays of Symmetric types have no padding between elements.
 unsafe impl<T: Symmetric, const N: usize> Symmetric for [T; N] {}
+
+/// Types on which fetch, set and swap are atomic (OpenSHMEM's extended AMO
+/// types).
+///
+/// # Safety
+/// The type must be 1, 4 or 8 bytes, naturally aligned, valid for any bits.
+pub unsafe trait AmoValue: Symmetric {}
+
+/// Integer types with the full set of AMOs and with wait/test.
+///
+/// # Safety
+/// As [`AmoValue`]; comparisons must be those of the integer type.
+pub unsafe trait AmoInt: AmoValue + PartialOrd {
+    const ONE: Self;
+    const ZERO: Self;
+}
+
+macro_rules! amo_types {
+    ($($t:ty),*) => { $(
+        // SAFETY: fixed-size primitive integer.
+        unsafe impl AmoValue for $t {}
+        // SAFETY: as above; PartialOrd is the integer order.
+        unsafe impl AmoInt for $t { const ONE: Self = 1; const ZERO: Self = 0; }
+    )* };
+}
+amo_types!(i8, i32, i64, isize, u32, u64, usize);
+// SAFETY: 4- and 8-byte floats; fetch/set/swap move bits.
+unsafe impl AmoValue for f32 {}
+// SAFETY: as above.
+unsafe impl AmoValue for f64 {}
+
+/// Comparison operators of `wait_until` and `test` (§9.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl Cmp {
+    fn code(self) -> i32 {
+        match self {
+            Cmp::Eq => amo_rt::CMP_EQ,
+            Cmp::Ne => amo_rt::CMP_NE,
+            Cmp::Gt => amo_rt::CMP_GT,
+            Cmp::Ge => amo_rt::CMP_GE,
+            Cmp::Lt => amo_rt::CMP_LT,
+            Cmp::Le => amo_rt::CMP_LE,
+        }
+    }
+}
+
+/// How `put_signal` updates the signal (§9.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalOp {
+    Set,
+    Add,
+}
+
+impl SignalOp {
+    fn code(self) -> i32 {
+        match self {
+            SignalOp::Set => amo_rt::SIGNAL_SET,
+            SignalOp::Add => amo_rt::SIGNAL_ADD,
+        }
+    }
+}
 
 static HANDLE_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -317,6 +389,202 @@ impl<T: Symmetric> Drop for SymmVec<'_, T> {
     fn drop(&mut self) {
         if self.len != 0 && size_of::<T>() != 0 {
             self.shmem.st.free("ishmem::SymmVec::drop", self.ptr.as_ptr().cast());
+        }
+    }
+}
+
+/// Atomic memory operations on element `index` of a symmetric vector on
+/// `pe` (§9.7). All are sequentially consistent: two fetching AMOs from one
+/// PE to one element see each other in program order.
+impl<T: AmoValue> SymmVec<'_, T> {
+    fn amo(&self, call: &str, index: usize, op: AmoOp, value: T, cond: T, pe: usize) -> T {
+        self.range(call, index, 1);
+        // SAFETY: bounds checked; T is a plain 1/4/8-byte type.
+        unsafe { self.shmem.st.amo(call, self.ptr.as_ptr().add(index), op, value, cond, pe_i32(pe)) }
+    }
+
+    /// Atomically reads element `index` on `pe`.
+    pub fn atomic_fetch(&self, index: usize, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_fetch", index, AmoOp::Fetch, amo_rt::from_bits(0), amo_rt::from_bits(0), pe)
+    }
+
+    /// Atomically writes `value`.
+    pub fn atomic_set(&self, index: usize, value: T, pe: usize) {
+        self.amo("ishmem::SymmVec::atomic_set", index, AmoOp::Set, value, value, pe);
+    }
+
+    /// Atomically writes `value`, returning the old value.
+    pub fn atomic_swap(&self, index: usize, value: T, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_swap", index, AmoOp::Swap, value, value, pe)
+    }
+}
+
+impl<T: AmoInt> SymmVec<'_, T> {
+    /// Writes `value` if the element equals `cond`; returns the old value.
+    pub fn atomic_compare_swap(&self, index: usize, cond: T, value: T, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_compare_swap", index, AmoOp::CompareSwap, value, cond, pe)
+    }
+
+    /// Adds `value` (wrapping), returning the old value.
+    pub fn atomic_fetch_add(&self, index: usize, value: T, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_fetch_add", index, AmoOp::FetchAdd, value, T::ZERO, pe)
+    }
+
+    /// Adds `value` (wrapping).
+    pub fn atomic_add(&self, index: usize, value: T, pe: usize) {
+        self.amo("ishmem::SymmVec::atomic_add", index, AmoOp::FetchAdd, value, T::ZERO, pe);
+    }
+
+    /// Adds one, returning the old value.
+    pub fn atomic_fetch_inc(&self, index: usize, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_fetch_inc", index, AmoOp::FetchAdd, T::ONE, T::ZERO, pe)
+    }
+
+    /// Adds one.
+    pub fn atomic_inc(&self, index: usize, pe: usize) {
+        self.amo("ishmem::SymmVec::atomic_inc", index, AmoOp::FetchAdd, T::ONE, T::ZERO, pe);
+    }
+
+    /// Bitwise AND, returning the old value.
+    pub fn atomic_fetch_and(&self, index: usize, value: T, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_fetch_and", index, AmoOp::FetchAnd, value, T::ZERO, pe)
+    }
+
+    /// Bitwise OR, returning the old value.
+    pub fn atomic_fetch_or(&self, index: usize, value: T, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_fetch_or", index, AmoOp::FetchOr, value, T::ZERO, pe)
+    }
+
+    /// Bitwise XOR, returning the old value.
+    pub fn atomic_fetch_xor(&self, index: usize, value: T, pe: usize) -> T {
+        self.amo("ishmem::SymmVec::atomic_fetch_xor", index, AmoOp::FetchXor, value, T::ZERO, pe)
+    }
+
+    /// Waits until this PE's element `index` satisfies `element cmp value`
+    /// (§9.11.1). Other PEs' updates need nothing from this PE to arrive, so
+    /// the wait cannot deadlock this PE's own operations.
+    pub fn wait_until(&self, index: usize, cmp: Cmp, value: T) {
+        let call = "ishmem::SymmVec::wait_until";
+        self.range(call, index, 1);
+        // SAFETY: bounds checked; T is a plain integer type.
+        unsafe { self.shmem.st.wait_until(call, self.ptr.as_ptr().add(index), cmp.code(), value) }
+    }
+
+    /// Whether this PE's element `index` satisfies the comparison (§9.11.8).
+    pub fn test(&self, index: usize, cmp: Cmp, value: T) -> bool {
+        let call = "ishmem::SymmVec::test";
+        self.range(call, index, 1);
+        // SAFETY: as in wait_until.
+        unsafe { self.shmem.st.test(call, self.ptr.as_ptr().add(index), cmp.code(), value) }
+    }
+
+    fn many(&self, call: &str, exclude: Option<&[bool]>, cmp: Cmp, value: T, mode: SyncMode, block: bool) -> usize {
+        let status: Option<Vec<i32>> = exclude.map(|e| {
+            assert_eq!(e.len(), self.len, "{call}: exclude mask must have one entry per element");
+            e.iter().map(|&x| i32::from(x)).collect()
+        });
+        let sp = status.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+        // SAFETY: the whole vector is the ivars array; status has len entries.
+        unsafe {
+            self.shmem.st.sync_many(call, self.ptr.as_ptr(), self.len, sp, cmp.code(), CmpValues::One(value), mode, block)
+        }
+    }
+
+    /// Waits until every element not excluded satisfies the comparison
+    /// (§9.11.2). `exclude[i] == true` leaves element `i` out.
+    pub fn wait_until_all(&self, exclude: Option<&[bool]>, cmp: Cmp, value: T) {
+        self.many("ishmem::SymmVec::wait_until_all", exclude, cmp, value, SyncMode::All, true);
+    }
+
+    /// Waits until some element not excluded satisfies it and returns its
+    /// index; `None` at once when every element is excluded (§9.11.3).
+    pub fn wait_until_any(&self, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Option<usize> {
+        let i = self.many("ishmem::SymmVec::wait_until_any", exclude, cmp, value, SyncMode::Any, true);
+        (i != usize::MAX).then_some(i)
+    }
+
+    /// Waits until at least one element not excluded satisfies it; returns
+    /// the indices of all that do (empty when every element is excluded).
+    pub fn wait_until_some(&self, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Vec<usize> {
+        let mut idx = vec![0usize; self.len];
+        let n = self.many("ishmem::SymmVec::wait_until_some", exclude, cmp, value, SyncMode::Some(idx.as_mut_ptr()), true);
+        idx.truncate(n);
+        idx
+    }
+
+    /// Whether every element not excluded satisfies the comparison.
+    pub fn test_all(&self, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> bool {
+        self.many("ishmem::SymmVec::test_all", exclude, cmp, value, SyncMode::All, false) == 1
+    }
+
+    /// The index of an element not excluded that satisfies it, if any.
+    pub fn test_any(&self, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Option<usize> {
+        let i = self.many("ishmem::SymmVec::test_any", exclude, cmp, value, SyncMode::Any, false);
+        (i != usize::MAX).then_some(i)
+    }
+
+    /// The indices of the elements not excluded that satisfy it.
+    pub fn test_some(&self, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Vec<usize> {
+        let mut idx = vec![0usize; self.len];
+        let n = self.many("ishmem::SymmVec::test_some", exclude, cmp, value, SyncMode::Some(idx.as_mut_ptr()), false);
+        idx.truncate(n);
+        idx
+    }
+}
+
+/// Signals (§9.8): a `SymmVec<u64>` element used as a signal word.
+impl SymmVec<'_, u64> {
+    /// Atomically reads this PE's signal `index`.
+    pub fn signal_fetch(&self, index: usize) -> u64 {
+        let call = "ishmem::SymmVec::signal_fetch";
+        self.range(call, index, 1);
+        // SAFETY: bounds checked.
+        self.shmem.st.signal_fetch(call, unsafe { self.ptr.as_ptr().add(index) })
+    }
+
+    /// Waits until this PE's signal `index` satisfies the comparison;
+    /// returns its value.
+    pub fn signal_wait_until(&self, index: usize, cmp: Cmp, value: u64) -> u64 {
+        let call = "ishmem::SymmVec::signal_wait_until";
+        self.range(call, index, 1);
+        // SAFETY: bounds checked.
+        self.shmem.st.signal_wait_until(call, unsafe { self.ptr.as_ptr().add(index) }, cmp.code(), value)
+    }
+
+    /// Updates signal `index` on `pe` without data (OpenSHMEM 1.6
+    /// `signal_set`/`signal_add`).
+    pub fn signal_update(&self, index: usize, value: u64, op: SignalOp, pe: usize) {
+        let call = "ishmem::SymmVec::signal_update";
+        self.range(call, index, 1);
+        // SAFETY: bounds checked.
+        self.shmem.st.signal_update(call, unsafe { self.ptr.as_ptr().add(index) }, value, op.code(), pe_i32(pe))
+    }
+}
+
+impl<T: Symmetric> SymmVec<'_, T> {
+    /// Copies `src` to elements `offset..` on `pe`, then updates
+    /// `signals[sig_index]` on `pe`; a PE that sees the signal sees the data
+    /// (§9.8.1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal(
+        &self, offset: usize, src: &[T], signals: &SymmVec<'_, u64>, sig_index: usize, value: u64, op: SignalOp,
+        pe: usize,
+    ) {
+        let call = "ishmem::SymmVec::put_signal";
+        self.range(call, offset, src.len());
+        signals.range(call, sig_index, 1);
+        // SAFETY: both ranges checked; src is a valid slice.
+        unsafe {
+            self.shmem.st.put_signal(
+                call,
+                self.ptr.as_ptr().add(offset).cast(),
+                src.as_ptr().cast(),
+                size_of_val(src),
+                signals.ptr.as_ptr().add(sig_index),
+                value,
+                op.code(),
+                pe_i32(pe),
+            )
         }
     }
 }
