@@ -16,7 +16,7 @@ use crate::error::{self, fatal, warn};
 use crate::transport::{ShmTransport, Transport};
 use crate::wait::wait_until;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 /// OpenSHMEM specification version implemented.
@@ -34,10 +34,10 @@ pub struct State {
     config: Config,
     device_name: &'static str,
     pub(crate) shm: ShmTransport,
-    ctrl: Ctrl,
+    pub(crate) ctrl: Ctrl,
     alloc: Mutex<SymAllocator>,
     alloc_seq: AtomicU64,
-    barrier_epoch: AtomicU64,
+    pub(crate) teams: std::sync::RwLock<Vec<Option<crate::team::Team>>>,
     device_state: Box<ishmemx_device_state_t>,
     _peer_base_table: Box<[u64]>,
     _peer_local_table: Box<[u8]>,
@@ -238,7 +238,7 @@ pub fn init() -> Result<(), String> {
         ctrl,
         alloc: Mutex::new(SymAllocator::new(heap_size)),
         alloc_seq: AtomicU64::new(0),
-        barrier_epoch: AtomicU64::new(0),
+        teams: std::sync::RwLock::new(vec![None; crate::ctrl::TEAM_SLOTS]),
         device_state,
         _peer_base_table: peer_base_table,
         _peer_local_table: peer_local_table,
@@ -247,6 +247,7 @@ pub fn init() -> Result<(), String> {
         _ctrl_region: ctrl_region,
         config,
     });
+    st.install_predefined_teams();
     STATE.store(Box::into_raw(st), Ordering::Release);
     PHASE.store(PHASE_RUNNING, Ordering::Release);
     static ATEXIT: std::sync::Once = std::sync::Once::new();
@@ -555,24 +556,11 @@ impl State {
         self.shm.quiet();
     }
 
-    /// `sync_all`: waits until every PE has arrived (dissemination barrier
-    /// over the control segment: ceil(log2 n) rounds, one flag store and one
-    /// wait per round, no central counter).
+    /// `sync_all`: waits until every PE has arrived (the world team's
+    /// dissemination barrier, see `team.rs`).
     pub fn sync_all(&self) {
-        let n = self.n_pes;
-        let me = self.my_pe;
-        let epoch = self.barrier_epoch.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut dist = 1usize;
-        let mut round = 0usize;
-        while dist < n {
-            let to = (me + dist) % n;
-            self.ctrl.pe(to).barrier[round].store(epoch, Ordering::Release);
-            let flag = &self.ctrl.pe(me).barrier[round];
-            wait_until(|| flag.load(Ordering::Acquire) >= epoch);
-            dist <<= 1;
-            round += 1;
-        }
-        fence(Ordering::SeqCst);
+        let world = self.world_team();
+        self.team_sync_with(&world);
     }
 
     /// `barrier_all`: `quiet` then `sync_all`.
@@ -848,7 +836,7 @@ fn extent(call: &str, what: &str, stride: isize, elem: usize, bsize: usize, nblo
 
 /// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`
 /// starts at element `b * sst` of `src` and `b * dst` of `dest`.
-unsafe fn strided_copy(
+pub(crate) unsafe fn strided_copy(
     dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize, nblocks: usize,
 ) {
     #[inline(always)]

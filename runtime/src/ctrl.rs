@@ -36,16 +36,31 @@ pub struct AllocSlot {
     pub result: AtomicU64,
 }
 
+/// Number of team slots per PE (world, shared and node take 0, 1 and 2).
+pub const TEAM_SLOTS: usize = 64;
+
+/// Synchronization state of one team slot on one PE.
+#[repr(C, align(64))]
+pub struct TeamCtrl {
+    /// Dissemination barrier: `barrier[k]` holds the latest sync epoch in
+    /// which this PE was notified in round `k`. In a team each flag has
+    /// exactly one writer, and epochs only grow, so no reset is needed.
+    pub barrier: [AtomicU64; BARRIER_ROUNDS],
+    /// This PE's latest sync epoch on the slot (written only by the owner;
+    /// kept across team lifetimes so a reused slot never goes backwards).
+    pub epoch: AtomicU64,
+    /// Small per-collective values (collect counts, team-creation bitmaps),
+    /// double-buffered by sync-epoch parity.
+    pub scratch: [AtomicU64; 2],
+}
+
 /// Per-PE part of the control segment.
 #[repr(C, align(64))]
 pub struct PeCtrl {
-    /// Dissemination barrier: `barrier[k]` holds the latest barrier epoch
-    /// in which this PE was notified in round `k`. Each slot has exactly one
-    /// writer (PE `me - 2^k`), and epochs only grow, so no reset is needed.
-    pub barrier: [AtomicU64; BARRIER_ROUNDS],
     /// Double-buffered by sequence parity: a PE can only be one collective
     /// allocation ahead of the slowest PE still reading.
     pub alloc: [AllocSlot; 2],
+    pub teams: [TeamCtrl; TEAM_SLOTS],
 }
 
 /// Bytes needed for the control segment of an `n_pes` job.

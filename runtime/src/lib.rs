@@ -13,11 +13,13 @@
 pub mod alloc;
 pub mod amo;
 pub mod bootstrap;
+pub mod coll;
 pub mod core;
 pub mod ctrl;
 pub mod device;
 pub mod device_state;
 pub mod env;
 pub mod error;
+pub mod team;
 pub mod transport;
 pub mod wait;

@@ -59,6 +59,12 @@ int main(int argc, char **argv) {
         if (me == 0) shmem_long_put_signal(x, &local, 1, (uint64_t *)(x + 8), 1, 7, 0);
     } else if (!strcmp(mode, "amo_misaligned")) {
         if (me == 0) shmem_int_atomic_add((int *)((char *)x + 2), 1, 0);
+    } else if (!strcmp(mode, "bad_team")) {
+        if (me == 0) shmem_int_sum_reduce(40, (int *)x, (int *)x, 1);
+    } else if (!strcmp(mode, "destroy_world")) {
+        shmem_team_destroy(SHMEM_TEAM_WORLD);
+    } else if (!strcmp(mode, "bad_root")) {
+        shmem_long_broadcast(SHMEM_TEAM_WORLD, x, x + 1, 1, 9);
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

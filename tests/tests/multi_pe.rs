@@ -196,6 +196,11 @@ fn rust_amo() {
 }
 
 #[test]
+fn c_teams_and_collectives() {
+    on_1_to_4(&c_program("coll"), &[]);
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }
@@ -319,6 +324,13 @@ fn error_amo_signal_wait() {
     expect_failure("wait_bad_cmp", 2, 1, &["shmem_long_wait_until: cmp 42 is not a comparison operator"], &[]);
     expect_failure("bad_sig_op", 2, 1, &["shmem_long_put_signal: sig_op 7 is not a signal operator"], &[]);
     expect_failure("amo_misaligned", 1, 1, &["shmem_int_atomic_add: dest 0x", "is not aligned to 4 bytes"], &[]);
+}
+
+#[test]
+fn error_teams() {
+    expect_failure("bad_team", 2, 1, &["ishmem: PE 0: shmem_int_sum_reduce: team handle 40 is not a team this PE belongs to"], &[]);
+    expect_failure("destroy_world", 2, 1, &["shmem_team_destroy: team 0 is a predefined team and cannot be destroyed"], &[]);
+    expect_failure("bad_root", 2, 1, &["shmem_long_broadcast: PE_root 9 is out of range for a team of 2 PEs"], &[]);
 }
 
 #[test]

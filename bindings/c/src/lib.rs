@@ -12,6 +12,8 @@
 //!   type table, with their headers.
 
 #![allow(clippy::missing_safety_doc)]
+// C names: `ishmem_team_t`, `PE_root` as the specification spells them.
+#![allow(non_camel_case_types, non_snake_case)]
 
 mod plain;
 mod plain_shmem;

@@ -5,7 +5,7 @@ use crate::guard;
 use ishmem_runtime::core::{self, state};
 use ishmem_runtime::device_state::ishmemx_device_state_t;
 use ishmem_runtime::error::fatal;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_long, c_void};
 
 /// Major version of the OpenSHMEM specification implemented.
 pub const ISHMEM_MAJOR_VERSION: c_int = 1;
@@ -193,4 +193,158 @@ pub extern "C" fn ishmemx_signal_add(sig_addr: *mut u64, signal: u64, pe: c_int)
 pub extern "C" fn ishmemx_signal_set(sig_addr: *mut u64, signal: u64, pe: c_int) {
     let call = "ishmemx_signal_set";
     guard(call, || state(call).signal_update(call, sig_addr, signal, ISHMEM_SIGNAL_SET, pe))
+}
+
+/// A team handle (§9.4): a small integer, the same on every member.
+pub type ishmem_team_t = c_int;
+/// All PEs.
+pub const ISHMEM_TEAM_WORLD: ishmem_team_t = 0;
+/// PEs that can load and store each other's symmetric heaps.
+pub const ISHMEM_TEAM_SHARED: ishmem_team_t = 1;
+/// PEs on this node.
+pub const ISHMEMX_TEAM_NODE: ishmem_team_t = 2;
+/// Not a team: what non-members get from a split.
+pub const ISHMEM_TEAM_INVALID: ishmem_team_t = -1;
+/// Bit of `config_mask` selecting `num_contexts`.
+pub const ISHMEM_TEAM_NUM_CONTEXTS: c_long = 1;
+
+const _: () = {
+    use ishmem_runtime::team as t;
+    assert!(ISHMEM_TEAM_WORLD == t::TEAM_WORLD && ISHMEM_TEAM_SHARED == t::TEAM_SHARED);
+    assert!(ISHMEMX_TEAM_NODE == t::TEAM_NODE && ISHMEM_TEAM_INVALID == t::TEAM_INVALID);
+};
+
+/// Team creation options (§9.4.3).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ishmem_team_config_t {
+    /// Number of contexts the team will create (recorded; see docs).
+    pub num_contexts: c_int,
+}
+
+pub(crate) unsafe fn config_contexts(config: *const ishmem_team_config_t, mask: c_long) -> c_int {
+    if !config.is_null() && mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
+        (*config).num_contexts
+    } else {
+        0
+    }
+}
+
+/// This PE's number in `team`, or -1 for ISHMEM_TEAM_INVALID (§9.4.1).
+#[no_mangle]
+pub extern "C" fn ishmem_team_my_pe(team: ishmem_team_t) -> c_int {
+    let call = "ishmem_team_my_pe";
+    guard(call, || state(call).team(call, team).map_or(-1, |t| t.my_rank as c_int))
+}
+
+/// Number of PEs in `team`, or -1 for ISHMEM_TEAM_INVALID (§9.4.2).
+#[no_mangle]
+pub extern "C" fn ishmem_team_n_pes(team: ishmem_team_t) -> c_int {
+    let call = "ishmem_team_n_pes";
+    guard(call, || state(call).team(call, team).map_or(-1, |t| t.size as c_int))
+}
+
+/// `src_pe` of `src_team` as a PE number of `dest_team`, or -1 (§9.4.5).
+#[no_mangle]
+pub extern "C" fn ishmem_team_translate_pe(src_team: ishmem_team_t, src_pe: c_int, dest_team: ishmem_team_t) -> c_int {
+    let call = "ishmem_team_translate_pe";
+    guard(call, || state(call).team_translate_pe(call, src_team, src_pe, dest_team))
+}
+
+/// Collective over `parent`: a team of parent PEs `start + i * stride`,
+/// `i < size` (stride may be negative, or 0 with size 1). Non-members get
+/// ISHMEM_TEAM_INVALID. Returns 0 on success (§9.4.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_team_split_strided(
+    parent: ishmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const ishmem_team_config_t,
+    config_mask: c_long, new_team: *mut ishmem_team_t,
+) -> c_int {
+    split_strided("ishmem_team_split_strided", parent, start, stride, size, config_contexts(config, config_mask), new_team)
+}
+
+pub(crate) unsafe fn split_strided(
+    call: &'static str, parent: c_int, start: c_int, stride: c_int, size: c_int, contexts: c_int, new_team: *mut c_int,
+) -> c_int {
+    guard(call, || {
+        if new_team.is_null() {
+            fatal(call, format_args!("new_team is a null pointer"))
+        }
+        let (rc, h) = state(call).team_split_strided(call, parent, start, stride, size, contexts);
+        *new_team = h;
+        rc
+    })
+}
+
+/// Collective over `parent`: splits it as a grid of `xrange` columns into
+/// row (x-axis) and column (y-axis) teams (§9.4.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_team_split_2d(
+    parent: ishmem_team_t, xrange: c_int, xaxis_config: *const ishmem_team_config_t, xaxis_mask: c_long,
+    xaxis_team: *mut ishmem_team_t, yaxis_config: *const ishmem_team_config_t, yaxis_mask: c_long,
+    yaxis_team: *mut ishmem_team_t,
+) -> c_int {
+    let contexts = (config_contexts(xaxis_config, xaxis_mask), config_contexts(yaxis_config, yaxis_mask));
+    split_2d("ishmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
+}
+
+pub(crate) unsafe fn split_2d(
+    call: &'static str, parent: c_int, xrange: c_int, contexts: (c_int, c_int), x: *mut c_int, y: *mut c_int,
+) -> c_int {
+    guard(call, || {
+        if x.is_null() || y.is_null() {
+            fatal(call, format_args!("xaxis_team or yaxis_team is a null pointer"))
+        }
+        let (rc, xh, yh) = state(call).team_split_2d(call, parent, xrange, contexts);
+        *x = xh;
+        *y = yh;
+        rc
+    })
+}
+
+/// Writes the team's configuration selected by `config_mask` (§9.4.4).
+/// Returns non-zero for ISHMEM_TEAM_INVALID.
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_team_get_config(
+    team: ishmem_team_t, config_mask: c_long, config: *mut ishmem_team_config_t,
+) -> c_int {
+    get_config("ishmem_team_get_config", team, config_mask, config as *mut c_int)
+}
+
+pub(crate) unsafe fn get_config(call: &'static str, team: c_int, mask: c_long, num_contexts: *mut c_int) -> c_int {
+    guard(call, || {
+        if num_contexts.is_null() {
+            fatal(call, format_args!("config is a null pointer"))
+        }
+        match state(call).team(call, team) {
+            Some(t) => {
+                if mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
+                    *num_contexts = t.num_contexts;
+                }
+                0
+            }
+            None => -1,
+        }
+    })
+}
+
+/// Collective over the team: destroys it; its slot can be reused (§9.4.9).
+#[no_mangle]
+pub extern "C" fn ishmem_team_destroy(team: ishmem_team_t) {
+    let call = "ishmem_team_destroy";
+    guard(call, || state(call).team_destroy(call, team))
+}
+
+/// Load/store address of `dest` on team PE `pe`, or NULL (§9.4.10).
+#[no_mangle]
+pub extern "C" fn ishmem_team_ptr(team: ishmem_team_t, dest: *const c_void, pe: c_int) -> *mut c_void {
+    let call = "ishmem_team_ptr";
+    guard(call, || state(call).team_ptr(call, team, dest.cast(), pe).cast())
+}
+
+/// Synchronizes the team's PEs; returns non-zero for ISHMEM_TEAM_INVALID
+/// (§9.9.4).
+#[no_mangle]
+pub extern "C" fn ishmem_team_sync(team: ishmem_team_t) -> c_int {
+    let call = "ishmem_team_sync";
+    guard(call, || state(call).team_sync(call, team))
 }

@@ -5,7 +5,7 @@
 use crate::guard;
 use crate::plain::{info_get_name, info_get_version, init_or_die};
 use ishmem_runtime::core::{self, state};
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_long, c_void};
 
 /// Major version of the OpenSHMEM specification implemented.
 pub const SHMEM_MAJOR_VERSION: c_int = 1;
@@ -159,4 +159,100 @@ pub extern "C" fn shmem_signal_add(sig_addr: *mut u64, signal: u64, pe: c_int) {
 pub extern "C" fn shmem_signal_set(sig_addr: *mut u64, signal: u64, pe: c_int) {
     let call = "shmem_signal_set";
     guard(call, || state(call).signal_update(call, sig_addr, signal, SHMEM_SIGNAL_SET, pe))
+}
+
+/// A team handle (§9.4).
+pub type shmem_team_t = c_int;
+pub const SHMEM_TEAM_WORLD: shmem_team_t = 0;
+pub const SHMEM_TEAM_SHARED: shmem_team_t = 1;
+pub const SHMEMX_TEAM_NODE: shmem_team_t = 2;
+pub const SHMEM_TEAM_INVALID: shmem_team_t = -1;
+pub const SHMEM_TEAM_NUM_CONTEXTS: c_long = 1;
+
+const _: () = {
+    use crate::plain as i;
+    assert!(SHMEM_TEAM_WORLD == i::ISHMEM_TEAM_WORLD && SHMEM_TEAM_SHARED == i::ISHMEM_TEAM_SHARED);
+    assert!(SHMEMX_TEAM_NODE == i::ISHMEMX_TEAM_NODE && SHMEM_TEAM_INVALID == i::ISHMEM_TEAM_INVALID);
+    assert!(SHMEM_TEAM_NUM_CONTEXTS == i::ISHMEM_TEAM_NUM_CONTEXTS);
+};
+
+/// Team creation options (§9.4.3).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct shmem_team_config_t {
+    pub num_contexts: c_int,
+}
+
+/// This PE's number in `team`, or -1 (§9.4.1).
+#[no_mangle]
+pub extern "C" fn shmem_team_my_pe(team: shmem_team_t) -> c_int {
+    let call = "shmem_team_my_pe";
+    guard(call, || state(call).team(call, team).map_or(-1, |t| t.my_rank as c_int))
+}
+
+/// Number of PEs in `team`, or -1 (§9.4.2).
+#[no_mangle]
+pub extern "C" fn shmem_team_n_pes(team: shmem_team_t) -> c_int {
+    let call = "shmem_team_n_pes";
+    guard(call, || state(call).team(call, team).map_or(-1, |t| t.size as c_int))
+}
+
+/// `src_pe` of `src_team` in `dest_team`, or -1 (§9.4.5).
+#[no_mangle]
+pub extern "C" fn shmem_team_translate_pe(src_team: shmem_team_t, src_pe: c_int, dest_team: shmem_team_t) -> c_int {
+    let call = "shmem_team_translate_pe";
+    guard(call, || state(call).team_translate_pe(call, src_team, src_pe, dest_team))
+}
+
+/// Collective over `parent`: strided split (§9.4.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_team_split_strided(
+    parent: shmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const shmem_team_config_t,
+    config_mask: c_long, new_team: *mut shmem_team_t,
+) -> c_int {
+    let contexts = crate::plain::config_contexts(config.cast(), config_mask);
+    crate::plain::split_strided("shmem_team_split_strided", parent, start, stride, size, contexts, new_team)
+}
+
+/// Collective over `parent`: 2-D split (§9.4.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_team_split_2d(
+    parent: shmem_team_t, xrange: c_int, xaxis_config: *const shmem_team_config_t, xaxis_mask: c_long,
+    xaxis_team: *mut shmem_team_t, yaxis_config: *const shmem_team_config_t, yaxis_mask: c_long,
+    yaxis_team: *mut shmem_team_t,
+) -> c_int {
+    let contexts = (
+        crate::plain::config_contexts(xaxis_config.cast(), xaxis_mask),
+        crate::plain::config_contexts(yaxis_config.cast(), yaxis_mask),
+    );
+    crate::plain::split_2d("shmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
+}
+
+/// Writes the team's configuration (§9.4.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_team_get_config(
+    team: shmem_team_t, config_mask: c_long, config: *mut shmem_team_config_t,
+) -> c_int {
+    crate::plain::get_config("shmem_team_get_config", team, config_mask, config as *mut c_int)
+}
+
+/// Collective: destroys the team (§9.4.9).
+#[no_mangle]
+pub extern "C" fn shmem_team_destroy(team: shmem_team_t) {
+    let call = "shmem_team_destroy";
+    guard(call, || state(call).team_destroy(call, team))
+}
+
+/// Load/store address of `dest` on team PE `pe`, or NULL (§9.4.10).
+#[no_mangle]
+pub extern "C" fn shmem_team_ptr(team: shmem_team_t, dest: *const c_void, pe: c_int) -> *mut c_void {
+    let call = "shmem_team_ptr";
+    guard(call, || state(call).team_ptr(call, team, dest.cast(), pe).cast())
+}
+
+/// Synchronizes the team's PEs (§9.9.4).
+#[no_mangle]
+pub extern "C" fn shmem_team_sync(team: shmem_team_t) -> c_int {
+    let call = "shmem_team_sync";
+    guard(call, || state(call).team_sync(call, team))
 }

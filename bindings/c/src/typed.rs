@@ -4180,6 +4180,1794 @@ pub unsafe extern "C" fn ishmem_ptrdiff_test_some_vector(ivars: *mut isize, nele
     ti::test_some_vector::<isize>("ishmem_ptrdiff_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
 }
 
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_broadcast(team: c_int, dest: *mut f32, source: *const f32, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<f32>("ishmem_float_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_collect(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::collect::<f32>("ishmem_float_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_fcollect(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::fcollect::<f32>("ishmem_float_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_alltoall(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::alltoall::<f32>("ishmem_float_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_alltoalls(team: c_int, dest: *mut f32, source: *const f32, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<f32>("ishmem_float_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_max_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("ishmem_float_max_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_min_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("ishmem_float_min_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_sum_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("ishmem_float_sum_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_prod_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("ishmem_float_prod_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_sum_inscan(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::scan::<f32>("ishmem_float_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_float_sum_exscan(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::scan::<f32>("ishmem_float_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_broadcast(team: c_int, dest: *mut f64, source: *const f64, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<f64>("ishmem_double_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_collect(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::collect::<f64>("ishmem_double_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_fcollect(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::fcollect::<f64>("ishmem_double_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_alltoall(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::alltoall::<f64>("ishmem_double_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_alltoalls(team: c_int, dest: *mut f64, source: *const f64, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<f64>("ishmem_double_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_max_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("ishmem_double_max_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_min_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("ishmem_double_min_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_sum_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("ishmem_double_sum_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_prod_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("ishmem_double_prod_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_sum_inscan(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::scan::<f64>("ishmem_double_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_double_sum_exscan(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::scan::<f64>("ishmem_double_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_broadcast(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_char>("ishmem_char_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_collect(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::collect::<c_char>("ishmem_char_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_fcollect(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::fcollect::<c_char>("ishmem_char_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_alltoall(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::alltoall::<c_char>("ishmem_char_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_alltoalls(team: c_int, dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_char>("ishmem_char_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_max_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("ishmem_char_max_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_min_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("ishmem_char_min_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_sum_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("ishmem_char_sum_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_prod_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("ishmem_char_prod_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_sum_inscan(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::scan::<c_char>("ishmem_char_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_char_sum_exscan(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::scan::<c_char>("ishmem_char_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_broadcast(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_schar>("ishmem_schar_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_collect(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::collect::<c_schar>("ishmem_schar_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_fcollect(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::fcollect::<c_schar>("ishmem_schar_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_alltoall(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::alltoall::<c_schar>("ishmem_schar_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_alltoalls(team: c_int, dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_schar>("ishmem_schar_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_max_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("ishmem_schar_max_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_min_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("ishmem_schar_min_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_sum_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("ishmem_schar_sum_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_prod_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("ishmem_schar_prod_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_sum_inscan(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::scan::<c_schar>("ishmem_schar_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_sum_exscan(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::scan::<c_schar>("ishmem_schar_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_broadcast(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_short>("ishmem_short_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_collect(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::collect::<c_short>("ishmem_short_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_fcollect(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::fcollect::<c_short>("ishmem_short_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_alltoall(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::alltoall::<c_short>("ishmem_short_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_alltoalls(team: c_int, dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_short>("ishmem_short_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_max_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("ishmem_short_max_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_min_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("ishmem_short_min_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_sum_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("ishmem_short_sum_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_prod_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("ishmem_short_prod_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_sum_inscan(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::scan::<c_short>("ishmem_short_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_short_sum_exscan(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::scan::<c_short>("ishmem_short_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_broadcast(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_int>("ishmem_int_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_collect(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::collect::<c_int>("ishmem_int_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_fcollect(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::fcollect::<c_int>("ishmem_int_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_alltoall(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::alltoall::<c_int>("ishmem_int_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_alltoalls(team: c_int, dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_int>("ishmem_int_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_max_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("ishmem_int_max_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_min_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("ishmem_int_min_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_sum_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("ishmem_int_sum_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_prod_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("ishmem_int_prod_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_sum_inscan(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::scan::<c_int>("ishmem_int_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int_sum_exscan(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::scan::<c_int>("ishmem_int_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_broadcast(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_long>("ishmem_long_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_collect(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::collect::<c_long>("ishmem_long_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_fcollect(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::fcollect::<c_long>("ishmem_long_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_alltoall(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::alltoall::<c_long>("ishmem_long_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_alltoalls(team: c_int, dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_long>("ishmem_long_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_max_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("ishmem_long_max_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_min_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("ishmem_long_min_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_sum_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("ishmem_long_sum_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_prod_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("ishmem_long_prod_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_sum_inscan(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::scan::<c_long>("ishmem_long_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_long_sum_exscan(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::scan::<c_long>("ishmem_long_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_broadcast(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_longlong>("ishmem_longlong_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_collect(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::collect::<c_longlong>("ishmem_longlong_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_fcollect(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::fcollect::<c_longlong>("ishmem_longlong_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_alltoall(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::alltoall::<c_longlong>("ishmem_longlong_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_alltoalls(team: c_int, dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_longlong>("ishmem_longlong_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_max_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("ishmem_longlong_max_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_min_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("ishmem_longlong_min_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_sum_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("ishmem_longlong_sum_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_prod_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("ishmem_longlong_prod_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_sum_inscan(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::scan::<c_longlong>("ishmem_longlong_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_longlong_sum_exscan(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::scan::<c_longlong>("ishmem_longlong_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_broadcast(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_uchar>("ishmem_uchar_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_collect(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::collect::<c_uchar>("ishmem_uchar_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_fcollect(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::fcollect::<c_uchar>("ishmem_uchar_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_alltoall(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::alltoall::<c_uchar>("ishmem_uchar_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_alltoalls(team: c_int, dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_uchar>("ishmem_uchar_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_max_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("ishmem_uchar_max_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_min_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("ishmem_uchar_min_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_sum_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("ishmem_uchar_sum_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_prod_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("ishmem_uchar_prod_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_sum_inscan(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::scan::<c_uchar>("ishmem_uchar_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_sum_exscan(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::scan::<c_uchar>("ishmem_uchar_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_broadcast(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_ushort>("ishmem_ushort_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_collect(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::collect::<c_ushort>("ishmem_ushort_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_fcollect(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::fcollect::<c_ushort>("ishmem_ushort_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_alltoall(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::alltoall::<c_ushort>("ishmem_ushort_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_alltoalls(team: c_int, dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_ushort>("ishmem_ushort_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_max_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("ishmem_ushort_max_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_min_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("ishmem_ushort_min_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_sum_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("ishmem_ushort_sum_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_prod_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("ishmem_ushort_prod_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_sum_inscan(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::scan::<c_ushort>("ishmem_ushort_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_sum_exscan(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::scan::<c_ushort>("ishmem_ushort_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_broadcast(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_uint>("ishmem_uint_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_collect(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::collect::<c_uint>("ishmem_uint_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_fcollect(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::fcollect::<c_uint>("ishmem_uint_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_alltoall(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::alltoall::<c_uint>("ishmem_uint_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_alltoalls(team: c_int, dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_uint>("ishmem_uint_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_max_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("ishmem_uint_max_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_min_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("ishmem_uint_min_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_sum_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("ishmem_uint_sum_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_prod_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("ishmem_uint_prod_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_sum_inscan(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::scan::<c_uint>("ishmem_uint_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_sum_exscan(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::scan::<c_uint>("ishmem_uint_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_broadcast(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_ulong>("ishmem_ulong_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_collect(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::collect::<c_ulong>("ishmem_ulong_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_fcollect(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::fcollect::<c_ulong>("ishmem_ulong_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_alltoall(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::alltoall::<c_ulong>("ishmem_ulong_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_alltoalls(team: c_int, dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_ulong>("ishmem_ulong_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_max_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("ishmem_ulong_max_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_min_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("ishmem_ulong_min_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_sum_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("ishmem_ulong_sum_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_prod_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("ishmem_ulong_prod_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_sum_inscan(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::scan::<c_ulong>("ishmem_ulong_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_sum_exscan(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::scan::<c_ulong>("ishmem_ulong_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_broadcast(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_ulonglong>("ishmem_ulonglong_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_collect(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::collect::<c_ulonglong>("ishmem_ulonglong_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_fcollect(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::fcollect::<c_ulonglong>("ishmem_ulonglong_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_alltoall(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::alltoall::<c_ulonglong>("ishmem_ulonglong_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_alltoalls(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_ulonglong>("ishmem_ulonglong_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_max_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("ishmem_ulonglong_max_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_min_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("ishmem_ulonglong_min_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_sum_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("ishmem_ulonglong_sum_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_prod_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("ishmem_ulonglong_prod_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_sum_inscan(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::scan::<c_ulonglong>("ishmem_ulonglong_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_sum_exscan(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::scan::<c_ulonglong>("ishmem_ulonglong_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_broadcast(team: c_int, dest: *mut i8, source: *const i8, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i8>("ishmem_int8_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_collect(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::collect::<i8>("ishmem_int8_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_fcollect(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::fcollect::<i8>("ishmem_int8_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_alltoall(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::alltoall::<i8>("ishmem_int8_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_alltoalls(team: c_int, dest: *mut i8, source: *const i8, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i8>("ishmem_int8_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_max_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("ishmem_int8_max_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_min_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("ishmem_int8_min_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_sum_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("ishmem_int8_sum_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_prod_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("ishmem_int8_prod_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_sum_inscan(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::scan::<i8>("ishmem_int8_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_sum_exscan(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::scan::<i8>("ishmem_int8_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_broadcast(team: c_int, dest: *mut i16, source: *const i16, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i16>("ishmem_int16_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_collect(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::collect::<i16>("ishmem_int16_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_fcollect(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::fcollect::<i16>("ishmem_int16_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_alltoall(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::alltoall::<i16>("ishmem_int16_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_alltoalls(team: c_int, dest: *mut i16, source: *const i16, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i16>("ishmem_int16_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_max_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("ishmem_int16_max_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_min_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("ishmem_int16_min_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_sum_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("ishmem_int16_sum_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_prod_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("ishmem_int16_prod_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_sum_inscan(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::scan::<i16>("ishmem_int16_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_sum_exscan(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::scan::<i16>("ishmem_int16_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_broadcast(team: c_int, dest: *mut i32, source: *const i32, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i32>("ishmem_int32_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_collect(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::collect::<i32>("ishmem_int32_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_fcollect(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::fcollect::<i32>("ishmem_int32_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_alltoall(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::alltoall::<i32>("ishmem_int32_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_alltoalls(team: c_int, dest: *mut i32, source: *const i32, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i32>("ishmem_int32_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_max_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("ishmem_int32_max_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_min_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("ishmem_int32_min_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_sum_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("ishmem_int32_sum_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_prod_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("ishmem_int32_prod_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_sum_inscan(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::scan::<i32>("ishmem_int32_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_sum_exscan(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::scan::<i32>("ishmem_int32_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_broadcast(team: c_int, dest: *mut i64, source: *const i64, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i64>("ishmem_int64_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_collect(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::collect::<i64>("ishmem_int64_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_fcollect(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::fcollect::<i64>("ishmem_int64_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_alltoall(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::alltoall::<i64>("ishmem_int64_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_alltoalls(team: c_int, dest: *mut i64, source: *const i64, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i64>("ishmem_int64_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_max_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("ishmem_int64_max_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_min_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("ishmem_int64_min_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_sum_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("ishmem_int64_sum_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_prod_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("ishmem_int64_prod_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_sum_inscan(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::scan::<i64>("ishmem_int64_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_sum_exscan(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::scan::<i64>("ishmem_int64_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_broadcast(team: c_int, dest: *mut u8, source: *const u8, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u8>("ishmem_uint8_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_collect(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::collect::<u8>("ishmem_uint8_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_fcollect(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::fcollect::<u8>("ishmem_uint8_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_alltoall(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::alltoall::<u8>("ishmem_uint8_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_alltoalls(team: c_int, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u8>("ishmem_uint8_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_max_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("ishmem_uint8_max_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_min_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("ishmem_uint8_min_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_sum_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("ishmem_uint8_sum_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_prod_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("ishmem_uint8_prod_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_sum_inscan(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::scan::<u8>("ishmem_uint8_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_sum_exscan(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::scan::<u8>("ishmem_uint8_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_broadcast(team: c_int, dest: *mut u16, source: *const u16, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u16>("ishmem_uint16_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_collect(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::collect::<u16>("ishmem_uint16_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_fcollect(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::fcollect::<u16>("ishmem_uint16_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_alltoall(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::alltoall::<u16>("ishmem_uint16_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_alltoalls(team: c_int, dest: *mut u16, source: *const u16, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u16>("ishmem_uint16_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_max_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("ishmem_uint16_max_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_min_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("ishmem_uint16_min_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_sum_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("ishmem_uint16_sum_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_prod_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("ishmem_uint16_prod_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_sum_inscan(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::scan::<u16>("ishmem_uint16_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_sum_exscan(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::scan::<u16>("ishmem_uint16_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_broadcast(team: c_int, dest: *mut u32, source: *const u32, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u32>("ishmem_uint32_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_collect(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::collect::<u32>("ishmem_uint32_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_fcollect(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::fcollect::<u32>("ishmem_uint32_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_alltoall(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::alltoall::<u32>("ishmem_uint32_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_alltoalls(team: c_int, dest: *mut u32, source: *const u32, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u32>("ishmem_uint32_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_max_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("ishmem_uint32_max_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_min_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("ishmem_uint32_min_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_sum_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("ishmem_uint32_sum_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_prod_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("ishmem_uint32_prod_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_sum_inscan(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::scan::<u32>("ishmem_uint32_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_sum_exscan(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::scan::<u32>("ishmem_uint32_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_broadcast(team: c_int, dest: *mut u64, source: *const u64, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u64>("ishmem_uint64_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_collect(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::collect::<u64>("ishmem_uint64_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_fcollect(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::fcollect::<u64>("ishmem_uint64_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_alltoall(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::alltoall::<u64>("ishmem_uint64_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_alltoalls(team: c_int, dest: *mut u64, source: *const u64, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u64>("ishmem_uint64_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_max_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("ishmem_uint64_max_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_min_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("ishmem_uint64_min_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_sum_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("ishmem_uint64_sum_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_prod_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("ishmem_uint64_prod_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_sum_inscan(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::scan::<u64>("ishmem_uint64_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_sum_exscan(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::scan::<u64>("ishmem_uint64_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_broadcast(team: c_int, dest: *mut usize, source: *const usize, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<usize>("ishmem_size_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_collect(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::collect::<usize>("ishmem_size_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_fcollect(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::fcollect::<usize>("ishmem_size_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_alltoall(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::alltoall::<usize>("ishmem_size_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_alltoalls(team: c_int, dest: *mut usize, source: *const usize, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<usize>("ishmem_size_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_max_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("ishmem_size_max_reduce", team, dest, source, nreduce, <usize as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_min_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("ishmem_size_min_reduce", team, dest, source, nreduce, <usize as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_sum_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("ishmem_size_sum_reduce", team, dest, source, nreduce, <usize as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_prod_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("ishmem_size_prod_reduce", team, dest, source, nreduce, <usize as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_sum_inscan(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::scan::<usize>("ishmem_size_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_sum_exscan(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::scan::<usize>("ishmem_size_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_broadcast(team: c_int, dest: *mut isize, source: *const isize, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<isize>("ishmem_ptrdiff_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_collect(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::collect::<isize>("ishmem_ptrdiff_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_fcollect(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::fcollect::<isize>("ishmem_ptrdiff_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_alltoall(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::alltoall::<isize>("ishmem_ptrdiff_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_alltoalls(team: c_int, dest: *mut isize, source: *const isize, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<isize>("ishmem_ptrdiff_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_max_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("ishmem_ptrdiff_max_reduce", team, dest, source, nreduce, <isize as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_min_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("ishmem_ptrdiff_min_reduce", team, dest, source, nreduce, <isize as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_sum_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("ishmem_ptrdiff_sum_reduce", team, dest, source, nreduce, <isize as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_prod_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("ishmem_ptrdiff_prod_reduce", team, dest, source, nreduce, <isize as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_sum_inscan(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::scan::<isize>("ishmem_ptrdiff_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ptrdiff_sum_exscan(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::scan::<isize>("ishmem_ptrdiff_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_and_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("ishmem_schar_and_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_or_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("ishmem_schar_or_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_schar_xor_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("ishmem_schar_xor_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_and_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("ishmem_uchar_and_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_or_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("ishmem_uchar_or_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uchar_xor_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("ishmem_uchar_xor_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_and_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("ishmem_ushort_and_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_or_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("ishmem_ushort_or_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ushort_xor_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("ishmem_ushort_xor_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_and_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("ishmem_uint_and_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_or_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("ishmem_uint_or_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint_xor_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("ishmem_uint_xor_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_and_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("ishmem_ulong_and_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_or_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("ishmem_ulong_or_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulong_xor_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("ishmem_ulong_xor_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_and_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("ishmem_ulonglong_and_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_or_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("ishmem_ulonglong_or_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_ulonglong_xor_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("ishmem_ulonglong_xor_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_and_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("ishmem_int8_and_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_or_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("ishmem_int8_or_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int8_xor_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("ishmem_int8_xor_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_and_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("ishmem_int16_and_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_or_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("ishmem_int16_or_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int16_xor_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("ishmem_int16_xor_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_and_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("ishmem_int32_and_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_or_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("ishmem_int32_or_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int32_xor_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("ishmem_int32_xor_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_and_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("ishmem_int64_and_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_or_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("ishmem_int64_or_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_int64_xor_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("ishmem_int64_xor_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_and_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("ishmem_uint8_and_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_or_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("ishmem_uint8_or_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint8_xor_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("ishmem_uint8_xor_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_and_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("ishmem_uint16_and_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_or_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("ishmem_uint16_or_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint16_xor_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("ishmem_uint16_xor_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_and_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("ishmem_uint32_and_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_or_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("ishmem_uint32_or_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint32_xor_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("ishmem_uint32_xor_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_and_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("ishmem_uint64_and_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_or_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("ishmem_uint64_or_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_uint64_xor_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("ishmem_uint64_xor_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_and_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("ishmem_size_and_reduce", team, dest, source, nreduce, <usize as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_or_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("ishmem_size_or_reduce", team, dest, source, nreduce, <usize as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_size_xor_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("ishmem_size_xor_reduce", team, dest, source, nreduce, <usize as ti::Bits>::xor)
+}
+
 /// Put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
@@ -4514,6 +6302,36 @@ pub unsafe extern "C" fn ishmem_putmem_signal(dest: *mut c_void, source: *const 
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_putmem_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u8>("ishmem_putmem_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// broadcast of nelems bytes (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_broadcastmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u8>("ishmem_broadcastmem", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// collect of nelems bytes per member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_collectmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int {
+    ti::collect::<u8>("ishmem_collectmem", team, dest.cast(), source.cast(), nelems)
+}
+
+/// fcollect of nelems bytes per member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_fcollectmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int {
+    ti::fcollect::<u8>("ishmem_fcollectmem", team, dest.cast(), source.cast(), nelems)
+}
+
+/// alltoall of nelems-byte blocks (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_alltoallmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int {
+    ti::alltoall::<u8>("ishmem_alltoallmem", team, dest.cast(), source.cast(), nelems)
+}
+
+/// alltoalls of bytes; strides in bytes (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_alltoallsmem(team: c_int, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u8>("ishmem_alltoallsmem", team, dest.cast(), source.cast(), dst, sst, nelems)
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -8686,6 +10504,1794 @@ pub unsafe extern "C" fn shmem_ptrdiff_test_some_vector(ivars: *mut isize, nelem
     ti::test_some_vector::<isize>("shmem_ptrdiff_test_some_vector", ivars, nelems, indices, status, cmp, cmp_values)
 }
 
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_broadcast(team: c_int, dest: *mut f32, source: *const f32, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<f32>("shmem_float_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_collect(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::collect::<f32>("shmem_float_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_fcollect(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::fcollect::<f32>("shmem_float_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_alltoall(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::alltoall::<f32>("shmem_float_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_alltoalls(team: c_int, dest: *mut f32, source: *const f32, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<f32>("shmem_float_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_max_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("shmem_float_max_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_min_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("shmem_float_min_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_sum_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("shmem_float_sum_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_prod_reduce(team: c_int, dest: *mut f32, source: *const f32, nreduce: usize) -> c_int {
+    ti::reduce::<f32>("shmem_float_prod_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_float_sum_inscan(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::scan::<f32>("shmemx_float_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_float_sum_exscan(team: c_int, dest: *mut f32, source: *const f32, nelems: usize) -> c_int {
+    ti::scan::<f32>("shmemx_float_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_broadcast(team: c_int, dest: *mut f64, source: *const f64, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<f64>("shmem_double_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_collect(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::collect::<f64>("shmem_double_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_fcollect(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::fcollect::<f64>("shmem_double_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_alltoall(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::alltoall::<f64>("shmem_double_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_alltoalls(team: c_int, dest: *mut f64, source: *const f64, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<f64>("shmem_double_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_max_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("shmem_double_max_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_min_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("shmem_double_min_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_sum_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("shmem_double_sum_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_prod_reduce(team: c_int, dest: *mut f64, source: *const f64, nreduce: usize) -> c_int {
+    ti::reduce::<f64>("shmem_double_prod_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_double_sum_inscan(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::scan::<f64>("shmemx_double_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_double_sum_exscan(team: c_int, dest: *mut f64, source: *const f64, nelems: usize) -> c_int {
+    ti::scan::<f64>("shmemx_double_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_broadcast(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_char>("shmem_char_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_collect(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::collect::<c_char>("shmem_char_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_fcollect(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::fcollect::<c_char>("shmem_char_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_alltoall(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::alltoall::<c_char>("shmem_char_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_alltoalls(team: c_int, dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_char>("shmem_char_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_max_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("shmem_char_max_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_min_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("shmem_char_min_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_sum_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("shmem_char_sum_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_prod_reduce(team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize) -> c_int {
+    ti::reduce::<c_char>("shmem_char_prod_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_char_sum_inscan(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::scan::<c_char>("shmemx_char_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_char_sum_exscan(team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize) -> c_int {
+    ti::scan::<c_char>("shmemx_char_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_broadcast(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_schar>("shmem_schar_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_collect(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::collect::<c_schar>("shmem_schar_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_fcollect(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::fcollect::<c_schar>("shmem_schar_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_alltoall(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::alltoall::<c_schar>("shmem_schar_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_alltoalls(team: c_int, dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_schar>("shmem_schar_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_max_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("shmem_schar_max_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_min_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("shmem_schar_min_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_sum_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("shmem_schar_sum_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_prod_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("shmem_schar_prod_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_schar_sum_inscan(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::scan::<c_schar>("shmemx_schar_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_schar_sum_exscan(team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize) -> c_int {
+    ti::scan::<c_schar>("shmemx_schar_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_broadcast(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_short>("shmem_short_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_collect(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::collect::<c_short>("shmem_short_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_fcollect(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::fcollect::<c_short>("shmem_short_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_alltoall(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::alltoall::<c_short>("shmem_short_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_alltoalls(team: c_int, dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_short>("shmem_short_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_max_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("shmem_short_max_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_min_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("shmem_short_min_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_sum_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("shmem_short_sum_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_prod_reduce(team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize) -> c_int {
+    ti::reduce::<c_short>("shmem_short_prod_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_short_sum_inscan(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::scan::<c_short>("shmemx_short_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_short_sum_exscan(team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize) -> c_int {
+    ti::scan::<c_short>("shmemx_short_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_broadcast(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_int>("shmem_int_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_collect(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::collect::<c_int>("shmem_int_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_fcollect(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::fcollect::<c_int>("shmem_int_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_alltoall(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::alltoall::<c_int>("shmem_int_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_alltoalls(team: c_int, dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_int>("shmem_int_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_max_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("shmem_int_max_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_min_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("shmem_int_min_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_sum_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("shmem_int_sum_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_prod_reduce(team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize) -> c_int {
+    ti::reduce::<c_int>("shmem_int_prod_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int_sum_inscan(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::scan::<c_int>("shmemx_int_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int_sum_exscan(team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize) -> c_int {
+    ti::scan::<c_int>("shmemx_int_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_broadcast(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_long>("shmem_long_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_collect(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::collect::<c_long>("shmem_long_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_fcollect(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::fcollect::<c_long>("shmem_long_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_alltoall(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::alltoall::<c_long>("shmem_long_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_alltoalls(team: c_int, dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_long>("shmem_long_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_max_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("shmem_long_max_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_min_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("shmem_long_min_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_sum_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("shmem_long_sum_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_prod_reduce(team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize) -> c_int {
+    ti::reduce::<c_long>("shmem_long_prod_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_long_sum_inscan(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::scan::<c_long>("shmemx_long_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_long_sum_exscan(team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize) -> c_int {
+    ti::scan::<c_long>("shmemx_long_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_broadcast(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_longlong>("shmem_longlong_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_collect(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::collect::<c_longlong>("shmem_longlong_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_fcollect(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::fcollect::<c_longlong>("shmem_longlong_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_alltoall(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::alltoall::<c_longlong>("shmem_longlong_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_alltoalls(team: c_int, dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_longlong>("shmem_longlong_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_max_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("shmem_longlong_max_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_min_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("shmem_longlong_min_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_sum_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("shmem_longlong_sum_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_prod_reduce(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize) -> c_int {
+    ti::reduce::<c_longlong>("shmem_longlong_prod_reduce", team, dest, source, nreduce, <c_longlong as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_longlong_sum_inscan(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::scan::<c_longlong>("shmemx_longlong_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_longlong_sum_exscan(team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize) -> c_int {
+    ti::scan::<c_longlong>("shmemx_longlong_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_broadcast(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_uchar>("shmem_uchar_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_collect(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::collect::<c_uchar>("shmem_uchar_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_fcollect(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::fcollect::<c_uchar>("shmem_uchar_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_alltoall(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::alltoall::<c_uchar>("shmem_uchar_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_alltoalls(team: c_int, dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_uchar>("shmem_uchar_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_max_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("shmem_uchar_max_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_min_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("shmem_uchar_min_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_sum_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("shmem_uchar_sum_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_prod_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("shmem_uchar_prod_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uchar_sum_inscan(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::scan::<c_uchar>("shmemx_uchar_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uchar_sum_exscan(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize) -> c_int {
+    ti::scan::<c_uchar>("shmemx_uchar_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_broadcast(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_ushort>("shmem_ushort_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_collect(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::collect::<c_ushort>("shmem_ushort_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_fcollect(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::fcollect::<c_ushort>("shmem_ushort_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_alltoall(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::alltoall::<c_ushort>("shmem_ushort_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_alltoalls(team: c_int, dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_ushort>("shmem_ushort_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_max_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("shmem_ushort_max_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_min_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("shmem_ushort_min_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_sum_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("shmem_ushort_sum_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_prod_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("shmem_ushort_prod_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ushort_sum_inscan(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::scan::<c_ushort>("shmemx_ushort_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ushort_sum_exscan(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize) -> c_int {
+    ti::scan::<c_ushort>("shmemx_ushort_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_broadcast(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_uint>("shmem_uint_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_collect(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::collect::<c_uint>("shmem_uint_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_fcollect(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::fcollect::<c_uint>("shmem_uint_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_alltoall(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::alltoall::<c_uint>("shmem_uint_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_alltoalls(team: c_int, dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_uint>("shmem_uint_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_max_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("shmem_uint_max_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_min_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("shmem_uint_min_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_sum_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("shmem_uint_sum_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_prod_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("shmem_uint_prod_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint_sum_inscan(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::scan::<c_uint>("shmemx_uint_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint_sum_exscan(team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize) -> c_int {
+    ti::scan::<c_uint>("shmemx_uint_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_broadcast(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_ulong>("shmem_ulong_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_collect(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::collect::<c_ulong>("shmem_ulong_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_fcollect(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::fcollect::<c_ulong>("shmem_ulong_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_alltoall(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::alltoall::<c_ulong>("shmem_ulong_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_alltoalls(team: c_int, dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_ulong>("shmem_ulong_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_max_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("shmem_ulong_max_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_min_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("shmem_ulong_min_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_sum_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("shmem_ulong_sum_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_prod_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("shmem_ulong_prod_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ulong_sum_inscan(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::scan::<c_ulong>("shmemx_ulong_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ulong_sum_exscan(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize) -> c_int {
+    ti::scan::<c_ulong>("shmemx_ulong_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_broadcast(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<c_ulonglong>("shmem_ulonglong_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_collect(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::collect::<c_ulonglong>("shmem_ulonglong_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_fcollect(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::fcollect::<c_ulonglong>("shmem_ulonglong_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_alltoall(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::alltoall::<c_ulonglong>("shmem_ulonglong_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_alltoalls(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<c_ulonglong>("shmem_ulonglong_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_max_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("shmem_ulonglong_max_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_min_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("shmem_ulonglong_min_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_sum_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("shmem_ulonglong_sum_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_prod_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("shmem_ulonglong_prod_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ulonglong_sum_inscan(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::scan::<c_ulonglong>("shmemx_ulonglong_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ulonglong_sum_exscan(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize) -> c_int {
+    ti::scan::<c_ulonglong>("shmemx_ulonglong_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_broadcast(team: c_int, dest: *mut i8, source: *const i8, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i8>("shmem_int8_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_collect(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::collect::<i8>("shmem_int8_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_fcollect(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::fcollect::<i8>("shmem_int8_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_alltoall(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::alltoall::<i8>("shmem_int8_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_alltoalls(team: c_int, dest: *mut i8, source: *const i8, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i8>("shmem_int8_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_max_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("shmem_int8_max_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_min_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("shmem_int8_min_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_sum_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("shmem_int8_sum_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_prod_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("shmem_int8_prod_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int8_sum_inscan(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::scan::<i8>("shmemx_int8_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int8_sum_exscan(team: c_int, dest: *mut i8, source: *const i8, nelems: usize) -> c_int {
+    ti::scan::<i8>("shmemx_int8_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_broadcast(team: c_int, dest: *mut i16, source: *const i16, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i16>("shmem_int16_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_collect(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::collect::<i16>("shmem_int16_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_fcollect(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::fcollect::<i16>("shmem_int16_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_alltoall(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::alltoall::<i16>("shmem_int16_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_alltoalls(team: c_int, dest: *mut i16, source: *const i16, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i16>("shmem_int16_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_max_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("shmem_int16_max_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_min_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("shmem_int16_min_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_sum_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("shmem_int16_sum_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_prod_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("shmem_int16_prod_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int16_sum_inscan(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::scan::<i16>("shmemx_int16_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int16_sum_exscan(team: c_int, dest: *mut i16, source: *const i16, nelems: usize) -> c_int {
+    ti::scan::<i16>("shmemx_int16_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_broadcast(team: c_int, dest: *mut i32, source: *const i32, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i32>("shmem_int32_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_collect(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::collect::<i32>("shmem_int32_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_fcollect(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::fcollect::<i32>("shmem_int32_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_alltoall(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::alltoall::<i32>("shmem_int32_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_alltoalls(team: c_int, dest: *mut i32, source: *const i32, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i32>("shmem_int32_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_max_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("shmem_int32_max_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_min_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("shmem_int32_min_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_sum_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("shmem_int32_sum_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_prod_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("shmem_int32_prod_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int32_sum_inscan(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::scan::<i32>("shmemx_int32_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int32_sum_exscan(team: c_int, dest: *mut i32, source: *const i32, nelems: usize) -> c_int {
+    ti::scan::<i32>("shmemx_int32_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_broadcast(team: c_int, dest: *mut i64, source: *const i64, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<i64>("shmem_int64_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_collect(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::collect::<i64>("shmem_int64_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_fcollect(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::fcollect::<i64>("shmem_int64_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_alltoall(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::alltoall::<i64>("shmem_int64_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_alltoalls(team: c_int, dest: *mut i64, source: *const i64, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<i64>("shmem_int64_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_max_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("shmem_int64_max_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_min_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("shmem_int64_min_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_sum_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("shmem_int64_sum_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_prod_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("shmem_int64_prod_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int64_sum_inscan(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::scan::<i64>("shmemx_int64_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_int64_sum_exscan(team: c_int, dest: *mut i64, source: *const i64, nelems: usize) -> c_int {
+    ti::scan::<i64>("shmemx_int64_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_broadcast(team: c_int, dest: *mut u8, source: *const u8, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u8>("shmem_uint8_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_collect(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::collect::<u8>("shmem_uint8_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_fcollect(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::fcollect::<u8>("shmem_uint8_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_alltoall(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::alltoall::<u8>("shmem_uint8_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_alltoalls(team: c_int, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u8>("shmem_uint8_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_max_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("shmem_uint8_max_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_min_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("shmem_uint8_min_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_sum_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("shmem_uint8_sum_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_prod_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("shmem_uint8_prod_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint8_sum_inscan(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::scan::<u8>("shmemx_uint8_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint8_sum_exscan(team: c_int, dest: *mut u8, source: *const u8, nelems: usize) -> c_int {
+    ti::scan::<u8>("shmemx_uint8_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_broadcast(team: c_int, dest: *mut u16, source: *const u16, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u16>("shmem_uint16_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_collect(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::collect::<u16>("shmem_uint16_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_fcollect(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::fcollect::<u16>("shmem_uint16_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_alltoall(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::alltoall::<u16>("shmem_uint16_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_alltoalls(team: c_int, dest: *mut u16, source: *const u16, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u16>("shmem_uint16_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_max_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("shmem_uint16_max_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_min_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("shmem_uint16_min_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_sum_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("shmem_uint16_sum_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_prod_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("shmem_uint16_prod_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint16_sum_inscan(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::scan::<u16>("shmemx_uint16_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint16_sum_exscan(team: c_int, dest: *mut u16, source: *const u16, nelems: usize) -> c_int {
+    ti::scan::<u16>("shmemx_uint16_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_broadcast(team: c_int, dest: *mut u32, source: *const u32, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u32>("shmem_uint32_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_collect(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::collect::<u32>("shmem_uint32_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_fcollect(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::fcollect::<u32>("shmem_uint32_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_alltoall(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::alltoall::<u32>("shmem_uint32_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_alltoalls(team: c_int, dest: *mut u32, source: *const u32, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u32>("shmem_uint32_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_max_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("shmem_uint32_max_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_min_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("shmem_uint32_min_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_sum_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("shmem_uint32_sum_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_prod_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("shmem_uint32_prod_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint32_sum_inscan(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::scan::<u32>("shmemx_uint32_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint32_sum_exscan(team: c_int, dest: *mut u32, source: *const u32, nelems: usize) -> c_int {
+    ti::scan::<u32>("shmemx_uint32_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_broadcast(team: c_int, dest: *mut u64, source: *const u64, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u64>("shmem_uint64_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_collect(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::collect::<u64>("shmem_uint64_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_fcollect(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::fcollect::<u64>("shmem_uint64_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_alltoall(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::alltoall::<u64>("shmem_uint64_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_alltoalls(team: c_int, dest: *mut u64, source: *const u64, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u64>("shmem_uint64_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_max_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("shmem_uint64_max_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_min_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("shmem_uint64_min_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_sum_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("shmem_uint64_sum_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_prod_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("shmem_uint64_prod_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint64_sum_inscan(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::scan::<u64>("shmemx_uint64_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_uint64_sum_exscan(team: c_int, dest: *mut u64, source: *const u64, nelems: usize) -> c_int {
+    ti::scan::<u64>("shmemx_uint64_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_broadcast(team: c_int, dest: *mut usize, source: *const usize, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<usize>("shmem_size_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_collect(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::collect::<usize>("shmem_size_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_fcollect(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::fcollect::<usize>("shmem_size_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_alltoall(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::alltoall::<usize>("shmem_size_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_alltoalls(team: c_int, dest: *mut usize, source: *const usize, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<usize>("shmem_size_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_max_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("shmem_size_max_reduce", team, dest, source, nreduce, <usize as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_min_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("shmem_size_min_reduce", team, dest, source, nreduce, <usize as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_sum_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("shmem_size_sum_reduce", team, dest, source, nreduce, <usize as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_prod_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("shmem_size_prod_reduce", team, dest, source, nreduce, <usize as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_size_sum_inscan(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::scan::<usize>("shmemx_size_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_size_sum_exscan(team: c_int, dest: *mut usize, source: *const usize, nelems: usize) -> c_int {
+    ti::scan::<usize>("shmemx_size_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_broadcast(team: c_int, dest: *mut isize, source: *const isize, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<isize>("shmem_ptrdiff_broadcast", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_collect(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::collect::<isize>("shmem_ptrdiff_collect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_fcollect(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::fcollect::<isize>("shmem_ptrdiff_fcollect", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Block j of source goes to block (my team PE) of dest on member j (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_alltoall(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::alltoall::<isize>("shmem_ptrdiff_alltoall", team, dest.cast(), source.cast(), nelems)
+}
+
+/// Strided alltoall; strides in elements (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_alltoalls(team: c_int, dest: *mut isize, source: *const isize, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<isize>("shmem_ptrdiff_alltoalls", team, dest.cast(), source.cast(), dst, sst, nelems)
+}
+
+/// Element-wise maximum over the team; dest may equal source (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_max_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("shmem_ptrdiff_max_reduce", team, dest, source, nreduce, <isize as ti::Arith>::max)
+}
+
+/// Element-wise minimum over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_min_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("shmem_ptrdiff_min_reduce", team, dest, source, nreduce, <isize as ti::Arith>::min)
+}
+
+/// Element-wise sum over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_sum_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("shmem_ptrdiff_sum_reduce", team, dest, source, nreduce, <isize as ti::Arith>::add)
+}
+
+/// Element-wise product over the team, in team order (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_prod_reduce(team: c_int, dest: *mut isize, source: *const isize, nreduce: usize) -> c_int {
+    ti::reduce::<isize>("shmem_ptrdiff_prod_reduce", team, dest, source, nreduce, <isize as ti::Arith>::mul)
+}
+
+/// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ptrdiff_sum_inscan(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::scan::<isize>("shmemx_ptrdiff_sum_inscan", team, dest, source, nelems, false)
+}
+
+/// Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).
+#[no_mangle]
+pub unsafe extern "C" fn shmemx_ptrdiff_sum_exscan(team: c_int, dest: *mut isize, source: *const isize, nelems: usize) -> c_int {
+    ti::scan::<isize>("shmemx_ptrdiff_sum_exscan", team, dest, source, nelems, true)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_and_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("shmem_schar_and_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_or_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("shmem_schar_or_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_xor_reduce(team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize) -> c_int {
+    ti::reduce::<c_schar>("shmem_schar_xor_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_and_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("shmem_uchar_and_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_or_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("shmem_uchar_or_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_xor_reduce(team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize) -> c_int {
+    ti::reduce::<c_uchar>("shmem_uchar_xor_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_and_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("shmem_ushort_and_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_or_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("shmem_ushort_or_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_xor_reduce(team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize) -> c_int {
+    ti::reduce::<c_ushort>("shmem_ushort_xor_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_and_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("shmem_uint_and_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_or_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("shmem_uint_or_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_xor_reduce(team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize) -> c_int {
+    ti::reduce::<c_uint>("shmem_uint_xor_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_and_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("shmem_ulong_and_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_or_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("shmem_ulong_or_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_xor_reduce(team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulong>("shmem_ulong_xor_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_and_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("shmem_ulonglong_and_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_or_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("shmem_ulonglong_or_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_xor_reduce(team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize) -> c_int {
+    ti::reduce::<c_ulonglong>("shmem_ulonglong_xor_reduce", team, dest, source, nreduce, <c_ulonglong as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_and_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("shmem_int8_and_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_or_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("shmem_int8_or_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_xor_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
+    ti::reduce::<i8>("shmem_int8_xor_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_and_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("shmem_int16_and_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_or_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("shmem_int16_or_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_xor_reduce(team: c_int, dest: *mut i16, source: *const i16, nreduce: usize) -> c_int {
+    ti::reduce::<i16>("shmem_int16_xor_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_and_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("shmem_int32_and_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_or_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("shmem_int32_or_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_xor_reduce(team: c_int, dest: *mut i32, source: *const i32, nreduce: usize) -> c_int {
+    ti::reduce::<i32>("shmem_int32_xor_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_and_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("shmem_int64_and_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_or_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("shmem_int64_or_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_xor_reduce(team: c_int, dest: *mut i64, source: *const i64, nreduce: usize) -> c_int {
+    ti::reduce::<i64>("shmem_int64_xor_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_and_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("shmem_uint8_and_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_or_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("shmem_uint8_or_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_xor_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
+    ti::reduce::<u8>("shmem_uint8_xor_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_and_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("shmem_uint16_and_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_or_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("shmem_uint16_or_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_xor_reduce(team: c_int, dest: *mut u16, source: *const u16, nreduce: usize) -> c_int {
+    ti::reduce::<u16>("shmem_uint16_xor_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_and_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("shmem_uint32_and_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_or_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("shmem_uint32_or_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_xor_reduce(team: c_int, dest: *mut u32, source: *const u32, nreduce: usize) -> c_int {
+    ti::reduce::<u32>("shmem_uint32_xor_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_and_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("shmem_uint64_and_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_or_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("shmem_uint64_or_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_xor_reduce(team: c_int, dest: *mut u64, source: *const u64, nreduce: usize) -> c_int {
+    ti::reduce::<u64>("shmem_uint64_xor_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::xor)
+}
+
+/// Element-wise bitwise AND over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_and_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("shmem_size_and_reduce", team, dest, source, nreduce, <usize as ti::Bits>::and)
+}
+
+/// Element-wise bitwise OR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_or_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("shmem_size_or_reduce", team, dest, source, nreduce, <usize as ti::Bits>::or)
+}
+
+/// Element-wise bitwise XOR over the team (§9.9.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_xor_reduce(team: c_int, dest: *mut usize, source: *const usize, nreduce: usize) -> c_int {
+    ti::reduce::<usize>("shmem_size_xor_reduce", team, dest, source, nreduce, <usize as ti::Bits>::xor)
+}
+
 /// Put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
@@ -9020,5 +12626,35 @@ pub unsafe extern "C" fn shmem_putmem_signal(dest: *mut c_void, source: *const c
 #[no_mangle]
 pub unsafe extern "C" fn shmem_putmem_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u8>("shmem_putmem_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// broadcast of nelems bytes (§9.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_broadcastmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, PE_root: c_int) -> c_int {
+    ti::broadcast::<u8>("shmem_broadcastmem", team, dest.cast(), source.cast(), nelems, PE_root)
+}
+
+/// collect of nelems bytes per member (§9.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_collectmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int {
+    ti::collect::<u8>("shmem_collectmem", team, dest.cast(), source.cast(), nelems)
+}
+
+/// fcollect of nelems bytes per member (§9.9.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_fcollectmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int {
+    ti::fcollect::<u8>("shmem_fcollectmem", team, dest.cast(), source.cast(), nelems)
+}
+
+/// alltoall of nelems-byte blocks (§9.9.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoallmem(team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize) -> c_int {
+    ti::alltoall::<u8>("shmem_alltoallmem", team, dest.cast(), source.cast(), nelems)
+}
+
+/// alltoalls of bytes; strides in bytes (§9.9.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoallsmem(team: c_int, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize) -> c_int {
+    ti::alltoalls::<u8>("shmem_alltoallsmem", team, dest.cast(), source.cast(), dst, sst, nelems)
 }
 

@@ -229,3 +229,93 @@ pub unsafe fn test_some_vector<T: Copy + PartialOrd>(
 ) -> usize {
     many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), false)
 }
+
+// ----- collectives ----------------------------------------------------------
+
+/// Arithmetic of the reduction types: wrapping for integers, IEEE for
+/// floating point.
+pub trait Arith: Copy {
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn min(self, o: Self) -> Self;
+}
+
+/// Bitwise operations of the integer reduction types.
+pub trait Bits: Copy {
+    fn and(self, o: Self) -> Self;
+    fn or(self, o: Self) -> Self;
+    fn xor(self, o: Self) -> Self;
+}
+
+macro_rules! int_ops {
+    ($($t:ty),*) => { $(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            #[inline(always)] fn max(self, o: Self) -> Self { Ord::max(self, o) }
+            #[inline(always)] fn min(self, o: Self) -> Self { Ord::min(self, o) }
+        }
+        impl Bits for $t {
+            #[inline(always)] fn and(self, o: Self) -> Self { self & o }
+            #[inline(always)] fn or(self, o: Self) -> Self { self | o }
+            #[inline(always)] fn xor(self, o: Self) -> Self { self ^ o }
+        }
+    )* };
+}
+int_ops!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+macro_rules! float_ops {
+    ($($t:ty),*) => { $(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn max(self, o: Self) -> Self { if o > self { o } else { self } }
+            #[inline(always)] fn min(self, o: Self) -> Self { if o < self { o } else { self } }
+        }
+    )* };
+}
+float_ops!(f32, f64);
+
+#[inline(always)]
+pub unsafe fn reduce<T: Copy>(
+    call: &'static str, team: c_int, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
+) -> c_int {
+    guard(call, || state(call).reduce(call, team, dest, source, nreduce, op))
+}
+
+#[inline(always)]
+pub unsafe fn scan<T: Arith>(
+    call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize, exclusive: bool,
+) -> c_int {
+    guard(call, || state(call).sum_scan(call, team, dest, source, nelems, exclusive, zero(), T::add))
+}
+
+#[inline(always)]
+pub unsafe fn broadcast<T>(
+    call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize, root: c_int,
+) -> c_int {
+    guard(call, || state(call).broadcast(call, team, dest.cast(), source.cast(), bytes::<T>(call, nelems), root))
+}
+
+#[inline(always)]
+pub unsafe fn fcollect<T>(call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize) -> c_int {
+    guard(call, || state(call).fcollect(call, team, dest.cast(), source.cast(), bytes::<T>(call, nelems)))
+}
+
+#[inline(always)]
+pub unsafe fn collect<T>(call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize) -> c_int {
+    guard(call, || state(call).collect(call, team, dest.cast(), source.cast(), nelems, size_of::<T>()))
+}
+
+#[inline(always)]
+pub unsafe fn alltoall<T>(call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize) -> c_int {
+    guard(call, || state(call).alltoalls(call, team, dest.cast(), source.cast(), 1, 1, nelems, size_of::<T>()))
+}
+
+#[inline(always)]
+pub unsafe fn alltoalls<T>(
+    call: &'static str, team: c_int, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize,
+) -> c_int {
+    guard(call, || state(call).alltoalls(call, team, dest.cast(), source.cast(), dst, sst, nelems, size_of::<T>()))
+}

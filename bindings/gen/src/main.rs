@@ -34,11 +34,14 @@ enum K {
     PtrU64,
     CPtrInt,
     PtrSize,
+    /// the family's team handle type
+    Team,
 }
 
-fn c_kind(k: K, t: Option<&str>) -> String {
+fn c_kind(k: K, t: Option<&str>, f: &Family) -> String {
     let t = t.unwrap_or("void");
     match k {
+        K::Team => f.team_ty.into(),
         K::Ptr => format!("{t} *"),
         K::CPtr => format!("const {t} *"),
         K::Val => t.to_string(),
@@ -66,6 +69,7 @@ fn rust_kind(k: K, r: &str, void: bool) -> String {
         K::PtrU64 => "*mut u64".into(),
         K::CPtrInt => "*const c_int".into(),
         K::PtrSize => "*mut usize".into(),
+        K::Team => "c_int".into(),
     }
 }
 
@@ -153,6 +157,11 @@ const MEM_OPS: &[Op] = &[
     op("{P}_getmem_nbi", CONTIG, None, GET, "Non-blocking getmem.", None),
     op("{P}_putmem_signal", SIGNAL, None, PUT_SIGNAL, "put_signal of nelems bytes.", None),
     op("{P}_putmem_signal_nbi", SIGNAL, None, PUT_SIGNAL, "Non-blocking putmem_signal.", None),
+    op("{P}_broadcastmem", TBCAST, Some(K::Int), BCAST, "broadcast of nelems bytes (§9.9.6).", None),
+    op("{P}_collectmem", TCOLL, Some(K::Int), COLLECT, "collect of nelems bytes per member (§9.9.7).", None),
+    op("{P}_fcollectmem", TCOLL, Some(K::Int), FCOLLECT, "fcollect of nelems bytes per member (§9.9.8).", None),
+    op("{P}_alltoallmem", TCOLL, Some(K::Int), ALLTOALL, "alltoall of nelems-byte blocks (§9.9.9).", None),
+    op("{P}_alltoallsmem", TA2AS, Some(K::Int), ALLTOALLS, "alltoalls of bytes; strides in bytes (§9.9.10).", None),
 ];
 
 const DV: &[(&str, K)] = &[("dest", K::Ptr), ("value", K::Val), ("pe", K::Int)];
@@ -269,6 +278,62 @@ const SYNC_OPS: &[Op] = &[
        "test_some with one comparison value per element (§9.11.14).", Some("ivars")),
 ];
 
+const TCOLL: &[(&str, K)] = &[("team", K::Team), ("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size)];
+const TBCAST: &[(&str, K)] =
+    &[("team", K::Team), ("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("PE_root", K::Int)];
+const TA2AS: &[(&str, K)] = &[
+    ("team", K::Team), ("dest", K::Ptr), ("source", K::CPtr), ("dst", K::Diff), ("sst", K::Diff), ("nelems", K::Size),
+];
+const TRED: &[(&str, K)] = &[("team", K::Team), ("dest", K::Ptr), ("source", K::CPtr), ("nreduce", K::Size)];
+const BCAST: &str = "ti::broadcast::<{R}>(\"{n}\", team, dest.cast(), source.cast(), nelems, PE_root)";
+const COLLECT: &str = "ti::collect::<{R}>(\"{n}\", team, dest.cast(), source.cast(), nelems)";
+const FCOLLECT: &str = "ti::fcollect::<{R}>(\"{n}\", team, dest.cast(), source.cast(), nelems)";
+const ALLTOALL: &str = "ti::alltoall::<{R}>(\"{n}\", team, dest.cast(), source.cast(), nelems)";
+const ALLTOALLS: &str = "ti::alltoalls::<{R}>(\"{n}\", team, dest.cast(), source.cast(), dst, sst, nelems)";
+
+/// Collectives on every RMA type (§9.9); all return 0, or non-zero for
+/// TEAM_INVALID.
+const COLL_OPS: &[Op] = &[
+    op("{P}_{T}_broadcast", TBCAST, Some(K::Int), BCAST,
+       "Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).", Some("dest")),
+    op("{P}_{T}_collect", TCOLL, Some(K::Int), COLLECT,
+       "Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7).", Some("dest")),
+    op("{P}_{T}_fcollect", TCOLL, Some(K::Int), FCOLLECT,
+       "Concatenates each member's nelems elements in team order into dest on every member (§9.9.8).", Some("dest")),
+    op("{P}_{T}_alltoall", TCOLL, Some(K::Int), ALLTOALL,
+       "Block j of source goes to block (my team PE) of dest on member j (§9.9.9).", Some("dest")),
+    op("{P}_{T}_alltoalls", TA2AS, Some(K::Int), ALLTOALLS, "Strided alltoall; strides in elements (§9.9.10).", Some("dest")),
+    op("{P}_{T}_max_reduce", TRED, Some(K::Int),
+       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::max)",
+       "Element-wise maximum over the team; dest may equal source (§9.9.11).", Some("dest")),
+    op("{P}_{T}_min_reduce", TRED, Some(K::Int),
+       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::min)",
+       "Element-wise minimum over the team (§9.9.11).", Some("dest")),
+    op("{P}_{T}_sum_reduce", TRED, Some(K::Int),
+       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::add)",
+       "Element-wise sum over the team, in team order (§9.9.11).", Some("dest")),
+    op("{P}_{T}_prod_reduce", TRED, Some(K::Int),
+       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::mul)",
+       "Element-wise product over the team, in team order (§9.9.11).", Some("dest")),
+    op("{Y}_{T}_sum_inscan", TCOLL, Some(K::Int), "ti::scan::<{R}>(\"{n}\", team, dest, source, nelems, false)",
+       "Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).", Some("dest")),
+    op("{Y}_{T}_sum_exscan", TCOLL, Some(K::Int), "ti::scan::<{R}>(\"{n}\", team, dest, source, nelems, true)",
+       "Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).", Some("dest")),
+];
+
+/// Bitwise reductions (§9.9.11).
+const REDBIT_OPS: &[Op] = &[
+    op("{P}_{T}_and_reduce", TRED, Some(K::Int),
+       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Bits>::and)",
+       "Element-wise bitwise AND over the team (§9.9.11).", Some("dest")),
+    op("{P}_{T}_or_reduce", TRED, Some(K::Int),
+       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Bits>::or)",
+       "Element-wise bitwise OR over the team (§9.9.11).", Some("dest")),
+    op("{P}_{T}_xor_reduce", TRED, Some(K::Int),
+       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Bits>::xor)",
+       "Element-wise bitwise XOR over the team (§9.9.11).", Some("dest")),
+];
+
 /// One concrete routine.
 struct Routine<'a> {
     name: String,
@@ -285,15 +350,32 @@ struct Family {
     /// Prefix of Intel SHMEM's extensions (block-strided RMA); OpenSHMEM 1.6
     /// has them as standard names.
     ext_prefix: &'static str,
+    /// Prefix of routines that are standard in Intel SHMEM but extensions
+    /// under OpenSHMEM names (the sum scans).
+    scan_prefix: &'static str,
+    team_ty: &'static str,
+    api_header: &'static str,
 }
 
 const FAMILIES: &[Family] = &[
-    Family { prefix: "ishmem", ext_prefix: "ishmemx" },
-    Family { prefix: "shmem", ext_prefix: "shmem" },
+    Family {
+        prefix: "ishmem",
+        ext_prefix: "ishmemx",
+        scan_prefix: "ishmem",
+        team_ty: "ishmem_team_t",
+        api_header: "ishmem/ishmem_api.h",
+    },
+    Family {
+        prefix: "shmem",
+        ext_prefix: "shmem",
+        scan_prefix: "shmemx",
+        team_ty: "shmem_team_t",
+        api_header: "shmem/shmem_api.h",
+    },
 ];
 
 fn expand(pattern: &str, f: &Family, tname: &str, bits: &str) -> String {
-    pattern.replace("{P}", f.prefix).replace("{X}", f.ext_prefix).replace("{T}", tname).replace("{B}", bits)
+    pattern.replace("{P}", f.prefix).replace("{X}", f.ext_prefix).replace("{Y}", f.scan_prefix).replace("{T}", tname).replace("{B}", bits)
 }
 
 /// Typed op groups with the class a type must have (0: every RMA type).
@@ -303,6 +385,8 @@ const TYPED_GROUPS: &[(&[Op], u8)] = &[
     (AMO_STD_OPS, types::STD),
     (AMO_BIT_OPS, types::BIT),
     (SYNC_OPS, types::SYNC),
+    (COLL_OPS, 0),
+    (REDBIT_OPS, types::REDBIT),
 ];
 
 fn routines(f: &Family) -> Vec<Routine<'static>> {
@@ -351,17 +435,17 @@ fn rust_fn(r: &Routine) -> String {
     )
 }
 
-fn c_decl(r: &Routine) -> String {
+fn c_decl(r: &Routine, f: &Family) -> String {
     let params: Vec<String> = r
         .op
         .params
         .iter()
         .map(|(n, k)| {
-            let t = c_kind(*k, r.c_ty);
+            let t = c_kind(*k, r.c_ty, f);
             if t.ends_with('*') { format!("{t}{n}") } else { format!("{t} {n}") }
         })
         .collect();
-    let ret = r.op.ret.map(|k| c_kind(k, r.c_ty)).unwrap_or_else(|| "void".into());
+    let ret = r.op.ret.map(|k| c_kind(k, r.c_ty, f)).unwrap_or_else(|| "void".into());
     format!("/** {} */\n{ret} {}({});\n", r.doc, r.name, params.join(", "))
 }
 
@@ -409,11 +493,12 @@ fn typed_rs() -> String {
 fn typed_h(f: &Family) -> String {
     let guard = format!("{}_TYPED_H", f.prefix.to_uppercase());
     let mut s = format!(
-        "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n\n\
-         #ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
+        "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n#include <{}>\n\n\
+         #ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
+        f.api_header
     );
     for r in routines(f) {
-        s.push_str(&c_decl(&r));
+        s.push_str(&c_decl(&r, f));
     }
     s.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n");
     s.push_str(&generics(f));

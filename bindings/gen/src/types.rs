@@ -10,6 +10,9 @@ pub const STD: u8 = 2;
 pub const BIT: u8 = 4;
 /// Point-to-point synchronization types: wait_until, test.
 pub const SYNC: u8 = 8;
+/// Bitwise reduction types: and, or, xor reductions (§9.9.11, Table 10,
+/// plus `schar` as in Intel SHMEM).
+pub const REDBIT: u8 = 16;
 
 /// One element type of the OpenSHMEM typed interfaces.
 pub struct Ty {
@@ -36,25 +39,25 @@ pub const RMA: &[Ty] = &[
     t("float", "float", "f32", true, EXT),
     t("double", "double", "f64", true, EXT),
     t("char", "char", "c_char", true, 0),
-    t("schar", "signed char", "c_schar", true, EXT | STD | BIT),
+    t("schar", "signed char", "c_schar", true, EXT | STD | BIT | REDBIT),
     t("short", "short", "c_short", true, 0),
     t("int", "int", "c_int", true, EXT | STD | SYNC),
     t("long", "long", "c_long", true, EXT | STD | SYNC),
     t("longlong", "long long", "c_longlong", true, EXT | STD | SYNC),
-    t("uchar", "unsigned char", "c_uchar", true, 0),
-    t("ushort", "unsigned short", "c_ushort", true, 0),
-    t("uint", "unsigned int", "c_uint", true, EXT | STD | BIT | SYNC),
-    t("ulong", "unsigned long", "c_ulong", true, EXT | STD | BIT | SYNC),
-    t("ulonglong", "unsigned long long", "c_ulonglong", true, EXT | STD | BIT | SYNC),
-    t("int8", "int8_t", "i8", false, 0),
-    t("int16", "int16_t", "i16", false, 0),
-    t("int32", "int32_t", "i32", false, EXT | STD | BIT | SYNC),
-    t("int64", "int64_t", "i64", false, EXT | STD | BIT | SYNC),
-    t("uint8", "uint8_t", "u8", false, 0),
-    t("uint16", "uint16_t", "u16", false, 0),
-    t("uint32", "uint32_t", "u32", false, EXT | STD | BIT | SYNC),
-    t("uint64", "uint64_t", "u64", false, EXT | STD | BIT | SYNC),
-    t("size", "size_t", "usize", false, EXT | STD | SYNC),
+    t("uchar", "unsigned char", "c_uchar", true, REDBIT),
+    t("ushort", "unsigned short", "c_ushort", true, REDBIT),
+    t("uint", "unsigned int", "c_uint", true, EXT | STD | BIT | SYNC | REDBIT),
+    t("ulong", "unsigned long", "c_ulong", true, EXT | STD | BIT | SYNC | REDBIT),
+    t("ulonglong", "unsigned long long", "c_ulonglong", true, EXT | STD | BIT | SYNC | REDBIT),
+    t("int8", "int8_t", "i8", false, REDBIT),
+    t("int16", "int16_t", "i16", false, REDBIT),
+    t("int32", "int32_t", "i32", false, EXT | STD | BIT | SYNC | REDBIT),
+    t("int64", "int64_t", "i64", false, EXT | STD | BIT | SYNC | REDBIT),
+    t("uint8", "uint8_t", "u8", false, REDBIT),
+    t("uint16", "uint16_t", "u16", false, REDBIT),
+    t("uint32", "uint32_t", "u32", false, EXT | STD | BIT | SYNC | REDBIT),
+    t("uint64", "uint64_t", "u64", false, EXT | STD | BIT | SYNC | REDBIT),
+    t("size", "size_t", "usize", false, EXT | STD | SYNC | REDBIT),
     t("ptrdiff", "ptrdiff_t", "isize", false, EXT | STD | SYNC),
 ];
 

@@ -54,6 +54,11 @@
 #define ISHMEM_SIGNAL_ADD 1
 
 /**
+ * Bit of `config_mask` selecting `num_contexts`.
+ */
+#define ISHMEM_TEAM_NUM_CONTEXTS 1
+
+/**
  * Per-PE state read by device code.
  */
 typedef struct {
@@ -101,6 +106,41 @@ typedef struct {
    */
   uint64_t peer_is_local;
 } ishmemx_device_state_t;
+
+/**
+ * A team handle (§9.4): a small integer, the same on every member.
+ */
+typedef int ishmem_team_t;
+
+/**
+ * Team creation options (§9.4.3).
+ */
+typedef struct {
+  /**
+   * Number of contexts the team will create (recorded; see docs).
+   */
+  int num_contexts;
+} ishmem_team_config_t;
+
+/**
+ * All PEs.
+ */
+#define ISHMEM_TEAM_WORLD 0
+
+/**
+ * PEs that can load and store each other's symmetric heaps.
+ */
+#define ISHMEM_TEAM_SHARED 1
+
+/**
+ * PEs on this node.
+ */
+#define ISHMEMX_TEAM_NODE 2
+
+/**
+ * Not a team: what non-members get from a split.
+ */
+#define ISHMEM_TEAM_INVALID -1
 
 #ifdef __cplusplus
 extern "C" {
@@ -214,6 +254,69 @@ void ishmemx_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);
  * Atomically sets the signal at `sig_addr` on `pe` to `signal`.
  */
 void ishmemx_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
+
+/**
+ * This PE's number in `team`, or -1 for ISHMEM_TEAM_INVALID (§9.4.1).
+ */
+int ishmem_team_my_pe(ishmem_team_t team);
+
+/**
+ * Number of PEs in `team`, or -1 for ISHMEM_TEAM_INVALID (§9.4.2).
+ */
+int ishmem_team_n_pes(ishmem_team_t team);
+
+/**
+ * `src_pe` of `src_team` as a PE number of `dest_team`, or -1 (§9.4.5).
+ */
+int ishmem_team_translate_pe(ishmem_team_t src_team, int src_pe, ishmem_team_t dest_team);
+
+/**
+ * Collective over `parent`: a team of parent PEs `start + i * stride`,
+ * `i < size` (stride may be negative, or 0 with size 1). Non-members get
+ * ISHMEM_TEAM_INVALID. Returns 0 on success (§9.4.6).
+ */
+int ishmem_team_split_strided(ishmem_team_t parent,
+                              int start,
+                              int stride,
+                              int size,
+                              const ishmem_team_config_t *config,
+                              long config_mask,
+                              ishmem_team_t *new_team);
+
+/**
+ * Collective over `parent`: splits it as a grid of `xrange` columns into
+ * row (x-axis) and column (y-axis) teams (§9.4.7).
+ */
+int ishmem_team_split_2d(ishmem_team_t parent,
+                         int xrange,
+                         const ishmem_team_config_t *xaxis_config,
+                         long xaxis_mask,
+                         ishmem_team_t *xaxis_team,
+                         const ishmem_team_config_t *yaxis_config,
+                         long yaxis_mask,
+                         ishmem_team_t *yaxis_team);
+
+/**
+ * Writes the team's configuration selected by `config_mask` (§9.4.4).
+ * Returns non-zero for ISHMEM_TEAM_INVALID.
+ */
+int ishmem_team_get_config(ishmem_team_t team, long config_mask, ishmem_team_config_t *config);
+
+/**
+ * Collective over the team: destroys it; its slot can be reused (§9.4.9).
+ */
+void ishmem_team_destroy(ishmem_team_t team);
+
+/**
+ * Load/store address of `dest` on team PE `pe`, or NULL (§9.4.10).
+ */
+void *ishmem_team_ptr(ishmem_team_t team, const void *dest, int pe);
+
+/**
+ * Synchronizes the team's PEs; returns non-zero for ISHMEM_TEAM_INVALID
+ * (§9.9.4).
+ */
+int ishmem_team_sync(ishmem_team_t team);
 
 #ifdef __cplusplus
 }  // extern "C"

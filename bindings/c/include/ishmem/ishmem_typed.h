@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <ishmem/ishmem_api.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -1399,6 +1400,602 @@ int ishmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, const int *s
 size_t ishmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
 size_t ishmem_ptrdiff_test_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_float_broadcast(ishmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_float_collect(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_float_fcollect(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_float_alltoall(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_float_alltoalls(ishmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_float_max_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_float_min_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_float_sum_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_float_prod_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_float_sum_inscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_float_sum_exscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_double_broadcast(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_double_collect(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_double_fcollect(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_double_alltoall(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_double_alltoalls(ishmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_double_max_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_double_min_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_double_sum_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_double_prod_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_double_sum_inscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_double_sum_exscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_char_broadcast(ishmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_char_collect(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_char_fcollect(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_char_alltoall(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_char_alltoalls(ishmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_char_max_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_char_min_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_char_sum_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_char_prod_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_char_sum_inscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_char_sum_exscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_schar_broadcast(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_schar_collect(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_schar_fcollect(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_schar_alltoall(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_schar_alltoalls(ishmem_team_t team, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_schar_max_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_schar_min_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_schar_sum_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_schar_prod_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_schar_sum_inscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_schar_sum_exscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_short_broadcast(ishmem_team_t team, short *dest, const short *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_short_collect(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_short_fcollect(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_short_alltoall(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_short_alltoalls(ishmem_team_t team, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_short_max_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_short_min_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_short_sum_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_short_prod_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_short_sum_inscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_short_sum_exscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_int_broadcast(ishmem_team_t team, int *dest, const int *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_int_collect(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_int_fcollect(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_int_alltoall(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_int_alltoalls(ishmem_team_t team, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_int_max_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_int_min_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_int_sum_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_int_prod_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_int_sum_inscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_int_sum_exscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_long_broadcast(ishmem_team_t team, long *dest, const long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_long_collect(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_long_fcollect(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_long_alltoall(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_long_alltoalls(ishmem_team_t team, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_long_max_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_long_min_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_long_sum_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_long_prod_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_long_sum_inscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_long_sum_exscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_longlong_broadcast(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_longlong_collect(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_longlong_fcollect(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_longlong_alltoall(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_longlong_alltoalls(ishmem_team_t team, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_longlong_max_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_longlong_min_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_longlong_sum_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_longlong_prod_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_longlong_sum_inscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_longlong_sum_exscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_uchar_broadcast(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_uchar_collect(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_uchar_fcollect(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_uchar_alltoall(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_uchar_alltoalls(ishmem_team_t team, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_uchar_max_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_uchar_min_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_uchar_sum_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_uchar_prod_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_uchar_sum_inscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_uchar_sum_exscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_ushort_broadcast(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_ushort_collect(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_ushort_fcollect(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_ushort_alltoall(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_ushort_alltoalls(ishmem_team_t team, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_ushort_max_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_ushort_min_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_ushort_sum_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_ushort_prod_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_ushort_sum_inscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_ushort_sum_exscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_uint_broadcast(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_uint_collect(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_uint_fcollect(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_uint_alltoall(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_uint_alltoalls(ishmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_uint_max_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_uint_min_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_uint_sum_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_uint_prod_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_uint_sum_inscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_uint_sum_exscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_ulong_broadcast(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_ulong_collect(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_ulong_fcollect(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_ulong_alltoall(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_ulong_alltoalls(ishmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_ulong_max_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_ulong_min_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_ulong_sum_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_ulong_prod_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_ulong_sum_inscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_ulong_sum_exscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_ulonglong_broadcast(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_ulonglong_collect(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_ulonglong_fcollect(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_ulonglong_alltoall(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_ulonglong_alltoalls(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_ulonglong_max_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_ulonglong_min_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_ulonglong_sum_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_ulonglong_prod_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_ulonglong_sum_inscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_ulonglong_sum_exscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_int8_broadcast(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_int8_collect(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_int8_fcollect(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_int8_alltoall(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_int8_alltoalls(ishmem_team_t team, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_int8_max_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_int8_min_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_int8_sum_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_int8_prod_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_int8_sum_inscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_int8_sum_exscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_int16_broadcast(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_int16_collect(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_int16_fcollect(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_int16_alltoall(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_int16_alltoalls(ishmem_team_t team, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_int16_max_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_int16_min_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_int16_sum_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_int16_prod_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_int16_sum_inscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_int16_sum_exscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_int32_broadcast(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_int32_collect(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_int32_fcollect(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_int32_alltoall(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_int32_alltoalls(ishmem_team_t team, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_int32_max_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_int32_min_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_int32_sum_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_int32_prod_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_int32_sum_inscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_int32_sum_exscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_int64_broadcast(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_int64_collect(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_int64_fcollect(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_int64_alltoall(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_int64_alltoalls(ishmem_team_t team, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_int64_max_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_int64_min_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_int64_sum_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_int64_prod_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_int64_sum_inscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_int64_sum_exscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_uint8_broadcast(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_uint8_collect(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_uint8_fcollect(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_uint8_alltoall(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_uint8_alltoalls(ishmem_team_t team, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_uint8_max_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_uint8_min_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_uint8_sum_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_uint8_prod_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_uint8_sum_inscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_uint8_sum_exscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_uint16_broadcast(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_uint16_collect(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_uint16_fcollect(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_uint16_alltoall(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_uint16_alltoalls(ishmem_team_t team, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_uint16_max_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_uint16_min_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_uint16_sum_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_uint16_prod_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_uint16_sum_inscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_uint16_sum_exscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_uint32_broadcast(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_uint32_collect(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_uint32_fcollect(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_uint32_alltoall(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_uint32_alltoalls(ishmem_team_t team, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_uint32_max_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_uint32_min_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_uint32_sum_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_uint32_prod_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_uint32_sum_inscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_uint32_sum_exscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_uint64_broadcast(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_uint64_collect(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_uint64_fcollect(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_uint64_alltoall(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_uint64_alltoalls(ishmem_team_t team, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_uint64_max_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_uint64_min_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_uint64_sum_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_uint64_prod_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_uint64_sum_inscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_uint64_sum_exscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_size_broadcast(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_size_collect(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_size_fcollect(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_size_alltoall(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_size_alltoalls(ishmem_team_t team, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_size_max_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_size_min_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_size_sum_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_size_prod_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_size_sum_inscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_size_sum_exscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int ishmem_ptrdiff_broadcast(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int ishmem_ptrdiff_collect(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int ishmem_ptrdiff_fcollect(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int ishmem_ptrdiff_alltoall(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int ishmem_ptrdiff_alltoalls(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int ishmem_ptrdiff_max_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int ishmem_ptrdiff_min_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int ishmem_ptrdiff_sum_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int ishmem_ptrdiff_prod_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int ishmem_ptrdiff_sum_inscan(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int ishmem_ptrdiff_sum_exscan(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_schar_and_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_schar_or_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_schar_xor_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_uchar_and_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_uchar_or_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_uchar_xor_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_ushort_and_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_ushort_or_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_ushort_xor_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_uint_and_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_uint_or_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_uint_xor_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_ulong_and_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_ulong_or_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_ulong_xor_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_ulonglong_and_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_ulonglong_or_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_ulonglong_xor_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_int8_and_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_int8_or_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_int8_xor_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_int16_and_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_int16_or_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_int16_xor_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_int32_and_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_int32_or_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_int32_xor_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_int64_and_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_int64_or_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_int64_xor_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_uint8_and_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_uint8_or_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_uint8_xor_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_uint16_and_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_uint16_or_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_uint16_xor_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_uint32_and_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_uint32_or_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_uint32_xor_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_uint64_and_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_uint64_or_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_uint64_xor_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int ishmem_size_and_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int ishmem_size_or_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int ishmem_size_xor_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Put of 8-bit elements. */
 void ishmem_put8(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 8-bit elements. */
@@ -1511,6 +2108,16 @@ void ishmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 void ishmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking putmem_signal. */
 void ishmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** broadcast of nelems bytes (§9.9.6). */
+int ishmem_broadcastmem(ishmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
+/** collect of nelems bytes per member (§9.9.7). */
+int ishmem_collectmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
+/** fcollect of nelems bytes per member (§9.9.8). */
+int ishmem_fcollectmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
+/** alltoall of nelems-byte blocks (§9.9.9). */
+int ishmem_alltoallmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
+/** alltoalls of bytes; strides in bytes (§9.9.10). */
+int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 
 #ifdef __cplusplus
 }
@@ -2038,6 +2645,209 @@ void ishmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uin
         unsigned long: ishmem_ulong_test_some_vector, \
         unsigned long long: ishmem_ulonglong_test_some_vector \
     )(ivars, nelems, indices, status, cmp, cmp_values)
+#define ishmem_broadcast(team, dest, source, nelems, PE_root) \
+    _Generic(*(dest), \
+        float: ishmem_float_broadcast, \
+        double: ishmem_double_broadcast, \
+        char: ishmem_char_broadcast, \
+        signed char: ishmem_schar_broadcast, \
+        short: ishmem_short_broadcast, \
+        int: ishmem_int_broadcast, \
+        long: ishmem_long_broadcast, \
+        long long: ishmem_longlong_broadcast, \
+        unsigned char: ishmem_uchar_broadcast, \
+        unsigned short: ishmem_ushort_broadcast, \
+        unsigned int: ishmem_uint_broadcast, \
+        unsigned long: ishmem_ulong_broadcast, \
+        unsigned long long: ishmem_ulonglong_broadcast \
+    )(team, dest, source, nelems, PE_root)
+#define ishmem_collect(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: ishmem_float_collect, \
+        double: ishmem_double_collect, \
+        char: ishmem_char_collect, \
+        signed char: ishmem_schar_collect, \
+        short: ishmem_short_collect, \
+        int: ishmem_int_collect, \
+        long: ishmem_long_collect, \
+        long long: ishmem_longlong_collect, \
+        unsigned char: ishmem_uchar_collect, \
+        unsigned short: ishmem_ushort_collect, \
+        unsigned int: ishmem_uint_collect, \
+        unsigned long: ishmem_ulong_collect, \
+        unsigned long long: ishmem_ulonglong_collect \
+    )(team, dest, source, nelems)
+#define ishmem_fcollect(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: ishmem_float_fcollect, \
+        double: ishmem_double_fcollect, \
+        char: ishmem_char_fcollect, \
+        signed char: ishmem_schar_fcollect, \
+        short: ishmem_short_fcollect, \
+        int: ishmem_int_fcollect, \
+        long: ishmem_long_fcollect, \
+        long long: ishmem_longlong_fcollect, \
+        unsigned char: ishmem_uchar_fcollect, \
+        unsigned short: ishmem_ushort_fcollect, \
+        unsigned int: ishmem_uint_fcollect, \
+        unsigned long: ishmem_ulong_fcollect, \
+        unsigned long long: ishmem_ulonglong_fcollect \
+    )(team, dest, source, nelems)
+#define ishmem_alltoall(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: ishmem_float_alltoall, \
+        double: ishmem_double_alltoall, \
+        char: ishmem_char_alltoall, \
+        signed char: ishmem_schar_alltoall, \
+        short: ishmem_short_alltoall, \
+        int: ishmem_int_alltoall, \
+        long: ishmem_long_alltoall, \
+        long long: ishmem_longlong_alltoall, \
+        unsigned char: ishmem_uchar_alltoall, \
+        unsigned short: ishmem_ushort_alltoall, \
+        unsigned int: ishmem_uint_alltoall, \
+        unsigned long: ishmem_ulong_alltoall, \
+        unsigned long long: ishmem_ulonglong_alltoall \
+    )(team, dest, source, nelems)
+#define ishmem_alltoalls(team, dest, source, dst, sst, nelems) \
+    _Generic(*(dest), \
+        float: ishmem_float_alltoalls, \
+        double: ishmem_double_alltoalls, \
+        char: ishmem_char_alltoalls, \
+        signed char: ishmem_schar_alltoalls, \
+        short: ishmem_short_alltoalls, \
+        int: ishmem_int_alltoalls, \
+        long: ishmem_long_alltoalls, \
+        long long: ishmem_longlong_alltoalls, \
+        unsigned char: ishmem_uchar_alltoalls, \
+        unsigned short: ishmem_ushort_alltoalls, \
+        unsigned int: ishmem_uint_alltoalls, \
+        unsigned long: ishmem_ulong_alltoalls, \
+        unsigned long long: ishmem_ulonglong_alltoalls \
+    )(team, dest, source, dst, sst, nelems)
+#define ishmem_max_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: ishmem_float_max_reduce, \
+        double: ishmem_double_max_reduce, \
+        char: ishmem_char_max_reduce, \
+        signed char: ishmem_schar_max_reduce, \
+        short: ishmem_short_max_reduce, \
+        int: ishmem_int_max_reduce, \
+        long: ishmem_long_max_reduce, \
+        long long: ishmem_longlong_max_reduce, \
+        unsigned char: ishmem_uchar_max_reduce, \
+        unsigned short: ishmem_ushort_max_reduce, \
+        unsigned int: ishmem_uint_max_reduce, \
+        unsigned long: ishmem_ulong_max_reduce, \
+        unsigned long long: ishmem_ulonglong_max_reduce \
+    )(team, dest, source, nreduce)
+#define ishmem_min_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: ishmem_float_min_reduce, \
+        double: ishmem_double_min_reduce, \
+        char: ishmem_char_min_reduce, \
+        signed char: ishmem_schar_min_reduce, \
+        short: ishmem_short_min_reduce, \
+        int: ishmem_int_min_reduce, \
+        long: ishmem_long_min_reduce, \
+        long long: ishmem_longlong_min_reduce, \
+        unsigned char: ishmem_uchar_min_reduce, \
+        unsigned short: ishmem_ushort_min_reduce, \
+        unsigned int: ishmem_uint_min_reduce, \
+        unsigned long: ishmem_ulong_min_reduce, \
+        unsigned long long: ishmem_ulonglong_min_reduce \
+    )(team, dest, source, nreduce)
+#define ishmem_sum_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: ishmem_float_sum_reduce, \
+        double: ishmem_double_sum_reduce, \
+        char: ishmem_char_sum_reduce, \
+        signed char: ishmem_schar_sum_reduce, \
+        short: ishmem_short_sum_reduce, \
+        int: ishmem_int_sum_reduce, \
+        long: ishmem_long_sum_reduce, \
+        long long: ishmem_longlong_sum_reduce, \
+        unsigned char: ishmem_uchar_sum_reduce, \
+        unsigned short: ishmem_ushort_sum_reduce, \
+        unsigned int: ishmem_uint_sum_reduce, \
+        unsigned long: ishmem_ulong_sum_reduce, \
+        unsigned long long: ishmem_ulonglong_sum_reduce \
+    )(team, dest, source, nreduce)
+#define ishmem_prod_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: ishmem_float_prod_reduce, \
+        double: ishmem_double_prod_reduce, \
+        char: ishmem_char_prod_reduce, \
+        signed char: ishmem_schar_prod_reduce, \
+        short: ishmem_short_prod_reduce, \
+        int: ishmem_int_prod_reduce, \
+        long: ishmem_long_prod_reduce, \
+        long long: ishmem_longlong_prod_reduce, \
+        unsigned char: ishmem_uchar_prod_reduce, \
+        unsigned short: ishmem_ushort_prod_reduce, \
+        unsigned int: ishmem_uint_prod_reduce, \
+        unsigned long: ishmem_ulong_prod_reduce, \
+        unsigned long long: ishmem_ulonglong_prod_reduce \
+    )(team, dest, source, nreduce)
+#define ishmem_sum_inscan(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: ishmem_float_sum_inscan, \
+        double: ishmem_double_sum_inscan, \
+        char: ishmem_char_sum_inscan, \
+        signed char: ishmem_schar_sum_inscan, \
+        short: ishmem_short_sum_inscan, \
+        int: ishmem_int_sum_inscan, \
+        long: ishmem_long_sum_inscan, \
+        long long: ishmem_longlong_sum_inscan, \
+        unsigned char: ishmem_uchar_sum_inscan, \
+        unsigned short: ishmem_ushort_sum_inscan, \
+        unsigned int: ishmem_uint_sum_inscan, \
+        unsigned long: ishmem_ulong_sum_inscan, \
+        unsigned long long: ishmem_ulonglong_sum_inscan \
+    )(team, dest, source, nelems)
+#define ishmem_sum_exscan(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: ishmem_float_sum_exscan, \
+        double: ishmem_double_sum_exscan, \
+        char: ishmem_char_sum_exscan, \
+        signed char: ishmem_schar_sum_exscan, \
+        short: ishmem_short_sum_exscan, \
+        int: ishmem_int_sum_exscan, \
+        long: ishmem_long_sum_exscan, \
+        long long: ishmem_longlong_sum_exscan, \
+        unsigned char: ishmem_uchar_sum_exscan, \
+        unsigned short: ishmem_ushort_sum_exscan, \
+        unsigned int: ishmem_uint_sum_exscan, \
+        unsigned long: ishmem_ulong_sum_exscan, \
+        unsigned long long: ishmem_ulonglong_sum_exscan \
+    )(team, dest, source, nelems)
+#define ishmem_and_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        signed char: ishmem_schar_and_reduce, \
+        unsigned char: ishmem_uchar_and_reduce, \
+        unsigned short: ishmem_ushort_and_reduce, \
+        unsigned int: ishmem_uint_and_reduce, \
+        unsigned long: ishmem_ulong_and_reduce, \
+        unsigned long long: ishmem_ulonglong_and_reduce \
+    )(team, dest, source, nreduce)
+#define ishmem_or_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        signed char: ishmem_schar_or_reduce, \
+        unsigned char: ishmem_uchar_or_reduce, \
+        unsigned short: ishmem_ushort_or_reduce, \
+        unsigned int: ishmem_uint_or_reduce, \
+        unsigned long: ishmem_ulong_or_reduce, \
+        unsigned long long: ishmem_ulonglong_or_reduce \
+    )(team, dest, source, nreduce)
+#define ishmem_xor_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        signed char: ishmem_schar_xor_reduce, \
+        unsigned char: ishmem_uchar_xor_reduce, \
+        unsigned short: ishmem_ushort_xor_reduce, \
+        unsigned int: ishmem_uint_xor_reduce, \
+        unsigned long: ishmem_ulong_xor_reduce, \
+        unsigned long long: ishmem_ulonglong_xor_reduce \
+    )(team, dest, source, nreduce)
 #endif
 
 #endif /* ISHMEM_TYPED_H */

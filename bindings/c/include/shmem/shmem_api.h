@@ -43,6 +43,28 @@
 
 #define SHMEM_SIGNAL_ADD 1
 
+#define SHMEM_TEAM_NUM_CONTEXTS 1
+
+/**
+ * A team handle (§9.4).
+ */
+typedef int shmem_team_t;
+
+/**
+ * Team creation options (§9.4.3).
+ */
+typedef struct {
+  int num_contexts;
+} shmem_team_config_t;
+
+#define SHMEM_TEAM_WORLD 0
+
+#define SHMEM_TEAM_SHARED 1
+
+#define SHMEMX_TEAM_NODE 2
+
+#define SHMEM_TEAM_INVALID -1
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -146,6 +168,64 @@ void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe);
  * Atomically sets a remote signal (OpenSHMEM 1.6).
  */
 void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe);
+
+/**
+ * This PE's number in `team`, or -1 (§9.4.1).
+ */
+int shmem_team_my_pe(shmem_team_t team);
+
+/**
+ * Number of PEs in `team`, or -1 (§9.4.2).
+ */
+int shmem_team_n_pes(shmem_team_t team);
+
+/**
+ * `src_pe` of `src_team` in `dest_team`, or -1 (§9.4.5).
+ */
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);
+
+/**
+ * Collective over `parent`: strided split (§9.4.6).
+ */
+int shmem_team_split_strided(shmem_team_t parent,
+                             int start,
+                             int stride,
+                             int size,
+                             const shmem_team_config_t *config,
+                             long config_mask,
+                             shmem_team_t *new_team);
+
+/**
+ * Collective over `parent`: 2-D split (§9.4.7).
+ */
+int shmem_team_split_2d(shmem_team_t parent,
+                        int xrange,
+                        const shmem_team_config_t *xaxis_config,
+                        long xaxis_mask,
+                        shmem_team_t *xaxis_team,
+                        const shmem_team_config_t *yaxis_config,
+                        long yaxis_mask,
+                        shmem_team_t *yaxis_team);
+
+/**
+ * Writes the team's configuration (§9.4.4).
+ */
+int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config_t *config);
+
+/**
+ * Collective: destroys the team (§9.4.9).
+ */
+void shmem_team_destroy(shmem_team_t team);
+
+/**
+ * Load/store address of `dest` on team PE `pe`, or NULL (§9.4.10).
+ */
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
+
+/**
+ * Synchronizes the team's PEs (§9.9.4).
+ */
+int shmem_team_sync(shmem_team_t team);
 
 #ifdef __cplusplus
 }  // extern "C"

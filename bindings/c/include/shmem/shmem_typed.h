@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <shmem/shmem_api.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -1399,6 +1400,602 @@ int shmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, const int *st
 size_t shmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
 size_t shmem_ptrdiff_test_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_float_broadcast(shmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_float_collect(shmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_float_fcollect(shmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_float_alltoall(shmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_float_alltoalls(shmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_float_max_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_float_min_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_float_sum_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_float_prod_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_float_sum_inscan(shmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_float_sum_exscan(shmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_double_broadcast(shmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_double_collect(shmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_double_fcollect(shmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_double_alltoall(shmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_double_alltoalls(shmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_double_max_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_double_min_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_double_sum_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_double_prod_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_double_sum_inscan(shmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_double_sum_exscan(shmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_char_broadcast(shmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_char_collect(shmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_char_fcollect(shmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_char_alltoall(shmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_char_alltoalls(shmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_char_max_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_char_min_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_char_sum_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_char_prod_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_char_sum_inscan(shmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_char_sum_exscan(shmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_schar_broadcast(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_schar_collect(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_schar_fcollect(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_schar_alltoall(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_schar_alltoalls(shmem_team_t team, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_schar_max_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_schar_min_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_schar_sum_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_schar_prod_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_schar_sum_inscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_schar_sum_exscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_short_broadcast(shmem_team_t team, short *dest, const short *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_short_collect(shmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_short_fcollect(shmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_short_alltoall(shmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_short_alltoalls(shmem_team_t team, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_short_max_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_short_min_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_short_sum_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_short_prod_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_short_sum_inscan(shmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_short_sum_exscan(shmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_int_broadcast(shmem_team_t team, int *dest, const int *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_int_collect(shmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_int_fcollect(shmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_int_alltoall(shmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_int_alltoalls(shmem_team_t team, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int_max_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int_min_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int_sum_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int_prod_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_int_sum_inscan(shmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_int_sum_exscan(shmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_long_broadcast(shmem_team_t team, long *dest, const long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_long_collect(shmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_long_fcollect(shmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_long_alltoall(shmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_long_alltoalls(shmem_team_t team, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_long_max_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_long_min_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_long_sum_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_long_prod_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_long_sum_inscan(shmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_long_sum_exscan(shmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_longlong_broadcast(shmem_team_t team, long long *dest, const long long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_longlong_collect(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_longlong_fcollect(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_longlong_alltoall(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_longlong_alltoalls(shmem_team_t team, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_longlong_max_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_longlong_min_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_longlong_sum_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_longlong_prod_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_longlong_sum_inscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_longlong_sum_exscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_uchar_broadcast(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_uchar_collect(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_uchar_fcollect(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_uchar_alltoall(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_uchar_alltoalls(shmem_team_t team, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uchar_max_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uchar_min_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uchar_sum_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uchar_prod_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_uchar_sum_inscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_uchar_sum_exscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_ushort_broadcast(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_ushort_collect(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_ushort_fcollect(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_ushort_alltoall(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_ushort_alltoalls(shmem_team_t team, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_ushort_max_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_ushort_min_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_ushort_sum_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_ushort_prod_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_ushort_sum_inscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_ushort_sum_exscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_uint_broadcast(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_uint_collect(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_uint_fcollect(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_uint_alltoall(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_uint_alltoalls(shmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint_max_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint_min_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint_sum_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint_prod_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_uint_sum_inscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_uint_sum_exscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_ulong_broadcast(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_ulong_collect(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_ulong_fcollect(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_ulong_alltoall(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_ulong_alltoalls(shmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_ulong_max_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_ulong_min_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_ulong_sum_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_ulong_prod_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_ulong_sum_inscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_ulong_sum_exscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_ulonglong_broadcast(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_ulonglong_collect(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_ulonglong_fcollect(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_ulonglong_alltoall(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_ulonglong_alltoalls(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_ulonglong_max_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_ulonglong_min_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_ulonglong_sum_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_ulonglong_prod_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_ulonglong_sum_inscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_ulonglong_sum_exscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_int8_broadcast(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_int8_collect(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_int8_fcollect(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_int8_alltoall(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_int8_alltoalls(shmem_team_t team, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int8_max_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int8_min_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int8_sum_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int8_prod_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_int8_sum_inscan(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_int8_sum_exscan(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_int16_broadcast(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_int16_collect(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_int16_fcollect(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_int16_alltoall(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_int16_alltoalls(shmem_team_t team, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int16_max_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int16_min_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int16_sum_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int16_prod_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_int16_sum_inscan(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_int16_sum_exscan(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_int32_broadcast(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_int32_collect(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_int32_fcollect(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_int32_alltoall(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_int32_alltoalls(shmem_team_t team, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int32_max_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int32_min_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int32_sum_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int32_prod_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_int32_sum_inscan(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_int32_sum_exscan(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_int64_broadcast(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_int64_collect(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_int64_fcollect(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_int64_alltoall(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_int64_alltoalls(shmem_team_t team, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int64_max_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int64_min_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int64_sum_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int64_prod_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_int64_sum_inscan(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_int64_sum_exscan(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_uint8_broadcast(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_uint8_collect(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_uint8_fcollect(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_uint8_alltoall(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_uint8_alltoalls(shmem_team_t team, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint8_max_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint8_min_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint8_sum_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint8_prod_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_uint8_sum_inscan(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_uint8_sum_exscan(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_uint16_broadcast(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_uint16_collect(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_uint16_fcollect(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_uint16_alltoall(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_uint16_alltoalls(shmem_team_t team, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint16_max_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint16_min_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint16_sum_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint16_prod_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_uint16_sum_inscan(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_uint16_sum_exscan(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_uint32_broadcast(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_uint32_collect(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_uint32_fcollect(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_uint32_alltoall(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_uint32_alltoalls(shmem_team_t team, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint32_max_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint32_min_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint32_sum_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint32_prod_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_uint32_sum_inscan(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_uint32_sum_exscan(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_uint64_broadcast(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_uint64_collect(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_uint64_fcollect(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_uint64_alltoall(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_uint64_alltoalls(shmem_team_t team, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint64_max_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint64_min_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint64_sum_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint64_prod_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_uint64_sum_inscan(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_uint64_sum_exscan(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_size_broadcast(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_size_collect(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_size_fcollect(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_size_alltoall(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_size_alltoalls(shmem_team_t team, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_size_max_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_size_min_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_size_sum_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_size_prod_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_size_sum_inscan(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_size_sum_exscan(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_ptrdiff_broadcast(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root);
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_ptrdiff_collect(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_ptrdiff_fcollect(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_ptrdiff_alltoall(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_ptrdiff_alltoalls(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_ptrdiff_max_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_ptrdiff_min_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_ptrdiff_sum_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_ptrdiff_prod_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+int shmemx_ptrdiff_sum_inscan(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+int shmemx_ptrdiff_sum_exscan(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_schar_and_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_schar_or_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_schar_xor_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_uchar_and_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_uchar_or_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_uchar_xor_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_ushort_and_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_ushort_or_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_ushort_xor_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_uint_and_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_uint_or_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_uint_xor_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_ulong_and_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_ulong_or_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_ulong_xor_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_ulonglong_and_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_ulonglong_or_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_ulonglong_xor_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_int8_and_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_int8_or_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_int8_xor_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_int16_and_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_int16_or_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_int16_xor_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_int32_and_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_int32_or_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_int32_xor_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_int64_and_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_int64_or_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_int64_xor_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_uint8_and_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_uint8_or_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_uint8_xor_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_uint16_and_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_uint16_or_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_uint16_xor_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_uint32_and_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_uint32_or_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_uint32_xor_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_uint64_and_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_uint64_or_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_uint64_xor_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise bitwise AND over the team (§9.9.11). */
+int shmem_size_and_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise bitwise OR over the team (§9.9.11). */
+int shmem_size_or_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise bitwise XOR over the team (§9.9.11). */
+int shmem_size_xor_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Put of 8-bit elements. */
 void shmem_put8(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 8-bit elements. */
@@ -1511,6 +2108,16 @@ void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking putmem_signal. */
 void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** broadcast of nelems bytes (§9.9.6). */
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
+/** collect of nelems bytes per member (§9.9.7). */
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+/** fcollect of nelems bytes per member (§9.9.8). */
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+/** alltoall of nelems-byte blocks (§9.9.9). */
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
+/** alltoalls of bytes; strides in bytes (§9.9.10). */
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 
 #ifdef __cplusplus
 }
@@ -2038,6 +2645,209 @@ void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint
         unsigned long: shmem_ulong_test_some_vector, \
         unsigned long long: shmem_ulonglong_test_some_vector \
     )(ivars, nelems, indices, status, cmp, cmp_values)
+#define shmem_broadcast(team, dest, source, nelems, PE_root) \
+    _Generic(*(dest), \
+        float: shmem_float_broadcast, \
+        double: shmem_double_broadcast, \
+        char: shmem_char_broadcast, \
+        signed char: shmem_schar_broadcast, \
+        short: shmem_short_broadcast, \
+        int: shmem_int_broadcast, \
+        long: shmem_long_broadcast, \
+        long long: shmem_longlong_broadcast, \
+        unsigned char: shmem_uchar_broadcast, \
+        unsigned short: shmem_ushort_broadcast, \
+        unsigned int: shmem_uint_broadcast, \
+        unsigned long: shmem_ulong_broadcast, \
+        unsigned long long: shmem_ulonglong_broadcast \
+    )(team, dest, source, nelems, PE_root)
+#define shmem_collect(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: shmem_float_collect, \
+        double: shmem_double_collect, \
+        char: shmem_char_collect, \
+        signed char: shmem_schar_collect, \
+        short: shmem_short_collect, \
+        int: shmem_int_collect, \
+        long: shmem_long_collect, \
+        long long: shmem_longlong_collect, \
+        unsigned char: shmem_uchar_collect, \
+        unsigned short: shmem_ushort_collect, \
+        unsigned int: shmem_uint_collect, \
+        unsigned long: shmem_ulong_collect, \
+        unsigned long long: shmem_ulonglong_collect \
+    )(team, dest, source, nelems)
+#define shmem_fcollect(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: shmem_float_fcollect, \
+        double: shmem_double_fcollect, \
+        char: shmem_char_fcollect, \
+        signed char: shmem_schar_fcollect, \
+        short: shmem_short_fcollect, \
+        int: shmem_int_fcollect, \
+        long: shmem_long_fcollect, \
+        long long: shmem_longlong_fcollect, \
+        unsigned char: shmem_uchar_fcollect, \
+        unsigned short: shmem_ushort_fcollect, \
+        unsigned int: shmem_uint_fcollect, \
+        unsigned long: shmem_ulong_fcollect, \
+        unsigned long long: shmem_ulonglong_fcollect \
+    )(team, dest, source, nelems)
+#define shmem_alltoall(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: shmem_float_alltoall, \
+        double: shmem_double_alltoall, \
+        char: shmem_char_alltoall, \
+        signed char: shmem_schar_alltoall, \
+        short: shmem_short_alltoall, \
+        int: shmem_int_alltoall, \
+        long: shmem_long_alltoall, \
+        long long: shmem_longlong_alltoall, \
+        unsigned char: shmem_uchar_alltoall, \
+        unsigned short: shmem_ushort_alltoall, \
+        unsigned int: shmem_uint_alltoall, \
+        unsigned long: shmem_ulong_alltoall, \
+        unsigned long long: shmem_ulonglong_alltoall \
+    )(team, dest, source, nelems)
+#define shmem_alltoalls(team, dest, source, dst, sst, nelems) \
+    _Generic(*(dest), \
+        float: shmem_float_alltoalls, \
+        double: shmem_double_alltoalls, \
+        char: shmem_char_alltoalls, \
+        signed char: shmem_schar_alltoalls, \
+        short: shmem_short_alltoalls, \
+        int: shmem_int_alltoalls, \
+        long: shmem_long_alltoalls, \
+        long long: shmem_longlong_alltoalls, \
+        unsigned char: shmem_uchar_alltoalls, \
+        unsigned short: shmem_ushort_alltoalls, \
+        unsigned int: shmem_uint_alltoalls, \
+        unsigned long: shmem_ulong_alltoalls, \
+        unsigned long long: shmem_ulonglong_alltoalls \
+    )(team, dest, source, dst, sst, nelems)
+#define shmem_max_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: shmem_float_max_reduce, \
+        double: shmem_double_max_reduce, \
+        char: shmem_char_max_reduce, \
+        signed char: shmem_schar_max_reduce, \
+        short: shmem_short_max_reduce, \
+        int: shmem_int_max_reduce, \
+        long: shmem_long_max_reduce, \
+        long long: shmem_longlong_max_reduce, \
+        unsigned char: shmem_uchar_max_reduce, \
+        unsigned short: shmem_ushort_max_reduce, \
+        unsigned int: shmem_uint_max_reduce, \
+        unsigned long: shmem_ulong_max_reduce, \
+        unsigned long long: shmem_ulonglong_max_reduce \
+    )(team, dest, source, nreduce)
+#define shmem_min_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: shmem_float_min_reduce, \
+        double: shmem_double_min_reduce, \
+        char: shmem_char_min_reduce, \
+        signed char: shmem_schar_min_reduce, \
+        short: shmem_short_min_reduce, \
+        int: shmem_int_min_reduce, \
+        long: shmem_long_min_reduce, \
+        long long: shmem_longlong_min_reduce, \
+        unsigned char: shmem_uchar_min_reduce, \
+        unsigned short: shmem_ushort_min_reduce, \
+        unsigned int: shmem_uint_min_reduce, \
+        unsigned long: shmem_ulong_min_reduce, \
+        unsigned long long: shmem_ulonglong_min_reduce \
+    )(team, dest, source, nreduce)
+#define shmem_sum_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: shmem_float_sum_reduce, \
+        double: shmem_double_sum_reduce, \
+        char: shmem_char_sum_reduce, \
+        signed char: shmem_schar_sum_reduce, \
+        short: shmem_short_sum_reduce, \
+        int: shmem_int_sum_reduce, \
+        long: shmem_long_sum_reduce, \
+        long long: shmem_longlong_sum_reduce, \
+        unsigned char: shmem_uchar_sum_reduce, \
+        unsigned short: shmem_ushort_sum_reduce, \
+        unsigned int: shmem_uint_sum_reduce, \
+        unsigned long: shmem_ulong_sum_reduce, \
+        unsigned long long: shmem_ulonglong_sum_reduce \
+    )(team, dest, source, nreduce)
+#define shmem_prod_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        float: shmem_float_prod_reduce, \
+        double: shmem_double_prod_reduce, \
+        char: shmem_char_prod_reduce, \
+        signed char: shmem_schar_prod_reduce, \
+        short: shmem_short_prod_reduce, \
+        int: shmem_int_prod_reduce, \
+        long: shmem_long_prod_reduce, \
+        long long: shmem_longlong_prod_reduce, \
+        unsigned char: shmem_uchar_prod_reduce, \
+        unsigned short: shmem_ushort_prod_reduce, \
+        unsigned int: shmem_uint_prod_reduce, \
+        unsigned long: shmem_ulong_prod_reduce, \
+        unsigned long long: shmem_ulonglong_prod_reduce \
+    )(team, dest, source, nreduce)
+#define shmemx_sum_inscan(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: shmemx_float_sum_inscan, \
+        double: shmemx_double_sum_inscan, \
+        char: shmemx_char_sum_inscan, \
+        signed char: shmemx_schar_sum_inscan, \
+        short: shmemx_short_sum_inscan, \
+        int: shmemx_int_sum_inscan, \
+        long: shmemx_long_sum_inscan, \
+        long long: shmemx_longlong_sum_inscan, \
+        unsigned char: shmemx_uchar_sum_inscan, \
+        unsigned short: shmemx_ushort_sum_inscan, \
+        unsigned int: shmemx_uint_sum_inscan, \
+        unsigned long: shmemx_ulong_sum_inscan, \
+        unsigned long long: shmemx_ulonglong_sum_inscan \
+    )(team, dest, source, nelems)
+#define shmemx_sum_exscan(team, dest, source, nelems) \
+    _Generic(*(dest), \
+        float: shmemx_float_sum_exscan, \
+        double: shmemx_double_sum_exscan, \
+        char: shmemx_char_sum_exscan, \
+        signed char: shmemx_schar_sum_exscan, \
+        short: shmemx_short_sum_exscan, \
+        int: shmemx_int_sum_exscan, \
+        long: shmemx_long_sum_exscan, \
+        long long: shmemx_longlong_sum_exscan, \
+        unsigned char: shmemx_uchar_sum_exscan, \
+        unsigned short: shmemx_ushort_sum_exscan, \
+        unsigned int: shmemx_uint_sum_exscan, \
+        unsigned long: shmemx_ulong_sum_exscan, \
+        unsigned long long: shmemx_ulonglong_sum_exscan \
+    )(team, dest, source, nelems)
+#define shmem_and_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_and_reduce, \
+        unsigned char: shmem_uchar_and_reduce, \
+        unsigned short: shmem_ushort_and_reduce, \
+        unsigned int: shmem_uint_and_reduce, \
+        unsigned long: shmem_ulong_and_reduce, \
+        unsigned long long: shmem_ulonglong_and_reduce \
+    )(team, dest, source, nreduce)
+#define shmem_or_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_or_reduce, \
+        unsigned char: shmem_uchar_or_reduce, \
+        unsigned short: shmem_ushort_or_reduce, \
+        unsigned int: shmem_uint_or_reduce, \
+        unsigned long: shmem_ulong_or_reduce, \
+        unsigned long long: shmem_ulonglong_or_reduce \
+    )(team, dest, source, nreduce)
+#define shmem_xor_reduce(team, dest, source, nreduce) \
+    _Generic(*(dest), \
+        signed char: shmem_schar_xor_reduce, \
+        unsigned char: shmem_uchar_xor_reduce, \
+        unsigned short: shmem_ushort_xor_reduce, \
+        unsigned int: shmem_uint_xor_reduce, \
+        unsigned long: shmem_ulong_xor_reduce, \
+        unsigned long long: shmem_ulonglong_xor_reduce \
+    )(team, dest, source, nreduce)
 #endif
 
 #endif /* SHMEM_TYPED_H */

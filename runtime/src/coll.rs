@@ -1,0 +1,306 @@
+//! Collectives over teams (OpenSHMEM 1.5 §9.9): broadcast, collect,
+//! fcollect, alltoall, alltoalls, reductions, and Intel SHMEM's sum scans.
+//!
+//! Every PE of a team can load and store every other member's heap (one
+//! node), so each collective is: a team sync (inputs ready, outputs free), a
+//! parallel data phase in which every member moves its share directly
+//! between mapped heaps, and a team sync (outputs complete, inputs free for
+//! reuse). Because both syncs are inside the call, back-to-back collectives
+//! on the same buffers need no extra barrier, and no pSync arrays exist.
+//! The data phases (see docs/collectives.md for cutovers):
+//!
+//! * broadcast: every member pulls the root's source into its own dest, in
+//!   parallel (one copy per PE instead of n copies by the root);
+//! * fcollect / collect: every member pushes its block into every member's
+//!   dest (stores, not loads, cross the interconnect); collect first
+//!   exchanges counts through the control segment to compute offsets;
+//! * alltoall(s): every member pushes block j to member j;
+//! * reductions: reduce-scatter + allgather in one pass: member r reduces
+//!   slice r of the vector over all members' sources (loads, in fixed member
+//!   order, so every PE gets bitwise identical results) in a 16 KiB stack
+//!   buffer and stores it into every member's dest. Small vectors (below
+//!   `SMALL_REDUCE_BYTES`) are reduced whole by every member instead, which
+//!   avoids the n-way scatter of tiny slices;
+//! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
+
+use crate::core::State;
+use crate::team::Team;
+
+/// Below this many bytes, every member reduces the whole vector itself.
+pub const SMALL_REDUCE_BYTES: usize = 2048;
+/// Reduction work buffer (on the stack: no allocation per call).
+const CHUNK_BYTES: usize = 16 * 1024;
+
+/// Result of a collective: 0, or non-zero for `TEAM_INVALID` (§9.9).
+pub type CollResult = i32;
+
+impl State {
+    fn coll_team(&self, call: &str, team: i32) -> Option<Team> {
+        self.team(call, team)
+    }
+
+    fn sym_extent(&self, call: &str, what: &str, p: *const u8, bytes: usize) -> usize {
+        if bytes == 0 {
+            return 0;
+        }
+        self.sym_offset(call, what, p, bytes)
+    }
+
+    /// Address of heap offset `off` on world PE `pe`.
+    #[inline]
+    fn at(&self, call: &str, pe: usize, off: usize) -> *mut u8 {
+        self.shm.addr(pe, off).unwrap_or_else(|| self.unreachable_pe(call, pe))
+    }
+
+    /// `team_sync` (§9.9.4).
+    pub fn team_sync(&self, call: &str, team: i32) -> CollResult {
+        match self.coll_team(call, team) {
+            Some(t) => {
+                self.team_sync_with(&t);
+                0
+            }
+            None => -1,
+        }
+    }
+
+    /// `broadcast` (§9.9.6): `nbytes` from `source` on team rank `root` to
+    /// `dest` on every member, root included.
+    pub fn broadcast(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize, root: i32) -> CollResult {
+        let Some(t) = self.coll_team(call, team) else { return -1 };
+        if root < 0 || root as usize >= t.size {
+            crate::error::fatal(call, format_args!("PE_root {root} is out of range for a team of {} PEs", t.size))
+        }
+        let doff = self.sym_extent(call, "dest", dest, nbytes);
+        let soff = self.sym_extent(call, "source", source, nbytes);
+        self.team_sync_with(&t);
+        if nbytes > 0 {
+            let src = self.at(call, t.world(root as usize), soff);
+            // SAFETY: both ranges checked inside the heaps; the root's
+            // source is not written during the collective.
+            unsafe { std::ptr::copy(src, self.at(call, self.my_pe, doff), nbytes) };
+        }
+        self.team_sync_with(&t);
+        0
+    }
+
+    /// `fcollect` (§9.9.8): every member's `nbytes` block, concatenated in
+    /// rank order, in every member's dest.
+    pub fn fcollect(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize) -> CollResult {
+        let Some(t) = self.coll_team(call, team) else { return -1 };
+        let total = nbytes.checked_mul(t.size).unwrap_or(usize::MAX);
+        let doff = self.sym_extent(call, "dest", dest, total);
+        self.sym_extent(call, "source", source, nbytes);
+        self.team_sync_with(&t);
+        if nbytes > 0 {
+            for k in 0..t.size {
+                let r = (t.my_rank + k) % t.size;
+                // SAFETY: dest range checked; blocks of different ranks are
+                // disjoint, so members never write the same bytes.
+                unsafe {
+                    std::ptr::copy(source, self.at(call, t.world(r), doff + t.my_rank * nbytes), nbytes);
+                }
+            }
+        }
+        self.team_sync_with(&t);
+        0
+    }
+
+    /// `collect` (§9.9.7): like fcollect with a different element count on
+    /// each member; `elem` is the element size.
+    pub fn collect(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nelems: usize, elem: usize) -> CollResult {
+        let Some(t) = self.coll_team(call, team) else { return -1 };
+        let nbytes = nelems.checked_mul(elem).unwrap_or(usize::MAX);
+        self.sym_extent(call, "source", source, nbytes);
+        self.publish_scratch(&t, nbytes as u64);
+        self.team_sync_with(&t);
+        let mut offset = 0usize;
+        let mut total = 0usize;
+        for r in 0..t.size {
+            let b = self.read_scratch(&t, r) as usize;
+            if r < t.my_rank {
+                offset += b;
+            }
+            total = total.saturating_add(b);
+        }
+        let doff = self.sym_extent(call, "dest", dest, total);
+        if nbytes > 0 {
+            for k in 0..t.size {
+                let r = (t.my_rank + k) % t.size;
+                // SAFETY: dest range [doff, doff + total) checked; ranges of
+                // different members are disjoint.
+                unsafe { std::ptr::copy(source, self.at(call, t.world(r), doff + offset), nbytes) };
+            }
+        }
+        self.team_sync_with(&t);
+        0
+    }
+
+    /// `alltoalls` (§9.9.10); `alltoall` is the contiguous case (strides 1).
+    /// Element `k` of block `j` of `source` (at `(j * nelems + k) * sst`)
+    /// goes to element `(me * nelems + k) * dst` of member `j`'s dest.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoalls(
+        &self, call: &str, team: i32, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize,
+        elem: usize,
+    ) -> CollResult {
+        let Some(t) = self.coll_team(call, team) else { return -1 };
+        if dst < 1 || sst < 1 {
+            crate::error::fatal(call, format_args!("strides must be at least 1 (dst {dst}, sst {sst})"))
+        }
+        let n_all = nelems.checked_mul(t.size).unwrap_or(usize::MAX);
+        let span = |stride: isize| -> usize {
+            if n_all == 0 { 0 } else { ((n_all - 1) as u128 * stride as u128 * elem as u128 + elem as u128).min(usize::MAX as u128) as usize }
+        };
+        let doff = self.sym_extent(call, "dest", dest, span(dst));
+        self.sym_extent(call, "source", source, span(sst));
+        self.team_sync_with(&t);
+        if nelems > 0 {
+            for k in 0..t.size {
+                let j = (t.my_rank + k) % t.size;
+                let to = self.at(call, t.world(j), doff);
+                // SAFETY: extents checked above; member j's block from this
+                // PE is disjoint from every other member's block.
+                unsafe {
+                    if dst == 1 && sst == 1 {
+                        std::ptr::copy(
+                            source.add(j * nelems * elem),
+                            to.add(t.my_rank * nelems * elem),
+                            nelems * elem,
+                        );
+                    } else {
+                        crate::core::strided_copy(
+                            to.offset(t.my_rank as isize * nelems as isize * dst * elem as isize),
+                            dst,
+                            source.offset(j as isize * nelems as isize * sst * elem as isize),
+                            sst,
+                            elem,
+                            1,
+                            nelems,
+                        );
+                    }
+                }
+            }
+        }
+        self.team_sync_with(&t);
+        0
+    }
+
+    /// Reductions (§9.9.11): `dest[i] = op(source_0[i], ..., source_{n-1}[i])`
+    /// over members in rank order; `dest == source` (in place) is allowed.
+    ///
+    /// # Safety
+    /// `T` is a plain numeric type; `op` is pure.
+    pub unsafe fn reduce<T: Copy>(
+        &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
+    ) -> CollResult {
+        let Some(t) = self.coll_team(call, team) else { return -1 };
+        let es = std::mem::size_of::<T>();
+        let nbytes = nreduce.checked_mul(es).unwrap_or(usize::MAX);
+        let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
+        let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
+        self.team_sync_with(&t);
+        if nreduce == 0 {
+            self.team_sync_with(&t);
+            return 0;
+        }
+        let src_of = |r: usize| self.at(call, t.world(r), soff) as *const T;
+        let chunk = (CHUNK_BYTES / es).max(1);
+        let mut buf = [0u64; CHUNK_BYTES / 8];
+        let acc = buf.as_mut_ptr() as *mut T;
+        let reduce_range = |lo: usize, hi: usize, out: &mut dyn FnMut(usize, usize)| {
+            let mut i = lo;
+            while i < hi {
+                let m = chunk.min(hi - i);
+                std::ptr::copy_nonoverlapping(src_of(0).add(i), acc, m);
+                for r in 1..t.size {
+                    let s = src_of(r).add(i);
+                    for k in 0..m {
+                        *acc.add(k) = op(*acc.add(k), *s.add(k));
+                    }
+                }
+                out(i, m);
+                i += m;
+            }
+        };
+        if nbytes < SMALL_REDUCE_BYTES {
+            // Every member reduces everything into its own dest; in place,
+            // wait until every member has read this PE's source first.
+            let in_place = doff == soff;
+            let mine = self.at(call, self.my_pe, doff) as *mut T;
+            if in_place {
+                reduce_range(0, nreduce, &mut |_, _| {});
+                self.team_sync_with(&t);
+                std::ptr::copy_nonoverlapping(acc, mine, nreduce);
+            } else {
+                reduce_range(0, nreduce, &mut |i, m| std::ptr::copy_nonoverlapping(acc, mine.add(i), m));
+            }
+        } else {
+            // Reduce-scatter + allgather: this member owns one slice, reads
+            // it from every source (nobody else reads it), and stores the
+            // result into every member's dest.
+            let per = nreduce.div_ceil(t.size);
+            let lo = (t.my_rank * per).min(nreduce);
+            let hi = (lo + per).min(nreduce);
+            reduce_range(lo, hi, &mut |i, m| {
+                for k in 0..t.size {
+                    let d = self.at(call, t.world((t.my_rank + k) % t.size), doff) as *mut T;
+                    std::ptr::copy_nonoverlapping(acc, d.add(i), m);
+                }
+            });
+        }
+        self.team_sync_with(&t);
+        0
+    }
+
+    /// Intel SHMEM's `sum_inscan` (`exclusive == false`: member r gets the
+    /// sum over members 0..=r) and `sum_exscan` (0..r; member 0 gets zeros).
+    ///
+    /// # Safety
+    /// As [`State::reduce`]; `zero` is the additive identity.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sum_scan<T: Copy>(
+        &self, call: &str, team: i32, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
+        add: impl Fn(T, T) -> T,
+    ) -> CollResult {
+        let Some(t) = self.coll_team(call, team) else { return -1 };
+        let es = std::mem::size_of::<T>();
+        let nbytes = nelems.checked_mul(es).unwrap_or(usize::MAX);
+        let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
+        let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
+        self.team_sync_with(&t);
+        let upto = if exclusive { t.my_rank } else { t.my_rank + 1 };
+        // In place, results wait in `held` (the only allocation, and only
+        // for in-place scans) until every member has read this PE's source.
+        let in_place = doff == soff;
+        let mut held: Vec<T> = Vec::new();
+        let mine = self.at(call, self.my_pe, doff) as *mut T;
+        let chunk = (CHUNK_BYTES / es).max(1);
+        let mut buf = [0u64; CHUNK_BYTES / 8];
+        let acc = buf.as_mut_ptr() as *mut T;
+        let mut i = 0;
+        while i < nelems {
+            let m = chunk.min(nelems - i);
+            for k in 0..m {
+                *acc.add(k) = zero;
+            }
+            for r in 0..upto {
+                let s = (self.at(call, t.world(r), soff) as *const T).add(i);
+                for k in 0..m {
+                    *acc.add(k) = add(*acc.add(k), *s.add(k));
+                }
+            }
+            if in_place {
+                held.extend_from_slice(std::slice::from_raw_parts(acc, m));
+            } else {
+                std::ptr::copy_nonoverlapping(acc, mine.add(i), m);
+            }
+            i += m;
+        }
+        if in_place {
+            self.team_sync_with(&t);
+            std::ptr::copy_nonoverlapping(held.as_ptr(), mine, nelems);
+        }
+        self.team_sync_with(&t);
+        0
+    }
+}
