@@ -201,6 +201,11 @@ fn c_teams_and_collectives() {
 }
 
 #[test]
+fn rust_coll() {
+    on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_coll")), &[]);
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }

@@ -588,3 +588,220 @@ impl<T: Symmetric> SymmVec<'_, T> {
         }
     }
 }
+
+/// Reduction operators (§9.9.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    And,
+    Or,
+    Xor,
+    Max,
+    Min,
+    Sum,
+    Prod,
+}
+
+/// Element types of reductions: every numeric type has max/min/sum/prod
+/// (wrapping for integers); integers also have and/or/xor.
+pub trait Reduce: Symmetric + PartialOrd {
+    /// The operator as a function, or `None` when it is not defined for the
+    /// type (bitwise operators on floating point).
+    fn op(op: ReduceOp) -> Option<fn(Self, Self) -> Self>;
+    const ZERO: Self;
+}
+
+macro_rules! reduce_int {
+    ($($t:ty),*) => { $(
+        impl Reduce for $t {
+            fn op(op: ReduceOp) -> Option<fn(Self, Self) -> Self> {
+                Some(match op {
+                    ReduceOp::And => |a, b| a & b,
+                    ReduceOp::Or => |a, b| a | b,
+                    ReduceOp::Xor => |a, b| a ^ b,
+                    ReduceOp::Max => |a: Self, b: Self| a.max(b),
+                    ReduceOp::Min => |a: Self, b: Self| a.min(b),
+                    ReduceOp::Sum => |a: Self, b| a.wrapping_add(b),
+                    ReduceOp::Prod => |a: Self, b| a.wrapping_mul(b),
+                })
+            }
+            const ZERO: Self = 0;
+        }
+    )* };
+}
+reduce_int!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+macro_rules! reduce_float {
+    ($($t:ty),*) => { $(
+        impl Reduce for $t {
+            fn op(op: ReduceOp) -> Option<fn(Self, Self) -> Self> {
+                match op {
+                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => None,
+                    ReduceOp::Max => Some(|a: Self, b: Self| if b > a { b } else { a }),
+                    ReduceOp::Min => Some(|a: Self, b: Self| if b < a { b } else { a }),
+                    ReduceOp::Sum => Some(|a, b| a + b),
+                    ReduceOp::Prod => Some(|a, b| a * b),
+                }
+            }
+            const ZERO: Self = 0.0;
+        }
+    )* };
+}
+reduce_float!(f32, f64);
+
+/// A team (§9.4). Teams made by splitting are destroyed (collectively) when
+/// dropped; the predefined teams are not.
+pub struct Team<'a> {
+    handle: i32,
+    shmem: &'a Ishmem,
+    owned: bool,
+}
+
+impl Ishmem {
+    /// The world team: every PE.
+    pub fn team_world(&self) -> Team<'_> {
+        Team { handle: ishmem_runtime::team::TEAM_WORLD, shmem: self, owned: false }
+    }
+
+    /// The PEs that share memory with this one.
+    pub fn team_shared(&self) -> Team<'_> {
+        Team { handle: ishmem_runtime::team::TEAM_SHARED, shmem: self, owned: false }
+    }
+}
+
+impl<'a> Team<'a> {
+    fn info(&self, call: &str) -> ishmem_runtime::team::Team {
+        self.shmem.st.team(call, self.handle).expect("a Team value is always a valid team")
+    }
+
+    /// The handle C code uses for this team.
+    pub fn handle(&self) -> i32 {
+        self.handle
+    }
+
+    /// This PE's number in the team.
+    pub fn my_pe(&self) -> usize {
+        self.info("ishmem::Team::my_pe").my_rank
+    }
+
+    /// Number of PEs in the team.
+    pub fn n_pes(&self) -> usize {
+        self.info("ishmem::Team::n_pes").size
+    }
+
+    /// Team PE `pe` of this team as a PE of `other`, if it is a member.
+    pub fn translate_pe(&self, pe: usize, other: &Team<'_>) -> Option<usize> {
+        let r = self.shmem.st.team_translate_pe("ishmem::Team::translate_pe", self.handle, pe_i32(pe), other.handle);
+        usize::try_from(r).ok()
+    }
+
+    /// Collective over this team: the team of its PEs `start + i * stride`,
+    /// `i < size`. `Ok(None)` on PEs that are not members.
+    pub fn split_strided(&self, start: usize, stride: isize, size: usize) -> Result<Option<Team<'a>>> {
+        let call = "ishmem::Team::split_strided";
+        let (rc, h) = self.shmem.st.team_split_strided(
+            call,
+            self.handle,
+            pe_i32(start),
+            i32::try_from(stride).unwrap_or(i32::MAX),
+            pe_i32(size),
+            0,
+        );
+        if rc != 0 {
+            return Err(Error::Init(format!("{call}: start {start}, stride {stride}, size {size} is not a team")));
+        }
+        Ok((h != ishmem_runtime::team::TEAM_INVALID).then_some(Team { handle: h, shmem: self.shmem, owned: true }))
+    }
+
+    /// Collective over this team: its rows and columns as a grid of `xrange`
+    /// columns, as (row team, column team).
+    pub fn split_2d(&self, xrange: usize) -> Result<(Team<'a>, Team<'a>)> {
+        let call = "ishmem::Team::split_2d";
+        let (rc, x, y) = self.shmem.st.team_split_2d(call, self.handle, pe_i32(xrange), (0, 0));
+        if rc != 0 {
+            return Err(Error::Init(format!("{call}: xrange {xrange} does not split the team")));
+        }
+        Ok((Team { handle: x, shmem: self.shmem, owned: true }, Team { handle: y, shmem: self.shmem, owned: true }))
+    }
+
+    /// `team_sync`: waits until every member has arrived.
+    pub fn sync(&self) {
+        self.shmem.st.team_sync("ishmem::Team::sync", self.handle);
+    }
+
+    fn check_len<T: Symmetric>(call: &str, v: &SymmVec<'_, T>, need: usize) {
+        v.range(call, 0, need);
+    }
+
+    /// `broadcast`: the first `nelems` elements of `src` on team PE `root`
+    /// into `dest` on every member.
+    pub fn broadcast<T: Symmetric>(&self, dest: &SymmVec<'_, T>, src: &SymmVec<'_, T>, nelems: usize, root: usize) {
+        let call = "ishmem::Team::broadcast";
+        Self::check_len(call, dest, nelems);
+        Self::check_len(call, src, nelems);
+        self.shmem.st.broadcast(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), nelems * size_of::<T>(), pe_i32(root));
+    }
+
+    /// `fcollect`: every member's first `nelems` elements, in team order.
+    pub fn fcollect<T: Symmetric>(&self, dest: &SymmVec<'_, T>, src: &SymmVec<'_, T>, nelems: usize) {
+        let call = "ishmem::Team::fcollect";
+        Self::check_len(call, dest, nelems * self.n_pes());
+        Self::check_len(call, src, nelems);
+        self.shmem.st.fcollect(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), nelems * size_of::<T>());
+    }
+
+    /// `collect`: like fcollect; `nelems` may differ between members.
+    pub fn collect<T: Symmetric>(&self, dest: &SymmVec<'_, T>, src: &SymmVec<'_, T>, nelems: usize) {
+        let call = "ishmem::Team::collect";
+        Self::check_len(call, src, nelems);
+        self.shmem.st.collect(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), nelems, size_of::<T>());
+    }
+
+    /// `alltoall`: block `j` (of `nelems`) of `src` to member `j`.
+    pub fn alltoall<T: Symmetric>(&self, dest: &SymmVec<'_, T>, src: &SymmVec<'_, T>, nelems: usize) {
+        let call = "ishmem::Team::alltoall";
+        Self::check_len(call, dest, nelems * self.n_pes());
+        Self::check_len(call, src, nelems * self.n_pes());
+        self.shmem.st.alltoalls(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), 1, 1, nelems, size_of::<T>());
+    }
+
+    /// Reduction of the first `nreduce` elements of `src` over the team into
+    /// `dest` (which may be `src` itself, see [`Team::reduce_in_place`]).
+    pub fn reduce<T: Reduce>(&self, op: ReduceOp, dest: &SymmVec<'_, T>, src: &SymmVec<'_, T>, nreduce: usize) {
+        self.reduce_ptrs(op, dest.ptr.as_ptr(), dest.len, src.ptr.as_ptr(), src.len, nreduce)
+    }
+
+    /// In-place reduction of the first `nreduce` elements of `buf`.
+    pub fn reduce_in_place<T: Reduce>(&self, op: ReduceOp, buf: &SymmVec<'_, T>, nreduce: usize) {
+        self.reduce_ptrs(op, buf.ptr.as_ptr(), buf.len, buf.ptr.as_ptr(), buf.len, nreduce)
+    }
+
+    fn reduce_ptrs<T: Reduce>(&self, op: ReduceOp, d: *mut T, dlen: usize, s: *mut T, slen: usize, n: usize) {
+        let call = "ishmem::Team::reduce";
+        if n > dlen || n > slen {
+            ishmem_runtime::error::fatal(call, format_args!("nreduce {n} exceeds a vector of {} elements", dlen.min(slen)))
+        }
+        let Some(f) = T::op(op) else {
+            ishmem_runtime::error::fatal(call, format_args!("{op:?} is not defined for {}", std::any::type_name::<T>()))
+        };
+        // SAFETY: both vectors hold at least n elements; T is numeric.
+        unsafe { self.shmem.st.reduce(call, self.handle, d, s, n, f) };
+    }
+
+    /// Intel SHMEM's `sum_inscan` (`exclusive == false`) and `sum_exscan`.
+    pub fn sum_scan<T: Reduce>(&self, dest: &SymmVec<'_, T>, src: &SymmVec<'_, T>, nelems: usize, exclusive: bool) {
+        let call = "ishmem::Team::sum_scan";
+        Self::check_len(call, dest, nelems);
+        Self::check_len(call, src, nelems);
+        let add = T::op(ReduceOp::Sum).expect("sum is defined for every Reduce type");
+        // SAFETY: both vectors hold at least nelems elements.
+        unsafe { self.shmem.st.sum_scan(call, self.handle, dest.ptr.as_ptr(), src.ptr.as_ptr(), nelems, exclusive, T::ZERO, add) };
+    }
+}
+
+impl Drop for Team<'_> {
+    fn drop(&mut self) {
+        if self.owned {
+            self.shmem.st.team_destroy("ishmem::Team::drop", self.handle);
+        }
+    }
+}
