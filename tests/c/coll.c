@@ -186,7 +186,7 @@ MOVE_TEST(double, double)
 MOVE_TEST(unsigned char, uchar)
 
 static void run_all(shmem_team_t team, int big) {
-#define R(T, N) red_##N(team, big && (sizeof(T) >= 4));
+#define R(T, N) red_##N(team, big);
     ALL_TYPES(R)
 #define B(T, N) bit_##N(team);
     BIT_TYPES(B)
