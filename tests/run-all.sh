@@ -3,7 +3,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . packaging/setup-debian.sh
+
+# Test prerequisites: Lmod, CMake, pkg-config, a C++ compiler, and
+# Environment Modules unpacked beside the build (Debian's lmod and
+# environment-modules packages conflict, so the Tcl one is not installed).
+tools="${CARGO_TARGET_DIR:-$PWD/target}/test-tools"
+need=""
+[ -f /usr/share/lmod/lmod/init/bash ] || need="$need lmod"
+command -v cmake >/dev/null || need="$need cmake"
+command -v pkg-config >/dev/null || need="$need pkg-config"
+command -v c++ >/dev/null || need="$need g++"
+command -v tclsh >/dev/null || need="$need tcl"
+modulecmd="$(ls "$tools"/em/usr/lib/*/modulecmd.tcl 2>/dev/null | head -n1 || true)"
+if [ -n "$need" ] || [ -z "$modulecmd" ]; then
+    sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
+    $sudo_ apt-get update -qq
+    [ -z "$need" ] || DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq $need >/dev/null
+    if [ -z "$modulecmd" ]; then
+        mkdir -p "$tools" && rm -rf "$tools/em" "$tools"/environment-modules_*.deb
+        (cd "$tools" && apt-get download -qq environment-modules && dpkg -x environment-modules_*.deb em)
+        modulecmd="$(ls "$tools"/em/usr/lib/*/modulecmd.tcl | head -n1)"
+    fi
+fi
+
 # Generated files (typed families, headers, env docs) must be up to date.
 cargo run -q -p ishmem-gen -- --check
 cargo build --workspace --all-targets
 cargo test --workspace
+# The installable SDK: prefix install, relocation, Lmod and Tcl modules,
+# pkg-config and CMake, shared and static, ishmem-info, release tarball.
+ISHMEM_TCL_MODULECMD="$modulecmd" tests/sdk/test-sdk.sh
+echo "sdk: 1 passed, 0 failed"

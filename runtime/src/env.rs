@@ -15,6 +15,8 @@ pub enum Kind {
     Bool,
     /// A non-negative integer.
     Uint,
+    /// Free text (a path); not parsed.
+    Text,
 }
 
 impl Kind {
@@ -23,6 +25,7 @@ impl Kind {
             Kind::Size => "size",
             Kind::Bool => "bool",
             Kind::Uint => "integer",
+            Kind::Text => "text",
         }
     }
 }
@@ -55,6 +58,13 @@ pub const VARS: &[EnvVar] = &[
         kind: Kind::Bool,
         default: "0",
         help: "Print initialization details (heap placement, peers, bootstrap) to stderr.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_ROOT",
+        kind: Kind::Text,
+        default: "",
+        help: "Installation prefix; set by the ishmem module files for build systems and scripts, not read by the library.",
         internal: false,
     },
     EnvVar {
@@ -248,6 +258,7 @@ mod tests {
                 Kind::Size => parse_size(v.default).is_some(),
                 Kind::Bool => parse_bool(v.default).is_some(),
                 Kind::Uint => v.default.parse::<u64>().is_ok(),
+                Kind::Text => true,
             };
             assert!(ok, "default of {} does not parse", v.name);
         }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs ishmem-rs into a relocatable prefix:
+#   packaging/install.sh --prefix DIR
+# bin/ (ishmrun, ishmem-info), lib/ (libishmem.so.X.Y.Z + soname links,
+# libishmem.a, pkgconfig/, cmake/ishmem/), include/, share/modulefiles/
+# (lmod/ and tcl/), share/doc/ishmem/.
+set -euo pipefail
+prefix=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
+        --prefix=*) prefix="${1#--prefix=}"; shift ;;
+        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        *) echo "install.sh: unknown argument $1 (usage: install.sh --prefix DIR)" >&2; exit 2 ;;
+    esac
+done
+[ -n "$prefix" ] || { echo "install.sh: --prefix DIR is required" >&2; exit 2; }
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+. packaging/setup-debian.sh
+cargo build --release -q -p ishmem-capi -p ishmrun
+target="${CARGO_TARGET_DIR:-$root/target}/release"
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)"
+major="${version%%.*}"
+minor="$(echo "$version" | cut -d. -f2)"
+# What a static link of the Rust archive needs (rustc --print native-static-libs).
+native_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+native_libs_cmake="$(echo "$native_libs" | sed 's/-l//g; s/ /;/g')"
+
+mkdir -p "$prefix"
+prefix="$(cd "$prefix" && pwd)"
+install -d "$prefix/bin" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/ishmem" "$prefix/include" \
+    "$prefix/share/modulefiles/lmod/ishmem" "$prefix/share/modulefiles/tcl/ishmem" "$prefix/share/doc/ishmem"
+install -m 755 "$target/ishmrun" "$target/ishmem-info" "$prefix/bin/"
+install -m 755 "$target/libishmem.so" "$prefix/lib/libishmem.so.$version"
+ln -sf "libishmem.so.$version" "$prefix/lib/libishmem.so.$major"
+ln -sf "libishmem.so.$major" "$prefix/lib/libishmem.so"
+install -m 644 "$target/libishmem.a" "$prefix/lib/"
+cp -R bindings/c/include/. "$prefix/include/"
+subst() {
+    sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" \
+        -e "s|@NATIVE_LIBS@|$native_libs|g" -e "s|@NATIVE_LIBS_CMAKE@|$native_libs_cmake|g" "$1" > "$2"
+}
+t=packaging/templates
+subst $t/ishmem.pc.in "$prefix/lib/pkgconfig/ishmem.pc"
+subst $t/ishmem-static.pc.in "$prefix/lib/pkgconfig/ishmem-static.pc"
+subst $t/ishmemConfig.cmake.in "$prefix/lib/cmake/ishmem/ishmemConfig.cmake"
+subst $t/ishmemConfigVersion.cmake.in "$prefix/lib/cmake/ishmem/ishmemConfigVersion.cmake"
+subst $t/ishmem.lua.in "$prefix/share/modulefiles/lmod/ishmem/$version.lua"
+subst $t/ishmem.tcl.in "$prefix/share/modulefiles/tcl/ishmem/$version"
+cp README.md LICENSE "$prefix/share/doc/ishmem/"
+cp -R docs/. "$prefix/share/doc/ishmem/"
+cp -R packaging/examples "$prefix/share/doc/ishmem/"
+echo "installed ishmem-rs $version into $prefix"

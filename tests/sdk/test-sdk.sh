@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SDK test: install into a temporary prefix, move the prefix (relocatable),
+# then from a clean environment load it with Lmod and with Environment
+# Modules (Tcl), build C and C++ programs with pkg-config and with CMake,
+# shared and static, run them with the installed ishmrun on 2 PEs, and check
+# ishmem-info. Needs: lmod (Debian package), cmake, pkg-config, c++, tclsh,
+# and an extracted environment-modules package in $ISHMEM_TCL_MODULECMD's
+# place (Debian's lmod and environment-modules packages conflict, so the
+# suite runs Tcl modules from a copy unpacked with dpkg -x; see run-all.sh).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+fail() { echo "test-sdk: FAIL: $*" >&2; exit 1; }
+for tool in cmake pkg-config c++ tclsh; do
+    command -v "$tool" >/dev/null || fail "$tool is not installed (tests/run-all.sh installs it)"
+done
+[ -f /usr/share/lmod/lmod/init/bash ] || fail "Lmod is not installed (apt-get install lmod)"
+modulecmd_tcl="${ISHMEM_TCL_MODULECMD:-}"
+[ -f "$modulecmd_tcl" ] || fail "ISHMEM_TCL_MODULECMD does not name Environment Modules' modulecmd.tcl"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+"$root/packaging/install.sh" --prefix "$tmp/staging" >/dev/null
+mv "$tmp/staging" "$tmp/moved"   # relocatable: nothing may point at the old path
+P="$tmp/moved"
+grep -rq "$tmp/staging" "$P" && fail "the installed prefix mentions its original path"
+cp "$root/packaging/examples/hello_ring.c" "$tmp/"
+
+# A clean environment: no cargo, no target dir, nothing of ours on any path.
+clean() { env -i HOME="$tmp" PATH=/usr/bin:/bin TERM=dumb bash --noprofile --norc -c "set -euo pipefail; $1"; }
+
+check_env='test "$ISHMEM_ROOT" = '"$P"' || { echo "ISHMEM_ROOT=$ISHMEM_ROOT"; exit 1; }
+    test "$(command -v ishmrun)" = '"$P"'/bin/ishmrun
+    echo "$LD_LIBRARY_PATH" | grep -q '"$P"'/lib
+    echo "$CMAKE_PREFIX_PATH" | grep -q '"$P"
+build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
+    cc -std=c11 ../hello_ring.c $(pkg-config --cflags --libs ishmem) -o pc_shared
+    cc -std=c11 ../hello_ring.c $(pkg-config --cflags --libs ishmem-static) -o pc_static
+    c++ '"$root"'/tests/sdk/hello.cpp $(pkg-config --cflags --libs ishmem) -o pc_cxx
+    ! ldd pc_static | grep -q libishmem
+    ldd pc_shared | grep -q "libishmem.so.0 => '"$P"'/lib/"
+    cmake -S '"$root"'/tests/sdk/cmake -B cm -DSRC_DIR='"$tmp"' >/dev/null
+    cmake --build cm >/dev/null
+    for p in ./pc_shared ./pc_static cm/hello_shared cm/hello_static; do
+        out="$(ishmrun -n 2 "$p")"; echo "$out" | grep -q "sum = 2001" || { echo "$p: $out"; exit 1; }
+    done
+    for p in ./pc_cxx cm/hello_cxx; do ishmrun -n 2 "$p" | grep -q "cxx sum 3"; done'
+
+echo "== Lmod"
+clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; $check_env; $build_run" \
+    || fail "Lmod: module load, build or run"
+echo "== Environment Modules (Tcl)"
+clean "export MODULEPATH=$P/share/modulefiles/tcl; eval \"\$(tclsh $modulecmd_tcl bash load ishmem)\"; $check_env; $build_run" \
+    || fail "Tcl modules: module load, build or run"
+
+echo "== ishmem-info"
+clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem
+    ishmem-info | grep -q 'ISHMEM_SYMMETRIC_SIZE=512m \[default\]'
+    ISHMEM_SYMMETRIC_SIZE=1g ishmem-info --json > $tmp/info.json
+    python3 -c 'import json,sys; d=json.load(open(\"$tmp/info.json\")); v={e[\"name\"]: e for e in d[\"environment\"]}; assert v[\"ISHMEM_SYMMETRIC_SIZE\"][\"value\"]==\"1g\" and v[\"ISHMEM_SYMMETRIC_SIZE\"][\"source\"]==\"environment\", v; assert \"ISHMEM_DEBUG\" in v; assert any(c[\"name\"]==\"cpu\" and c[\"available\"] for c in d[\"components\"])'
+    if ISHMEM_SYMMETRIC_SIZE=lots ishmem-info 2> $tmp/err; then exit 1; fi
+    grep -q 'ISHMEM_SYMMETRIC_SIZE=\"lots\" is not valid' $tmp/err
+    if ISHMEM_SYMMETRIC_SIZE=lots ishmrun -n 2 ./no-such 2>/dev/null; then exit 1; fi" \
+    || fail "ishmem-info"
+
+echo "== release tarball"
+tarball="$(CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$root/packaging/release.sh")"
+tar -tzf "$tarball" > "$tmp/list"
+grep -q "/lib/libishmem.so.0.1.0$" "$tmp/list" || fail "tarball lacks the library"
+grep -q "/LICENSE$" "$tmp/list" || fail "tarball lacks LICENSE"
+grep -q "/share/doc/ishmem/architecture.md$" "$tmp/list" || fail "tarball lacks the docs"
+echo "test-sdk: ok"
