@@ -93,6 +93,12 @@ fn not_running(call: &str) -> ! {
     }
 }
 
+/// The process is leaving through `global_exit`: no collective finalize at
+/// exit, and later calls are errors.
+pub(crate) fn mark_exiting() {
+    PHASE.store(PHASE_FINALIZED, Ordering::Release);
+}
+
 extern "C" fn finalize_at_exit() {
     if PHASE.load(Ordering::Acquire) == PHASE_RUNNING {
         finalize();
@@ -255,8 +261,27 @@ pub fn init() -> Result<(), String> {
     ATEXIT.call_once(|| unsafe {
         libc::atexit(finalize_at_exit);
     });
-    state("ishmem_init").barrier_all();
+    let st = state("ishmem_init");
+    if st.my_pe == 0 && (st.config.print_version || st.config.print_info) {
+        print_startup_info(&st.config);
+    }
+    st.barrier_all();
     Ok(())
+}
+
+/// SHMEM_VERSION / SHMEM_INFO printouts (OpenSHMEM 1.5 §8), on PE 0.
+fn print_startup_info(config: &Config) {
+    let mut out = format!("{VENDOR}: OpenSHMEM {SPEC_MAJOR}.{SPEC_MINOR}\n");
+    if config.print_info {
+        out.push_str("environment variables:\n");
+        for (v, val, src) in env::effective().into_iter().filter(|(v, _, _)| !v.internal) {
+            let src = if src == env::Source::Environment { "set" } else { "default" };
+            out.push_str(&format!("  {}={} [{src}]: {}\n", v.name, val, v.help));
+        }
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    let _ = std::io::stdout().flush();
 }
 
 /// Finalizes the library: completes outstanding operations and synchronizes

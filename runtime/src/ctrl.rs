@@ -22,6 +22,10 @@ pub struct CtrlHeader {
     pub abort_reporter: AtomicI32,
     /// Exit status the job aborts with; 0 while the job runs.
     pub abort_code: AtomicI32,
+    /// PE number + 1 of the PE that called `global_exit`, 0 if none.
+    pub exit_caller: AtomicI32,
+    /// The status passed to `global_exit`.
+    pub exit_status: AtomicI32,
 }
 
 /// Arguments of one collective allocation call, published for the
@@ -113,6 +117,15 @@ impl Ctrl {
         let h = self.header();
         h.magic.load(Ordering::Acquire) == CTRL_MAGIC
             && h.n_pes.load(Ordering::Relaxed) as usize == self.n_pes
+    }
+
+    /// `(PE, status)` of a `global_exit` call, if one was made.
+    pub fn global_exit(&self) -> Option<(i32, i32)> {
+        let h = self.header();
+        match h.exit_caller.load(Ordering::Acquire) {
+            0 => None,
+            pe => Some((pe - 1, h.exit_status.load(Ordering::Relaxed))),
+        }
     }
 
     /// The exit status the job is aborting with, if any PE started an abort.

@@ -61,6 +61,34 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "SHMEM_SYMMETRIC_SIZE",
+        kind: Kind::Size,
+        default: "",
+        help: "OpenSHMEM's name for the heap size; used when ISHMEM_SYMMETRIC_SIZE is not set.",
+        internal: false,
+    },
+    EnvVar {
+        name: "SHMEM_DEBUG",
+        kind: Kind::Bool,
+        default: "",
+        help: "OpenSHMEM's name for ISHMEM_DEBUG; used when ISHMEM_DEBUG is not set.",
+        internal: false,
+    },
+    EnvVar {
+        name: "SHMEM_VERSION",
+        kind: Kind::Text,
+        default: "",
+        help: "When set (to anything), PE 0 prints the library version at initialization (OpenSHMEM 1.5 §8).",
+        internal: false,
+    },
+    EnvVar {
+        name: "SHMEM_INFO",
+        kind: Kind::Text,
+        default: "",
+        help: "When set (to anything), PE 0 prints every environment variable of this table with its value and help at initialization.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_ROOT",
         kind: Kind::Text,
         default: "",
@@ -142,15 +170,22 @@ fn var(name: &'static str) -> &'static EnvVar {
     VARS.iter().find(|v| v.name == name).expect("variable is in the table")
 }
 
-/// Reads one variable from `lookup`, falling back to the table's default.
+/// Reads a variable from `lookup`, then its OpenSHMEM alias, falling back to
+/// the table's default. Returns the value and the name it came from.
 fn read(
     name: &'static str,
+    alias: Option<&'static str>,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> (String, bool) {
-    match lookup(name) {
-        Some(v) => (v, true),
-        None => (var(name).default.to_string(), false),
+) -> (String, &'static str) {
+    if let Some(v) = lookup(name) {
+        return (v, name);
     }
+    if let Some(a) = alias {
+        if let Some(v) = lookup(a) {
+            return (v, a);
+        }
+    }
+    (var(name).default.to_string(), name)
 }
 
 /// Where a variable's effective value came from.
@@ -165,6 +200,10 @@ pub enum Source {
 pub struct Config {
     pub symmetric_size: u64,
     pub debug: bool,
+    /// SHMEM_VERSION is set.
+    pub print_version: bool,
+    /// SHMEM_INFO is set.
+    pub print_info: bool,
 }
 
 impl Config {
@@ -175,21 +214,24 @@ impl Config {
 
     /// Parses from an arbitrary lookup (tests use a map).
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Config, EnvError> {
-        let (size, _) = read("ISHMEM_SYMMETRIC_SIZE", lookup);
-        let symmetric_size = parse_size(&size)
-            .filter(|&n| n > 0)
-            .ok_or(EnvError {
-                name: "ISHMEM_SYMMETRIC_SIZE",
-                value: size.clone(),
-                expected: "a positive size such as 1073741824, 512m or 2g",
-            })?;
-        let (debug, _) = read("ISHMEM_DEBUG", lookup);
+        let (size, from) = read("ISHMEM_SYMMETRIC_SIZE", Some("SHMEM_SYMMETRIC_SIZE"), lookup);
+        let symmetric_size = parse_size(&size).filter(|&n| n > 0).ok_or(EnvError {
+            name: from,
+            value: size.clone(),
+            expected: "a positive size such as 1073741824, 512m or 2g",
+        })?;
+        let (debug, from) = read("ISHMEM_DEBUG", Some("SHMEM_DEBUG"), lookup);
         let debug = parse_bool(&debug).ok_or(EnvError {
-            name: "ISHMEM_DEBUG",
+            name: from,
             value: debug.clone(),
             expected: "0/1, true/false, yes/no or on/off",
         })?;
-        Ok(Config { symmetric_size, debug })
+        Ok(Config {
+            symmetric_size,
+            debug,
+            print_version: lookup("SHMEM_VERSION").is_some(),
+            print_info: lookup("SHMEM_INFO").is_some(),
+        })
     }
 }
 
@@ -244,6 +286,13 @@ mod tests {
         assert!(e.to_string().contains("\"lots\""));
         let zero: HashMap<&str, &str> = [("ISHMEM_SYMMETRIC_SIZE", "0")].into();
         assert!(Config::from_lookup(&|n| zero.get(n).map(|s| s.to_string())).is_err());
+        let alias: HashMap<&str, &str> = [("SHMEM_SYMMETRIC_SIZE", "2m"), ("SHMEM_INFO", "")].into();
+        let c = Config::from_lookup(&|n| alias.get(n).map(|s| s.to_string())).unwrap();
+        assert_eq!((c.symmetric_size, c.print_info, c.print_version), (2 << 20, true, false));
+        let both: HashMap<&str, &str> = [("SHMEM_SYMMETRIC_SIZE", "2m"), ("ISHMEM_SYMMETRIC_SIZE", "4m")].into();
+        assert_eq!(Config::from_lookup(&|n| both.get(n).map(|s| s.to_string())).unwrap().symmetric_size, 4 << 20);
+        let bad_alias: HashMap<&str, &str> = [("SHMEM_SYMMETRIC_SIZE", "x")].into();
+        assert_eq!(Config::from_lookup(&|n| bad_alias.get(n).map(|s| s.to_string())).unwrap_err().name, "SHMEM_SYMMETRIC_SIZE");
         let dbg: HashMap<&str, &str> = [("ISHMEM_DEBUG", "maybe")].into();
         assert_eq!(
             Config::from_lookup(&|n| dbg.get(n).map(|s| s.to_string())).unwrap_err().name,
@@ -253,7 +302,7 @@ mod tests {
 
     #[test]
     fn table_defaults_parse() {
-        for v in VARS.iter().filter(|v| !v.internal) {
+        for v in VARS.iter().filter(|v| !v.internal && !v.default.is_empty()) {
             let ok = match v.kind {
                 Kind::Size => parse_size(v.default).is_some(),
                 Kind::Bool => parse_bool(v.default).is_some(),

@@ -91,12 +91,41 @@ pub fn abort_job(code: i32) -> ! {
     unsafe { libc::_exit(code & 0xff) }
 }
 
-/// Called from wait loops: if another PE aborted the job, leave too.
+/// Called from wait loops: if another PE aborted the job or called
+/// `global_exit`, leave too.
 #[inline]
 pub(crate) fn check_abort() {
-    if let Some(code) = ctrl().and_then(|c| c.abort_code()) {
-        exit_for_peer_abort(code)
+    if let Some(c) = ctrl() {
+        if let Some((_, status)) = c.global_exit() {
+            exit_with(status)
+        }
+        if let Some(code) = c.abort_code() {
+            exit_for_peer_abort(code)
+        }
     }
+}
+
+/// `global_exit` (OpenSHMEM 1.5 §9.1.6): every PE ends with `status`. This
+/// PE records the call in the control segment (PEs waiting in the library
+/// see it and exit with the same status; ishmrun ends the others) and exits
+/// as if by `exit(status)`, without a collective finalize.
+pub fn global_exit(status: i32) -> ! {
+    if let Some(c) = ctrl() {
+        let h = c.header();
+        h.exit_status.store(status, Ordering::Relaxed);
+        let me = MY_PE.load(Ordering::Relaxed).max(0) + 1;
+        let _ = h.exit_caller.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire);
+    }
+    exit_with(status)
+}
+
+#[cold]
+fn exit_with(status: i32) -> ! {
+    crate::core::mark_exiting();
+    let _ = std::io::stdout().flush();
+    // SAFETY: exit runs atexit handlers (ours now does nothing) and flushes
+    // C stdio, as exit(status) in the program would.
+    unsafe { libc::exit(status) }
 }
 
 #[cold]

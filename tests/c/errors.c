@@ -65,6 +65,12 @@ int main(int argc, char **argv) {
         shmem_team_destroy(SHMEM_TEAM_WORLD);
     } else if (!strcmp(mode, "bad_root")) {
         shmem_long_broadcast(SHMEM_TEAM_WORLD, x, x + 1, 1, 9);
+    } else if (!strcmp(mode, "global_exit")) {
+        if (me == npes - 1) {
+            printf("PE %d exits the job\n", me);
+            shmem_global_exit(7);
+        }
+        if (me == 0 && npes > 1) for (;;) sleep(1); /* busy outside the library */
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

@@ -57,7 +57,7 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
     let mut built = BUILT.lock().unwrap();
     if !built.iter().any(|b| b == name) {
         let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-            .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror"])
+            .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"])
             .arg(src)
             .arg("-I")
             .arg(e.root.join("bindings/c/include"))
@@ -203,6 +203,28 @@ fn c_teams_and_collectives() {
 #[test]
 fn rust_coll() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_coll")), &[]);
+}
+
+#[test]
+fn c_threads_and_queries() {
+    on_1_to_4(&c_program("threads_misc"), &[]);
+}
+
+#[test]
+fn startup_printouts() {
+    let r = ishmrun(2, &c_program("errors"), &["ok"], &[("SHMEM_VERSION", "1"), ("SHMEM_INFO", "1")]);
+    assert!(r.code == Some(0), "{}", r.report("printouts"));
+    assert_eq!(r.stdout.matches("ishmem-rs 0.1.0: OpenSHMEM 1.5").count(), 1, "{}", r.report("version printed once"));
+    assert!(r.stdout.contains("ISHMEM_SYMMETRIC_SIZE=512m [default]") && r.stdout.contains("SHMEM_INFO=1 [set]"), "{}", r.report("info"));
+}
+
+#[test]
+fn global_exit_ends_the_job() {
+    // PE n-1 calls global_exit(7) while PE 0 computes outside the library
+    // and the others wait in a barrier.
+    for n in [1, 3] {
+        expect_failure("global_exit", n, 7, &[&format!("ishmrun: PE {} called shmem_global_exit(7)", n - 1)], &[]);
+    }
 }
 
 #[test]

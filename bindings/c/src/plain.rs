@@ -348,3 +348,94 @@ pub extern "C" fn ishmem_team_sync(team: ishmem_team_t) -> c_int {
     let call = "ishmem_team_sync";
     guard(call, || state(call).team_sync(call, team))
 }
+
+/// Thread levels (§9.2): only one thread calls the library.
+pub const ISHMEM_THREAD_SINGLE: c_int = 0;
+/// Only the thread that initialized the library calls it.
+pub const ISHMEM_THREAD_FUNNELED: c_int = 1;
+/// Any thread, one at a time.
+pub const ISHMEM_THREAD_SERIALIZED: c_int = 2;
+/// Any thread, concurrently.
+pub const ISHMEM_THREAD_MULTIPLE: c_int = 3;
+/// `malloc_with_hints` hints (§9.3.2): the block is used by remote AMOs.
+pub const ISHMEM_MALLOC_ATOMICS_REMOTE: c_long = 1;
+/// The block holds signals for put_signal.
+pub const ISHMEM_MALLOC_SIGNAL_REMOTE: c_long = 2;
+
+static THREAD_LEVEL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(ISHMEM_THREAD_MULTIPLE);
+
+pub(crate) unsafe fn init_thread(call: &'static str, requested: c_int, provided: *mut c_int) -> c_int {
+    guard(call, || {
+        if !(ISHMEM_THREAD_SINGLE..=ISHMEM_THREAD_MULTIPLE).contains(&requested) {
+            fatal(call, format_args!("requested thread level {requested} is not one of the THREAD_* constants (0..3)"))
+        }
+        init_or_die(call);
+        // Every level is supported: RMA, AMO and wait paths take no locks,
+        // so the MULTIPLE path is also the light one.
+        THREAD_LEVEL.store(requested, std::sync::atomic::Ordering::Relaxed);
+        if !provided.is_null() {
+            *provided = requested;
+        }
+        0
+    })
+}
+
+pub(crate) unsafe fn query_thread(call: &'static str, provided: *mut c_int) {
+    guard(call, || {
+        state(call);
+        if provided.is_null() {
+            fatal(call, format_args!("provided is a null pointer"))
+        }
+        *provided = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed);
+    })
+}
+
+/// Initializes the library at a thread level; `*provided` gets the level
+/// provided (the requested one: all are supported). Returns 0 (§9.1.2).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
+    init_thread("ishmem_init_thread", requested, provided)
+}
+
+/// The thread level the library was initialized with (§9.1.3).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_query_thread(provided: *mut c_int) {
+    query_thread("ishmem_query_thread", provided)
+}
+
+/// Ends every PE of the job with `status` (§9.1.6).
+#[no_mangle]
+pub extern "C" fn ishmem_global_exit(status: c_int) {
+    guard("ishmem_global_exit", || ishmem_runtime::error::global_exit(status))
+}
+
+/// 1 when `pe` is a PE of the job this PE can communicate with (§9.2.3).
+#[no_mangle]
+pub extern "C" fn ishmem_pe_accessible(pe: c_int) -> c_int {
+    let call = "ishmem_pe_accessible";
+    guard(call, || c_int::from(pe >= 0 && (pe as usize) < state(call).n_pes))
+}
+
+/// 1 when `addr` is symmetric and `pe` can be reached (§9.2.4).
+#[no_mangle]
+pub extern "C" fn ishmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+    let call = "ishmem_addr_accessible";
+    guard(call, || {
+        let st = state(call);
+        c_int::from(pe >= 0 && (pe as usize) < st.n_pes && st.is_symmetric(addr.cast()))
+    })
+}
+
+/// `malloc` with usage hints (§9.3.2); the hints do not change placement
+/// here (every block supports every use).
+#[no_mangle]
+pub extern "C" fn ishmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c_void {
+    let call = "ishmem_malloc_with_hints";
+    guard(call, || {
+        let known = ISHMEM_MALLOC_ATOMICS_REMOTE | ISHMEM_MALLOC_SIGNAL_REMOTE;
+        if hints & !known != 0 {
+            ishmem_runtime::error::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
+        }
+        state(call).malloc(call, size).cast()
+    })
+}

@@ -256,3 +256,66 @@ pub extern "C" fn shmem_team_sync(team: shmem_team_t) -> c_int {
     let call = "shmem_team_sync";
     guard(call, || state(call).team_sync(call, team))
 }
+
+pub const SHMEM_THREAD_SINGLE: c_int = 0;
+pub const SHMEM_THREAD_FUNNELED: c_int = 1;
+pub const SHMEM_THREAD_SERIALIZED: c_int = 2;
+pub const SHMEM_THREAD_MULTIPLE: c_int = 3;
+pub const SHMEM_MALLOC_ATOMICS_REMOTE: c_long = 1;
+pub const SHMEM_MALLOC_SIGNAL_REMOTE: c_long = 2;
+
+const _: () = {
+    use crate::plain as i;
+    assert!(SHMEM_THREAD_SINGLE == i::ISHMEM_THREAD_SINGLE && SHMEM_THREAD_MULTIPLE == i::ISHMEM_THREAD_MULTIPLE);
+    assert!(SHMEM_THREAD_FUNNELED == i::ISHMEM_THREAD_FUNNELED && SHMEM_THREAD_SERIALIZED == i::ISHMEM_THREAD_SERIALIZED);
+    assert!(SHMEM_MALLOC_ATOMICS_REMOTE == i::ISHMEM_MALLOC_ATOMICS_REMOTE);
+    assert!(SHMEM_MALLOC_SIGNAL_REMOTE == i::ISHMEM_MALLOC_SIGNAL_REMOTE);
+};
+
+/// Initializes the library at a thread level (§9.1.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
+    crate::plain::init_thread("shmem_init_thread", requested, provided)
+}
+
+/// The thread level provided (§9.1.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
+    crate::plain::query_thread("shmem_query_thread", provided)
+}
+
+/// Ends every PE of the job with `status` (§9.1.6).
+#[no_mangle]
+pub extern "C" fn shmem_global_exit(status: c_int) {
+    guard("shmem_global_exit", || ishmem_runtime::error::global_exit(status))
+}
+
+/// 1 when `pe` can be communicated with (§9.2.3).
+#[no_mangle]
+pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
+    let call = "shmem_pe_accessible";
+    guard(call, || c_int::from(pe >= 0 && (pe as usize) < state(call).n_pes))
+}
+
+/// 1 when `addr` is symmetric and `pe` can be reached (§9.2.4).
+#[no_mangle]
+pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+    let call = "shmem_addr_accessible";
+    guard(call, || {
+        let st = state(call);
+        c_int::from(pe >= 0 && (pe as usize) < st.n_pes && st.is_symmetric(addr.cast()))
+    })
+}
+
+/// `malloc` with usage hints (§9.3.2).
+#[no_mangle]
+pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c_void {
+    let call = "shmem_malloc_with_hints";
+    guard(call, || {
+        let known = SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE;
+        if hints & !known != 0 {
+            ishmem_runtime::error::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
+        }
+        state(call).malloc(call, size).cast()
+    })
+}

@@ -249,11 +249,11 @@ fn run(opts: Options) -> Result<u8, String> {
     let n = opts.npes;
     let ctrl_len = ctrl_size(n);
     let ctrl_fd = device::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
-    {
-        let region = device::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
-        // SAFETY: fresh zeroed mapping of ctrl_size(n) bytes, dropped below.
-        unsafe { Ctrl::new(region.base(), n) }.initialize();
-    }
+    // Kept mapped for the whole job: the PEs record global_exit calls there.
+    let ctrl_region = device::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
+    // SAFETY: fresh zeroed mapping of ctrl_size(n) bytes, alive until run returns.
+    let ctrl = unsafe { Ctrl::new(ctrl_region.base(), n) };
+    ctrl.initialize();
 
     let mut ours = Vec::with_capacity(n);
     let mut pids = Vec::with_capacity(n);
@@ -320,6 +320,7 @@ fn run(opts: Options) -> Result<u8, String> {
     }
 
     let mut first_failure: Option<u8> = None;
+    let mut global_status: Option<u8> = None;
     let mut remaining = n;
     while remaining > 0 {
         let mut status = 0;
@@ -347,6 +348,14 @@ fn run(opts: Options) -> Result<u8, String> {
         if opts.verbose {
             say!("PE {pe} (pid {pid}) {how}");
         }
+        if let Some((caller, status)) = ctrl.global_exit() {
+            if !job.terminating.load(Ordering::SeqCst) {
+                say!("PE {caller} called shmem_global_exit({status})");
+                job.terminate("global exit");
+            }
+            global_status.get_or_insert(status as u8);
+            continue;
+        }
         if failed && !job.terminating.load(Ordering::SeqCst) {
             if !opts.verbose {
                 say!("PE {pe} (pid {pid}) {how}");
@@ -357,8 +366,12 @@ fn run(opts: Options) -> Result<u8, String> {
             first_failure.get_or_insert(code);
         }
     }
+    drop(ctrl_region);
     if timed_out.load(Ordering::SeqCst) {
         return Ok(124);
+    }
+    if let Some(s) = global_status {
+        return Ok(s);
     }
     Ok(first_failure.unwrap_or(0))
 }

@@ -59,6 +59,36 @@
 #define ISHMEM_TEAM_NUM_CONTEXTS 1
 
 /**
+ * Thread levels (§9.2): only one thread calls the library.
+ */
+#define ISHMEM_THREAD_SINGLE 0
+
+/**
+ * Only the thread that initialized the library calls it.
+ */
+#define ISHMEM_THREAD_FUNNELED 1
+
+/**
+ * Any thread, one at a time.
+ */
+#define ISHMEM_THREAD_SERIALIZED 2
+
+/**
+ * Any thread, concurrently.
+ */
+#define ISHMEM_THREAD_MULTIPLE 3
+
+/**
+ * `malloc_with_hints` hints (§9.3.2): the block is used by remote AMOs.
+ */
+#define ISHMEM_MALLOC_ATOMICS_REMOTE 1
+
+/**
+ * The block holds signals for put_signal.
+ */
+#define ISHMEM_MALLOC_SIGNAL_REMOTE 2
+
+/**
  * Per-PE state read by device code.
  */
 typedef struct {
@@ -317,6 +347,38 @@ void *ishmem_team_ptr(ishmem_team_t team, const void *dest, int pe);
  * (§9.9.4).
  */
 int ishmem_team_sync(ishmem_team_t team);
+
+/**
+ * Initializes the library at a thread level; `*provided` gets the level
+ * provided (the requested one: all are supported). Returns 0 (§9.1.2).
+ */
+int ishmem_init_thread(int requested, int *provided);
+
+/**
+ * The thread level the library was initialized with (§9.1.3).
+ */
+void ishmem_query_thread(int *provided);
+
+/**
+ * Ends every PE of the job with `status` (§9.1.6).
+ */
+void ishmem_global_exit(int status);
+
+/**
+ * 1 when `pe` is a PE of the job this PE can communicate with (§9.2.3).
+ */
+int ishmem_pe_accessible(int pe);
+
+/**
+ * 1 when `addr` is symmetric and `pe` can be reached (§9.2.4).
+ */
+int ishmem_addr_accessible(const void *addr, int pe);
+
+/**
+ * `malloc` with usage hints (§9.3.2); the hints do not change placement
+ * here (every block supports every use).
+ */
+void *ishmem_malloc_with_hints(uintptr_t size, long hints);
 
 #ifdef __cplusplus
 }  // extern "C"

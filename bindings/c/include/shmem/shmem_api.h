@@ -45,6 +45,18 @@
 
 #define SHMEM_TEAM_NUM_CONTEXTS 1
 
+#define SHMEM_THREAD_SINGLE 0
+
+#define SHMEM_THREAD_FUNNELED 1
+
+#define SHMEM_THREAD_SERIALIZED 2
+
+#define SHMEM_THREAD_MULTIPLE 3
+
+#define SHMEM_MALLOC_ATOMICS_REMOTE 1
+
+#define SHMEM_MALLOC_SIGNAL_REMOTE 2
+
 /**
  * A team handle (§9.4).
  */
@@ -226,6 +238,36 @@ void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
  * Synchronizes the team's PEs (§9.9.4).
  */
 int shmem_team_sync(shmem_team_t team);
+
+/**
+ * Initializes the library at a thread level (§9.1.2).
+ */
+int shmem_init_thread(int requested, int *provided);
+
+/**
+ * The thread level provided (§9.1.3).
+ */
+void shmem_query_thread(int *provided);
+
+/**
+ * Ends every PE of the job with `status` (§9.1.6).
+ */
+void shmem_global_exit(int status);
+
+/**
+ * 1 when `pe` can be communicated with (§9.2.3).
+ */
+int shmem_pe_accessible(int pe);
+
+/**
+ * 1 when `addr` is symmetric and `pe` can be reached (§9.2.4).
+ */
+int shmem_addr_accessible(const void *addr, int pe);
+
+/**
+ * `malloc` with usage hints (§9.3.2).
+ */
+void *shmem_malloc_with_hints(uintptr_t size, long hints);
 
 #ifdef __cplusplus
 }  // extern "C"
