@@ -16,8 +16,10 @@ const WELCOME: u32 = u32::from_le_bytes(*b"WLCM");
 const PEERS: u32 = u32::from_le_bytes(*b"PEER");
 const FAIL: u32 = u32::from_le_bytes(*b"FAIL");
 
-/// Descriptors per PEERS message (the kernel allows at most 253).
+/// Descriptors per message (the kernel allows at most 253).
 pub const FDS_PER_MESSAGE: usize = 128;
+/// PEs described per PEERS message (two descriptors each at most).
+pub const PES_PER_MESSAGE: usize = FDS_PER_MESSAGE / 2;
 const MAX_MSG: usize = 16 + 8 * FDS_PER_MESSAGE + 4096;
 
 /// Sends `data` with `fds` attached.
@@ -159,6 +161,17 @@ pub struct Hello {
     pub pid: u32,
     pub heap_size: u64,
     pub heap_fd: OwnedFd,
+    /// Size and handle of the PE's symmetric data segment (0/None: none).
+    pub data_size: u64,
+    pub data_fd: Option<OwnedFd>,
+}
+
+/// One PE's shared segments, as the launcher relays them.
+#[derive(Debug)]
+pub struct PeerSegments {
+    pub heap_fd: OwnedFd,
+    pub heap_size: u64,
+    pub data: Option<(OwnedFd, u64)>,
 }
 
 /// What a PE learns from the launcher.
@@ -167,20 +180,27 @@ pub struct JobInfo {
     pub n_pes: usize,
     pub ctrl_fd: OwnedFd,
     pub ctrl_size: usize,
-    /// Heap handle and size of every PE, in PE order.
-    pub heaps: Vec<(OwnedFd, u64)>,
+    /// Every PE's segments, in PE order.
+    pub peers: Vec<PeerSegments>,
 }
 
 /// PE side: announce ourselves and wait for the job description.
-pub fn pe_exchange(sock: RawFd, pe: u32, heap_fd: &OwnedFd, heap_size: u64) -> io::Result<JobInfo> {
+pub fn pe_exchange(
+    sock: RawFd, pe: u32, heap_fd: &OwnedFd, heap_size: u64, data: Option<(&OwnedFd, u64)>,
+) -> io::Result<JobInfo> {
     check_peer_uid(sock)?;
-    let mut m = Vec::with_capacity(24);
+    let mut m = Vec::with_capacity(32);
     m.extend_from_slice(&HELLO.to_le_bytes());
     m.extend_from_slice(&pe.to_le_bytes());
     m.extend_from_slice(&std::process::id().to_le_bytes());
     m.extend_from_slice(&0u32.to_le_bytes());
     m.extend_from_slice(&heap_size.to_le_bytes());
-    send_msg(sock, &m, &[heap_fd.as_raw_fd()])?;
+    m.extend_from_slice(&data.map_or(0, |d| d.1).to_le_bytes());
+    let mut fds = vec![heap_fd.as_raw_fd()];
+    if let Some((fd, _)) = data {
+        fds.push(fd.as_raw_fd());
+    }
+    send_msg(sock, &m, &fds)?;
 
     let (d, mut fds) = recv_msg(sock)?;
     match u32_at(&d, 0) {
@@ -196,57 +216,84 @@ pub fn pe_exchange(sock: RawFd, pe: u32, heap_fd: &OwnedFd, heap_size: u64) -> i
         return Err(bad("WELCOME carries one descriptor"));
     }
     let ctrl_fd = fds.pop().unwrap();
-    let mut heaps = Vec::with_capacity(n_pes);
-    while heaps.len() < n_pes {
+    let mut peers = Vec::with_capacity(n_pes);
+    while peers.len() < n_pes {
         let (d, fds) = recv_msg(sock)?;
         if u32_at(&d, 0) != Some(PEERS) {
             return Err(bad("expected PEERS"));
         }
         let first = u32_at(&d, 4).ok_or_else(|| bad("PEERS"))? as usize;
         let count = u32_at(&d, 8).ok_or_else(|| bad("PEERS"))? as usize;
-        if first != heaps.len() || count != fds.len() || first + count > n_pes {
+        if first != peers.len() || first + count > n_pes {
             return Err(bad("PEERS out of order"));
         }
-        for (i, fd) in fds.into_iter().enumerate() {
-            let size = u64_at(&d, 16 + 8 * i).ok_or_else(|| bad("PEERS sizes"))?;
-            heaps.push((fd, size));
+        // Per PE: heap size, data size; descriptors: heap, then data if its size > 0.
+        let mut fds = fds.into_iter();
+        for i in 0..count {
+            let heap_size = u64_at(&d, 16 + 16 * i).ok_or_else(|| bad("PEERS sizes"))?;
+            let data_size = u64_at(&d, 24 + 16 * i).ok_or_else(|| bad("PEERS sizes"))?;
+            let heap_fd = fds.next().ok_or_else(|| bad("PEERS descriptors"))?;
+            let data = if data_size > 0 {
+                Some((fds.next().ok_or_else(|| bad("PEERS descriptors"))?, data_size))
+            } else {
+                None
+            };
+            peers.push(PeerSegments { heap_fd, heap_size, data });
+        }
+        if fds.next().is_some() {
+            return Err(bad("PEERS carries extra descriptors"));
         }
     }
-    Ok(JobInfo { n_pes, ctrl_fd, ctrl_size, heaps })
+    Ok(JobInfo { n_pes, ctrl_fd, ctrl_size, peers })
 }
 
 /// Launcher side: read one PE's HELLO.
 pub fn read_hello(sock: RawFd) -> io::Result<Hello> {
     check_peer_uid(sock)?;
-    let (d, mut fds) = recv_msg(sock)?;
-    if u32_at(&d, 0) != Some(HELLO) || fds.len() != 1 {
-        return Err(bad("expected HELLO with one descriptor"));
+    let (d, fds) = recv_msg(sock)?;
+    let data_size = u64_at(&d, 24).ok_or_else(|| bad("HELLO"))?;
+    let want = if data_size > 0 { 2 } else { 1 };
+    if u32_at(&d, 0) != Some(HELLO) || fds.len() != want {
+        return Err(bad("expected HELLO with its descriptors"));
     }
+    let mut fds = fds.into_iter();
     Ok(Hello {
         pe: u32_at(&d, 4).ok_or_else(|| bad("HELLO"))?,
         pid: u32_at(&d, 8).ok_or_else(|| bad("HELLO"))?,
         heap_size: u64_at(&d, 16).ok_or_else(|| bad("HELLO"))?,
-        heap_fd: fds.pop().unwrap(),
+        heap_fd: fds.next().unwrap(),
+        data_size,
+        data_fd: fds.next(),
     })
 }
 
-/// Launcher side: send the job description to one PE.
-pub fn send_job(sock: RawFd, ctrl_fd: &OwnedFd, ctrl_size: usize, hellos: &[Hello]) -> io::Result<()> {
+/// Launcher side: send the job description to one PE. With
+/// `share_data == false` (the PEs' data segments differ: different
+/// executables) no data segments are relayed.
+pub fn send_job(sock: RawFd, ctrl_fd: &OwnedFd, ctrl_size: usize, hellos: &[Hello], share_data: bool) -> io::Result<()> {
     let mut m = Vec::with_capacity(16);
     m.extend_from_slice(&WELCOME.to_le_bytes());
     m.extend_from_slice(&(hellos.len() as u32).to_le_bytes());
     m.extend_from_slice(&(ctrl_size as u64).to_le_bytes());
     send_msg(sock, &m, &[ctrl_fd.as_raw_fd()])?;
-    for (c, chunk) in hellos.chunks(FDS_PER_MESSAGE).enumerate() {
-        let mut m = Vec::with_capacity(16 + 8 * chunk.len());
+    for (c, chunk) in hellos.chunks(PES_PER_MESSAGE).enumerate() {
+        let mut m = Vec::with_capacity(16 + 16 * chunk.len());
         m.extend_from_slice(&PEERS.to_le_bytes());
-        m.extend_from_slice(&((c * FDS_PER_MESSAGE) as u32).to_le_bytes());
+        m.extend_from_slice(&((c * PES_PER_MESSAGE) as u32).to_le_bytes());
         m.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
         m.extend_from_slice(&0u32.to_le_bytes());
+        let mut fds: Vec<RawFd> = Vec::with_capacity(2 * chunk.len());
         for h in chunk {
             m.extend_from_slice(&h.heap_size.to_le_bytes());
+            fds.push(h.heap_fd.as_raw_fd());
+            match (&h.data_fd, share_data) {
+                (Some(fd), true) => {
+                    m.extend_from_slice(&h.data_size.to_le_bytes());
+                    fds.push(fd.as_raw_fd());
+                }
+                _ => m.extend_from_slice(&0u64.to_le_bytes()),
+            }
         }
-        let fds: Vec<RawFd> = chunk.iter().map(|h| h.heap_fd.as_raw_fd()).collect();
         send_msg(sock, &m, &fds)?;
     }
     Ok(())

@@ -31,6 +31,9 @@ pub struct State {
     pub n_pes: usize,
     heap_base: usize,
     heap_size: usize,
+    /// This PE's symmetric data segment (address, size); size 0 when none.
+    data_base: usize,
+    data_size: usize,
     config: Config,
     device_name: &'static str,
     pub(crate) shm: ShmTransport,
@@ -44,6 +47,7 @@ pub struct State {
     // Mappings last: dropped (unmapped) after everything pointing into them.
     _peer_heaps: Vec<HeapRegion>,
     _heap: HeapRegion,
+    _data: Option<crate::dataseg::DataSegment>,
     _ctrl_region: HeapRegion,
 }
 
@@ -153,6 +157,19 @@ pub fn init() -> Result<(), String> {
         .create_heap(heap_size, my_pe as i32)
         .map_err(|e| format!("cannot create a symmetric heap of {heap_size} bytes: {e}"))?;
 
+    // Globals and statics of the program become symmetric (see dataseg.rs).
+    let mut data = match crate::dataseg::share_main_data() {
+        Ok(d) => d,
+        Err(e) => {
+            warn(format_args!("global and static variables are not symmetric: cannot share the data segment: {e}"));
+            None
+        }
+    };
+    let mut data_base_table = vec![std::ptr::null_mut(); n_pes];
+    if let (Some(d), None) = (&data, launcher_fd) {
+        data_base_table[0] = d.base;
+    }
+
     let (ctrl_region, peer_heaps, peer_base) = match launcher_fd {
         Some(fd) => {
             // SAFETY: ishmrun passed this descriptor for us to own; nothing
@@ -164,6 +181,7 @@ pub fn init() -> Result<(), String> {
                 my_pe as u32,
                 heap.handle().expect("new heap has a handle"),
                 heap_size as u64,
+                data.as_ref().and_then(|d| d.fd.as_ref().map(|fd| (fd, d.size as u64))),
             )
             .map_err(|e| format!("bootstrap with ishmrun failed: {e}"))?;
             drop(sock);
@@ -177,8 +195,9 @@ pub fn init() -> Result<(), String> {
                 .map_err(|e| format!("cannot map the control segment: {e}"))?;
             let mut peer_heaps = Vec::with_capacity(n_pes.saturating_sub(1));
             let mut peer_base = vec![std::ptr::null_mut(); n_pes];
-            for (pe, (fd, size)) in job.heaps.iter().enumerate() {
-                if *size as usize != heap_size {
+            for (pe, seg) in job.peers.iter().enumerate() {
+                let size = seg.heap_size;
+                if size as usize != heap_size {
                     return Err(format!(
                         "PE {pe} has a {size}-byte heap and this PE a {heap_size}-byte one: ISHMEM_SYMMETRIC_SIZE must be the same on every PE"
                     ));
@@ -187,11 +206,29 @@ pub fn init() -> Result<(), String> {
                     peer_base[pe] = heap.base();
                 } else {
                     let r = dev
-                        .map_peer_heap(fd, heap_size)
+                        .map_peer_heap(&seg.heap_fd, heap_size)
                         .map_err(|e| format!("cannot map the heap of PE {pe}: {e}"))?;
                     peer_base[pe] = r.base();
                     peer_heaps.push(r);
                 }
+                match (&seg.data, &data) {
+                    (Some(_), Some(d)) if pe == my_pe => data_base_table[pe] = d.base,
+                    (Some((fd, size)), Some(_)) => {
+                        let r = device::map_region(fd, *size as usize)
+                            .map_err(|e| format!("cannot map the data segment of PE {pe}: {e}"))?;
+                        data_base_table[pe] = r.base();
+                        peer_heaps.push(r);
+                    }
+                    _ => {}
+                }
+            }
+            if data.is_some() && data_base_table.iter().any(|p| p.is_null()) {
+                if my_pe == 0 {
+                    warn(format_args!(
+                        "the PEs run different executables: global and static variables are not symmetric"
+                    ));
+                }
+                data_base_table.iter_mut().for_each(|p| *p = std::ptr::null_mut());
             }
             (ctrl_region, peer_heaps, peer_base)
         }
@@ -204,6 +241,13 @@ pub fn init() -> Result<(), String> {
         }
     };
     heap.close_handle();
+    if let Some(d) = data.as_mut() {
+        d.fd = None;
+    }
+    let (data_base, data_size) = match &data {
+        Some(d) if !data_base_table[my_pe].is_null() => (d.base as usize, d.size),
+        _ => (0, 0),
+    };
     // SAFETY: the region holds ctrl_size(n_pes) bytes, page aligned, and
     // lives in the State as long as the view.
     let ctrl = unsafe { Ctrl::new(ctrl_region.base(), n_pes) };
@@ -239,8 +283,10 @@ pub fn init() -> Result<(), String> {
         n_pes,
         heap_base: heap.base() as usize,
         heap_size,
+        data_base,
+        data_size,
         device_name: dev.name(),
-        shm: ShmTransport::new(peer_base.into_boxed_slice()),
+        shm: ShmTransport::new(peer_base.into_boxed_slice(), heap_size, data_base_table.into_boxed_slice()),
         ctrl,
         alloc: Mutex::new(SymAllocator::new(heap_size)),
         alloc_seq: AtomicU64::new(0),
@@ -250,6 +296,7 @@ pub fn init() -> Result<(), String> {
         _peer_local_table: peer_local_table,
         _peer_heaps: peer_heaps,
         _heap: heap,
+        _data: data,
         _ctrl_region: ctrl_region,
         config,
     });
@@ -382,14 +429,30 @@ impl State {
     }
 
     /// Checks that `len > 0` bytes at `addr` lie inside the symmetric heap
-    /// and returns the heap offset of `addr`.
+    /// or the symmetric data segment and returns the symmetric offset of
+    /// `addr` (see `ShmTransport`).
     #[inline(always)]
     pub fn sym_offset(&self, call: &str, what: &str, addr: *const u8, len: usize) -> usize {
         let off = (addr as usize).wrapping_sub(self.heap_base);
         if off >= self.heap_size || len > self.heap_size - off {
-            self.not_symmetric(call, what, addr, len)
+            return self.sym_offset_data(call, what, addr, len);
         }
         off
+    }
+
+    /// The symmetric offset of `addr` if it is in the data segment.
+    fn data_offset(&self, addr: *const u8, len: usize) -> Option<usize> {
+        let off = (addr as usize).wrapping_sub(self.data_base);
+        (off < self.data_size && len <= self.data_size - off).then_some(self.heap_size + off)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn sym_offset_data(&self, call: &str, what: &str, addr: *const u8, len: usize) -> usize {
+        match self.data_offset(addr, len) {
+            Some(off) => off,
+            None => self.not_symmetric(call, what, addr, len),
+        }
     }
 
     #[cold]
@@ -412,8 +475,10 @@ impl State {
         fatal(
             call,
             format_args!(
-                "{what} {addr:p} is not a symmetric address: it is outside the symmetric heap [{:#x}, {end:#x})",
-                self.heap_base
+                "{what} {addr:p} is not a symmetric address: it is outside the symmetric heap [{:#x}, {end:#x}) and the program's global data [{:#x}, {:#x})",
+                self.heap_base,
+                self.data_base,
+                self.data_base + self.data_size
             ),
         )
     }
@@ -602,15 +667,21 @@ impl State {
     pub fn ptr(&self, call: &str, addr: *const u8, pe: i32) -> *mut u8 {
         let pe = self.check_pe(call, pe);
         let off = (addr as usize).wrapping_sub(self.heap_base);
-        if off >= self.heap_size {
-            return std::ptr::null_mut();
-        }
+        let off = if off < self.heap_size {
+            off
+        } else {
+            match self.data_offset(addr, 1) {
+                Some(o) => o,
+                None => return std::ptr::null_mut(),
+            }
+        };
         self.shm.addr(pe, off).unwrap_or(std::ptr::null_mut())
     }
 
-    /// True when `addr` (one byte) is inside the symmetric heap.
+    /// True when `addr` (one byte) is inside the symmetric heap or the
+    /// symmetric data segment.
     pub fn is_symmetric(&self, addr: *const u8) -> bool {
-        (addr as usize).wrapping_sub(self.heap_base) < self.heap_size
+        (addr as usize).wrapping_sub(self.heap_base) < self.heap_size || self.data_offset(addr, 1).is_some()
     }
 
     fn publish(&self, kind: AllocKind, arg0: u64, arg1: u64, result: u64) -> AllocRecord {

@@ -31,10 +31,12 @@ pub enum AmoOp {
 /// next [`Transport::quiet`]).
 pub unsafe trait Transport: Send + Sync {
     fn name(&self) -> &'static str;
-    /// Copies `len` bytes from local `src` into `pe`'s heap at `offset`.
+    /// Copies `len` bytes from local `src` into `pe`'s symmetric memory at
+    /// `offset`.
     ///
     /// # Safety
-    /// `src` is valid for `len` bytes; `offset + len` is within the heap.
+    /// `src` is valid for `len` bytes; `offset + len` is within one segment;
+    /// `pe` is reachable through this transport.
     unsafe fn put(&self, pe: usize, offset: usize, src: *const u8, len: usize);
     /// Copies `len` bytes from `pe`'s heap at `offset` into local `dst`.
     ///
@@ -56,37 +58,49 @@ pub unsafe trait Transport: Send + Sync {
     fn quiet(&self);
 }
 
-/// Direct load/store into peer heaps mapped in this process.
+/// Direct load/store into peer segments mapped in this process.
+///
+/// Offsets address one symmetric space per PE: `[0, heap_size)` is the
+/// symmetric heap, `[heap_size, heap_size + data_size)` the symmetric data
+/// segment (the program's globals; see `dataseg.rs`).
 #[derive(Debug)]
 pub struct ShmTransport {
     /// Address of each PE's heap in this process; null when not mapped.
-    peer_base: Box<[*mut u8]>,
+    heap_base: Box<[*mut u8]>,
+    heap_size: usize,
+    /// Address of each PE's data segment in this process; null when not
+    /// mapped (or when the job has no symmetric data segment).
+    data_base: Box<[*mut u8]>,
 }
 
-// SAFETY: the table is immutable after init; targets are shared memory.
+// SAFETY: the tables are immutable after init; targets are shared memory.
 unsafe impl Send for ShmTransport {}
 // SAFETY: as above.
 unsafe impl Sync for ShmTransport {}
 
 impl ShmTransport {
-    pub fn new(peer_base: Box<[*mut u8]>) -> Self {
-        ShmTransport { peer_base }
+    pub fn new(heap_base: Box<[*mut u8]>, heap_size: usize, data_base: Box<[*mut u8]>) -> Self {
+        ShmTransport { heap_base, heap_size, data_base }
     }
 
-    /// Address of `offset` in `pe`'s heap, if `pe` is mapped here.
+    /// Address of symmetric offset `offset` on `pe`, if `pe` is mapped here.
     #[inline(always)]
     pub fn addr(&self, pe: usize, offset: usize) -> Option<*mut u8> {
-        let b = self.peer_base[pe];
+        let (b, off) = if offset < self.heap_size {
+            (self.heap_base[pe], offset)
+        } else {
+            (self.data_base[pe], offset - self.heap_size)
+        };
         if b.is_null() {
             None
         } else {
-            // SAFETY (for callers): offset was checked against the heap size.
-            Some(b.wrapping_add(offset))
+            // SAFETY (for callers): offset was checked against the segment.
+            Some(b.wrapping_add(off))
         }
     }
 
     pub fn peer_bases(&self) -> &[*mut u8] {
-        &self.peer_base
+        &self.heap_base
     }
 }
 
@@ -98,19 +112,19 @@ unsafe impl Transport for ShmTransport {
 
     #[inline(always)]
     unsafe fn put(&self, pe: usize, offset: usize, src: *const u8, len: usize) {
-        let dst = self.peer_base[pe].add(offset);
+        let dst = self.addr(pe, offset).unwrap_unchecked();
         std::ptr::copy(src, dst, len);
     }
 
     #[inline(always)]
     unsafe fn get(&self, pe: usize, offset: usize, dst: *mut u8, len: usize) {
-        let src = self.peer_base[pe].add(offset) as *const u8;
+        let src = self.addr(pe, offset).unwrap_unchecked() as *const u8;
         std::ptr::copy(src, dst, len);
     }
 
     #[inline(always)]
     unsafe fn amo(&self, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64 {
-        let a = self.peer_base[pe].add(offset);
+        let a = self.addr(pe, offset).unwrap_unchecked();
         // Sequentially consistent: an AMO is ordered after every earlier
         // store of this PE (so put data is visible before a signal or flag
         // set by AMO), and AMOs are totally ordered.

@@ -228,6 +228,11 @@ fn global_exit_ends_the_job() {
 }
 
 #[test]
+fn c_locks_and_globals() {
+    on_1_to_4(&c_program("locks_globals"), &[]);
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }

@@ -439,3 +439,22 @@ pub extern "C" fn ishmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c
         state(call).malloc(call, size).cast()
     })
 }
+
+/// Acquires the distributed lock `lock` (a symmetric long initialized to 0;
+/// heap or global), first come first served (§9.12.1).
+#[no_mangle]
+pub extern "C" fn ishmemx_set_lock(lock: *mut c_long) {
+    guard("ishmemx_set_lock", || state("ishmemx_set_lock").set_lock("ishmemx_set_lock", lock.cast()))
+}
+
+/// Releases the lock after completing this PE's operations (§9.12.2).
+#[no_mangle]
+pub extern "C" fn ishmemx_clear_lock(lock: *mut c_long) {
+    guard("ishmemx_clear_lock", || state("ishmemx_clear_lock").clear_lock("ishmemx_clear_lock", lock.cast()))
+}
+
+/// Takes the lock if free: 0 when taken, 1 when it was held (§9.12.3).
+#[no_mangle]
+pub extern "C" fn ishmemx_test_lock(lock: *mut c_long) -> c_int {
+    guard("ishmemx_test_lock", || state("ishmemx_test_lock").test_lock("ishmemx_test_lock", lock.cast()))
+}

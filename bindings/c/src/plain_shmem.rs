@@ -319,3 +319,21 @@ pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c_
         state(call).malloc(call, size).cast()
     })
 }
+
+/// Acquires the distributed lock `lock` (symmetric long, initially 0) (§9.12.1).
+#[no_mangle]
+pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
+    guard("shmem_set_lock", || state("shmem_set_lock").set_lock("shmem_set_lock", lock.cast()))
+}
+
+/// Releases the lock (§9.12.2).
+#[no_mangle]
+pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
+    guard("shmem_clear_lock", || state("shmem_clear_lock").clear_lock("shmem_clear_lock", lock.cast()))
+}
+
+/// Takes the lock if free: 0 when taken, 1 when held (§9.12.3).
+#[no_mangle]
+pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
+    guard("shmem_test_lock", || state("shmem_test_lock").test_lock("shmem_test_lock", lock.cast()))
+}

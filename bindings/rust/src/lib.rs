@@ -805,3 +805,43 @@ impl Drop for Team<'_> {
         }
     }
 }
+
+/// A distributed lock (§9.12): a symmetric `long` managed as an MCS queue
+/// lock, so PEs get it first come, first served.
+pub struct SymmLock<'a> {
+    word: SymmVec<'a, i64>,
+}
+
+/// Holding a [`SymmLock`]; dropping the guard releases it (after completing
+/// this PE's operations, as `clear_lock` does).
+pub struct LockGuard<'l, 'a> {
+    lock: &'l SymmLock<'a>,
+}
+
+impl Ishmem {
+    /// Collectively creates a lock.
+    pub fn lock(&self) -> Result<SymmLock<'_>> {
+        Ok(SymmLock { word: self.alloc::<i64>(1)? })
+    }
+}
+
+impl<'a> SymmLock<'a> {
+    /// Blocks until this PE holds the lock.
+    pub fn lock(&self) -> LockGuard<'_, 'a> {
+        self.word.shmem.st.set_lock("ishmem::SymmLock::lock", self.word.ptr.as_ptr());
+        LockGuard { lock: self }
+    }
+
+    /// Takes the lock if it is free.
+    pub fn try_lock(&self) -> Option<LockGuard<'_, 'a>> {
+        let held = self.word.shmem.st.test_lock("ishmem::SymmLock::try_lock", self.word.ptr.as_ptr());
+        (held == 0).then_some(LockGuard { lock: self })
+    }
+}
+
+impl Drop for LockGuard<'_, '_> {
+    fn drop(&mut self) {
+        let w = &self.lock.word;
+        w.shmem.st.clear_lock("ishmem::SymmLock::unlock", w.ptr.as_ptr());
+    }
+}

@@ -220,8 +220,11 @@ fn serve_bootstrap(socks: Vec<OwnedFd>, ctrl_fd: OwnedFd, ctrl_len: usize) {
         ));
         return;
     }
+    // Global variables are symmetric only when every PE runs the same
+    // executable (same data segment size).
+    let share_data = hellos.iter().all(|h| h.data_size == hellos[0].data_size && h.data_size > 0);
     for (pe, s) in socks.iter().enumerate() {
-        if let Err(e) = bootstrap::send_job(s.as_raw_fd(), &ctrl_fd, ctrl_len, &hellos) {
+        if let Err(e) = bootstrap::send_job(s.as_raw_fd(), &ctrl_fd, ctrl_len, &hellos, share_data) {
             say!("cannot send the job description to PE {pe}: {e}");
         }
     }

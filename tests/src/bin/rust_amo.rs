@@ -87,6 +87,25 @@ fn main() {
     shmem.barrier_all();
     check!(me, flags.test_some(None, Cmp::Eq, 7) == vec![0, 2] && flags.test_all(Some(&[false, true, false, true]), Cmp::Eq, 7), "test_some/test_all");
     shmem.barrier_all();
+    // SymmLock: a guarded non-atomic update
+    let lock = shmem.lock().expect("lock");
+    let total = shmem.alloc::<i64>(1).expect("alloc");
+    for _ in 0..100 {
+        let _g = lock.lock();
+        let v = total.g(0, 0);
+        total.p(0, v + 1, 0);
+    }
+    shmem.barrier_all();
+    check!(me, total.g(0, 0) == 100 * n as i64, "SymmLock count");
+    shmem.barrier_all();
+    if me == 0 {
+        let g = lock.lock();
+        shmem.barrier_all();
+        drop(g);
+    } else {
+        shmem.barrier_all();
+    }
+    shmem.barrier_all();
     if me == 0 {
         println!("rust_amo ok on {n} PEs");
     }

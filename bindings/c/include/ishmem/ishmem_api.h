@@ -380,6 +380,22 @@ int ishmem_addr_accessible(const void *addr, int pe);
  */
 void *ishmem_malloc_with_hints(uintptr_t size, long hints);
 
+/**
+ * Acquires the distributed lock `lock` (a symmetric long initialized to 0;
+ * heap or global), first come first served (§9.12.1).
+ */
+void ishmemx_set_lock(long *lock);
+
+/**
+ * Releases the lock after completing this PE's operations (§9.12.2).
+ */
+void ishmemx_clear_lock(long *lock);
+
+/**
+ * Takes the lock if free: 0 when taken, 1 when it was held (§9.12.3).
+ */
+int ishmemx_test_lock(long *lock);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -269,6 +269,21 @@ int shmem_addr_accessible(const void *addr, int pe);
  */
 void *shmem_malloc_with_hints(uintptr_t size, long hints);
 
+/**
+ * Acquires the distributed lock `lock` (symmetric long, initially 0) (§9.12.1).
+ */
+void shmem_set_lock(long *lock);
+
+/**
+ * Releases the lock (§9.12.2).
+ */
+void shmem_clear_lock(long *lock);
+
+/**
+ * Takes the lock if free: 0 when taken, 1 when held (§9.12.3).
+ */
+int shmem_test_lock(long *lock);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
