@@ -39,6 +39,7 @@ int main(void) {
     CHECK(counter_data == 5, "initialized data kept across init");
     CHECK(shmem_addr_accessible(&counter_data, right) && shmem_addr_accessible(table, right), "globals accessible");
     CHECK(shmem_ptr(table, right) != NULL, "ptr to a peer's global");
+    shmem_barrier_all(); /* everyone checked the initial values before updates */
     int vals[1000];
     for (int i = 0; i < 1000; i++) vals[i] = me * 10000 + i;
     shmem_int_put(table, vals, 1000, right);
