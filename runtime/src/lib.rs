@@ -15,6 +15,7 @@ pub mod amo;
 pub mod bootstrap;
 pub mod coll;
 pub mod core;
+pub mod ctx;
 pub mod ctrl;
 pub mod device;
 pub mod dataseg;

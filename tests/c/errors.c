@@ -71,6 +71,15 @@ int main(int argc, char **argv) {
             shmem_global_exit(7);
         }
         if (me == 0 && npes > 1) for (;;) sleep(1); /* busy outside the library */
+    } else if (!strcmp(mode, "ctx_destroyed")) {
+        shmem_ctx_t c;
+        shmem_ctx_create(0, &c);
+        shmem_ctx_destroy(c);
+        if (me == 0) shmem_ctx_long_put(c, x, &local, 1, 0);
+    } else if (!strcmp(mode, "ctx_bad_pe")) {
+        shmem_ctx_t c;
+        shmem_ctx_create(0, &c);
+        if (me == 0) shmem_ctx_long_p(c, x, 1, 5);
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

@@ -233,6 +233,11 @@ fn c_locks_and_globals() {
 }
 
 #[test]
+fn c_contexts() {
+    on_1_to_4(&c_program("ctx"), &[]);
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }
@@ -363,6 +368,12 @@ fn error_teams() {
     expect_failure("bad_team", 2, 1, &["ishmem: PE 0: shmem_int_sum_reduce: team handle 40 is not a team this PE belongs to"], &[]);
     expect_failure("destroy_world", 2, 1, &["shmem_team_destroy: team 0 is a predefined team and cannot be destroyed"], &[]);
     expect_failure("bad_root", 2, 1, &["shmem_long_broadcast: PE_root 9 is out of range for a team of 2 PEs"], &[]);
+}
+
+#[test]
+fn error_contexts() {
+    expect_failure("ctx_destroyed", 2, 1, &["ishmem: PE 0: shmem_ctx_long_put: ctx 0x", "is not a live context"], &[]);
+    expect_failure("ctx_bad_pe", 2, 1, &["shmem_ctx_long_p: PE 5 is out of range for the context's team of 2 PEs"], &[]);
 }
 
 #[test]

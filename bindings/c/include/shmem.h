@@ -6,5 +6,9 @@
 #include <shmem/shmem_typed.h>
 
 #define SHMEM_VENDOR_STRING "ishmem-rs 0.1.0"
+/* Context handles (OpenSHMEM 1.5 §9.5): the default context, and the
+   invalid handle. */
+#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)(uintptr_t)1)
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)(uintptr_t)0)
 
 #endif /* SHMEM_H */

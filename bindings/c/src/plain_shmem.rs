@@ -337,3 +337,87 @@ pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
 pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
     guard("shmem_test_lock", || state("shmem_test_lock").test_lock("shmem_test_lock", lock.cast()))
 }
+
+/// A communication context handle (§9.5). `SHMEM_CTX_DEFAULT` and
+/// `SHMEM_CTX_INVALID` are defined in shmem.h.
+pub type shmem_ctx_t = *mut c_void;
+/// Context options (§9.5.1).
+pub const SHMEM_CTX_SERIALIZED: c_long = 1;
+pub const SHMEM_CTX_PRIVATE: c_long = 2;
+pub const SHMEM_CTX_NOSTORE: c_long = 4;
+
+const _: () = {
+    use ishmem_runtime::ctx as c;
+    assert!(SHMEM_CTX_SERIALIZED == c::CTX_SERIALIZED && SHMEM_CTX_PRIVATE == c::CTX_PRIVATE);
+    assert!(SHMEM_CTX_NOSTORE == c::CTX_NOSTORE);
+};
+
+unsafe fn create_ctx(call: &'static str, team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
+    guard(call, || {
+        if ctx.is_null() {
+            ishmem_runtime::error::fatal(call, format_args!("ctx is a null pointer"))
+        }
+        match state(call).ctx_create(call, team, options) {
+            Some(h) => {
+                *ctx = h as shmem_ctx_t;
+                0
+            }
+            None => {
+                *ctx = ishmem_runtime::ctx::CTX_INVALID as shmem_ctx_t;
+                -1
+            }
+        }
+    })
+}
+
+/// Creates a context on the world team; 0 on success (§9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
+    create_ctx("shmem_ctx_create", SHMEM_TEAM_WORLD, options, ctx)
+}
+
+/// Creates a context on `team`; PE numbers of its operations are team PEs;
+/// non-zero (and SHMEM_CTX_INVALID) for SHMEM_TEAM_INVALID (§9.4.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_team_create_ctx(team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
+    create_ctx("shmem_team_create_ctx", team, options, ctx)
+}
+
+/// Completes the context's operations and destroys it (§9.5.2).
+#[no_mangle]
+pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
+    let call = "shmem_ctx_destroy";
+    guard(call, || state(call).ctx_destroy(call, ctx as usize))
+}
+
+/// The team of a context; non-zero and SHMEM_TEAM_INVALID for
+/// SHMEM_CTX_INVALID (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, team: *mut shmem_team_t) -> c_int {
+    let call = "shmem_ctx_get_team";
+    guard(call, || {
+        if team.is_null() {
+            ishmem_runtime::error::fatal(call, format_args!("team is a null pointer"))
+        }
+        if ctx as usize == ishmem_runtime::ctx::CTX_INVALID {
+            *team = ishmem_runtime::ctx::NO_TEAM;
+            return -1;
+        }
+        *team = state(call).ctx_team_handle(call, ctx as usize);
+        0
+    })
+}
+
+/// Orders the context's puts and AMOs to each PE (§9.10.1).
+#[no_mangle]
+pub extern "C" fn shmem_ctx_fence(ctx: shmem_ctx_t) {
+    let call = "shmem_ctx_fence";
+    guard(call, || state(call).ctx_order(call, ctx as usize, false))
+}
+
+/// Completes the context's outstanding operations (§9.10.2).
+#[no_mangle]
+pub extern "C" fn shmem_ctx_quiet(ctx: shmem_ctx_t) {
+    let call = "shmem_ctx_quiet";
+    guard(call, || state(call).ctx_order(call, ctx as usize, true))
+}

@@ -6340,10 +6340,22 @@ pub unsafe extern "C" fn shmem_float_put(dest: *mut f32, source: *const f32, nel
     ti::put::<f32>("shmem_float_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_put(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    ti::put::<f32>("shmem_ctx_float_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_get(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
     ti::get::<f32>("shmem_float_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_get(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    ti::get::<f32>("shmem_ctx_float_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6352,10 +6364,22 @@ pub unsafe extern "C" fn shmem_float_put_nbi(dest: *mut f32, source: *const f32,
     ti::put::<f32>("shmem_float_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_put_nbi(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    ti::put::<f32>("shmem_ctx_float_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_get_nbi(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
     ti::get::<f32>("shmem_float_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_get_nbi(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    ti::get::<f32>("shmem_ctx_float_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6364,10 +6388,22 @@ pub unsafe extern "C" fn shmem_float_p(dest: *mut f32, value: f32, pe: c_int) {
     ti::p::<f32>("shmem_float_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_p(ctx: *mut c_void, dest: *mut f32, value: f32, pe: c_int) {
+    ti::p::<f32>("shmem_ctx_float_p", dest, value, ti::ctx_pe("shmem_ctx_float_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_g(source: *const f32, pe: c_int) -> f32 {
     ti::g::<f32>("shmem_float_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_g(ctx: *mut c_void, source: *const f32, pe: c_int) -> f32 {
+    ti::g::<f32>("shmem_ctx_float_g", source, ti::ctx_pe("shmem_ctx_float_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6376,10 +6412,22 @@ pub unsafe extern "C" fn shmem_float_iput(dest: *mut f32, source: *const f32, ds
     ti::iput::<f32>("shmem_float_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_iput(ctx: *mut c_void, dest: *mut f32, source: *const f32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<f32>("shmem_ctx_float_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_float_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_iget(dest: *mut f32, source: *const f32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<f32>("shmem_float_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_iget(ctx: *mut c_void, dest: *mut f32, source: *const f32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<f32>("shmem_ctx_float_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_float_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6388,10 +6436,22 @@ pub unsafe extern "C" fn shmem_float_ibput(dest: *mut f32, source: *const f32, d
     ti::ibput::<f32>("shmem_float_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_ibput(ctx: *mut c_void, dest: *mut f32, source: *const f32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<f32>("shmem_ctx_float_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_float_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_ibget(dest: *mut f32, source: *const f32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<f32>("shmem_float_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_ibget(ctx: *mut c_void, dest: *mut f32, source: *const f32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<f32>("shmem_ctx_float_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_float_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6400,10 +6460,22 @@ pub unsafe extern "C" fn shmem_float_put_signal(dest: *mut f32, source: *const f
     ti::put_signal::<f32>("shmem_float_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_put_signal(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f32>("shmem_ctx_float_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_float_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_put_signal_nbi(dest: *mut f32, source: *const f32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<f32>("shmem_float_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_put_signal_nbi(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f32>("shmem_ctx_float_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_float_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6412,10 +6484,22 @@ pub unsafe extern "C" fn shmem_double_put(dest: *mut f64, source: *const f64, ne
     ti::put::<f64>("shmem_double_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_put(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    ti::put::<f64>("shmem_ctx_double_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_get(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
     ti::get::<f64>("shmem_double_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_get(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    ti::get::<f64>("shmem_ctx_double_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6424,10 +6508,22 @@ pub unsafe extern "C" fn shmem_double_put_nbi(dest: *mut f64, source: *const f64
     ti::put::<f64>("shmem_double_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_put_nbi(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    ti::put::<f64>("shmem_ctx_double_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_get_nbi(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
     ti::get::<f64>("shmem_double_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_get_nbi(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    ti::get::<f64>("shmem_ctx_double_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6436,10 +6532,22 @@ pub unsafe extern "C" fn shmem_double_p(dest: *mut f64, value: f64, pe: c_int) {
     ti::p::<f64>("shmem_double_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_p(ctx: *mut c_void, dest: *mut f64, value: f64, pe: c_int) {
+    ti::p::<f64>("shmem_ctx_double_p", dest, value, ti::ctx_pe("shmem_ctx_double_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_g(source: *const f64, pe: c_int) -> f64 {
     ti::g::<f64>("shmem_double_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_g(ctx: *mut c_void, source: *const f64, pe: c_int) -> f64 {
+    ti::g::<f64>("shmem_ctx_double_g", source, ti::ctx_pe("shmem_ctx_double_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6448,10 +6556,22 @@ pub unsafe extern "C" fn shmem_double_iput(dest: *mut f64, source: *const f64, d
     ti::iput::<f64>("shmem_double_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_iput(ctx: *mut c_void, dest: *mut f64, source: *const f64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<f64>("shmem_ctx_double_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_double_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_iget(dest: *mut f64, source: *const f64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<f64>("shmem_double_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_iget(ctx: *mut c_void, dest: *mut f64, source: *const f64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<f64>("shmem_ctx_double_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_double_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6460,10 +6580,22 @@ pub unsafe extern "C" fn shmem_double_ibput(dest: *mut f64, source: *const f64, 
     ti::ibput::<f64>("shmem_double_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_ibput(ctx: *mut c_void, dest: *mut f64, source: *const f64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<f64>("shmem_ctx_double_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_double_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_ibget(dest: *mut f64, source: *const f64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<f64>("shmem_double_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_ibget(ctx: *mut c_void, dest: *mut f64, source: *const f64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<f64>("shmem_ctx_double_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_double_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6472,10 +6604,22 @@ pub unsafe extern "C" fn shmem_double_put_signal(dest: *mut f64, source: *const 
     ti::put_signal::<f64>("shmem_double_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_put_signal(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f64>("shmem_ctx_double_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_double_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_put_signal_nbi(dest: *mut f64, source: *const f64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<f64>("shmem_double_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_put_signal_nbi(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<f64>("shmem_ctx_double_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_double_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6484,10 +6628,22 @@ pub unsafe extern "C" fn shmem_char_put(dest: *mut c_char, source: *const c_char
     ti::put::<c_char>("shmem_char_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_put(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
+    ti::put::<c_char>("shmem_ctx_char_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_get(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
     ti::get::<c_char>("shmem_char_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_get(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
+    ti::get::<c_char>("shmem_ctx_char_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6496,10 +6652,22 @@ pub unsafe extern "C" fn shmem_char_put_nbi(dest: *mut c_char, source: *const c_
     ti::put::<c_char>("shmem_char_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_put_nbi(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
+    ti::put::<c_char>("shmem_ctx_char_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_get_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
     ti::get::<c_char>("shmem_char_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_get_nbi(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
+    ti::get::<c_char>("shmem_ctx_char_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6508,10 +6676,22 @@ pub unsafe extern "C" fn shmem_char_p(dest: *mut c_char, value: c_char, pe: c_in
     ti::p::<c_char>("shmem_char_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_p(ctx: *mut c_void, dest: *mut c_char, value: c_char, pe: c_int) {
+    ti::p::<c_char>("shmem_ctx_char_p", dest, value, ti::ctx_pe("shmem_ctx_char_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_g(source: *const c_char, pe: c_int) -> c_char {
     ti::g::<c_char>("shmem_char_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_g(ctx: *mut c_void, source: *const c_char, pe: c_int) -> c_char {
+    ti::g::<c_char>("shmem_ctx_char_g", source, ti::ctx_pe("shmem_ctx_char_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6520,10 +6700,22 @@ pub unsafe extern "C" fn shmem_char_iput(dest: *mut c_char, source: *const c_cha
     ti::iput::<c_char>("shmem_char_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_iput(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_char>("shmem_ctx_char_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_char_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_iget(dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_char>("shmem_char_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_iget(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_char>("shmem_ctx_char_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_char_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6532,10 +6724,22 @@ pub unsafe extern "C" fn shmem_char_ibput(dest: *mut c_char, source: *const c_ch
     ti::ibput::<c_char>("shmem_char_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_ibput(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_char>("shmem_ctx_char_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_char_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_ibget(dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_char>("shmem_char_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_ibget(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_char>("shmem_ctx_char_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_char_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6544,10 +6748,22 @@ pub unsafe extern "C" fn shmem_char_put_signal(dest: *mut c_char, source: *const
     ti::put_signal::<c_char>("shmem_char_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_put_signal(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_char>("shmem_ctx_char_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_char_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_put_signal_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_char>("shmem_char_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_put_signal_nbi(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_char>("shmem_ctx_char_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_char_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6556,10 +6772,22 @@ pub unsafe extern "C" fn shmem_schar_put(dest: *mut c_schar, source: *const c_sc
     ti::put::<c_schar>("shmem_schar_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_put(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
+    ti::put::<c_schar>("shmem_ctx_schar_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_get(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
     ti::get::<c_schar>("shmem_schar_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_get(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
+    ti::get::<c_schar>("shmem_ctx_schar_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6568,10 +6796,22 @@ pub unsafe extern "C" fn shmem_schar_put_nbi(dest: *mut c_schar, source: *const 
     ti::put::<c_schar>("shmem_schar_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_put_nbi(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
+    ti::put::<c_schar>("shmem_ctx_schar_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_get_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
     ti::get::<c_schar>("shmem_schar_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_get_nbi(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
+    ti::get::<c_schar>("shmem_ctx_schar_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6580,10 +6820,22 @@ pub unsafe extern "C" fn shmem_schar_p(dest: *mut c_schar, value: c_schar, pe: c
     ti::p::<c_schar>("shmem_schar_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_p(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::p::<c_schar>("shmem_ctx_schar_p", dest, value, ti::ctx_pe("shmem_ctx_schar_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_g(source: *const c_schar, pe: c_int) -> c_schar {
     ti::g::<c_schar>("shmem_schar_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_g(ctx: *mut c_void, source: *const c_schar, pe: c_int) -> c_schar {
+    ti::g::<c_schar>("shmem_ctx_schar_g", source, ti::ctx_pe("shmem_ctx_schar_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6592,10 +6844,22 @@ pub unsafe extern "C" fn shmem_schar_iput(dest: *mut c_schar, source: *const c_s
     ti::iput::<c_schar>("shmem_schar_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_iput(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_schar>("shmem_ctx_schar_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_schar_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_iget(dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_schar>("shmem_schar_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_iget(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_schar>("shmem_ctx_schar_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_schar_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6604,10 +6868,22 @@ pub unsafe extern "C" fn shmem_schar_ibput(dest: *mut c_schar, source: *const c_
     ti::ibput::<c_schar>("shmem_schar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_ibput(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_schar>("shmem_ctx_schar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_schar_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_ibget(dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_schar>("shmem_schar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_ibget(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_schar>("shmem_ctx_schar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_schar_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6616,10 +6892,22 @@ pub unsafe extern "C" fn shmem_schar_put_signal(dest: *mut c_schar, source: *con
     ti::put_signal::<c_schar>("shmem_schar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_put_signal(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_schar>("shmem_ctx_schar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_schar_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_put_signal_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_schar>("shmem_schar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_put_signal_nbi(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_schar>("shmem_ctx_schar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_schar_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6628,10 +6916,22 @@ pub unsafe extern "C" fn shmem_short_put(dest: *mut c_short, source: *const c_sh
     ti::put::<c_short>("shmem_short_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_put(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
+    ti::put::<c_short>("shmem_ctx_short_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_get(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
     ti::get::<c_short>("shmem_short_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_get(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
+    ti::get::<c_short>("shmem_ctx_short_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6640,10 +6940,22 @@ pub unsafe extern "C" fn shmem_short_put_nbi(dest: *mut c_short, source: *const 
     ti::put::<c_short>("shmem_short_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_put_nbi(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
+    ti::put::<c_short>("shmem_ctx_short_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_get_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
     ti::get::<c_short>("shmem_short_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_get_nbi(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
+    ti::get::<c_short>("shmem_ctx_short_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6652,10 +6964,22 @@ pub unsafe extern "C" fn shmem_short_p(dest: *mut c_short, value: c_short, pe: c
     ti::p::<c_short>("shmem_short_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_p(ctx: *mut c_void, dest: *mut c_short, value: c_short, pe: c_int) {
+    ti::p::<c_short>("shmem_ctx_short_p", dest, value, ti::ctx_pe("shmem_ctx_short_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_g(source: *const c_short, pe: c_int) -> c_short {
     ti::g::<c_short>("shmem_short_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_g(ctx: *mut c_void, source: *const c_short, pe: c_int) -> c_short {
+    ti::g::<c_short>("shmem_ctx_short_g", source, ti::ctx_pe("shmem_ctx_short_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6664,10 +6988,22 @@ pub unsafe extern "C" fn shmem_short_iput(dest: *mut c_short, source: *const c_s
     ti::iput::<c_short>("shmem_short_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_iput(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_short>("shmem_ctx_short_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_short_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_iget(dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_short>("shmem_short_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_iget(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_short>("shmem_ctx_short_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_short_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6676,10 +7012,22 @@ pub unsafe extern "C" fn shmem_short_ibput(dest: *mut c_short, source: *const c_
     ti::ibput::<c_short>("shmem_short_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_ibput(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_short>("shmem_ctx_short_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_short_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_ibget(dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_short>("shmem_short_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_ibget(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_short>("shmem_ctx_short_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_short_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6688,10 +7036,22 @@ pub unsafe extern "C" fn shmem_short_put_signal(dest: *mut c_short, source: *con
     ti::put_signal::<c_short>("shmem_short_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_put_signal(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_short>("shmem_ctx_short_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_short_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_put_signal_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_short>("shmem_short_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_put_signal_nbi(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_short>("shmem_ctx_short_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_short_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6700,10 +7060,22 @@ pub unsafe extern "C" fn shmem_int_put(dest: *mut c_int, source: *const c_int, n
     ti::put::<c_int>("shmem_int_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_put(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    ti::put::<c_int>("shmem_ctx_int_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_get(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
     ti::get::<c_int>("shmem_int_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_get(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    ti::get::<c_int>("shmem_ctx_int_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6712,10 +7084,22 @@ pub unsafe extern "C" fn shmem_int_put_nbi(dest: *mut c_int, source: *const c_in
     ti::put::<c_int>("shmem_int_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_put_nbi(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    ti::put::<c_int>("shmem_ctx_int_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_get_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
     ti::get::<c_int>("shmem_int_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_get_nbi(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    ti::get::<c_int>("shmem_ctx_int_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6724,10 +7108,22 @@ pub unsafe extern "C" fn shmem_int_p(dest: *mut c_int, value: c_int, pe: c_int) 
     ti::p::<c_int>("shmem_int_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_p(ctx: *mut c_void, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::p::<c_int>("shmem_ctx_int_p", dest, value, ti::ctx_pe("shmem_ctx_int_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_g(source: *const c_int, pe: c_int) -> c_int {
     ti::g::<c_int>("shmem_int_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_g(ctx: *mut c_void, source: *const c_int, pe: c_int) -> c_int {
+    ti::g::<c_int>("shmem_ctx_int_g", source, ti::ctx_pe("shmem_ctx_int_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6736,10 +7132,22 @@ pub unsafe extern "C" fn shmem_int_iput(dest: *mut c_int, source: *const c_int, 
     ti::iput::<c_int>("shmem_int_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_iput(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_int>("shmem_ctx_int_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_iget(dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_int>("shmem_int_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_iget(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_int>("shmem_ctx_int_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6748,10 +7156,22 @@ pub unsafe extern "C" fn shmem_int_ibput(dest: *mut c_int, source: *const c_int,
     ti::ibput::<c_int>("shmem_int_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_ibput(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_int>("shmem_ctx_int_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_ibget(dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_int>("shmem_int_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_ibget(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_int>("shmem_ctx_int_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6760,10 +7180,22 @@ pub unsafe extern "C" fn shmem_int_put_signal(dest: *mut c_int, source: *const c
     ti::put_signal::<c_int>("shmem_int_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_put_signal(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_int>("shmem_ctx_int_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_put_signal_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_int>("shmem_int_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_put_signal_nbi(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_int>("shmem_ctx_int_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6772,10 +7204,22 @@ pub unsafe extern "C" fn shmem_long_put(dest: *mut c_long, source: *const c_long
     ti::put::<c_long>("shmem_long_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_put(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
+    ti::put::<c_long>("shmem_ctx_long_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_get(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
     ti::get::<c_long>("shmem_long_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_get(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
+    ti::get::<c_long>("shmem_ctx_long_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6784,10 +7228,22 @@ pub unsafe extern "C" fn shmem_long_put_nbi(dest: *mut c_long, source: *const c_
     ti::put::<c_long>("shmem_long_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_put_nbi(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
+    ti::put::<c_long>("shmem_ctx_long_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_get_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
     ti::get::<c_long>("shmem_long_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_get_nbi(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
+    ti::get::<c_long>("shmem_ctx_long_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6796,10 +7252,22 @@ pub unsafe extern "C" fn shmem_long_p(dest: *mut c_long, value: c_long, pe: c_in
     ti::p::<c_long>("shmem_long_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_p(ctx: *mut c_void, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::p::<c_long>("shmem_ctx_long_p", dest, value, ti::ctx_pe("shmem_ctx_long_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_g(source: *const c_long, pe: c_int) -> c_long {
     ti::g::<c_long>("shmem_long_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_g(ctx: *mut c_void, source: *const c_long, pe: c_int) -> c_long {
+    ti::g::<c_long>("shmem_ctx_long_g", source, ti::ctx_pe("shmem_ctx_long_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6808,10 +7276,22 @@ pub unsafe extern "C" fn shmem_long_iput(dest: *mut c_long, source: *const c_lon
     ti::iput::<c_long>("shmem_long_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_iput(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_long>("shmem_ctx_long_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_long_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_iget(dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_long>("shmem_long_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_iget(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_long>("shmem_ctx_long_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_long_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6820,10 +7300,22 @@ pub unsafe extern "C" fn shmem_long_ibput(dest: *mut c_long, source: *const c_lo
     ti::ibput::<c_long>("shmem_long_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_ibput(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_long>("shmem_ctx_long_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_long_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_ibget(dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_long>("shmem_long_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_ibget(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_long>("shmem_ctx_long_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_long_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6832,10 +7324,22 @@ pub unsafe extern "C" fn shmem_long_put_signal(dest: *mut c_long, source: *const
     ti::put_signal::<c_long>("shmem_long_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_put_signal(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_long>("shmem_ctx_long_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_long_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_put_signal_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_long>("shmem_long_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_put_signal_nbi(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_long>("shmem_ctx_long_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_long_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6844,10 +7348,22 @@ pub unsafe extern "C" fn shmem_longlong_put(dest: *mut c_longlong, source: *cons
     ti::put::<c_longlong>("shmem_longlong_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_put(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
+    ti::put::<c_longlong>("shmem_ctx_longlong_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_get(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
     ti::get::<c_longlong>("shmem_longlong_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_get(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
+    ti::get::<c_longlong>("shmem_ctx_longlong_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6856,10 +7372,22 @@ pub unsafe extern "C" fn shmem_longlong_put_nbi(dest: *mut c_longlong, source: *
     ti::put::<c_longlong>("shmem_longlong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_put_nbi(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
+    ti::put::<c_longlong>("shmem_ctx_longlong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_get_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
     ti::get::<c_longlong>("shmem_longlong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_get_nbi(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
+    ti::get::<c_longlong>("shmem_ctx_longlong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6868,10 +7396,22 @@ pub unsafe extern "C" fn shmem_longlong_p(dest: *mut c_longlong, value: c_longlo
     ti::p::<c_longlong>("shmem_longlong_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_p(ctx: *mut c_void, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::p::<c_longlong>("shmem_ctx_longlong_p", dest, value, ti::ctx_pe("shmem_ctx_longlong_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_g(source: *const c_longlong, pe: c_int) -> c_longlong {
     ti::g::<c_longlong>("shmem_longlong_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_g(ctx: *mut c_void, source: *const c_longlong, pe: c_int) -> c_longlong {
+    ti::g::<c_longlong>("shmem_ctx_longlong_g", source, ti::ctx_pe("shmem_ctx_longlong_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6880,10 +7420,22 @@ pub unsafe extern "C" fn shmem_longlong_iput(dest: *mut c_longlong, source: *con
     ti::iput::<c_longlong>("shmem_longlong_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_iput(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_longlong>("shmem_ctx_longlong_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_longlong_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_iget(dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_longlong>("shmem_longlong_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_iget(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_longlong>("shmem_ctx_longlong_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_longlong_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6892,10 +7444,22 @@ pub unsafe extern "C" fn shmem_longlong_ibput(dest: *mut c_longlong, source: *co
     ti::ibput::<c_longlong>("shmem_longlong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_ibput(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_longlong>("shmem_ctx_longlong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_longlong_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_ibget(dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_longlong>("shmem_longlong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_ibget(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_longlong>("shmem_ctx_longlong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_longlong_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6904,10 +7468,22 @@ pub unsafe extern "C" fn shmem_longlong_put_signal(dest: *mut c_longlong, source
     ti::put_signal::<c_longlong>("shmem_longlong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_put_signal(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_longlong>("shmem_ctx_longlong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_longlong_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_put_signal_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_longlong>("shmem_longlong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_put_signal_nbi(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_longlong>("shmem_ctx_longlong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_longlong_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6916,10 +7492,22 @@ pub unsafe extern "C" fn shmem_uchar_put(dest: *mut c_uchar, source: *const c_uc
     ti::put::<c_uchar>("shmem_uchar_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_put(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
+    ti::put::<c_uchar>("shmem_ctx_uchar_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_get(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
     ti::get::<c_uchar>("shmem_uchar_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_get(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
+    ti::get::<c_uchar>("shmem_ctx_uchar_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -6928,10 +7516,22 @@ pub unsafe extern "C" fn shmem_uchar_put_nbi(dest: *mut c_uchar, source: *const 
     ti::put::<c_uchar>("shmem_uchar_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_put_nbi(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
+    ti::put::<c_uchar>("shmem_ctx_uchar_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_get_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
     ti::get::<c_uchar>("shmem_uchar_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_get_nbi(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
+    ti::get::<c_uchar>("shmem_ctx_uchar_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6940,10 +7540,22 @@ pub unsafe extern "C" fn shmem_uchar_p(dest: *mut c_uchar, value: c_uchar, pe: c
     ti::p::<c_uchar>("shmem_uchar_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_p(ctx: *mut c_void, dest: *mut c_uchar, value: c_uchar, pe: c_int) {
+    ti::p::<c_uchar>("shmem_ctx_uchar_p", dest, value, ti::ctx_pe("shmem_ctx_uchar_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_g(source: *const c_uchar, pe: c_int) -> c_uchar {
     ti::g::<c_uchar>("shmem_uchar_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_g(ctx: *mut c_void, source: *const c_uchar, pe: c_int) -> c_uchar {
+    ti::g::<c_uchar>("shmem_ctx_uchar_g", source, ti::ctx_pe("shmem_ctx_uchar_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -6952,10 +7564,22 @@ pub unsafe extern "C" fn shmem_uchar_iput(dest: *mut c_uchar, source: *const c_u
     ti::iput::<c_uchar>("shmem_uchar_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_iput(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_uchar>("shmem_ctx_uchar_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uchar_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_iget(dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_uchar>("shmem_uchar_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_iget(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_uchar>("shmem_ctx_uchar_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uchar_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -6964,10 +7588,22 @@ pub unsafe extern "C" fn shmem_uchar_ibput(dest: *mut c_uchar, source: *const c_
     ti::ibput::<c_uchar>("shmem_uchar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_ibput(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_uchar>("shmem_ctx_uchar_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uchar_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_ibget(dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_uchar>("shmem_uchar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_ibget(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_uchar>("shmem_ctx_uchar_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uchar_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -6976,10 +7612,22 @@ pub unsafe extern "C" fn shmem_uchar_put_signal(dest: *mut c_uchar, source: *con
     ti::put_signal::<c_uchar>("shmem_uchar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_put_signal(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uchar>("shmem_ctx_uchar_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uchar_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_put_signal_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_uchar>("shmem_uchar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_put_signal_nbi(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uchar>("shmem_ctx_uchar_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uchar_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -6988,10 +7636,22 @@ pub unsafe extern "C" fn shmem_ushort_put(dest: *mut c_ushort, source: *const c_
     ti::put::<c_ushort>("shmem_ushort_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_put(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
+    ti::put::<c_ushort>("shmem_ctx_ushort_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_get(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
     ti::get::<c_ushort>("shmem_ushort_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_get(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
+    ti::get::<c_ushort>("shmem_ctx_ushort_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7000,10 +7660,22 @@ pub unsafe extern "C" fn shmem_ushort_put_nbi(dest: *mut c_ushort, source: *cons
     ti::put::<c_ushort>("shmem_ushort_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_put_nbi(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
+    ti::put::<c_ushort>("shmem_ctx_ushort_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_get_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
     ti::get::<c_ushort>("shmem_ushort_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_get_nbi(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
+    ti::get::<c_ushort>("shmem_ctx_ushort_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7012,10 +7684,22 @@ pub unsafe extern "C" fn shmem_ushort_p(dest: *mut c_ushort, value: c_ushort, pe
     ti::p::<c_ushort>("shmem_ushort_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_p(ctx: *mut c_void, dest: *mut c_ushort, value: c_ushort, pe: c_int) {
+    ti::p::<c_ushort>("shmem_ctx_ushort_p", dest, value, ti::ctx_pe("shmem_ctx_ushort_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_g(source: *const c_ushort, pe: c_int) -> c_ushort {
     ti::g::<c_ushort>("shmem_ushort_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_g(ctx: *mut c_void, source: *const c_ushort, pe: c_int) -> c_ushort {
+    ti::g::<c_ushort>("shmem_ctx_ushort_g", source, ti::ctx_pe("shmem_ctx_ushort_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7024,10 +7708,22 @@ pub unsafe extern "C" fn shmem_ushort_iput(dest: *mut c_ushort, source: *const c
     ti::iput::<c_ushort>("shmem_ushort_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_iput(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_ushort>("shmem_ctx_ushort_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ushort_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_iget(dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_ushort>("shmem_ushort_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_iget(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_ushort>("shmem_ctx_ushort_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ushort_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7036,10 +7732,22 @@ pub unsafe extern "C" fn shmem_ushort_ibput(dest: *mut c_ushort, source: *const 
     ti::ibput::<c_ushort>("shmem_ushort_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_ibput(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_ushort>("shmem_ctx_ushort_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ushort_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_ibget(dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ushort>("shmem_ushort_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_ibget(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_ushort>("shmem_ctx_ushort_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ushort_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7048,10 +7756,22 @@ pub unsafe extern "C" fn shmem_ushort_put_signal(dest: *mut c_ushort, source: *c
     ti::put_signal::<c_ushort>("shmem_ushort_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_put_signal(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ushort>("shmem_ctx_ushort_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ushort_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_put_signal_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_ushort>("shmem_ushort_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_put_signal_nbi(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ushort>("shmem_ctx_ushort_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ushort_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7060,10 +7780,22 @@ pub unsafe extern "C" fn shmem_uint_put(dest: *mut c_uint, source: *const c_uint
     ti::put::<c_uint>("shmem_uint_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_put(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
+    ti::put::<c_uint>("shmem_ctx_uint_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_get(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
     ti::get::<c_uint>("shmem_uint_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_get(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
+    ti::get::<c_uint>("shmem_ctx_uint_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7072,10 +7804,22 @@ pub unsafe extern "C" fn shmem_uint_put_nbi(dest: *mut c_uint, source: *const c_
     ti::put::<c_uint>("shmem_uint_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_put_nbi(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
+    ti::put::<c_uint>("shmem_ctx_uint_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_get_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
     ti::get::<c_uint>("shmem_uint_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_get_nbi(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
+    ti::get::<c_uint>("shmem_ctx_uint_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7084,10 +7828,22 @@ pub unsafe extern "C" fn shmem_uint_p(dest: *mut c_uint, value: c_uint, pe: c_in
     ti::p::<c_uint>("shmem_uint_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_p(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::p::<c_uint>("shmem_ctx_uint_p", dest, value, ti::ctx_pe("shmem_ctx_uint_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_g(source: *const c_uint, pe: c_int) -> c_uint {
     ti::g::<c_uint>("shmem_uint_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_g(ctx: *mut c_void, source: *const c_uint, pe: c_int) -> c_uint {
+    ti::g::<c_uint>("shmem_ctx_uint_g", source, ti::ctx_pe("shmem_ctx_uint_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7096,10 +7852,22 @@ pub unsafe extern "C" fn shmem_uint_iput(dest: *mut c_uint, source: *const c_uin
     ti::iput::<c_uint>("shmem_uint_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_iput(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_uint>("shmem_ctx_uint_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_iget(dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_uint>("shmem_uint_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_iget(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_uint>("shmem_ctx_uint_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7108,10 +7876,22 @@ pub unsafe extern "C" fn shmem_uint_ibput(dest: *mut c_uint, source: *const c_ui
     ti::ibput::<c_uint>("shmem_uint_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_ibput(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_uint>("shmem_ctx_uint_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_ibget(dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_uint>("shmem_uint_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_ibget(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_uint>("shmem_ctx_uint_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7120,10 +7900,22 @@ pub unsafe extern "C" fn shmem_uint_put_signal(dest: *mut c_uint, source: *const
     ti::put_signal::<c_uint>("shmem_uint_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_put_signal(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uint>("shmem_ctx_uint_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_put_signal_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_uint>("shmem_uint_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_put_signal_nbi(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_uint>("shmem_ctx_uint_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7132,10 +7924,22 @@ pub unsafe extern "C" fn shmem_ulong_put(dest: *mut c_ulong, source: *const c_ul
     ti::put::<c_ulong>("shmem_ulong_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_put(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
+    ti::put::<c_ulong>("shmem_ctx_ulong_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_get(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
     ti::get::<c_ulong>("shmem_ulong_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_get(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
+    ti::get::<c_ulong>("shmem_ctx_ulong_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7144,10 +7948,22 @@ pub unsafe extern "C" fn shmem_ulong_put_nbi(dest: *mut c_ulong, source: *const 
     ti::put::<c_ulong>("shmem_ulong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_put_nbi(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
+    ti::put::<c_ulong>("shmem_ctx_ulong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_get_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
     ti::get::<c_ulong>("shmem_ulong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_get_nbi(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
+    ti::get::<c_ulong>("shmem_ctx_ulong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7156,10 +7972,22 @@ pub unsafe extern "C" fn shmem_ulong_p(dest: *mut c_ulong, value: c_ulong, pe: c
     ti::p::<c_ulong>("shmem_ulong_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_p(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::p::<c_ulong>("shmem_ctx_ulong_p", dest, value, ti::ctx_pe("shmem_ctx_ulong_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_g(source: *const c_ulong, pe: c_int) -> c_ulong {
     ti::g::<c_ulong>("shmem_ulong_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_g(ctx: *mut c_void, source: *const c_ulong, pe: c_int) -> c_ulong {
+    ti::g::<c_ulong>("shmem_ctx_ulong_g", source, ti::ctx_pe("shmem_ctx_ulong_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7168,10 +7996,22 @@ pub unsafe extern "C" fn shmem_ulong_iput(dest: *mut c_ulong, source: *const c_u
     ti::iput::<c_ulong>("shmem_ulong_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_iput(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_ulong>("shmem_ctx_ulong_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ulong_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_iget(dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_ulong>("shmem_ulong_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_iget(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_ulong>("shmem_ctx_ulong_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ulong_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7180,10 +8020,22 @@ pub unsafe extern "C" fn shmem_ulong_ibput(dest: *mut c_ulong, source: *const c_
     ti::ibput::<c_ulong>("shmem_ulong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_ibput(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_ulong>("shmem_ctx_ulong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ulong_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_ibget(dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ulong>("shmem_ulong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_ibget(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_ulong>("shmem_ctx_ulong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ulong_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7192,10 +8044,22 @@ pub unsafe extern "C" fn shmem_ulong_put_signal(dest: *mut c_ulong, source: *con
     ti::put_signal::<c_ulong>("shmem_ulong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_put_signal(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulong>("shmem_ctx_ulong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ulong_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_put_signal_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_ulong>("shmem_ulong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_put_signal_nbi(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulong>("shmem_ctx_ulong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ulong_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7204,10 +8068,22 @@ pub unsafe extern "C" fn shmem_ulonglong_put(dest: *mut c_ulonglong, source: *co
     ti::put::<c_ulonglong>("shmem_ulonglong_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_put(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
+    ti::put::<c_ulonglong>("shmem_ctx_ulonglong_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_get(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
     ti::get::<c_ulonglong>("shmem_ulonglong_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_get(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
+    ti::get::<c_ulonglong>("shmem_ctx_ulonglong_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7216,10 +8092,22 @@ pub unsafe extern "C" fn shmem_ulonglong_put_nbi(dest: *mut c_ulonglong, source:
     ti::put::<c_ulonglong>("shmem_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_put_nbi(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
+    ti::put::<c_ulonglong>("shmem_ctx_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_get_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
     ti::get::<c_ulonglong>("shmem_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_get_nbi(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
+    ti::get::<c_ulonglong>("shmem_ctx_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7228,10 +8116,22 @@ pub unsafe extern "C" fn shmem_ulonglong_p(dest: *mut c_ulonglong, value: c_ulon
     ti::p::<c_ulonglong>("shmem_ulonglong_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_p(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::p::<c_ulonglong>("shmem_ctx_ulonglong_p", dest, value, ti::ctx_pe("shmem_ctx_ulonglong_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_g(source: *const c_ulonglong, pe: c_int) -> c_ulonglong {
     ti::g::<c_ulonglong>("shmem_ulonglong_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_g(ctx: *mut c_void, source: *const c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::g::<c_ulonglong>("shmem_ctx_ulonglong_g", source, ti::ctx_pe("shmem_ctx_ulonglong_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7240,10 +8140,22 @@ pub unsafe extern "C" fn shmem_ulonglong_iput(dest: *mut c_ulonglong, source: *c
     ti::iput::<c_ulonglong>("shmem_ulonglong_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_iput(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<c_ulonglong>("shmem_ctx_ulonglong_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ulonglong_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_iget(dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<c_ulonglong>("shmem_ulonglong_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_iget(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<c_ulonglong>("shmem_ctx_ulonglong_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ulonglong_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7252,10 +8164,22 @@ pub unsafe extern "C" fn shmem_ulonglong_ibput(dest: *mut c_ulonglong, source: *
     ti::ibput::<c_ulonglong>("shmem_ulonglong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_ibput(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<c_ulonglong>("shmem_ctx_ulonglong_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ulonglong_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_ibget(dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<c_ulonglong>("shmem_ulonglong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_ibget(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<c_ulonglong>("shmem_ctx_ulonglong_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ulonglong_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7264,10 +8188,22 @@ pub unsafe extern "C" fn shmem_ulonglong_put_signal(dest: *mut c_ulonglong, sour
     ti::put_signal::<c_ulonglong>("shmem_ulonglong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_put_signal(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulonglong>("shmem_ctx_ulonglong_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ulonglong_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_put_signal_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<c_ulonglong>("shmem_ulonglong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_put_signal_nbi(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<c_ulonglong>("shmem_ctx_ulonglong_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ulonglong_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7276,10 +8212,22 @@ pub unsafe extern "C" fn shmem_int8_put(dest: *mut i8, source: *const i8, nelems
     ti::put::<i8>("shmem_int8_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_put(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    ti::put::<i8>("shmem_ctx_int8_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_get(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
     ti::get::<i8>("shmem_int8_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_get(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    ti::get::<i8>("shmem_ctx_int8_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7288,10 +8236,22 @@ pub unsafe extern "C" fn shmem_int8_put_nbi(dest: *mut i8, source: *const i8, ne
     ti::put::<i8>("shmem_int8_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_put_nbi(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    ti::put::<i8>("shmem_ctx_int8_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_get_nbi(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
     ti::get::<i8>("shmem_int8_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_get_nbi(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    ti::get::<i8>("shmem_ctx_int8_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7300,10 +8260,22 @@ pub unsafe extern "C" fn shmem_int8_p(dest: *mut i8, value: i8, pe: c_int) {
     ti::p::<i8>("shmem_int8_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_p(ctx: *mut c_void, dest: *mut i8, value: i8, pe: c_int) {
+    ti::p::<i8>("shmem_ctx_int8_p", dest, value, ti::ctx_pe("shmem_ctx_int8_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_g(source: *const i8, pe: c_int) -> i8 {
     ti::g::<i8>("shmem_int8_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_g(ctx: *mut c_void, source: *const i8, pe: c_int) -> i8 {
+    ti::g::<i8>("shmem_ctx_int8_g", source, ti::ctx_pe("shmem_ctx_int8_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7312,10 +8284,22 @@ pub unsafe extern "C" fn shmem_int8_iput(dest: *mut i8, source: *const i8, dst: 
     ti::iput::<i8>("shmem_int8_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_iput(ctx: *mut c_void, dest: *mut i8, source: *const i8, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<i8>("shmem_ctx_int8_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int8_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_iget(dest: *mut i8, source: *const i8, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<i8>("shmem_int8_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_iget(ctx: *mut c_void, dest: *mut i8, source: *const i8, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<i8>("shmem_ctx_int8_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int8_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7324,10 +8308,22 @@ pub unsafe extern "C" fn shmem_int8_ibput(dest: *mut i8, source: *const i8, dst:
     ti::ibput::<i8>("shmem_int8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_ibput(ctx: *mut c_void, dest: *mut i8, source: *const i8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<i8>("shmem_ctx_int8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int8_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_ibget(dest: *mut i8, source: *const i8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i8>("shmem_int8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_ibget(ctx: *mut c_void, dest: *mut i8, source: *const i8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<i8>("shmem_ctx_int8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int8_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7336,10 +8332,22 @@ pub unsafe extern "C" fn shmem_int8_put_signal(dest: *mut i8, source: *const i8,
     ti::put_signal::<i8>("shmem_int8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_put_signal(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i8>("shmem_ctx_int8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int8_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_put_signal_nbi(dest: *mut i8, source: *const i8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<i8>("shmem_int8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_put_signal_nbi(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i8>("shmem_ctx_int8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int8_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7348,10 +8356,22 @@ pub unsafe extern "C" fn shmem_int16_put(dest: *mut i16, source: *const i16, nel
     ti::put::<i16>("shmem_int16_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_put(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    ti::put::<i16>("shmem_ctx_int16_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_get(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
     ti::get::<i16>("shmem_int16_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_get(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    ti::get::<i16>("shmem_ctx_int16_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7360,10 +8380,22 @@ pub unsafe extern "C" fn shmem_int16_put_nbi(dest: *mut i16, source: *const i16,
     ti::put::<i16>("shmem_int16_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_put_nbi(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    ti::put::<i16>("shmem_ctx_int16_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_get_nbi(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
     ti::get::<i16>("shmem_int16_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_get_nbi(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    ti::get::<i16>("shmem_ctx_int16_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7372,10 +8404,22 @@ pub unsafe extern "C" fn shmem_int16_p(dest: *mut i16, value: i16, pe: c_int) {
     ti::p::<i16>("shmem_int16_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_p(ctx: *mut c_void, dest: *mut i16, value: i16, pe: c_int) {
+    ti::p::<i16>("shmem_ctx_int16_p", dest, value, ti::ctx_pe("shmem_ctx_int16_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_g(source: *const i16, pe: c_int) -> i16 {
     ti::g::<i16>("shmem_int16_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_g(ctx: *mut c_void, source: *const i16, pe: c_int) -> i16 {
+    ti::g::<i16>("shmem_ctx_int16_g", source, ti::ctx_pe("shmem_ctx_int16_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7384,10 +8428,22 @@ pub unsafe extern "C" fn shmem_int16_iput(dest: *mut i16, source: *const i16, ds
     ti::iput::<i16>("shmem_int16_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_iput(ctx: *mut c_void, dest: *mut i16, source: *const i16, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<i16>("shmem_ctx_int16_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int16_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_iget(dest: *mut i16, source: *const i16, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<i16>("shmem_int16_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_iget(ctx: *mut c_void, dest: *mut i16, source: *const i16, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<i16>("shmem_ctx_int16_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int16_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7396,10 +8452,22 @@ pub unsafe extern "C" fn shmem_int16_ibput(dest: *mut i16, source: *const i16, d
     ti::ibput::<i16>("shmem_int16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_ibput(ctx: *mut c_void, dest: *mut i16, source: *const i16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<i16>("shmem_ctx_int16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int16_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_ibget(dest: *mut i16, source: *const i16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i16>("shmem_int16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_ibget(ctx: *mut c_void, dest: *mut i16, source: *const i16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<i16>("shmem_ctx_int16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int16_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7408,10 +8476,22 @@ pub unsafe extern "C" fn shmem_int16_put_signal(dest: *mut i16, source: *const i
     ti::put_signal::<i16>("shmem_int16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_put_signal(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i16>("shmem_ctx_int16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int16_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_put_signal_nbi(dest: *mut i16, source: *const i16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<i16>("shmem_int16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_put_signal_nbi(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i16>("shmem_ctx_int16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int16_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7420,10 +8500,22 @@ pub unsafe extern "C" fn shmem_int32_put(dest: *mut i32, source: *const i32, nel
     ti::put::<i32>("shmem_int32_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_put(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    ti::put::<i32>("shmem_ctx_int32_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_get(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
     ti::get::<i32>("shmem_int32_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_get(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    ti::get::<i32>("shmem_ctx_int32_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7432,10 +8524,22 @@ pub unsafe extern "C" fn shmem_int32_put_nbi(dest: *mut i32, source: *const i32,
     ti::put::<i32>("shmem_int32_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_put_nbi(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    ti::put::<i32>("shmem_ctx_int32_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_get_nbi(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
     ti::get::<i32>("shmem_int32_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_get_nbi(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    ti::get::<i32>("shmem_ctx_int32_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7444,10 +8548,22 @@ pub unsafe extern "C" fn shmem_int32_p(dest: *mut i32, value: i32, pe: c_int) {
     ti::p::<i32>("shmem_int32_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_p(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
+    ti::p::<i32>("shmem_ctx_int32_p", dest, value, ti::ctx_pe("shmem_ctx_int32_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_g(source: *const i32, pe: c_int) -> i32 {
     ti::g::<i32>("shmem_int32_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_g(ctx: *mut c_void, source: *const i32, pe: c_int) -> i32 {
+    ti::g::<i32>("shmem_ctx_int32_g", source, ti::ctx_pe("shmem_ctx_int32_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7456,10 +8572,22 @@ pub unsafe extern "C" fn shmem_int32_iput(dest: *mut i32, source: *const i32, ds
     ti::iput::<i32>("shmem_int32_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_iput(ctx: *mut c_void, dest: *mut i32, source: *const i32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<i32>("shmem_ctx_int32_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int32_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_iget(dest: *mut i32, source: *const i32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<i32>("shmem_int32_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_iget(ctx: *mut c_void, dest: *mut i32, source: *const i32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<i32>("shmem_ctx_int32_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int32_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7468,10 +8596,22 @@ pub unsafe extern "C" fn shmem_int32_ibput(dest: *mut i32, source: *const i32, d
     ti::ibput::<i32>("shmem_int32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_ibput(ctx: *mut c_void, dest: *mut i32, source: *const i32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<i32>("shmem_ctx_int32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int32_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_ibget(dest: *mut i32, source: *const i32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i32>("shmem_int32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_ibget(ctx: *mut c_void, dest: *mut i32, source: *const i32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<i32>("shmem_ctx_int32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int32_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7480,10 +8620,22 @@ pub unsafe extern "C" fn shmem_int32_put_signal(dest: *mut i32, source: *const i
     ti::put_signal::<i32>("shmem_int32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_put_signal(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i32>("shmem_ctx_int32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int32_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_put_signal_nbi(dest: *mut i32, source: *const i32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<i32>("shmem_int32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_put_signal_nbi(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i32>("shmem_ctx_int32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int32_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7492,10 +8644,22 @@ pub unsafe extern "C" fn shmem_int64_put(dest: *mut i64, source: *const i64, nel
     ti::put::<i64>("shmem_int64_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_put(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    ti::put::<i64>("shmem_ctx_int64_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_get(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
     ti::get::<i64>("shmem_int64_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_get(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    ti::get::<i64>("shmem_ctx_int64_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7504,10 +8668,22 @@ pub unsafe extern "C" fn shmem_int64_put_nbi(dest: *mut i64, source: *const i64,
     ti::put::<i64>("shmem_int64_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_put_nbi(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    ti::put::<i64>("shmem_ctx_int64_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_get_nbi(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
     ti::get::<i64>("shmem_int64_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_get_nbi(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    ti::get::<i64>("shmem_ctx_int64_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7516,10 +8692,22 @@ pub unsafe extern "C" fn shmem_int64_p(dest: *mut i64, value: i64, pe: c_int) {
     ti::p::<i64>("shmem_int64_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_p(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
+    ti::p::<i64>("shmem_ctx_int64_p", dest, value, ti::ctx_pe("shmem_ctx_int64_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_g(source: *const i64, pe: c_int) -> i64 {
     ti::g::<i64>("shmem_int64_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_g(ctx: *mut c_void, source: *const i64, pe: c_int) -> i64 {
+    ti::g::<i64>("shmem_ctx_int64_g", source, ti::ctx_pe("shmem_ctx_int64_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7528,10 +8716,22 @@ pub unsafe extern "C" fn shmem_int64_iput(dest: *mut i64, source: *const i64, ds
     ti::iput::<i64>("shmem_int64_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_iput(ctx: *mut c_void, dest: *mut i64, source: *const i64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<i64>("shmem_ctx_int64_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int64_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_iget(dest: *mut i64, source: *const i64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<i64>("shmem_int64_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_iget(ctx: *mut c_void, dest: *mut i64, source: *const i64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<i64>("shmem_ctx_int64_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_int64_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7540,10 +8740,22 @@ pub unsafe extern "C" fn shmem_int64_ibput(dest: *mut i64, source: *const i64, d
     ti::ibput::<i64>("shmem_int64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_ibput(ctx: *mut c_void, dest: *mut i64, source: *const i64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<i64>("shmem_ctx_int64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int64_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_ibget(dest: *mut i64, source: *const i64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<i64>("shmem_int64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_ibget(ctx: *mut c_void, dest: *mut i64, source: *const i64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<i64>("shmem_ctx_int64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_int64_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7552,10 +8764,22 @@ pub unsafe extern "C" fn shmem_int64_put_signal(dest: *mut i64, source: *const i
     ti::put_signal::<i64>("shmem_int64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_put_signal(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i64>("shmem_ctx_int64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int64_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_put_signal_nbi(dest: *mut i64, source: *const i64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<i64>("shmem_int64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_put_signal_nbi(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<i64>("shmem_ctx_int64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_int64_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7564,10 +8788,22 @@ pub unsafe extern "C" fn shmem_uint8_put(dest: *mut u8, source: *const u8, nelem
     ti::put::<u8>("shmem_uint8_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_put(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    ti::put::<u8>("shmem_ctx_uint8_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_get(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_uint8_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_get(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    ti::get::<u8>("shmem_ctx_uint8_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7576,10 +8812,22 @@ pub unsafe extern "C" fn shmem_uint8_put_nbi(dest: *mut u8, source: *const u8, n
     ti::put::<u8>("shmem_uint8_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_put_nbi(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    ti::put::<u8>("shmem_ctx_uint8_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_get_nbi(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_uint8_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_get_nbi(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    ti::get::<u8>("shmem_ctx_uint8_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7588,10 +8836,22 @@ pub unsafe extern "C" fn shmem_uint8_p(dest: *mut u8, value: u8, pe: c_int) {
     ti::p::<u8>("shmem_uint8_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_p(ctx: *mut c_void, dest: *mut u8, value: u8, pe: c_int) {
+    ti::p::<u8>("shmem_ctx_uint8_p", dest, value, ti::ctx_pe("shmem_ctx_uint8_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_g(source: *const u8, pe: c_int) -> u8 {
     ti::g::<u8>("shmem_uint8_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_g(ctx: *mut c_void, source: *const u8, pe: c_int) -> u8 {
+    ti::g::<u8>("shmem_ctx_uint8_g", source, ti::ctx_pe("shmem_ctx_uint8_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7600,10 +8860,22 @@ pub unsafe extern "C" fn shmem_uint8_iput(dest: *mut u8, source: *const u8, dst:
     ti::iput::<u8>("shmem_uint8_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_iput(ctx: *mut c_void, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u8>("shmem_ctx_uint8_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint8_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_iget(dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u8>("shmem_uint8_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_iget(ctx: *mut c_void, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u8>("shmem_ctx_uint8_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint8_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7612,10 +8884,22 @@ pub unsafe extern "C" fn shmem_uint8_ibput(dest: *mut u8, source: *const u8, dst
     ti::ibput::<u8>("shmem_uint8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_ibput(ctx: *mut c_void, dest: *mut u8, source: *const u8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u8>("shmem_ctx_uint8_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint8_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_ibget(dest: *mut u8, source: *const u8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u8>("shmem_uint8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_ibget(ctx: *mut c_void, dest: *mut u8, source: *const u8, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u8>("shmem_ctx_uint8_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint8_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7624,10 +8908,22 @@ pub unsafe extern "C" fn shmem_uint8_put_signal(dest: *mut u8, source: *const u8
     ti::put_signal::<u8>("shmem_uint8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_put_signal(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_ctx_uint8_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint8_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_put_signal_nbi(dest: *mut u8, source: *const u8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u8>("shmem_uint8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_put_signal_nbi(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_ctx_uint8_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint8_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7636,10 +8932,22 @@ pub unsafe extern "C" fn shmem_uint16_put(dest: *mut u16, source: *const u16, ne
     ti::put::<u16>("shmem_uint16_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_put(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    ti::put::<u16>("shmem_ctx_uint16_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_get(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
     ti::get::<u16>("shmem_uint16_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_get(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    ti::get::<u16>("shmem_ctx_uint16_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7648,10 +8956,22 @@ pub unsafe extern "C" fn shmem_uint16_put_nbi(dest: *mut u16, source: *const u16
     ti::put::<u16>("shmem_uint16_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_put_nbi(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    ti::put::<u16>("shmem_ctx_uint16_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_get_nbi(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
     ti::get::<u16>("shmem_uint16_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_get_nbi(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    ti::get::<u16>("shmem_ctx_uint16_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7660,10 +8980,22 @@ pub unsafe extern "C" fn shmem_uint16_p(dest: *mut u16, value: u16, pe: c_int) {
     ti::p::<u16>("shmem_uint16_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_p(ctx: *mut c_void, dest: *mut u16, value: u16, pe: c_int) {
+    ti::p::<u16>("shmem_ctx_uint16_p", dest, value, ti::ctx_pe("shmem_ctx_uint16_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_g(source: *const u16, pe: c_int) -> u16 {
     ti::g::<u16>("shmem_uint16_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_g(ctx: *mut c_void, source: *const u16, pe: c_int) -> u16 {
+    ti::g::<u16>("shmem_ctx_uint16_g", source, ti::ctx_pe("shmem_ctx_uint16_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7672,10 +9004,22 @@ pub unsafe extern "C" fn shmem_uint16_iput(dest: *mut u16, source: *const u16, d
     ti::iput::<u16>("shmem_uint16_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_iput(ctx: *mut c_void, dest: *mut u16, source: *const u16, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u16>("shmem_ctx_uint16_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint16_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_iget(dest: *mut u16, source: *const u16, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u16>("shmem_uint16_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_iget(ctx: *mut c_void, dest: *mut u16, source: *const u16, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u16>("shmem_ctx_uint16_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint16_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7684,10 +9028,22 @@ pub unsafe extern "C" fn shmem_uint16_ibput(dest: *mut u16, source: *const u16, 
     ti::ibput::<u16>("shmem_uint16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_ibput(ctx: *mut c_void, dest: *mut u16, source: *const u16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u16>("shmem_ctx_uint16_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint16_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_ibget(dest: *mut u16, source: *const u16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u16>("shmem_uint16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_ibget(ctx: *mut c_void, dest: *mut u16, source: *const u16, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u16>("shmem_ctx_uint16_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint16_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7696,10 +9052,22 @@ pub unsafe extern "C" fn shmem_uint16_put_signal(dest: *mut u16, source: *const 
     ti::put_signal::<u16>("shmem_uint16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_put_signal(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_ctx_uint16_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint16_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_put_signal_nbi(dest: *mut u16, source: *const u16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u16>("shmem_uint16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_put_signal_nbi(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_ctx_uint16_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint16_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7708,10 +9076,22 @@ pub unsafe extern "C" fn shmem_uint32_put(dest: *mut u32, source: *const u32, ne
     ti::put::<u32>("shmem_uint32_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_put(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    ti::put::<u32>("shmem_ctx_uint32_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_get(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
     ti::get::<u32>("shmem_uint32_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_get(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    ti::get::<u32>("shmem_ctx_uint32_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7720,10 +9100,22 @@ pub unsafe extern "C" fn shmem_uint32_put_nbi(dest: *mut u32, source: *const u32
     ti::put::<u32>("shmem_uint32_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_put_nbi(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    ti::put::<u32>("shmem_ctx_uint32_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_get_nbi(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
     ti::get::<u32>("shmem_uint32_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_get_nbi(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    ti::get::<u32>("shmem_ctx_uint32_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7732,10 +9124,22 @@ pub unsafe extern "C" fn shmem_uint32_p(dest: *mut u32, value: u32, pe: c_int) {
     ti::p::<u32>("shmem_uint32_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_p(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
+    ti::p::<u32>("shmem_ctx_uint32_p", dest, value, ti::ctx_pe("shmem_ctx_uint32_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_g(source: *const u32, pe: c_int) -> u32 {
     ti::g::<u32>("shmem_uint32_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_g(ctx: *mut c_void, source: *const u32, pe: c_int) -> u32 {
+    ti::g::<u32>("shmem_ctx_uint32_g", source, ti::ctx_pe("shmem_ctx_uint32_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7744,10 +9148,22 @@ pub unsafe extern "C" fn shmem_uint32_iput(dest: *mut u32, source: *const u32, d
     ti::iput::<u32>("shmem_uint32_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_iput(ctx: *mut c_void, dest: *mut u32, source: *const u32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u32>("shmem_ctx_uint32_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint32_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_iget(dest: *mut u32, source: *const u32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u32>("shmem_uint32_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_iget(ctx: *mut c_void, dest: *mut u32, source: *const u32, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u32>("shmem_ctx_uint32_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint32_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7756,10 +9172,22 @@ pub unsafe extern "C" fn shmem_uint32_ibput(dest: *mut u32, source: *const u32, 
     ti::ibput::<u32>("shmem_uint32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_ibput(ctx: *mut c_void, dest: *mut u32, source: *const u32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u32>("shmem_ctx_uint32_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint32_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_ibget(dest: *mut u32, source: *const u32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u32>("shmem_uint32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_ibget(ctx: *mut c_void, dest: *mut u32, source: *const u32, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u32>("shmem_ctx_uint32_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint32_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7768,10 +9196,22 @@ pub unsafe extern "C" fn shmem_uint32_put_signal(dest: *mut u32, source: *const 
     ti::put_signal::<u32>("shmem_uint32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_put_signal(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_ctx_uint32_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint32_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_put_signal_nbi(dest: *mut u32, source: *const u32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u32>("shmem_uint32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_put_signal_nbi(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_ctx_uint32_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint32_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7780,10 +9220,22 @@ pub unsafe extern "C" fn shmem_uint64_put(dest: *mut u64, source: *const u64, ne
     ti::put::<u64>("shmem_uint64_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_put(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    ti::put::<u64>("shmem_ctx_uint64_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_get(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
     ti::get::<u64>("shmem_uint64_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_get(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    ti::get::<u64>("shmem_ctx_uint64_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7792,10 +9244,22 @@ pub unsafe extern "C" fn shmem_uint64_put_nbi(dest: *mut u64, source: *const u64
     ti::put::<u64>("shmem_uint64_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_put_nbi(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    ti::put::<u64>("shmem_ctx_uint64_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_get_nbi(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
     ti::get::<u64>("shmem_uint64_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_get_nbi(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    ti::get::<u64>("shmem_ctx_uint64_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7804,10 +9268,22 @@ pub unsafe extern "C" fn shmem_uint64_p(dest: *mut u64, value: u64, pe: c_int) {
     ti::p::<u64>("shmem_uint64_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_p(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
+    ti::p::<u64>("shmem_ctx_uint64_p", dest, value, ti::ctx_pe("shmem_ctx_uint64_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_g(source: *const u64, pe: c_int) -> u64 {
     ti::g::<u64>("shmem_uint64_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_g(ctx: *mut c_void, source: *const u64, pe: c_int) -> u64 {
+    ti::g::<u64>("shmem_ctx_uint64_g", source, ti::ctx_pe("shmem_ctx_uint64_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7816,10 +9292,22 @@ pub unsafe extern "C" fn shmem_uint64_iput(dest: *mut u64, source: *const u64, d
     ti::iput::<u64>("shmem_uint64_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_iput(ctx: *mut c_void, dest: *mut u64, source: *const u64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u64>("shmem_ctx_uint64_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint64_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_iget(dest: *mut u64, source: *const u64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u64>("shmem_uint64_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_iget(ctx: *mut c_void, dest: *mut u64, source: *const u64, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u64>("shmem_ctx_uint64_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_uint64_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7828,10 +9316,22 @@ pub unsafe extern "C" fn shmem_uint64_ibput(dest: *mut u64, source: *const u64, 
     ti::ibput::<u64>("shmem_uint64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_ibput(ctx: *mut c_void, dest: *mut u64, source: *const u64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u64>("shmem_ctx_uint64_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint64_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_ibget(dest: *mut u64, source: *const u64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u64>("shmem_uint64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_ibget(ctx: *mut c_void, dest: *mut u64, source: *const u64, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u64>("shmem_ctx_uint64_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_uint64_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7840,10 +9340,22 @@ pub unsafe extern "C" fn shmem_uint64_put_signal(dest: *mut u64, source: *const 
     ti::put_signal::<u64>("shmem_uint64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_put_signal(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_ctx_uint64_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint64_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_put_signal_nbi(dest: *mut u64, source: *const u64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u64>("shmem_uint64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_put_signal_nbi(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_ctx_uint64_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_uint64_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7852,10 +9364,22 @@ pub unsafe extern "C" fn shmem_size_put(dest: *mut usize, source: *const usize, 
     ti::put::<usize>("shmem_size_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_put(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    ti::put::<usize>("shmem_ctx_size_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_get(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
     ti::get::<usize>("shmem_size_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_get(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    ti::get::<usize>("shmem_ctx_size_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7864,10 +9388,22 @@ pub unsafe extern "C" fn shmem_size_put_nbi(dest: *mut usize, source: *const usi
     ti::put::<usize>("shmem_size_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_put_nbi(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    ti::put::<usize>("shmem_ctx_size_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_get_nbi(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
     ti::get::<usize>("shmem_size_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_get_nbi(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    ti::get::<usize>("shmem_ctx_size_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7876,10 +9412,22 @@ pub unsafe extern "C" fn shmem_size_p(dest: *mut usize, value: usize, pe: c_int)
     ti::p::<usize>("shmem_size_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_p(ctx: *mut c_void, dest: *mut usize, value: usize, pe: c_int) {
+    ti::p::<usize>("shmem_ctx_size_p", dest, value, ti::ctx_pe("shmem_ctx_size_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_g(source: *const usize, pe: c_int) -> usize {
     ti::g::<usize>("shmem_size_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_g(ctx: *mut c_void, source: *const usize, pe: c_int) -> usize {
+    ti::g::<usize>("shmem_ctx_size_g", source, ti::ctx_pe("shmem_ctx_size_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7888,10 +9436,22 @@ pub unsafe extern "C" fn shmem_size_iput(dest: *mut usize, source: *const usize,
     ti::iput::<usize>("shmem_size_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_iput(ctx: *mut c_void, dest: *mut usize, source: *const usize, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<usize>("shmem_ctx_size_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_size_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_iget(dest: *mut usize, source: *const usize, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<usize>("shmem_size_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_iget(ctx: *mut c_void, dest: *mut usize, source: *const usize, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<usize>("shmem_ctx_size_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_size_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7900,10 +9460,22 @@ pub unsafe extern "C" fn shmem_size_ibput(dest: *mut usize, source: *const usize
     ti::ibput::<usize>("shmem_size_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_ibput(ctx: *mut c_void, dest: *mut usize, source: *const usize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<usize>("shmem_ctx_size_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_size_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_ibget(dest: *mut usize, source: *const usize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<usize>("shmem_size_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_ibget(ctx: *mut c_void, dest: *mut usize, source: *const usize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<usize>("shmem_ctx_size_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_size_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7912,10 +9484,22 @@ pub unsafe extern "C" fn shmem_size_put_signal(dest: *mut usize, source: *const 
     ti::put_signal::<usize>("shmem_size_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_put_signal(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<usize>("shmem_ctx_size_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_size_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_put_signal_nbi(dest: *mut usize, source: *const usize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<usize>("shmem_size_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_put_signal_nbi(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<usize>("shmem_ctx_size_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_size_put_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
@@ -7924,10 +9508,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_put(dest: *mut isize, source: *const isiz
     ti::put::<isize>("shmem_ptrdiff_put", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_put(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
+    ti::put::<isize>("shmem_ctx_ptrdiff_put", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_put", ctx, pe))
+}
+
 /// Copies nelems elements from source on pe (§9.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_get(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
     ti::get::<isize>("shmem_ptrdiff_get", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems elements from source on pe (§9.5.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_get(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
+    ti::get::<isize>("shmem_ctx_ptrdiff_get", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_get", ctx, pe))
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
@@ -7936,10 +9532,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_put_nbi(dest: *mut isize, source: *const 
     ti::put::<isize>("shmem_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put, complete at quiet (§9.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_nbi(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
+    ti::put::<isize>("shmem_ctx_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_put_nbi", ctx, pe))
+}
+
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_get_nbi(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
     ti::get::<isize>("shmem_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get, complete at quiet (§9.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_get_nbi(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
+    ti::get::<isize>("shmem_ctx_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7948,10 +9556,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_p(dest: *mut isize, value: isize, pe: c_i
     ti::p::<isize>("shmem_ptrdiff_p", dest, value, pe)
 }
 
+/// Stores one element to dest on pe (§9.5.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_p(ctx: *mut c_void, dest: *mut isize, value: isize, pe: c_int) {
+    ti::p::<isize>("shmem_ctx_ptrdiff_p", dest, value, ti::ctx_pe("shmem_ctx_ptrdiff_p", ctx, pe))
+}
+
 /// Loads one element from source on pe (§9.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_g(source: *const isize, pe: c_int) -> isize {
     ti::g::<isize>("shmem_ptrdiff_g", source, pe)
+}
+
+/// Loads one element from source on pe (§9.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_g(ctx: *mut c_void, source: *const isize, pe: c_int) -> isize {
+    ti::g::<isize>("shmem_ctx_ptrdiff_g", source, ti::ctx_pe("shmem_ctx_ptrdiff_g", ctx, pe))
 }
 
 /// Strided put: strides in elements (§9.5.3).
@@ -7960,10 +9580,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_iput(dest: *mut isize, source: *const isi
     ti::iput::<isize>("shmem_ptrdiff_iput", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put: strides in elements (§9.5.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_iput(ctx: *mut c_void, dest: *mut isize, source: *const isize, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<isize>("shmem_ctx_ptrdiff_iput", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ptrdiff_iput", ctx, pe))
+}
+
 /// Strided get: strides in elements (§9.5.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_iget(dest: *mut isize, source: *const isize, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<isize>("shmem_ptrdiff_iget", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get: strides in elements (§9.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_iget(ctx: *mut c_void, dest: *mut isize, source: *const isize, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<isize>("shmem_ctx_ptrdiff_iget", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_ptrdiff_iget", ctx, pe))
 }
 
 /// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
@@ -7972,10 +9604,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_ibput(dest: *mut isize, source: *const is
     ti::ibput::<isize>("shmem_ptrdiff_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_ibput(ctx: *mut c_void, dest: *mut isize, source: *const isize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<isize>("shmem_ctx_ptrdiff_ibput", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ptrdiff_ibput", ctx, pe))
+}
+
 /// Block-strided get (OpenSHMEM 1.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_ibget(dest: *mut isize, source: *const isize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<isize>("shmem_ptrdiff_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get (OpenSHMEM 1.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_ibget(ctx: *mut c_void, dest: *mut isize, source: *const isize, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<isize>("shmem_ctx_ptrdiff_ibget", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ptrdiff_ibget", ctx, pe))
 }
 
 /// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
@@ -7984,10 +9628,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_put_signal(dest: *mut isize, source: *con
     ti::put_signal::<isize>("shmem_ptrdiff_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_signal(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<isize>("shmem_ctx_ptrdiff_put_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ptrdiff_put_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal (§9.8.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_put_signal_nbi(dest: *mut isize, source: *const isize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<isize>("shmem_ptrdiff_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal (§9.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_signal_nbi(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<isize>("shmem_ctx_ptrdiff_put_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_ptrdiff_put_signal_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -7996,10 +9652,22 @@ pub unsafe extern "C" fn shmem_float_atomic_fetch(source: *const f32, pe: c_int)
     ti::fetch::<f32>("shmem_float_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_fetch(ctx: *mut c_void, source: *const f32, pe: c_int) -> f32 {
+    ti::fetch::<f32>("shmem_ctx_float_atomic_fetch", source, ti::ctx_pe("shmem_ctx_float_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_atomic_set(dest: *mut f32, value: f32, pe: c_int) {
     ti::op::<f32>("shmem_float_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_set(ctx: *mut c_void, dest: *mut f32, value: f32, pe: c_int) {
+    ti::op::<f32>("shmem_ctx_float_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_float_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8008,10 +9676,22 @@ pub unsafe extern "C" fn shmem_float_atomic_swap(dest: *mut f32, value: f32, pe:
     ti::op::<f32>("shmem_float_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_swap(ctx: *mut c_void, dest: *mut f32, value: f32, pe: c_int) -> f32 {
+    ti::op::<f32>("shmem_ctx_float_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_float_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_atomic_fetch_nbi(fetch: *mut f32, source: *const f32, pe: c_int) {
     ti::nbi::<f32>("shmem_float_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut f32, source: *const f32, pe: c_int) {
+    ti::nbi::<f32>("shmem_ctx_float_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_float_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8020,10 +9700,22 @@ pub unsafe extern "C" fn shmem_float_atomic_swap_nbi(fetch: *mut f32, dest: *mut
     ti::nbi::<f32>("shmem_float_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut f32, dest: *mut f32, value: f32, pe: c_int) {
+    ti::nbi::<f32>("shmem_ctx_float_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_float_atomic_swap_nbi", ctx, pe))
+}
+
 /// Atomically reads source on pe (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_fetch(source: *const f64, pe: c_int) -> f64 {
     ti::fetch::<f64>("shmem_double_atomic_fetch", source, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_fetch(ctx: *mut c_void, source: *const f64, pe: c_int) -> f64 {
+    ti::fetch::<f64>("shmem_ctx_double_atomic_fetch", source, ti::ctx_pe("shmem_ctx_double_atomic_fetch", ctx, pe))
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
@@ -8032,10 +9724,22 @@ pub unsafe extern "C" fn shmem_double_atomic_set(dest: *mut f64, value: f64, pe:
     ti::op::<f64>("shmem_double_atomic_set", dest, AmoOp::Set, value, pe);
 }
 
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_set(ctx: *mut c_void, dest: *mut f64, value: f64, pe: c_int) {
+    ti::op::<f64>("shmem_ctx_double_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_double_atomic_set", ctx, pe));
+}
+
 /// Atomically writes value, returns the old value (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_swap(dest: *mut f64, value: f64, pe: c_int) -> f64 {
     ti::op::<f64>("shmem_double_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_swap(ctx: *mut c_void, dest: *mut f64, value: f64, pe: c_int) -> f64 {
+    ti::op::<f64>("shmem_ctx_double_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_double_atomic_swap", ctx, pe))
 }
 
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
@@ -8044,10 +9748,22 @@ pub unsafe extern "C" fn shmem_double_atomic_fetch_nbi(fetch: *mut f64, source: 
     ti::nbi::<f64>("shmem_double_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
 }
 
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut f64, source: *const f64, pe: c_int) {
+    ti::nbi::<f64>("shmem_ctx_double_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_double_atomic_fetch_nbi", ctx, pe))
+}
+
 /// Non-blocking swap (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_swap_nbi(fetch: *mut f64, dest: *mut f64, value: f64, pe: c_int) {
     ti::nbi::<f64>("shmem_double_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut f64, dest: *mut f64, value: f64, pe: c_int) {
+    ti::nbi::<f64>("shmem_ctx_double_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_double_atomic_swap_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -8056,10 +9772,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_fetch(source: *const c_schar, pe: c_
     ti::fetch::<c_schar>("shmem_schar_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch(ctx: *mut c_void, source: *const c_schar, pe: c_int) -> c_schar {
+    ti::fetch::<c_schar>("shmem_ctx_schar_atomic_fetch", source, ti::ctx_pe("shmem_ctx_schar_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_set(dest: *mut c_schar, value: c_schar, pe: c_int) {
     ti::op::<c_schar>("shmem_schar_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_set(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_schar_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8068,10 +9796,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_swap(dest: *mut c_schar, value: c_sc
     ti::op::<c_schar>("shmem_schar_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_swap(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_schar_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_fetch_nbi(fetch: *mut c_schar, source: *const c_schar, pe: c_int) {
     ti::nbi::<c_schar>("shmem_schar_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut c_schar, source: *const c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_schar_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8080,10 +9820,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_swap_nbi(fetch: *mut c_schar, dest: 
     ti::nbi::<c_schar>("shmem_schar_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_schar_atomic_swap_nbi", ctx, pe))
+}
+
 /// Atomically reads source on pe (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_fetch(source: *const c_int, pe: c_int) -> c_int {
     ti::fetch::<c_int>("shmem_int_atomic_fetch", source, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch(ctx: *mut c_void, source: *const c_int, pe: c_int) -> c_int {
+    ti::fetch::<c_int>("shmem_ctx_int_atomic_fetch", source, ti::ctx_pe("shmem_ctx_int_atomic_fetch", ctx, pe))
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
@@ -8092,10 +9844,22 @@ pub unsafe extern "C" fn shmem_int_atomic_set(dest: *mut c_int, value: c_int, pe
     ti::op::<c_int>("shmem_int_atomic_set", dest, AmoOp::Set, value, pe);
 }
 
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_set(ctx: *mut c_void, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("shmem_ctx_int_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int_atomic_set", ctx, pe));
+}
+
 /// Atomically writes value, returns the old value (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_swap(dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
     ti::op::<c_int>("shmem_int_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_swap(ctx: *mut c_void, dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("shmem_ctx_int_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_int_atomic_swap", ctx, pe))
 }
 
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
@@ -8104,10 +9868,22 @@ pub unsafe extern "C" fn shmem_int_atomic_fetch_nbi(fetch: *mut c_int, source: *
     ti::nbi::<c_int>("shmem_int_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
 }
 
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut c_int, source: *const c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_ctx_int_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_int_atomic_fetch_nbi", ctx, pe))
+}
+
 /// Non-blocking swap (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_swap_nbi(fetch: *mut c_int, dest: *mut c_int, value: c_int, pe: c_int) {
     ti::nbi::<c_int>("shmem_int_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut c_int, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_ctx_int_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_int_atomic_swap_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -8116,10 +9892,22 @@ pub unsafe extern "C" fn shmem_long_atomic_fetch(source: *const c_long, pe: c_in
     ti::fetch::<c_long>("shmem_long_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch(ctx: *mut c_void, source: *const c_long, pe: c_int) -> c_long {
+    ti::fetch::<c_long>("shmem_ctx_long_atomic_fetch", source, ti::ctx_pe("shmem_ctx_long_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_set(dest: *mut c_long, value: c_long, pe: c_int) {
     ti::op::<c_long>("shmem_long_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_set(ctx: *mut c_void, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("shmem_ctx_long_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_long_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8128,10 +9916,22 @@ pub unsafe extern "C" fn shmem_long_atomic_swap(dest: *mut c_long, value: c_long
     ti::op::<c_long>("shmem_long_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_swap(ctx: *mut c_void, dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("shmem_ctx_long_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_long_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_fetch_nbi(fetch: *mut c_long, source: *const c_long, pe: c_int) {
     ti::nbi::<c_long>("shmem_long_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut c_long, source: *const c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_ctx_long_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_long_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8140,10 +9940,22 @@ pub unsafe extern "C" fn shmem_long_atomic_swap_nbi(fetch: *mut c_long, dest: *m
     ti::nbi::<c_long>("shmem_long_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut c_long, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_ctx_long_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_long_atomic_swap_nbi", ctx, pe))
+}
+
 /// Atomically reads source on pe (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_fetch(source: *const c_longlong, pe: c_int) -> c_longlong {
     ti::fetch::<c_longlong>("shmem_longlong_atomic_fetch", source, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch(ctx: *mut c_void, source: *const c_longlong, pe: c_int) -> c_longlong {
+    ti::fetch::<c_longlong>("shmem_ctx_longlong_atomic_fetch", source, ti::ctx_pe("shmem_ctx_longlong_atomic_fetch", ctx, pe))
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
@@ -8152,10 +9964,22 @@ pub unsafe extern "C" fn shmem_longlong_atomic_set(dest: *mut c_longlong, value:
     ti::op::<c_longlong>("shmem_longlong_atomic_set", dest, AmoOp::Set, value, pe);
 }
 
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_set(ctx: *mut c_void, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("shmem_ctx_longlong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_longlong_atomic_set", ctx, pe));
+}
+
 /// Atomically writes value, returns the old value (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_swap(dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
     ti::op::<c_longlong>("shmem_longlong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_swap(ctx: *mut c_void, dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("shmem_ctx_longlong_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_longlong_atomic_swap", ctx, pe))
 }
 
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
@@ -8164,10 +9988,22 @@ pub unsafe extern "C" fn shmem_longlong_atomic_fetch_nbi(fetch: *mut c_longlong,
     ti::nbi::<c_longlong>("shmem_longlong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
 }
 
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut c_longlong, source: *const c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_ctx_longlong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_longlong_atomic_fetch_nbi", ctx, pe))
+}
+
 /// Non-blocking swap (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_swap_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
     ti::nbi::<c_longlong>("shmem_longlong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut c_longlong, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_ctx_longlong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_longlong_atomic_swap_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -8176,10 +10012,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch(source: *const c_uint, pe: c_in
     ti::fetch::<c_uint>("shmem_uint_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch(ctx: *mut c_void, source: *const c_uint, pe: c_int) -> c_uint {
+    ti::fetch::<c_uint>("shmem_ctx_uint_atomic_fetch", source, ti::ctx_pe("shmem_ctx_uint_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_set(dest: *mut c_uint, value: c_uint, pe: c_int) {
     ti::op::<c_uint>("shmem_uint_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_set(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8188,10 +10036,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_swap(dest: *mut c_uint, value: c_uint
     ti::op::<c_uint>("shmem_uint_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_swap(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_uint_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_nbi(fetch: *mut c_uint, source: *const c_uint, pe: c_int) {
     ti::nbi::<c_uint>("shmem_uint_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut c_uint, source: *const c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_uint_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8200,10 +10060,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_swap_nbi(fetch: *mut c_uint, dest: *m
     ti::nbi::<c_uint>("shmem_uint_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint_atomic_swap_nbi", ctx, pe))
+}
+
 /// Atomically reads source on pe (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch(source: *const c_ulong, pe: c_int) -> c_ulong {
     ti::fetch::<c_ulong>("shmem_ulong_atomic_fetch", source, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch(ctx: *mut c_void, source: *const c_ulong, pe: c_int) -> c_ulong {
+    ti::fetch::<c_ulong>("shmem_ctx_ulong_atomic_fetch", source, ti::ctx_pe("shmem_ctx_ulong_atomic_fetch", ctx, pe))
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
@@ -8212,10 +10084,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_set(dest: *mut c_ulong, value: c_ulo
     ti::op::<c_ulong>("shmem_ulong_atomic_set", dest, AmoOp::Set, value, pe);
 }
 
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_set(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ulong_atomic_set", ctx, pe));
+}
+
 /// Atomically writes value, returns the old value (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_swap(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
     ti::op::<c_ulong>("shmem_ulong_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_swap(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_ulong_atomic_swap", ctx, pe))
 }
 
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
@@ -8224,10 +10108,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_nbi(fetch: *mut c_ulong, sourc
     ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
 }
 
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut c_ulong, source: *const c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_nbi", ctx, pe))
+}
+
 /// Non-blocking swap (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_swap_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
     ti::nbi::<c_ulong>("shmem_ulong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulong_atomic_swap_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -8236,10 +10132,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch(source: *const c_ulonglong
     ti::fetch::<c_ulonglong>("shmem_ulonglong_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch(ctx: *mut c_void, source: *const c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::fetch::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch", source, ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_set(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_set(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8248,10 +10156,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_swap(dest: *mut c_ulonglong, val
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_swap(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_nbi(fetch: *mut c_ulonglong, source: *const c_ulonglong, pe: c_int) {
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, source: *const c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8260,10 +10180,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_swap_nbi(fetch: *mut c_ulonglong
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_swap_nbi", ctx, pe))
+}
+
 /// Atomically reads source on pe (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch(source: *const i32, pe: c_int) -> i32 {
     ti::fetch::<i32>("shmem_int32_atomic_fetch", source, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch(ctx: *mut c_void, source: *const i32, pe: c_int) -> i32 {
+    ti::fetch::<i32>("shmem_ctx_int32_atomic_fetch", source, ti::ctx_pe("shmem_ctx_int32_atomic_fetch", ctx, pe))
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
@@ -8272,10 +10204,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_set(dest: *mut i32, value: i32, pe: 
     ti::op::<i32>("shmem_int32_atomic_set", dest, AmoOp::Set, value, pe);
 }
 
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_set(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_ctx_int32_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int32_atomic_set", ctx, pe));
+}
+
 /// Atomically writes value, returns the old value (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_swap(dest: *mut i32, value: i32, pe: c_int) -> i32 {
     ti::op::<i32>("shmem_int32_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_swap(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_ctx_int32_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_int32_atomic_swap", ctx, pe))
 }
 
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
@@ -8284,10 +10228,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_nbi(fetch: *mut i32, source: *
     ti::nbi::<i32>("shmem_int32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
 }
 
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut i32, source: *const i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_int32_atomic_fetch_nbi", ctx, pe))
+}
+
 /// Non-blocking swap (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_swap_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
     ti::nbi::<i32>("shmem_int32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_int32_atomic_swap_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -8296,10 +10252,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch(source: *const i64, pe: c_int)
     ti::fetch::<i64>("shmem_int64_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch(ctx: *mut c_void, source: *const i64, pe: c_int) -> i64 {
+    ti::fetch::<i64>("shmem_ctx_int64_atomic_fetch", source, ti::ctx_pe("shmem_ctx_int64_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
     ti::op::<i64>("shmem_int64_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_set(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_ctx_int64_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int64_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8308,10 +10276,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_swap(dest: *mut i64, value: i64, pe:
     ti::op::<i64>("shmem_int64_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_swap(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_ctx_int64_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_int64_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch_nbi(fetch: *mut i64, source: *const i64, pe: c_int) {
     ti::nbi::<i64>("shmem_int64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut i64, source: *const i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_int64_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8320,10 +10300,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_swap_nbi(fetch: *mut i64, dest: *mut
     ti::nbi::<i64>("shmem_int64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_int64_atomic_swap_nbi", ctx, pe))
+}
+
 /// Atomically reads source on pe (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch(source: *const u32, pe: c_int) -> u32 {
     ti::fetch::<u32>("shmem_uint32_atomic_fetch", source, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch(ctx: *mut c_void, source: *const u32, pe: c_int) -> u32 {
+    ti::fetch::<u32>("shmem_ctx_uint32_atomic_fetch", source, ti::ctx_pe("shmem_ctx_uint32_atomic_fetch", ctx, pe))
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
@@ -8332,10 +10324,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_set(dest: *mut u32, value: u32, pe:
     ti::op::<u32>("shmem_uint32_atomic_set", dest, AmoOp::Set, value, pe);
 }
 
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_set(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint32_atomic_set", ctx, pe));
+}
+
 /// Atomically writes value, returns the old value (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_swap(dest: *mut u32, value: u32, pe: c_int) -> u32 {
     ti::op::<u32>("shmem_uint32_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_swap(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_uint32_atomic_swap", ctx, pe))
 }
 
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
@@ -8344,10 +10348,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_nbi(fetch: *mut u32, source: 
     ti::nbi::<u32>("shmem_uint32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
 }
 
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut u32, source: *const u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_nbi", ctx, pe))
+}
+
 /// Non-blocking swap (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_swap_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
     ti::nbi::<u32>("shmem_uint32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint32_atomic_swap_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -8356,10 +10372,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch(source: *const u64, pe: c_int
     ti::fetch::<u64>("shmem_uint64_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch(ctx: *mut c_void, source: *const u64, pe: c_int) -> u64 {
+    ti::fetch::<u64>("shmem_ctx_uint64_atomic_fetch", source, ti::ctx_pe("shmem_ctx_uint64_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
     ti::op::<u64>("shmem_uint64_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_set(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint64_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8368,10 +10396,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_swap(dest: *mut u64, value: u64, pe
     ti::op::<u64>("shmem_uint64_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_swap(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_uint64_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch_nbi(fetch: *mut u64, source: *const u64, pe: c_int) {
     ti::nbi::<u64>("shmem_uint64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut u64, source: *const u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8380,10 +10420,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_swap_nbi(fetch: *mut u64, dest: *mu
     ti::nbi::<u64>("shmem_uint64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint64_atomic_swap_nbi", ctx, pe))
+}
+
 /// Atomically reads source on pe (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch(source: *const usize, pe: c_int) -> usize {
     ti::fetch::<usize>("shmem_size_atomic_fetch", source, pe)
+}
+
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch(ctx: *mut c_void, source: *const usize, pe: c_int) -> usize {
+    ti::fetch::<usize>("shmem_ctx_size_atomic_fetch", source, ti::ctx_pe("shmem_ctx_size_atomic_fetch", ctx, pe))
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
@@ -8392,10 +10444,22 @@ pub unsafe extern "C" fn shmem_size_atomic_set(dest: *mut usize, value: usize, p
     ti::op::<usize>("shmem_size_atomic_set", dest, AmoOp::Set, value, pe);
 }
 
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_set(ctx: *mut c_void, dest: *mut usize, value: usize, pe: c_int) {
+    ti::op::<usize>("shmem_ctx_size_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_size_atomic_set", ctx, pe));
+}
+
 /// Atomically writes value, returns the old value (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_swap(dest: *mut usize, value: usize, pe: c_int) -> usize {
     ti::op::<usize>("shmem_size_atomic_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_swap(ctx: *mut c_void, dest: *mut usize, value: usize, pe: c_int) -> usize {
+    ti::op::<usize>("shmem_ctx_size_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_size_atomic_swap", ctx, pe))
 }
 
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
@@ -8404,10 +10468,22 @@ pub unsafe extern "C" fn shmem_size_atomic_fetch_nbi(fetch: *mut usize, source: 
     ti::nbi::<usize>("shmem_size_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
 }
 
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut usize, source: *const usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_ctx_size_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_size_atomic_fetch_nbi", ctx, pe))
+}
+
 /// Non-blocking swap (§9.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_swap_nbi(fetch: *mut usize, dest: *mut usize, value: usize, pe: c_int) {
     ti::nbi::<usize>("shmem_size_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
+}
+
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut usize, dest: *mut usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_ctx_size_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_size_atomic_swap_nbi", ctx, pe))
 }
 
 /// Atomically reads source on pe (§9.7.1).
@@ -8416,10 +10492,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch(source: *const isize, pe: c_
     ti::fetch::<isize>("shmem_ptrdiff_atomic_fetch", source, pe)
 }
 
+/// Atomically reads source on pe (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch(ctx: *mut c_void, source: *const isize, pe: c_int) -> isize {
+    ti::fetch::<isize>("shmem_ctx_ptrdiff_atomic_fetch", source, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_fetch", ctx, pe))
+}
+
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_set(dest: *mut isize, value: isize, pe: c_int) {
     ti::op::<isize>("shmem_ptrdiff_atomic_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Atomically writes value to dest on pe (§9.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_set(ctx: *mut c_void, dest: *mut isize, value: isize, pe: c_int) {
+    ti::op::<isize>("shmem_ctx_ptrdiff_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_set", ctx, pe));
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -8428,10 +10516,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_swap(dest: *mut isize, value: isiz
     ti::op::<isize>("shmem_ptrdiff_atomic_swap", dest, AmoOp::Swap, value, pe)
 }
 
+/// Atomically writes value, returns the old value (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_swap(ctx: *mut c_void, dest: *mut isize, value: isize, pe: c_int) -> isize {
+    ti::op::<isize>("shmem_ctx_ptrdiff_atomic_swap", dest, AmoOp::Swap, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_swap", ctx, pe))
+}
+
 /// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_nbi(fetch: *mut isize, source: *const isize, pe: c_int) {
     ti::nbi::<isize>("shmem_ptrdiff_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch into local fetch, complete at quiet (§9.7.1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_nbi(ctx: *mut c_void, fetch: *mut isize, source: *const isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ctx_ptrdiff_atomic_fetch_nbi", fetch, source, AmoOp::Fetch, ti::zero(), ti::zero(), ti::ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_nbi", ctx, pe))
 }
 
 /// Non-blocking swap (§9.7.4).
@@ -8440,10 +10540,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_swap_nbi(fetch: *mut isize, dest: 
     ti::nbi::<isize>("shmem_ptrdiff_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), pe)
 }
 
+/// Non-blocking swap (§9.7.4).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_swap_nbi(ctx: *mut c_void, fetch: *mut isize, dest: *mut isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ctx_ptrdiff_atomic_swap_nbi", fetch, dest, AmoOp::Swap, value, ti::zero(), ti::ctx_pe("shmem_ctx_ptrdiff_atomic_swap_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_compare_swap(dest: *mut c_schar, cond: c_schar, value: c_schar, pe: c_int) -> c_schar {
     ti::compare_swap::<c_schar>("shmem_schar_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_compare_swap(ctx: *mut c_void, dest: *mut c_schar, cond: c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::compare_swap::<c_schar>("shmem_ctx_schar_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_schar_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8452,10 +10564,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_fetch_inc(dest: *mut c_schar, pe: c_
     ti::inc::<c_schar>("shmem_schar_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_inc(ctx: *mut c_void, dest: *mut c_schar, pe: c_int) -> c_schar {
+    ti::inc::<c_schar>("shmem_ctx_schar_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_schar_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_inc(dest: *mut c_schar, pe: c_int) {
     ti::inc::<c_schar>("shmem_schar_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_inc(ctx: *mut c_void, dest: *mut c_schar, pe: c_int) {
+    ti::inc::<c_schar>("shmem_ctx_schar_atomic_inc", dest, ti::ctx_pe("shmem_ctx_schar_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8464,10 +10588,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_fetch_add(dest: *mut c_schar, value:
     ti::op::<c_schar>("shmem_schar_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_add(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_schar_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_add(dest: *mut c_schar, value: c_schar, pe: c_int) {
     ti::op::<c_schar>("shmem_schar_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_add(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_schar_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8476,10 +10612,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_compare_swap_nbi(fetch: *mut c_schar
     ti::nbi::<c_schar>("shmem_schar_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut c_schar, dest: *mut c_schar, cond: c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_schar_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_fetch_inc_nbi(fetch: *mut c_schar, dest: *mut c_schar, pe: c_int) {
     ti::nbi::<c_schar>("shmem_schar_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut c_schar, dest: *mut c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_schar_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8488,10 +10636,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_fetch_add_nbi(fetch: *mut c_schar, d
     ti::nbi::<c_schar>("shmem_schar_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_schar_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_compare_swap(dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) -> c_int {
     ti::compare_swap::<c_int>("shmem_int_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_compare_swap(ctx: *mut c_void, dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) -> c_int {
+    ti::compare_swap::<c_int>("shmem_ctx_int_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_int_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8500,10 +10660,22 @@ pub unsafe extern "C" fn shmem_int_atomic_fetch_inc(dest: *mut c_int, pe: c_int)
     ti::inc::<c_int>("shmem_int_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_inc(ctx: *mut c_void, dest: *mut c_int, pe: c_int) -> c_int {
+    ti::inc::<c_int>("shmem_ctx_int_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_int_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_inc(dest: *mut c_int, pe: c_int) {
     ti::inc::<c_int>("shmem_int_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_inc(ctx: *mut c_void, dest: *mut c_int, pe: c_int) {
+    ti::inc::<c_int>("shmem_ctx_int_atomic_inc", dest, ti::ctx_pe("shmem_ctx_int_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8512,10 +10684,22 @@ pub unsafe extern "C" fn shmem_int_atomic_fetch_add(dest: *mut c_int, value: c_i
     ti::op::<c_int>("shmem_int_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_add(ctx: *mut c_void, dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("shmem_ctx_int_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_add(dest: *mut c_int, value: c_int, pe: c_int) {
     ti::op::<c_int>("shmem_int_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_add(ctx: *mut c_void, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("shmem_ctx_int_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8524,10 +10708,22 @@ pub unsafe extern "C" fn shmem_int_atomic_compare_swap_nbi(fetch: *mut c_int, de
     ti::nbi::<c_int>("shmem_int_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut c_int, dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_ctx_int_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_int_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_fetch_inc_nbi(fetch: *mut c_int, dest: *mut c_int, pe: c_int) {
     ti::nbi::<c_int>("shmem_int_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut c_int, dest: *mut c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_ctx_int_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_int_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8536,10 +10732,22 @@ pub unsafe extern "C" fn shmem_int_atomic_fetch_add_nbi(fetch: *mut c_int, dest:
     ti::nbi::<c_int>("shmem_int_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut c_int, dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::nbi::<c_int>("shmem_ctx_int_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_int_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_compare_swap(dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) -> c_long {
     ti::compare_swap::<c_long>("shmem_long_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_compare_swap(ctx: *mut c_void, dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) -> c_long {
+    ti::compare_swap::<c_long>("shmem_ctx_long_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_long_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8548,10 +10756,22 @@ pub unsafe extern "C" fn shmem_long_atomic_fetch_inc(dest: *mut c_long, pe: c_in
     ti::inc::<c_long>("shmem_long_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_inc(ctx: *mut c_void, dest: *mut c_long, pe: c_int) -> c_long {
+    ti::inc::<c_long>("shmem_ctx_long_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_long_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_inc(dest: *mut c_long, pe: c_int) {
     ti::inc::<c_long>("shmem_long_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_inc(ctx: *mut c_void, dest: *mut c_long, pe: c_int) {
+    ti::inc::<c_long>("shmem_ctx_long_atomic_inc", dest, ti::ctx_pe("shmem_ctx_long_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8560,10 +10780,22 @@ pub unsafe extern "C" fn shmem_long_atomic_fetch_add(dest: *mut c_long, value: c
     ti::op::<c_long>("shmem_long_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_add(ctx: *mut c_void, dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("shmem_ctx_long_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_long_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_add(dest: *mut c_long, value: c_long, pe: c_int) {
     ti::op::<c_long>("shmem_long_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_add(ctx: *mut c_void, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("shmem_ctx_long_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_long_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8572,10 +10804,22 @@ pub unsafe extern "C" fn shmem_long_atomic_compare_swap_nbi(fetch: *mut c_long, 
     ti::nbi::<c_long>("shmem_long_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut c_long, dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_ctx_long_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_long_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_fetch_inc_nbi(fetch: *mut c_long, dest: *mut c_long, pe: c_int) {
     ti::nbi::<c_long>("shmem_long_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut c_long, dest: *mut c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_ctx_long_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_long_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8584,10 +10828,22 @@ pub unsafe extern "C" fn shmem_long_atomic_fetch_add_nbi(fetch: *mut c_long, des
     ti::nbi::<c_long>("shmem_long_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut c_long, dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::nbi::<c_long>("shmem_ctx_long_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_long_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_compare_swap(dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
     ti::compare_swap::<c_longlong>("shmem_longlong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_compare_swap(ctx: *mut c_void, dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::compare_swap::<c_longlong>("shmem_ctx_longlong_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_longlong_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8596,10 +10852,22 @@ pub unsafe extern "C" fn shmem_longlong_atomic_fetch_inc(dest: *mut c_longlong, 
     ti::inc::<c_longlong>("shmem_longlong_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_inc(ctx: *mut c_void, dest: *mut c_longlong, pe: c_int) -> c_longlong {
+    ti::inc::<c_longlong>("shmem_ctx_longlong_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_longlong_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_inc(dest: *mut c_longlong, pe: c_int) {
     ti::inc::<c_longlong>("shmem_longlong_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_inc(ctx: *mut c_void, dest: *mut c_longlong, pe: c_int) {
+    ti::inc::<c_longlong>("shmem_ctx_longlong_atomic_inc", dest, ti::ctx_pe("shmem_ctx_longlong_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8608,10 +10876,22 @@ pub unsafe extern "C" fn shmem_longlong_atomic_fetch_add(dest: *mut c_longlong, 
     ti::op::<c_longlong>("shmem_longlong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_add(ctx: *mut c_void, dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("shmem_ctx_longlong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_longlong_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
     ti::op::<c_longlong>("shmem_longlong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_add(ctx: *mut c_void, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("shmem_ctx_longlong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_longlong_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8620,10 +10900,22 @@ pub unsafe extern "C" fn shmem_longlong_atomic_compare_swap_nbi(fetch: *mut c_lo
     ti::nbi::<c_longlong>("shmem_longlong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut c_longlong, dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_ctx_longlong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_longlong_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_fetch_inc_nbi(fetch: *mut c_longlong, dest: *mut c_longlong, pe: c_int) {
     ti::nbi::<c_longlong>("shmem_longlong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut c_longlong, dest: *mut c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_ctx_longlong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_longlong_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8632,10 +10924,22 @@ pub unsafe extern "C" fn shmem_longlong_atomic_fetch_add_nbi(fetch: *mut c_longl
     ti::nbi::<c_longlong>("shmem_longlong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut c_longlong, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::nbi::<c_longlong>("shmem_ctx_longlong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_longlong_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_compare_swap(dest: *mut c_uint, cond: c_uint, value: c_uint, pe: c_int) -> c_uint {
     ti::compare_swap::<c_uint>("shmem_uint_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_compare_swap(ctx: *mut c_void, dest: *mut c_uint, cond: c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::compare_swap::<c_uint>("shmem_ctx_uint_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_uint_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8644,10 +10948,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_inc(dest: *mut c_uint, pe: c_in
     ti::inc::<c_uint>("shmem_uint_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_inc(ctx: *mut c_void, dest: *mut c_uint, pe: c_int) -> c_uint {
+    ti::inc::<c_uint>("shmem_ctx_uint_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_uint_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_inc(dest: *mut c_uint, pe: c_int) {
     ti::inc::<c_uint>("shmem_uint_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_inc(ctx: *mut c_void, dest: *mut c_uint, pe: c_int) {
+    ti::inc::<c_uint>("shmem_ctx_uint_atomic_inc", dest, ti::ctx_pe("shmem_ctx_uint_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8656,10 +10972,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_add(dest: *mut c_uint, value: c
     ti::op::<c_uint>("shmem_uint_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_add(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_add(dest: *mut c_uint, value: c_uint, pe: c_int) {
     ti::op::<c_uint>("shmem_uint_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_add(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8668,10 +10996,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_compare_swap_nbi(fetch: *mut c_uint, 
     ti::nbi::<c_uint>("shmem_uint_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut c_uint, dest: *mut c_uint, cond: c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_uint_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_inc_nbi(fetch: *mut c_uint, dest: *mut c_uint, pe: c_int) {
     ti::nbi::<c_uint>("shmem_uint_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut c_uint, dest: *mut c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_uint_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8680,10 +11020,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_add_nbi(fetch: *mut c_uint, des
     ti::nbi::<c_uint>("shmem_uint_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_compare_swap(dest: *mut c_ulong, cond: c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
     ti::compare_swap::<c_ulong>("shmem_ulong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_compare_swap(ctx: *mut c_void, dest: *mut c_ulong, cond: c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::compare_swap::<c_ulong>("shmem_ctx_ulong_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_ulong_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8692,10 +11044,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_inc(dest: *mut c_ulong, pe: c_
     ti::inc::<c_ulong>("shmem_ulong_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_inc(ctx: *mut c_void, dest: *mut c_ulong, pe: c_int) -> c_ulong {
+    ti::inc::<c_ulong>("shmem_ctx_ulong_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_inc(dest: *mut c_ulong, pe: c_int) {
     ti::inc::<c_ulong>("shmem_ulong_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_inc(ctx: *mut c_void, dest: *mut c_ulong, pe: c_int) {
+    ti::inc::<c_ulong>("shmem_ctx_ulong_atomic_inc", dest, ti::ctx_pe("shmem_ctx_ulong_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8704,10 +11068,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_add(dest: *mut c_ulong, value:
     ti::op::<c_ulong>("shmem_ulong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_add(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_add(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
     ti::op::<c_ulong>("shmem_ulong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_add(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8716,10 +11092,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_compare_swap_nbi(fetch: *mut c_ulong
     ti::nbi::<c_ulong>("shmem_ulong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut c_ulong, dest: *mut c_ulong, cond: c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_ulong_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_inc_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, pe: c_int) {
     ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut c_ulong, dest: *mut c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8728,10 +11116,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_add_nbi(fetch: *mut c_ulong, d
     ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_compare_swap(dest: *mut c_ulonglong, cond: c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
     ti::compare_swap::<c_ulonglong>("shmem_ulonglong_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_compare_swap(ctx: *mut c_void, dest: *mut c_ulonglong, cond: c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::compare_swap::<c_ulonglong>("shmem_ctx_ulonglong_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8740,10 +11140,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_inc(dest: *mut c_ulonglong
     ti::inc::<c_ulonglong>("shmem_ulonglong_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_inc(ctx: *mut c_void, dest: *mut c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::inc::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_inc(dest: *mut c_ulonglong, pe: c_int) {
     ti::inc::<c_ulonglong>("shmem_ulonglong_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_inc(ctx: *mut c_void, dest: *mut c_ulonglong, pe: c_int) {
+    ti::inc::<c_ulonglong>("shmem_ctx_ulonglong_atomic_inc", dest, ti::ctx_pe("shmem_ctx_ulonglong_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8752,10 +11164,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_add(dest: *mut c_ulonglong
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_add(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_add(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_add(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8764,10 +11188,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_compare_swap_nbi(fetch: *mut c_u
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, dest: *mut c_ulonglong, cond: c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_ulonglong_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_inc_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, pe: c_int) {
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, dest: *mut c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8776,10 +11212,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_add_nbi(fetch: *mut c_ulon
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_compare_swap(dest: *mut i32, cond: i32, value: i32, pe: c_int) -> i32 {
     ti::compare_swap::<i32>("shmem_int32_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_compare_swap(ctx: *mut c_void, dest: *mut i32, cond: i32, value: i32, pe: c_int) -> i32 {
+    ti::compare_swap::<i32>("shmem_ctx_int32_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_int32_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8788,10 +11236,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_inc(dest: *mut i32, pe: c_int)
     ti::inc::<i32>("shmem_int32_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_inc(ctx: *mut c_void, dest: *mut i32, pe: c_int) -> i32 {
+    ti::inc::<i32>("shmem_ctx_int32_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_int32_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_inc(dest: *mut i32, pe: c_int) {
     ti::inc::<i32>("shmem_int32_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_inc(ctx: *mut c_void, dest: *mut i32, pe: c_int) {
+    ti::inc::<i32>("shmem_ctx_int32_atomic_inc", dest, ti::ctx_pe("shmem_ctx_int32_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8800,10 +11260,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_add(dest: *mut i32, value: i32
     ti::op::<i32>("shmem_int32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_add(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_ctx_int32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int32_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_add(dest: *mut i32, value: i32, pe: c_int) {
     ti::op::<i32>("shmem_int32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_add(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_ctx_int32_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int32_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8812,10 +11284,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_compare_swap_nbi(fetch: *mut i32, de
     ti::nbi::<i32>("shmem_int32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut i32, dest: *mut i32, cond: i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_int32_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_inc_nbi(fetch: *mut i32, dest: *mut i32, pe: c_int) {
     ti::nbi::<i32>("shmem_int32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut i32, dest: *mut i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_int32_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8824,10 +11308,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_add_nbi(fetch: *mut i32, dest:
     ti::nbi::<i32>("shmem_int32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_int32_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_compare_swap(dest: *mut i64, cond: i64, value: i64, pe: c_int) -> i64 {
     ti::compare_swap::<i64>("shmem_int64_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_compare_swap(ctx: *mut c_void, dest: *mut i64, cond: i64, value: i64, pe: c_int) -> i64 {
+    ti::compare_swap::<i64>("shmem_ctx_int64_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_int64_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8836,10 +11332,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_inc(dest: *mut i64, pe: c_int)
     ti::inc::<i64>("shmem_int64_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_inc(ctx: *mut c_void, dest: *mut i64, pe: c_int) -> i64 {
+    ti::inc::<i64>("shmem_ctx_int64_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_int64_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_inc(dest: *mut i64, pe: c_int) {
     ti::inc::<i64>("shmem_int64_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_inc(ctx: *mut c_void, dest: *mut i64, pe: c_int) {
+    ti::inc::<i64>("shmem_ctx_int64_atomic_inc", dest, ti::ctx_pe("shmem_ctx_int64_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8848,10 +11356,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_add(dest: *mut i64, value: i64
     ti::op::<i64>("shmem_int64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_add(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_ctx_int64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int64_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
     ti::op::<i64>("shmem_int64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_add(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_ctx_int64_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int64_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8860,10 +11380,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_compare_swap_nbi(fetch: *mut i64, de
     ti::nbi::<i64>("shmem_int64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut i64, dest: *mut i64, cond: i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_int64_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch_inc_nbi(fetch: *mut i64, dest: *mut i64, pe: c_int) {
     ti::nbi::<i64>("shmem_int64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut i64, dest: *mut i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_int64_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8872,10 +11404,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_add_nbi(fetch: *mut i64, dest:
     ti::nbi::<i64>("shmem_int64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_int64_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_compare_swap(dest: *mut u32, cond: u32, value: u32, pe: c_int) -> u32 {
     ti::compare_swap::<u32>("shmem_uint32_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_compare_swap(ctx: *mut c_void, dest: *mut u32, cond: u32, value: u32, pe: c_int) -> u32 {
+    ti::compare_swap::<u32>("shmem_ctx_uint32_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_uint32_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8884,10 +11428,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_inc(dest: *mut u32, pe: c_int
     ti::inc::<u32>("shmem_uint32_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_inc(ctx: *mut c_void, dest: *mut u32, pe: c_int) -> u32 {
+    ti::inc::<u32>("shmem_ctx_uint32_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_inc(dest: *mut u32, pe: c_int) {
     ti::inc::<u32>("shmem_uint32_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_inc(ctx: *mut c_void, dest: *mut u32, pe: c_int) {
+    ti::inc::<u32>("shmem_ctx_uint32_atomic_inc", dest, ti::ctx_pe("shmem_ctx_uint32_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8896,10 +11452,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_add(dest: *mut u32, value: u3
     ti::op::<u32>("shmem_uint32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_add(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_add(dest: *mut u32, value: u32, pe: c_int) {
     ti::op::<u32>("shmem_uint32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_add(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8908,10 +11476,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_compare_swap_nbi(fetch: *mut u32, d
     ti::nbi::<u32>("shmem_uint32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut u32, dest: *mut u32, cond: u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_uint32_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_inc_nbi(fetch: *mut u32, dest: *mut u32, pe: c_int) {
     ti::nbi::<u32>("shmem_uint32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut u32, dest: *mut u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8920,10 +11500,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_add_nbi(fetch: *mut u32, dest
     ti::nbi::<u32>("shmem_uint32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_compare_swap(dest: *mut u64, cond: u64, value: u64, pe: c_int) -> u64 {
     ti::compare_swap::<u64>("shmem_uint64_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_compare_swap(ctx: *mut c_void, dest: *mut u64, cond: u64, value: u64, pe: c_int) -> u64 {
+    ti::compare_swap::<u64>("shmem_ctx_uint64_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_uint64_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8932,10 +11524,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_inc(dest: *mut u64, pe: c_int
     ti::inc::<u64>("shmem_uint64_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_inc(ctx: *mut c_void, dest: *mut u64, pe: c_int) -> u64 {
+    ti::inc::<u64>("shmem_ctx_uint64_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_inc(dest: *mut u64, pe: c_int) {
     ti::inc::<u64>("shmem_uint64_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_inc(ctx: *mut c_void, dest: *mut u64, pe: c_int) {
+    ti::inc::<u64>("shmem_ctx_uint64_atomic_inc", dest, ti::ctx_pe("shmem_ctx_uint64_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8944,10 +11548,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_add(dest: *mut u64, value: u6
     ti::op::<u64>("shmem_uint64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_add(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
     ti::op::<u64>("shmem_uint64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_add(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -8956,10 +11572,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_compare_swap_nbi(fetch: *mut u64, d
     ti::nbi::<u64>("shmem_uint64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut u64, dest: *mut u64, cond: u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_uint64_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch_inc_nbi(fetch: *mut u64, dest: *mut u64, pe: c_int) {
     ti::nbi::<u64>("shmem_uint64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut u64, dest: *mut u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -8968,10 +11596,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_add_nbi(fetch: *mut u64, dest
     ti::nbi::<u64>("shmem_uint64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_compare_swap(dest: *mut usize, cond: usize, value: usize, pe: c_int) -> usize {
     ti::compare_swap::<usize>("shmem_size_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_compare_swap(ctx: *mut c_void, dest: *mut usize, cond: usize, value: usize, pe: c_int) -> usize {
+    ti::compare_swap::<usize>("shmem_ctx_size_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_size_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -8980,10 +11620,22 @@ pub unsafe extern "C" fn shmem_size_atomic_fetch_inc(dest: *mut usize, pe: c_int
     ti::inc::<usize>("shmem_size_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_inc(ctx: *mut c_void, dest: *mut usize, pe: c_int) -> usize {
+    ti::inc::<usize>("shmem_ctx_size_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_size_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_inc(dest: *mut usize, pe: c_int) {
     ti::inc::<usize>("shmem_size_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_inc(ctx: *mut c_void, dest: *mut usize, pe: c_int) {
+    ti::inc::<usize>("shmem_ctx_size_atomic_inc", dest, ti::ctx_pe("shmem_ctx_size_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -8992,10 +11644,22 @@ pub unsafe extern "C" fn shmem_size_atomic_fetch_add(dest: *mut usize, value: us
     ti::op::<usize>("shmem_size_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_add(ctx: *mut c_void, dest: *mut usize, value: usize, pe: c_int) -> usize {
+    ti::op::<usize>("shmem_ctx_size_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_size_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_add(dest: *mut usize, value: usize, pe: c_int) {
     ti::op::<usize>("shmem_size_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_add(ctx: *mut c_void, dest: *mut usize, value: usize, pe: c_int) {
+    ti::op::<usize>("shmem_ctx_size_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_size_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -9004,10 +11668,22 @@ pub unsafe extern "C" fn shmem_size_atomic_compare_swap_nbi(fetch: *mut usize, d
     ti::nbi::<usize>("shmem_size_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut usize, dest: *mut usize, cond: usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_ctx_size_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_size_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch_inc_nbi(fetch: *mut usize, dest: *mut usize, pe: c_int) {
     ti::nbi::<usize>("shmem_size_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut usize, dest: *mut usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_ctx_size_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_size_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -9016,10 +11692,22 @@ pub unsafe extern "C" fn shmem_size_atomic_fetch_add_nbi(fetch: *mut usize, dest
     ti::nbi::<usize>("shmem_size_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut usize, dest: *mut usize, value: usize, pe: c_int) {
+    ti::nbi::<usize>("shmem_ctx_size_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_size_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Writes value if dest equals cond; returns the old value (§9.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_compare_swap(dest: *mut isize, cond: isize, value: isize, pe: c_int) -> isize {
     ti::compare_swap::<isize>("shmem_ptrdiff_atomic_compare_swap", dest, cond, value, pe)
+}
+
+/// Writes value if dest equals cond; returns the old value (§9.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_compare_swap(ctx: *mut c_void, dest: *mut isize, cond: isize, value: isize, pe: c_int) -> isize {
+    ti::compare_swap::<isize>("shmem_ctx_ptrdiff_atomic_compare_swap", dest, cond, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_compare_swap", ctx, pe))
 }
 
 /// Increments, returns the old value (§9.7.5).
@@ -9028,10 +11716,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_inc(dest: *mut isize, pe: c_
     ti::inc::<isize>("shmem_ptrdiff_atomic_fetch_inc", dest, pe)
 }
 
+/// Increments, returns the old value (§9.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_inc(ctx: *mut c_void, dest: *mut isize, pe: c_int) -> isize {
+    ti::inc::<isize>("shmem_ctx_ptrdiff_atomic_fetch_inc", dest, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_inc", ctx, pe))
+}
+
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_inc(dest: *mut isize, pe: c_int) {
     ti::inc::<isize>("shmem_ptrdiff_atomic_inc", dest, pe);
+}
+
+/// Increments (§9.7.6).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_inc(ctx: *mut c_void, dest: *mut isize, pe: c_int) {
+    ti::inc::<isize>("shmem_ctx_ptrdiff_atomic_inc", dest, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_inc", ctx, pe));
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -9040,10 +11740,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_add(dest: *mut isize, value:
     ti::op::<isize>("shmem_ptrdiff_atomic_fetch_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
+/// Adds value, returns the old value (§9.7.7).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_add(ctx: *mut c_void, dest: *mut isize, value: isize, pe: c_int) -> isize {
+    ti::op::<isize>("shmem_ctx_ptrdiff_atomic_fetch_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_add", ctx, pe))
+}
+
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_add(dest: *mut isize, value: isize, pe: c_int) {
     ti::op::<isize>("shmem_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Adds value (§9.7.8).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_add(ctx: *mut c_void, dest: *mut isize, value: isize, pe: c_int) {
+    ti::op::<isize>("shmem_ctx_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_add", ctx, pe));
 }
 
 /// Non-blocking compare_swap.
@@ -9052,10 +11764,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_compare_swap_nbi(fetch: *mut isize
     ti::nbi::<isize>("shmem_ptrdiff_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, pe)
 }
 
+/// Non-blocking compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_compare_swap_nbi(ctx: *mut c_void, fetch: *mut isize, dest: *mut isize, cond: isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ctx_ptrdiff_atomic_compare_swap_nbi", fetch, dest, AmoOp::CompareSwap, value, cond, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_compare_swap_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_inc_nbi(fetch: *mut isize, dest: *mut isize, pe: c_int) {
     ti::nbi::<isize>("shmem_ptrdiff_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), pe)
+}
+
+/// Non-blocking fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_inc_nbi(ctx: *mut c_void, fetch: *mut isize, dest: *mut isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ctx_ptrdiff_atomic_fetch_inc_nbi", fetch, dest, AmoOp::FetchAdd, ti::one(), ti::zero(), ti::ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_inc_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_add.
@@ -9064,10 +11788,22 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_add_nbi(fetch: *mut isize, d
     ti::nbi::<isize>("shmem_ptrdiff_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_add_nbi(ctx: *mut c_void, fetch: *mut isize, dest: *mut isize, value: isize, pe: c_int) {
+    ti::nbi::<isize>("shmem_ctx_ptrdiff_atomic_fetch_add_nbi", fetch, dest, AmoOp::FetchAdd, value, ti::zero(), ti::ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_add_nbi", ctx, pe))
+}
+
 /// Bitwise AND, returns the old value (§9.7.9).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_fetch_and(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
     ti::op::<c_schar>("shmem_schar_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_and(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_schar_atomic_fetch_and", ctx, pe))
 }
 
 /// Bitwise AND (§9.7.10).
@@ -9076,10 +11812,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_and(dest: *mut c_schar, value: c_sch
     ti::op::<c_schar>("shmem_schar_atomic_and", dest, AmoOp::FetchAnd, value, pe);
 }
 
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_and(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_schar_atomic_and", ctx, pe));
+}
+
 /// Bitwise OR, returns the old value (§9.7.11).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_fetch_or(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
     ti::op::<c_schar>("shmem_schar_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_or(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_schar_atomic_fetch_or", ctx, pe))
 }
 
 /// Bitwise OR (§9.7.12).
@@ -9088,10 +11836,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_or(dest: *mut c_schar, value: c_scha
     ti::op::<c_schar>("shmem_schar_atomic_or", dest, AmoOp::FetchOr, value, pe);
 }
 
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_or(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_schar_atomic_or", ctx, pe));
+}
+
 /// Bitwise XOR, returns the old value (§9.7.13).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_fetch_xor(dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
     ti::op::<c_schar>("shmem_schar_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_xor(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) -> c_schar {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_schar_atomic_fetch_xor", ctx, pe))
 }
 
 /// Bitwise XOR (§9.7.14).
@@ -9100,10 +11860,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_xor(dest: *mut c_schar, value: c_sch
     ti::op::<c_schar>("shmem_schar_atomic_xor", dest, AmoOp::FetchXor, value, pe);
 }
 
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_xor(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::op::<c_schar>("shmem_ctx_schar_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_schar_atomic_xor", ctx, pe));
+}
+
 /// Non-blocking fetch_and.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_fetch_and_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
     ti::nbi::<c_schar>("shmem_schar_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_schar_atomic_fetch_and_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_or.
@@ -9112,10 +11884,22 @@ pub unsafe extern "C" fn shmem_schar_atomic_fetch_or_nbi(fetch: *mut c_schar, de
     ti::nbi::<c_schar>("shmem_schar_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_schar_atomic_fetch_or_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_xor.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_fetch_xor_nbi(fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
     ti::nbi::<c_schar>("shmem_schar_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut c_schar, dest: *mut c_schar, value: c_schar, pe: c_int) {
+    ti::nbi::<c_schar>("shmem_ctx_schar_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_schar_atomic_fetch_xor_nbi", ctx, pe))
 }
 
 /// Bitwise AND, returns the old value (§9.7.9).
@@ -9124,10 +11908,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_and(dest: *mut c_uint, value: c
     ti::op::<c_uint>("shmem_uint_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_and(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint_atomic_fetch_and", ctx, pe))
+}
+
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_and(dest: *mut c_uint, value: c_uint, pe: c_int) {
     ti::op::<c_uint>("shmem_uint_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_and(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint_atomic_and", ctx, pe));
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -9136,10 +11932,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_or(dest: *mut c_uint, value: c_
     ti::op::<c_uint>("shmem_uint_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
 }
 
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_or(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint_atomic_fetch_or", ctx, pe))
+}
+
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_or(dest: *mut c_uint, value: c_uint, pe: c_int) {
     ti::op::<c_uint>("shmem_uint_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_or(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint_atomic_or", ctx, pe));
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -9148,10 +11956,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_xor(dest: *mut c_uint, value: c
     ti::op::<c_uint>("shmem_uint_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_xor(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) -> c_uint {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint_atomic_fetch_xor", ctx, pe))
+}
+
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_xor(dest: *mut c_uint, value: c_uint, pe: c_int) {
     ti::op::<c_uint>("shmem_uint_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_xor(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::op::<c_uint>("shmem_ctx_uint_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint_atomic_xor", ctx, pe));
 }
 
 /// Non-blocking fetch_and.
@@ -9160,10 +11980,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_and_nbi(fetch: *mut c_uint, des
     ti::nbi::<c_uint>("shmem_uint_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint_atomic_fetch_and_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_or.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_or_nbi(fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
     ti::nbi::<c_uint>("shmem_uint_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint_atomic_fetch_or_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_xor.
@@ -9172,10 +12004,22 @@ pub unsafe extern "C" fn shmem_uint_atomic_fetch_xor_nbi(fetch: *mut c_uint, des
     ti::nbi::<c_uint>("shmem_uint_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut c_uint, dest: *mut c_uint, value: c_uint, pe: c_int) {
+    ti::nbi::<c_uint>("shmem_ctx_uint_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint_atomic_fetch_xor_nbi", ctx, pe))
+}
+
 /// Bitwise AND, returns the old value (§9.7.9).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_and(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
     ti::op::<c_ulong>("shmem_ulong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_and(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_and", ctx, pe))
 }
 
 /// Bitwise AND (§9.7.10).
@@ -9184,10 +12028,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_and(dest: *mut c_ulong, value: c_ulo
     ti::op::<c_ulong>("shmem_ulong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
 }
 
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_and(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_and", ctx, pe));
+}
+
 /// Bitwise OR, returns the old value (§9.7.11).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_or(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
     ti::op::<c_ulong>("shmem_ulong_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_or(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_or", ctx, pe))
 }
 
 /// Bitwise OR (§9.7.12).
@@ -9196,10 +12052,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_or(dest: *mut c_ulong, value: c_ulon
     ti::op::<c_ulong>("shmem_ulong_atomic_or", dest, AmoOp::FetchOr, value, pe);
 }
 
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_or(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulong_atomic_or", ctx, pe));
+}
+
 /// Bitwise XOR, returns the old value (§9.7.13).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_xor(dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
     ti::op::<c_ulong>("shmem_ulong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_xor(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) -> c_ulong {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_xor", ctx, pe))
 }
 
 /// Bitwise XOR (§9.7.14).
@@ -9208,10 +12076,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_xor(dest: *mut c_ulong, value: c_ulo
     ti::op::<c_ulong>("shmem_ulong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
 }
 
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_xor(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulong_atomic_xor", ctx, pe));
+}
+
 /// Non-blocking fetch_and.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_and_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
     ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_and_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_or.
@@ -9220,10 +12100,22 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_or_nbi(fetch: *mut c_ulong, de
     ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_or_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_xor.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_xor_nbi(fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
     ti::nbi::<c_ulong>("shmem_ulong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut c_ulong, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
+    ti::nbi::<c_ulong>("shmem_ctx_ulong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulong_atomic_fetch_xor_nbi", ctx, pe))
 }
 
 /// Bitwise AND, returns the old value (§9.7.9).
@@ -9232,10 +12124,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_and(dest: *mut c_ulonglong
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_and(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_and", ctx, pe))
+}
+
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_and(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_and(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_and", ctx, pe));
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -9244,10 +12148,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_or(dest: *mut c_ulonglong,
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
 }
 
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_or(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_or", ctx, pe))
+}
+
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_or(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_or(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_or", ctx, pe));
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -9256,10 +12172,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_xor(dest: *mut c_ulonglong
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_xor(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) -> c_ulonglong {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_xor", ctx, pe))
+}
+
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_xor(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
     ti::op::<c_ulonglong>("shmem_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_xor(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_xor", ctx, pe));
 }
 
 /// Non-blocking fetch_and.
@@ -9268,10 +12196,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_and_nbi(fetch: *mut c_ulon
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_and_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_or.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_or_nbi(fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_or_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_xor.
@@ -9280,10 +12220,22 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_xor_nbi(fetch: *mut c_ulon
     ti::nbi::<c_ulonglong>("shmem_ulonglong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut c_ulonglong, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
+    ti::nbi::<c_ulonglong>("shmem_ctx_ulonglong_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_fetch_xor_nbi", ctx, pe))
+}
+
 /// Bitwise AND, returns the old value (§9.7.9).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_and(dest: *mut i32, value: i32, pe: c_int) -> i32 {
     ti::op::<i32>("shmem_int32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_and(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_ctx_int32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int32_atomic_fetch_and", ctx, pe))
 }
 
 /// Bitwise AND (§9.7.10).
@@ -9292,10 +12244,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_and(dest: *mut i32, value: i32, pe: 
     ti::op::<i32>("shmem_int32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
 }
 
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_and(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_ctx_int32_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int32_atomic_and", ctx, pe));
+}
+
 /// Bitwise OR, returns the old value (§9.7.11).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_or(dest: *mut i32, value: i32, pe: c_int) -> i32 {
     ti::op::<i32>("shmem_int32_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_or(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_ctx_int32_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int32_atomic_fetch_or", ctx, pe))
 }
 
 /// Bitwise OR (§9.7.12).
@@ -9304,10 +12268,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_or(dest: *mut i32, value: i32, pe: c
     ti::op::<i32>("shmem_int32_atomic_or", dest, AmoOp::FetchOr, value, pe);
 }
 
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_or(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_ctx_int32_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int32_atomic_or", ctx, pe));
+}
+
 /// Bitwise XOR, returns the old value (§9.7.13).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_xor(dest: *mut i32, value: i32, pe: c_int) -> i32 {
     ti::op::<i32>("shmem_int32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_xor(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) -> i32 {
+    ti::op::<i32>("shmem_ctx_int32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int32_atomic_fetch_xor", ctx, pe))
 }
 
 /// Bitwise XOR (§9.7.14).
@@ -9316,10 +12292,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_xor(dest: *mut i32, value: i32, pe: 
     ti::op::<i32>("shmem_int32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
 }
 
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_xor(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
+    ti::op::<i32>("shmem_ctx_int32_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int32_atomic_xor", ctx, pe));
+}
+
 /// Non-blocking fetch_and.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_and_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
     ti::nbi::<i32>("shmem_int32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_int32_atomic_fetch_and_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_or.
@@ -9328,10 +12316,22 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_or_nbi(fetch: *mut i32, dest: 
     ti::nbi::<i32>("shmem_int32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_int32_atomic_fetch_or_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_xor.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_xor_nbi(fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
     ti::nbi::<i32>("shmem_int32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut i32, dest: *mut i32, value: i32, pe: c_int) {
+    ti::nbi::<i32>("shmem_ctx_int32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_int32_atomic_fetch_xor_nbi", ctx, pe))
 }
 
 /// Bitwise AND, returns the old value (§9.7.9).
@@ -9340,10 +12340,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_and(dest: *mut i64, value: i64
     ti::op::<i64>("shmem_int64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_and(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_ctx_int64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int64_atomic_fetch_and", ctx, pe))
+}
+
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_and(dest: *mut i64, value: i64, pe: c_int) {
     ti::op::<i64>("shmem_int64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_and(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_ctx_int64_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int64_atomic_and", ctx, pe));
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -9352,10 +12364,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_or(dest: *mut i64, value: i64,
     ti::op::<i64>("shmem_int64_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
 }
 
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_or(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_ctx_int64_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int64_atomic_fetch_or", ctx, pe))
+}
+
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_or(dest: *mut i64, value: i64, pe: c_int) {
     ti::op::<i64>("shmem_int64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_or(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_ctx_int64_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int64_atomic_or", ctx, pe));
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -9364,10 +12388,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_xor(dest: *mut i64, value: i64
     ti::op::<i64>("shmem_int64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_xor(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) -> i64 {
+    ti::op::<i64>("shmem_ctx_int64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int64_atomic_fetch_xor", ctx, pe))
+}
+
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_xor(dest: *mut i64, value: i64, pe: c_int) {
     ti::op::<i64>("shmem_int64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_xor(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
+    ti::op::<i64>("shmem_ctx_int64_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int64_atomic_xor", ctx, pe));
 }
 
 /// Non-blocking fetch_and.
@@ -9376,10 +12412,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_and_nbi(fetch: *mut i64, dest:
     ti::nbi::<i64>("shmem_int64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_int64_atomic_fetch_and_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_or.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch_or_nbi(fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
     ti::nbi::<i64>("shmem_int64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_int64_atomic_fetch_or_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_xor.
@@ -9388,10 +12436,22 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_xor_nbi(fetch: *mut i64, dest:
     ti::nbi::<i64>("shmem_int64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut i64, dest: *mut i64, value: i64, pe: c_int) {
+    ti::nbi::<i64>("shmem_ctx_int64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_int64_atomic_fetch_xor_nbi", ctx, pe))
+}
+
 /// Bitwise AND, returns the old value (§9.7.9).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_and(dest: *mut u32, value: u32, pe: c_int) -> u32 {
     ti::op::<u32>("shmem_uint32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
+}
+
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_and(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_and", ctx, pe))
 }
 
 /// Bitwise AND (§9.7.10).
@@ -9400,10 +12460,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_and(dest: *mut u32, value: u32, pe:
     ti::op::<u32>("shmem_uint32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
 }
 
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_and(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_and", ctx, pe));
+}
+
 /// Bitwise OR, returns the old value (§9.7.11).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_or(dest: *mut u32, value: u32, pe: c_int) -> u32 {
     ti::op::<u32>("shmem_uint32_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
+}
+
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_or(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_or", ctx, pe))
 }
 
 /// Bitwise OR (§9.7.12).
@@ -9412,10 +12484,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_or(dest: *mut u32, value: u32, pe: 
     ti::op::<u32>("shmem_uint32_atomic_or", dest, AmoOp::FetchOr, value, pe);
 }
 
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_or(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint32_atomic_or", ctx, pe));
+}
+
 /// Bitwise XOR, returns the old value (§9.7.13).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_xor(dest: *mut u32, value: u32, pe: c_int) -> u32 {
     ti::op::<u32>("shmem_uint32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
+}
+
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_xor(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) -> u32 {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_xor", ctx, pe))
 }
 
 /// Bitwise XOR (§9.7.14).
@@ -9424,10 +12508,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_xor(dest: *mut u32, value: u32, pe:
     ti::op::<u32>("shmem_uint32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
 }
 
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_xor(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
+    ti::op::<u32>("shmem_ctx_uint32_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint32_atomic_xor", ctx, pe));
+}
+
 /// Non-blocking fetch_and.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_and_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
     ti::nbi::<u32>("shmem_uint32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_and_nbi", ctx, pe))
 }
 
 /// Non-blocking fetch_or.
@@ -9436,10 +12532,22 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_or_nbi(fetch: *mut u32, dest:
     ti::nbi::<u32>("shmem_uint32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_or_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_xor.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_xor_nbi(fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
     ti::nbi::<u32>("shmem_uint32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut u32, dest: *mut u32, value: u32, pe: c_int) {
+    ti::nbi::<u32>("shmem_ctx_uint32_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint32_atomic_fetch_xor_nbi", ctx, pe))
 }
 
 /// Bitwise AND, returns the old value (§9.7.9).
@@ -9448,10 +12556,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_and(dest: *mut u64, value: u6
     ti::op::<u64>("shmem_uint64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
+/// Bitwise AND, returns the old value (§9.7.9).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_and(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_fetch_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_and", ctx, pe))
+}
+
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
     ti::op::<u64>("shmem_uint64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+}
+
+/// Bitwise AND (§9.7.10).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_and(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_and", ctx, pe));
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -9460,10 +12580,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_or(dest: *mut u64, value: u64
     ti::op::<u64>("shmem_uint64_atomic_fetch_or", dest, AmoOp::FetchOr, value, pe)
 }
 
+/// Bitwise OR, returns the old value (§9.7.11).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_or(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_fetch_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_or", ctx, pe))
+}
+
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
     ti::op::<u64>("shmem_uint64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+}
+
+/// Bitwise OR (§9.7.12).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_or(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint64_atomic_or", ctx, pe));
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -9472,10 +12604,22 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_xor(dest: *mut u64, value: u6
     ti::op::<u64>("shmem_uint64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
+/// Bitwise XOR, returns the old value (§9.7.13).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_xor(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) -> u64 {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_fetch_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_xor", ctx, pe))
+}
+
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
     ti::op::<u64>("shmem_uint64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+}
+
+/// Bitwise XOR (§9.7.14).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_xor(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
+    ti::op::<u64>("shmem_ctx_uint64_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint64_atomic_xor", ctx, pe));
 }
 
 /// Non-blocking fetch_and.
@@ -9484,16 +12628,34 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_and_nbi(fetch: *mut u64, dest
     ti::nbi::<u64>("shmem_uint64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_and.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_and_nbi(ctx: *mut c_void, fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_fetch_and_nbi", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_and_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_or.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch_or_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
     ti::nbi::<u64>("shmem_uint64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), pe)
 }
 
+/// Non-blocking fetch_or.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_or_nbi(ctx: *mut c_void, fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_fetch_or_nbi", fetch, dest, AmoOp::FetchOr, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_or_nbi", ctx, pe))
+}
+
 /// Non-blocking fetch_xor.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch_xor_nbi(fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
     ti::nbi::<u64>("shmem_uint64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), pe)
+}
+
+/// Non-blocking fetch_xor.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_xor_nbi(ctx: *mut c_void, fetch: *mut u64, dest: *mut u64, value: u64, pe: c_int) {
+    ti::nbi::<u64>("shmem_ctx_uint64_atomic_fetch_xor_nbi", fetch, dest, AmoOp::FetchXor, value, ti::zero(), ti::ctx_pe("shmem_ctx_uint64_atomic_fetch_xor_nbi", ctx, pe))
 }
 
 /// Waits until the local ivar satisfies the comparison (§9.11.1).
@@ -12298,10 +15460,22 @@ pub unsafe extern "C" fn shmem_put8(dest: *mut c_void, source: *const c_void, ne
     ti::put::<u8>("shmem_put8", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Put of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put8(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u8>("shmem_ctx_put8", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put8", ctx, pe))
+}
+
 /// Get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_get8", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Get of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get8(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u8>("shmem_ctx_get8", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get8", ctx, pe))
 }
 
 /// Non-blocking put of 8-bit elements.
@@ -12310,10 +15484,22 @@ pub unsafe extern "C" fn shmem_put8_nbi(dest: *mut c_void, source: *const c_void
     ti::put::<u8>("shmem_put8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put8_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u8>("shmem_ctx_put8_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put8_nbi", ctx, pe))
+}
+
 /// Non-blocking get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_get8_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get8_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u8>("shmem_ctx_get8_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get8_nbi", ctx, pe))
 }
 
 /// Strided put of 8-bit elements.
@@ -12322,10 +15508,22 @@ pub unsafe extern "C" fn shmem_iput8(dest: *mut c_void, source: *const c_void, d
     ti::iput::<u8>("shmem_iput8", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iput8(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u8>("shmem_ctx_iput8", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iput8", ctx, pe))
+}
+
 /// Strided get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget8(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u8>("shmem_iget8", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iget8(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u8>("shmem_ctx_iget8", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iget8", ctx, pe))
 }
 
 /// Block-strided put of 8-bit elements.
@@ -12334,10 +15532,22 @@ pub unsafe extern "C" fn shmem_ibput8(dest: *mut c_void, source: *const c_void, 
     ti::ibput::<u8>("shmem_ibput8", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibput8(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u8>("shmem_ctx_ibput8", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibput8", ctx, pe))
+}
+
 /// Block-strided get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ibget8(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u8>("shmem_ibget8", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibget8(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u8>("shmem_ctx_ibget8", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibget8", ctx, pe))
 }
 
 /// put_signal of 8-bit elements.
@@ -12346,10 +15556,22 @@ pub unsafe extern "C" fn shmem_put8_signal(dest: *mut c_void, source: *const c_v
     ti::put_signal::<u8>("shmem_put8_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// put_signal of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put8_signal(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_ctx_put8_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put8_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put8_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u8>("shmem_put8_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 8-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put8_signal_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_ctx_put8_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put8_signal_nbi", ctx, pe))
 }
 
 /// Put of 16-bit elements.
@@ -12358,10 +15580,22 @@ pub unsafe extern "C" fn shmem_put16(dest: *mut c_void, source: *const c_void, n
     ti::put::<u16>("shmem_put16", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Put of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put16(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u16>("shmem_ctx_put16", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put16", ctx, pe))
+}
+
 /// Get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get16(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u16>("shmem_get16", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Get of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get16(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u16>("shmem_ctx_get16", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get16", ctx, pe))
 }
 
 /// Non-blocking put of 16-bit elements.
@@ -12370,10 +15604,22 @@ pub unsafe extern "C" fn shmem_put16_nbi(dest: *mut c_void, source: *const c_voi
     ti::put::<u16>("shmem_put16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put16_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u16>("shmem_ctx_put16_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put16_nbi", ctx, pe))
+}
+
 /// Non-blocking get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u16>("shmem_get16_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get16_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u16>("shmem_ctx_get16_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get16_nbi", ctx, pe))
 }
 
 /// Strided put of 16-bit elements.
@@ -12382,10 +15628,22 @@ pub unsafe extern "C" fn shmem_iput16(dest: *mut c_void, source: *const c_void, 
     ti::iput::<u16>("shmem_iput16", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iput16(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u16>("shmem_ctx_iput16", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iput16", ctx, pe))
+}
+
 /// Strided get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget16(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u16>("shmem_iget16", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iget16(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u16>("shmem_ctx_iget16", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iget16", ctx, pe))
 }
 
 /// Block-strided put of 16-bit elements.
@@ -12394,10 +15652,22 @@ pub unsafe extern "C" fn shmem_ibput16(dest: *mut c_void, source: *const c_void,
     ti::ibput::<u16>("shmem_ibput16", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibput16(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u16>("shmem_ctx_ibput16", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibput16", ctx, pe))
+}
+
 /// Block-strided get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ibget16(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u16>("shmem_ibget16", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibget16(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u16>("shmem_ctx_ibget16", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibget16", ctx, pe))
 }
 
 /// put_signal of 16-bit elements.
@@ -12406,10 +15676,22 @@ pub unsafe extern "C" fn shmem_put16_signal(dest: *mut c_void, source: *const c_
     ti::put_signal::<u16>("shmem_put16_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// put_signal of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put16_signal(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_ctx_put16_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put16_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put16_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u16>("shmem_put16_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 16-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put16_signal_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u16>("shmem_ctx_put16_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put16_signal_nbi", ctx, pe))
 }
 
 /// Put of 32-bit elements.
@@ -12418,10 +15700,22 @@ pub unsafe extern "C" fn shmem_put32(dest: *mut c_void, source: *const c_void, n
     ti::put::<u32>("shmem_put32", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Put of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put32(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u32>("shmem_ctx_put32", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put32", ctx, pe))
+}
+
 /// Get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get32(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u32>("shmem_get32", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Get of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get32(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u32>("shmem_ctx_get32", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get32", ctx, pe))
 }
 
 /// Non-blocking put of 32-bit elements.
@@ -12430,10 +15724,22 @@ pub unsafe extern "C" fn shmem_put32_nbi(dest: *mut c_void, source: *const c_voi
     ti::put::<u32>("shmem_put32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put32_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u32>("shmem_ctx_put32_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put32_nbi", ctx, pe))
+}
+
 /// Non-blocking get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u32>("shmem_get32_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get32_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u32>("shmem_ctx_get32_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get32_nbi", ctx, pe))
 }
 
 /// Strided put of 32-bit elements.
@@ -12442,10 +15748,22 @@ pub unsafe extern "C" fn shmem_iput32(dest: *mut c_void, source: *const c_void, 
     ti::iput::<u32>("shmem_iput32", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iput32(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u32>("shmem_ctx_iput32", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iput32", ctx, pe))
+}
+
 /// Strided get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget32(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u32>("shmem_iget32", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iget32(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u32>("shmem_ctx_iget32", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iget32", ctx, pe))
 }
 
 /// Block-strided put of 32-bit elements.
@@ -12454,10 +15772,22 @@ pub unsafe extern "C" fn shmem_ibput32(dest: *mut c_void, source: *const c_void,
     ti::ibput::<u32>("shmem_ibput32", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibput32(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u32>("shmem_ctx_ibput32", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibput32", ctx, pe))
+}
+
 /// Block-strided get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ibget32(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u32>("shmem_ibget32", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibget32(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u32>("shmem_ctx_ibget32", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibget32", ctx, pe))
 }
 
 /// put_signal of 32-bit elements.
@@ -12466,10 +15796,22 @@ pub unsafe extern "C" fn shmem_put32_signal(dest: *mut c_void, source: *const c_
     ti::put_signal::<u32>("shmem_put32_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// put_signal of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put32_signal(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_ctx_put32_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put32_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put32_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u32>("shmem_put32_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 32-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put32_signal_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u32>("shmem_ctx_put32_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put32_signal_nbi", ctx, pe))
 }
 
 /// Put of 64-bit elements.
@@ -12478,10 +15820,22 @@ pub unsafe extern "C" fn shmem_put64(dest: *mut c_void, source: *const c_void, n
     ti::put::<u64>("shmem_put64", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Put of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put64(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u64>("shmem_ctx_put64", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put64", ctx, pe))
+}
+
 /// Get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get64(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u64>("shmem_get64", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Get of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get64(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u64>("shmem_ctx_get64", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get64", ctx, pe))
 }
 
 /// Non-blocking put of 64-bit elements.
@@ -12490,10 +15844,22 @@ pub unsafe extern "C" fn shmem_put64_nbi(dest: *mut c_void, source: *const c_voi
     ti::put::<u64>("shmem_put64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put64_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u64>("shmem_ctx_put64_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put64_nbi", ctx, pe))
+}
+
 /// Non-blocking get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u64>("shmem_get64_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get64_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u64>("shmem_ctx_get64_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get64_nbi", ctx, pe))
 }
 
 /// Strided put of 64-bit elements.
@@ -12502,10 +15868,22 @@ pub unsafe extern "C" fn shmem_iput64(dest: *mut c_void, source: *const c_void, 
     ti::iput::<u64>("shmem_iput64", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iput64(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<u64>("shmem_ctx_iput64", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iput64", ctx, pe))
+}
+
 /// Strided get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget64(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<u64>("shmem_iget64", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iget64(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<u64>("shmem_ctx_iget64", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iget64", ctx, pe))
 }
 
 /// Block-strided put of 64-bit elements.
@@ -12514,10 +15892,22 @@ pub unsafe extern "C" fn shmem_ibput64(dest: *mut c_void, source: *const c_void,
     ti::ibput::<u64>("shmem_ibput64", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibput64(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<u64>("shmem_ctx_ibput64", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibput64", ctx, pe))
+}
+
 /// Block-strided get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ibget64(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<u64>("shmem_ibget64", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibget64(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<u64>("shmem_ctx_ibget64", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibget64", ctx, pe))
 }
 
 /// put_signal of 64-bit elements.
@@ -12526,10 +15916,22 @@ pub unsafe extern "C" fn shmem_put64_signal(dest: *mut c_void, source: *const c_
     ti::put_signal::<u64>("shmem_put64_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// put_signal of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put64_signal(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_ctx_put64_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put64_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put64_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u64>("shmem_put64_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 64-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put64_signal_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u64>("shmem_ctx_put64_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put64_signal_nbi", ctx, pe))
 }
 
 /// Put of 128-bit elements.
@@ -12538,10 +15940,22 @@ pub unsafe extern "C" fn shmem_put128(dest: *mut c_void, source: *const c_void, 
     ti::put::<crate::typed_impl::Bits128>("shmem_put128", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Put of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put128(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<crate::typed_impl::Bits128>("shmem_ctx_put128", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put128", ctx, pe))
+}
+
 /// Get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get128(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<crate::typed_impl::Bits128>("shmem_get128", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Get of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get128(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<crate::typed_impl::Bits128>("shmem_ctx_get128", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get128", ctx, pe))
 }
 
 /// Non-blocking put of 128-bit elements.
@@ -12550,10 +15964,22 @@ pub unsafe extern "C" fn shmem_put128_nbi(dest: *mut c_void, source: *const c_vo
     ti::put::<crate::typed_impl::Bits128>("shmem_put128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking put of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put128_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<crate::typed_impl::Bits128>("shmem_ctx_put128_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put128_nbi", ctx, pe))
+}
+
 /// Non-blocking get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<crate::typed_impl::Bits128>("shmem_get128_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking get of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_get128_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<crate::typed_impl::Bits128>("shmem_ctx_get128_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get128_nbi", ctx, pe))
 }
 
 /// Strided put of 128-bit elements.
@@ -12562,10 +15988,22 @@ pub unsafe extern "C" fn shmem_iput128(dest: *mut c_void, source: *const c_void,
     ti::iput::<crate::typed_impl::Bits128>("shmem_iput128", dest.cast(), source.cast(), dst, sst, nelems, pe)
 }
 
+/// Strided put of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iput128(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iput::<crate::typed_impl::Bits128>("shmem_ctx_iput128", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iput128", ctx, pe))
+}
+
 /// Strided get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iget128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
     ti::iget::<crate::typed_impl::Bits128>("shmem_iget128", dest.cast(), source.cast(), dst, sst, nelems, pe)
+}
+
+/// Strided get of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_iget128(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+    ti::iget::<crate::typed_impl::Bits128>("shmem_ctx_iget128", dest.cast(), source.cast(), dst, sst, nelems, ti::ctx_pe("shmem_ctx_iget128", ctx, pe))
 }
 
 /// Block-strided put of 128-bit elements.
@@ -12574,10 +16012,22 @@ pub unsafe extern "C" fn shmem_ibput128(dest: *mut c_void, source: *const c_void
     ti::ibput::<crate::typed_impl::Bits128>("shmem_ibput128", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
 }
 
+/// Block-strided put of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibput128(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibput::<crate::typed_impl::Bits128>("shmem_ctx_ibput128", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibput128", ctx, pe))
+}
+
 /// Block-strided get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ibget128(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
     ti::ibget::<crate::typed_impl::Bits128>("shmem_ibget128", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)
+}
+
+/// Block-strided get of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ibget128(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int) {
+    ti::ibget::<crate::typed_impl::Bits128>("shmem_ctx_ibget128", dest.cast(), source.cast(), dst, sst, bsize, nblocks, ti::ctx_pe("shmem_ctx_ibget128", ctx, pe))
 }
 
 /// put_signal of 128-bit elements.
@@ -12586,10 +16036,22 @@ pub unsafe extern "C" fn shmem_put128_signal(dest: *mut c_void, source: *const c
     ti::put_signal::<crate::typed_impl::Bits128>("shmem_put128_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// put_signal of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put128_signal(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<crate::typed_impl::Bits128>("shmem_ctx_put128_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put128_signal", ctx, pe))
+}
+
 /// Non-blocking put_signal of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put128_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<crate::typed_impl::Bits128>("shmem_put128_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking put_signal of 128-bit elements.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put128_signal_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<crate::typed_impl::Bits128>("shmem_ctx_put128_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put128_signal_nbi", ctx, pe))
 }
 
 /// Copies nelems bytes to dest on pe.
@@ -12598,10 +16060,22 @@ pub unsafe extern "C" fn shmem_putmem(dest: *mut c_void, source: *const c_void, 
     ti::put::<u8>("shmem_putmem", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Copies nelems bytes to dest on pe.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_putmem(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u8>("shmem_ctx_putmem", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_putmem", ctx, pe))
+}
+
 /// Copies nelems bytes from source on pe.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_getmem(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_getmem", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Copies nelems bytes from source on pe.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_getmem(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u8>("shmem_ctx_getmem", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_getmem", ctx, pe))
 }
 
 /// Non-blocking putmem.
@@ -12610,10 +16084,22 @@ pub unsafe extern "C" fn shmem_putmem_nbi(dest: *mut c_void, source: *const c_vo
     ti::put::<u8>("shmem_putmem_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
+/// Non-blocking putmem.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_putmem_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::put::<u8>("shmem_ctx_putmem_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_putmem_nbi", ctx, pe))
+}
+
 /// Non-blocking getmem.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_getmem_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
     ti::get::<u8>("shmem_getmem_nbi", dest.cast(), source.cast(), nelems, pe)
+}
+
+/// Non-blocking getmem.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_getmem_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    ti::get::<u8>("shmem_ctx_getmem_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_getmem_nbi", ctx, pe))
 }
 
 /// put_signal of nelems bytes.
@@ -12622,10 +16108,22 @@ pub unsafe extern "C" fn shmem_putmem_signal(dest: *mut c_void, source: *const c
     ti::put_signal::<u8>("shmem_putmem_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
 }
 
+/// put_signal of nelems bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_putmem_signal(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_ctx_putmem_signal", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_putmem_signal", ctx, pe))
+}
+
 /// Non-blocking putmem_signal.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_putmem_signal_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<u8>("shmem_putmem_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, pe)
+}
+
+/// Non-blocking putmem_signal.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_putmem_signal_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
+    ti::put_signal::<u8>("shmem_ctx_putmem_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_putmem_signal_nbi", ctx, pe))
 }
 
 /// broadcast of nelems bytes (§9.9.6).

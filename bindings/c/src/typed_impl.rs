@@ -319,3 +319,9 @@ pub unsafe fn alltoalls<T>(
 ) -> c_int {
     guard(call, || state(call).alltoalls(call, team, dest.cast(), source.cast(), dst, sst, nelems, size_of::<T>()))
 }
+
+/// World PE of team PE `pe` of context `ctx` (context forms).
+#[inline(always)]
+pub fn ctx_pe(call: &'static str, ctx: *mut std::ffi::c_void, pe: c_int) -> c_int {
+    guard(call, || state(call).ctx_pe(call, ctx as usize, pe))
+}

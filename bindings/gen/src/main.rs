@@ -36,12 +36,15 @@ enum K {
     PtrSize,
     /// the family's team handle type
     Team,
+    /// a communication context handle
+    Ctx,
 }
 
 fn c_kind(k: K, t: Option<&str>, f: &Family) -> String {
     let t = t.unwrap_or("void");
     match k {
         K::Team => f.team_ty.into(),
+        K::Ctx => "shmem_ctx_t".into(),
         K::Ptr => format!("{t} *"),
         K::CPtr => format!("const {t} *"),
         K::Val => t.to_string(),
@@ -70,6 +73,7 @@ fn rust_kind(k: K, r: &str, void: bool) -> String {
         K::CPtrInt => "*const c_int".into(),
         K::PtrSize => "*mut usize".into(),
         K::Team => "c_int".into(),
+        K::Ctx => "*mut c_void".into(),
     }
 }
 
@@ -338,6 +342,8 @@ const REDBIT_OPS: &[Op] = &[
 struct Routine<'a> {
     name: String,
     op: &'a Op,
+    /// The context form: a `ctx` first parameter; `pe` is team-relative.
+    ctx: bool,
     /// C element type; `None` for the `void *` sized and mem forms.
     c_ty: Option<&'static str>,
     rust_elem: &'static str,
@@ -355,6 +361,8 @@ struct Family {
     scan_prefix: &'static str,
     team_ty: &'static str,
     api_header: &'static str,
+    /// Generate `{prefix}_ctx_*` forms of RMA, AMO and signal routines.
+    contexts: bool,
 }
 
 const FAMILIES: &[Family] = &[
@@ -364,6 +372,7 @@ const FAMILIES: &[Family] = &[
         scan_prefix: "ishmem",
         team_ty: "ishmem_team_t",
         api_header: "ishmem/ishmem_api.h",
+        contexts: false,
     },
     Family {
         prefix: "shmem",
@@ -371,6 +380,7 @@ const FAMILIES: &[Family] = &[
         scan_prefix: "shmemx",
         team_ty: "shmem_team_t",
         api_header: "shmem/shmem_api.h",
+        contexts: true,
     },
 ];
 
@@ -394,39 +404,83 @@ fn routines(f: &Family) -> Vec<Routine<'static>> {
     for &(ops, class) in TYPED_GROUPS {
         for ty in RMA.iter().filter(|t| class == 0 || t.classes & class != 0) {
             for o in ops {
-                out.push(Routine {
-                    name: expand(o.name, f, ty.name, ""),
-                    op: o,
-                    c_ty: Some(ty.c),
-                    rust_elem: ty.rust,
-                    doc: o.doc.to_string(),
-                });
+                for ctx in ctx_forms(f, o) {
+                    out.push(Routine {
+                        name: ctx_name(expand(o.name, f, ty.name, ""), f, ctx),
+                        op: o,
+                        ctx,
+                        c_ty: Some(ty.c),
+                        rust_elem: ty.rust,
+                        doc: o.doc.to_string(),
+                    });
+                }
             }
         }
     }
     for &(bits, elem) in SIZED {
         for o in SIZED_OPS {
-            out.push(Routine {
-                name: expand(o.name, f, "", &bits.to_string()),
-                op: o,
-                c_ty: None,
-                rust_elem: elem,
-                doc: o.doc.replace("{B}", &bits.to_string()),
-            });
+            for ctx in ctx_forms(f, o) {
+                out.push(Routine {
+                    name: ctx_name(expand(o.name, f, "", &bits.to_string()), f, ctx),
+                    op: o,
+                    ctx,
+                    c_ty: None,
+                    rust_elem: elem,
+                    doc: o.doc.replace("{B}", &bits.to_string()),
+                });
+            }
         }
     }
     for o in MEM_OPS {
-        out.push(Routine { name: expand(o.name, f, "", ""), op: o, c_ty: None, rust_elem: "u8", doc: o.doc.to_string() });
+        for ctx in ctx_forms(f, o) {
+            out.push(Routine {
+                name: ctx_name(expand(o.name, f, "", ""), f, ctx),
+                op: o,
+                ctx,
+                c_ty: None,
+                rust_elem: "u8",
+                doc: o.doc.to_string(),
+            });
+        }
     }
     out
+}
+
+/// Whether an op has a context form: point-to-point routines (those with a
+/// `pe` argument) of a family that has contexts.
+fn has_ctx_form(f: &Family, o: &Op) -> bool {
+    f.contexts && o.params.iter().any(|(n, _)| *n == "pe")
+}
+
+fn ctx_forms(f: &Family, o: &Op) -> Vec<bool> {
+    if has_ctx_form(f, o) { vec![false, true] } else { vec![false] }
+}
+
+/// `shmem_int_put` -> `shmem_ctx_int_put`.
+fn ctx_name(name: String, f: &Family, ctx: bool) -> String {
+    if ctx { name.replacen(&format!("{}_", f.prefix), &format!("{}_ctx_", f.prefix), 1) } else { name }
+}
+
+fn params_of(r: &Routine) -> Vec<(&'static str, K)> {
+    let mut p = Vec::new();
+    if r.ctx {
+        p.push(("ctx", K::Ctx));
+    }
+    p.extend_from_slice(r.op.params);
+    p
 }
 
 fn rust_fn(r: &Routine) -> String {
     let void = r.c_ty.is_none();
     let params: Vec<String> =
-        r.op.params.iter().map(|(n, k)| format!("{n}: {}", rust_kind(*k, r.rust_elem, void))).collect();
+        params_of(r).iter().map(|(n, k)| format!("{n}: {}", rust_kind(*k, r.rust_elem, void))).collect();
     let ret = r.op.ret.map(|k| format!(" -> {}", rust_kind(k, r.rust_elem, void))).unwrap_or_default();
-    let body = r.op.body.replace("{n}", &r.name).replace("{R}", r.rust_elem);
+    let mut body = r.op.body.replace("{n}", &r.name).replace("{R}", r.rust_elem);
+    if r.ctx {
+        // Context forms address PEs of the context's team.
+        let at = body.rfind("pe)").expect("point-to-point bodies end with pe)");
+        body.replace_range(at..at + 3, &format!("ti::ctx_pe(\"{}\", ctx, pe))", r.name));
+    }
     format!(
         "/// {}\n#[no_mangle]\npub unsafe extern \"C\" fn {}({}){ret} {{\n    {body}\n}}\n",
         r.doc,
@@ -436,9 +490,7 @@ fn rust_fn(r: &Routine) -> String {
 }
 
 fn c_decl(r: &Routine, f: &Family) -> String {
-    let params: Vec<String> = r
-        .op
-        .params
+    let params: Vec<String> = params_of(r)
         .iter()
         .map(|(n, k)| {
             let t = c_kind(*k, r.c_ty, f);
@@ -449,22 +501,43 @@ fn c_decl(r: &Routine, f: &Family) -> String {
     format!("/** {} */\n{ret} {}({});\n", r.doc, r.name, params.join(", "))
 }
 
-/// C11 generic selections over the standard C types of each group.
+/// C11 generic selections over the standard C types of each group. For a
+/// family with contexts, point-to-point generics take an optional leading
+/// `ctx` argument (OpenSHMEM 1.5 §9.5): the macro counts its arguments and
+/// picks the plain or the context selection.
 fn generics(f: &Family) -> String {
     let mut s = String::from("#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n");
+    if f.contexts {
+        s.push_str(
+            "#define ISHMEMI_ARG10(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, ...) a10\n\
+             #define ISHMEMI_NARGS(...) ISHMEMI_ARG10(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)\n\
+             #define ISHMEMI_CAT_(a, b) a##b\n#define ISHMEMI_CAT(a, b) ISHMEMI_CAT_(a, b)\n",
+        );
+    }
     for &(ops, class) in TYPED_GROUPS {
         let types: Vec<&Ty> = RMA.iter().filter(|t| t.generic && (class == 0 || t.classes & class != 0)).collect();
         for o in ops {
             let Some(ctl) = o.generic_on else { continue };
             let gname = expand(o.name, f, "", "").replace("__", "_");
             let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
+            let n = args.len();
             let args = args.join(", ");
-            let _ = write!(s, "#define {gname}({args}) \\\n    _Generic(*({ctl}), \\\n");
-            for (i, t) in types.iter().enumerate() {
-                let sep = if i + 1 == types.len() { "" } else { "," };
-                let _ = writeln!(s, "        {}: {}{sep} \\", t.c, expand(o.name, f, t.name, ""));
+            let selection = |ctx: bool, target: &str, targs: &str, s: &mut String| {
+                let _ = write!(s, "#define {target}({targs}) \\\n    _Generic(*({ctl}), \\\n");
+                for (i, t) in types.iter().enumerate() {
+                    let sep = if i + 1 == types.len() { "" } else { "," };
+                    let name = ctx_name(expand(o.name, f, t.name, ""), f, ctx);
+                    let _ = writeln!(s, "        {}: {name}{sep} \\", t.c);
+                }
+                let _ = writeln!(s, "    )({targs})");
+            };
+            if has_ctx_form(f, o) {
+                let _ = writeln!(s, "#define {gname}(...) ISHMEMI_CAT(ishmemi_g_{gname}_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)");
+                selection(false, &format!("ishmemi_g_{gname}_{n}"), &args, &mut s);
+                selection(true, &format!("ishmemi_g_{gname}_{}", n + 1), &format!("ctx, {args}"), &mut s);
+            } else {
+                selection(false, &gname, &args, &mut s);
             }
-            let _ = writeln!(s, "    )({args})");
         }
     }
     s.push_str("#endif\n");
@@ -593,8 +666,13 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         env!("CARGO_PKG_VERSION_MINOR"),
     );
     let shmem_vendor = format!(
-        "\n#define SHMEM_VENDOR_STRING \"{}\"\n",
-        ishmem_runtime::core::VENDOR
+        "\n#define SHMEM_VENDOR_STRING \"{}\"\n\
+         /* Context handles (OpenSHMEM 1.5 §9.5): the default context, and the\n   invalid handle. */\n\
+         #define SHMEM_CTX_DEFAULT ((shmem_ctx_t)(uintptr_t){})\n\
+         #define SHMEM_CTX_INVALID ((shmem_ctx_t)(uintptr_t){})\n",
+        ishmem_runtime::core::VENDOR,
+        ishmem_runtime::ctx::CTX_DEFAULT,
+        ishmem_runtime::ctx::CTX_INVALID,
     );
     vec![
         (root.join("bindings/c/src/typed.rs"), typed_rs()),

@@ -58,6 +58,15 @@
 #define SHMEM_MALLOC_SIGNAL_REMOTE 2
 
 /**
+ * Context options (§9.5.1).
+ */
+#define SHMEM_CTX_SERIALIZED 1
+
+#define SHMEM_CTX_PRIVATE 2
+
+#define SHMEM_CTX_NOSTORE 4
+
+/**
  * A team handle (§9.4).
  */
 typedef int shmem_team_t;
@@ -68,6 +77,12 @@ typedef int shmem_team_t;
 typedef struct {
   int num_contexts;
 } shmem_team_config_t;
+
+/**
+ * A communication context handle (§9.5). `SHMEM_CTX_DEFAULT` and
+ * `SHMEM_CTX_INVALID` are defined in shmem.h.
+ */
+typedef void *shmem_ctx_t;
 
 #define SHMEM_TEAM_WORLD 0
 
@@ -283,6 +298,38 @@ void shmem_clear_lock(long *lock);
  * Takes the lock if free: 0 when taken, 1 when held (§9.12.3).
  */
 int shmem_test_lock(long *lock);
+
+/**
+ * Creates a context on the world team; 0 on success (§9.5.1).
+ */
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+
+/**
+ * Creates a context on `team`; PE numbers of its operations are team PEs;
+ * non-zero (and SHMEM_CTX_INVALID) for SHMEM_TEAM_INVALID (§9.4.8).
+ */
+int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
+
+/**
+ * Completes the context's operations and destroys it (§9.5.2).
+ */
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+
+/**
+ * The team of a context; non-zero and SHMEM_TEAM_INVALID for
+ * SHMEM_CTX_INVALID (§9.5.3).
+ */
+int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
+
+/**
+ * Orders the context's puts and AMOs to each PE (§9.10.1).
+ */
+void shmem_ctx_fence(shmem_ctx_t ctx);
+
+/**
+ * Completes the context's outstanding operations (§9.10.2).
+ */
+void shmem_ctx_quiet(shmem_ctx_t ctx);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -12,1058 +12,2112 @@ extern "C" {
 
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_float_put(float *dest, const float *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_float_put(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_float_get(float *dest, const float *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_float_get(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_float_put_nbi(float *dest, const float *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_float_put_nbi(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_float_get_nbi(float *dest, const float *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_float_get_nbi(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_float_p(float *dest, float value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_float_p(shmem_ctx_t ctx, float *dest, float value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 float shmem_float_g(const float *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+float shmem_ctx_float_g(shmem_ctx_t ctx, const float *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_float_iput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_float_iput(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_float_iget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_float_iget(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_float_ibput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_float_ibput(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_float_ibget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_float_ibget(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_float_put_signal(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_float_put_signal(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_float_put_signal_nbi(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_float_put_signal_nbi(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_double_put(double *dest, const double *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_double_put(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_double_get(double *dest, const double *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_double_get(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_double_put_nbi(double *dest, const double *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_double_put_nbi(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_double_get_nbi(double *dest, const double *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_double_get_nbi(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_double_p(double *dest, double value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_double_p(shmem_ctx_t ctx, double *dest, double value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 double shmem_double_g(const double *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+double shmem_ctx_double_g(shmem_ctx_t ctx, const double *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_double_iput(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_double_iput(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_double_iget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_double_iget(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_double_ibput(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_double_ibput(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_double_ibget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_double_ibget(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_double_put_signal(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_double_put_signal(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_double_put_signal_nbi(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_double_put_signal_nbi(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_char_put(char *dest, const char *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_char_put(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_char_get(char *dest, const char *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_char_get(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_char_put_nbi(char *dest, const char *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_char_put_nbi(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_char_get_nbi(char *dest, const char *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_char_get_nbi(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_char_p(char *dest, char value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_char_p(shmem_ctx_t ctx, char *dest, char value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 char shmem_char_g(const char *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+char shmem_ctx_char_g(shmem_ctx_t ctx, const char *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_char_iput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_char_iput(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_char_iget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_char_iget(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_char_ibput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_char_ibput(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_char_ibget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_char_ibget(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_char_put_signal(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_char_put_signal(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_char_put_signal_nbi(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_char_put_signal_nbi(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_schar_put(signed char *dest, const signed char *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_schar_put(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_schar_get(signed char *dest, const signed char *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_schar_get(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_schar_put_nbi(signed char *dest, const signed char *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_schar_put_nbi(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_schar_get_nbi(signed char *dest, const signed char *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_schar_get_nbi(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_schar_p(signed char *dest, signed char value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_schar_p(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 signed char shmem_schar_g(const signed char *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+signed char shmem_ctx_schar_g(shmem_ctx_t ctx, const signed char *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_schar_iput(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_schar_iput(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_schar_iget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_schar_iget(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_schar_ibput(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_schar_ibput(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_schar_ibget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_schar_ibget(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_schar_put_signal(signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_schar_put_signal(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_schar_put_signal_nbi(signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_schar_put_signal_nbi(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_short_put(short *dest, const short *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_short_put(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_short_get(short *dest, const short *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_short_get(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_short_put_nbi(short *dest, const short *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_short_put_nbi(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_short_get_nbi(short *dest, const short *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_short_get_nbi(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_short_p(short *dest, short value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_short_p(shmem_ctx_t ctx, short *dest, short value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 short shmem_short_g(const short *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+short shmem_ctx_short_g(shmem_ctx_t ctx, const short *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_short_iput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_short_iput(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_short_iget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_short_iget(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_short_ibput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_short_ibput(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_short_ibget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_short_ibget(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_short_put_signal(short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_short_put_signal(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_short_put_signal_nbi(short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_short_put_signal_nbi(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int_put(int *dest, const int *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_int_put(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_int_get(int *dest, const int *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_int_get(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_int_put_nbi(int *dest, const int *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_int_put_nbi(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_int_get_nbi(int *dest, const int *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_int_get_nbi(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_int_p(int *dest, int value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_int_p(shmem_ctx_t ctx, int *dest, int value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 int shmem_int_g(const int *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+int shmem_ctx_int_g(shmem_ctx_t ctx, const int *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_int_iput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_int_iput(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_int_iget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_int_iget(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int_ibput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_int_ibput(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int_ibget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_int_ibget(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_int_put_signal(int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_int_put_signal(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_int_put_signal_nbi(int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_int_put_signal_nbi(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_long_put(long *dest, const long *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_long_put(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_long_get(long *dest, const long *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_long_get(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_long_put_nbi(long *dest, const long *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_long_put_nbi(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_long_get_nbi(long *dest, const long *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_long_get_nbi(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_long_p(long *dest, long value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_long_p(shmem_ctx_t ctx, long *dest, long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 long shmem_long_g(const long *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+long shmem_ctx_long_g(shmem_ctx_t ctx, const long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_long_iput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_long_iput(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_long_iget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_long_iget(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_long_ibput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_long_ibput(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_long_ibget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_long_ibget(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_long_put_signal(long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_long_put_signal(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_long_put_signal_nbi(long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_long_put_signal_nbi(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_longlong_put(long long *dest, const long long *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_longlong_put(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_longlong_get(long long *dest, const long long *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_longlong_get(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_longlong_put_nbi(long long *dest, const long long *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_longlong_put_nbi(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_longlong_get_nbi(long long *dest, const long long *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_longlong_get_nbi(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_longlong_p(long long *dest, long long value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_longlong_p(shmem_ctx_t ctx, long long *dest, long long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 long long shmem_longlong_g(const long long *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+long long shmem_ctx_longlong_g(shmem_ctx_t ctx, const long long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_longlong_iput(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_longlong_iput(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_longlong_iget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_longlong_iget(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_longlong_ibput(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_longlong_ibput(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_longlong_ibget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_longlong_ibget(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_longlong_put_signal(long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_longlong_put_signal(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_longlong_put_signal_nbi(long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_longlong_put_signal_nbi(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uchar_put(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_uchar_put(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_uchar_get(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_uchar_get(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_uchar_put_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_uchar_put_nbi(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_uchar_get_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_uchar_get_nbi(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_uchar_p(unsigned char *dest, unsigned char value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_uchar_p(shmem_ctx_t ctx, unsigned char *dest, unsigned char value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 unsigned char shmem_uchar_g(const unsigned char *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+unsigned char shmem_ctx_uchar_g(shmem_ctx_t ctx, const unsigned char *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_uchar_iput(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_uchar_iput(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_uchar_iget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_uchar_iget(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uchar_ibput(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_uchar_ibput(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uchar_ibget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_uchar_ibget(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_uchar_put_signal(unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_uchar_put_signal(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_uchar_put_signal_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_uchar_put_signal_nbi(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ushort_put(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_ushort_put(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_ushort_get(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_ushort_get(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_ushort_put_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_ushort_put_nbi(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_ushort_get_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_ushort_get_nbi(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_ushort_p(unsigned short *dest, unsigned short value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_ushort_p(shmem_ctx_t ctx, unsigned short *dest, unsigned short value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 unsigned short shmem_ushort_g(const unsigned short *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+unsigned short shmem_ctx_ushort_g(shmem_ctx_t ctx, const unsigned short *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_ushort_iput(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_ushort_iput(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_ushort_iget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_ushort_iget(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ushort_ibput(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_ushort_ibput(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ushort_ibget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_ushort_ibget(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_ushort_put_signal(unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_ushort_put_signal(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_ushort_put_signal_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_ushort_put_signal_nbi(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint_put(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_uint_put(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_uint_get(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_uint_get(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_uint_put_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_uint_put_nbi(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_uint_get_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_uint_get_nbi(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_uint_p(unsigned int *dest, unsigned int value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_uint_p(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 unsigned int shmem_uint_g(const unsigned int *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+unsigned int shmem_ctx_uint_g(shmem_ctx_t ctx, const unsigned int *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_uint_iput(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_uint_iput(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_uint_iget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_uint_iget(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint_ibput(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_uint_ibput(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint_ibget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_uint_ibget(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_uint_put_signal(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_uint_put_signal(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_uint_put_signal_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_uint_put_signal_nbi(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ulong_put(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_ulong_put(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_ulong_get(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_ulong_get(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_ulong_put_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_ulong_put_nbi(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_ulong_get_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_ulong_get_nbi(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_ulong_p(unsigned long *dest, unsigned long value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_ulong_p(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 unsigned long shmem_ulong_g(const unsigned long *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+unsigned long shmem_ctx_ulong_g(shmem_ctx_t ctx, const unsigned long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_ulong_iput(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_ulong_iput(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_ulong_iget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_ulong_iget(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ulong_ibput(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_ulong_ibput(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ulong_ibget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_ulong_ibget(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_ulong_put_signal(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_ulong_put_signal(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_ulong_put_signal_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_ulong_put_signal_nbi(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ulonglong_put(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_ulonglong_put(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_ulonglong_get(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_ulonglong_get(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_ulonglong_put_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_ulonglong_put_nbi(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_ulonglong_get_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_ulonglong_get_nbi(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_ulonglong_p(unsigned long long *dest, unsigned long long value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_ulonglong_p(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 unsigned long long shmem_ulonglong_g(const unsigned long long *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+unsigned long long shmem_ctx_ulonglong_g(shmem_ctx_t ctx, const unsigned long long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_ulonglong_iput(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_ulonglong_iput(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_ulonglong_iget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_ulonglong_iget(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ulonglong_ibput(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_ulonglong_ibput(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ulonglong_ibget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_ulonglong_ibget(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_ulonglong_put_signal(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_ulonglong_put_signal(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_ulonglong_put_signal_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_ulonglong_put_signal_nbi(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int8_put(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_int8_put(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_int8_get(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_int8_get(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_int8_put_nbi(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_int8_put_nbi(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_int8_get_nbi(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_int8_get_nbi(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_int8_p(int8_t *dest, int8_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_int8_p(shmem_ctx_t ctx, int8_t *dest, int8_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 int8_t shmem_int8_g(const int8_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+int8_t shmem_ctx_int8_g(shmem_ctx_t ctx, const int8_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_int8_iput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_int8_iput(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_int8_iget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_int8_iget(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int8_ibput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_int8_ibput(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int8_ibget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_int8_ibget(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_int8_put_signal(int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_int8_put_signal(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_int8_put_signal_nbi(int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_int8_put_signal_nbi(shmem_ctx_t ctx, int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int16_put(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_int16_put(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_int16_get(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_int16_get(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_int16_put_nbi(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_int16_put_nbi(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_int16_get_nbi(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_int16_get_nbi(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_int16_p(int16_t *dest, int16_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_int16_p(shmem_ctx_t ctx, int16_t *dest, int16_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 int16_t shmem_int16_g(const int16_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+int16_t shmem_ctx_int16_g(shmem_ctx_t ctx, const int16_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_int16_iput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_int16_iput(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_int16_iget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_int16_iget(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int16_ibput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_int16_ibput(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int16_ibget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_int16_ibget(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_int16_put_signal(int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_int16_put_signal(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_int16_put_signal_nbi(int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_int16_put_signal_nbi(shmem_ctx_t ctx, int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int32_put(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_int32_put(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_int32_get(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_int32_get(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_int32_put_nbi(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_int32_put_nbi(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_int32_get_nbi(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_int32_get_nbi(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_int32_p(int32_t *dest, int32_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_int32_p(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 int32_t shmem_int32_g(const int32_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+int32_t shmem_ctx_int32_g(shmem_ctx_t ctx, const int32_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_int32_iput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_int32_iput(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_int32_iget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_int32_iget(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int32_ibput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_int32_ibput(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int32_ibget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_int32_ibget(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_int32_put_signal(int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_int32_put_signal(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_int32_put_signal_nbi(int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_int32_put_signal_nbi(shmem_ctx_t ctx, int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_int64_put(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_int64_put(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_int64_get(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_int64_get(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_int64_put_nbi(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_int64_put_nbi(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_int64_get_nbi(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_int64_get_nbi(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_int64_p(int64_t *dest, int64_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_int64_p(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 int64_t shmem_int64_g(const int64_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+int64_t shmem_ctx_int64_g(shmem_ctx_t ctx, const int64_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_int64_iput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_int64_iput(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_int64_iget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_int64_iget(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_int64_ibput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_int64_ibput(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_int64_ibget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_int64_ibget(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_int64_put_signal(int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_int64_put_signal(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_int64_put_signal_nbi(int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_int64_put_signal_nbi(shmem_ctx_t ctx, int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint8_put(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_uint8_put(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_uint8_get(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_uint8_get(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_uint8_put_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_uint8_put_nbi(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_uint8_get_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_uint8_get_nbi(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_uint8_p(uint8_t *dest, uint8_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_uint8_p(shmem_ctx_t ctx, uint8_t *dest, uint8_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 uint8_t shmem_uint8_g(const uint8_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+uint8_t shmem_ctx_uint8_g(shmem_ctx_t ctx, const uint8_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_uint8_iput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_uint8_iput(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_uint8_iget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_uint8_iget(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint8_ibput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_uint8_ibput(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint8_ibget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_uint8_ibget(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_uint8_put_signal(uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_uint8_put_signal(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_uint8_put_signal_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_uint8_put_signal_nbi(shmem_ctx_t ctx, uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint16_put(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_uint16_put(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_uint16_get(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_uint16_get(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_uint16_put_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_uint16_put_nbi(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_uint16_get_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_uint16_get_nbi(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_uint16_p(uint16_t *dest, uint16_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_uint16_p(shmem_ctx_t ctx, uint16_t *dest, uint16_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 uint16_t shmem_uint16_g(const uint16_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+uint16_t shmem_ctx_uint16_g(shmem_ctx_t ctx, const uint16_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_uint16_iput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_uint16_iput(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_uint16_iget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_uint16_iget(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint16_ibput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_uint16_ibput(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint16_ibget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_uint16_ibget(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_uint16_put_signal(uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_uint16_put_signal(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_uint16_put_signal_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_uint16_put_signal_nbi(shmem_ctx_t ctx, uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint32_put(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_uint32_put(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_uint32_get(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_uint32_get(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_uint32_put_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_uint32_put_nbi(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_uint32_get_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_uint32_get_nbi(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_uint32_p(uint32_t *dest, uint32_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_uint32_p(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 uint32_t shmem_uint32_g(const uint32_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+uint32_t shmem_ctx_uint32_g(shmem_ctx_t ctx, const uint32_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_uint32_iput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_uint32_iput(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_uint32_iget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_uint32_iget(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint32_ibput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_uint32_ibput(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint32_ibget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_uint32_ibget(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_uint32_put_signal(uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_uint32_put_signal(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_uint32_put_signal_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_uint32_put_signal_nbi(shmem_ctx_t ctx, uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_uint64_put(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_uint64_put(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_uint64_get(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_uint64_get(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_uint64_put_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_uint64_put_nbi(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_uint64_get_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_uint64_get_nbi(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_uint64_p(uint64_t *dest, uint64_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_uint64_p(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 uint64_t shmem_uint64_g(const uint64_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+uint64_t shmem_ctx_uint64_g(shmem_ctx_t ctx, const uint64_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_uint64_iput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_uint64_iput(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_uint64_iget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_uint64_iget(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_uint64_ibput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_uint64_ibput(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_uint64_ibget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_uint64_ibget(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_uint64_put_signal(uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_uint64_put_signal(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_uint64_put_signal_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_uint64_put_signal_nbi(shmem_ctx_t ctx, uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_size_put(size_t *dest, const size_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_size_put(shmem_ctx_t ctx, size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_size_get(size_t *dest, const size_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_size_get(shmem_ctx_t ctx, size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_size_put_nbi(size_t *dest, const size_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_size_put_nbi(shmem_ctx_t ctx, size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_size_get_nbi(size_t *dest, const size_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_size_get_nbi(shmem_ctx_t ctx, size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_size_p(size_t *dest, size_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_size_p(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 size_t shmem_size_g(const size_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+size_t shmem_ctx_size_g(shmem_ctx_t ctx, const size_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_size_iput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_size_iput(shmem_ctx_t ctx, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_size_iget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_size_iget(shmem_ctx_t ctx, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_size_ibput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_size_ibput(shmem_ctx_t ctx, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_size_ibget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_size_ibget(shmem_ctx_t ctx, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_size_put_signal(size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_size_put_signal(shmem_ctx_t ctx, size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_size_put_signal_nbi(size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_size_put_signal_nbi(shmem_ctx_t ctx, size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
 void shmem_ptrdiff_put(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_ptrdiff_put(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
 void shmem_ptrdiff_get(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_ptrdiff_get(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
 void shmem_ptrdiff_put_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_ptrdiff_put_nbi(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
 void shmem_ptrdiff_get_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_ptrdiff_get_nbi(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
 void shmem_ptrdiff_p(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_ptrdiff_p(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
 ptrdiff_t shmem_ptrdiff_g(const ptrdiff_t *source, int pe);
+/** Loads one element from source on pe (§9.5.5). */
+ptrdiff_t shmem_ctx_ptrdiff_g(shmem_ctx_t ctx, const ptrdiff_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
 void shmem_ptrdiff_iput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_ptrdiff_iput(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
 void shmem_ptrdiff_iget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_ptrdiff_iget(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
 void shmem_ptrdiff_ibput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_ptrdiff_ibput(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
 void shmem_ptrdiff_ibget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_ptrdiff_ibget(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
 void shmem_ptrdiff_put_signal(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_ptrdiff_put_signal(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_ptrdiff_put_signal_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_ptrdiff_put_signal_nbi(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 float shmem_float_atomic_fetch(const float *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+float shmem_ctx_float_atomic_fetch(shmem_ctx_t ctx, const float *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_float_atomic_set(float *dest, float value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_float_atomic_set(shmem_ctx_t ctx, float *dest, float value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 float shmem_float_atomic_swap(float *dest, float value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+float shmem_ctx_float_atomic_swap(shmem_ctx_t ctx, float *dest, float value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_float_atomic_fetch_nbi(float *fetch, const float *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_float_atomic_fetch_nbi(shmem_ctx_t ctx, float *fetch, const float *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_float_atomic_swap_nbi(float *fetch, float *dest, float value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_float_atomic_swap_nbi(shmem_ctx_t ctx, float *fetch, float *dest, float value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 double shmem_double_atomic_fetch(const double *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+double shmem_ctx_double_atomic_fetch(shmem_ctx_t ctx, const double *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_double_atomic_set(double *dest, double value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_double_atomic_set(shmem_ctx_t ctx, double *dest, double value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 double shmem_double_atomic_swap(double *dest, double value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+double shmem_ctx_double_atomic_swap(shmem_ctx_t ctx, double *dest, double value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_double_atomic_fetch_nbi(double *fetch, const double *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_double_atomic_fetch_nbi(shmem_ctx_t ctx, double *fetch, const double *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_double_atomic_swap_nbi(double *fetch, double *dest, double value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_double_atomic_swap_nbi(shmem_ctx_t ctx, double *fetch, double *dest, double value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 signed char shmem_schar_atomic_fetch(const signed char *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+signed char shmem_ctx_schar_atomic_fetch(shmem_ctx_t ctx, const signed char *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_schar_atomic_set(signed char *dest, signed char value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_schar_atomic_set(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 signed char shmem_schar_atomic_swap(signed char *dest, signed char value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+signed char shmem_ctx_schar_atomic_swap(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_schar_atomic_fetch_nbi(signed char *fetch, const signed char *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_schar_atomic_fetch_nbi(shmem_ctx_t ctx, signed char *fetch, const signed char *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_schar_atomic_swap_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_schar_atomic_swap_nbi(shmem_ctx_t ctx, signed char *fetch, signed char *dest, signed char value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 int shmem_int_atomic_fetch(const int *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+int shmem_ctx_int_atomic_fetch(shmem_ctx_t ctx, const int *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_int_atomic_set(int *dest, int value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_int_atomic_set(shmem_ctx_t ctx, int *dest, int value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 int shmem_int_atomic_swap(int *dest, int value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+int shmem_ctx_int_atomic_swap(shmem_ctx_t ctx, int *dest, int value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_int_atomic_fetch_nbi(int *fetch, const int *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_int_atomic_fetch_nbi(shmem_ctx_t ctx, int *fetch, const int *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_int_atomic_swap_nbi(int *fetch, int *dest, int value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_int_atomic_swap_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 long shmem_long_atomic_fetch(const long *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+long shmem_ctx_long_atomic_fetch(shmem_ctx_t ctx, const long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_long_atomic_set(long *dest, long value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_long_atomic_set(shmem_ctx_t ctx, long *dest, long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 long shmem_long_atomic_swap(long *dest, long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+long shmem_ctx_long_atomic_swap(shmem_ctx_t ctx, long *dest, long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_long_atomic_fetch_nbi(long *fetch, const long *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_long_atomic_fetch_nbi(shmem_ctx_t ctx, long *fetch, const long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_long_atomic_swap_nbi(long *fetch, long *dest, long value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_long_atomic_swap_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 long long shmem_longlong_atomic_fetch(const long long *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+long long shmem_ctx_longlong_atomic_fetch(shmem_ctx_t ctx, const long long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_longlong_atomic_set(long long *dest, long long value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_longlong_atomic_set(shmem_ctx_t ctx, long long *dest, long long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 long long shmem_longlong_atomic_swap(long long *dest, long long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+long long shmem_ctx_longlong_atomic_swap(shmem_ctx_t ctx, long long *dest, long long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_longlong_atomic_fetch_nbi(long long *fetch, const long long *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_longlong_atomic_fetch_nbi(shmem_ctx_t ctx, long long *fetch, const long long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_longlong_atomic_swap_nbi(long long *fetch, long long *dest, long long value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_longlong_atomic_swap_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, long long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 unsigned int shmem_uint_atomic_fetch(const unsigned int *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+unsigned int shmem_ctx_uint_atomic_fetch(shmem_ctx_t ctx, const unsigned int *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_uint_atomic_set(unsigned int *dest, unsigned int value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_uint_atomic_set(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 unsigned int shmem_uint_atomic_swap(unsigned int *dest, unsigned int value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+unsigned int shmem_ctx_uint_atomic_swap(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_uint_atomic_fetch_nbi(unsigned int *fetch, const unsigned int *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_uint_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned int *fetch, const unsigned int *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_uint_atomic_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_uint_atomic_swap_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 unsigned long shmem_ulong_atomic_fetch(const unsigned long *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+unsigned long shmem_ctx_ulong_atomic_fetch(shmem_ctx_t ctx, const unsigned long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_ulong_atomic_set(unsigned long *dest, unsigned long value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_ulong_atomic_set(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 unsigned long shmem_ulong_atomic_swap(unsigned long *dest, unsigned long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+unsigned long shmem_ctx_ulong_atomic_swap(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_ulong_atomic_fetch_nbi(unsigned long *fetch, const unsigned long *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_ulong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long *fetch, const unsigned long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_ulong_atomic_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_ulong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 unsigned long long shmem_ulonglong_atomic_fetch(const unsigned long long *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+unsigned long long shmem_ctx_ulonglong_atomic_fetch(shmem_ctx_t ctx, const unsigned long long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_ulonglong_atomic_set(unsigned long long *dest, unsigned long long value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_ulonglong_atomic_set(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 unsigned long long shmem_ulonglong_atomic_swap(unsigned long long *dest, unsigned long long value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+unsigned long long shmem_ctx_ulonglong_atomic_swap(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_ulonglong_atomic_fetch_nbi(unsigned long long *fetch, const unsigned long long *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_ulonglong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long long *fetch, const unsigned long long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_ulonglong_atomic_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_ulonglong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 int32_t shmem_int32_atomic_fetch(const int32_t *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+int32_t shmem_ctx_int32_atomic_fetch(shmem_ctx_t ctx, const int32_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_int32_atomic_set(int32_t *dest, int32_t value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_int32_atomic_set(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 int32_t shmem_int32_atomic_swap(int32_t *dest, int32_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+int32_t shmem_ctx_int32_atomic_swap(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_int32_atomic_fetch_nbi(int32_t *fetch, const int32_t *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_int32_atomic_fetch_nbi(shmem_ctx_t ctx, int32_t *fetch, const int32_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_int32_atomic_swap_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_int32_atomic_swap_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 int64_t shmem_int64_atomic_fetch(const int64_t *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+int64_t shmem_ctx_int64_atomic_fetch(shmem_ctx_t ctx, const int64_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_int64_atomic_set(int64_t *dest, int64_t value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_int64_atomic_set(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 int64_t shmem_int64_atomic_swap(int64_t *dest, int64_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+int64_t shmem_ctx_int64_atomic_swap(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_int64_atomic_fetch_nbi(int64_t *fetch, const int64_t *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_int64_atomic_fetch_nbi(shmem_ctx_t ctx, int64_t *fetch, const int64_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_int64_atomic_swap_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_int64_atomic_swap_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 uint32_t shmem_uint32_atomic_fetch(const uint32_t *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+uint32_t shmem_ctx_uint32_atomic_fetch(shmem_ctx_t ctx, const uint32_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_uint32_atomic_set(uint32_t *dest, uint32_t value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_uint32_atomic_set(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 uint32_t shmem_uint32_atomic_swap(uint32_t *dest, uint32_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+uint32_t shmem_ctx_uint32_atomic_swap(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_uint32_atomic_fetch_nbi(uint32_t *fetch, const uint32_t *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_uint32_atomic_fetch_nbi(shmem_ctx_t ctx, uint32_t *fetch, const uint32_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_uint32_atomic_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_uint32_atomic_swap_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 uint64_t shmem_uint64_atomic_fetch(const uint64_t *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+uint64_t shmem_ctx_uint64_atomic_fetch(shmem_ctx_t ctx, const uint64_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_uint64_atomic_set(uint64_t *dest, uint64_t value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_uint64_atomic_set(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 uint64_t shmem_uint64_atomic_swap(uint64_t *dest, uint64_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+uint64_t shmem_ctx_uint64_atomic_swap(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_uint64_atomic_fetch_nbi(uint64_t *fetch, const uint64_t *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_uint64_atomic_fetch_nbi(shmem_ctx_t ctx, uint64_t *fetch, const uint64_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_uint64_atomic_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_uint64_atomic_swap_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 size_t shmem_size_atomic_fetch(const size_t *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+size_t shmem_ctx_size_atomic_fetch(shmem_ctx_t ctx, const size_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_size_atomic_set(size_t *dest, size_t value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_size_atomic_set(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 size_t shmem_size_atomic_swap(size_t *dest, size_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+size_t shmem_ctx_size_atomic_swap(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_size_atomic_fetch_nbi(size_t *fetch, const size_t *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_size_atomic_fetch_nbi(shmem_ctx_t ctx, size_t *fetch, const size_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_size_atomic_swap_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_size_atomic_swap_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
 ptrdiff_t shmem_ptrdiff_atomic_fetch(const ptrdiff_t *source, int pe);
+/** Atomically reads source on pe (§9.7.1). */
+ptrdiff_t shmem_ctx_ptrdiff_atomic_fetch(shmem_ctx_t ctx, const ptrdiff_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
 void shmem_ptrdiff_atomic_set(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Atomically writes value to dest on pe (§9.7.2). */
+void shmem_ctx_ptrdiff_atomic_set(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
 ptrdiff_t shmem_ptrdiff_atomic_swap(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Atomically writes value, returns the old value (§9.7.4). */
+ptrdiff_t shmem_ctx_ptrdiff_atomic_swap(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
 void shmem_ptrdiff_atomic_fetch_nbi(ptrdiff_t *fetch, const ptrdiff_t *source, int pe);
+/** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
+void shmem_ctx_ptrdiff_atomic_fetch_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, const ptrdiff_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
 void shmem_ptrdiff_atomic_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Non-blocking swap (§9.7.4). */
+void shmem_ctx_ptrdiff_atomic_swap_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 signed char shmem_schar_atomic_compare_swap(signed char *dest, signed char cond, signed char value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+signed char shmem_ctx_schar_atomic_compare_swap(shmem_ctx_t ctx, signed char *dest, signed char cond, signed char value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 signed char shmem_schar_atomic_fetch_inc(signed char *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+signed char shmem_ctx_schar_atomic_fetch_inc(shmem_ctx_t ctx, signed char *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_schar_atomic_inc(signed char *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_schar_atomic_inc(shmem_ctx_t ctx, signed char *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 signed char shmem_schar_atomic_fetch_add(signed char *dest, signed char value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+signed char shmem_ctx_schar_atomic_fetch_add(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_schar_atomic_add(signed char *dest, signed char value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_schar_atomic_add(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_schar_atomic_compare_swap_nbi(signed char *fetch, signed char *dest, signed char cond, signed char value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_schar_atomic_compare_swap_nbi(shmem_ctx_t ctx, signed char *fetch, signed char *dest, signed char cond, signed char value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_schar_atomic_fetch_inc_nbi(signed char *fetch, signed char *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_schar_atomic_fetch_inc_nbi(shmem_ctx_t ctx, signed char *fetch, signed char *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_schar_atomic_fetch_add_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_schar_atomic_fetch_add_nbi(shmem_ctx_t ctx, signed char *fetch, signed char *dest, signed char value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 int shmem_int_atomic_compare_swap(int *dest, int cond, int value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+int shmem_ctx_int_atomic_compare_swap(shmem_ctx_t ctx, int *dest, int cond, int value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 int shmem_int_atomic_fetch_inc(int *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+int shmem_ctx_int_atomic_fetch_inc(shmem_ctx_t ctx, int *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_int_atomic_inc(int *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_int_atomic_inc(shmem_ctx_t ctx, int *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 int shmem_int_atomic_fetch_add(int *dest, int value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+int shmem_ctx_int_atomic_fetch_add(shmem_ctx_t ctx, int *dest, int value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_int_atomic_add(int *dest, int value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_int_atomic_add(shmem_ctx_t ctx, int *dest, int value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_int_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_int_atomic_compare_swap_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int cond, int value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_int_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_int_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_int_atomic_fetch_add_nbi(int *fetch, int *dest, int value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_int_atomic_fetch_add_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 long shmem_long_atomic_compare_swap(long *dest, long cond, long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+long shmem_ctx_long_atomic_compare_swap(shmem_ctx_t ctx, long *dest, long cond, long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 long shmem_long_atomic_fetch_inc(long *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+long shmem_ctx_long_atomic_fetch_inc(shmem_ctx_t ctx, long *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_long_atomic_inc(long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_long_atomic_inc(shmem_ctx_t ctx, long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 long shmem_long_atomic_fetch_add(long *dest, long value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+long shmem_ctx_long_atomic_fetch_add(shmem_ctx_t ctx, long *dest, long value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_long_atomic_add(long *dest, long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_long_atomic_add(shmem_ctx_t ctx, long *dest, long value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_long_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_long_atomic_compare_swap_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long cond, long value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_long_atomic_fetch_inc_nbi(long *fetch, long *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_long_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long *fetch, long *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_long_atomic_fetch_add_nbi(long *fetch, long *dest, long value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_long_atomic_fetch_add_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 long long shmem_longlong_atomic_compare_swap(long long *dest, long long cond, long long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+long long shmem_ctx_longlong_atomic_compare_swap(shmem_ctx_t ctx, long long *dest, long long cond, long long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 long long shmem_longlong_atomic_fetch_inc(long long *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+long long shmem_ctx_longlong_atomic_fetch_inc(shmem_ctx_t ctx, long long *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_longlong_atomic_inc(long long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_longlong_atomic_inc(shmem_ctx_t ctx, long long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 long long shmem_longlong_atomic_fetch_add(long long *dest, long long value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+long long shmem_ctx_longlong_atomic_fetch_add(shmem_ctx_t ctx, long long *dest, long long value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_longlong_atomic_add(long long *dest, long long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_longlong_atomic_add(shmem_ctx_t ctx, long long *dest, long long value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_longlong_atomic_compare_swap_nbi(long long *fetch, long long *dest, long long cond, long long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_longlong_atomic_compare_swap_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, long long cond, long long value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_longlong_atomic_fetch_inc_nbi(long long *fetch, long long *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_longlong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_longlong_atomic_fetch_add_nbi(long long *fetch, long long *dest, long long value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_longlong_atomic_fetch_add_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest, long long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 unsigned int shmem_uint_atomic_compare_swap(unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+unsigned int shmem_ctx_uint_atomic_compare_swap(shmem_ctx_t ctx, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 unsigned int shmem_uint_atomic_fetch_inc(unsigned int *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+unsigned int shmem_ctx_uint_atomic_fetch_inc(shmem_ctx_t ctx, unsigned int *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_uint_atomic_inc(unsigned int *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_uint_atomic_inc(shmem_ctx_t ctx, unsigned int *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 unsigned int shmem_uint_atomic_fetch_add(unsigned int *dest, unsigned int value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+unsigned int shmem_ctx_uint_atomic_fetch_add(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_uint_atomic_add(unsigned int *dest, unsigned int value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_uint_atomic_add(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_uint_atomic_compare_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_uint_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_uint_atomic_fetch_inc_nbi(unsigned int *fetch, unsigned int *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_uint_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_uint_atomic_fetch_add_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_uint_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 unsigned long shmem_ulong_atomic_compare_swap(unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+unsigned long shmem_ctx_ulong_atomic_compare_swap(shmem_ctx_t ctx, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 unsigned long shmem_ulong_atomic_fetch_inc(unsigned long *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+unsigned long shmem_ctx_ulong_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_ulong_atomic_inc(unsigned long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_ulong_atomic_inc(shmem_ctx_t ctx, unsigned long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 unsigned long shmem_ulong_atomic_fetch_add(unsigned long *dest, unsigned long value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+unsigned long shmem_ctx_ulong_atomic_fetch_add(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_ulong_atomic_add(unsigned long *dest, unsigned long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_ulong_atomic_add(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_ulong_atomic_compare_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_ulong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_ulong_atomic_fetch_inc_nbi(unsigned long *fetch, unsigned long *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_ulong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_ulong_atomic_fetch_add_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_ulong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 unsigned long long shmem_ulonglong_atomic_compare_swap(unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+unsigned long long shmem_ctx_ulonglong_atomic_compare_swap(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 unsigned long long shmem_ulonglong_atomic_fetch_inc(unsigned long long *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_inc(shmem_ctx_t ctx, unsigned long long *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_ulonglong_atomic_inc(unsigned long long *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_ulonglong_atomic_inc(shmem_ctx_t ctx, unsigned long long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 unsigned long long shmem_ulonglong_atomic_fetch_add(unsigned long long *dest, unsigned long long value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_add(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_ulonglong_atomic_add(unsigned long long *dest, unsigned long long value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_ulonglong_atomic_add(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_ulonglong_atomic_compare_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_ulonglong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_ulonglong_atomic_fetch_inc_nbi(unsigned long long *fetch, unsigned long long *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_ulonglong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_ulonglong_atomic_fetch_add_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_ulonglong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 int32_t shmem_int32_atomic_compare_swap(int32_t *dest, int32_t cond, int32_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+int32_t shmem_ctx_int32_atomic_compare_swap(shmem_ctx_t ctx, int32_t *dest, int32_t cond, int32_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 int32_t shmem_int32_atomic_fetch_inc(int32_t *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+int32_t shmem_ctx_int32_atomic_fetch_inc(shmem_ctx_t ctx, int32_t *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_int32_atomic_inc(int32_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_int32_atomic_inc(shmem_ctx_t ctx, int32_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 int32_t shmem_int32_atomic_fetch_add(int32_t *dest, int32_t value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+int32_t shmem_ctx_int32_atomic_fetch_add(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_int32_atomic_add(int32_t *dest, int32_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_int32_atomic_add(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_int32_atomic_compare_swap_nbi(int32_t *fetch, int32_t *dest, int32_t cond, int32_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_int32_atomic_compare_swap_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t cond, int32_t value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_int32_atomic_fetch_inc_nbi(int32_t *fetch, int32_t *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_int32_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_int32_atomic_fetch_add_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_int32_atomic_fetch_add_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 int64_t shmem_int64_atomic_compare_swap(int64_t *dest, int64_t cond, int64_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+int64_t shmem_ctx_int64_atomic_compare_swap(shmem_ctx_t ctx, int64_t *dest, int64_t cond, int64_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 int64_t shmem_int64_atomic_fetch_inc(int64_t *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+int64_t shmem_ctx_int64_atomic_fetch_inc(shmem_ctx_t ctx, int64_t *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_int64_atomic_inc(int64_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_int64_atomic_inc(shmem_ctx_t ctx, int64_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 int64_t shmem_int64_atomic_fetch_add(int64_t *dest, int64_t value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+int64_t shmem_ctx_int64_atomic_fetch_add(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_int64_atomic_add(int64_t *dest, int64_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_int64_atomic_add(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_int64_atomic_compare_swap_nbi(int64_t *fetch, int64_t *dest, int64_t cond, int64_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_int64_atomic_compare_swap_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t cond, int64_t value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_int64_atomic_fetch_inc_nbi(int64_t *fetch, int64_t *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_int64_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_int64_atomic_fetch_add_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_int64_atomic_fetch_add_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 uint32_t shmem_uint32_atomic_compare_swap(uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+uint32_t shmem_ctx_uint32_atomic_compare_swap(shmem_ctx_t ctx, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 uint32_t shmem_uint32_atomic_fetch_inc(uint32_t *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+uint32_t shmem_ctx_uint32_atomic_fetch_inc(shmem_ctx_t ctx, uint32_t *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_uint32_atomic_inc(uint32_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_uint32_atomic_inc(shmem_ctx_t ctx, uint32_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 uint32_t shmem_uint32_atomic_fetch_add(uint32_t *dest, uint32_t value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+uint32_t shmem_ctx_uint32_atomic_fetch_add(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_uint32_atomic_add(uint32_t *dest, uint32_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_uint32_atomic_add(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_uint32_atomic_compare_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_uint32_atomic_compare_swap_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_uint32_atomic_fetch_inc_nbi(uint32_t *fetch, uint32_t *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_uint32_atomic_fetch_inc_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_uint32_atomic_fetch_add_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_uint32_atomic_fetch_add_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 uint64_t shmem_uint64_atomic_compare_swap(uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+uint64_t shmem_ctx_uint64_atomic_compare_swap(shmem_ctx_t ctx, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 uint64_t shmem_uint64_atomic_fetch_inc(uint64_t *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+uint64_t shmem_ctx_uint64_atomic_fetch_inc(shmem_ctx_t ctx, uint64_t *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_uint64_atomic_inc(uint64_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_uint64_atomic_inc(shmem_ctx_t ctx, uint64_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 uint64_t shmem_uint64_atomic_fetch_add(uint64_t *dest, uint64_t value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+uint64_t shmem_ctx_uint64_atomic_fetch_add(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_uint64_atomic_add(uint64_t *dest, uint64_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_uint64_atomic_add(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_uint64_atomic_compare_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_uint64_atomic_compare_swap_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_uint64_atomic_fetch_inc_nbi(uint64_t *fetch, uint64_t *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_uint64_atomic_fetch_inc_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_uint64_atomic_fetch_add_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_uint64_atomic_fetch_add_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 size_t shmem_size_atomic_compare_swap(size_t *dest, size_t cond, size_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+size_t shmem_ctx_size_atomic_compare_swap(shmem_ctx_t ctx, size_t *dest, size_t cond, size_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 size_t shmem_size_atomic_fetch_inc(size_t *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+size_t shmem_ctx_size_atomic_fetch_inc(shmem_ctx_t ctx, size_t *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_size_atomic_inc(size_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_size_atomic_inc(shmem_ctx_t ctx, size_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 size_t shmem_size_atomic_fetch_add(size_t *dest, size_t value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+size_t shmem_ctx_size_atomic_fetch_add(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_size_atomic_add(size_t *dest, size_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_size_atomic_add(shmem_ctx_t ctx, size_t *dest, size_t value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_size_atomic_compare_swap_nbi(size_t *fetch, size_t *dest, size_t cond, size_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_size_atomic_compare_swap_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t cond, size_t value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_size_atomic_fetch_inc_nbi(size_t *fetch, size_t *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_size_atomic_fetch_inc_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_size_atomic_fetch_add_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_size_atomic_fetch_add_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
 ptrdiff_t shmem_ptrdiff_atomic_compare_swap(ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+/** Writes value if dest equals cond; returns the old value (§9.7.3). */
+ptrdiff_t shmem_ctx_ptrdiff_atomic_compare_swap(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
 ptrdiff_t shmem_ptrdiff_atomic_fetch_inc(ptrdiff_t *dest, int pe);
+/** Increments, returns the old value (§9.7.5). */
+ptrdiff_t shmem_ctx_ptrdiff_atomic_fetch_inc(shmem_ctx_t ctx, ptrdiff_t *dest, int pe);
 /** Increments (§9.7.6). */
 void shmem_ptrdiff_atomic_inc(ptrdiff_t *dest, int pe);
+/** Increments (§9.7.6). */
+void shmem_ctx_ptrdiff_atomic_inc(shmem_ctx_t ctx, ptrdiff_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
 ptrdiff_t shmem_ptrdiff_atomic_fetch_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Adds value, returns the old value (§9.7.7). */
+ptrdiff_t shmem_ctx_ptrdiff_atomic_fetch_add(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Adds value (§9.7.8). */
 void shmem_ptrdiff_atomic_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Adds value (§9.7.8). */
+void shmem_ctx_ptrdiff_atomic_add(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Non-blocking compare_swap. */
 void shmem_ptrdiff_atomic_compare_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+/** Non-blocking compare_swap. */
+void shmem_ctx_ptrdiff_atomic_compare_swap_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
 /** Non-blocking fetch_inc. */
 void shmem_ptrdiff_atomic_fetch_inc_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, int pe);
+/** Non-blocking fetch_inc. */
+void shmem_ctx_ptrdiff_atomic_fetch_inc_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, int pe);
 /** Non-blocking fetch_add. */
 void shmem_ptrdiff_atomic_fetch_add_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+/** Non-blocking fetch_add. */
+void shmem_ctx_ptrdiff_atomic_fetch_add_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 signed char shmem_schar_atomic_fetch_and(signed char *dest, signed char value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+signed char shmem_ctx_schar_atomic_fetch_and(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_schar_atomic_and(signed char *dest, signed char value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_schar_atomic_and(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 signed char shmem_schar_atomic_fetch_or(signed char *dest, signed char value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+signed char shmem_ctx_schar_atomic_fetch_or(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_schar_atomic_or(signed char *dest, signed char value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_schar_atomic_or(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 signed char shmem_schar_atomic_fetch_xor(signed char *dest, signed char value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+signed char shmem_ctx_schar_atomic_fetch_xor(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_schar_atomic_xor(signed char *dest, signed char value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_schar_atomic_xor(shmem_ctx_t ctx, signed char *dest, signed char value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_schar_atomic_fetch_and_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_schar_atomic_fetch_and_nbi(shmem_ctx_t ctx, signed char *fetch, signed char *dest, signed char value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_schar_atomic_fetch_or_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_schar_atomic_fetch_or_nbi(shmem_ctx_t ctx, signed char *fetch, signed char *dest, signed char value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_schar_atomic_fetch_xor_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_schar_atomic_fetch_xor_nbi(shmem_ctx_t ctx, signed char *fetch, signed char *dest, signed char value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 unsigned int shmem_uint_atomic_fetch_and(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+unsigned int shmem_ctx_uint_atomic_fetch_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_uint_atomic_and(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_uint_atomic_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 unsigned int shmem_uint_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+unsigned int shmem_ctx_uint_atomic_fetch_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_uint_atomic_or(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_uint_atomic_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 unsigned int shmem_uint_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+unsigned int shmem_ctx_uint_atomic_fetch_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_uint_atomic_xor(unsigned int *dest, unsigned int value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_uint_atomic_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_uint_atomic_fetch_and_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_uint_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_uint_atomic_fetch_or_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_uint_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_uint_atomic_fetch_xor_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_uint_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 unsigned long shmem_ulong_atomic_fetch_and(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+unsigned long shmem_ctx_ulong_atomic_fetch_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_ulong_atomic_and(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_ulong_atomic_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 unsigned long shmem_ulong_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+unsigned long shmem_ctx_ulong_atomic_fetch_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_ulong_atomic_or(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_ulong_atomic_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 unsigned long shmem_ulong_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+unsigned long shmem_ctx_ulong_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_ulong_atomic_xor(unsigned long *dest, unsigned long value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_ulong_atomic_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_ulong_atomic_fetch_and_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_ulong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_ulong_atomic_fetch_or_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_ulong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_ulong_atomic_fetch_xor_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_ulong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 unsigned long long shmem_ulonglong_atomic_fetch_and(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_ulonglong_atomic_and(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_ulonglong_atomic_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 unsigned long long shmem_ulonglong_atomic_fetch_or(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_ulonglong_atomic_or(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_ulonglong_atomic_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 unsigned long long shmem_ulonglong_atomic_fetch_xor(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+unsigned long long shmem_ctx_ulonglong_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_ulonglong_atomic_xor(unsigned long long *dest, unsigned long long value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_ulonglong_atomic_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_ulonglong_atomic_fetch_and_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_ulonglong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_ulonglong_atomic_fetch_or_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_ulonglong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_ulonglong_atomic_fetch_xor_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_ulonglong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 int32_t shmem_int32_atomic_fetch_and(int32_t *dest, int32_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+int32_t shmem_ctx_int32_atomic_fetch_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_int32_atomic_and(int32_t *dest, int32_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_int32_atomic_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 int32_t shmem_int32_atomic_fetch_or(int32_t *dest, int32_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+int32_t shmem_ctx_int32_atomic_fetch_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_int32_atomic_or(int32_t *dest, int32_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_int32_atomic_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 int32_t shmem_int32_atomic_fetch_xor(int32_t *dest, int32_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+int32_t shmem_ctx_int32_atomic_fetch_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_int32_atomic_xor(int32_t *dest, int32_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_int32_atomic_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_int32_atomic_fetch_and_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_int32_atomic_fetch_and_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_int32_atomic_fetch_or_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_int32_atomic_fetch_or_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_int32_atomic_fetch_xor_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_int32_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 int64_t shmem_int64_atomic_fetch_and(int64_t *dest, int64_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+int64_t shmem_ctx_int64_atomic_fetch_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_int64_atomic_and(int64_t *dest, int64_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_int64_atomic_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 int64_t shmem_int64_atomic_fetch_or(int64_t *dest, int64_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+int64_t shmem_ctx_int64_atomic_fetch_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_int64_atomic_or(int64_t *dest, int64_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_int64_atomic_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 int64_t shmem_int64_atomic_fetch_xor(int64_t *dest, int64_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+int64_t shmem_ctx_int64_atomic_fetch_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_int64_atomic_xor(int64_t *dest, int64_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_int64_atomic_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_int64_atomic_fetch_and_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_int64_atomic_fetch_and_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_int64_atomic_fetch_or_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_int64_atomic_fetch_or_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_int64_atomic_fetch_xor_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_int64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 uint32_t shmem_uint32_atomic_fetch_and(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+uint32_t shmem_ctx_uint32_atomic_fetch_and(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_uint32_atomic_and(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_uint32_atomic_and(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 uint32_t shmem_uint32_atomic_fetch_or(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+uint32_t shmem_ctx_uint32_atomic_fetch_or(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_uint32_atomic_or(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_uint32_atomic_or(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 uint32_t shmem_uint32_atomic_fetch_xor(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+uint32_t shmem_ctx_uint32_atomic_fetch_xor(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_uint32_atomic_xor(uint32_t *dest, uint32_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_uint32_atomic_xor(shmem_ctx_t ctx, uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_uint32_atomic_fetch_and_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_uint32_atomic_fetch_and_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_uint32_atomic_fetch_or_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_uint32_atomic_fetch_or_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_uint32_atomic_fetch_xor_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_uint32_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
 uint64_t shmem_uint64_atomic_fetch_and(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise AND, returns the old value (§9.7.9). */
+uint64_t shmem_ctx_uint64_atomic_fetch_and(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Bitwise AND (§9.7.10). */
 void shmem_uint64_atomic_and(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise AND (§9.7.10). */
+void shmem_ctx_uint64_atomic_and(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
 uint64_t shmem_uint64_atomic_fetch_or(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise OR, returns the old value (§9.7.11). */
+uint64_t shmem_ctx_uint64_atomic_fetch_or(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Bitwise OR (§9.7.12). */
 void shmem_uint64_atomic_or(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise OR (§9.7.12). */
+void shmem_ctx_uint64_atomic_or(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
 uint64_t shmem_uint64_atomic_fetch_xor(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise XOR, returns the old value (§9.7.13). */
+uint64_t shmem_ctx_uint64_atomic_fetch_xor(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
 void shmem_uint64_atomic_xor(uint64_t *dest, uint64_t value, int pe);
+/** Bitwise XOR (§9.7.14). */
+void shmem_ctx_uint64_atomic_xor(shmem_ctx_t ctx, uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking fetch_and. */
 void shmem_uint64_atomic_fetch_and_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch_and. */
+void shmem_ctx_uint64_atomic_fetch_and_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking fetch_or. */
 void shmem_uint64_atomic_fetch_or_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch_or. */
+void shmem_ctx_uint64_atomic_fetch_or_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking fetch_xor. */
 void shmem_uint64_atomic_fetch_xor_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+/** Non-blocking fetch_xor. */
+void shmem_ctx_uint64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
 void shmem_int_wait_until(int *ivar, int cmp, int cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
@@ -1998,116 +3052,228 @@ int shmem_size_or_reduce(shmem_team_t team, size_t *dest, const size_t *source, 
 int shmem_size_xor_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Put of 8-bit elements. */
 void shmem_put8(void *dest, const void *source, size_t nelems, int pe);
+/** Put of 8-bit elements. */
+void shmem_ctx_put8(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Get of 8-bit elements. */
 void shmem_get8(void *dest, const void *source, size_t nelems, int pe);
+/** Get of 8-bit elements. */
+void shmem_ctx_get8(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 8-bit elements. */
 void shmem_put8_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking put of 8-bit elements. */
+void shmem_ctx_put8_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 8-bit elements. */
 void shmem_get8_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking get of 8-bit elements. */
+void shmem_ctx_get8_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Strided put of 8-bit elements. */
 void shmem_iput8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put of 8-bit elements. */
+void shmem_ctx_iput8(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get of 8-bit elements. */
 void shmem_iget8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get of 8-bit elements. */
+void shmem_ctx_iget8(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 8-bit elements. */
 void shmem_ibput8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put of 8-bit elements. */
+void shmem_ctx_ibput8(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 8-bit elements. */
 void shmem_ibget8(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get of 8-bit elements. */
+void shmem_ctx_ibget8(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** put_signal of 8-bit elements. */
 void shmem_put8_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** put_signal of 8-bit elements. */
+void shmem_ctx_put8_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal of 8-bit elements. */
 void shmem_put8_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 8-bit elements. */
+void shmem_ctx_put8_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Put of 16-bit elements. */
 void shmem_put16(void *dest, const void *source, size_t nelems, int pe);
+/** Put of 16-bit elements. */
+void shmem_ctx_put16(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Get of 16-bit elements. */
 void shmem_get16(void *dest, const void *source, size_t nelems, int pe);
+/** Get of 16-bit elements. */
+void shmem_ctx_get16(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 16-bit elements. */
 void shmem_put16_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking put of 16-bit elements. */
+void shmem_ctx_put16_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 16-bit elements. */
 void shmem_get16_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking get of 16-bit elements. */
+void shmem_ctx_get16_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Strided put of 16-bit elements. */
 void shmem_iput16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put of 16-bit elements. */
+void shmem_ctx_iput16(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get of 16-bit elements. */
 void shmem_iget16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get of 16-bit elements. */
+void shmem_ctx_iget16(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 16-bit elements. */
 void shmem_ibput16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put of 16-bit elements. */
+void shmem_ctx_ibput16(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 16-bit elements. */
 void shmem_ibget16(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get of 16-bit elements. */
+void shmem_ctx_ibget16(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** put_signal of 16-bit elements. */
 void shmem_put16_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** put_signal of 16-bit elements. */
+void shmem_ctx_put16_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal of 16-bit elements. */
 void shmem_put16_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 16-bit elements. */
+void shmem_ctx_put16_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Put of 32-bit elements. */
 void shmem_put32(void *dest, const void *source, size_t nelems, int pe);
+/** Put of 32-bit elements. */
+void shmem_ctx_put32(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Get of 32-bit elements. */
 void shmem_get32(void *dest, const void *source, size_t nelems, int pe);
+/** Get of 32-bit elements. */
+void shmem_ctx_get32(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 32-bit elements. */
 void shmem_put32_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking put of 32-bit elements. */
+void shmem_ctx_put32_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 32-bit elements. */
 void shmem_get32_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking get of 32-bit elements. */
+void shmem_ctx_get32_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Strided put of 32-bit elements. */
 void shmem_iput32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put of 32-bit elements. */
+void shmem_ctx_iput32(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get of 32-bit elements. */
 void shmem_iget32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get of 32-bit elements. */
+void shmem_ctx_iget32(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 32-bit elements. */
 void shmem_ibput32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put of 32-bit elements. */
+void shmem_ctx_ibput32(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 32-bit elements. */
 void shmem_ibget32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get of 32-bit elements. */
+void shmem_ctx_ibget32(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** put_signal of 32-bit elements. */
 void shmem_put32_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** put_signal of 32-bit elements. */
+void shmem_ctx_put32_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal of 32-bit elements. */
 void shmem_put32_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 32-bit elements. */
+void shmem_ctx_put32_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Put of 64-bit elements. */
 void shmem_put64(void *dest, const void *source, size_t nelems, int pe);
+/** Put of 64-bit elements. */
+void shmem_ctx_put64(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Get of 64-bit elements. */
 void shmem_get64(void *dest, const void *source, size_t nelems, int pe);
+/** Get of 64-bit elements. */
+void shmem_ctx_get64(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 64-bit elements. */
 void shmem_put64_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking put of 64-bit elements. */
+void shmem_ctx_put64_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 64-bit elements. */
 void shmem_get64_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking get of 64-bit elements. */
+void shmem_ctx_get64_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Strided put of 64-bit elements. */
 void shmem_iput64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put of 64-bit elements. */
+void shmem_ctx_iput64(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get of 64-bit elements. */
 void shmem_iget64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get of 64-bit elements. */
+void shmem_ctx_iget64(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 64-bit elements. */
 void shmem_ibput64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put of 64-bit elements. */
+void shmem_ctx_ibput64(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 64-bit elements. */
 void shmem_ibget64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get of 64-bit elements. */
+void shmem_ctx_ibget64(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** put_signal of 64-bit elements. */
 void shmem_put64_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** put_signal of 64-bit elements. */
+void shmem_ctx_put64_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal of 64-bit elements. */
 void shmem_put64_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 64-bit elements. */
+void shmem_ctx_put64_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Put of 128-bit elements. */
 void shmem_put128(void *dest, const void *source, size_t nelems, int pe);
+/** Put of 128-bit elements. */
+void shmem_ctx_put128(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Get of 128-bit elements. */
 void shmem_get128(void *dest, const void *source, size_t nelems, int pe);
+/** Get of 128-bit elements. */
+void shmem_ctx_get128(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 128-bit elements. */
 void shmem_put128_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking put of 128-bit elements. */
+void shmem_ctx_put128_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 128-bit elements. */
 void shmem_get128_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking get of 128-bit elements. */
+void shmem_ctx_get128_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Strided put of 128-bit elements. */
 void shmem_iput128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided put of 128-bit elements. */
+void shmem_ctx_iput128(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get of 128-bit elements. */
 void shmem_iget128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+/** Strided get of 128-bit elements. */
+void shmem_ctx_iget128(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put of 128-bit elements. */
 void shmem_ibput128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided put of 128-bit elements. */
+void shmem_ctx_ibput128(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get of 128-bit elements. */
 void shmem_ibget128(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+/** Block-strided get of 128-bit elements. */
+void shmem_ctx_ibget128(shmem_ctx_t ctx, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** put_signal of 128-bit elements. */
 void shmem_put128_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** put_signal of 128-bit elements. */
+void shmem_ctx_put128_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal of 128-bit elements. */
 void shmem_put128_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking put_signal of 128-bit elements. */
+void shmem_ctx_put128_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems bytes to dest on pe. */
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+/** Copies nelems bytes to dest on pe. */
+void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Copies nelems bytes from source on pe. */
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+/** Copies nelems bytes from source on pe. */
+void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking putmem. */
 void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking putmem. */
+void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking getmem. */
 void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+/** Non-blocking getmem. */
+void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
 /** put_signal of nelems bytes. */
 void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** put_signal of nelems bytes. */
+void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking putmem_signal. */
 void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Non-blocking putmem_signal. */
+void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** broadcast of nelems bytes (§9.9.6). */
 int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
 /** collect of nelems bytes per member (§9.9.7). */
@@ -2124,7 +3290,12 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #endif
 
 #if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
-#define shmem_put(dest, source, nelems, pe) \
+#define ISHMEMI_ARG10(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, ...) a10
+#define ISHMEMI_NARGS(...) ISHMEMI_ARG10(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define ISHMEMI_CAT_(a, b) a##b
+#define ISHMEMI_CAT(a, b) ISHMEMI_CAT_(a, b)
+#define shmem_put(...) ISHMEMI_CAT(ishmemi_g_shmem_put_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_put_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
         float: shmem_float_put, \
         double: shmem_double_put, \
@@ -2140,7 +3311,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_put, \
         unsigned long long: shmem_ulonglong_put \
     )(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe) \
+#define ishmemi_g_shmem_put_5(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_put, \
+        double: shmem_ctx_double_put, \
+        char: shmem_ctx_char_put, \
+        signed char: shmem_ctx_schar_put, \
+        short: shmem_ctx_short_put, \
+        int: shmem_ctx_int_put, \
+        long: shmem_ctx_long_put, \
+        long long: shmem_ctx_longlong_put, \
+        unsigned char: shmem_ctx_uchar_put, \
+        unsigned short: shmem_ctx_ushort_put, \
+        unsigned int: shmem_ctx_uint_put, \
+        unsigned long: shmem_ctx_ulong_put, \
+        unsigned long long: shmem_ctx_ulonglong_put \
+    )(ctx, dest, source, nelems, pe)
+#define shmem_get(...) ISHMEMI_CAT(ishmemi_g_shmem_get_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_get_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
         float: shmem_float_get, \
         double: shmem_double_get, \
@@ -2156,7 +3344,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_get, \
         unsigned long long: shmem_ulonglong_get \
     )(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe) \
+#define ishmemi_g_shmem_get_5(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_get, \
+        double: shmem_ctx_double_get, \
+        char: shmem_ctx_char_get, \
+        signed char: shmem_ctx_schar_get, \
+        short: shmem_ctx_short_get, \
+        int: shmem_ctx_int_get, \
+        long: shmem_ctx_long_get, \
+        long long: shmem_ctx_longlong_get, \
+        unsigned char: shmem_ctx_uchar_get, \
+        unsigned short: shmem_ctx_ushort_get, \
+        unsigned int: shmem_ctx_uint_get, \
+        unsigned long: shmem_ctx_ulong_get, \
+        unsigned long long: shmem_ctx_ulonglong_get \
+    )(ctx, dest, source, nelems, pe)
+#define shmem_put_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_put_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_put_nbi_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
         float: shmem_float_put_nbi, \
         double: shmem_double_put_nbi, \
@@ -2172,7 +3377,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_put_nbi, \
         unsigned long long: shmem_ulonglong_put_nbi \
     )(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe) \
+#define ishmemi_g_shmem_put_nbi_5(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_put_nbi, \
+        double: shmem_ctx_double_put_nbi, \
+        char: shmem_ctx_char_put_nbi, \
+        signed char: shmem_ctx_schar_put_nbi, \
+        short: shmem_ctx_short_put_nbi, \
+        int: shmem_ctx_int_put_nbi, \
+        long: shmem_ctx_long_put_nbi, \
+        long long: shmem_ctx_longlong_put_nbi, \
+        unsigned char: shmem_ctx_uchar_put_nbi, \
+        unsigned short: shmem_ctx_ushort_put_nbi, \
+        unsigned int: shmem_ctx_uint_put_nbi, \
+        unsigned long: shmem_ctx_ulong_put_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_put_nbi \
+    )(ctx, dest, source, nelems, pe)
+#define shmem_get_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_get_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_get_nbi_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
         float: shmem_float_get_nbi, \
         double: shmem_double_get_nbi, \
@@ -2188,7 +3410,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_get_nbi, \
         unsigned long long: shmem_ulonglong_get_nbi \
     )(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe) \
+#define ishmemi_g_shmem_get_nbi_5(ctx, dest, source, nelems, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_get_nbi, \
+        double: shmem_ctx_double_get_nbi, \
+        char: shmem_ctx_char_get_nbi, \
+        signed char: shmem_ctx_schar_get_nbi, \
+        short: shmem_ctx_short_get_nbi, \
+        int: shmem_ctx_int_get_nbi, \
+        long: shmem_ctx_long_get_nbi, \
+        long long: shmem_ctx_longlong_get_nbi, \
+        unsigned char: shmem_ctx_uchar_get_nbi, \
+        unsigned short: shmem_ctx_ushort_get_nbi, \
+        unsigned int: shmem_ctx_uint_get_nbi, \
+        unsigned long: shmem_ctx_ulong_get_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_get_nbi \
+    )(ctx, dest, source, nelems, pe)
+#define shmem_p(...) ISHMEMI_CAT(ishmemi_g_shmem_p_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_p_3(dest, value, pe) \
     _Generic(*(dest), \
         float: shmem_float_p, \
         double: shmem_double_p, \
@@ -2204,7 +3443,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_p, \
         unsigned long long: shmem_ulonglong_p \
     )(dest, value, pe)
-#define shmem_g(source, pe) \
+#define ishmemi_g_shmem_p_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_p, \
+        double: shmem_ctx_double_p, \
+        char: shmem_ctx_char_p, \
+        signed char: shmem_ctx_schar_p, \
+        short: shmem_ctx_short_p, \
+        int: shmem_ctx_int_p, \
+        long: shmem_ctx_long_p, \
+        long long: shmem_ctx_longlong_p, \
+        unsigned char: shmem_ctx_uchar_p, \
+        unsigned short: shmem_ctx_ushort_p, \
+        unsigned int: shmem_ctx_uint_p, \
+        unsigned long: shmem_ctx_ulong_p, \
+        unsigned long long: shmem_ctx_ulonglong_p \
+    )(ctx, dest, value, pe)
+#define shmem_g(...) ISHMEMI_CAT(ishmemi_g_shmem_g_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_g_2(source, pe) \
     _Generic(*(source), \
         float: shmem_float_g, \
         double: shmem_double_g, \
@@ -2220,7 +3476,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_g, \
         unsigned long long: shmem_ulonglong_g \
     )(source, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe) \
+#define ishmemi_g_shmem_g_3(ctx, source, pe) \
+    _Generic(*(source), \
+        float: shmem_ctx_float_g, \
+        double: shmem_ctx_double_g, \
+        char: shmem_ctx_char_g, \
+        signed char: shmem_ctx_schar_g, \
+        short: shmem_ctx_short_g, \
+        int: shmem_ctx_int_g, \
+        long: shmem_ctx_long_g, \
+        long long: shmem_ctx_longlong_g, \
+        unsigned char: shmem_ctx_uchar_g, \
+        unsigned short: shmem_ctx_ushort_g, \
+        unsigned int: shmem_ctx_uint_g, \
+        unsigned long: shmem_ctx_ulong_g, \
+        unsigned long long: shmem_ctx_ulonglong_g \
+    )(ctx, source, pe)
+#define shmem_iput(...) ISHMEMI_CAT(ishmemi_g_shmem_iput_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_iput_6(dest, source, dst, sst, nelems, pe) \
     _Generic(*(dest), \
         float: shmem_float_iput, \
         double: shmem_double_iput, \
@@ -2236,7 +3509,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_iput, \
         unsigned long long: shmem_ulonglong_iput \
     )(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe) \
+#define ishmemi_g_shmem_iput_7(ctx, dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_iput, \
+        double: shmem_ctx_double_iput, \
+        char: shmem_ctx_char_iput, \
+        signed char: shmem_ctx_schar_iput, \
+        short: shmem_ctx_short_iput, \
+        int: shmem_ctx_int_iput, \
+        long: shmem_ctx_long_iput, \
+        long long: shmem_ctx_longlong_iput, \
+        unsigned char: shmem_ctx_uchar_iput, \
+        unsigned short: shmem_ctx_ushort_iput, \
+        unsigned int: shmem_ctx_uint_iput, \
+        unsigned long: shmem_ctx_ulong_iput, \
+        unsigned long long: shmem_ctx_ulonglong_iput \
+    )(ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_iget(...) ISHMEMI_CAT(ishmemi_g_shmem_iget_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_iget_6(dest, source, dst, sst, nelems, pe) \
     _Generic(*(dest), \
         float: shmem_float_iget, \
         double: shmem_double_iget, \
@@ -2252,7 +3542,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_iget, \
         unsigned long long: shmem_ulonglong_iget \
     )(dest, source, dst, sst, nelems, pe)
-#define shmem_ibput(dest, source, dst, sst, bsize, nblocks, pe) \
+#define ishmemi_g_shmem_iget_7(ctx, dest, source, dst, sst, nelems, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_iget, \
+        double: shmem_ctx_double_iget, \
+        char: shmem_ctx_char_iget, \
+        signed char: shmem_ctx_schar_iget, \
+        short: shmem_ctx_short_iget, \
+        int: shmem_ctx_int_iget, \
+        long: shmem_ctx_long_iget, \
+        long long: shmem_ctx_longlong_iget, \
+        unsigned char: shmem_ctx_uchar_iget, \
+        unsigned short: shmem_ctx_ushort_iget, \
+        unsigned int: shmem_ctx_uint_iget, \
+        unsigned long: shmem_ctx_ulong_iget, \
+        unsigned long long: shmem_ctx_ulonglong_iget \
+    )(ctx, dest, source, dst, sst, nelems, pe)
+#define shmem_ibput(...) ISHMEMI_CAT(ishmemi_g_shmem_ibput_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_ibput_7(dest, source, dst, sst, bsize, nblocks, pe) \
     _Generic(*(dest), \
         float: shmem_float_ibput, \
         double: shmem_double_ibput, \
@@ -2268,7 +3575,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_ibput, \
         unsigned long long: shmem_ulonglong_ibput \
     )(dest, source, dst, sst, bsize, nblocks, pe)
-#define shmem_ibget(dest, source, dst, sst, bsize, nblocks, pe) \
+#define ishmemi_g_shmem_ibput_8(ctx, dest, source, dst, sst, bsize, nblocks, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_ibput, \
+        double: shmem_ctx_double_ibput, \
+        char: shmem_ctx_char_ibput, \
+        signed char: shmem_ctx_schar_ibput, \
+        short: shmem_ctx_short_ibput, \
+        int: shmem_ctx_int_ibput, \
+        long: shmem_ctx_long_ibput, \
+        long long: shmem_ctx_longlong_ibput, \
+        unsigned char: shmem_ctx_uchar_ibput, \
+        unsigned short: shmem_ctx_ushort_ibput, \
+        unsigned int: shmem_ctx_uint_ibput, \
+        unsigned long: shmem_ctx_ulong_ibput, \
+        unsigned long long: shmem_ctx_ulonglong_ibput \
+    )(ctx, dest, source, dst, sst, bsize, nblocks, pe)
+#define shmem_ibget(...) ISHMEMI_CAT(ishmemi_g_shmem_ibget_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_ibget_7(dest, source, dst, sst, bsize, nblocks, pe) \
     _Generic(*(dest), \
         float: shmem_float_ibget, \
         double: shmem_double_ibget, \
@@ -2284,7 +3608,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_ibget, \
         unsigned long long: shmem_ulonglong_ibget \
     )(dest, source, dst, sst, bsize, nblocks, pe)
-#define shmem_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+#define ishmemi_g_shmem_ibget_8(ctx, dest, source, dst, sst, bsize, nblocks, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_ibget, \
+        double: shmem_ctx_double_ibget, \
+        char: shmem_ctx_char_ibget, \
+        signed char: shmem_ctx_schar_ibget, \
+        short: shmem_ctx_short_ibget, \
+        int: shmem_ctx_int_ibget, \
+        long: shmem_ctx_long_ibget, \
+        long long: shmem_ctx_longlong_ibget, \
+        unsigned char: shmem_ctx_uchar_ibget, \
+        unsigned short: shmem_ctx_ushort_ibget, \
+        unsigned int: shmem_ctx_uint_ibget, \
+        unsigned long: shmem_ctx_ulong_ibget, \
+        unsigned long long: shmem_ctx_ulonglong_ibget \
+    )(ctx, dest, source, dst, sst, bsize, nblocks, pe)
+#define shmem_put_signal(...) ISHMEMI_CAT(ishmemi_g_shmem_put_signal_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_put_signal_7(dest, source, nelems, sig_addr, signal, sig_op, pe) \
     _Generic(*(dest), \
         float: shmem_float_put_signal, \
         double: shmem_double_put_signal, \
@@ -2300,7 +3641,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_put_signal, \
         unsigned long long: shmem_ulonglong_put_signal \
     )(dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe) \
+#define ishmemi_g_shmem_put_signal_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_put_signal, \
+        double: shmem_ctx_double_put_signal, \
+        char: shmem_ctx_char_put_signal, \
+        signed char: shmem_ctx_schar_put_signal, \
+        short: shmem_ctx_short_put_signal, \
+        int: shmem_ctx_int_put_signal, \
+        long: shmem_ctx_long_put_signal, \
+        long long: shmem_ctx_longlong_put_signal, \
+        unsigned char: shmem_ctx_uchar_put_signal, \
+        unsigned short: shmem_ctx_ushort_put_signal, \
+        unsigned int: shmem_ctx_uint_put_signal, \
+        unsigned long: shmem_ctx_ulong_put_signal, \
+        unsigned long long: shmem_ctx_ulonglong_put_signal \
+    )(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_put_signal_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_put_signal_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_put_signal_nbi_7(dest, source, nelems, sig_addr, signal, sig_op, pe) \
     _Generic(*(dest), \
         float: shmem_float_put_signal_nbi, \
         double: shmem_double_put_signal_nbi, \
@@ -2316,7 +3674,24 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_put_signal_nbi, \
         unsigned long long: shmem_ulonglong_put_signal_nbi \
     )(dest, source, nelems, sig_addr, signal, sig_op, pe)
-#define shmem_atomic_fetch(source, pe) \
+#define ishmemi_g_shmem_put_signal_nbi_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_put_signal_nbi, \
+        double: shmem_ctx_double_put_signal_nbi, \
+        char: shmem_ctx_char_put_signal_nbi, \
+        signed char: shmem_ctx_schar_put_signal_nbi, \
+        short: shmem_ctx_short_put_signal_nbi, \
+        int: shmem_ctx_int_put_signal_nbi, \
+        long: shmem_ctx_long_put_signal_nbi, \
+        long long: shmem_ctx_longlong_put_signal_nbi, \
+        unsigned char: shmem_ctx_uchar_put_signal_nbi, \
+        unsigned short: shmem_ctx_ushort_put_signal_nbi, \
+        unsigned int: shmem_ctx_uint_put_signal_nbi, \
+        unsigned long: shmem_ctx_ulong_put_signal_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_put_signal_nbi \
+    )(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
+#define shmem_atomic_fetch(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_2(source, pe) \
     _Generic(*(source), \
         float: shmem_float_atomic_fetch, \
         double: shmem_double_atomic_fetch, \
@@ -2328,7 +3703,20 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_fetch, \
         unsigned long long: shmem_ulonglong_atomic_fetch \
     )(source, pe)
-#define shmem_atomic_set(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_3(ctx, source, pe) \
+    _Generic(*(source), \
+        float: shmem_ctx_float_atomic_fetch, \
+        double: shmem_ctx_double_atomic_fetch, \
+        signed char: shmem_ctx_schar_atomic_fetch, \
+        int: shmem_ctx_int_atomic_fetch, \
+        long: shmem_ctx_long_atomic_fetch, \
+        long long: shmem_ctx_longlong_atomic_fetch, \
+        unsigned int: shmem_ctx_uint_atomic_fetch, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch \
+    )(ctx, source, pe)
+#define shmem_atomic_set(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_set_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_set_3(dest, value, pe) \
     _Generic(*(dest), \
         float: shmem_float_atomic_set, \
         double: shmem_double_atomic_set, \
@@ -2340,7 +3728,20 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_set, \
         unsigned long long: shmem_ulonglong_atomic_set \
     )(dest, value, pe)
-#define shmem_atomic_swap(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_set_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_atomic_set, \
+        double: shmem_ctx_double_atomic_set, \
+        signed char: shmem_ctx_schar_atomic_set, \
+        int: shmem_ctx_int_atomic_set, \
+        long: shmem_ctx_long_atomic_set, \
+        long long: shmem_ctx_longlong_atomic_set, \
+        unsigned int: shmem_ctx_uint_atomic_set, \
+        unsigned long: shmem_ctx_ulong_atomic_set, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_set \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_swap(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_swap_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_swap_3(dest, value, pe) \
     _Generic(*(dest), \
         float: shmem_float_atomic_swap, \
         double: shmem_double_atomic_swap, \
@@ -2352,7 +3753,20 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_swap, \
         unsigned long long: shmem_ulonglong_atomic_swap \
     )(dest, value, pe)
-#define shmem_atomic_fetch_nbi(fetch, source, pe) \
+#define ishmemi_g_shmem_atomic_swap_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        float: shmem_ctx_float_atomic_swap, \
+        double: shmem_ctx_double_atomic_swap, \
+        signed char: shmem_ctx_schar_atomic_swap, \
+        int: shmem_ctx_int_atomic_swap, \
+        long: shmem_ctx_long_atomic_swap, \
+        long long: shmem_ctx_longlong_atomic_swap, \
+        unsigned int: shmem_ctx_uint_atomic_swap, \
+        unsigned long: shmem_ctx_ulong_atomic_swap, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_swap \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_fetch_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_nbi_3(fetch, source, pe) \
     _Generic(*(fetch), \
         float: shmem_float_atomic_fetch_nbi, \
         double: shmem_double_atomic_fetch_nbi, \
@@ -2364,7 +3778,20 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_fetch_nbi, \
         unsigned long long: shmem_ulonglong_atomic_fetch_nbi \
     )(fetch, source, pe)
-#define shmem_atomic_swap_nbi(fetch, dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_nbi_4(ctx, fetch, source, pe) \
+    _Generic(*(fetch), \
+        float: shmem_ctx_float_atomic_fetch_nbi, \
+        double: shmem_ctx_double_atomic_fetch_nbi, \
+        signed char: shmem_ctx_schar_atomic_fetch_nbi, \
+        int: shmem_ctx_int_atomic_fetch_nbi, \
+        long: shmem_ctx_long_atomic_fetch_nbi, \
+        long long: shmem_ctx_longlong_atomic_fetch_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_nbi \
+    )(ctx, fetch, source, pe)
+#define shmem_atomic_swap_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_swap_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_swap_nbi_4(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         float: shmem_float_atomic_swap_nbi, \
         double: shmem_double_atomic_swap_nbi, \
@@ -2376,7 +3803,20 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_swap_nbi, \
         unsigned long long: shmem_ulonglong_atomic_swap_nbi \
     )(fetch, dest, value, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe) \
+#define ishmemi_g_shmem_atomic_swap_nbi_5(ctx, fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        float: shmem_ctx_float_atomic_swap_nbi, \
+        double: shmem_ctx_double_atomic_swap_nbi, \
+        signed char: shmem_ctx_schar_atomic_swap_nbi, \
+        int: shmem_ctx_int_atomic_swap_nbi, \
+        long: shmem_ctx_long_atomic_swap_nbi, \
+        long long: shmem_ctx_longlong_atomic_swap_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_swap_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_swap_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_swap_nbi \
+    )(ctx, fetch, dest, value, pe)
+#define shmem_atomic_compare_swap(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_compare_swap_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_compare_swap_4(dest, cond, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_compare_swap, \
         int: shmem_int_atomic_compare_swap, \
@@ -2386,7 +3826,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_compare_swap, \
         unsigned long long: shmem_ulonglong_atomic_compare_swap \
     )(dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe) \
+#define ishmemi_g_shmem_atomic_compare_swap_5(ctx, dest, cond, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_compare_swap, \
+        int: shmem_ctx_int_atomic_compare_swap, \
+        long: shmem_ctx_long_atomic_compare_swap, \
+        long long: shmem_ctx_longlong_atomic_compare_swap, \
+        unsigned int: shmem_ctx_uint_atomic_compare_swap, \
+        unsigned long: shmem_ctx_ulong_atomic_compare_swap, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_compare_swap \
+    )(ctx, dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_inc_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_inc_2(dest, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_fetch_inc, \
         int: shmem_int_atomic_fetch_inc, \
@@ -2396,7 +3847,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_fetch_inc, \
         unsigned long long: shmem_ulonglong_atomic_fetch_inc \
     )(dest, pe)
-#define shmem_atomic_inc(dest, pe) \
+#define ishmemi_g_shmem_atomic_fetch_inc_3(ctx, dest, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_fetch_inc, \
+        int: shmem_ctx_int_atomic_fetch_inc, \
+        long: shmem_ctx_long_atomic_fetch_inc, \
+        long long: shmem_ctx_longlong_atomic_fetch_inc, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_inc, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_inc, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_inc \
+    )(ctx, dest, pe)
+#define shmem_atomic_inc(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_inc_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_inc_2(dest, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_inc, \
         int: shmem_int_atomic_inc, \
@@ -2406,7 +3868,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_inc, \
         unsigned long long: shmem_ulonglong_atomic_inc \
     )(dest, pe)
-#define shmem_atomic_fetch_add(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_inc_3(ctx, dest, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_inc, \
+        int: shmem_ctx_int_atomic_inc, \
+        long: shmem_ctx_long_atomic_inc, \
+        long long: shmem_ctx_longlong_atomic_inc, \
+        unsigned int: shmem_ctx_uint_atomic_inc, \
+        unsigned long: shmem_ctx_ulong_atomic_inc, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_inc \
+    )(ctx, dest, pe)
+#define shmem_atomic_fetch_add(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_add_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_add_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_fetch_add, \
         int: shmem_int_atomic_fetch_add, \
@@ -2416,7 +3889,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_fetch_add, \
         unsigned long long: shmem_ulonglong_atomic_fetch_add \
     )(dest, value, pe)
-#define shmem_atomic_add(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_add_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_fetch_add, \
+        int: shmem_ctx_int_atomic_fetch_add, \
+        long: shmem_ctx_long_atomic_fetch_add, \
+        long long: shmem_ctx_longlong_atomic_fetch_add, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_add, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_add, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_add \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_add(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_add_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_add_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_add, \
         int: shmem_int_atomic_add, \
@@ -2426,7 +3910,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_add, \
         unsigned long long: shmem_ulonglong_atomic_add \
     )(dest, value, pe)
-#define shmem_atomic_compare_swap_nbi(fetch, dest, cond, value, pe) \
+#define ishmemi_g_shmem_atomic_add_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_add, \
+        int: shmem_ctx_int_atomic_add, \
+        long: shmem_ctx_long_atomic_add, \
+        long long: shmem_ctx_longlong_atomic_add, \
+        unsigned int: shmem_ctx_uint_atomic_add, \
+        unsigned long: shmem_ctx_ulong_atomic_add, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_add \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_compare_swap_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_compare_swap_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_compare_swap_nbi_5(fetch, dest, cond, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_schar_atomic_compare_swap_nbi, \
         int: shmem_int_atomic_compare_swap_nbi, \
@@ -2436,7 +3931,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_compare_swap_nbi, \
         unsigned long long: shmem_ulonglong_atomic_compare_swap_nbi \
     )(fetch, dest, cond, value, pe)
-#define shmem_atomic_fetch_inc_nbi(fetch, dest, pe) \
+#define ishmemi_g_shmem_atomic_compare_swap_nbi_6(ctx, fetch, dest, cond, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_ctx_schar_atomic_compare_swap_nbi, \
+        int: shmem_ctx_int_atomic_compare_swap_nbi, \
+        long: shmem_ctx_long_atomic_compare_swap_nbi, \
+        long long: shmem_ctx_longlong_atomic_compare_swap_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_compare_swap_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_compare_swap_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_compare_swap_nbi \
+    )(ctx, fetch, dest, cond, value, pe)
+#define shmem_atomic_fetch_inc_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_inc_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_inc_nbi_3(fetch, dest, pe) \
     _Generic(*(fetch), \
         signed char: shmem_schar_atomic_fetch_inc_nbi, \
         int: shmem_int_atomic_fetch_inc_nbi, \
@@ -2446,7 +3952,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_fetch_inc_nbi, \
         unsigned long long: shmem_ulonglong_atomic_fetch_inc_nbi \
     )(fetch, dest, pe)
-#define shmem_atomic_fetch_add_nbi(fetch, dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_inc_nbi_4(ctx, fetch, dest, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_ctx_schar_atomic_fetch_inc_nbi, \
+        int: shmem_ctx_int_atomic_fetch_inc_nbi, \
+        long: shmem_ctx_long_atomic_fetch_inc_nbi, \
+        long long: shmem_ctx_longlong_atomic_fetch_inc_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_inc_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_inc_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_inc_nbi \
+    )(ctx, fetch, dest, pe)
+#define shmem_atomic_fetch_add_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_add_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_add_nbi_4(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_schar_atomic_fetch_add_nbi, \
         int: shmem_int_atomic_fetch_add_nbi, \
@@ -2456,69 +3973,151 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned long: shmem_ulong_atomic_fetch_add_nbi, \
         unsigned long long: shmem_ulonglong_atomic_fetch_add_nbi \
     )(fetch, dest, value, pe)
-#define shmem_atomic_fetch_and(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_add_nbi_5(ctx, fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_ctx_schar_atomic_fetch_add_nbi, \
+        int: shmem_ctx_int_atomic_fetch_add_nbi, \
+        long: shmem_ctx_long_atomic_fetch_add_nbi, \
+        long long: shmem_ctx_longlong_atomic_fetch_add_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_add_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_add_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_add_nbi \
+    )(ctx, fetch, dest, value, pe)
+#define shmem_atomic_fetch_and(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_and_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_and_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_fetch_and, \
         unsigned int: shmem_uint_atomic_fetch_and, \
         unsigned long: shmem_ulong_atomic_fetch_and, \
         unsigned long long: shmem_ulonglong_atomic_fetch_and \
     )(dest, value, pe)
-#define shmem_atomic_and(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_and_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_fetch_and, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_and, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_and, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_and \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_and(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_and_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_and_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_and, \
         unsigned int: shmem_uint_atomic_and, \
         unsigned long: shmem_ulong_atomic_and, \
         unsigned long long: shmem_ulonglong_atomic_and \
     )(dest, value, pe)
-#define shmem_atomic_fetch_or(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_and_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_and, \
+        unsigned int: shmem_ctx_uint_atomic_and, \
+        unsigned long: shmem_ctx_ulong_atomic_and, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_and \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_fetch_or(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_or_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_or_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_fetch_or, \
         unsigned int: shmem_uint_atomic_fetch_or, \
         unsigned long: shmem_ulong_atomic_fetch_or, \
         unsigned long long: shmem_ulonglong_atomic_fetch_or \
     )(dest, value, pe)
-#define shmem_atomic_or(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_or_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_fetch_or, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_or, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_or, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_or \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_or(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_or_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_or_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_or, \
         unsigned int: shmem_uint_atomic_or, \
         unsigned long: shmem_ulong_atomic_or, \
         unsigned long long: shmem_ulonglong_atomic_or \
     )(dest, value, pe)
-#define shmem_atomic_fetch_xor(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_or_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_or, \
+        unsigned int: shmem_ctx_uint_atomic_or, \
+        unsigned long: shmem_ctx_ulong_atomic_or, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_or \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_fetch_xor(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_xor_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_xor_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_fetch_xor, \
         unsigned int: shmem_uint_atomic_fetch_xor, \
         unsigned long: shmem_ulong_atomic_fetch_xor, \
         unsigned long long: shmem_ulonglong_atomic_fetch_xor \
     )(dest, value, pe)
-#define shmem_atomic_xor(dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_xor_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_fetch_xor, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_xor, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_xor, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_xor \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_xor(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_xor_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_xor_3(dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_schar_atomic_xor, \
         unsigned int: shmem_uint_atomic_xor, \
         unsigned long: shmem_ulong_atomic_xor, \
         unsigned long long: shmem_ulonglong_atomic_xor \
     )(dest, value, pe)
-#define shmem_atomic_fetch_and_nbi(fetch, dest, value, pe) \
+#define ishmemi_g_shmem_atomic_xor_4(ctx, dest, value, pe) \
+    _Generic(*(dest), \
+        signed char: shmem_ctx_schar_atomic_xor, \
+        unsigned int: shmem_ctx_uint_atomic_xor, \
+        unsigned long: shmem_ctx_ulong_atomic_xor, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_xor \
+    )(ctx, dest, value, pe)
+#define shmem_atomic_fetch_and_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_and_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_and_nbi_4(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_schar_atomic_fetch_and_nbi, \
         unsigned int: shmem_uint_atomic_fetch_and_nbi, \
         unsigned long: shmem_ulong_atomic_fetch_and_nbi, \
         unsigned long long: shmem_ulonglong_atomic_fetch_and_nbi \
     )(fetch, dest, value, pe)
-#define shmem_atomic_fetch_or_nbi(fetch, dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_and_nbi_5(ctx, fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_ctx_schar_atomic_fetch_and_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_and_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_and_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_and_nbi \
+    )(ctx, fetch, dest, value, pe)
+#define shmem_atomic_fetch_or_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_or_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_or_nbi_4(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_schar_atomic_fetch_or_nbi, \
         unsigned int: shmem_uint_atomic_fetch_or_nbi, \
         unsigned long: shmem_ulong_atomic_fetch_or_nbi, \
         unsigned long long: shmem_ulonglong_atomic_fetch_or_nbi \
     )(fetch, dest, value, pe)
-#define shmem_atomic_fetch_xor_nbi(fetch, dest, value, pe) \
+#define ishmemi_g_shmem_atomic_fetch_or_nbi_5(ctx, fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_ctx_schar_atomic_fetch_or_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_or_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_or_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_or_nbi \
+    )(ctx, fetch, dest, value, pe)
+#define shmem_atomic_fetch_xor_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_xor_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_atomic_fetch_xor_nbi_4(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_schar_atomic_fetch_xor_nbi, \
         unsigned int: shmem_uint_atomic_fetch_xor_nbi, \
         unsigned long: shmem_ulong_atomic_fetch_xor_nbi, \
         unsigned long long: shmem_ulonglong_atomic_fetch_xor_nbi \
     )(fetch, dest, value, pe)
+#define ishmemi_g_shmem_atomic_fetch_xor_nbi_5(ctx, fetch, dest, value, pe) \
+    _Generic(*(fetch), \
+        signed char: shmem_ctx_schar_atomic_fetch_xor_nbi, \
+        unsigned int: shmem_ctx_uint_atomic_fetch_xor_nbi, \
+        unsigned long: shmem_ctx_ulong_atomic_fetch_xor_nbi, \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_xor_nbi \
+    )(ctx, fetch, dest, value, pe)
 #define shmem_wait_until(ivar, cmp, cmp_value) \
     _Generic(*(ivar), \
         int: shmem_int_wait_until, \
