@@ -34,6 +34,46 @@ const CHUNK_BYTES: usize = 16 * 1024;
 /// Result of a collective: 0, or non-zero for `TEAM_INVALID` (§9.9).
 pub type CollResult = i32;
 
+/// The PEs a collective runs over: a team, or a deprecated active set
+/// (`PE_start`, `logPE_stride`, `PE_size` with a pSync array, see
+/// `activeset.rs`).
+pub trait Group {
+    fn size(&self) -> usize;
+    fn my_rank(&self) -> usize;
+    /// World PE of member `rank`.
+    fn world_pe(&self, rank: usize) -> usize;
+    /// Waits until every member has arrived.
+    fn sync(&self, st: &State);
+    /// Publishes a small value for the next sync (readable by members after
+    /// it, until the collective ends).
+    fn publish(&self, st: &State, v: u64);
+    /// What member `rank` published before the last sync.
+    fn read(&self, st: &State, rank: usize) -> u64;
+    /// Called after the collective's final sync.
+    fn done(&self, _st: &State) {}
+}
+
+impl Group for Team {
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn my_rank(&self) -> usize {
+        self.my_rank
+    }
+    fn world_pe(&self, rank: usize) -> usize {
+        self.world(rank)
+    }
+    fn sync(&self, st: &State) {
+        st.team_sync_with(self)
+    }
+    fn publish(&self, st: &State, v: u64) {
+        st.publish_scratch(self, v)
+    }
+    fn read(&self, st: &State, rank: usize) -> u64 {
+        st.read_scratch(self, rank)
+    }
+}
+
 impl State {
     fn coll_team(&self, call: &str, team: i32) -> Option<Team> {
         self.team(call, team)
@@ -65,73 +105,76 @@ impl State {
 
     /// `broadcast` (§9.9.6): `nbytes` from `source` on team rank `root` to
     /// `dest` on every member, root included.
-    pub fn broadcast(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize, root: i32) -> CollResult {
-        let Some(t) = self.coll_team(call, team) else { return -1 };
-        if root < 0 || root as usize >= t.size {
-            crate::error::fatal(call, format_args!("PE_root {root} is out of range for a team of {} PEs", t.size))
+    #[allow(clippy::too_many_arguments)]
+    pub fn broadcast_in<G: Group>(
+        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, nbytes: usize, root: i32, include_root: bool,
+    ) -> CollResult {
+        if root < 0 || root as usize >= t.size() {
+            crate::error::fatal(call, format_args!("PE_root {root} is out of range for a team of {} PEs", t.size()))
         }
         let doff = self.sym_extent(call, "dest", dest, nbytes);
         let soff = self.sym_extent(call, "source", source, nbytes);
-        self.team_sync_with(&t);
-        if nbytes > 0 {
-            let src = self.at(call, t.world(root as usize), soff);
+        t.sync(self);
+        if nbytes > 0 && (include_root || t.my_rank() != root as usize) {
+            let src = self.at(call, t.world_pe(root as usize), soff);
             // SAFETY: both ranges checked inside the heaps; the root's
             // source is not written during the collective.
             unsafe { std::ptr::copy(src, self.at(call, self.my_pe, doff), nbytes) };
         }
-        self.team_sync_with(&t);
+        t.sync(self);
+        t.done(self);
         0
     }
 
     /// `fcollect` (§9.9.8): every member's `nbytes` block, concatenated in
     /// rank order, in every member's dest.
-    pub fn fcollect(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize) -> CollResult {
-        let Some(t) = self.coll_team(call, team) else { return -1 };
-        let total = nbytes.checked_mul(t.size).unwrap_or(usize::MAX);
+    pub fn fcollect_in<G: Group>(&self, call: &str, t: &G, dest: *mut u8, source: *const u8, nbytes: usize) -> CollResult {
+        let total = nbytes.checked_mul(t.size()).unwrap_or(usize::MAX);
         let doff = self.sym_extent(call, "dest", dest, total);
         self.sym_extent(call, "source", source, nbytes);
-        self.team_sync_with(&t);
+        t.sync(self);
         if nbytes > 0 {
-            for k in 0..t.size {
-                let r = (t.my_rank + k) % t.size;
+            for k in 0..t.size() {
+                let r = (t.my_rank() + k) % t.size();
                 // SAFETY: dest range checked; blocks of different ranks are
                 // disjoint, so members never write the same bytes.
                 unsafe {
-                    std::ptr::copy(source, self.at(call, t.world(r), doff + t.my_rank * nbytes), nbytes);
+                    std::ptr::copy(source, self.at(call, t.world_pe(r), doff + t.my_rank() * nbytes), nbytes);
                 }
             }
         }
-        self.team_sync_with(&t);
+        t.sync(self);
+        t.done(self);
         0
     }
 
     /// `collect` (§9.9.7): like fcollect with a different element count on
     /// each member; `elem` is the element size.
-    pub fn collect(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nelems: usize, elem: usize) -> CollResult {
-        let Some(t) = self.coll_team(call, team) else { return -1 };
+    pub fn collect_in<G: Group>(&self, call: &str, t: &G, dest: *mut u8, source: *const u8, nelems: usize, elem: usize) -> CollResult {
         let nbytes = nelems.checked_mul(elem).unwrap_or(usize::MAX);
         self.sym_extent(call, "source", source, nbytes);
-        self.publish_scratch(&t, nbytes as u64);
-        self.team_sync_with(&t);
+        t.publish(self, nbytes as u64);
+        t.sync(self);
         let mut offset = 0usize;
         let mut total = 0usize;
-        for r in 0..t.size {
-            let b = self.read_scratch(&t, r) as usize;
-            if r < t.my_rank {
+        for r in 0..t.size() {
+            let b = t.read(self, r) as usize;
+            if r < t.my_rank() {
                 offset += b;
             }
             total = total.saturating_add(b);
         }
         let doff = self.sym_extent(call, "dest", dest, total);
         if nbytes > 0 {
-            for k in 0..t.size {
-                let r = (t.my_rank + k) % t.size;
+            for k in 0..t.size() {
+                let r = (t.my_rank() + k) % t.size();
                 // SAFETY: dest range [doff, doff + total) checked; ranges of
                 // different members are disjoint.
-                unsafe { std::ptr::copy(source, self.at(call, t.world(r), doff + offset), nbytes) };
+                unsafe { std::ptr::copy(source, self.at(call, t.world_pe(r), doff + offset), nbytes) };
             }
         }
-        self.team_sync_with(&t);
+        t.sync(self);
+        t.done(self);
         0
     }
 
@@ -139,37 +182,36 @@ impl State {
     /// Element `k` of block `j` of `source` (at `(j * nelems + k) * sst`)
     /// goes to element `(me * nelems + k) * dst` of member `j`'s dest.
     #[allow(clippy::too_many_arguments)]
-    pub fn alltoalls(
-        &self, call: &str, team: i32, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize,
+    pub fn alltoalls_in<G: Group>(
+        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize,
         elem: usize,
     ) -> CollResult {
-        let Some(t) = self.coll_team(call, team) else { return -1 };
         if dst < 1 || sst < 1 {
             crate::error::fatal(call, format_args!("strides must be at least 1 (dst {dst}, sst {sst})"))
         }
-        let n_all = nelems.checked_mul(t.size).unwrap_or(usize::MAX);
+        let n_all = nelems.checked_mul(t.size()).unwrap_or(usize::MAX);
         let span = |stride: isize| -> usize {
             if n_all == 0 { 0 } else { ((n_all - 1) as u128 * stride as u128 * elem as u128 + elem as u128).min(usize::MAX as u128) as usize }
         };
         let doff = self.sym_extent(call, "dest", dest, span(dst));
         self.sym_extent(call, "source", source, span(sst));
-        self.team_sync_with(&t);
+        t.sync(self);
         if nelems > 0 {
-            for k in 0..t.size {
-                let j = (t.my_rank + k) % t.size;
-                let to = self.at(call, t.world(j), doff);
+            for k in 0..t.size() {
+                let j = (t.my_rank() + k) % t.size();
+                let to = self.at(call, t.world_pe(j), doff);
                 // SAFETY: extents checked above; member j's block from this
                 // PE is disjoint from every other member's block.
                 unsafe {
                     if dst == 1 && sst == 1 {
                         std::ptr::copy(
                             source.add(j * nelems * elem),
-                            to.add(t.my_rank * nelems * elem),
+                            to.add(t.my_rank() * nelems * elem),
                             nelems * elem,
                         );
                     } else {
                         crate::core::strided_copy(
-                            to.offset(t.my_rank as isize * nelems as isize * dst * elem as isize),
+                            to.offset(t.my_rank() as isize * nelems as isize * dst * elem as isize),
                             dst,
                             source.offset(j as isize * nelems as isize * sst * elem as isize),
                             sst,
@@ -181,7 +223,8 @@ impl State {
                 }
             }
         }
-        self.team_sync_with(&t);
+        t.sync(self);
+        t.done(self);
         0
     }
 
@@ -190,20 +233,20 @@ impl State {
     ///
     /// # Safety
     /// `T` is a plain numeric type; `op` is pure.
-    pub unsafe fn reduce<T: Copy>(
-        &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
+    pub unsafe fn reduce_in<G: Group, T: Copy>(
+        &self, call: &str, t: &G, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
     ) -> CollResult {
-        let Some(t) = self.coll_team(call, team) else { return -1 };
         let es = std::mem::size_of::<T>();
         let nbytes = nreduce.checked_mul(es).unwrap_or(usize::MAX);
         let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
         let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-        self.team_sync_with(&t);
+        t.sync(self);
         if nreduce == 0 {
-            self.team_sync_with(&t);
+            t.sync(self);
+            t.done(self);
             return 0;
         }
-        let src_of = |r: usize| self.at(call, t.world(r), soff) as *const T;
+        let src_of = |r: usize| self.at(call, t.world_pe(r), soff) as *const T;
         let chunk = (CHUNK_BYTES / es).max(1);
         let mut buf = [0u64; CHUNK_BYTES / 8];
         let acc = buf.as_mut_ptr() as *mut T;
@@ -212,7 +255,7 @@ impl State {
             while i < hi {
                 let m = chunk.min(hi - i);
                 std::ptr::copy_nonoverlapping(src_of(0).add(i), acc, m);
-                for r in 1..t.size {
+                for r in 1..t.size() {
                     let s = src_of(r).add(i);
                     for k in 0..m {
                         *acc.add(k) = op(*acc.add(k), *s.add(k));
@@ -229,7 +272,7 @@ impl State {
             let mine = self.at(call, self.my_pe, doff) as *mut T;
             if in_place {
                 reduce_range(0, nreduce, &mut |_, _| {});
-                self.team_sync_with(&t);
+                t.sync(self);
                 std::ptr::copy_nonoverlapping(acc, mine, nreduce);
             } else {
                 reduce_range(0, nreduce, &mut |i, m| std::ptr::copy_nonoverlapping(acc, mine.add(i), m));
@@ -238,17 +281,18 @@ impl State {
             // Reduce-scatter + allgather: this member owns one slice, reads
             // it from every source (nobody else reads it), and stores the
             // result into every member's dest.
-            let per = nreduce.div_ceil(t.size);
-            let lo = (t.my_rank * per).min(nreduce);
+            let per = nreduce.div_ceil(t.size());
+            let lo = (t.my_rank() * per).min(nreduce);
             let hi = (lo + per).min(nreduce);
             reduce_range(lo, hi, &mut |i, m| {
-                for k in 0..t.size {
-                    let d = self.at(call, t.world((t.my_rank + k) % t.size), doff) as *mut T;
+                for k in 0..t.size() {
+                    let d = self.at(call, t.world_pe((t.my_rank() + k) % t.size()), doff) as *mut T;
                     std::ptr::copy_nonoverlapping(acc, d.add(i), m);
                 }
             });
         }
-        self.team_sync_with(&t);
+        t.sync(self);
+        t.done(self);
         0
     }
 
@@ -256,19 +300,18 @@ impl State {
     /// sum over members 0..=r) and `sum_exscan` (0..r; member 0 gets zeros).
     ///
     /// # Safety
-    /// As [`State::reduce`]; `zero` is the additive identity.
+    /// As [`State::reduce_in`]; `zero` is the additive identity.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn sum_scan<T: Copy>(
-        &self, call: &str, team: i32, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
+    pub unsafe fn sum_scan_in<G: Group, T: Copy>(
+        &self, call: &str, t: &G, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
         add: impl Fn(T, T) -> T,
     ) -> CollResult {
-        let Some(t) = self.coll_team(call, team) else { return -1 };
         let es = std::mem::size_of::<T>();
         let nbytes = nelems.checked_mul(es).unwrap_or(usize::MAX);
         let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
         let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-        self.team_sync_with(&t);
-        let upto = if exclusive { t.my_rank } else { t.my_rank + 1 };
+        t.sync(self);
+        let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
         // In place, results wait in `held` (the only allocation, and only
         // for in-place scans) until every member has read this PE's source.
         let in_place = doff == soff;
@@ -284,7 +327,7 @@ impl State {
                 *acc.add(k) = zero;
             }
             for r in 0..upto {
-                let s = (self.at(call, t.world(r), soff) as *const T).add(i);
+                let s = (self.at(call, t.world_pe(r), soff) as *const T).add(i);
                 for k in 0..m {
                     *acc.add(k) = add(*acc.add(k), *s.add(k));
                 }
@@ -297,10 +340,62 @@ impl State {
             i += m;
         }
         if in_place {
-            self.team_sync_with(&t);
+            t.sync(self);
             std::ptr::copy_nonoverlapping(held.as_ptr(), mine, nelems);
         }
-        self.team_sync_with(&t);
+        t.sync(self);
+        t.done(self);
         0
+    }
+    /// `broadcast` on a team (OpenSHMEM 1.5: the root's dest is written too).
+    pub fn broadcast(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize, root: i32) -> CollResult {
+        self.coll_team(call, team).map_or(-1, |t| self.broadcast_in(call, &t, dest, source, nbytes, root, true))
+    }
+
+    /// `fcollect` on a team.
+    pub fn fcollect(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize) -> CollResult {
+        self.coll_team(call, team).map_or(-1, |t| self.fcollect_in(call, &t, dest, source, nbytes))
+    }
+
+    /// `collect` on a team.
+    pub fn collect(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nelems: usize, elem: usize) -> CollResult {
+        self.coll_team(call, team).map_or(-1, |t| self.collect_in(call, &t, dest, source, nelems, elem))
+    }
+
+    /// `alltoalls` (and `alltoall`) on a team.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoalls(
+        &self, call: &str, team: i32, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize,
+        elem: usize,
+    ) -> CollResult {
+        self.coll_team(call, team).map_or(-1, |t| self.alltoalls_in(call, &t, dest, source, dst, sst, nelems, elem))
+    }
+
+    /// Reductions on a team.
+    ///
+    /// # Safety
+    /// As [`State::reduce_in`].
+    pub unsafe fn reduce<T: Copy>(
+        &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
+    ) -> CollResult {
+        match self.coll_team(call, team) {
+            Some(t) => self.reduce_in(call, &t, dest, source, nreduce, op),
+            None => -1,
+        }
+    }
+
+    /// Sum scans on a team.
+    ///
+    /// # Safety
+    /// As [`State::sum_scan_in`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sum_scan<T: Copy>(
+        &self, call: &str, team: i32, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
+        add: impl Fn(T, T) -> T,
+    ) -> CollResult {
+        match self.coll_team(call, team) {
+            Some(t) => self.sum_scan_in(call, &t, dest, source, nelems, exclusive, zero, add),
+            None => -1,
+        }
     }
 }

@@ -10,6 +10,7 @@
 //! The C ABI (`bindings/c`) and the safe Rust crate (`bindings/rust`) are
 //! thin layers over [`core`]. See `docs/architecture.md`.
 
+pub mod activeset;
 pub mod alloc;
 pub mod amo;
 pub mod bootstrap;

@@ -80,6 +80,9 @@ int main(int argc, char **argv) {
         shmem_ctx_t c;
         shmem_ctx_create(0, &c);
         if (me == 0) shmem_ctx_long_p(c, x, 1, 5);
+    } else if (!strcmp(mode, "aset_not_member")) {
+        static long psync[SHMEM_BARRIER_SYNC_SIZE];
+        if (me == 0) shmem_barrier(1, 0, 2, psync);
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

@@ -238,6 +238,15 @@ fn c_contexts() {
 }
 
 #[test]
+fn c_deprecated_names_only() {
+    let prog = c_program("deprecated");
+    for n in 1..=4 {
+        let r = ishmrun(n, &prog, &[], &[]);
+        assert!(r.code == Some(0) && r.stdout.contains("deprecated ok"), "{}", r.report(&format!("deprecated on {n} PEs")));
+    }
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }
@@ -374,6 +383,11 @@ fn error_teams() {
 fn error_contexts() {
     expect_failure("ctx_destroyed", 2, 1, &["ishmem: PE 0: shmem_ctx_long_put: ctx 0x", "is not a live context"], &[]);
     expect_failure("ctx_bad_pe", 2, 1, &["shmem_ctx_long_p: PE 5 is out of range for the context's team of 2 PEs"], &[]);
+}
+
+#[test]
+fn error_active_set() {
+    expect_failure("aset_not_member", 3, 1, &["ishmem: PE 0: shmem_barrier: this PE is not in the active set (PE_start 1, logPE_stride 0, PE_size 2)"], &[]);
 }
 
 #[test]

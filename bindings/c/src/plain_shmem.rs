@@ -421,3 +421,98 @@ pub extern "C" fn shmem_ctx_quiet(ctx: shmem_ctx_t) {
     let call = "shmem_ctx_quiet";
     guard(call, || state(call).ctx_order(call, ctx as usize, true))
 }
+
+// ----- deprecated names (kept so existing programs compile unchanged) ------
+
+/// Deprecated (OpenSHMEM 1.2): initializes the library; `npes` is ignored.
+#[no_mangle]
+pub extern "C" fn start_pes(npes: c_int) {
+    let _ = npes;
+    guard("start_pes", || init_or_die("start_pes"))
+}
+
+/// Deprecated: `shmem_my_pe`.
+#[no_mangle]
+pub extern "C" fn _my_pe() -> c_int {
+    guard("_my_pe", || state("_my_pe").my_pe as c_int)
+}
+
+/// Deprecated: `shmem_n_pes`.
+#[no_mangle]
+pub extern "C" fn _num_pes() -> c_int {
+    guard("_num_pes", || state("_num_pes").n_pes as c_int)
+}
+
+/// Deprecated: `shmem_malloc`.
+#[no_mangle]
+pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+    guard("shmalloc", || state("shmalloc").malloc("shmalloc", size).cast())
+}
+
+/// Deprecated: `shmem_free`.
+#[no_mangle]
+pub extern "C" fn shfree(ptr: *mut c_void) {
+    guard("shfree", || state("shfree").free("shfree", ptr.cast()))
+}
+
+/// Deprecated: `shmem_realloc`.
+#[no_mangle]
+pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    guard("shrealloc", || state("shrealloc").realloc("shrealloc", ptr.cast(), size).cast())
+}
+
+/// Deprecated: `shmem_align`.
+#[no_mangle]
+pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+    guard("shmemalign", || state("shmemalign").align("shmemalign", alignment, size).cast())
+}
+
+/// Deprecated: barrier over an active set (`PE_start + i * 2^logPE_stride`,
+/// `i < PE_size`), synchronized through `pSync` (OpenSHMEM 1.4 §9.9.2).
+#[no_mangle]
+pub extern "C" fn shmem_barrier(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    let call = "shmem_barrier";
+    guard(call, || {
+        use ishmem_runtime::coll::Group;
+        let st = state(call);
+        let a = st.active_set(call, PE_start, logPE_stride, PE_size, pSync.cast());
+        st.quiet();
+        a.sync(st);
+    })
+}
+
+/// Deprecated: waits until `*ivar != cmp_value`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_wait(ivar: *mut c_long, cmp_value: c_long) {
+    crate::typed_impl::wait_ne("shmem_wait", ivar, cmp_value)
+}
+
+/// Deprecated: no effect (caches are coherent here).
+#[no_mangle]
+pub extern "C" fn shmem_clear_cache_inv() {}
+
+/// Deprecated: no effect (caches are coherent here).
+#[no_mangle]
+pub extern "C" fn shmem_set_cache_inv() {}
+
+/// Deprecated: no effect (caches are coherent here).
+#[no_mangle]
+pub extern "C" fn shmem_clear_cache_line_inv(dest: *mut c_void) {
+    let _ = dest;
+}
+
+/// Deprecated: no effect (caches are coherent here).
+#[no_mangle]
+pub extern "C" fn shmem_set_cache_line_inv(dest: *mut c_void) {
+    let _ = dest;
+}
+
+/// Deprecated: no effect (caches are coherent here).
+#[no_mangle]
+pub extern "C" fn shmem_udcflush() {}
+
+/// Deprecated: no effect (caches are coherent here).
+#[no_mangle]
+pub extern "C" fn shmem_udcflush_line(dest: *mut c_void) {
+    let _ = dest;
+}

@@ -15454,6 +15454,462 @@ pub unsafe extern "C" fn shmem_size_xor_reduce(team: c_int, dest: *mut usize, so
     ti::reduce::<usize>("shmem_size_xor_reduce", team, dest, source, nreduce, <usize as ti::Bits>::xor)
 }
 
+/// Deprecated: max reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_max_to_all(dest: *mut f32, source: *const f32, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f32, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f32>("shmem_float_max_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f32 as ti::Arith>::max)
+}
+
+/// Deprecated: min reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_min_to_all(dest: *mut f32, source: *const f32, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f32, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f32>("shmem_float_min_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f32 as ti::Arith>::min)
+}
+
+/// Deprecated: sum reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_sum_to_all(dest: *mut f32, source: *const f32, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f32, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f32>("shmem_float_sum_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f32 as ti::Arith>::add)
+}
+
+/// Deprecated: product reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_prod_to_all(dest: *mut f32, source: *const f32, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f32, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f32>("shmem_float_prod_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f32 as ti::Arith>::mul)
+}
+
+/// Deprecated: max reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_max_to_all(dest: *mut f64, source: *const f64, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f64, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f64>("shmem_double_max_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f64 as ti::Arith>::max)
+}
+
+/// Deprecated: min reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_min_to_all(dest: *mut f64, source: *const f64, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f64, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f64>("shmem_double_min_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f64 as ti::Arith>::min)
+}
+
+/// Deprecated: sum reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_sum_to_all(dest: *mut f64, source: *const f64, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f64, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f64>("shmem_double_sum_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f64 as ti::Arith>::add)
+}
+
+/// Deprecated: product reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_prod_to_all(dest: *mut f64, source: *const f64, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut f64, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<f64>("shmem_double_prod_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <f64 as ti::Arith>::mul)
+}
+
+/// Deprecated: max reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_max_to_all(dest: *mut c_short, source: *const c_short, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_short, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_short>("shmem_short_max_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_short as ti::Arith>::max)
+}
+
+/// Deprecated: min reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_min_to_all(dest: *mut c_short, source: *const c_short, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_short, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_short>("shmem_short_min_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_short as ti::Arith>::min)
+}
+
+/// Deprecated: sum reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_sum_to_all(dest: *mut c_short, source: *const c_short, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_short, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_short>("shmem_short_sum_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_short as ti::Arith>::add)
+}
+
+/// Deprecated: product reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_prod_to_all(dest: *mut c_short, source: *const c_short, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_short, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_short>("shmem_short_prod_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_short as ti::Arith>::mul)
+}
+
+/// Deprecated: max reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_max_to_all(dest: *mut c_int, source: *const c_int, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_int, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_int>("shmem_int_max_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_int as ti::Arith>::max)
+}
+
+/// Deprecated: min reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_min_to_all(dest: *mut c_int, source: *const c_int, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_int, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_int>("shmem_int_min_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_int as ti::Arith>::min)
+}
+
+/// Deprecated: sum reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_sum_to_all(dest: *mut c_int, source: *const c_int, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_int, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_int>("shmem_int_sum_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_int as ti::Arith>::add)
+}
+
+/// Deprecated: product reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_prod_to_all(dest: *mut c_int, source: *const c_int, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_int, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_int>("shmem_int_prod_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_int as ti::Arith>::mul)
+}
+
+/// Deprecated: max reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_max_to_all(dest: *mut c_long, source: *const c_long, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_long, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_long>("shmem_long_max_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_long as ti::Arith>::max)
+}
+
+/// Deprecated: min reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_min_to_all(dest: *mut c_long, source: *const c_long, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_long, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_long>("shmem_long_min_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_long as ti::Arith>::min)
+}
+
+/// Deprecated: sum reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_sum_to_all(dest: *mut c_long, source: *const c_long, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_long, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_long>("shmem_long_sum_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_long as ti::Arith>::add)
+}
+
+/// Deprecated: product reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_prod_to_all(dest: *mut c_long, source: *const c_long, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_long, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_long>("shmem_long_prod_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_long as ti::Arith>::mul)
+}
+
+/// Deprecated: max reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_max_to_all(dest: *mut c_longlong, source: *const c_longlong, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_longlong, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_longlong>("shmem_longlong_max_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_longlong as ti::Arith>::max)
+}
+
+/// Deprecated: min reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_min_to_all(dest: *mut c_longlong, source: *const c_longlong, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_longlong, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_longlong>("shmem_longlong_min_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_longlong as ti::Arith>::min)
+}
+
+/// Deprecated: sum reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_sum_to_all(dest: *mut c_longlong, source: *const c_longlong, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_longlong, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_longlong>("shmem_longlong_sum_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_longlong as ti::Arith>::add)
+}
+
+/// Deprecated: product reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_prod_to_all(dest: *mut c_longlong, source: *const c_longlong, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_longlong, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_longlong>("shmem_longlong_prod_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_longlong as ti::Arith>::mul)
+}
+
+/// Deprecated: AND reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_and_to_all(dest: *mut c_short, source: *const c_short, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_short, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_short>("shmem_short_and_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_short as ti::Bits>::and)
+}
+
+/// Deprecated: OR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_or_to_all(dest: *mut c_short, source: *const c_short, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_short, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_short>("shmem_short_or_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_short as ti::Bits>::or)
+}
+
+/// Deprecated: XOR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_xor_to_all(dest: *mut c_short, source: *const c_short, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_short, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_short>("shmem_short_xor_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_short as ti::Bits>::xor)
+}
+
+/// Deprecated: AND reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_and_to_all(dest: *mut c_int, source: *const c_int, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_int, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_int>("shmem_int_and_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_int as ti::Bits>::and)
+}
+
+/// Deprecated: OR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_or_to_all(dest: *mut c_int, source: *const c_int, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_int, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_int>("shmem_int_or_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_int as ti::Bits>::or)
+}
+
+/// Deprecated: XOR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_xor_to_all(dest: *mut c_int, source: *const c_int, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_int, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_int>("shmem_int_xor_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_int as ti::Bits>::xor)
+}
+
+/// Deprecated: AND reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_and_to_all(dest: *mut c_long, source: *const c_long, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_long, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_long>("shmem_long_and_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_long as ti::Bits>::and)
+}
+
+/// Deprecated: OR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_or_to_all(dest: *mut c_long, source: *const c_long, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_long, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_long>("shmem_long_or_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_long as ti::Bits>::or)
+}
+
+/// Deprecated: XOR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_xor_to_all(dest: *mut c_long, source: *const c_long, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_long, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_long>("shmem_long_xor_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_long as ti::Bits>::xor)
+}
+
+/// Deprecated: AND reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_and_to_all(dest: *mut c_longlong, source: *const c_longlong, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_longlong, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_longlong>("shmem_longlong_and_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_longlong as ti::Bits>::and)
+}
+
+/// Deprecated: OR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_or_to_all(dest: *mut c_longlong, source: *const c_longlong, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_longlong, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_longlong>("shmem_longlong_or_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_longlong as ti::Bits>::or)
+}
+
+/// Deprecated: XOR reduction over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_xor_to_all(dest: *mut c_longlong, source: *const c_longlong, nreduce: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pWrk: *mut c_longlong, pSync: *mut c_long) {
+    let _ = pWrk; // not needed: reductions use a stack buffer
+    ti::to_all::<c_longlong>("shmem_longlong_xor_to_all", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <c_longlong as ti::Bits>::xor)
+}
+
+/// Deprecated: atomic_fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_fadd(dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("shmem_int_fadd", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Deprecated: atomic_fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_finc(dest: *mut c_int, pe: c_int) -> c_int {
+    ti::inc::<c_int>("shmem_int_finc", dest, pe)
+}
+
+/// Deprecated: atomic_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_add(dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("shmem_int_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Deprecated: atomic_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_inc(dest: *mut c_int, pe: c_int) {
+    ti::inc::<c_int>("shmem_int_inc", dest, pe);
+}
+
+/// Deprecated: atomic_compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_cswap(dest: *mut c_int, cond: c_int, value: c_int, pe: c_int) -> c_int {
+    ti::compare_swap::<c_int>("shmem_int_cswap", dest, cond, value, pe)
+}
+
+/// Deprecated: atomic_fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_fadd(dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("shmem_long_fadd", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Deprecated: atomic_fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_finc(dest: *mut c_long, pe: c_int) -> c_long {
+    ti::inc::<c_long>("shmem_long_finc", dest, pe)
+}
+
+/// Deprecated: atomic_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_add(dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("shmem_long_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Deprecated: atomic_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_inc(dest: *mut c_long, pe: c_int) {
+    ti::inc::<c_long>("shmem_long_inc", dest, pe);
+}
+
+/// Deprecated: atomic_compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_cswap(dest: *mut c_long, cond: c_long, value: c_long, pe: c_int) -> c_long {
+    ti::compare_swap::<c_long>("shmem_long_cswap", dest, cond, value, pe)
+}
+
+/// Deprecated: atomic_fetch_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_fadd(dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("shmem_longlong_fadd", dest, AmoOp::FetchAdd, value, pe)
+}
+
+/// Deprecated: atomic_fetch_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_finc(dest: *mut c_longlong, pe: c_int) -> c_longlong {
+    ti::inc::<c_longlong>("shmem_longlong_finc", dest, pe)
+}
+
+/// Deprecated: atomic_add.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("shmem_longlong_add", dest, AmoOp::FetchAdd, value, pe);
+}
+
+/// Deprecated: atomic_inc.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_inc(dest: *mut c_longlong, pe: c_int) {
+    ti::inc::<c_longlong>("shmem_longlong_inc", dest, pe);
+}
+
+/// Deprecated: atomic_compare_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_cswap(dest: *mut c_longlong, cond: c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::compare_swap::<c_longlong>("shmem_longlong_cswap", dest, cond, value, pe)
+}
+
+/// Deprecated: atomic_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_swap(dest: *mut f32, value: f32, pe: c_int) -> f32 {
+    ti::op::<f32>("shmem_float_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Deprecated: atomic_fetch.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_fetch(source: *const f32, pe: c_int) -> f32 {
+    ti::fetch::<f32>("shmem_float_fetch", source, pe)
+}
+
+/// Deprecated: atomic_set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_set(dest: *mut f32, value: f32, pe: c_int) {
+    ti::op::<f32>("shmem_float_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Deprecated: atomic_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_swap(dest: *mut f64, value: f64, pe: c_int) -> f64 {
+    ti::op::<f64>("shmem_double_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Deprecated: atomic_fetch.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_fetch(source: *const f64, pe: c_int) -> f64 {
+    ti::fetch::<f64>("shmem_double_fetch", source, pe)
+}
+
+/// Deprecated: atomic_set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_set(dest: *mut f64, value: f64, pe: c_int) {
+    ti::op::<f64>("shmem_double_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Deprecated: atomic_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_swap(dest: *mut c_int, value: c_int, pe: c_int) -> c_int {
+    ti::op::<c_int>("shmem_int_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Deprecated: atomic_fetch.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_fetch(source: *const c_int, pe: c_int) -> c_int {
+    ti::fetch::<c_int>("shmem_int_fetch", source, pe)
+}
+
+/// Deprecated: atomic_set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_set(dest: *mut c_int, value: c_int, pe: c_int) {
+    ti::op::<c_int>("shmem_int_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Deprecated: atomic_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_swap(dest: *mut c_long, value: c_long, pe: c_int) -> c_long {
+    ti::op::<c_long>("shmem_long_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Deprecated: atomic_fetch.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_fetch(source: *const c_long, pe: c_int) -> c_long {
+    ti::fetch::<c_long>("shmem_long_fetch", source, pe)
+}
+
+/// Deprecated: atomic_set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_set(dest: *mut c_long, value: c_long, pe: c_int) {
+    ti::op::<c_long>("shmem_long_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Deprecated: atomic_swap.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_swap(dest: *mut c_longlong, value: c_longlong, pe: c_int) -> c_longlong {
+    ti::op::<c_longlong>("shmem_longlong_swap", dest, AmoOp::Swap, value, pe)
+}
+
+/// Deprecated: atomic_fetch.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_fetch(source: *const c_longlong, pe: c_int) -> c_longlong {
+    ti::fetch::<c_longlong>("shmem_longlong_fetch", source, pe)
+}
+
+/// Deprecated: atomic_set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_set(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
+    ti::op::<c_longlong>("shmem_longlong_set", dest, AmoOp::Set, value, pe);
+}
+
+/// Deprecated: waits until *ivar != cmp_value.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_wait(ivar: *mut c_short, cmp_value: c_short) {
+    ti::wait_ne::<c_short>("shmem_short_wait", ivar, cmp_value)
+}
+
+/// Deprecated: waits until *ivar != cmp_value.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait(ivar: *mut c_int, cmp_value: c_int) {
+    ti::wait_ne::<c_int>("shmem_int_wait", ivar, cmp_value)
+}
+
+/// Deprecated: waits until *ivar != cmp_value.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait(ivar: *mut c_long, cmp_value: c_long) {
+    ti::wait_ne::<c_long>("shmem_long_wait", ivar, cmp_value)
+}
+
+/// Deprecated: waits until *ivar != cmp_value.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait(ivar: *mut c_longlong, cmp_value: c_longlong) {
+    ti::wait_ne::<c_longlong>("shmem_longlong_wait", ivar, cmp_value)
+}
+
 /// Put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
@@ -16052,6 +16508,66 @@ pub unsafe extern "C" fn shmem_put128_signal_nbi(dest: *mut c_void, source: *con
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put128_signal_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int) {
     ti::put_signal::<crate::typed_impl::Bits128>("shmem_ctx_put128_signal_nbi", dest.cast(), source.cast(), nelems, sig_addr, signal, sig_op, ti::ctx_pe("shmem_ctx_put128_signal_nbi", ctx, pe))
+}
+
+/// Deprecated: broadcast over an active set; the root's dest is not written.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_broadcast32(dest: *mut c_void, source: *const c_void, nelems: usize, PE_root: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_broadcast::<u32>("shmem_broadcast32", dest.cast(), source.cast(), nelems, PE_root, PE_start, logPE_stride, PE_size, pSync)
+}
+
+/// Deprecated: collect over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_collect32(dest: *mut c_void, source: *const c_void, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_collect::<u32>("shmem_collect32", dest.cast(), source.cast(), nelems, PE_start, logPE_stride, PE_size, pSync, false)
+}
+
+/// Deprecated: fcollect over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_fcollect32(dest: *mut c_void, source: *const c_void, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_collect::<u32>("shmem_fcollect32", dest.cast(), source.cast(), nelems, PE_start, logPE_stride, PE_size, pSync, true)
+}
+
+/// Deprecated: alltoall over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoall32(dest: *mut c_void, source: *const c_void, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_alltoalls::<u32>("shmem_alltoall32", dest.cast(), source.cast(), 1, 1, nelems, PE_start, logPE_stride, PE_size, pSync)
+}
+
+/// Deprecated: strided alltoall over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoalls32(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_alltoalls::<u32>("shmem_alltoalls32", dest.cast(), source.cast(), dst, sst, nelems, PE_start, logPE_stride, PE_size, pSync)
+}
+
+/// Deprecated: broadcast over an active set; the root's dest is not written.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_broadcast64(dest: *mut c_void, source: *const c_void, nelems: usize, PE_root: c_int, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_broadcast::<u64>("shmem_broadcast64", dest.cast(), source.cast(), nelems, PE_root, PE_start, logPE_stride, PE_size, pSync)
+}
+
+/// Deprecated: collect over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_collect64(dest: *mut c_void, source: *const c_void, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_collect::<u64>("shmem_collect64", dest.cast(), source.cast(), nelems, PE_start, logPE_stride, PE_size, pSync, false)
+}
+
+/// Deprecated: fcollect over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_fcollect64(dest: *mut c_void, source: *const c_void, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_collect::<u64>("shmem_fcollect64", dest.cast(), source.cast(), nelems, PE_start, logPE_stride, PE_size, pSync, true)
+}
+
+/// Deprecated: alltoall over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoall64(dest: *mut c_void, source: *const c_void, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_alltoalls::<u64>("shmem_alltoall64", dest.cast(), source.cast(), 1, 1, nelems, PE_start, logPE_stride, PE_size, pSync)
+}
+
+/// Deprecated: strided alltoall over an active set.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoalls64(dest: *mut c_void, source: *const c_void, dst: isize, sst: isize, nelems: usize, PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    ti::aset_alltoalls::<u64>("shmem_alltoalls64", dest.cast(), source.cast(), dst, sst, nelems, PE_start, logPE_stride, PE_size, pSync)
 }
 
 /// Copies nelems bytes to dest on pe.

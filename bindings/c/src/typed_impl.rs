@@ -325,3 +325,71 @@ pub unsafe fn alltoalls<T>(
 pub fn ctx_pe(call: &'static str, ctx: *mut std::ffi::c_void, pe: c_int) -> c_int {
     guard(call, || state(call).ctx_pe(call, ctx as usize, pe))
 }
+
+// ----- deprecated active-set collectives and old names ----------------------
+
+#[inline(always)]
+fn nelems_of(call: &str, n: c_int) -> usize {
+    usize::try_from(n).unwrap_or_else(|_| fatal(call, format_args!("nreduce {n} is negative")))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn to_all<T: Copy>(
+    call: &'static str, dest: *mut T, source: *const T, nreduce: c_int, pe_start: c_int, log_stride: c_int,
+    pe_size: c_int, psync: *mut std::ffi::c_long, op: impl Fn(T, T) -> T,
+) {
+    guard(call, || {
+        let st = state(call);
+        let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
+        st.reduce_in(call, &a, dest, source, nelems_of(call, nreduce), op);
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn aset_broadcast<T>(
+    call: &'static str, dest: *mut T, source: *const T, nelems: usize, root: c_int, pe_start: c_int,
+    log_stride: c_int, pe_size: c_int, psync: *mut std::ffi::c_long,
+) {
+    guard(call, || {
+        let st = state(call);
+        let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
+        if root < 0 || root >= pe_size {
+            fatal(call, format_args!("PE_root {root} is out of range for an active set of {pe_size} PEs"))
+        }
+        // OpenSHMEM 1.4 semantics: the root's dest is not written.
+        st.broadcast_in(call, &a, dest.cast(), source.cast(), bytes::<T>(call, nelems), root, false);
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn aset_collect<T>(
+    call: &'static str, dest: *mut T, source: *const T, nelems: usize, pe_start: c_int, log_stride: c_int,
+    pe_size: c_int, psync: *mut std::ffi::c_long, fixed: bool,
+) {
+    guard(call, || {
+        let st = state(call);
+        let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
+        if fixed {
+            st.fcollect_in(call, &a, dest.cast(), source.cast(), bytes::<T>(call, nelems));
+        } else {
+            st.collect_in(call, &a, dest.cast(), source.cast(), nelems, size_of::<T>());
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn aset_alltoalls<T>(
+    call: &'static str, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize, pe_start: c_int,
+    log_stride: c_int, pe_size: c_int, psync: *mut std::ffi::c_long,
+) {
+    guard(call, || {
+        let st = state(call);
+        let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
+        st.alltoalls_in(call, &a, dest.cast(), source.cast(), dst, sst, nelems, size_of::<T>());
+    })
+}
+
+/// Deprecated `shmem_TYPE_wait(ivar, value)`: waits until `*ivar != value`.
+pub unsafe fn wait_ne<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, value: T) {
+    wait_until(call, ivar, ishmem_runtime::amo::CMP_NE, value)
+}

@@ -38,6 +38,8 @@ enum K {
     Team,
     /// a communication context handle
     Ctx,
+    /// `long *` (deprecated pSync arrays)
+    PtrLong,
 }
 
 fn c_kind(k: K, t: Option<&str>, f: &Family) -> String {
@@ -45,6 +47,7 @@ fn c_kind(k: K, t: Option<&str>, f: &Family) -> String {
     match k {
         K::Team => f.team_ty.into(),
         K::Ctx => "shmem_ctx_t".into(),
+        K::PtrLong => "long *".into(),
         K::Ptr => format!("{t} *"),
         K::CPtr => format!("const {t} *"),
         K::Val => t.to_string(),
@@ -74,6 +77,7 @@ fn rust_kind(k: K, r: &str, void: bool) -> String {
         K::PtrSize => "*mut usize".into(),
         K::Team => "c_int".into(),
         K::Ctx => "*mut c_void".into(),
+        K::PtrLong => "*mut c_long".into(),
     }
 }
 
@@ -338,6 +342,73 @@ const REDBIT_OPS: &[Op] = &[
        "Element-wise bitwise XOR over the team (§9.9.11).", Some("dest")),
 ];
 
+const TOALL: &[(&str, K)] = &[
+    ("dest", K::Ptr), ("source", K::CPtr), ("nreduce", K::Int), ("PE_start", K::Int), ("logPE_stride", K::Int),
+    ("PE_size", K::Int), ("pWrk", K::Ptr), ("pSync", K::PtrLong),
+];
+macro_rules! to_all {
+    ($name:literal, $tr:literal, $f:literal, $doc:literal) => {
+        op(concat!("{P}_{T}_", $name, "_to_all"), TOALL, None,
+           concat!("let _ = pWrk; // not needed: reductions use a stack buffer\n    ti::to_all::<{R}>(\"{n}\", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <{R} as ti::", $tr, ">::", $f, ")"),
+           $doc, None)
+    };
+}
+/// Deprecated active-set reductions (OpenSHMEM 1.4 §9.9.7); pWrk is not
+/// needed and not touched.
+const DEPRED_OPS: &[Op] = &[
+    to_all!("max", "Arith", "max", "Deprecated: max reduction over an active set."),
+    to_all!("min", "Arith", "min", "Deprecated: min reduction over an active set."),
+    to_all!("sum", "Arith", "add", "Deprecated: sum reduction over an active set."),
+    to_all!("prod", "Arith", "mul", "Deprecated: product reduction over an active set."),
+];
+const DEPBIT_OPS: &[Op] = &[
+    to_all!("and", "Bits", "and", "Deprecated: AND reduction over an active set."),
+    to_all!("or", "Bits", "or", "Deprecated: OR reduction over an active set."),
+    to_all!("xor", "Bits", "xor", "Deprecated: XOR reduction over an active set."),
+];
+/// Deprecated AMO names (OpenSHMEM 1.3).
+const DEPAMO_OPS: &[Op] = &[
+    op("{P}_{T}_fadd", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe)", "Deprecated: atomic_fetch_add.", None),
+    op("{P}_{T}_finc", &[("dest", K::Ptr), ("pe", K::Int)], Some(K::Val), "ti::inc::<{R}>(\"{n}\", dest, pe)", "Deprecated: atomic_fetch_inc.", None),
+    op("{P}_{T}_add", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe);", "Deprecated: atomic_add.", None),
+    op("{P}_{T}_inc", &[("dest", K::Ptr), ("pe", K::Int)], None, "ti::inc::<{R}>(\"{n}\", dest, pe);", "Deprecated: atomic_inc.", None),
+    op("{P}_{T}_cswap", &[("dest", K::Ptr), ("cond", K::Val), ("value", K::Val), ("pe", K::Int)], Some(K::Val),
+       "ti::compare_swap::<{R}>(\"{n}\", dest, cond, value, pe)", "Deprecated: atomic_compare_swap.", None),
+];
+const DEPAMOF_OPS: &[Op] = &[
+    op("{P}_{T}_swap", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::Swap, value, pe)", "Deprecated: atomic_swap.", None),
+    op("{P}_{T}_fetch", &[("source", K::CPtr), ("pe", K::Int)], Some(K::Val), "ti::fetch::<{R}>(\"{n}\", source, pe)", "Deprecated: atomic_fetch.", None),
+    op("{P}_{T}_set", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::Set, value, pe);", "Deprecated: atomic_set.", None),
+];
+const DEPWAIT_OPS: &[Op] = &[op(
+    "{P}_{T}_wait", &[("ivar", K::Ptr), ("cmp_value", K::Val)], None, "ti::wait_ne::<{R}>(\"{n}\", ivar, cmp_value)",
+    "Deprecated: waits until *ivar != cmp_value.", None,
+)];
+/// Deprecated active-set data collectives on 32- and 64-bit elements.
+const DEP_SIZED_OPS: &[Op] = &[
+    op("{P}_broadcast{B}", &[("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("PE_root", K::Int),
+       ("PE_start", K::Int), ("logPE_stride", K::Int), ("PE_size", K::Int), ("pSync", K::PtrLong)], None,
+       "ti::aset_broadcast::<{R}>(\"{n}\", dest.cast(), source.cast(), nelems, PE_root, PE_start, logPE_stride, PE_size, pSync)",
+       "Deprecated: broadcast over an active set; the root's dest is not written.", None),
+    op("{P}_collect{B}", &[("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("PE_start", K::Int),
+       ("logPE_stride", K::Int), ("PE_size", K::Int), ("pSync", K::PtrLong)], None,
+       "ti::aset_collect::<{R}>(\"{n}\", dest.cast(), source.cast(), nelems, PE_start, logPE_stride, PE_size, pSync, false)",
+       "Deprecated: collect over an active set.", None),
+    op("{P}_fcollect{B}", &[("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("PE_start", K::Int),
+       ("logPE_stride", K::Int), ("PE_size", K::Int), ("pSync", K::PtrLong)], None,
+       "ti::aset_collect::<{R}>(\"{n}\", dest.cast(), source.cast(), nelems, PE_start, logPE_stride, PE_size, pSync, true)",
+       "Deprecated: fcollect over an active set.", None),
+    op("{P}_alltoall{B}", &[("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("PE_start", K::Int),
+       ("logPE_stride", K::Int), ("PE_size", K::Int), ("pSync", K::PtrLong)], None,
+       "ti::aset_alltoalls::<{R}>(\"{n}\", dest.cast(), source.cast(), 1, 1, nelems, PE_start, logPE_stride, PE_size, pSync)",
+       "Deprecated: alltoall over an active set.", None),
+    op("{P}_alltoalls{B}", &[("dest", K::Ptr), ("source", K::CPtr), ("dst", K::Diff), ("sst", K::Diff), ("nelems", K::Size),
+       ("PE_start", K::Int), ("logPE_stride", K::Int), ("PE_size", K::Int), ("pSync", K::PtrLong)], None,
+       "ti::aset_alltoalls::<{R}>(\"{n}\", dest.cast(), source.cast(), dst, sst, nelems, PE_start, logPE_stride, PE_size, pSync)",
+       "Deprecated: strided alltoall over an active set.", None),
+];
+const DEP_SIZED: &[(u32, &str)] = &[(32, "u32"), (64, "u64")];
+
 /// One concrete routine.
 struct Routine<'a> {
     name: String,
@@ -363,6 +434,8 @@ struct Family {
     api_header: &'static str,
     /// Generate `{prefix}_ctx_*` forms of RMA, AMO and signal routines.
     contexts: bool,
+    /// Generate the deprecated names existing OpenSHMEM programs use.
+    deprecated: bool,
 }
 
 const FAMILIES: &[Family] = &[
@@ -373,6 +446,7 @@ const FAMILIES: &[Family] = &[
         team_ty: "ishmem_team_t",
         api_header: "ishmem/ishmem_api.h",
         contexts: false,
+        deprecated: false,
     },
     Family {
         prefix: "shmem",
@@ -381,6 +455,7 @@ const FAMILIES: &[Family] = &[
         team_ty: "shmem_team_t",
         api_header: "shmem/shmem_api.h",
         contexts: true,
+        deprecated: true,
     },
 ];
 
@@ -388,23 +463,33 @@ fn expand(pattern: &str, f: &Family, tname: &str, bits: &str) -> String {
     pattern.replace("{P}", f.prefix).replace("{X}", f.ext_prefix).replace("{Y}", f.scan_prefix).replace("{T}", tname).replace("{B}", bits)
 }
 
-/// Typed op groups with the class a type must have (0: every RMA type).
-const TYPED_GROUPS: &[(&[Op], u8)] = &[
-    (RMA_OPS, 0),
-    (AMO_EXT_OPS, types::EXT),
-    (AMO_STD_OPS, types::STD),
-    (AMO_BIT_OPS, types::BIT),
-    (SYNC_OPS, types::SYNC),
-    (COLL_OPS, 0),
-    (REDBIT_OPS, types::REDBIT),
+/// Typed op groups with the class a type must have (0: every RMA type),
+/// and whether the group is deprecated (only in families that keep the old
+/// names; never in context form).
+const TYPED_GROUPS: &[(&[Op], u16, bool)] = &[
+    (RMA_OPS, 0, false),
+    (AMO_EXT_OPS, types::EXT, false),
+    (AMO_STD_OPS, types::STD, false),
+    (AMO_BIT_OPS, types::BIT, false),
+    (SYNC_OPS, types::SYNC, false),
+    (COLL_OPS, 0, false),
+    (REDBIT_OPS, types::REDBIT, false),
+    (DEPRED_OPS, types::DEPRED, true),
+    (DEPBIT_OPS, types::DEPBIT, true),
+    (DEPAMO_OPS, types::DEPAMO, true),
+    (DEPAMOF_OPS, types::DEPAMOF, true),
+    (DEPWAIT_OPS, types::DEPWAIT, true),
 ];
 
 fn routines(f: &Family) -> Vec<Routine<'static>> {
     let mut out = Vec::new();
-    for &(ops, class) in TYPED_GROUPS {
+    for &(ops, class, deprecated) in TYPED_GROUPS {
+        if deprecated && !f.deprecated {
+            continue;
+        }
         for ty in RMA.iter().filter(|t| class == 0 || t.classes & class != 0) {
             for o in ops {
-                for ctx in ctx_forms(f, o) {
+                for ctx in ctx_forms(f, o, deprecated) {
                     out.push(Routine {
                         name: ctx_name(expand(o.name, f, ty.name, ""), f, ctx),
                         op: o,
@@ -419,7 +504,7 @@ fn routines(f: &Family) -> Vec<Routine<'static>> {
     }
     for &(bits, elem) in SIZED {
         for o in SIZED_OPS {
-            for ctx in ctx_forms(f, o) {
+            for ctx in ctx_forms(f, o, false) {
                 out.push(Routine {
                     name: ctx_name(expand(o.name, f, "", &bits.to_string()), f, ctx),
                     op: o,
@@ -431,8 +516,22 @@ fn routines(f: &Family) -> Vec<Routine<'static>> {
             }
         }
     }
+    if f.deprecated {
+        for &(bits, elem) in DEP_SIZED {
+            for o in DEP_SIZED_OPS {
+                out.push(Routine {
+                    name: expand(o.name, f, "", &bits.to_string()),
+                    op: o,
+                    ctx: false,
+                    c_ty: None,
+                    rust_elem: elem,
+                    doc: o.doc.to_string(),
+                });
+            }
+        }
+    }
     for o in MEM_OPS {
-        for ctx in ctx_forms(f, o) {
+        for ctx in ctx_forms(f, o, false) {
             out.push(Routine {
                 name: ctx_name(expand(o.name, f, "", ""), f, ctx),
                 op: o,
@@ -452,8 +551,8 @@ fn has_ctx_form(f: &Family, o: &Op) -> bool {
     f.contexts && o.params.iter().any(|(n, _)| *n == "pe")
 }
 
-fn ctx_forms(f: &Family, o: &Op) -> Vec<bool> {
-    if has_ctx_form(f, o) { vec![false, true] } else { vec![false] }
+fn ctx_forms(f: &Family, o: &Op, deprecated: bool) -> Vec<bool> {
+    if has_ctx_form(f, o) && !deprecated { vec![false, true] } else { vec![false] }
 }
 
 /// `shmem_int_put` -> `shmem_ctx_int_put`.
@@ -514,7 +613,10 @@ fn generics(f: &Family) -> String {
              #define ISHMEMI_CAT_(a, b) a##b\n#define ISHMEMI_CAT(a, b) ISHMEMI_CAT_(a, b)\n",
         );
     }
-    for &(ops, class) in TYPED_GROUPS {
+    for &(ops, class, deprecated) in TYPED_GROUPS {
+        if deprecated {
+            continue;
+        }
         let types: Vec<&Ty> = RMA.iter().filter(|t| t.generic && (class == 0 || t.classes & class != 0)).collect();
         for o in ops {
             let Some(ctl) = o.generic_on else { continue };
@@ -626,6 +728,24 @@ fn device_state_asserts() -> String {
     s
 }
 
+/// Constants of the deprecated interfaces (OpenSHMEM 1.4 and earlier).
+fn deprecated_constants() -> String {
+    let n = ishmem_runtime::activeset::SYNC_SIZE;
+    let mut s = String::from("\n/* Deprecated constants: pSync/pWrk sizes for the active-set collectives,\n   and the leading-underscore names of older versions. */\n");
+    s.push_str("#define SHMEM_SYNC_VALUE 0L\n#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE\n");
+    for k in ["BARRIER", "BCAST", "COLLECT", "REDUCE", "ALLTOALL", "ALLTOALLS"] {
+        let _ = writeln!(s, "#define SHMEM_{k}_SYNC_SIZE {n}\n#define _SHMEM_{k}_SYNC_SIZE SHMEM_{k}_SYNC_SIZE");
+    }
+    let _ = writeln!(s, "#define SHMEM_SYNC_SIZE {n}\n#define _SHMEM_SYNC_SIZE SHMEM_SYNC_SIZE");
+    s.push_str("#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1\n#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE\n");
+    for c in ["EQ", "NE", "GT", "GE", "LT", "LE"] {
+        let _ = writeln!(s, "#define _SHMEM_CMP_{c} SHMEM_CMP_{c}");
+    }
+    s.push_str("#define _SHMEM_MAJOR_VERSION SHMEM_MAJOR_VERSION\n#define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION\n");
+    s.push_str("#define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN\n#define _SHMEM_VENDOR_STRING SHMEM_VENDOR_STRING\n");
+    s
+}
+
 fn umbrella(name: &str, includes: &[&str], extra: &str) -> String {
     let guard = format!("{}_H", name.to_uppercase().replace(['.', '/'], "_"));
     let mut s = format!("/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n\n");
@@ -669,10 +789,11 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         "\n#define SHMEM_VENDOR_STRING \"{}\"\n\
          /* Context handles (OpenSHMEM 1.5 §9.5): the default context, and the\n   invalid handle. */\n\
          #define SHMEM_CTX_DEFAULT ((shmem_ctx_t)(uintptr_t){})\n\
-         #define SHMEM_CTX_INVALID ((shmem_ctx_t)(uintptr_t){})\n",
+         #define SHMEM_CTX_INVALID ((shmem_ctx_t)(uintptr_t){})\n{}",
         ishmem_runtime::core::VENDOR,
         ishmem_runtime::ctx::CTX_DEFAULT,
         ishmem_runtime::ctx::CTX_INVALID,
+        deprecated_constants(),
     );
     vec![
         (root.join("bindings/c/src/typed.rs"), typed_rs()),

@@ -3,16 +3,27 @@
 
 /// AMO classes (OpenSHMEM 1.5 Tables 6-8; `schar` as in Intel SHMEM).
 /// Extended AMO types: fetch, set, swap.
-pub const EXT: u8 = 1;
+pub const EXT: u16 = 1;
 /// Standard AMO types: also compare_swap, inc, add.
-pub const STD: u8 = 2;
+pub const STD: u16 = 2;
 /// Bitwise AMO types: and, or, xor.
-pub const BIT: u8 = 4;
+pub const BIT: u16 = 4;
 /// Point-to-point synchronization types: wait_until, test.
-pub const SYNC: u8 = 8;
+pub const SYNC: u16 = 8;
 /// Bitwise reduction types: and, or, xor reductions (§9.9.11, Table 10,
 /// plus `schar` as in Intel SHMEM).
-pub const REDBIT: u8 = 16;
+pub const REDBIT: u16 = 16;
+/// Deprecated `_to_all` arithmetic reductions (OpenSHMEM 1.4 Table 8,
+/// without long double and complex).
+pub const DEPRED: u16 = 32;
+/// Deprecated `_to_all` bitwise reductions.
+pub const DEPBIT: u16 = 64;
+/// Deprecated AMO names (`fadd`, `finc`, `add`, `inc`, `cswap`, and with
+/// DEPAMOF `swap`, `fetch`, `set`).
+pub const DEPAMO: u16 = 128;
+pub const DEPAMOF: u16 = 256;
+/// Deprecated `shmem_TYPE_wait`.
+pub const DEPWAIT: u16 = 512;
 
 /// One element type of the OpenSHMEM typed interfaces.
 pub struct Ty {
@@ -26,24 +37,24 @@ pub struct Ty {
     /// fixed-width aliases would be duplicate associations).
     pub generic: bool,
     /// AMO and synchronization classes the type belongs to.
-    pub classes: u8,
+    pub classes: u16,
 }
 
-const fn t(name: &'static str, c: &'static str, rust: &'static str, generic: bool, classes: u8) -> Ty {
+const fn t(name: &'static str, c: &'static str, rust: &'static str, generic: bool, classes: u16) -> Ty {
     Ty { name, c, rust, generic, classes }
 }
 
 /// The standard RMA types (OpenSHMEM 1.5 Table 5; Intel SHMEM's T23), with
 /// their AMO classes.
 pub const RMA: &[Ty] = &[
-    t("float", "float", "f32", true, EXT),
-    t("double", "double", "f64", true, EXT),
+    t("float", "float", "f32", true, EXT | DEPRED | DEPAMOF),
+    t("double", "double", "f64", true, EXT | DEPRED | DEPAMOF),
     t("char", "char", "c_char", true, 0),
     t("schar", "signed char", "c_schar", true, EXT | STD | BIT | REDBIT),
-    t("short", "short", "c_short", true, 0),
-    t("int", "int", "c_int", true, EXT | STD | SYNC),
-    t("long", "long", "c_long", true, EXT | STD | SYNC),
-    t("longlong", "long long", "c_longlong", true, EXT | STD | SYNC),
+    t("short", "short", "c_short", true, DEPRED | DEPBIT | DEPWAIT),
+    t("int", "int", "c_int", true, EXT | STD | SYNC | DEPRED | DEPBIT | DEPAMO | DEPAMOF | DEPWAIT),
+    t("long", "long", "c_long", true, EXT | STD | SYNC | DEPRED | DEPBIT | DEPAMO | DEPAMOF | DEPWAIT),
+    t("longlong", "long long", "c_longlong", true, EXT | STD | SYNC | DEPRED | DEPBIT | DEPAMO | DEPAMOF | DEPWAIT),
     t("uchar", "unsigned char", "c_uchar", true, REDBIT),
     t("ushort", "unsigned short", "c_ushort", true, REDBIT),
     t("uint", "unsigned int", "c_uint", true, EXT | STD | BIT | SYNC | REDBIT),

@@ -331,6 +331,82 @@ void shmem_ctx_fence(shmem_ctx_t ctx);
  */
 void shmem_ctx_quiet(shmem_ctx_t ctx);
 
+/**
+ * Deprecated (OpenSHMEM 1.2): initializes the library; `npes` is ignored.
+ */
+void start_pes(int npes);
+
+/**
+ * Deprecated: `shmem_my_pe`.
+ */
+int _my_pe(void);
+
+/**
+ * Deprecated: `shmem_n_pes`.
+ */
+int _num_pes(void);
+
+/**
+ * Deprecated: `shmem_malloc`.
+ */
+void *shmalloc(uintptr_t size);
+
+/**
+ * Deprecated: `shmem_free`.
+ */
+void shfree(void *ptr);
+
+/**
+ * Deprecated: `shmem_realloc`.
+ */
+void *shrealloc(void *ptr, uintptr_t size);
+
+/**
+ * Deprecated: `shmem_align`.
+ */
+void *shmemalign(uintptr_t alignment, uintptr_t size);
+
+/**
+ * Deprecated: barrier over an active set (`PE_start + i * 2^logPE_stride`,
+ * `i < PE_size`), synchronized through `pSync` (OpenSHMEM 1.4 §9.9.2).
+ */
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+
+/**
+ * Deprecated: waits until `*ivar != cmp_value`.
+ */
+void shmem_wait(long *ivar, long cmp_value);
+
+/**
+ * Deprecated: no effect (caches are coherent here).
+ */
+void shmem_clear_cache_inv(void);
+
+/**
+ * Deprecated: no effect (caches are coherent here).
+ */
+void shmem_set_cache_inv(void);
+
+/**
+ * Deprecated: no effect (caches are coherent here).
+ */
+void shmem_clear_cache_line_inv(void *dest);
+
+/**
+ * Deprecated: no effect (caches are coherent here).
+ */
+void shmem_set_cache_line_inv(void *dest);
+
+/**
+ * Deprecated: no effect (caches are coherent here).
+ */
+void shmem_udcflush(void);
+
+/**
+ * Deprecated: no effect (caches are coherent here).
+ */
+void shmem_udcflush_line(void *dest);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -3050,6 +3050,146 @@ int shmem_size_and_reduce(shmem_team_t team, size_t *dest, const size_t *source,
 int shmem_size_or_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
 int shmem_size_xor_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Deprecated: max reduction over an active set. */
+void shmem_float_max_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
+/** Deprecated: min reduction over an active set. */
+void shmem_float_min_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_float_sum_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_float_prod_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
+/** Deprecated: max reduction over an active set. */
+void shmem_double_max_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
+/** Deprecated: min reduction over an active set. */
+void shmem_double_min_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_double_sum_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_double_prod_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
+/** Deprecated: max reduction over an active set. */
+void shmem_short_max_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: min reduction over an active set. */
+void shmem_short_min_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_short_sum_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_short_prod_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: max reduction over an active set. */
+void shmem_int_max_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: min reduction over an active set. */
+void shmem_int_min_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_int_sum_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_int_prod_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: max reduction over an active set. */
+void shmem_long_max_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: min reduction over an active set. */
+void shmem_long_min_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_long_sum_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_long_prod_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: max reduction over an active set. */
+void shmem_longlong_max_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+/** Deprecated: min reduction over an active set. */
+void shmem_longlong_min_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_longlong_sum_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_longlong_prod_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+/** Deprecated: AND reduction over an active set. */
+void shmem_short_and_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: OR reduction over an active set. */
+void shmem_short_or_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: XOR reduction over an active set. */
+void shmem_short_xor_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: AND reduction over an active set. */
+void shmem_int_and_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: OR reduction over an active set. */
+void shmem_int_or_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: XOR reduction over an active set. */
+void shmem_int_xor_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: AND reduction over an active set. */
+void shmem_long_and_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: OR reduction over an active set. */
+void shmem_long_or_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: XOR reduction over an active set. */
+void shmem_long_xor_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: AND reduction over an active set. */
+void shmem_longlong_and_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+/** Deprecated: OR reduction over an active set. */
+void shmem_longlong_or_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+/** Deprecated: XOR reduction over an active set. */
+void shmem_longlong_xor_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+/** Deprecated: atomic_fetch_add. */
+int shmem_int_fadd(int *dest, int value, int pe);
+/** Deprecated: atomic_fetch_inc. */
+int shmem_int_finc(int *dest, int pe);
+/** Deprecated: atomic_add. */
+void shmem_int_add(int *dest, int value, int pe);
+/** Deprecated: atomic_inc. */
+void shmem_int_inc(int *dest, int pe);
+/** Deprecated: atomic_compare_swap. */
+int shmem_int_cswap(int *dest, int cond, int value, int pe);
+/** Deprecated: atomic_fetch_add. */
+long shmem_long_fadd(long *dest, long value, int pe);
+/** Deprecated: atomic_fetch_inc. */
+long shmem_long_finc(long *dest, int pe);
+/** Deprecated: atomic_add. */
+void shmem_long_add(long *dest, long value, int pe);
+/** Deprecated: atomic_inc. */
+void shmem_long_inc(long *dest, int pe);
+/** Deprecated: atomic_compare_swap. */
+long shmem_long_cswap(long *dest, long cond, long value, int pe);
+/** Deprecated: atomic_fetch_add. */
+long long shmem_longlong_fadd(long long *dest, long long value, int pe);
+/** Deprecated: atomic_fetch_inc. */
+long long shmem_longlong_finc(long long *dest, int pe);
+/** Deprecated: atomic_add. */
+void shmem_longlong_add(long long *dest, long long value, int pe);
+/** Deprecated: atomic_inc. */
+void shmem_longlong_inc(long long *dest, int pe);
+/** Deprecated: atomic_compare_swap. */
+long long shmem_longlong_cswap(long long *dest, long long cond, long long value, int pe);
+/** Deprecated: atomic_swap. */
+float shmem_float_swap(float *dest, float value, int pe);
+/** Deprecated: atomic_fetch. */
+float shmem_float_fetch(const float *source, int pe);
+/** Deprecated: atomic_set. */
+void shmem_float_set(float *dest, float value, int pe);
+/** Deprecated: atomic_swap. */
+double shmem_double_swap(double *dest, double value, int pe);
+/** Deprecated: atomic_fetch. */
+double shmem_double_fetch(const double *source, int pe);
+/** Deprecated: atomic_set. */
+void shmem_double_set(double *dest, double value, int pe);
+/** Deprecated: atomic_swap. */
+int shmem_int_swap(int *dest, int value, int pe);
+/** Deprecated: atomic_fetch. */
+int shmem_int_fetch(const int *source, int pe);
+/** Deprecated: atomic_set. */
+void shmem_int_set(int *dest, int value, int pe);
+/** Deprecated: atomic_swap. */
+long shmem_long_swap(long *dest, long value, int pe);
+/** Deprecated: atomic_fetch. */
+long shmem_long_fetch(const long *source, int pe);
+/** Deprecated: atomic_set. */
+void shmem_long_set(long *dest, long value, int pe);
+/** Deprecated: atomic_swap. */
+long long shmem_longlong_swap(long long *dest, long long value, int pe);
+/** Deprecated: atomic_fetch. */
+long long shmem_longlong_fetch(const long long *source, int pe);
+/** Deprecated: atomic_set. */
+void shmem_longlong_set(long long *dest, long long value, int pe);
+/** Deprecated: waits until *ivar != cmp_value. */
+void shmem_short_wait(short *ivar, short cmp_value);
+/** Deprecated: waits until *ivar != cmp_value. */
+void shmem_int_wait(int *ivar, int cmp_value);
+/** Deprecated: waits until *ivar != cmp_value. */
+void shmem_long_wait(long *ivar, long cmp_value);
+/** Deprecated: waits until *ivar != cmp_value. */
+void shmem_longlong_wait(long long *ivar, long long cmp_value);
 /** Put of 8-bit elements. */
 void shmem_put8(void *dest, const void *source, size_t nelems, int pe);
 /** Put of 8-bit elements. */
@@ -3250,6 +3390,26 @@ void shmem_ctx_put128_signal(shmem_ctx_t ctx, void *dest, const void *source, si
 void shmem_put128_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal of 128-bit elements. */
 void shmem_ctx_put128_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+/** Deprecated: broadcast over an active set; the root's dest is not written. */
+void shmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: collect over an active set. */
+void shmem_collect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: fcollect over an active set. */
+void shmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: alltoall over an active set. */
+void shmem_alltoall32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: strided alltoall over an active set. */
+void shmem_alltoalls32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: broadcast over an active set; the root's dest is not written. */
+void shmem_broadcast64(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: collect over an active set. */
+void shmem_collect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: fcollect over an active set. */
+void shmem_fcollect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: alltoall over an active set. */
+void shmem_alltoall64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
+/** Deprecated: strided alltoall over an active set. */
+void shmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
 /** Copies nelems bytes to dest on pe. */
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
 /** Copies nelems bytes to dest on pe. */

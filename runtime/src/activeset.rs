@@ -1,0 +1,108 @@
+//! Deprecated active-set collectives (OpenSHMEM 1.4 and earlier, kept in
+//! 1.5 as deprecated): the PEs `PE_start + i * 2^logPE_stride`, `i <
+//! PE_size`, synchronized through the caller's symmetric `pSync` array.
+//!
+//! Only the members call, so no team exists for them; instead the pSync
+//! words carry a counting dissemination barrier: in round k a member adds 1
+//! to its partner's `pSync[k]`, waits for its own `pSync[k]` to be positive
+//! and subtracts 1. Every word has one writer per round and returns to
+//! `SHMEM_SYNC_VALUE` (0) by the time every member has returned, as the
+//! specification requires, so a pSync array can be reused by the next
+//! collective on the same active set right away. `pSync[COUNT_WORD]` carries
+//! collect's element counts. The data phases are the team collectives'
+//! (`coll.rs`, through the `Group` trait).
+
+use crate::coll::Group;
+use crate::core::State;
+use crate::error::fatal;
+use crate::transport::AmoOp;
+use crate::wait::wait_until;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`).
+pub const SYNC_SIZE: usize = 64;
+const COUNT_WORD: usize = 40;
+
+/// An active set with its pSync array.
+pub struct ActiveSet<'a> {
+    call: &'a str,
+    start: usize,
+    stride: usize,
+    size: usize,
+    my_rank: usize,
+    psync: *mut i64,
+}
+
+impl State {
+    /// Validates an active-set description from a deprecated collective.
+    pub fn active_set<'a>(
+        &self, call: &'a str, pe_start: i32, log_stride: i32, pe_size: i32, psync: *mut i64,
+    ) -> ActiveSet<'a> {
+        let valid = pe_start >= 0
+            && (0..31).contains(&log_stride)
+            && pe_size >= 1
+            && (pe_start as i64 + ((pe_size as i64 - 1) << log_stride)) < self.n_pes as i64;
+        if !valid {
+            fatal(
+                call,
+                format_args!(
+                    "PE_start {pe_start}, logPE_stride {log_stride}, PE_size {pe_size} do not describe PEs of this job ({} PEs)",
+                    self.n_pes
+                ),
+            )
+        }
+        let (start, stride, size) = (pe_start as usize, 1usize << log_stride, pe_size as usize);
+        let d = self.my_pe as isize - start as isize;
+        if d < 0 || d as usize % stride != 0 || d as usize / stride >= size {
+            fatal(call, format_args!("this PE is not in the active set (PE_start {pe_start}, logPE_stride {log_stride}, PE_size {pe_size})"))
+        }
+        self.sym_offset(call, "pSync", psync as *const u8, SYNC_SIZE * 8);
+        if (psync as usize) % 8 != 0 {
+            fatal(call, format_args!("pSync {psync:p} is not aligned to 8 bytes"))
+        }
+        ActiveSet { call, start, stride, size, my_rank: d as usize / stride, psync }
+    }
+
+    fn psync_amo(&self, a: &ActiveSet<'_>, word: usize, op: AmoOp, v: i64, pe: usize) -> i64 {
+        // SAFETY: pSync was checked symmetric for SYNC_SIZE words.
+        unsafe { self.amo(a.call, a.psync.add(word) as *const i64, op, v, 0, pe as i32) }
+    }
+}
+
+impl Group for ActiveSet<'_> {
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn my_rank(&self) -> usize {
+        self.my_rank
+    }
+    fn world_pe(&self, rank: usize) -> usize {
+        self.start + rank * self.stride
+    }
+    fn sync(&self, st: &State) {
+        let mut dist = 1usize;
+        let mut round = 0usize;
+        // SAFETY: our own pSync word, symmetric and aligned (checked).
+        let own = |k: usize| unsafe { &*(self.psync.add(k) as *const AtomicI64) };
+        while dist < self.size {
+            let to = self.world_pe((self.my_rank + dist) % self.size);
+            st.psync_amo(self, round, AmoOp::FetchAdd, 1, to);
+            let w = own(round);
+            wait_until(|| w.load(Ordering::Acquire) >= 1);
+            w.fetch_add(-1, Ordering::AcqRel);
+            dist <<= 1;
+            round += 1;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+    fn publish(&self, st: &State, v: u64) {
+        st.psync_amo(self, COUNT_WORD, AmoOp::Set, v as i64, st.my_pe);
+    }
+    fn read(&self, st: &State, rank: usize) -> u64 {
+        st.psync_amo(self, COUNT_WORD, AmoOp::Fetch, 0, self.world_pe(rank)) as u64
+    }
+    fn done(&self, st: &State) {
+        // Back to SHMEM_SYNC_VALUE; everyone has read it (final sync).
+        st.psync_amo(self, COUNT_WORD, AmoOp::Set, 0, st.my_pe);
+    }
+}
