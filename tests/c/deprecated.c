@@ -32,7 +32,7 @@ int main(void) {
     long *src = (long *)shmalloc(64 * sizeof(long));
     long *dst = (long *)shmalloc(64 * n * sizeof(long));
     for (i = 0; i < 64; i++) { src[i] = me * 100 + i; dst[i] = -1; }
-    shmem_barrier(0, 0, n, pSyncB);
+    shmem_sync(0, 0, n, pSyncB);
     shmem_broadcast64(dst, src, 8, 0, 0, 0, n, pSync);
     for (i = 0; i < 8; i++)
         CHECK(dst[i] == (me == 0 ? -1 : i), "broadcast64 element %d = %ld (root dest untouched)", i, dst[i]);

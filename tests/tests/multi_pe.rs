@@ -67,6 +67,7 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
             .arg(&e.bin_dir)
             .arg("-lishmem")
             .arg(format!("-Wl,-rpath,{}", e.bin_dir.display()))
+            .arg("-lm")
             .arg("-o")
             .arg(&out)
             .output()
@@ -243,6 +244,15 @@ fn c_deprecated_names_only() {
     for n in 1..=4 {
         let r = ishmrun(n, &prog, &[], &[]);
         assert!(r.code == Some(0) && r.stdout.contains("deprecated ok"), "{}", r.report(&format!("deprecated on {n} PEs")));
+    }
+}
+
+#[test]
+fn c_example_heat() {
+    let prog = c_program("example_heat");
+    for n in 1..=4 {
+        let r = ishmrun(n, &prog, &[], &[]);
+        assert!(r.code == Some(0) && r.stdout.contains("heat ok"), "{}", r.report(&format!("heat on {n} PEs")));
     }
 }
 

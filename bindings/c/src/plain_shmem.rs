@@ -516,3 +516,15 @@ pub extern "C" fn shmem_udcflush() {}
 pub extern "C" fn shmem_udcflush_line(dest: *mut c_void) {
     let _ = dest;
 }
+
+/// Deprecated: synchronization of an active set without completing
+/// operations (OpenSHMEM 1.4 `shmem_sync`).
+#[no_mangle]
+pub extern "C" fn shmem_sync(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
+    let call = "shmem_sync";
+    guard(call, || {
+        use ishmem_runtime::coll::Group;
+        let st = state(call);
+        st.active_set(call, PE_start, logPE_stride, PE_size, pSync.cast()).sync(st);
+    })
+}

@@ -407,6 +407,12 @@ void shmem_udcflush(void);
  */
 void shmem_udcflush_line(void *dest);
 
+/**
+ * Deprecated: synchronization of an active set without completing
+ * operations (OpenSHMEM 1.4 `shmem_sync`).
+ */
+void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
