@@ -78,6 +78,27 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
     out
 }
 
+/// Compiles a C++ PE program against the headers (C++ layer included).
+fn compile_cxx(src: &Path, name: &str) -> PathBuf {
+    let e = env();
+    let out = e.build_dir.join(name);
+    let o = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
+        .args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"])
+        .arg(src)
+        .arg("-I")
+        .arg(e.root.join("bindings/c/include"))
+        .arg("-L")
+        .arg(&e.bin_dir)
+        .arg("-lishmem")
+        .arg(format!("-Wl,-rpath,{}", e.bin_dir.display()))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run the C++ compiler");
+    assert!(o.status.success(), "compiling {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
+    out
+}
+
 struct Run {
     code: Option<i32>,
     stdout: String,
@@ -253,6 +274,15 @@ fn c_example_heat() {
     for n in 1..=4 {
         let r = ishmrun(n, &prog, &[], &[]);
         assert!(r.code == Some(0) && r.stdout.contains("heat ok"), "{}", r.report(&format!("heat on {n} PEs")));
+    }
+}
+
+#[test]
+fn cxx_intel_style() {
+    let prog = compile_cxx(&env().root.join("bindings/cxx/examples/intel_style.cpp"), "intel_style");
+    for n in 1..=4 {
+        let r = ishmrun(n, &prog, &[], &[]);
+        assert!(r.code == Some(0) && r.stdout.contains("intel-style C++ ok"), "{}", r.report(&format!("C++ on {n} PEs")));
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <shmem/shmem_api.h>
 #include <shmem/shmem_typed.h>
+#include <shmem/shmem_cxx.h>
 
 #define SHMEM_VENDOR_STRING "ishmem-rs 0.1.0"
 /* Context handles (OpenSHMEM 1.5 §9.5): the default context, and the

@@ -646,6 +646,99 @@ fn generics(f: &Family) -> String {
     s
 }
 
+/// The C++ layer of a family (Intel SHMEM's host C++ API): function
+/// templates with one specialization per standard C type (the generic
+/// routines), and world-team overloads of every collective (Intel SHMEM
+/// passes the team as an optional first argument). Header-only inline
+/// wrappers over the C ABI: nothing of C++ is in the library.
+fn cxx_h(f: &Family) -> String {
+    let guard = format!("{}_CXX_H", f.prefix.to_uppercase());
+    let world = format!("{}_TEAM_WORLD", f.prefix.to_uppercase());
+    let mut s = format!(
+        "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n#ifdef __cplusplus\n#include <cstddef>\n#include <cstdint>\n\n\
+         namespace {p}i_cxx {{\ntemplate <typename T> struct identity {{ typedef T type; }};\n}}\n\n",
+        p = f.prefix
+    );
+    let decl = |ps: &[(&str, K)], t: &str, f: &Family, nondeduced: bool| -> Vec<String> {
+        ps.iter()
+            .map(|(n, k)| {
+                let ty = match k {
+                    K::Val if nondeduced => format!("typename {}i_cxx::identity<{t}>::type", f.prefix),
+                    _ => c_kind(*k, Some(t), f),
+                };
+                if ty.ends_with('*') { format!("{ty}{n}") } else { format!("{ty} {n}") }
+            })
+            .collect()
+    };
+    for &(ops, class, deprecated) in TYPED_GROUPS {
+        if deprecated {
+            continue;
+        }
+        let types: Vec<&Ty> = RMA.iter().filter(|t| t.generic && (class == 0 || t.classes & class != 0)).collect();
+        let all: Vec<&Ty> = RMA.iter().filter(|t| class == 0 || t.classes & class != 0).collect();
+        for o in ops {
+            let ret = |t: &str| o.ret.map(|k| c_kind(k, Some(t), f)).unwrap_or_else(|| "void".into());
+            let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
+            let is_coll = o.params.first().is_some_and(|(_, k)| *k == K::Team);
+            let world_params = &o.params[usize::from(is_coll)..];
+            let world_args = |a: &[&str]| -> String {
+                if is_coll { format!("{world}, {}", a[1..].join(", ")) } else { a.join(", ") }
+            };
+            // Typed world-team overloads of collectives (every type).
+            if is_coll {
+                for t in &all {
+                    let name = expand(o.name, f, t.name, "");
+                    let _ = writeln!(
+                        s,
+                        "inline {} {name}({}) {{ return {name}({}); }}",
+                        ret(t.c),
+                        decl(world_params, t.c, f, false).join(", "),
+                        world_args(&args)
+                    );
+                }
+            }
+            let Some(_) = o.generic_on else { continue };
+            let gname = expand(o.name, f, "", "").replace("__", "_");
+            let nondeduced = o.params.iter().any(|(_, k)| *k == K::Ptr || *k == K::CPtr);
+            for (ps, world_form) in [(o.params, false), (world_params, true)] {
+                if world_form && !is_coll {
+                    continue;
+                }
+                let _ = writeln!(
+                    s,
+                    "template <typename T> {} {gname}({});",
+                    ret("T"),
+                    decl(ps, "T", f, nondeduced).join(", ")
+                );
+                for t in &types {
+                    let call_args = if world_form { world_args(&args) } else { args.join(", ") };
+                    let _ = writeln!(
+                        s,
+                        "template <> inline {} {gname}<{}>({}) {{ return {}({call_args}); }}",
+                        ret(t.c),
+                        t.c,
+                        decl(ps, t.c, f, nondeduced).join(", "),
+                        expand(o.name, f, t.name, "")
+                    );
+                }
+            }
+        }
+    }
+    // World-team overloads of the byte collectives.
+    for o in MEM_OPS.iter().filter(|o| o.params.first().is_some_and(|(_, k)| *k == K::Team)) {
+        let name = expand(o.name, f, "", "");
+        let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
+        let _ = writeln!(
+            s,
+            "inline int {name}({}) {{ return {name}({world}, {}); }}",
+            decl(&o.params[1..], "void", f, false).join(", "),
+            args[1..].join(", ")
+        );
+    }
+    let _ = write!(s, "\n#endif /* __cplusplus */\n#endif /* {guard} */\n");
+    s
+}
+
 fn typed_rs() -> String {
     let mut s = format!(
         "// {BANNER}\n\n//! Typed RMA families under both naming families.\n\n\
@@ -798,6 +891,8 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
     vec![
         (root.join("bindings/c/src/typed.rs"), typed_rs()),
         (inc.join("ishmem/ishmem_typed.h"), typed_h(&FAMILIES[0])),
+        (inc.join("ishmem/ishmem_cxx.h"), cxx_h(&FAMILIES[0])),
+        (inc.join("shmem/shmem_cxx.h"), cxx_h(&FAMILIES[1])),
         (inc.join("shmem/shmem_typed.h"), typed_h(&FAMILIES[1])),
         (
             inc.join("ishmem/ishmem_api.h"),
@@ -814,12 +909,12 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         ),
         (
             inc.join("ishmem.h"),
-            umbrella("ishmem", &["ishmem/ishmem_api.h", "ishmem/ishmem_typed.h"], &vendor),
+            umbrella("ishmem", &["ishmem/ishmem_api.h", "ishmem/ishmem_typed.h", "ishmem/ishmem_cxx.h"], &vendor),
         ),
         (inc.join("ishmemx.h"), umbrella("ishmemx", &["ishmem.h"], "")),
         (
             inc.join("shmem.h"),
-            umbrella("shmem", &["shmem/shmem_api.h", "shmem/shmem_typed.h"], &shmem_vendor),
+            umbrella("shmem", &["shmem/shmem_api.h", "shmem/shmem_typed.h", "shmem/shmem_cxx.h"], &shmem_vendor),
         ),
         (root.join("docs/env.md"), env_md()),
     ]
