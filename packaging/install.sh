@@ -48,6 +48,21 @@ subst $t/ishmemConfig.cmake.in "$prefix/lib/cmake/ishmem/ishmemConfig.cmake"
 subst $t/ishmemConfigVersion.cmake.in "$prefix/lib/cmake/ishmem/ishmemConfigVersion.cmake"
 subst $t/ishmem.lua.in "$prefix/share/modulefiles/lmod/ishmem/$version.lua"
 subst $t/ishmem.tcl.in "$prefix/share/modulefiles/tcl/ishmem/$version"
+# Fortran: the generated module sources always; compiled modules and the
+# wrapper library when gfortran is here (.mod files are compiler-specific).
+install -d "$prefix/include/fortran"
+cp bindings/fortran/shmem.f90 bindings/fortran/ishmem.f90 "$prefix/include/fortran/"
+if command -v gfortran >/dev/null 2>&1; then
+    fbuild="$(mktemp -d)"
+    (cd "$fbuild" && gfortran -O2 -fPIC -c "$root/bindings/fortran/shmem.f90" "$root/bindings/fortran/ishmem.f90" \
+        && ar rcs libishmem_fortran.a shmem.o ishmem.o)
+    install -m 644 "$fbuild"/*.mod "$prefix/include/fortran/"
+    install -m 644 "$fbuild/libishmem_fortran.a" "$prefix/lib/"
+    rm -rf "$fbuild"
+    subst $t/ishmem-fortran.pc.in "$prefix/lib/pkgconfig/ishmem-fortran.pc"
+else
+    echo "install.sh: gfortran not found: Fortran module sources installed, not compiled" >&2
+fi
 cp README.md LICENSE "$prefix/share/doc/ishmem/"
 cp -R docs/. "$prefix/share/doc/ishmem/"
 cp -R packaging/examples "$prefix/share/doc/ishmem/"

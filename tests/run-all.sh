@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . packaging/setup-debian.sh
 
-# Test prerequisites: Lmod, CMake, pkg-config, a C++ compiler, and
+# Test prerequisites: Lmod, CMake, pkg-config, C++ and Fortran compilers, and
 # Environment Modules unpacked beside the build (Debian's lmod and
 # environment-modules packages conflict, so the Tcl one is not installed).
 tools="${CARGO_TARGET_DIR:-$PWD/target}/test-tools"
@@ -14,6 +14,7 @@ command -v cmake >/dev/null || need="$need cmake"
 command -v pkg-config >/dev/null || need="$need pkg-config"
 command -v c++ >/dev/null || need="$need g++"
 command -v tclsh >/dev/null || need="$need tcl"
+command -v gfortran >/dev/null || need="$need gfortran"
 modulecmd="$(ls "$tools"/em/usr/lib/*/modulecmd.tcl 2>/dev/null | head -n1 || true)"
 if [ -n "$need" ] || [ -z "$modulecmd" ]; then
     sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo

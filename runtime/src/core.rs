@@ -443,7 +443,7 @@ impl State {
     /// The symmetric offset of `addr` if it is in the data segment.
     fn data_offset(&self, addr: *const u8, len: usize) -> Option<usize> {
         let off = (addr as usize).wrapping_sub(self.data_base);
-        (off < self.data_size && len <= self.data_size - off).then_some(self.heap_size + off)
+        (off < self.data_size && len <= self.data_size - off).then(|| self.heap_size + off)
     }
 
     #[cold]

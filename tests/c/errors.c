@@ -83,6 +83,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "aset_not_member")) {
         static long psync[SHMEM_BARRIER_SYNC_SIZE];
         if (me == 0) shmem_barrier(1, 0, 2, psync);
+    } else if (!strcmp(mode, "coll_not_symmetric")) {
+        shmem_long_broadcast(SHMEM_TEAM_WORLD, x, &local, 1, 0);
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

@@ -10,7 +10,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 fail() { echo "test-sdk: FAIL: $*" >&2; exit 1; }
-for tool in cmake pkg-config c++ tclsh; do
+for tool in cmake pkg-config c++ tclsh gfortran; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (tests/run-all.sh installs it)"
 done
 [ -f /usr/share/lmod/lmod/init/bash ] || fail "Lmod is not installed (apt-get install lmod)"
@@ -24,6 +24,7 @@ mv "$tmp/staging" "$tmp/moved"   # relocatable: nothing may point at the old pat
 P="$tmp/moved"
 grep -rq "$tmp/staging" "$P" && fail "the installed prefix mentions its original path"
 cp "$root/packaging/examples/hello_ring.c" "$tmp/"
+cp "$root/bindings/fortran/examples/heat.f90" "$root/bindings/cxx/examples/intel_style.cpp" "$tmp/"
 
 # A clean environment: no cargo, no target dir, nothing of ours on any path.
 clean() { env -i HOME="$tmp" PATH=/usr/bin:/bin TERM=dumb bash --noprofile --norc -c "set -euo pipefail; $1"; }
@@ -43,7 +44,12 @@ build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
     for p in ./pc_shared ./pc_static cm/hello_shared cm/hello_static; do
         out="$(ishmrun -n 2 "$p")"; echo "$out" | grep -q "sum = 2001" || { echo "$p: $out"; exit 1; }
     done
-    for p in ./pc_cxx cm/hello_cxx; do ishmrun -n 2 "$p" | grep -q "cxx sum 3"; done'
+    for p in ./pc_cxx cm/hello_cxx; do ishmrun -n 2 "$p" | grep -q "cxx sum 3"; done
+    c++ -std=c++17 ../intel_style.cpp $(pkg-config --cflags --libs ishmem) -o intel_style
+    ishmrun -n 2 ./intel_style | grep -q "intel-style C++ ok"
+    gfortran ../heat.f90 $(pkg-config --cflags --libs ishmem-fortran) -o fheat
+    ishmrun -n 2 ./fheat | grep -q "fortran heat ok"
+    ishmrun -n 2 cm/fheat | grep -q "fortran heat ok"'
 
 echo "== Lmod"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; $check_env; $build_run" \

@@ -99,6 +99,31 @@ fn compile_cxx(src: &Path, name: &str) -> PathBuf {
     out
 }
 
+/// Compiles a Fortran PE program with the generated `shmem` and `ishmem`
+/// modules (built into a directory of its own).
+fn compile_fortran(src: &Path, name: &str) -> PathBuf {
+    let e = env();
+    let out = e.build_dir.join(name);
+    let moddir = e.build_dir.join(format!("fmod-{name}"));
+    std::fs::create_dir_all(&moddir).unwrap();
+    let o = Command::new(std::env::var("FC").unwrap_or_else(|_| "gfortran".into()))
+        .args(["-O2", "-Wall", "-Werror", "-J"])
+        .arg(&moddir)
+        .arg(e.root.join("bindings/fortran/shmem.f90"))
+        .arg(e.root.join("bindings/fortran/ishmem.f90"))
+        .arg(src)
+        .arg("-L")
+        .arg(&e.bin_dir)
+        .arg("-lishmem")
+        .arg(format!("-Wl,-rpath,{}", e.bin_dir.display()))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run gfortran (tests/run-all.sh installs it)");
+    assert!(o.status.success(), "compiling {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
+    out
+}
+
 struct Run {
     code: Option<i32>,
     stdout: String,
@@ -287,6 +312,28 @@ fn cxx_intel_style() {
 }
 
 #[test]
+fn fortran_examples() {
+    for (name, want) in [("heat", "fortran heat ok"), ("coverage", "fortran coverage ok")] {
+        let prog = compile_fortran(&env().root.join(format!("bindings/fortran/examples/{name}.f90")), &format!("f_{name}"));
+        for n in 1..=4 {
+            let r = ishmrun(n, &prog, &[], &[]);
+            assert!(r.code == Some(0) && r.stdout.contains(want), "{}", r.report(&format!("Fortran {name} on {n} PEs")));
+        }
+    }
+}
+
+#[test]
+fn rust_crate_examples() {
+    // Built by `cargo build --workspace --all-targets` (tests/run-all.sh).
+    let prog = env().bin_dir.join("examples/ring");
+    assert!(prog.exists(), "{} is missing: run cargo build --workspace --all-targets", prog.display());
+    for n in 1..=4 {
+        let r = ishmrun(n, &prog, &[], &[]);
+        assert!(r.code == Some(0) && r.stdout.contains("ring ok"), "{}", r.report(&format!("ring on {n} PEs")));
+    }
+}
+
+#[test]
 fn rust_rma() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_rma")), &[]);
 }
@@ -417,6 +464,7 @@ fn error_teams() {
     expect_failure("bad_team", 2, 1, &["ishmem: PE 0: shmem_int_sum_reduce: team handle 40 is not a team this PE belongs to"], &[]);
     expect_failure("destroy_world", 2, 1, &["shmem_team_destroy: team 0 is a predefined team and cannot be destroyed"], &[]);
     expect_failure("bad_root", 2, 1, &["shmem_long_broadcast: PE_root 9 is out of range for a team of 2 PEs"], &[]);
+    expect_failure("coll_not_symmetric", 2, 1, &["shmem_long_broadcast: source 0x", "is not a symmetric address"], &[]);
 }
 
 #[test]

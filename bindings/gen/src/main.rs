@@ -10,6 +10,7 @@
 //! `ishmem-gen --check` writes nothing and fails when a file differs from
 //! what it would write (CI runs it).
 
+mod fortran;
 mod types;
 
 use std::fmt::Write as _;
@@ -870,6 +871,28 @@ fn env_md() -> String {
     s
 }
 
+/// Named constants of the Fortran modules (the same values as the C ones).
+fn fortran_constants(p: &str, x: &str) -> Vec<(&'static str, i64)> {
+    use ishmem_runtime::{amo, team};
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    vec![
+        (leak(format!("{p}_TEAM_WORLD")), team::TEAM_WORLD as i64),
+        (leak(format!("{p}_TEAM_SHARED")), team::TEAM_SHARED as i64),
+        (leak(format!("{x}_TEAM_NODE")), team::TEAM_NODE as i64),
+        (leak(format!("{p}_TEAM_INVALID")), team::TEAM_INVALID as i64),
+        (leak(format!("{p}_CMP_EQ")), amo::CMP_EQ as i64),
+        (leak(format!("{p}_CMP_NE")), amo::CMP_NE as i64),
+        (leak(format!("{p}_CMP_GT")), amo::CMP_GT as i64),
+        (leak(format!("{p}_CMP_GE")), amo::CMP_GE as i64),
+        (leak(format!("{p}_CMP_LT")), amo::CMP_LT as i64),
+        (leak(format!("{p}_CMP_LE")), amo::CMP_LE as i64),
+        (leak(format!("{p}_SIGNAL_SET")), amo::SIGNAL_SET as i64),
+        (leak(format!("{p}_SIGNAL_ADD")), amo::SIGNAL_ADD as i64),
+        (leak(format!("{p}_MAJOR_VERSION")), ishmem_runtime::core::SPEC_MAJOR as i64),
+        (leak(format!("{p}_MINOR_VERSION")), ishmem_runtime::core::SPEC_MINOR as i64),
+    ]
+}
+
 fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
     let inc = root.join("bindings/c/include");
     let vendor = format!(
@@ -917,6 +940,8 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
             umbrella("shmem", &["shmem/shmem_api.h", "shmem/shmem_typed.h", "shmem/shmem_cxx.h"], &shmem_vendor),
         ),
         (root.join("docs/env.md"), env_md()),
+        (root.join("bindings/fortran/shmem.f90"), fortran::module("shmem", &fortran_constants("SHMEM", "SHMEMX"))),
+        (root.join("bindings/fortran/ishmem.f90"), fortran::module("ishmem", &fortran_constants("ISHMEM", "ISHMEMX"))),
     ]
 }
 

@@ -40,6 +40,22 @@ pub struct Ty {
     pub classes: u16,
 }
 
+/// Fortran kinds bound to C types: (C TYPENAME, Fortran declaration,
+/// specific-name suffix). One C type per Fortran kind, so generic
+/// interfaces stay unambiguous.
+pub const FORTRAN: &[(&str, &str, &str)] = &[
+    ("int32", "integer(c_int32_t)", "int4"),
+    ("int64", "integer(c_int64_t)", "int8"),
+    ("float", "real(c_float)", "real4"),
+    ("double", "real(c_double)", "real8"),
+];
+
+/// Fortran complex kinds, moved by the sized routines of their width.
+pub const FORTRAN_COMPLEX: &[(u32, &str, &str)] = &[
+    (64, "complex(c_float_complex)", "complex4"),
+    (128, "complex(c_double_complex)", "complex8"),
+];
+
 const fn t(name: &'static str, c: &'static str, rust: &'static str, generic: bool, classes: u16) -> Ty {
     Ty { name, c, rust, generic, classes }
 }

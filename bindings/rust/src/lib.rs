@@ -1,6 +1,9 @@
 //! Safe Rust API of ishmem-rs.
 //!
-//! ```no_run
+//! Run a program under the launcher: `ishmrun -n 4 target/debug/prog`; run
+//! without it, it is a single PE (as the examples in these docs are).
+//!
+//! ```
 //! use ishmem::Ishmem;
 //! let shmem = Ishmem::init().expect("init");
 //! let (me, n) = (shmem.my_pe(), shmem.n_pes());
@@ -245,6 +248,16 @@ impl Drop for Ishmem {
 }
 
 /// A symmetric vector: the same allocation on every PE.
+///
+/// ```
+/// let shmem = ishmem::Ishmem::init().unwrap();
+/// let v = shmem.alloc::<f64>(4).unwrap();
+/// let right = (shmem.my_pe() + 1) % shmem.n_pes();
+/// v.put(0, &[1.0, 2.0], right);
+/// v.atomic_set(3, 9.5, right);
+/// shmem.barrier_all();
+/// assert_eq!(v.local()[1], 2.0);
+/// ```
 pub struct SymmVec<'a, T: Symmetric> {
     ptr: NonNull<T>,
     len: usize,
@@ -650,6 +663,17 @@ reduce_float!(f32, f64);
 
 /// A team (§9.4). Teams made by splitting are destroyed (collectively) when
 /// dropped; the predefined teams are not.
+///
+/// ```
+/// use ishmem::{Ishmem, ReduceOp};
+/// let shmem = Ishmem::init().unwrap();
+/// let world = shmem.team_world();
+/// let x = shmem.alloc::<i64>(2).unwrap();
+/// x.put(0, &[shmem.my_pe() as i64 + 1], shmem.my_pe());
+/// world.reduce_in_place(ReduceOp::Sum, &x, 1);
+/// let n = shmem.n_pes() as i64;
+/// assert_eq!(x.local()[0], n * (n + 1) / 2);
+/// ```
 pub struct Team<'a> {
     handle: i32,
     shmem: &'a Ishmem,
@@ -709,7 +733,7 @@ impl<'a> Team<'a> {
         if rc != 0 {
             return Err(Error::Init(format!("{call}: start {start}, stride {stride}, size {size} is not a team")));
         }
-        Ok((h != ishmem_runtime::team::TEAM_INVALID).then_some(Team { handle: h, shmem: self.shmem, owned: true }))
+        Ok((h != ishmem_runtime::team::TEAM_INVALID).then(|| Team { handle: h, shmem: self.shmem, owned: true }))
     }
 
     /// Collective over this team: its rows and columns as a grid of `xrange`
@@ -808,6 +832,16 @@ impl Drop for Team<'_> {
 
 /// A distributed lock (§9.12): a symmetric `long` managed as an MCS queue
 /// lock, so PEs get it first come, first served.
+///
+/// ```
+/// let shmem = ishmem::Ishmem::init().unwrap();
+/// let lock = shmem.lock().unwrap();
+/// {
+///     let _held = lock.lock();
+///     // critical section
+/// }
+/// assert!(lock.try_lock().is_some());
+/// ```
 pub struct SymmLock<'a> {
     word: SymmVec<'a, i64>,
 }
@@ -835,7 +869,7 @@ impl<'a> SymmLock<'a> {
     /// Takes the lock if it is free.
     pub fn try_lock(&self) -> Option<LockGuard<'_, 'a>> {
         let held = self.word.shmem.st.test_lock("ishmem::SymmLock::try_lock", self.word.ptr.as_ptr());
-        (held == 0).then_some(LockGuard { lock: self })
+        (held == 0).then(|| LockGuard { lock: self })
     }
 }
 
@@ -843,5 +877,81 @@ impl Drop for LockGuard<'_, '_> {
     fn drop(&mut self) {
         let w = &self.lock.word;
         w.shmem.st.clear_lock("ishmem::SymmLock::unlock", w.ptr.as_ptr());
+    }
+}
+
+/// Context options (§9.5.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtxOptions {
+    pub serialized: bool,
+    pub private: bool,
+    pub nostore: bool,
+}
+
+/// A communication context (§9.5): its own ordering and completion scope for
+/// RMA and AMOs; on a team, PE numbers are the team's. Destroyed on drop
+/// (after completing its operations).
+///
+/// ```
+/// let shmem = ishmem::Ishmem::init().unwrap();
+/// let v = shmem.alloc::<u32>(8).unwrap();
+/// let ctx = shmem.team_world().create_ctx(Default::default()).unwrap();
+/// ctx.put(&v, 0, &[1, 2, 3], shmem.my_pe());
+/// ctx.quiet();
+/// assert_eq!(&v.local()[..3], &[1, 2, 3]);
+/// ```
+pub struct Ctx<'a> {
+    handle: usize,
+    shmem: &'a Ishmem,
+}
+
+impl<'a> Team<'a> {
+    /// A context on this team.
+    pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'a>> {
+        let bits = i64::from(options.serialized) * ishmem_runtime::ctx::CTX_SERIALIZED
+            | i64::from(options.private) * ishmem_runtime::ctx::CTX_PRIVATE
+            | i64::from(options.nostore) * ishmem_runtime::ctx::CTX_NOSTORE;
+        self.shmem
+            .st
+            .ctx_create("ishmem::Team::create_ctx", self.handle, bits)
+            .map(|handle| Ctx { handle, shmem: self.shmem })
+            .ok_or_else(|| Error::Init("no context could be created (all slots in use)".into()))
+    }
+}
+
+impl Ctx<'_> {
+    fn pe(&self, call: &str, pe: usize) -> usize {
+        self.shmem.st.ctx_pe(call, self.handle, pe_i32(pe)) as usize
+    }
+
+    /// `ctx_put`: `src` into elements `offset..` of `v` on team PE `pe`.
+    pub fn put<T: Symmetric>(&self, v: &SymmVec<'_, T>, offset: usize, src: &[T], pe: usize) {
+        v.put(offset, src, self.pe("ishmem::Ctx::put", pe))
+    }
+
+    /// `ctx_get`: elements `offset..` of `v` on team PE `pe` into `dst`.
+    pub fn get<T: Symmetric>(&self, v: &SymmVec<'_, T>, offset: usize, dst: &mut [T], pe: usize) {
+        v.get(offset, dst, self.pe("ishmem::Ctx::get", pe))
+    }
+
+    /// `ctx_atomic_fetch_add` on element `index` of `v` on team PE `pe`.
+    pub fn atomic_fetch_add<T: AmoInt>(&self, v: &SymmVec<'_, T>, index: usize, value: T, pe: usize) -> T {
+        v.atomic_fetch_add(index, value, self.pe("ishmem::Ctx::atomic_fetch_add", pe))
+    }
+
+    /// `ctx_fence`.
+    pub fn fence(&self) {
+        self.shmem.st.ctx_order("ishmem::Ctx::fence", self.handle, false)
+    }
+
+    /// `ctx_quiet`: completes this context's operations.
+    pub fn quiet(&self) {
+        self.shmem.st.ctx_order("ishmem::Ctx::quiet", self.handle, true)
+    }
+}
+
+impl Drop for Ctx<'_> {
+    fn drop(&mut self) {
+        self.shmem.st.ctx_destroy("ishmem::Ctx::drop", self.handle);
     }
 }

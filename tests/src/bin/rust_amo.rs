@@ -101,8 +101,12 @@ fn main() {
     if me == 0 {
         let g = lock.lock();
         shmem.barrier_all();
+        shmem.barrier_all();
         drop(g);
     } else {
+        shmem.barrier_all();
+        // Held by PE 0: try_lock fails and must leave the lock alone.
+        check!(me, lock.try_lock().is_none(), "try_lock on a held lock");
         shmem.barrier_all();
     }
     shmem.barrier_all();
