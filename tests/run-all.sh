@@ -15,6 +15,8 @@ command -v pkg-config >/dev/null || need="$need pkg-config"
 command -v c++ >/dev/null || need="$need g++"
 command -v tclsh >/dev/null || need="$need tcl"
 command -v gfortran >/dev/null || need="$need gfortran"
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need="$need fonts-dejavu-core"
+command -v oshcc >/dev/null || need="$need libopenmpi-dev openmpi-bin"
 modulecmd="$(ls "$tools"/em/usr/lib/*/modulecmd.tcl 2>/dev/null | head -n1 || true)"
 if [ -n "$need" ] || [ -z "$modulecmd" ]; then
     sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
@@ -35,3 +37,12 @@ cargo test --workspace
 # pkg-config and CMake, shared and static, ishmem-info, release tarball.
 ISHMEM_TCL_MODULECMD="$modulecmd" tests/sdk/test-sdk.sh
 echo "sdk: 1 passed, 0 failed"
+# Benchmarks, smoke mode (they must run; no timing is asserted): ishmem-perf
+# on 2 PEs, its charts, and the side-by-side C benchmark against Open MPI's
+# OSHMEM.
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+rm -f "$target/perf-smoke.csv"
+"$target/debug/ishmrun" -n 2 -t 300 "$target/debug/ishmem-perf" run --quick --csv "$target/perf-smoke.csv" > /dev/null
+"$target/debug/ishmem-perf" plot --input "$target/perf-smoke.csv" --out "$target/perf-smoke-plots" > /dev/null
+packaging/bench/compare.sh --quick --rounds 1 --out "$target/bench-smoke" > /dev/null
+echo "benchmark smoke: 1 passed, 0 failed"

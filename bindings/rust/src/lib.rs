@@ -617,27 +617,31 @@ pub enum ReduceOp {
 /// Element types of reductions: every numeric type has max/min/sum/prod
 /// (wrapping for integers); integers also have and/or/xor.
 pub trait Reduce: Symmetric + PartialOrd {
-    /// The operator as a function, or `None` when it is not defined for the
-    /// type (bitwise operators on floating point).
-    fn op(op: ReduceOp) -> Option<fn(Self, Self) -> Self>;
     const ZERO: Self;
+    /// Whether `op` is defined for the type (bitwise operators are not
+    /// defined for floating point).
+    fn supports(op: ReduceOp) -> bool;
+    fn apply_and(a: Self, b: Self) -> Self;
+    fn apply_or(a: Self, b: Self) -> Self;
+    fn apply_xor(a: Self, b: Self) -> Self;
+    fn apply_max(a: Self, b: Self) -> Self;
+    fn apply_min(a: Self, b: Self) -> Self;
+    fn apply_sum(a: Self, b: Self) -> Self;
+    fn apply_prod(a: Self, b: Self) -> Self;
 }
 
 macro_rules! reduce_int {
     ($($t:ty),*) => { $(
         impl Reduce for $t {
-            fn op(op: ReduceOp) -> Option<fn(Self, Self) -> Self> {
-                Some(match op {
-                    ReduceOp::And => |a, b| a & b,
-                    ReduceOp::Or => |a, b| a | b,
-                    ReduceOp::Xor => |a, b| a ^ b,
-                    ReduceOp::Max => |a: Self, b: Self| a.max(b),
-                    ReduceOp::Min => |a: Self, b: Self| a.min(b),
-                    ReduceOp::Sum => |a: Self, b| a.wrapping_add(b),
-                    ReduceOp::Prod => |a: Self, b| a.wrapping_mul(b),
-                })
-            }
             const ZERO: Self = 0;
+            fn supports(_: ReduceOp) -> bool { true }
+            #[inline(always)] fn apply_and(a: Self, b: Self) -> Self { a & b }
+            #[inline(always)] fn apply_or(a: Self, b: Self) -> Self { a | b }
+            #[inline(always)] fn apply_xor(a: Self, b: Self) -> Self { a ^ b }
+            #[inline(always)] fn apply_max(a: Self, b: Self) -> Self { a.max(b) }
+            #[inline(always)] fn apply_min(a: Self, b: Self) -> Self { a.min(b) }
+            #[inline(always)] fn apply_sum(a: Self, b: Self) -> Self { a.wrapping_add(b) }
+            #[inline(always)] fn apply_prod(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
         }
     )* };
 }
@@ -646,16 +650,15 @@ reduce_int!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 macro_rules! reduce_float {
     ($($t:ty),*) => { $(
         impl Reduce for $t {
-            fn op(op: ReduceOp) -> Option<fn(Self, Self) -> Self> {
-                match op {
-                    ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => None,
-                    ReduceOp::Max => Some(|a: Self, b: Self| if b > a { b } else { a }),
-                    ReduceOp::Min => Some(|a: Self, b: Self| if b < a { b } else { a }),
-                    ReduceOp::Sum => Some(|a, b| a + b),
-                    ReduceOp::Prod => Some(|a, b| a * b),
-                }
-            }
             const ZERO: Self = 0.0;
+            fn supports(op: ReduceOp) -> bool { !matches!(op, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor) }
+            fn apply_and(_: Self, _: Self) -> Self { unreachable!("checked by supports") }
+            fn apply_or(_: Self, _: Self) -> Self { unreachable!("checked by supports") }
+            fn apply_xor(_: Self, _: Self) -> Self { unreachable!("checked by supports") }
+            #[inline(always)] fn apply_max(a: Self, b: Self) -> Self { if b > a { b } else { a } }
+            #[inline(always)] fn apply_min(a: Self, b: Self) -> Self { if b < a { b } else { a } }
+            #[inline(always)] fn apply_sum(a: Self, b: Self) -> Self { a + b }
+            #[inline(always)] fn apply_prod(a: Self, b: Self) -> Self { a * b }
         }
     )* };
 }
@@ -804,11 +807,24 @@ impl<'a> Team<'a> {
         if n > dlen || n > slen {
             ishmem_runtime::error::fatal(call, format_args!("nreduce {n} exceeds a vector of {} elements", dlen.min(slen)))
         }
-        let Some(f) = T::op(op) else {
+        if !T::supports(op) {
             ishmem_runtime::error::fatal(call, format_args!("{op:?} is not defined for {}", std::any::type_name::<T>()))
-        };
+        }
+        let st = self.shmem.st;
+        // Each arm passes a function item, so the element loop is
+        // monomorphized and inlined per operator.
         // SAFETY: both vectors hold at least n elements; T is numeric.
-        unsafe { self.shmem.st.reduce(call, self.handle, d, s, n, f) };
+        unsafe {
+            match op {
+                ReduceOp::And => st.reduce(call, self.handle, d, s, n, T::apply_and),
+                ReduceOp::Or => st.reduce(call, self.handle, d, s, n, T::apply_or),
+                ReduceOp::Xor => st.reduce(call, self.handle, d, s, n, T::apply_xor),
+                ReduceOp::Max => st.reduce(call, self.handle, d, s, n, T::apply_max),
+                ReduceOp::Min => st.reduce(call, self.handle, d, s, n, T::apply_min),
+                ReduceOp::Sum => st.reduce(call, self.handle, d, s, n, T::apply_sum),
+                ReduceOp::Prod => st.reduce(call, self.handle, d, s, n, T::apply_prod),
+            }
+        };
     }
 
     /// Intel SHMEM's `sum_inscan` (`exclusive == false`) and `sum_exscan`.
@@ -816,9 +832,10 @@ impl<'a> Team<'a> {
         let call = "ishmem::Team::sum_scan";
         Self::check_len(call, dest, nelems);
         Self::check_len(call, src, nelems);
-        let add = T::op(ReduceOp::Sum).expect("sum is defined for every Reduce type");
         // SAFETY: both vectors hold at least nelems elements.
-        unsafe { self.shmem.st.sum_scan(call, self.handle, dest.ptr.as_ptr(), src.ptr.as_ptr(), nelems, exclusive, T::ZERO, add) };
+        unsafe {
+            self.shmem.st.sum_scan(call, self.handle, dest.ptr.as_ptr(), src.ptr.as_ptr(), nelems, exclusive, T::ZERO, T::apply_sum)
+        };
     }
 }
 
