@@ -52,27 +52,12 @@ fn c_program(name: &str) -> PathBuf {
 /// libishmem.so; returns the executable.
 fn compile_c(src: &Path, name: &str) -> PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let e = env();
-    let out = e.build_dir.join(name);
     let mut built = BUILT.lock().unwrap();
+    let out = env().build_dir.join(name);
     if !built.iter().any(|b| b == name) {
-        let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-            .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"])
-            .arg(src)
-            .arg("-I")
-            .arg(e.root.join("bindings/c/include"))
-            .arg("-I")
-            .arg(e.root.join("tests/c"))
-            .arg("-L")
-            .arg(&e.bin_dir)
-            .arg("-lishmem")
-            .arg(format!("-Wl,-rpath,{}", e.bin_dir.display()))
-            .arg("-lm")
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .expect("run the C compiler");
-        assert!(o.status.success(), "compiling {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
+        let e = env();
+        let inc = e.root.join("tests/c");
+        compile("CC", "cc", &["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"], &[src], &[&inc], &["-lm"], name);
         built.push(name.to_string());
     }
     out
@@ -80,47 +65,35 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
 
 /// Compiles a C++ PE program against the headers (C++ layer included).
 fn compile_cxx(src: &Path, name: &str) -> PathBuf {
-    let e = env();
-    let out = e.build_dir.join(name);
-    let o = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
-        .args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(src)
-        .arg("-I")
-        .arg(e.root.join("bindings/c/include"))
-        .arg("-L")
-        .arg(&e.bin_dir)
-        .arg("-lishmem")
-        .arg(format!("-Wl,-rpath,{}", e.bin_dir.display()))
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .expect("run the C++ compiler");
-    assert!(o.status.success(), "compiling {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
-    out
+    compile("CXX", "c++", &["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"], &[src], &[], &[], name)
 }
 
 /// Compiles a Fortran PE program with the generated `shmem` and `ishmem`
 /// modules (built into a directory of its own).
 fn compile_fortran(src: &Path, name: &str) -> PathBuf {
     let e = env();
-    let out = e.build_dir.join(name);
     let moddir = e.build_dir.join(format!("fmod-{name}"));
     std::fs::create_dir_all(&moddir).unwrap();
-    let o = Command::new(std::env::var("FC").unwrap_or_else(|_| "gfortran".into()))
-        .args(["-O2", "-Wall", "-Werror", "-J"])
-        .arg(&moddir)
-        .arg(e.root.join("bindings/fortran/shmem.f90"))
-        .arg(e.root.join("bindings/fortran/ishmem.f90"))
-        .arg(src)
-        .arg("-L")
-        .arg(&e.bin_dir)
-        .arg("-lishmem")
-        .arg(format!("-Wl,-rpath,{}", e.bin_dir.display()))
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .expect("run gfortran (tests/run-all.sh installs it)");
-    assert!(o.status.success(), "compiling {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
+    let (shmem, ishmem) = (e.root.join("bindings/fortran/shmem.f90"), e.root.join("bindings/fortran/ishmem.f90"));
+    let j = format!("-J{}", moddir.display());
+    compile("FC", "gfortran", &["-O2", "-Wall", "-Werror", &j], &[&shmem, &ishmem, src], &[], &[], name)
+}
+
+/// Runs compiler `$var` (default `default`) on `srcs` with the generated
+/// headers on the include path and libishmem linked; returns the program.
+fn compile(var: &str, default: &str, flags: &[&str], srcs: &[&Path], incs: &[&Path], libs: &[&str], name: &str) -> PathBuf {
+    let e = env();
+    let out = e.build_dir.join(name);
+    let compiler = std::env::var(var).unwrap_or_else(|_| default.into());
+    let mut cmd = Command::new(&compiler);
+    cmd.args(flags).args(srcs).arg("-I").arg(e.root.join("bindings/c/include"));
+    for i in incs {
+        cmd.arg("-I").arg(i);
+    }
+    cmd.arg("-L").arg(&e.bin_dir).arg("-lishmem").args(libs);
+    cmd.arg(format!("-Wl,-rpath,{}", e.bin_dir.display())).arg("-o").arg(&out);
+    let o = cmd.output().unwrap_or_else(|err| panic!("cannot run {compiler} (tests/run-all.sh installs it): {err}"));
+    assert!(o.status.success(), "compiling {srcs:?} with {compiler}:\n{}", String::from_utf8_lossy(&o.stderr));
     out
 }
 
