@@ -729,10 +729,16 @@ impl State {
                 .collect();
             for pe in show {
                 let r = &records[pe];
-                if r.seq != mine.seq {
+                if r.seq < mine.seq {
                     msg.push_str(&format!(
                         "\n    PE {pe}: has not made this call (its latest collective allocation call is #{}: {})",
-                        if r.seq > mine.seq { r.seq } else { r.seq },
+                        r.seq,
+                        r.describe()
+                    ));
+                } else if r.seq > mine.seq {
+                    msg.push_str(&format!(
+                        "\n    PE {pe}: is already at collective allocation call #{} ({}): a PE skipped a call",
+                        r.seq,
                         r.describe()
                     ));
                 } else {
