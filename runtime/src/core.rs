@@ -269,6 +269,11 @@ pub fn init() -> Result<(), String> {
         heap_size: heap_size as u64,
         peer_heap_base: peer_base_table.as_ptr() as u64,
         peer_is_local: peer_local_table.as_ptr() as u64,
+        ctrl_team_base: ctrl.team_base(),
+        ctrl_pe_stride: std::mem::size_of::<crate::ctrl::PeCtrl>() as u32,
+        ctrl_team_stride: std::mem::size_of::<crate::ctrl::TeamCtrl>() as u32,
+        ctrl_epoch_offset: std::mem::offset_of!(crate::ctrl::TeamCtrl, epoch) as u32,
+        reserved2: 0,
     });
     if config.debug {
         eprintln!(

@@ -128,6 +128,11 @@ impl Ctrl {
         }
     }
 
+    /// Address of PE 0's world-team record (for the device state).
+    pub fn team_base(&self) -> u64 {
+        &self.pe(0).teams[0] as *const TeamCtrl as u64
+    }
+
     /// The exit status the job is aborting with, if any PE started an abort.
     #[inline]
     pub fn abort_code(&self) -> Option<i32> {

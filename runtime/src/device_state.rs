@@ -10,7 +10,7 @@
 /// Value of [`ishmemx_device_state_t::magic`].
 pub const ISHMEMX_DEVICE_STATE_MAGIC: u32 = 0x4953_4844; // "ISHD"
 /// Layout version of [`ishmemx_device_state_t`]; bump on any change.
-pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 1;
+pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 2;
 
 /// Per-PE state read by device code.
 #[repr(C)]
@@ -40,17 +40,51 @@ pub struct ishmemx_device_state_t {
     pub peer_heap_base: u64,
     /// Address of a `u8[n_pes]` table: 1 when `pe` is reached by load/store.
     pub peer_is_local: u64,
+    /// Address, in this PE's address space, of PE 0's world-team
+    /// synchronization record in the node's control segment; PE `p`'s
+    /// record for team slot `s` is at
+    /// `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`. Its
+    /// first 32 u64 are the dissemination barrier flags; the sync epoch is
+    /// at `ctrl_epoch_offset`. Host and device barriers share them.
+    pub ctrl_team_base: u64,
+    pub ctrl_pe_stride: u32,
+    pub ctrl_team_stride: u32,
+    pub ctrl_epoch_offset: u32,
+    /// Reserved; zero.
+    pub reserved2: u32,
 }
 
 // Layout guard; the C header carries the same numbers as _Static_asserts.
 const _: () = {
-    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 56);
+    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 80);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, my_pe) == 8);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_base) == 24);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_size) == 32);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, peer_heap_base) == 40);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, peer_is_local) == 48);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, ctrl_team_base) == 56);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, ctrl_epoch_offset) == 72);
 };
+
+/// Every field with its kind (`u32`, `i32`, `u64`), in order: the OpenCL C
+/// declaration of the struct is generated from this list.
+pub const FIELDS: &[(&str, &str)] = &[
+    ("magic", "u32"),
+    ("version", "u32"),
+    ("my_pe", "i32"),
+    ("n_pes", "i32"),
+    ("only_local", "u32"),
+    ("reserved", "u32"),
+    ("heap_base", "u64"),
+    ("heap_size", "u64"),
+    ("peer_heap_base", "u64"),
+    ("peer_is_local", "u64"),
+    ("ctrl_team_base", "u64"),
+    ("ctrl_pe_stride", "u32"),
+    ("ctrl_team_stride", "u32"),
+    ("ctrl_epoch_offset", "u32"),
+    ("reserved2", "u32"),
+];
 
 /// `(field name, offset)` for every field; the header generator turns this
 /// into C `_Static_assert`s.
@@ -68,5 +102,10 @@ pub fn field_offsets() -> Vec<(&'static str, usize)> {
         ("heap_size", offset_of!(S, heap_size)),
         ("peer_heap_base", offset_of!(S, peer_heap_base)),
         ("peer_is_local", offset_of!(S, peer_is_local)),
+        ("ctrl_team_base", offset_of!(S, ctrl_team_base)),
+        ("ctrl_pe_stride", offset_of!(S, ctrl_pe_stride)),
+        ("ctrl_team_stride", offset_of!(S, ctrl_team_stride)),
+        ("ctrl_epoch_offset", offset_of!(S, ctrl_epoch_offset)),
+        ("reserved2", offset_of!(S, reserved2)),
     ]
 }

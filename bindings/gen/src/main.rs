@@ -11,6 +11,7 @@
 //! what it would write (CI runs it).
 
 mod fortran;
+mod opencl;
 mod types;
 
 use std::fmt::Write as _;
@@ -940,6 +941,9 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
             umbrella("shmem", &["shmem/shmem_api.h", "shmem/shmem_typed.h", "shmem/shmem_cxx.h"], &shmem_vendor),
         ),
         (root.join("docs/env.md"), env_md()),
+        (root.join("device-lib/src/device_state.h"), opencl::device_state_h()),
+        (root.join("device-lib/src/typed.cl"), opencl::typed_cl()),
+        (root.join("device-lib/include/ishmem_device.h"), opencl::device_h()),
         (root.join("bindings/fortran/shmem.f90"), fortran::module("shmem", &fortran_constants("SHMEM", "SHMEMX"))),
         (root.join("bindings/fortran/ishmem.f90"), fortran::module("ishmem", &fortran_constants("ISHMEM", "ISHMEMX"))),
     ]

@@ -96,3 +96,21 @@ pub const SIZED: &[(u32, &str)] = &[
     (64, "u64"),
     (128, "crate::typed_impl::Bits128"),
 ];
+
+/// OpenCL C type of each RMA type (OpenCL's `long` is 64 bits, as C's
+/// `long` and `long long` are on the LP64 hosts we build for).
+pub fn opencl(name: &str) -> &'static str {
+    match name {
+        "float" => "float",
+        "double" => "double",
+        "char" | "schar" | "int8" => "char",
+        "short" | "int16" => "short",
+        "int" | "int32" => "int",
+        "long" | "longlong" | "int64" | "ptrdiff" => "long",
+        "uchar" | "uint8" => "uchar",
+        "ushort" | "uint16" => "ushort",
+        "uint" | "uint32" => "uint",
+        "ulong" | "ulonglong" | "uint64" | "size" => "ulong",
+        other => unreachable!("no OpenCL type for {other}"),
+    }
+}

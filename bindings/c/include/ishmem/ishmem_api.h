@@ -14,7 +14,7 @@
 /**
  * Layout version of [`ishmemx_device_state_t`]; bump on any change.
  */
-#define ISHMEMX_DEVICE_STATE_VERSION 1
+#define ISHMEMX_DEVICE_STATE_VERSION 2
 
 /**
  * Major version of the OpenSHMEM specification implemented.
@@ -135,6 +135,22 @@ typedef struct {
    * Address of a `u8[n_pes]` table: 1 when `pe` is reached by load/store.
    */
   uint64_t peer_is_local;
+  /**
+   * Address, in this PE's address space, of PE 0's world-team
+   * synchronization record in the node's control segment; PE `p`'s
+   * record for team slot `s` is at
+   * `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`. Its
+   * first 32 u64 are the dissemination barrier flags; the sync epoch is
+   * at `ctrl_epoch_offset`. Host and device barriers share them.
+   */
+  uint64_t ctrl_team_base;
+  uint32_t ctrl_pe_stride;
+  uint32_t ctrl_team_stride;
+  uint32_t ctrl_epoch_offset;
+  /**
+   * Reserved; zero.
+   */
+  uint32_t reserved2;
 } ishmemx_device_state_t;
 
 /**
@@ -409,7 +425,7 @@ int ishmemx_test_lock(long *lock);
 #else
 #define ISHMEMI_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
-ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 56, "ishmemx_device_state_t size");
+ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 80, "ishmemx_device_state_t size");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, magic) == 0, "ishmemx_device_state_t.magic");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, version) == 4, "ishmemx_device_state_t.version");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, my_pe) == 8, "ishmemx_device_state_t.my_pe");
@@ -420,3 +436,8 @@ ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, heap_base) == 24, "ishmem
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, heap_size) == 32, "ishmemx_device_state_t.heap_size");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, peer_heap_base) == 40, "ishmemx_device_state_t.peer_heap_base");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, peer_is_local) == 48, "ishmemx_device_state_t.peer_is_local");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_base) == 56, "ishmemx_device_state_t.ctrl_team_base");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_pe_stride) == 64, "ishmemx_device_state_t.ctrl_pe_stride");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_stride) == 68, "ishmemx_device_state_t.ctrl_team_stride");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ishmemx_device_state_t.ctrl_epoch_offset");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, reserved2) == 76, "ishmemx_device_state_t.reserved2");

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the device library: OpenCL C -> LLVM bitcode (clang-14) -> SPIR-V
+# (llvm-spirv-14), checked with spirv-val.
+#   device-lib/build.sh OUTDIR   -> OUTDIR/ishmem_device.spv, OUTDIR/ishmem_device.bc
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:?usage: build.sh OUTDIR}"
+mkdir -p "$out"
+CLANG="${CLANG:-clang-14}"
+LLVM_SPIRV="${LLVM_SPIRV:-llvm-spirv-14}"
+LLVM_LINK="${LLVM_LINK:-llvm-link-14}"
+# OpenCL C 3.0 without the generic address space: see README.md. -Os, not
+# -O2: llvm-spirv 14 emits blocks before their dominators for some -O2 loops
+# (spirv-val rejects the module).
+FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
+    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64"
+    -target spir64 -Os -Werror -I "$here/src" -I "$here/include")
+"$CLANG" "${FLAGS[@]}" -emit-llvm -c "$here/src/core.cl" -o "$out/core.bc"
+"$CLANG" "${FLAGS[@]}" -emit-llvm -c "$here/src/typed.cl" -o "$out/typed.bc"
+"$LLVM_LINK" "$out/core.bc" "$out/typed.bc" -o "$out/ishmem_device.bc"
+"$LLVM_SPIRV" "$out/ishmem_device.bc" -o "$out/ishmem_device.spv"
+spirv-val "$out/ishmem_device.spv"
+rm -f "$out/core.bc" "$out/typed.bc"
+echo "$out/ishmem_device.spv"

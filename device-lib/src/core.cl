@@ -1,0 +1,53 @@
+/* Non-typed device routines and the state install kernel. */
+#include "core.h"
+
+ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
+
+kernel void ishmemi_install_state(ISHMEMI_GLOBAL ishmemx_device_state_t *s) {
+    ishmemi_state = s;
+}
+
+int ishmem_my_pe(void) { return ishmemi_state->my_pe; }
+int ishmem_n_pes(void) { return ishmemi_state->n_pes; }
+
+ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int pe) {
+    ISHMEMI_GLOBAL uchar *is_local = (ISHMEMI_GLOBAL uchar *)ishmemi_state->peer_is_local;
+    ulong off = (ulong)dest - ishmemi_state->heap_base;
+    if (pe < 0 || pe >= ishmemi_state->n_pes || off >= ishmemi_state->heap_size || !is_local[pe]) return 0;
+    return ishmemi_peer(dest, pe);
+}
+
+/* Every device operation on the load/store path is complete when it
+ * returns: fence and quiet only order memory, with no host round trip. */
+void ishmem_fence(void) { ishmemi_fence_all(); }
+void ishmem_quiet(void) { ishmemi_fence_all(); }
+void ishmem_sync_all(void) { ishmemi_sync_world(); }
+void ishmem_barrier_all(void) { ishmemi_fence_all(); ishmemi_sync_world(); }
+
+void ishmem_putmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)source, nelems);
+}
+void ishmem_getmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(source, pe), nelems);
+}
+void ishmem_putmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmem_putmem(dest, source, nelems, pe);
+}
+void ishmem_getmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmem_getmem(dest, source, nelems, pe);
+}
+
+/* put_signal: the data, then the signal as a sequentially consistent AMO. */
+void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
+                          ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+    ishmem_putmem(dest, source, nelems, pe);
+    ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
+}
+ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
+    return (ulong)ishmemi_load64((ISHMEMI_GLOBAL void *)sig_addr);
+}
+ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
+    ulong v;
+    while (!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value)) ;
+    return v;
+}

@@ -1,0 +1,59 @@
+/* Target header: OpenCL C 3.0 without the generic address space (Intel's
+ * CPU runtime cannot build 64-bit atomics through generic pointers; see
+ * device-lib/README.md). The portable core (core.h) uses only these names;
+ * a CUDA build supplies the same names in another target header. */
+#ifndef ISHMEMI_TARGET_OPENCL_H
+#define ISHMEMI_TARGET_OPENCL_H
+
+#define ISHMEMI_GLOBAL global
+#define ISHMEMI_INLINE static inline
+
+#define ISHMEMI_SCOPE memory_scope_all_svm_devices
+
+typedef volatile global atomic_int ishmemi_a32;
+typedef volatile global atomic_long ishmemi_a64;
+
+ISHMEMI_INLINE int ishmemi_load32(ISHMEMI_GLOBAL void *p) {
+    return atomic_load_explicit((ishmemi_a32 *)p, memory_order_acquire, ISHMEMI_SCOPE);
+}
+ISHMEMI_INLINE long ishmemi_load64(ISHMEMI_GLOBAL void *p) {
+    return atomic_load_explicit((ishmemi_a64 *)p, memory_order_acquire, ISHMEMI_SCOPE);
+}
+ISHMEMI_INLINE void ishmemi_store64(ISHMEMI_GLOBAL void *p, long v) {
+    atomic_store_explicit((ishmemi_a64 *)p, v, memory_order_release, ISHMEMI_SCOPE);
+}
+ISHMEMI_INLINE void ishmemi_fence_all(void) {
+    atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_seq_cst, ISHMEMI_SCOPE);
+}
+
+/* AMO opcodes (the same numbering as the runtime's AmoOp). */
+#define ISHMEMI_FETCH 0
+#define ISHMEMI_SET 1
+#define ISHMEMI_SWAP 2
+#define ISHMEMI_CSWAP 3
+#define ISHMEMI_FADD 4
+#define ISHMEMI_FAND 5
+#define ISHMEMI_FOR 6
+#define ISHMEMI_FXOR 7
+
+#define ISHMEMI_AMO_BODY(A, T)                                                              \
+    switch (op) {                                                                            \
+    case ISHMEMI_FETCH: return atomic_load_explicit((A *)p, memory_order_seq_cst, ISHMEMI_SCOPE); \
+    case ISHMEMI_SET: atomic_store_explicit((A *)p, v, memory_order_seq_cst, ISHMEMI_SCOPE); return 0; \
+    case ISHMEMI_SWAP: return atomic_exchange_explicit((A *)p, v, memory_order_seq_cst, ISHMEMI_SCOPE); \
+    case ISHMEMI_CSWAP: {                                                                    \
+        T expected = cond;                                                                   \
+        atomic_compare_exchange_strong_explicit((A *)p, &expected, v, memory_order_seq_cst,  \
+                                                memory_order_seq_cst, ISHMEMI_SCOPE);        \
+        return expected;                                                                     \
+    }                                                                                        \
+    case ISHMEMI_FADD: return atomic_fetch_add_explicit((A *)p, v, memory_order_seq_cst, ISHMEMI_SCOPE); \
+    case ISHMEMI_FAND: return atomic_fetch_and_explicit((A *)p, v, memory_order_seq_cst, ISHMEMI_SCOPE); \
+    case ISHMEMI_FOR: return atomic_fetch_or_explicit((A *)p, v, memory_order_seq_cst, ISHMEMI_SCOPE);   \
+    default: return atomic_fetch_xor_explicit((A *)p, v, memory_order_seq_cst, ISHMEMI_SCOPE);          \
+    }
+
+ISHMEMI_INLINE int ishmemi_amo32(ISHMEMI_GLOBAL void *p, int op, int v, int cond) { ISHMEMI_AMO_BODY(ishmemi_a32, int) }
+ISHMEMI_INLINE long ishmemi_amo64(ISHMEMI_GLOBAL void *p, int op, long v, long cond) { ISHMEMI_AMO_BODY(ishmemi_a64, long) }
+
+#endif
