@@ -89,6 +89,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_DEVICE_LIB",
+        kind: Kind::Text,
+        default: "",
+        help: "Path of the device library ishmem_device.spv (default: <dir of libishmem>/ishmem/ishmem_device.spv).",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_ROOT",
         kind: Kind::Text,
         default: "",

@@ -29,6 +29,7 @@ pub mod device;
 pub mod dataseg;
 pub mod device_state;
 pub mod lock;
+pub mod opencl;
 pub mod env;
 pub mod error;
 pub mod team;

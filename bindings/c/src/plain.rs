@@ -458,3 +458,52 @@ pub extern "C" fn ishmemx_clear_lock(lock: *mut c_long) {
 pub extern "C" fn ishmemx_test_lock(lock: *mut c_long) -> c_int {
     guard("ishmemx_test_lock", || state("ishmemx_test_lock").test_lock("ishmemx_test_lock", lock.cast()))
 }
+
+// ----- CPU device backend: OpenCL (issue #9, load/store path) --------------
+
+fn cl_device(call: &'static str) -> &'static ishmem_runtime::opencl::ClDevice {
+    match state(call).cl_device() {
+        Ok(d) => d,
+        Err(e) => fatal(call, format_args!("{e}")),
+    }
+}
+
+/// This PE's OpenCL context (a `cl_context`), opened on first use together
+/// with the device library; the OpenCL runtime is loaded only then.
+#[no_mangle]
+pub extern "C" fn ishmemx_cl_context() -> *mut c_void {
+    guard("ishmemx_cl_context", || cl_device("ishmemx_cl_context").context)
+}
+
+/// This PE's OpenCL device (a `cl_device_id`).
+#[no_mangle]
+pub extern "C" fn ishmemx_cl_device() -> *mut c_void {
+    guard("ishmemx_cl_device", || cl_device("ishmemx_cl_device").device)
+}
+
+/// This PE's in-order OpenCL queue (a `cl_command_queue`).
+#[no_mangle]
+pub extern "C" fn ishmemx_cl_queue() -> *mut c_void {
+    guard("ishmemx_cl_queue", || cl_device("ishmemx_cl_queue").queue)
+}
+
+/// Compiles a program given as SPIR-V, links it with the device library
+/// (`ishmem_device.spv`) and installs this PE's device state in it; returns
+/// the linked `cl_program`, whose kernels may call the device API
+/// (`ishmem_device.h`). Errors (compile or link logs) stop the job.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_cl_link_program(spirv: *const c_void, len: usize) -> *mut c_void {
+    let call = "ishmemx_cl_link_program";
+    guard(call, || {
+        if spirv.is_null() || len == 0 {
+            fatal(call, format_args!("spirv is empty or a null pointer"))
+        }
+        let dev = cl_device(call);
+        let bytes = std::slice::from_raw_parts(spirv as *const u8, len);
+        let st = state(call);
+        match dev.link(bytes, st.device_state() as *const _ as *const c_void) {
+            Ok(p) => p,
+            Err(e) => fatal(call, format_args!("{e}")),
+        }
+    })
+}

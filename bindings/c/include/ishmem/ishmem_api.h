@@ -412,6 +412,30 @@ void ishmemx_clear_lock(long *lock);
  */
 int ishmemx_test_lock(long *lock);
 
+/**
+ * This PE's OpenCL context (a `cl_context`), opened on first use together
+ * with the device library; the OpenCL runtime is loaded only then.
+ */
+void *ishmemx_cl_context(void);
+
+/**
+ * This PE's OpenCL device (a `cl_device_id`).
+ */
+void *ishmemx_cl_device(void);
+
+/**
+ * This PE's in-order OpenCL queue (a `cl_command_queue`).
+ */
+void *ishmemx_cl_queue(void);
+
+/**
+ * Compiles a program given as SPIR-V, links it with the device library
+ * (`ishmem_device.spv`) and installs this PE's device state in it; returns
+ * the linked `cl_program`, whose kernels may call the device API
+ * (`ishmem_device.h`). Errors (compile or link logs) stop the job.
+ */
+void *ishmemx_cl_link_program(const void *spirv, uintptr_t len);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

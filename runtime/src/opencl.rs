@@ -1,0 +1,249 @@
+//! The CPU device backend's device side: an OpenCL runtime that consumes
+//! SPIR-V (Intel's CPU runtime, found through the ICD loader), the device
+//! library `ishmem_device.spv`, and linking user programs against it.
+//!
+//! OpenCL is loaded at run time through one function table (libloading);
+//! programs that never ask for a device queue never load it. A load failure
+//! lists every path tried. Verified facts about the runtime are in
+//! `device-lib/README.md`.
+
+use crate::core::State;
+use std::ffi::{c_char, c_void, CString};
+use std::ptr::null_mut;
+use std::sync::Mutex;
+
+type Handle = *mut c_void;
+type Notify = *const c_void;
+
+const CL_DEVICE_TYPE_CPU: u64 = 1 << 1;
+const CL_PROGRAM_BUILD_LOG: u32 = 0x1183;
+
+/// The OpenCL entry points the runtime uses.
+struct Cl {
+    _lib: libloading::Library,
+    get_platform_ids: unsafe extern "C" fn(u32, *mut Handle, *mut u32) -> i32,
+    get_device_ids: unsafe extern "C" fn(Handle, u64, u32, *mut Handle, *mut u32) -> i32,
+    create_context: unsafe extern "C" fn(*const isize, u32, *const Handle, Notify, *mut c_void, *mut i32) -> Handle,
+    create_queue: unsafe extern "C" fn(Handle, Handle, *const u64, *mut i32) -> Handle,
+    create_program_with_il: unsafe extern "C" fn(Handle, *const c_void, usize, *mut i32) -> Handle,
+    compile_program: unsafe extern "C" fn(
+        Handle, u32, *const Handle, *const c_char, u32, *const Handle, *const *const c_char, Notify, *mut c_void,
+    ) -> i32,
+    link_program: unsafe extern "C" fn(
+        Handle, u32, *const Handle, *const c_char, u32, *const Handle, Notify, *mut c_void, *mut i32,
+    ) -> Handle,
+    get_program_build_info: unsafe extern "C" fn(Handle, Handle, u32, usize, *mut c_void, *mut usize) -> i32,
+    create_kernel: unsafe extern "C" fn(Handle, *const c_char, *mut i32) -> Handle,
+    set_kernel_arg_svm_pointer: unsafe extern "C" fn(Handle, u32, *const c_void) -> i32,
+    enqueue_nd_range_kernel: unsafe extern "C" fn(
+        Handle, Handle, u32, *const usize, *const usize, *const usize, u32, *const Handle, *mut Handle,
+    ) -> i32,
+    finish: unsafe extern "C" fn(Handle) -> i32,
+    release_kernel: unsafe extern "C" fn(Handle) -> i32,
+}
+
+// SAFETY: OpenCL objects and entry points are thread-safe (OpenCL 1.1+),
+// except kernels, which this module never shares between threads.
+unsafe impl Send for Cl {}
+// SAFETY: as above.
+unsafe impl Sync for Cl {}
+
+const LIB_NAMES: &[&str] = &["libOpenCL.so.1", "libOpenCL.so"];
+
+impl Cl {
+    fn load() -> Result<Cl, String> {
+        let mut tried = Vec::new();
+        for name in LIB_NAMES {
+            // SAFETY: loading the system OpenCL ICD loader; its initializers
+            // are the loader's own.
+            match unsafe { libloading::Library::new(name) } {
+                Ok(lib) => return Self::bind(lib, name),
+                Err(e) => tried.push(format!("{name}: {e}")),
+            }
+        }
+        Err(format!(
+            "cannot load an OpenCL runtime; tried {} (install an OpenCL ICD loader and a CPU runtime: Debian ocl-icd-libopencl1, PyPI intel-opencl-rt with OCL_ICD_FILENAMES=<venv>/lib/libintelocl.so)",
+            tried.join("; ")
+        ))
+    }
+
+    fn bind(lib: libloading::Library, name: &str) -> Result<Cl, String> {
+        macro_rules! sym {
+            ($s:literal) => {
+                // SAFETY: the symbol has the OpenCL signature declared in
+                // the table's field type.
+                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }
+                    .map_err(|e| format!("{name} lacks {}: {e}", $s))?
+            };
+        }
+        Ok(Cl {
+            get_platform_ids: sym!("clGetPlatformIDs"),
+            get_device_ids: sym!("clGetDeviceIDs"),
+            create_context: sym!("clCreateContext"),
+            create_queue: sym!("clCreateCommandQueueWithProperties"),
+            create_program_with_il: sym!("clCreateProgramWithIL"),
+            compile_program: sym!("clCompileProgram"),
+            link_program: sym!("clLinkProgram"),
+            get_program_build_info: sym!("clGetProgramBuildInfo"),
+            create_kernel: sym!("clCreateKernel"),
+            set_kernel_arg_svm_pointer: sym!("clSetKernelArgSVMPointer"),
+            enqueue_nd_range_kernel: sym!("clEnqueueNDRangeKernel"),
+            finish: sym!("clFinish"),
+            release_kernel: sym!("clReleaseKernel"),
+            _lib: lib,
+        })
+    }
+}
+
+/// This PE's device: context, queue, and the compiled device library.
+pub struct ClDevice {
+    cl: Cl,
+    pub platform: Handle,
+    pub device: Handle,
+    pub context: Handle,
+    pub queue: Handle,
+    library: Handle,
+}
+
+// SAFETY: see `Cl`.
+unsafe impl Send for ClDevice {}
+// SAFETY: see `Cl`.
+unsafe impl Sync for ClDevice {}
+
+/// Where the device library is looked for: ISHMEM_DEVICE_LIB, then
+/// `<dir of libishmem>/ishmem/ishmem_device.spv` (the installed layout).
+fn library_paths() -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    if let Ok(p) = std::env::var("ISHMEM_DEVICE_LIB") {
+        v.push(p.into());
+    }
+    // SAFETY: dladdr on the address of one of our own functions.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(library_paths as *const c_void, &mut info) != 0 && !info.dli_fname.is_null() {
+            let me = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+            if let Some(dir) = std::path::Path::new(&me).parent() {
+                v.push(dir.join("ishmem/ishmem_device.spv"));
+            }
+        }
+    }
+    v
+}
+
+fn check(what: &str, err: i32) -> Result<(), String> {
+    if err == 0 { Ok(()) } else { Err(format!("{what} failed with OpenCL error {err}")) }
+}
+
+impl ClDevice {
+    fn open() -> Result<ClDevice, String> {
+        let cl = Cl::load()?;
+        let mut err = 0;
+        let mut n = 0u32;
+        // SAFETY: OpenCL calls with valid out-pointers throughout.
+        unsafe {
+            check("clGetPlatformIDs", (cl.get_platform_ids)(0, null_mut(), &mut n))?;
+            let mut platforms = vec![null_mut(); n as usize];
+            check("clGetPlatformIDs", (cl.get_platform_ids)(n, platforms.as_mut_ptr(), null_mut()))?;
+            let mut found = None;
+            for &p in &platforms {
+                let mut d = null_mut();
+                if (cl.get_device_ids)(p, CL_DEVICE_TYPE_CPU, 1, &mut d, null_mut()) == 0 {
+                    found = Some((p, d));
+                    break;
+                }
+            }
+            let (platform, device) = found.ok_or_else(|| {
+                format!("none of the {n} OpenCL platforms has a CPU device (the CPU device backend needs one that consumes SPIR-V, e.g. PyPI intel-opencl-rt)")
+            })?;
+            let context = (cl.create_context)(std::ptr::null(), 1, &device, std::ptr::null(), null_mut(), &mut err);
+            check("clCreateContext", err)?;
+            let queue = (cl.create_queue)(context, device, std::ptr::null(), &mut err);
+            check("clCreateCommandQueueWithProperties", err)?;
+            let mut tried = Vec::new();
+            let mut spirv = None;
+            for p in library_paths() {
+                match std::fs::read(&p) {
+                    Ok(b) => {
+                        spirv = Some(b);
+                        break;
+                    }
+                    Err(e) => tried.push(format!("{}: {e}", p.display())),
+                }
+            }
+            let spirv = spirv.ok_or_else(|| {
+                format!("cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)", tried.join("; "))
+            })?;
+            let mut dev = ClDevice { cl, platform, device, context, queue, library: null_mut() };
+            dev.library = dev.compile(&spirv, "the device library")?;
+            Ok(dev)
+        }
+    }
+
+    fn log(&self, program: Handle) -> String {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut len = 0usize;
+        // SAFETY: buffer and length out-pointer are valid.
+        unsafe {
+            (self.cl.get_program_build_info)(program, self.device, CL_PROGRAM_BUILD_LOG, buf.len(), buf.as_mut_ptr().cast(), &mut len)
+        };
+        String::from_utf8_lossy(&buf[..len.min(buf.len())]).trim_end_matches('\0').trim().to_string()
+    }
+
+    fn compile(&self, spirv: &[u8], what: &str) -> Result<Handle, String> {
+        let mut err = 0;
+        // SAFETY: valid context, buffer and out-pointers.
+        unsafe {
+            let p = (self.cl.create_program_with_il)(self.context, spirv.as_ptr().cast(), spirv.len(), &mut err);
+            check(&format!("clCreateProgramWithIL of {what}"), err)?;
+            let opts = CString::new("").unwrap();
+            let e = (self.cl.compile_program)(p, 1, &self.device, opts.as_ptr(), 0, std::ptr::null(), std::ptr::null(), std::ptr::null(), null_mut());
+            if e != 0 {
+                return Err(format!("compiling {what} failed (OpenCL error {e}):\n{}", self.log(p)));
+            }
+            Ok(p)
+        }
+    }
+
+    /// Compiles a user program (SPIR-V), links it with the device library
+    /// and installs this PE's device state in it. Returns the cl_program.
+    pub fn link(&self, spirv: &[u8], state: *const c_void) -> Result<Handle, String> {
+        let user = self.compile(spirv, "the program")?;
+        let mut err = 0;
+        // SAFETY: valid objects and out-pointers.
+        unsafe {
+            let progs = [user, self.library];
+            let opts = CString::new("").unwrap();
+            let linked = (self.cl.link_program)(
+                self.context, 1, &self.device, opts.as_ptr(), 2, progs.as_ptr(), std::ptr::null(), null_mut(), &mut err,
+            );
+            if err != 0 || linked.is_null() {
+                return Err(format!("linking with the device library failed (OpenCL error {err}):\n{}", self.log(user)));
+            }
+            let name = CString::new("ishmemi_install_state").unwrap();
+            let k = (self.cl.create_kernel)(linked, name.as_ptr(), &mut err);
+            check("clCreateKernel(ishmemi_install_state)", err)?;
+            check("clSetKernelArgSVMPointer", (self.cl.set_kernel_arg_svm_pointer)(k, 0, state))?;
+            let one = 1usize;
+            let r = (self.cl.enqueue_nd_range_kernel)(self.queue, k, 1, std::ptr::null(), &one, &one, 0, std::ptr::null(), null_mut());
+            (self.cl.release_kernel)(k);
+            check("installing the device state", r)?;
+            check("clFinish", (self.cl.finish)(self.queue))?;
+            Ok(linked)
+        }
+    }
+}
+
+static DEVICE: Mutex<Option<&'static ClDevice>> = Mutex::new(None);
+
+impl State {
+    /// This PE's OpenCL device, opened on first use.
+    pub fn cl_device(&self) -> Result<&'static ClDevice, String> {
+        let mut d = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(dev) = *d {
+            return Ok(dev);
+        }
+        let dev: &'static ClDevice = Box::leak(Box::new(ClDevice::open()?));
+        *d = Some(dev);
+        Ok(dev)
+    }
+}
