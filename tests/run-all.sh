@@ -17,6 +17,10 @@ command -v tclsh >/dev/null || need="$need tcl"
 command -v gfortran >/dev/null || need="$need gfortran"
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need="$need fonts-dejavu-core"
 command -v oshcc >/dev/null || need="$need libopenmpi-dev openmpi-bin"
+for tool in clang-14 llvm-spirv-14 llvm-link-14 spirv-val; do
+    command -v $tool >/dev/null || need="$need clang-14 llvm-14 llvm-spirv-14 spirv-tools"
+done
+[ -f /usr/include/CL/cl.h ] && [ -e /usr/lib/x86_64-linux-gnu/libOpenCL.so ] || need="$need ocl-icd-opencl-dev opencl-c-headers"
 modulecmd="$(ls "$tools"/em/usr/lib/*/modulecmd.tcl 2>/dev/null | head -n1 || true)"
 if [ -n "$need" ] || [ -z "$modulecmd" ]; then
     sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
@@ -29,6 +33,14 @@ if [ -n "$need" ] || [ -z "$modulecmd" ]; then
     fi
 fi
 
+# Intel's CPU OpenCL runtime (consumes SPIR-V) for the device tests, from
+# PyPI into a venv beside the build.
+oclvenv="$tools/oclvenv"
+if [ ! -f "$oclvenv/lib/libintelocl.so" ]; then
+    python3 -m venv "$oclvenv"
+    "$oclvenv/bin/pip" install -q intel-opencl-rt intel-cmplr-lib-rt
+fi
+
 # Generated files (typed families, headers, env docs) must be up to date.
 cargo run -q -p ishmem-gen -- --check
 cargo build --workspace --all-targets
@@ -37,6 +49,9 @@ cargo test --workspace
 # pkg-config and CMake, shared and static, ishmem-info, release tarball.
 ISHMEM_TCL_MODULECMD="$modulecmd" tests/sdk/test-sdk.sh
 echo "sdk: 1 passed, 0 failed"
+# Device-initiated operations from OpenCL C kernels on the CPU device.
+ISHMEM_TEST_OPENCL_VENV="$oclvenv" tests/device/test-device.sh
+echo "device: 1 passed, 0 failed"
 # Benchmarks, smoke mode (they must run; no timing is asserted): ishmem-perf
 # on 2 PEs, its charts, and the side-by-side C benchmark against Open MPI's
 # OSHMEM.

@@ -1,0 +1,105 @@
+/* Host side of the device test: links kernels.spv with the device library,
+ * runs the kernels on this PE's OpenCL CPU device, checks every result. */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <ishmem.h>
+#include <ishmemx.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "PE %d: %s:%d: ", ishmem_my_pe(), __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } } while (0)
+#define CL(call) do { cl_int e_ = (call); CHECK(e_ == CL_SUCCESS, "%s = %d", #call, e_); } while (0)
+
+static cl_command_queue q;
+static cl_program prog;
+
+static void run(const char *name, size_t n, int nargs, void **svm, size_t *sizes, const void **vals) {
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, name, &err);
+    CHECK(err == CL_SUCCESS, "kernel %s: %d", name, err);
+    for (int a = 0; a < nargs; a++) {
+        if (svm[a]) CL(clSetKernelArgSVMPointer(k, a, svm[a]));
+        else CL(clSetKernelArg(k, a, sizes[a], vals[a]));
+    }
+    CL(clEnqueueNDRangeKernel(q, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CL(clFinish(q));
+    clReleaseKernel(k);
+}
+
+int main(int argc, char **argv) {
+    ishmem_init();
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    int left = (me + np - 1) % np;
+    FILE *f = fopen(argv[1], "rb");
+    CHECK(f != NULL, "cannot open %s", argc > 1 ? argv[1] : "(no SPIR-V given)");
+    static unsigned char spv[1 << 20];
+    size_t len = fread(spv, 1, sizeof spv, f);
+    fclose(f);
+    q = (cl_command_queue)ishmemx_cl_queue();
+    prog = (cl_program)ishmemx_cl_link_program(spv, len);
+    const ishmemx_device_state_t *ds = ishmemx_get_device_state();
+    CHECK(ds->version == ISHMEMX_DEVICE_STATE_VERSION, "device state version");
+
+    /* 1. put ring: every work-item stores one element to the right PE */
+    enum { N = 1024 };
+    long *src = ishmem_malloc(N * sizeof(long)), *dst = ishmem_calloc(N, sizeof(long));
+    for (int i = 0; i < N; i++) src[i] = i;
+    ishmem_barrier_all();
+    run("put_ring", N, 2, (void *[]){dst, src}, NULL, NULL);
+    run("barrier_all", 1, 0, NULL, NULL, NULL); /* device barrier, interoperating with the host's */
+    for (int i = 0; i < N; i++) CHECK(dst[i] == i + 1000L * left, "put_ring %d: %ld", i, dst[i]);
+
+    /* 2. AMOs from many work-items: exact count and mask */
+    long *counter = ishmem_calloc(1, sizeof(long));
+    unsigned *mask = ishmem_calloc(1, sizeof(unsigned));
+    ishmem_barrier_all();
+    run("count", 4096, 2, (void *[]){counter, mask}, NULL, NULL);
+    ishmem_barrier_all();
+    if (me == 0) {
+        CHECK(*counter == 4096L * np, "device fetch_add total %ld", *counter);
+        CHECK(*mask == (1u << np) - 1, "device atomic_or mask %x", *mask);
+    }
+
+    /* 3. bulk put from one work-item, host sees it after a barrier */
+    int *ib = ishmem_malloc(65536 * sizeof(int)), *ob = ishmem_calloc(65536, sizeof(int));
+    for (int i = 0; i < 65536; i++) ib[i] = me * 100000 + i;
+    long n64k = 65536;
+    ishmem_barrier_all();
+    run("bulk_put", 1, 3, (void *[]){ob, ib, NULL}, (size_t[]){0, 0, sizeof(long)}, (const void *[]){0, 0, &n64k});
+    ishmem_barrier_all();
+    for (int i = 0; i < 65536; i++) CHECK(ob[i] == left * 100000 + i, "bulk put %d", i);
+
+    /* 4. put_signal from a kernel, waited for by the host */
+    double *dsrc = ishmem_malloc(512 * sizeof(double)), *ddst = ishmem_calloc(512, sizeof(double));
+    uint64_t *sig = ishmem_calloc(1, sizeof(uint64_t));
+    for (int i = 0; i < 512; i++) dsrc[i] = me + i * 0.5;
+    long n512 = 512;
+    ishmem_barrier_all();
+    run("signal_right", 1, 4, (void *[]){ddst, dsrc, NULL, sig}, (size_t[]){0, 0, sizeof(long), 0},
+        (const void *[]){0, 0, &n512, 0});
+    CHECK(ishmem_signal_wait_until(sig, ISHMEM_CMP_EQ, 7) == 7, "signal");
+    for (int i = 0; i < 512; i++) CHECK(ddst[i] == left + i * 0.5, "put_signal data %d", i);
+
+    /* 5. device g from the left PE */
+    float *fs = ishmem_malloc(256 * sizeof(float)), *fd = ishmem_calloc(256, sizeof(float));
+    for (int i = 0; i < 256; i++) fs[i] = me * 10.0f + i;
+    ishmem_barrier_all();
+    run("get_left", 256, 2, (void *[]){fd, fs}, NULL, NULL);
+    for (int i = 0; i < 256; i++) CHECK(fd[i] == left * 10.0f + i, "g %d", i);
+
+    /* 6. a compare_swap spin lock taken by kernels of every PE */
+    int *lock = ishmem_calloc(1, sizeof(int));
+    long *total = ishmem_calloc(1, sizeof(long));
+    long rounds = 200;
+    ishmem_barrier_all();
+    run("cswap_lock", 1, 3, (void *[]){lock, total, NULL}, (size_t[]){0, 0, sizeof(long)}, (const void *[]){0, 0, &rounds});
+    ishmem_barrier_all();
+    if (me == 0) CHECK(*total == rounds * np, "lock-protected total %ld", *total);
+
+    ishmem_barrier_all();
+    if (me == 0) printf("device ok on %d PEs\n", np);
+    ishmem_finalize();
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* Device-initiated OpenSHMEM from OpenCL C kernels (linked at run time with
+ * ishmem_device.spv). */
+#include "ishmem_device.h"
+
+kernel void put_ring(global long *dst, global const long *src) {
+    size_t i = get_global_id(0);
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    ishmem_long_p(dst + i, src[i] + 1000 * me, (me + 1) % np);
+}
+
+kernel void barrier_all(void) { ishmem_barrier_all(); }
+
+kernel void count(global long *counter, global uint *mask) {
+    ishmem_long_atomic_fetch_add(counter, 1, 0);
+    ishmem_uint_atomic_or(mask, 1u << ishmem_my_pe(), 0);
+}
+
+kernel void bulk_put(global int *dst, global const int *src, long n) {
+    if (get_global_id(0) == 0) {
+        int me = ishmem_my_pe(), np = ishmem_n_pes();
+        ishmem_int_put(dst, src, (size_t)n, (me + 1) % np);
+        ishmem_quiet();
+    }
+}
+
+kernel void signal_right(global double *dst, global const double *src, long n, global ulong *sig) {
+    if (get_global_id(0) == 0) {
+        int me = ishmem_my_pe(), np = ishmem_n_pes();
+        ishmem_double_put_signal(dst, src, (size_t)n, sig, 7, ISHMEM_SIGNAL_SET, (me + 1) % np);
+    }
+}
+
+kernel void get_left(global float *dst, global const float *src) {
+    size_t i = get_global_id(0);
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    dst[i] = ishmem_float_g(src + i, (me + np - 1) % np);
+}
+
+kernel void cswap_lock(global int *lock, global long *total, long rounds) {
+    for (long r = 0; r < rounds; r++) {
+        while (ishmem_int_atomic_compare_swap(lock, 0, 1, 0) != 0) ;
+        long v = ishmem_long_g(total, 0);
+        ishmem_long_p(total, v + 1, 0);
+        ishmem_quiet();
+        ishmem_int_atomic_set(lock, 0, 0);
+    }
+}

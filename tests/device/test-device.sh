@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Device test: builds the device library and the test kernels to SPIR-V,
+# then runs device_host.c on 1..4 PEs; its kernels run on each PE's OpenCL
+# CPU device (Intel's runtime from PyPI) and talk to the other PEs through
+# the device library. Needs: clang-14, llvm-spirv-14, spirv-tools,
+# ocl-icd-opencl-dev, and ISHMEM_TEST_OPENCL_VENV (a venv with
+# intel-opencl-rt); tests/run-all.sh provides them.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+fail() { echo "test-device: FAIL: $*" >&2; exit 1; }
+venv="${ISHMEM_TEST_OPENCL_VENV:?set ISHMEM_TEST_OPENCL_VENV to a venv with intel-opencl-rt}"
+[ -f "$venv/lib/libintelocl.so" ] || fail "$venv/lib/libintelocl.so not found"
+target="${CARGO_TARGET_DIR:-$root/target}"
+out="$target/device-test"
+mkdir -p "$out"
+"$root/device-lib/build.sh" "$out" >/dev/null
+FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
+    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64"
+    -target spir64 -Os -Werror -I "$root/device-lib/include")
+clang-14 "${FLAGS[@]}" -emit-llvm -c "$root/tests/device/kernels.cl" -o "$out/kernels.bc"
+llvm-spirv-14 "$out/kernels.bc" -o "$out/kernels.spv"
+spirv-val "$out/kernels.spv"
+cc -std=c11 -O2 -Wall -Werror "$root/tests/device/device_host.c" -I "$root/bindings/c/include" \
+    -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/device_host"
+export OCL_ICD_FILENAMES="$venv/lib/libintelocl.so" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export ISHMEM_DEVICE_LIB="$out/ishmem_device.spv"
+for n in 1 2 3 4; do
+    log="$("$target/debug/ishmrun" -n "$n" -t 300 "$out/device_host" "$out/kernels.spv" 2>&1)" || { echo "$log" >&2; fail "device test on $n PEs"; }
+    echo "$log" | grep -q "device ok on $n PEs" || { echo "$log" >&2; fail "device test on $n PEs printed no result"; }
+done
+echo "test-device: ok"
