@@ -17,31 +17,38 @@ ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int pe) {
     return ishmemi_peer(dest, pe);
 }
 
-/* Every device operation on the load/store path is complete when it
- * returns: fence and quiet only order memory, with no host round trip. */
+/* The load/store path completes every operation before returning, and the
+ * single proxy serves ring requests in order: fence orders memory only;
+ * quiet also waits for outstanding ring requests (none: no round trip). */
 void ishmem_fence(void) { ishmemi_fence_all(); }
-void ishmem_quiet(void) { ishmemi_fence_all(); }
+void ishmem_quiet(void) { ishmemi_ring_quiet(); ishmemi_fence_all(); }
 void ishmem_sync_all(void) { ishmemi_sync_world(); }
-void ishmem_barrier_all(void) { ishmemi_fence_all(); ishmemi_sync_world(); }
+void ishmem_barrier_all(void) { ishmem_quiet(); ishmemi_sync_world(); }
 
 void ishmem_putmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
-    ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)source, nelems);
+    ishmemi_put_bytes(dest, source, nelems, pe, 0);
 }
 void ishmem_getmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
-    ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(source, pe), nelems);
+    ishmemi_get_bytes(dest, source, nelems, pe, 0);
 }
 void ishmem_putmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
-    ishmem_putmem(dest, source, nelems, pe);
+    ishmemi_put_bytes(dest, source, nelems, pe, 1);
 }
 void ishmem_getmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
-    ishmem_getmem(dest, source, nelems, pe);
+    ishmemi_get_bytes(dest, source, nelems, pe, 1);
 }
 
-/* put_signal: the data, then the signal as a sequentially consistent AMO. */
+/* put_signal: the data, then the signal as a sequentially consistent AMO;
+ * through the ring, the host performs both in that order. */
 void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
                           ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
-    ishmem_putmem(dest, source, nelems, pe);
-    ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
+    if (ishmemi_is_local(pe)) {
+        ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)source, nelems);
+        ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
+        return;
+    }
+    ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_PUT_SIGNAL, (ulong)dest, (ulong)source, nelems, signal,
+                                        (ulong)sig_addr, pe, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, 0));
 }
 ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
     return (ulong)ishmemi_load64((ISHMEMI_GLOBAL void *)sig_addr);

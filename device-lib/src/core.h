@@ -36,6 +36,116 @@ ISHMEMI_INLINE void ishmemi_strided(ISHMEMI_GLOBAL char *dst, long dst_stride, I
     ((cmp) == 1 ? (a) == (b) : (cmp) == 2 ? (a) != (b) : (cmp) == 3 ? (a) > (b)      \
      : (cmp) == 4 ? (a) >= (b) : (cmp) == 5 ? (a) < (b) : (a) <= (b))
 
+/* ----- routing: load/store to local peers, the ring for the others ----- */
+
+ISHMEMI_INLINE int ishmemi_is_local(int pe) {
+    return ((ISHMEMI_GLOBAL uchar *)ishmemi_state->peer_is_local)[pe];
+}
+
+ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_ring(void) { return (ISHMEMI_GLOBAL char *)ishmemi_state->ring; }
+
+/* Claims a ticket, waits for the slot's previous lap to be acknowledged
+ * (flow control), writes the message and publishes it (sequence last). */
+ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong value, ulong cond, ulong sig,
+                                       int pe, uint amo, uint flags) {
+    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    ulong t = (ulong)ishmemi_amo64(ring + ISHMEMI_RING_NEXT_SEND, ISHMEMI_FADD, 1, 0);
+    ulong slot = t % ISHMEMI_RING_SLOTS;
+    ISHMEMI_GLOBAL char *c = ring + ISHMEMI_RING_COMPLETIONS + slot * ISHMEMI_RING_COMPLETION_SIZE;
+    if (t >= ISHMEMI_RING_SLOTS)
+        while ((ulong)ishmemi_load64(c + 16) < t - ISHMEMI_RING_SLOTS + 1) ;
+    ISHMEMI_GLOBAL ulong *m = (ISHMEMI_GLOBAL ulong *)(ring + slot * 64);
+    m[0] = dest;
+    m[1] = source;
+    m[2] = value;
+    m[3] = cond;
+    m[4] = sig;
+    ISHMEMI_GLOBAL uint *w = (ISHMEMI_GLOBAL uint *)(m + 5);
+    w[0] = (uint)pe;
+    w[1] = op;
+    w[2] = amo;
+    w[3] = flags;
+    ishmemi_store64(m + 7, (long)(t + 1));
+    return t;
+}
+
+/* Waits for ticket t's completion, reads its value, frees the slot. */
+ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
+    ISHMEMI_GLOBAL char *c = ishmemi_ring() + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
+    while ((ulong)ishmemi_load64(c + 8) < t + 1) ;
+    ulong v = (ulong)ishmemi_load64(c);
+    ishmemi_store64(c + 16, (long)(t + 1));
+    return v;
+}
+
+/* Quiet: every ticket issued so far is complete; no wait (and no host
+ * round trip) when nothing is outstanding. */
+ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
+    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    long sent = ishmemi_load64(ring + ISHMEMI_RING_NEXT_SEND);
+    while (ishmemi_load64(ring + ISHMEMI_RING_COMPLETED) < sent) ;
+}
+
+ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    if (ishmemi_is_local(pe)) {
+        ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
+        return;
+    }
+    ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_PUT, (ulong)dest, (ulong)src, n, 0, 0, pe, 0, nbi ? ISHMEMI_RING_OP_FLAG_NBI : 0);
+    if (!nbi) ishmemi_ring_wait(t);
+}
+
+ISHMEMI_INLINE void ishmemi_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    if (ishmemi_is_local(pe)) {
+        ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
+        return;
+    }
+    ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_GET, (ulong)dest, (ulong)src, n, 0, 0, pe, 0, nbi ? ISHMEMI_RING_OP_FLAG_NBI : 0);
+    if (!nbi) ishmemi_ring_wait(t);
+}
+
+ISHMEMI_INLINE void ishmemi_ring_p(ISHMEMI_GLOBAL void *dest, ulong bits, size_t size, int pe) {
+    ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)dest, 0, bits, size, 0, pe, 0, 0));
+}
+
+ISHMEMI_INLINE ulong ishmemi_ring_g(ISHMEMI_GLOBAL const void *src, size_t size, int pe) {
+    return ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_G, 0, (ulong)src, size, 0, 0, pe, 0, 0));
+}
+
+ISHMEMI_INLINE void ishmemi_iput_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHMEMI_GLOBAL const void *src, long sst,
+                                      size_t elem, size_t nelems, int pe) {
+    if (ishmemi_is_local(pe)) {
+        ishmemi_strided(ishmemi_peer(dest, pe), dst, (ISHMEMI_GLOBAL const char *)src, sst, elem, nelems);
+        return;
+    }
+    for (size_t i = 0; i < nelems; i++)
+        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + (long)i * dst * (long)elem,
+                          (ISHMEMI_GLOBAL const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
+}
+
+ISHMEMI_INLINE void ishmemi_iget_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHMEMI_GLOBAL const void *src, long sst,
+                                      size_t elem, size_t nelems, int pe) {
+    if (ishmemi_is_local(pe)) {
+        ishmemi_strided((ISHMEMI_GLOBAL char *)dest, dst, ishmemi_peer(src, pe), sst, elem, nelems);
+        return;
+    }
+    for (size_t i = 0; i < nelems; i++)
+        ishmemi_get_bytes((ISHMEMI_GLOBAL char *)dest + (long)i * dst * (long)elem,
+                          (ISHMEMI_GLOBAL const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
+}
+
+ISHMEMI_INLINE int ishmemi_amo32_pe(ISHMEMI_GLOBAL void *dest, int op, int v, int cond, int pe) {
+    if (ishmemi_is_local(pe)) return ishmemi_amo32(ishmemi_peer(dest, pe), op, v, cond);
+    return (int)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uint)v, (uint)cond, 0, pe,
+                                                    (uint)op | (4u << 8), 0));
+}
+
+ISHMEMI_INLINE long ishmemi_amo64_pe(ISHMEMI_GLOBAL void *dest, int op, long v, long cond, int pe) {
+    if (ishmemi_is_local(pe)) return ishmemi_amo64(ishmemi_peer(dest, pe), op, v, cond);
+    return (long)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (ulong)v, (ulong)cond, 0, pe,
+                                                     (uint)op | (8u << 8), 0));
+}
+
 /* World-team sync, interoperable with the host's (same flags and epoch). */
 ISHMEMI_INLINE void ishmemi_sync_world(void) {
     ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base;

@@ -18,9 +18,10 @@ typedef struct {
     uint ctrl_team_stride;
     uint ctrl_epoch_offset;
     uint reserved2;
+    ulong ring;
 } ishmemx_device_state_t;
 
-_Static_assert(sizeof(ishmemx_device_state_t) == 80, "ishmemx_device_state_t size");
+_Static_assert(sizeof(ishmemx_device_state_t) == 88, "ishmemx_device_state_t size");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, magic) == 0, "magic");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, version) == 4, "version");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, my_pe) == 8, "my_pe");
@@ -36,5 +37,21 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_pe_stride) == 64,
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_team_stride) == 68, "ctrl_team_stride");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ctrl_epoch_offset");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, reserved2) == 76, "reserved2");
+_Static_assert(__builtin_offsetof(ishmemx_device_state_t, ring) == 80, "ring");
+
+/* The reverse-offload ring (runtime/src/ring.rs). */
+#define ISHMEMI_RING_SLOTS 4096
+#define ISHMEMI_RING_COMPLETIONS 262144
+#define ISHMEMI_RING_COMPLETION_SIZE 32
+#define ISHMEMI_RING_NEXT_SEND 393216
+#define ISHMEMI_RING_COMPLETED 393280
+#define ISHMEMI_RING_SIZE 393344
+#define ISHMEMI_RING_OP_PUT 1
+#define ISHMEMI_RING_OP_GET 2
+#define ISHMEMI_RING_OP_AMO 3
+#define ISHMEMI_RING_OP_PUT_SIGNAL 4
+#define ISHMEMI_RING_OP_G 5
+#define ISHMEMI_RING_OP_P 6
+#define ISHMEMI_RING_OP_FLAG_NBI 1
 
 #endif

@@ -2,386 +2,386 @@
 #include "core.h"
 #include "ishmem_device.h"
 
-void ishmem_float_put(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(float)); }
-void ishmem_float_get(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(float)); }
-void ishmem_float_put_nbi(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(float)); }
-void ishmem_float_get_nbi(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(float)); }
-void ishmem_float_p(global float *dest, float value, int pe) { *(global float *)ishmemi_peer(dest, pe) = value; }
-float ishmem_float_g(global const float *source, int pe) { return *(global float *)ishmemi_peer(source, pe); }
-void ishmem_float_iput(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(float), nelems); }
-void ishmem_float_iget(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(float), nelems); }
+void ishmem_float_put(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(float), pe, 0); }
+void ishmem_float_get(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(float), pe, 0); }
+void ishmem_float_put_nbi(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(float), pe, 1); }
+void ishmem_float_get_nbi(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
+void ishmem_float_p(global float *dest, float value, int pe) { if (ishmemi_is_local(pe)) { *(global float *)ishmemi_peer(dest, pe) = value; return; } union { float v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(float), pe); }
+float ishmem_float_g(global const float *source, int pe) { if (ishmemi_is_local(pe)) return *(global float *)ishmemi_peer(source, pe); union { float v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(float), pe); return x.v; }
+void ishmem_float_iput(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
+void ishmem_float_iget(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 void ishmem_float_put_signal(global float *dest, global const float *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe); }
-float ishmem_float_atomic_fetch(global const float *source, int pe) { return as_float((int)ishmemi_amo32(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_float_atomic_set(global float *dest, float value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SET, as_int((float)value), as_int((float)0)); }
-float ishmem_float_atomic_swap(global float *dest, float value, int pe) { return as_float((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_int((float)value), as_int((float)0))); }
-void ishmem_double_put(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(double)); }
-void ishmem_double_get(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(double)); }
-void ishmem_double_put_nbi(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(double)); }
-void ishmem_double_get_nbi(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(double)); }
-void ishmem_double_p(global double *dest, double value, int pe) { *(global double *)ishmemi_peer(dest, pe) = value; }
-double ishmem_double_g(global const double *source, int pe) { return *(global double *)ishmemi_peer(source, pe); }
-void ishmem_double_iput(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(double), nelems); }
-void ishmem_double_iget(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(double), nelems); }
+float ishmem_float_atomic_fetch(global const float *source, int pe) { return as_float((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_float_atomic_set(global float *dest, float value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((float)value), as_int((float)0), pe); }
+float ishmem_float_atomic_swap(global float *dest, float value, int pe) { return as_float((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((float)value), as_int((float)0), pe)); }
+void ishmem_double_put(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(double), pe, 0); }
+void ishmem_double_get(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(double), pe, 0); }
+void ishmem_double_put_nbi(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(double), pe, 1); }
+void ishmem_double_get_nbi(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
+void ishmem_double_p(global double *dest, double value, int pe) { if (ishmemi_is_local(pe)) { *(global double *)ishmemi_peer(dest, pe) = value; return; } union { double v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(double), pe); }
+double ishmem_double_g(global const double *source, int pe) { if (ishmemi_is_local(pe)) return *(global double *)ishmemi_peer(source, pe); union { double v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(double), pe); return x.v; }
+void ishmem_double_iput(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
+void ishmem_double_iget(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 void ishmem_double_put_signal(global double *dest, global const double *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe); }
-double ishmem_double_atomic_fetch(global const double *source, int pe) { return as_double((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_double_atomic_set(global double *dest, double value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((double)value), as_long((double)0)); }
-double ishmem_double_atomic_swap(global double *dest, double value, int pe) { return as_double((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((double)value), as_long((double)0))); }
-void ishmem_char_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(char)); }
-void ishmem_char_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(char)); }
-void ishmem_char_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(char)); }
-void ishmem_char_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(char)); }
-void ishmem_char_p(global char *dest, char value, int pe) { *(global char *)ishmemi_peer(dest, pe) = value; }
-char ishmem_char_g(global const char *source, int pe) { return *(global char *)ishmemi_peer(source, pe); }
-void ishmem_char_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(char), nelems); }
-void ishmem_char_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(char), nelems); }
+double ishmem_double_atomic_fetch(global const double *source, int pe) { return as_double((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_double_atomic_set(global double *dest, double value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((double)value), as_long((double)0), pe); }
+double ishmem_double_atomic_swap(global double *dest, double value, int pe) { return as_double((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((double)value), as_long((double)0), pe)); }
+void ishmem_char_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmem_char_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmem_char_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmem_char_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmem_char_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
+char ishmem_char_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
+void ishmem_char_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
+void ishmem_char_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_char_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
-void ishmem_schar_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(char)); }
-void ishmem_schar_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(char)); }
-void ishmem_schar_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(char)); }
-void ishmem_schar_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(char)); }
-void ishmem_schar_p(global char *dest, char value, int pe) { *(global char *)ishmemi_peer(dest, pe) = value; }
-char ishmem_schar_g(global const char *source, int pe) { return *(global char *)ishmemi_peer(source, pe); }
-void ishmem_schar_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(char), nelems); }
-void ishmem_schar_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(char), nelems); }
+void ishmem_schar_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmem_schar_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmem_schar_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmem_schar_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmem_schar_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
+char ishmem_schar_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
+void ishmem_schar_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
+void ishmem_schar_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_schar_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
-void ishmem_short_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(short)); }
-void ishmem_short_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(short)); }
-void ishmem_short_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(short)); }
-void ishmem_short_get_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(short)); }
-void ishmem_short_p(global short *dest, short value, int pe) { *(global short *)ishmemi_peer(dest, pe) = value; }
-short ishmem_short_g(global const short *source, int pe) { return *(global short *)ishmemi_peer(source, pe); }
-void ishmem_short_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(short), nelems); }
-void ishmem_short_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(short), nelems); }
+void ishmem_short_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmem_short_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmem_short_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmem_short_get_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmem_short_p(global short *dest, short value, int pe) { if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
+short ishmem_short_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
+void ishmem_short_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
+void ishmem_short_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_short_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
-void ishmem_int_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(int)); }
-void ishmem_int_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(int)); }
-void ishmem_int_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(int)); }
-void ishmem_int_get_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(int)); }
-void ishmem_int_p(global int *dest, int value, int pe) { *(global int *)ishmemi_peer(dest, pe) = value; }
-int ishmem_int_g(global const int *source, int pe) { return *(global int *)ishmemi_peer(source, pe); }
-void ishmem_int_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(int), nelems); }
-void ishmem_int_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(int), nelems); }
+void ishmem_int_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmem_int_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmem_int_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmem_int_get_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmem_int_p(global int *dest, int value, int pe) { if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
+int ishmem_int_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
+void ishmem_int_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
+void ishmem_int_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
-int ishmem_int_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_int_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SET, as_int((int)value), as_int((int)0)); }
-int ishmem_int_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_int((int)value), as_int((int)0))); }
-int ishmem_int_atomic_compare_swap(global int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond))); }
-int ishmem_int_atomic_fetch_add(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)value), as_int((int)0))); }
-void ishmem_int_atomic_add(global int *dest, int value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)value), as_int((int)0)); }
-int ishmem_int_atomic_fetch_inc(global int *dest, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)1), as_int((int)0))); }
-void ishmem_int_atomic_inc(global int *dest, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)1), as_int((int)0)); }
+int ishmem_int_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_int_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
+int ishmem_int_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
+int ishmem_int_atomic_compare_swap(global int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond), pe)); }
+int ishmem_int_atomic_fetch_add(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe)); }
+void ishmem_int_atomic_add(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe); }
+int ishmem_int_atomic_fetch_inc(global int *dest, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe)); }
+void ishmem_int_atomic_inc(global int *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe); }
 void ishmem_int_wait_until(global int *ivar, int cmp, int cmp_value) { while (!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value)) ; }
 int ishmem_int_test(global int *ivar, int cmp, int cmp_value) { return ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value); }
-void ishmem_long_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_long_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_long_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_long_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_long_p(global long *dest, long value, int pe) { *(global long *)ishmemi_peer(dest, pe) = value; }
-long ishmem_long_g(global const long *source, int pe) { return *(global long *)ishmemi_peer(source, pe); }
-void ishmem_long_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(long), nelems); }
-void ishmem_long_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(long), nelems); }
+void ishmem_long_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_long_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_long_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_long_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_long_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_long_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_long_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmem_long_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_long_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
-long ishmem_long_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_long_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((long)value), as_long((long)0)); }
-long ishmem_long_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((long)value), as_long((long)0))); }
-long ishmem_long_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond))); }
-long ishmem_long_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0))); }
-void ishmem_long_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0)); }
-long ishmem_long_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0))); }
-void ishmem_long_atomic_inc(global long *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0)); }
+long ishmem_long_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_long_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+long ishmem_long_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+long ishmem_long_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
+long ishmem_long_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_long_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+long ishmem_long_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
+void ishmem_long_atomic_inc(global long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
 void ishmem_long_wait_until(global long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_long_test(global long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_longlong_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_longlong_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_longlong_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_longlong_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_longlong_p(global long *dest, long value, int pe) { *(global long *)ishmemi_peer(dest, pe) = value; }
-long ishmem_longlong_g(global const long *source, int pe) { return *(global long *)ishmemi_peer(source, pe); }
-void ishmem_longlong_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(long), nelems); }
-void ishmem_longlong_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(long), nelems); }
+void ishmem_longlong_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_longlong_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_longlong_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_longlong_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_longlong_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_longlong_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_longlong_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmem_longlong_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_longlong_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
-long ishmem_longlong_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_longlong_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((long)value), as_long((long)0)); }
-long ishmem_longlong_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((long)value), as_long((long)0))); }
-long ishmem_longlong_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond))); }
-long ishmem_longlong_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0))); }
-void ishmem_longlong_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0)); }
-long ishmem_longlong_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0))); }
-void ishmem_longlong_atomic_inc(global long *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0)); }
+long ishmem_longlong_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_longlong_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+long ishmem_longlong_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+long ishmem_longlong_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
+long ishmem_longlong_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_longlong_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+long ishmem_longlong_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
+void ishmem_longlong_atomic_inc(global long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
 void ishmem_longlong_wait_until(global long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_longlong_test(global long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_uchar_put(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uchar)); }
-void ishmem_uchar_get(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uchar)); }
-void ishmem_uchar_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uchar)); }
-void ishmem_uchar_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uchar)); }
-void ishmem_uchar_p(global uchar *dest, uchar value, int pe) { *(global uchar *)ishmemi_peer(dest, pe) = value; }
-uchar ishmem_uchar_g(global const uchar *source, int pe) { return *(global uchar *)ishmemi_peer(source, pe); }
-void ishmem_uchar_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(uchar), nelems); }
-void ishmem_uchar_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(uchar), nelems); }
+void ishmem_uchar_put(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmem_uchar_get(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmem_uchar_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmem_uchar_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmem_uchar_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
+uchar ishmem_uchar_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
+void ishmem_uchar_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
+void ishmem_uchar_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uchar_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
-void ishmem_ushort_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ushort)); }
-void ishmem_ushort_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ushort)); }
-void ishmem_ushort_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ushort)); }
-void ishmem_ushort_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ushort)); }
-void ishmem_ushort_p(global ushort *dest, ushort value, int pe) { *(global ushort *)ishmemi_peer(dest, pe) = value; }
-ushort ishmem_ushort_g(global const ushort *source, int pe) { return *(global ushort *)ishmemi_peer(source, pe); }
-void ishmem_ushort_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(ushort), nelems); }
-void ishmem_ushort_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(ushort), nelems); }
+void ishmem_ushort_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmem_ushort_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmem_ushort_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmem_ushort_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmem_ushort_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
+ushort ishmem_ushort_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
+void ishmem_ushort_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
+void ishmem_ushort_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_ushort_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
-void ishmem_uint_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uint)); }
-void ishmem_uint_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uint)); }
-void ishmem_uint_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uint)); }
-void ishmem_uint_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uint)); }
-void ishmem_uint_p(global uint *dest, uint value, int pe) { *(global uint *)ishmemi_peer(dest, pe) = value; }
-uint ishmem_uint_g(global const uint *source, int pe) { return *(global uint *)ishmemi_peer(source, pe); }
-void ishmem_uint_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(uint), nelems); }
-void ishmem_uint_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(uint), nelems); }
+void ishmem_uint_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmem_uint_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmem_uint_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmem_uint_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmem_uint_p(global uint *dest, uint value, int pe) { if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
+uint ishmem_uint_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
+void ishmem_uint_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
+void ishmem_uint_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
-uint ishmem_uint_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_uint_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SET, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0))); }
-uint ishmem_uint_atomic_compare_swap(global uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond))); }
-uint ishmem_uint_atomic_fetch_add(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint_atomic_add(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint_atomic_fetch_inc(global uint *dest, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)1), as_int((uint)0))); }
-void ishmem_uint_atomic_inc(global uint *dest, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)1), as_int((uint)0)); }
-uint ishmem_uint_atomic_fetch_and(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint_atomic_and(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint_atomic_fetch_or(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint_atomic_or(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint_atomic_fetch_xor(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint_atomic_xor(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0)); }
+uint ishmem_uint_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_uint_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
+uint ishmem_uint_atomic_compare_swap(global uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond), pe)); }
+uint ishmem_uint_atomic_fetch_add(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint_atomic_add(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint_atomic_fetch_inc(global uint *dest, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe)); }
+void ishmem_uint_atomic_inc(global uint *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe); }
+uint ishmem_uint_atomic_fetch_and(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint_atomic_and(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint_atomic_fetch_or(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint_atomic_or(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint_atomic_fetch_xor(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint_atomic_xor(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe); }
 void ishmem_uint_wait_until(global uint *ivar, int cmp, uint cmp_value) { while (!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value)) ; }
 int ishmem_uint_test(global uint *ivar, int cmp, uint cmp_value) { return ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value); }
-void ishmem_ulong_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_ulong_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_ulong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_ulong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_ulong_p(global ulong *dest, ulong value, int pe) { *(global ulong *)ishmemi_peer(dest, pe) = value; }
-ulong ishmem_ulong_g(global const ulong *source, int pe) { return *(global ulong *)ishmemi_peer(source, pe); }
-void ishmem_ulong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(ulong), nelems); }
-void ishmem_ulong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(ulong), nelems); }
+void ishmem_ulong_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_ulong_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_ulong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_ulong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_ulong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_ulong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_ulong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmem_ulong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
-ulong ishmem_ulong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_ulong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0))); }
-ulong ishmem_ulong_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond))); }
-ulong ishmem_ulong_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulong_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulong_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0))); }
-void ishmem_ulong_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0)); }
-ulong ishmem_ulong_atomic_fetch_and(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulong_atomic_and(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulong_atomic_fetch_or(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulong_atomic_or(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulong_atomic_fetch_xor(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulong_atomic_xor(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0)); }
+ulong ishmem_ulong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_ulong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+ulong ishmem_ulong_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
+ulong ishmem_ulong_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulong_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulong_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
+void ishmem_ulong_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
+ulong ishmem_ulong_atomic_fetch_and(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulong_atomic_and(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulong_atomic_fetch_or(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulong_atomic_or(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulong_atomic_fetch_xor(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulong_atomic_xor(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
 void ishmem_ulong_wait_until(global ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_ulong_test(global ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_ulonglong_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_ulonglong_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_ulonglong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_ulonglong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_ulonglong_p(global ulong *dest, ulong value, int pe) { *(global ulong *)ishmemi_peer(dest, pe) = value; }
-ulong ishmem_ulonglong_g(global const ulong *source, int pe) { return *(global ulong *)ishmemi_peer(source, pe); }
-void ishmem_ulonglong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(ulong), nelems); }
-void ishmem_ulonglong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(ulong), nelems); }
+void ishmem_ulonglong_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_ulonglong_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_ulonglong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_ulonglong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_ulonglong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_ulonglong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_ulonglong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmem_ulonglong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulonglong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
-ulong ishmem_ulonglong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_ulonglong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulonglong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0))); }
-ulong ishmem_ulonglong_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond))); }
-ulong ishmem_ulonglong_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulonglong_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulonglong_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0))); }
-void ishmem_ulonglong_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0)); }
-ulong ishmem_ulonglong_atomic_fetch_and(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulonglong_atomic_and(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulonglong_atomic_fetch_or(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulonglong_atomic_or(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_ulonglong_atomic_fetch_xor(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_ulonglong_atomic_xor(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0)); }
+ulong ishmem_ulonglong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_ulonglong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulonglong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+ulong ishmem_ulonglong_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
+ulong ishmem_ulonglong_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulonglong_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulonglong_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
+void ishmem_ulonglong_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
+ulong ishmem_ulonglong_atomic_fetch_and(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulonglong_atomic_and(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulonglong_atomic_fetch_or(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulonglong_atomic_or(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_ulonglong_atomic_fetch_xor(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulonglong_atomic_xor(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
 void ishmem_ulonglong_wait_until(global ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_ulonglong_test(global ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_int8_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(char)); }
-void ishmem_int8_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(char)); }
-void ishmem_int8_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(char)); }
-void ishmem_int8_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(char)); }
-void ishmem_int8_p(global char *dest, char value, int pe) { *(global char *)ishmemi_peer(dest, pe) = value; }
-char ishmem_int8_g(global const char *source, int pe) { return *(global char *)ishmemi_peer(source, pe); }
-void ishmem_int8_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(char), nelems); }
-void ishmem_int8_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(char), nelems); }
+void ishmem_int8_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmem_int8_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmem_int8_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmem_int8_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmem_int8_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
+char ishmem_int8_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
+void ishmem_int8_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
+void ishmem_int8_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_int8_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
-void ishmem_int16_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(short)); }
-void ishmem_int16_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(short)); }
-void ishmem_int16_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(short)); }
-void ishmem_int16_get_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(short)); }
-void ishmem_int16_p(global short *dest, short value, int pe) { *(global short *)ishmemi_peer(dest, pe) = value; }
-short ishmem_int16_g(global const short *source, int pe) { return *(global short *)ishmemi_peer(source, pe); }
-void ishmem_int16_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(short), nelems); }
-void ishmem_int16_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(short), nelems); }
+void ishmem_int16_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmem_int16_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmem_int16_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmem_int16_get_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmem_int16_p(global short *dest, short value, int pe) { if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
+short ishmem_int16_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
+void ishmem_int16_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
+void ishmem_int16_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_int16_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
-void ishmem_int32_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(int)); }
-void ishmem_int32_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(int)); }
-void ishmem_int32_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(int)); }
-void ishmem_int32_get_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(int)); }
-void ishmem_int32_p(global int *dest, int value, int pe) { *(global int *)ishmemi_peer(dest, pe) = value; }
-int ishmem_int32_g(global const int *source, int pe) { return *(global int *)ishmemi_peer(source, pe); }
-void ishmem_int32_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(int), nelems); }
-void ishmem_int32_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(int), nelems); }
+void ishmem_int32_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmem_int32_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmem_int32_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmem_int32_get_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmem_int32_p(global int *dest, int value, int pe) { if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
+int ishmem_int32_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
+void ishmem_int32_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
+void ishmem_int32_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int32_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
-int ishmem_int32_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_int32_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SET, as_int((int)value), as_int((int)0)); }
-int ishmem_int32_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_int((int)value), as_int((int)0))); }
-int ishmem_int32_atomic_compare_swap(global int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond))); }
-int ishmem_int32_atomic_fetch_add(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)value), as_int((int)0))); }
-void ishmem_int32_atomic_add(global int *dest, int value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)value), as_int((int)0)); }
-int ishmem_int32_atomic_fetch_inc(global int *dest, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)1), as_int((int)0))); }
-void ishmem_int32_atomic_inc(global int *dest, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((int)1), as_int((int)0)); }
-int ishmem_int32_atomic_fetch_and(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_int((int)value), as_int((int)0))); }
-void ishmem_int32_atomic_and(global int *dest, int value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_int((int)value), as_int((int)0)); }
-int ishmem_int32_atomic_fetch_or(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_int((int)value), as_int((int)0))); }
-void ishmem_int32_atomic_or(global int *dest, int value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_int((int)value), as_int((int)0)); }
-int ishmem_int32_atomic_fetch_xor(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_int((int)value), as_int((int)0))); }
-void ishmem_int32_atomic_xor(global int *dest, int value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_int((int)value), as_int((int)0)); }
+int ishmem_int32_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_int32_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
+int ishmem_int32_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
+int ishmem_int32_atomic_compare_swap(global int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond), pe)); }
+int ishmem_int32_atomic_fetch_add(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe)); }
+void ishmem_int32_atomic_add(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe); }
+int ishmem_int32_atomic_fetch_inc(global int *dest, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe)); }
+void ishmem_int32_atomic_inc(global int *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe); }
+int ishmem_int32_atomic_fetch_and(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((int)value), as_int((int)0), pe)); }
+void ishmem_int32_atomic_and(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((int)value), as_int((int)0), pe); }
+int ishmem_int32_atomic_fetch_or(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((int)value), as_int((int)0), pe)); }
+void ishmem_int32_atomic_or(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((int)value), as_int((int)0), pe); }
+int ishmem_int32_atomic_fetch_xor(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((int)value), as_int((int)0), pe)); }
+void ishmem_int32_atomic_xor(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((int)value), as_int((int)0), pe); }
 void ishmem_int32_wait_until(global int *ivar, int cmp, int cmp_value) { while (!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value)) ; }
 int ishmem_int32_test(global int *ivar, int cmp, int cmp_value) { return ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value); }
-void ishmem_int64_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_int64_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_int64_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_int64_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_int64_p(global long *dest, long value, int pe) { *(global long *)ishmemi_peer(dest, pe) = value; }
-long ishmem_int64_g(global const long *source, int pe) { return *(global long *)ishmemi_peer(source, pe); }
-void ishmem_int64_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(long), nelems); }
-void ishmem_int64_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(long), nelems); }
+void ishmem_int64_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_int64_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_int64_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_int64_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_int64_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_int64_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_int64_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmem_int64_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_int64_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
-long ishmem_int64_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_int64_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((long)value), as_long((long)0)); }
-long ishmem_int64_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((long)value), as_long((long)0))); }
-long ishmem_int64_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond))); }
-long ishmem_int64_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0))); }
-void ishmem_int64_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0)); }
-long ishmem_int64_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0))); }
-void ishmem_int64_atomic_inc(global long *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0)); }
-long ishmem_int64_atomic_fetch_and(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((long)value), as_long((long)0))); }
-void ishmem_int64_atomic_and(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((long)value), as_long((long)0)); }
-long ishmem_int64_atomic_fetch_or(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((long)value), as_long((long)0))); }
-void ishmem_int64_atomic_or(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((long)value), as_long((long)0)); }
-long ishmem_int64_atomic_fetch_xor(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((long)value), as_long((long)0))); }
-void ishmem_int64_atomic_xor(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((long)value), as_long((long)0)); }
+long ishmem_int64_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_int64_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+long ishmem_int64_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+long ishmem_int64_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
+long ishmem_int64_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_int64_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+long ishmem_int64_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
+void ishmem_int64_atomic_inc(global long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
+long ishmem_int64_atomic_fetch_and(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_int64_atomic_and(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((long)value), as_long((long)0), pe); }
+long ishmem_int64_atomic_fetch_or(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_int64_atomic_or(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((long)value), as_long((long)0), pe); }
+long ishmem_int64_atomic_fetch_xor(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_int64_atomic_xor(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((long)value), as_long((long)0), pe); }
 void ishmem_int64_wait_until(global long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_int64_test(global long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_uint8_put(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uchar)); }
-void ishmem_uint8_get(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uchar)); }
-void ishmem_uint8_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uchar)); }
-void ishmem_uint8_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uchar)); }
-void ishmem_uint8_p(global uchar *dest, uchar value, int pe) { *(global uchar *)ishmemi_peer(dest, pe) = value; }
-uchar ishmem_uint8_g(global const uchar *source, int pe) { return *(global uchar *)ishmemi_peer(source, pe); }
-void ishmem_uint8_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(uchar), nelems); }
-void ishmem_uint8_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(uchar), nelems); }
+void ishmem_uint8_put(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmem_uint8_get(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmem_uint8_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmem_uint8_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmem_uint8_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
+uchar ishmem_uint8_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
+void ishmem_uint8_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
+void ishmem_uint8_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uint8_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
-void ishmem_uint16_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ushort)); }
-void ishmem_uint16_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ushort)); }
-void ishmem_uint16_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ushort)); }
-void ishmem_uint16_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ushort)); }
-void ishmem_uint16_p(global ushort *dest, ushort value, int pe) { *(global ushort *)ishmemi_peer(dest, pe) = value; }
-ushort ishmem_uint16_g(global const ushort *source, int pe) { return *(global ushort *)ishmemi_peer(source, pe); }
-void ishmem_uint16_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(ushort), nelems); }
-void ishmem_uint16_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(ushort), nelems); }
+void ishmem_uint16_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmem_uint16_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmem_uint16_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmem_uint16_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmem_uint16_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
+ushort ishmem_uint16_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
+void ishmem_uint16_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
+void ishmem_uint16_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_uint16_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
-void ishmem_uint32_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uint)); }
-void ishmem_uint32_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uint)); }
-void ishmem_uint32_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(uint)); }
-void ishmem_uint32_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(uint)); }
-void ishmem_uint32_p(global uint *dest, uint value, int pe) { *(global uint *)ishmemi_peer(dest, pe) = value; }
-uint ishmem_uint32_g(global const uint *source, int pe) { return *(global uint *)ishmemi_peer(source, pe); }
-void ishmem_uint32_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(uint), nelems); }
-void ishmem_uint32_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(uint), nelems); }
+void ishmem_uint32_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmem_uint32_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmem_uint32_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmem_uint32_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmem_uint32_p(global uint *dest, uint value, int pe) { if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
+uint ishmem_uint32_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
+void ishmem_uint32_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
+void ishmem_uint32_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint32_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
-uint ishmem_uint32_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_uint32_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SET, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint32_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0))); }
-uint ishmem_uint32_atomic_compare_swap(global uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond))); }
-uint ishmem_uint32_atomic_fetch_add(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint32_atomic_add(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint32_atomic_fetch_inc(global uint *dest, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)1), as_int((uint)0))); }
-void ishmem_uint32_atomic_inc(global uint *dest, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_int((uint)1), as_int((uint)0)); }
-uint ishmem_uint32_atomic_fetch_and(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint32_atomic_and(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint32_atomic_fetch_or(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint32_atomic_or(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_int((uint)value), as_int((uint)0)); }
-uint ishmem_uint32_atomic_fetch_xor(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0))); }
-void ishmem_uint32_atomic_xor(global uint *dest, uint value, int pe) { ishmemi_amo32(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0)); }
+uint ishmem_uint32_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_uint32_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint32_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
+uint ishmem_uint32_atomic_compare_swap(global uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond), pe)); }
+uint ishmem_uint32_atomic_fetch_add(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint32_atomic_add(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint32_atomic_fetch_inc(global uint *dest, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe)); }
+void ishmem_uint32_atomic_inc(global uint *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe); }
+uint ishmem_uint32_atomic_fetch_and(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint32_atomic_and(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint32_atomic_fetch_or(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint32_atomic_or(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe); }
+uint ishmem_uint32_atomic_fetch_xor(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint32_atomic_xor(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe); }
 void ishmem_uint32_wait_until(global uint *ivar, int cmp, uint cmp_value) { while (!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value)) ; }
 int ishmem_uint32_test(global uint *ivar, int cmp, uint cmp_value) { return ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value); }
-void ishmem_uint64_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_uint64_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_uint64_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_uint64_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_uint64_p(global ulong *dest, ulong value, int pe) { *(global ulong *)ishmemi_peer(dest, pe) = value; }
-ulong ishmem_uint64_g(global const ulong *source, int pe) { return *(global ulong *)ishmemi_peer(source, pe); }
-void ishmem_uint64_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(ulong), nelems); }
-void ishmem_uint64_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(ulong), nelems); }
+void ishmem_uint64_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_uint64_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_uint64_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_uint64_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_uint64_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_uint64_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_uint64_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmem_uint64_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_uint64_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
-ulong ishmem_uint64_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_uint64_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_uint64_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0))); }
-ulong ishmem_uint64_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond))); }
-ulong ishmem_uint64_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_uint64_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_uint64_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0))); }
-void ishmem_uint64_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0)); }
-ulong ishmem_uint64_atomic_fetch_and(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_uint64_atomic_and(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_uint64_atomic_fetch_or(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_uint64_atomic_or(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_uint64_atomic_fetch_xor(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_uint64_atomic_xor(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0)); }
+ulong ishmem_uint64_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_uint64_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_uint64_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+ulong ishmem_uint64_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
+ulong ishmem_uint64_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_uint64_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_uint64_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
+void ishmem_uint64_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
+ulong ishmem_uint64_atomic_fetch_and(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_uint64_atomic_and(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_uint64_atomic_fetch_or(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_uint64_atomic_or(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_uint64_atomic_fetch_xor(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_uint64_atomic_xor(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
 void ishmem_uint64_wait_until(global ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_uint64_test(global ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_size_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_size_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_size_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(ulong)); }
-void ishmem_size_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(ulong)); }
-void ishmem_size_p(global ulong *dest, ulong value, int pe) { *(global ulong *)ishmemi_peer(dest, pe) = value; }
-ulong ishmem_size_g(global const ulong *source, int pe) { return *(global ulong *)ishmemi_peer(source, pe); }
-void ishmem_size_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(ulong), nelems); }
-void ishmem_size_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(ulong), nelems); }
+void ishmem_size_put(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_size_get(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmem_size_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_size_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmem_size_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_size_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_size_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmem_size_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_size_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
-ulong ishmem_size_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_size_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_size_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0))); }
-ulong ishmem_size_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond))); }
-ulong ishmem_size_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0))); }
-void ishmem_size_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0)); }
-ulong ishmem_size_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0))); }
-void ishmem_size_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0)); }
+ulong ishmem_size_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_size_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_size_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+ulong ishmem_size_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
+ulong ishmem_size_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_size_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ulong ishmem_size_atomic_fetch_inc(global ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
+void ishmem_size_atomic_inc(global ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
 void ishmem_size_wait_until(global ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_size_test(global ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_ptrdiff_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_ptrdiff_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_ptrdiff_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof(long)); }
-void ishmem_ptrdiff_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof(long)); }
-void ishmem_ptrdiff_p(global long *dest, long value, int pe) { *(global long *)ishmemi_peer(dest, pe) = value; }
-long ishmem_ptrdiff_g(global const long *source, int pe) { return *(global long *)ishmemi_peer(source, pe); }
-void ishmem_ptrdiff_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof(long), nelems); }
-void ishmem_ptrdiff_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof(long), nelems); }
+void ishmem_ptrdiff_put(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_ptrdiff_get(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmem_ptrdiff_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_ptrdiff_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmem_ptrdiff_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_ptrdiff_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_ptrdiff_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmem_ptrdiff_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_ptrdiff_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
-long ishmem_ptrdiff_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)); }
-void ishmem_ptrdiff_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SET, as_long((long)value), as_long((long)0)); }
-long ishmem_ptrdiff_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_SWAP, as_long((long)value), as_long((long)0))); }
-long ishmem_ptrdiff_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond))); }
-long ishmem_ptrdiff_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0))); }
-void ishmem_ptrdiff_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)value), as_long((long)0)); }
-long ishmem_ptrdiff_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0))); }
-void ishmem_ptrdiff_atomic_inc(global long *dest, int pe) { ishmemi_amo64(ishmemi_peer(dest, pe), ISHMEMI_FADD, as_long((long)1), as_long((long)0)); }
+long ishmem_ptrdiff_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_ptrdiff_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+long ishmem_ptrdiff_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+long ishmem_ptrdiff_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
+long ishmem_ptrdiff_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_ptrdiff_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+long ishmem_ptrdiff_atomic_fetch_inc(global long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
+void ishmem_ptrdiff_atomic_inc(global long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
 void ishmem_ptrdiff_wait_until(global long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
 int ishmem_ptrdiff_test(global long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
-void ishmem_put8(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * 1); }
-void ishmem_get8(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * 1); }
-void ishmem_put16(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * 2); }
-void ishmem_get16(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * 2); }
-void ishmem_put32(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * 4); }
-void ishmem_get32(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * 4); }
-void ishmem_put64(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * 8); }
-void ishmem_get64(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * 8); }
+void ishmem_put8(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * 1, pe, 0); }
+void ishmem_get8(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * 1, pe, 0); }
+void ishmem_put16(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * 2, pe, 0); }
+void ishmem_get16(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * 2, pe, 0); }
+void ishmem_put32(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * 4, pe, 0); }
+void ishmem_get32(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * 4, pe, 0); }
+void ishmem_put64(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * 8, pe, 0); }
+void ishmem_get64(global void *dest, global const void *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * 8, pe, 0); }

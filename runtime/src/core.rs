@@ -42,6 +42,7 @@ pub struct State {
     alloc_seq: AtomicU64,
     pub(crate) teams: std::sync::RwLock<Vec<Option<crate::team::Team>>>,
     device_state: Box<ishmemx_device_state_t>,
+    ring: &'static crate::ring::Ring,
     _peer_base_table: Box<[u64]>,
     _peer_local_table: Box<[u8]>,
     // Mappings last: dropped (unmapped) after everything pointing into them.
@@ -257,7 +258,11 @@ pub fn init() -> Result<(), String> {
     error::set_ctrl(Some(ctrl));
 
     let peer_base_table: Box<[u64]> = peer_base.iter().map(|p| *p as u64).collect();
-    let peer_local_table: Box<[u8]> = peer_base.iter().map(|p| u8::from(!p.is_null())).collect();
+    // The device-facing "reachable by load/store" table; all zero when
+    // every device operation must go through the ring.
+    let peer_local_table: Box<[u8]> =
+        peer_base.iter().map(|p| u8::from(!p.is_null() && !config.device_ring_all)).collect();
+    let ring = crate::ring::new_ring();
     let device_state = Box::new(ishmemx_device_state_t {
         magic: ISHMEMX_DEVICE_STATE_MAGIC,
         version: ISHMEMX_DEVICE_STATE_VERSION,
@@ -274,6 +279,7 @@ pub fn init() -> Result<(), String> {
         ctrl_team_stride: std::mem::size_of::<crate::ctrl::TeamCtrl>() as u32,
         ctrl_epoch_offset: std::mem::offset_of!(crate::ctrl::TeamCtrl, epoch) as u32,
         reserved2: 0,
+        ring: ring as *const _ as u64,
     });
     if config.debug {
         eprintln!(
@@ -297,6 +303,7 @@ pub fn init() -> Result<(), String> {
         alloc_seq: AtomicU64::new(0),
         teams: std::sync::RwLock::new(vec![None; crate::ctrl::TEAM_SLOTS]),
         device_state,
+        ring,
         _peer_base_table: peer_base_table,
         _peer_local_table: peer_local_table,
         _peer_heaps: peer_heaps,
@@ -347,6 +354,8 @@ pub fn finalize() {
     // SAFETY: RUNNING implies a valid state pointer.
     let st = unsafe { &*p };
     st.barrier_all();
+    // The proxy thread serves device requests with this state: stop it first.
+    crate::opencl::stop_proxy();
     PHASE.store(PHASE_FINALIZED, Ordering::Release);
     STATE.store(std::ptr::null_mut(), Ordering::Release);
     error::set_ctrl(None);
@@ -414,6 +423,11 @@ impl State {
     /// The state read by device code.
     pub fn device_state(&self) -> &ishmemx_device_state_t {
         &self.device_state
+    }
+
+    /// This PE's reverse-offload ring.
+    pub fn ring(&self) -> &'static crate::ring::Ring {
+        self.ring
     }
 
     // ----- checks --------------------------------------------------------

@@ -10,7 +10,7 @@
 /// Value of [`ishmemx_device_state_t::magic`].
 pub const ISHMEMX_DEVICE_STATE_MAGIC: u32 = 0x4953_4844; // "ISHD"
 /// Layout version of [`ishmemx_device_state_t`]; bump on any change.
-pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 2;
+pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 3;
 
 /// Per-PE state read by device code.
 #[repr(C)]
@@ -52,11 +52,14 @@ pub struct ishmemx_device_state_t {
     pub ctrl_epoch_offset: u32,
     /// Reserved; zero.
     pub reserved2: u32,
+    /// Address of this PE's reverse-offload ring (`ring.rs`); device
+    /// operations on PEs whose `peer_is_local` entry is 0 go through it.
+    pub ring: u64,
 }
 
 // Layout guard; the C header carries the same numbers as _Static_asserts.
 const _: () = {
-    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 80);
+    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 88);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, my_pe) == 8);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_base) == 24);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_size) == 32);
@@ -84,6 +87,7 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("ctrl_team_stride", "u32"),
     ("ctrl_epoch_offset", "u32"),
     ("reserved2", "u32"),
+    ("ring", "u64"),
 ];
 
 /// `(field name, offset)` for every field; the header generator turns this
@@ -107,5 +111,6 @@ pub fn field_offsets() -> Vec<(&'static str, usize)> {
         ("ctrl_team_stride", offset_of!(S, ctrl_team_stride)),
         ("ctrl_epoch_offset", offset_of!(S, ctrl_epoch_offset)),
         ("reserved2", offset_of!(S, reserved2)),
+        ("ring", offset_of!(S, ring)),
     ]
 }

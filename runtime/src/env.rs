@@ -96,6 +96,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_DEVICE_RING_ALL",
+        kind: Kind::Bool,
+        default: "0",
+        help: "Send every device-initiated operation through the reverse-offload ring and the host proxy, even to PEs device code could reach by load/store (tests the ring).",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_ROOT",
         kind: Kind::Text,
         default: "",
@@ -211,6 +218,8 @@ pub struct Config {
     pub print_version: bool,
     /// SHMEM_INFO is set.
     pub print_info: bool,
+    /// ISHMEM_DEVICE_RING_ALL
+    pub device_ring_all: bool,
 }
 
 impl Config {
@@ -233,7 +242,14 @@ impl Config {
             value: debug.clone(),
             expected: "0/1, true/false, yes/no or on/off",
         })?;
+        let (ring_all, from) = read("ISHMEM_DEVICE_RING_ALL", None, lookup);
+        let device_ring_all = parse_bool(&ring_all).ok_or(EnvError {
+            name: from,
+            value: ring_all.clone(),
+            expected: "0/1, true/false, yes/no or on/off",
+        })?;
         Ok(Config {
+            device_ring_all,
             symmetric_size,
             debug,
             print_version: lookup("SHMEM_VERSION").is_some(),

@@ -30,6 +30,7 @@ pub mod dataseg;
 pub mod device_state;
 pub mod lock;
 pub mod opencl;
+pub mod ring;
 pub mod env;
 pub mod error;
 pub mod team;

@@ -234,16 +234,24 @@ impl ClDevice {
 }
 
 static DEVICE: Mutex<Option<&'static ClDevice>> = Mutex::new(None);
+static PROXY: Mutex<Option<crate::ring::Proxy>> = Mutex::new(None);
 
 impl State {
-    /// This PE's OpenCL device, opened on first use.
-    pub fn cl_device(&self) -> Result<&'static ClDevice, String> {
+    /// This PE's OpenCL device, opened on first use, with the proxy thread
+    /// that serves its reverse-offload ring.
+    pub fn cl_device(&'static self) -> Result<&'static ClDevice, String> {
         let mut d = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(dev) = *d {
             return Ok(dev);
         }
         let dev: &'static ClDevice = Box::leak(Box::new(ClDevice::open()?));
+        *PROXY.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::ring::Proxy::start(self));
         *d = Some(dev);
         Ok(dev)
     }
+}
+
+/// Stops the proxy thread (finalize).
+pub(crate) fn stop_proxy() {
+    PROXY.lock().unwrap_or_else(|e| e.into_inner()).take();
 }

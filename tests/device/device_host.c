@@ -98,6 +98,16 @@ int main(int argc, char **argv) {
     ishmem_barrier_all();
     if (me == 0) CHECK(*total == rounds * np, "lock-protected total %ld", *total);
 
+    /* 7. 16384 work-items issuing requests at once */
+    enum { M = 16384 };
+    long *c2 = ishmem_calloc(1, sizeof(long));
+    int *slots = ishmem_calloc(2 * M, sizeof(int));
+    ishmem_barrier_all();
+    run("many", M, 2, (void *[]){c2, slots}, NULL, NULL);
+    ishmem_barrier_all();
+    CHECK(*c2 == M, "many: counter %ld want %d", *c2, M);
+    for (int i = 0; i < M; i++) CHECK(slots[M + i] == i + left, "many: nbi put %d = %d", i, slots[M + i]);
+
     ishmem_barrier_all();
     if (me == 0) printf("device ok on %d PEs\n", np);
     ishmem_finalize();

@@ -45,3 +45,16 @@ kernel void cswap_lock(global int *lock, global long *total, long rounds) {
         ishmem_int_atomic_set(lock, 0, 0);
     }
 }
+
+/* Many requests at once: through the ring (forced-ring mode) this wraps the
+ * 4096-slot ring several times, with flow control and nbi requests. */
+kernel void many(global long *counter, global int *slots) {
+    size_t i = get_global_id(0);
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    int right = (me + 1) % np;
+    ishmem_long_atomic_fetch_add(counter, 1, right);
+    int v = (int)i + me;
+    slots[i] = v;
+    ishmem_int_put_nbi(slots + get_global_size(0) + i, slots + i, 1, right);
+    ishmem_quiet();
+}

@@ -24,8 +24,13 @@ cc -std=c11 -O2 -Wall -Werror "$root/tests/device/device_host.c" -I "$root/bindi
     -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/device_host"
 export OCL_ICD_FILENAMES="$venv/lib/libintelocl.so" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ISHMEM_DEVICE_LIB="$out/ishmem_device.spv"
-for n in 1 2 3 4; do
-    log="$("$target/debug/ishmrun" -n "$n" -t 300 "$out/device_host" "$out/kernels.spv" 2>&1)" || { echo "$log" >&2; fail "device test on $n PEs"; }
-    echo "$log" | grep -q "device ok on $n PEs" || { echo "$log" >&2; fail "device test on $n PEs printed no result"; }
+# Load/store to local peers, then every operation through the ring and
+# the host proxy (ISHMEM_DEVICE_RING_ALL=1).
+for ring in 0 1; do
+    for n in 1 2 3 4; do
+        log="$(ISHMEM_DEVICE_RING_ALL=$ring "$target/debug/ishmrun" -n "$n" -t 300 "$out/device_host" "$out/kernels.spv" 2>&1)" \
+            || { echo "$log" >&2; fail "device test on $n PEs (ring-all $ring)"; }
+        echo "$log" | grep -q "device ok on $n PEs" || { echo "$log" >&2; fail "device test on $n PEs (ring-all $ring) printed no result"; }
+    done
 done
 echo "test-device: ok"

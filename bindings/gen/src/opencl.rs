@@ -29,6 +29,15 @@ pub fn device_state_h() -> String {
     for (f, off) in field_offsets() {
         let _ = writeln!(s, "_Static_assert(__builtin_offsetof(ishmemx_device_state_t, {f}) == {off}, \"{f}\");");
     }
+    s.push_str("\n/* The reverse-offload ring (runtime/src/ring.rs). */\n");
+    use ishmem_runtime::ring::*;
+    let _ = writeln!(s, "#define ISHMEMI_RING_SLOTS {RING_SLOTS}");
+    for (name, off) in layout() {
+        let _ = writeln!(s, "#define ISHMEMI_RING_{} {off}", name.to_uppercase());
+    }
+    for (name, v) in [("PUT", RING_PUT), ("GET", RING_GET), ("AMO", RING_AMO), ("PUT_SIGNAL", RING_PUT_SIGNAL), ("G", RING_G), ("P", RING_P), ("FLAG_NBI", RING_NBI)] {
+        let _ = writeln!(s, "#define ISHMEMI_RING_OP_{name} {v}");
+    }
     s.push_str("\n#endif\n");
     s
 }
@@ -50,19 +59,24 @@ fn funs() -> Vec<Fun> {
         let (n, c) = (t.name, opencl(t.name));
         let g = "global";
         for (op, dir) in [("put", true), ("get", false), ("put_nbi", true), ("get_nbi", false)] {
+            let nbi = i32::from(op.ends_with("nbi"));
             let body = if dir {
-                format!("ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * sizeof({c}));")
+                format!("ishmemi_put_bytes(dest, source, nelems * sizeof({c}), pe, {nbi});")
             } else {
-                format!("ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * sizeof({c}));")
+                format!("ishmemi_get_bytes(dest, source, nelems * sizeof({c}), pe, {nbi});")
             };
             f(format!("ishmem_{n}_{op}"), "void", format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"), body);
         }
-        f(format!("ishmem_{n}_p"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!("*({g} {c} *)ishmemi_peer(dest, pe) = value;"));
-        f(format!("ishmem_{n}_g"), c, format!("{g} const {c} *source, int pe"), format!("return *({g} {c} *)ishmemi_peer(source, pe);"));
+        f(format!("ishmem_{n}_p"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!(
+            "if (ishmemi_is_local(pe)) {{ *({g} {c} *)ishmemi_peer(dest, pe) = value; return; }} \
+             union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof({c}), pe);"));
+        f(format!("ishmem_{n}_g"), c, format!("{g} const {c} *source, int pe"), format!(
+            "if (ishmemi_is_local(pe)) return *({g} {c} *)ishmemi_peer(source, pe); \
+             union {{ {c} v; ulong u; }} x; x.u = ishmemi_ring_g(source, sizeof({c}), pe); return x.v;"));
         f(format!("ishmem_{n}_iput"), "void", format!("{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t nelems, int pe"),
-          format!("ishmemi_strided(ishmemi_peer(dest, pe), dst, (global const char *)source, sst, sizeof({c}), nelems);"));
+          format!("ishmemi_iput_bytes(dest, dst, source, sst, sizeof({c}), nelems, pe);"));
         f(format!("ishmem_{n}_iget"), "void", format!("{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t nelems, int pe"),
-          format!("ishmemi_strided((global char *)dest, dst, ishmemi_peer(source, pe), sst, sizeof({c}), nelems);"));
+          format!("ishmemi_iget_bytes(dest, dst, source, sst, sizeof({c}), nelems, pe);"));
         f(format!("ishmem_{n}_put_signal"), "void",
           format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, {g} ulong *sig_addr, ulong signal, int sig_op, int pe"),
           format!("ishmem_putmem_signal(dest, source, nelems * sizeof({c}), sig_addr, signal, sig_op, pe);"));
@@ -71,15 +85,15 @@ fn funs() -> Vec<Fun> {
         if bits == 0 {
             continue;
         }
-        let (it, amo, load) = if bits == 32 { ("int", "ishmemi_amo32", "ishmemi_load32") } else { ("long", "ishmemi_amo64", "ishmemi_load64") };
+        let (it, amo, load) = if bits == 32 { ("int", "ishmemi_amo32_pe", "ishmemi_load32") } else { ("long", "ishmemi_amo64_pe", "ishmemi_load64") };
         let to_bits = |x: &str| format!("as_{it}(({c}){x})");
         let from_bits = |x: &str| format!("as_{c}(({it}){x})");
         let call = |opc: &str, val: &str, cond: &str| {
-            format!("{amo}(ishmemi_peer(dest, pe), {opc}, {}, {})", to_bits(val), to_bits(cond))
+            format!("{amo}(dest, {opc}, {}, {}, pe)", to_bits(val), to_bits(cond))
         };
         if t.classes & EXT != 0 {
             f(format!("ishmem_{n}_atomic_fetch"), c, format!("{g} const {c} *source, int pe"),
-              format!("return {};", from_bits(&format!("{amo}(ishmemi_peer(source, pe), ISHMEMI_FETCH, 0, 0)"))));
+              format!("return {};", from_bits(&format!("{amo}((global void *)source, ISHMEMI_FETCH, 0, 0, pe)"))));
             f(format!("ishmem_{n}_atomic_set"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!("{};", call("ISHMEMI_SET", "value", "0")));
             f(format!("ishmem_{n}_atomic_swap"), c, format!("{g} {c} *dest, {c} value, int pe"),
               format!("return {};", from_bits(&call("ISHMEMI_SWAP", "value", "0"))));
@@ -112,9 +126,9 @@ fn funs() -> Vec<Fun> {
         let bytes = bits / 8;
         for (op, dir) in [("put", true), ("get", false)] {
             let body = if dir {
-                format!("ishmemi_copy(ishmemi_peer(dest, pe), (global const char *)source, nelems * {bytes});")
+                format!("ishmemi_put_bytes(dest, source, nelems * {bytes}, pe, 0);")
             } else {
-                format!("ishmemi_copy((global char *)dest, ishmemi_peer(source, pe), nelems * {bytes});")
+                format!("ishmemi_get_bytes(dest, source, nelems * {bytes}, pe, 0);")
             };
             f(format!("ishmem_{op}{bits}"), "void", "global void *dest, global const void *source, size_t nelems, int pe".into(), body);
         }

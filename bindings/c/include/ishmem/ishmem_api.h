@@ -14,7 +14,7 @@
 /**
  * Layout version of [`ishmemx_device_state_t`]; bump on any change.
  */
-#define ISHMEMX_DEVICE_STATE_VERSION 2
+#define ISHMEMX_DEVICE_STATE_VERSION 3
 
 /**
  * Major version of the OpenSHMEM specification implemented.
@@ -151,6 +151,11 @@ typedef struct {
    * Reserved; zero.
    */
   uint32_t reserved2;
+  /**
+   * Address of this PE's reverse-offload ring (`ring.rs`); device
+   * operations on PEs whose `peer_is_local` entry is 0 go through it.
+   */
+  uint64_t ring;
 } ishmemx_device_state_t;
 
 /**
@@ -449,7 +454,7 @@ void *ishmemx_cl_link_program(const void *spirv, uintptr_t len);
 #else
 #define ISHMEMI_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
-ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 80, "ishmemx_device_state_t size");
+ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 88, "ishmemx_device_state_t size");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, magic) == 0, "ishmemx_device_state_t.magic");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, version) == 4, "ishmemx_device_state_t.version");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, my_pe) == 8, "ishmemx_device_state_t.my_pe");
@@ -465,3 +470,4 @@ ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_pe_stride) == 64, "i
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_stride) == 68, "ishmemx_device_state_t.ctrl_team_stride");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ishmemx_device_state_t.ctrl_epoch_offset");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, reserved2) == 76, "ishmemx_device_state_t.reserved2");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ring) == 80, "ishmemx_device_state_t.ring");

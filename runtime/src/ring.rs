@@ -1,0 +1,230 @@
+//! The reverse-offload ring: device code asks the host to perform an
+//! operation (for PEs it cannot reach by load/store, or for every operation
+//! in forced-ring mode) with fixed 64-byte messages, and a host proxy thread
+//! serves them (seed paper, §"reverse offload").
+//!
+//! * A device work-item claims ticket `t` with one atomic fetch-add on
+//!   `next_send`; its message goes to slot `t % RING_SLOTS`.
+//! * Flow control, off the critical path: before writing, it waits until
+//!   the slot's completion shows the previous lap done (`t - RING_SLOTS +
+//!   1`), which is immediate unless the ring is full.
+//! * It writes the message fields, then the `sequence` (= t + 1) last with
+//!   a release store: the proxy never sees a half-written message.
+//! * The proxy thread (one per PE, started with the device) reads slots in
+//!   ticket order, performs the operation through the runtime core (so
+//!   every check and every transport applies), writes the slot's completion
+//!   `(value, sequence = t + 1)` and bumps `completed`.
+//! * Blocking device calls wait for their own completion; nbi calls do not;
+//!   device quiet waits until `completed` reaches the tickets issued so far,
+//!   and returns at once when nothing is outstanding (no round trip).
+//!
+//! The layout is `#[repr(C)]` and mirrored in the device library's
+//! generated `device_state.h`, with size/offset asserts on both sides.
+
+use crate::core::State;
+use crate::transport::AmoOp;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub const RING_SLOTS: usize = 4096;
+
+/// Ring operation codes.
+pub const RING_PUT: u32 = 1;
+pub const RING_GET: u32 = 2;
+/// AMO on `size` bytes (4 or 8): `op` in `amo_op`, operand `value`,
+/// compare value `cond`; the old value is returned.
+pub const RING_AMO: u32 = 3;
+/// put then signal AMO (`amo_op` Set or FetchAdd with `signal` on `sig`).
+pub const RING_PUT_SIGNAL: u32 = 4;
+
+/// One request: 64 bytes, `sequence` written last.
+#[repr(C, align(64))]
+pub struct RingMsg {
+    pub dest: AtomicU64,
+    pub source: AtomicU64,
+    /// Bytes to move (put/get), or the AMO operand.
+    pub value: AtomicU64,
+    /// AMO compare value, or the signal value.
+    pub cond: AtomicU64,
+    /// Signal address (put_signal).
+    pub sig: AtomicU64,
+    pub pe: AtomicU32,
+    pub op: AtomicU32,
+    /// AMO opcode (`AmoOp`) and size in bytes: `amo_op | size << 8`.
+    pub amo: AtomicU32,
+    /// `RING_NBI`: no work-item waits for this request.
+    pub flags: AtomicU32,
+    /// Ticket + 1, written last.
+    pub sequence: AtomicU64,
+}
+
+/// One completion: `sequence` = ticket + 1 once done; `value` the result;
+/// `ack` = ticket + 1 once the result has been read (by the waiting
+/// work-item, or by the proxy for nbi requests), which frees the slot for
+/// the next lap.
+#[repr(C, align(32))]
+pub struct RingCompletion {
+    pub value: AtomicU64,
+    pub sequence: AtomicU64,
+    pub ack: AtomicU64,
+    _pad: u64,
+}
+
+/// Request flag: nobody waits for the completion.
+pub const RING_NBI: u32 = 1;
+/// Get of up to 8 bytes returned in the completion value (the device's
+/// private memory is not the host's to write on every device).
+pub const RING_G: u32 = 5;
+/// Put of up to 8 bytes carried in the message (`value` = the bits, `cond`
+/// = the size).
+pub const RING_P: u32 = 6;
+
+#[repr(C, align(64))]
+pub struct Ring {
+    pub msgs: [RingMsg; RING_SLOTS],
+    pub completions: [RingCompletion; RING_SLOTS],
+    /// Next ticket (device fetch-add).
+    pub next_send: AtomicU64,
+    _pad: [u64; 7],
+    /// Requests completed (proxy).
+    pub completed: AtomicU64,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<RingMsg>() == 64);
+    assert!(std::mem::size_of::<RingCompletion>() == 32);
+    assert!(std::mem::offset_of!(RingMsg, sequence) == 56);
+};
+
+/// `(field, offset)` of the ring layout, for the device header asserts.
+pub fn layout() -> Vec<(&'static str, usize)> {
+    use std::mem::offset_of;
+    vec![
+        ("completions", offset_of!(Ring, completions)),
+        ("completion_size", std::mem::size_of::<RingCompletion>()),
+        ("next_send", offset_of!(Ring, next_send)),
+        ("completed", offset_of!(Ring, completed)),
+        ("size", std::mem::size_of::<Ring>()),
+    ]
+}
+
+/// The proxy thread serving one PE's ring.
+pub struct Proxy {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A new, empty ring.
+pub fn new_ring() -> &'static Ring {
+    let layout = std::alloc::Layout::new::<Ring>();
+    // SAFETY: Ring is atomics only: all-zero is a valid (empty) ring. It is
+    // leaked on purpose: device programs may hold its address until exit.
+    unsafe { &*(std::alloc::alloc_zeroed(layout) as *const Ring) }
+}
+
+impl Proxy {
+    /// Starts the proxy thread serving `st`'s ring.
+    pub fn start(st: &'static State) -> Proxy {
+        let ring = st.ring();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("ishmem-proxy".into())
+            .spawn(move || serve(st, ring, &s2))
+            .expect("spawn the proxy thread");
+        Proxy { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
+    let call = "ishmem device request";
+    let mut next: u64 = 0;
+    let mut idle: u32 = 0;
+    loop {
+        let slot = &ring.msgs[(next % RING_SLOTS as u64) as usize];
+        if slot.sequence.load(Ordering::Acquire) != next + 1 {
+            if stop.load(Ordering::Acquire) {
+                return;
+            }
+            idle = idle.saturating_add(1);
+            if idle < 1024 {
+                std::hint::spin_loop();
+            } else if idle < 8192 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+            continue;
+        }
+        idle = 0;
+        let pe = slot.pe.load(Ordering::Relaxed) as i32;
+        let dest = slot.dest.load(Ordering::Relaxed) as *mut u8;
+        let source = slot.source.load(Ordering::Relaxed) as *const u8;
+        let value = slot.value.load(Ordering::Relaxed);
+        let cond = slot.cond.load(Ordering::Relaxed);
+        let amo = slot.amo.load(Ordering::Relaxed);
+        let amo_op = amo_op(amo & 0xff);
+        let size = (amo >> 8) as usize;
+        // SAFETY: the device passed symmetric destinations and its own
+        // buffers; the core checks symmetric ranges and PEs like any call.
+        let result = unsafe {
+            match slot.op.load(Ordering::Relaxed) {
+                RING_PUT => {
+                    st.put(call, dest, source, value as usize, pe);
+                    0
+                }
+                RING_GET => {
+                    st.get(call, dest, source, value as usize, pe);
+                    0
+                }
+                RING_P => {
+                    st.put(call, dest, (&value as *const u64).cast(), (cond as usize).min(8), pe);
+                    0
+                }
+                RING_G => {
+                    let mut v = 0u64;
+                    st.get(call, (&mut v as *mut u64).cast(), source, (value as usize).min(8), pe);
+                    v
+                }
+                RING_AMO if size == 4 => st.amo(call, dest as *const u32, amo_op, value as u32, cond as u32, pe) as u64,
+                RING_AMO => st.amo(call, dest as *const u64, amo_op, value, cond, pe),
+                RING_PUT_SIGNAL => {
+                    let sig_op = if amo_op == AmoOp::Set { crate::amo::SIGNAL_SET } else { crate::amo::SIGNAL_ADD };
+                    st.put_signal(call, dest, source, value as usize, slot.sig.load(Ordering::Relaxed) as *mut u64, cond, sig_op, pe);
+                    0
+                }
+                op => crate::error::fatal(call, format_args!("unknown device request {op} (corrupt ring message)")),
+            }
+        };
+        let c = &ring.completions[(next % RING_SLOTS as u64) as usize];
+        c.value.store(result, Ordering::Relaxed);
+        c.sequence.store(next + 1, Ordering::Release);
+        if slot.flags.load(Ordering::Relaxed) & RING_NBI != 0 {
+            c.ack.store(next + 1, Ordering::Release);
+        }
+        ring.completed.store(next + 1, Ordering::Release);
+        next += 1;
+    }
+}
+
+fn amo_op(code: u32) -> AmoOp {
+    match code {
+        0 => AmoOp::Fetch,
+        1 => AmoOp::Set,
+        2 => AmoOp::Swap,
+        3 => AmoOp::CompareSwap,
+        4 => AmoOp::FetchAdd,
+        5 => AmoOp::FetchAnd,
+        6 => AmoOp::FetchOr,
+        _ => AmoOp::FetchXor,
+    }
+}
