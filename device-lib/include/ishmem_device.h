@@ -29,10 +29,25 @@ void ishmem_putmem_signal(global void *dest, global const void *source, size_t n
 ulong ishmem_signal_fetch(global const ulong *sig_addr);
 ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);
 
+/* Work-group forms: every work-item of the calling work-group calls them. */
+void ishmemx_putmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_getmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_putmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_getmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_putmem_signal_work_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
+void ishmemx_fence_work_group(void);
+void ishmemx_quiet_work_group(void);
+void ishmemx_barrier_all_work_group(void);
+void ishmemx_sync_all_work_group(void);
+
 void ishmem_float_put(global float *dest, global const float *source, size_t nelems, int pe);
 void ishmem_float_get(global float *dest, global const float *source, size_t nelems, int pe);
 void ishmem_float_put_nbi(global float *dest, global const float *source, size_t nelems, int pe);
 void ishmem_float_get_nbi(global float *dest, global const float *source, size_t nelems, int pe);
+void ishmemx_float_put_work_group(global float *dest, global const float *source, size_t nelems, int pe);
+void ishmemx_float_get_work_group(global float *dest, global const float *source, size_t nelems, int pe);
+void ishmemx_float_put_nbi_work_group(global float *dest, global const float *source, size_t nelems, int pe);
+void ishmemx_float_get_nbi_work_group(global float *dest, global const float *source, size_t nelems, int pe);
 void ishmem_float_p(global float *dest, float value, int pe);
 float ishmem_float_g(global const float *source, int pe);
 void ishmem_float_iput(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe);
@@ -45,6 +60,10 @@ void ishmem_double_put(global double *dest, global const double *source, size_t 
 void ishmem_double_get(global double *dest, global const double *source, size_t nelems, int pe);
 void ishmem_double_put_nbi(global double *dest, global const double *source, size_t nelems, int pe);
 void ishmem_double_get_nbi(global double *dest, global const double *source, size_t nelems, int pe);
+void ishmemx_double_put_work_group(global double *dest, global const double *source, size_t nelems, int pe);
+void ishmemx_double_get_work_group(global double *dest, global const double *source, size_t nelems, int pe);
+void ishmemx_double_put_nbi_work_group(global double *dest, global const double *source, size_t nelems, int pe);
+void ishmemx_double_get_nbi_work_group(global double *dest, global const double *source, size_t nelems, int pe);
 void ishmem_double_p(global double *dest, double value, int pe);
 double ishmem_double_g(global const double *source, int pe);
 void ishmem_double_iput(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe);
@@ -57,6 +76,10 @@ void ishmem_char_put(global char *dest, global const char *source, size_t nelems
 void ishmem_char_get(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_char_put_nbi(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_char_get_nbi(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_char_put_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_char_get_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_char_put_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_char_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_char_p(global char *dest, char value, int pe);
 char ishmem_char_g(global const char *source, int pe);
 void ishmem_char_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe);
@@ -66,6 +89,10 @@ void ishmem_schar_put(global char *dest, global const char *source, size_t nelem
 void ishmem_schar_get(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_schar_put_nbi(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_schar_get_nbi(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_schar_put_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_schar_get_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_schar_put_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_schar_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_schar_p(global char *dest, char value, int pe);
 char ishmem_schar_g(global const char *source, int pe);
 void ishmem_schar_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe);
@@ -75,6 +102,10 @@ void ishmem_short_put(global short *dest, global const short *source, size_t nel
 void ishmem_short_get(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_short_put_nbi(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_short_get_nbi(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_short_put_work_group(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_short_get_work_group(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_short_put_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_short_get_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_short_p(global short *dest, short value, int pe);
 short ishmem_short_g(global const short *source, int pe);
 void ishmem_short_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe);
@@ -84,6 +115,10 @@ void ishmem_int_put(global int *dest, global const int *source, size_t nelems, i
 void ishmem_int_get(global int *dest, global const int *source, size_t nelems, int pe);
 void ishmem_int_put_nbi(global int *dest, global const int *source, size_t nelems, int pe);
 void ishmem_int_get_nbi(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int_put_work_group(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int_get_work_group(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int_put_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int_get_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe);
 void ishmem_int_p(global int *dest, int value, int pe);
 int ishmem_int_g(global const int *source, int pe);
 void ishmem_int_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe);
@@ -103,6 +138,10 @@ void ishmem_long_put(global long *dest, global const long *source, size_t nelems
 void ishmem_long_get(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_long_put_nbi(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_long_get_nbi(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_long_put_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_long_get_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_long_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_long_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_long_p(global long *dest, long value, int pe);
 long ishmem_long_g(global const long *source, int pe);
 void ishmem_long_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe);
@@ -122,6 +161,10 @@ void ishmem_longlong_put(global long *dest, global const long *source, size_t ne
 void ishmem_longlong_get(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_longlong_put_nbi(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_longlong_get_nbi(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_longlong_put_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_longlong_get_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_longlong_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_longlong_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_longlong_p(global long *dest, long value, int pe);
 long ishmem_longlong_g(global const long *source, int pe);
 void ishmem_longlong_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe);
@@ -141,6 +184,10 @@ void ishmem_uchar_put(global uchar *dest, global const uchar *source, size_t nel
 void ishmem_uchar_get(global uchar *dest, global const uchar *source, size_t nelems, int pe);
 void ishmem_uchar_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe);
 void ishmem_uchar_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uchar_put_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uchar_get_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uchar_put_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uchar_get_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
 void ishmem_uchar_p(global uchar *dest, uchar value, int pe);
 uchar ishmem_uchar_g(global const uchar *source, int pe);
 void ishmem_uchar_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe);
@@ -150,6 +197,10 @@ void ishmem_ushort_put(global ushort *dest, global const ushort *source, size_t 
 void ishmem_ushort_get(global ushort *dest, global const ushort *source, size_t nelems, int pe);
 void ishmem_ushort_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe);
 void ishmem_ushort_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_ushort_put_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_ushort_get_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_ushort_put_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_ushort_get_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
 void ishmem_ushort_p(global ushort *dest, ushort value, int pe);
 ushort ishmem_ushort_g(global const ushort *source, int pe);
 void ishmem_ushort_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe);
@@ -159,6 +210,10 @@ void ishmem_uint_put(global uint *dest, global const uint *source, size_t nelems
 void ishmem_uint_get(global uint *dest, global const uint *source, size_t nelems, int pe);
 void ishmem_uint_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe);
 void ishmem_uint_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint_put_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint_get_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint_put_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint_get_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
 void ishmem_uint_p(global uint *dest, uint value, int pe);
 uint ishmem_uint_g(global const uint *source, int pe);
 void ishmem_uint_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe);
@@ -184,6 +239,10 @@ void ishmem_ulong_put(global ulong *dest, global const ulong *source, size_t nel
 void ishmem_ulong_get(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_ulong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_ulong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulong_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulong_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulong_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulong_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_ulong_p(global ulong *dest, ulong value, int pe);
 ulong ishmem_ulong_g(global const ulong *source, int pe);
 void ishmem_ulong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe);
@@ -209,6 +268,10 @@ void ishmem_ulonglong_put(global ulong *dest, global const ulong *source, size_t
 void ishmem_ulonglong_get(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_ulonglong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_ulonglong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulonglong_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulonglong_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulonglong_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_ulonglong_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_ulonglong_p(global ulong *dest, ulong value, int pe);
 ulong ishmem_ulonglong_g(global const ulong *source, int pe);
 void ishmem_ulonglong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe);
@@ -234,6 +297,10 @@ void ishmem_int8_put(global char *dest, global const char *source, size_t nelems
 void ishmem_int8_get(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_int8_put_nbi(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_int8_get_nbi(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_int8_put_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_int8_get_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_int8_put_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe);
+void ishmemx_int8_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe);
 void ishmem_int8_p(global char *dest, char value, int pe);
 char ishmem_int8_g(global const char *source, int pe);
 void ishmem_int8_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe);
@@ -243,6 +310,10 @@ void ishmem_int16_put(global short *dest, global const short *source, size_t nel
 void ishmem_int16_get(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_int16_put_nbi(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_int16_get_nbi(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_int16_put_work_group(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_int16_get_work_group(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_int16_put_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe);
+void ishmemx_int16_get_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_int16_p(global short *dest, short value, int pe);
 short ishmem_int16_g(global const short *source, int pe);
 void ishmem_int16_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe);
@@ -252,6 +323,10 @@ void ishmem_int32_put(global int *dest, global const int *source, size_t nelems,
 void ishmem_int32_get(global int *dest, global const int *source, size_t nelems, int pe);
 void ishmem_int32_put_nbi(global int *dest, global const int *source, size_t nelems, int pe);
 void ishmem_int32_get_nbi(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int32_put_work_group(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int32_get_work_group(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int32_put_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe);
+void ishmemx_int32_get_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe);
 void ishmem_int32_p(global int *dest, int value, int pe);
 int ishmem_int32_g(global const int *source, int pe);
 void ishmem_int32_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe);
@@ -277,6 +352,10 @@ void ishmem_int64_put(global long *dest, global const long *source, size_t nelem
 void ishmem_int64_get(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_int64_put_nbi(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_int64_get_nbi(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_int64_put_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_int64_get_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_int64_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_int64_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_int64_p(global long *dest, long value, int pe);
 long ishmem_int64_g(global const long *source, int pe);
 void ishmem_int64_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe);
@@ -302,6 +381,10 @@ void ishmem_uint8_put(global uchar *dest, global const uchar *source, size_t nel
 void ishmem_uint8_get(global uchar *dest, global const uchar *source, size_t nelems, int pe);
 void ishmem_uint8_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe);
 void ishmem_uint8_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uint8_put_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uint8_get_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uint8_put_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
+void ishmemx_uint8_get_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe);
 void ishmem_uint8_p(global uchar *dest, uchar value, int pe);
 uchar ishmem_uint8_g(global const uchar *source, int pe);
 void ishmem_uint8_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe);
@@ -311,6 +394,10 @@ void ishmem_uint16_put(global ushort *dest, global const ushort *source, size_t 
 void ishmem_uint16_get(global ushort *dest, global const ushort *source, size_t nelems, int pe);
 void ishmem_uint16_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe);
 void ishmem_uint16_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_uint16_put_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_uint16_get_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_uint16_put_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
+void ishmemx_uint16_get_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe);
 void ishmem_uint16_p(global ushort *dest, ushort value, int pe);
 ushort ishmem_uint16_g(global const ushort *source, int pe);
 void ishmem_uint16_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe);
@@ -320,6 +407,10 @@ void ishmem_uint32_put(global uint *dest, global const uint *source, size_t nele
 void ishmem_uint32_get(global uint *dest, global const uint *source, size_t nelems, int pe);
 void ishmem_uint32_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe);
 void ishmem_uint32_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint32_put_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint32_get_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint32_put_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
+void ishmemx_uint32_get_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe);
 void ishmem_uint32_p(global uint *dest, uint value, int pe);
 uint ishmem_uint32_g(global const uint *source, int pe);
 void ishmem_uint32_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe);
@@ -345,6 +436,10 @@ void ishmem_uint64_put(global ulong *dest, global const ulong *source, size_t ne
 void ishmem_uint64_get(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_uint64_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_uint64_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_uint64_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_uint64_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_uint64_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_uint64_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_uint64_p(global ulong *dest, ulong value, int pe);
 ulong ishmem_uint64_g(global const ulong *source, int pe);
 void ishmem_uint64_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe);
@@ -370,6 +465,10 @@ void ishmem_size_put(global ulong *dest, global const ulong *source, size_t nele
 void ishmem_size_get(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_size_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_size_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_size_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_size_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_size_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
+void ishmemx_size_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe);
 void ishmem_size_p(global ulong *dest, ulong value, int pe);
 ulong ishmem_size_g(global const ulong *source, int pe);
 void ishmem_size_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe);
@@ -389,6 +488,10 @@ void ishmem_ptrdiff_put(global long *dest, global const long *source, size_t nel
 void ishmem_ptrdiff_get(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_ptrdiff_put_nbi(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_ptrdiff_get_nbi(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_ptrdiff_put_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_ptrdiff_get_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_ptrdiff_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
+void ishmemx_ptrdiff_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe);
 void ishmem_ptrdiff_p(global long *dest, long value, int pe);
 long ishmem_ptrdiff_g(global const long *source, int pe);
 void ishmem_ptrdiff_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe);

@@ -58,3 +58,50 @@ ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cm
     while (!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value)) ;
     return v;
 }
+
+/* Work-group forms of the non-typed routines (Intel SHMEM's
+ * ishmemx_*_work_group; the group is the calling work-group). */
+void ishmemx_putmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
+}
+void ishmemx_getmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_wg_get_bytes(dest, source, nelems, pe, 0);
+}
+void ishmemx_putmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_wg_put_bytes(dest, source, nelems, pe, 1);
+}
+void ishmemx_getmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_wg_get_bytes(dest, source, nelems, pe, 1);
+}
+void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
+                                      ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+    /* The data by the whole group, then the signal by the leader. */
+    ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
+    if (get_local_linear_id() == 0) {
+        if (ishmemi_is_local(pe))
+            ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
+        else
+            ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
+    }
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+void ishmemx_fence_work_group(void) {
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (get_local_linear_id() == 0) ishmem_fence();
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+void ishmemx_quiet_work_group(void) {
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (get_local_linear_id() == 0) ishmem_quiet();
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+void ishmemx_barrier_all_work_group(void) {
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (get_local_linear_id() == 0) ishmem_barrier_all();
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+void ishmemx_sync_all_work_group(void) {
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (get_local_linear_id() == 0) ishmem_sync_all();
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}

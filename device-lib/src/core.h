@@ -146,6 +146,36 @@ ISHMEMI_INLINE long ishmemi_amo64_pe(ISHMEMI_GLOBAL void *dest, int op, long v, 
                                                      (uint)op | (8u << 8), 0));
 }
 
+/* ----- work-group forms: every work-item of the group calls; the copy is
+ * shared among them between group barriers; the leader talks to the ring. */
+
+ISHMEMI_INLINE size_t ishmemi_wg_size(void) { return get_local_size(0) * get_local_size(1) * get_local_size(2); }
+
+ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
+    size_t lid = get_local_linear_id(), lsz = ishmemi_wg_size();
+    size_t chunk = ((n + lsz - 1) / lsz + 15) & ~(size_t)15;
+    size_t lo = lid * chunk;
+    if (lo < n) ishmemi_copy(dst + lo, src + lo, min(chunk, n - lo));
+}
+
+ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (ishmemi_is_local(pe))
+        ishmemi_wg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
+    else if (get_local_linear_id() == 0)
+        ishmemi_put_bytes(dest, src, n, pe, nbi);
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+
+ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (ishmemi_is_local(pe))
+        ishmemi_wg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
+    else if (get_local_linear_id() == 0)
+        ishmemi_get_bytes(dest, src, n, pe, nbi);
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+
 /* World-team sync, interoperable with the host's (same flags and epoch). */
 ISHMEMI_INLINE void ishmemi_sync_world(void) {
     ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base;

@@ -15,7 +15,11 @@
 static cl_command_queue q;
 static cl_program prog;
 
+static void run_wg(const char *name, size_t n, size_t wg, int nargs, void **svm, size_t *sizes, const void **vals);
 static void run(const char *name, size_t n, int nargs, void **svm, size_t *sizes, const void **vals) {
+    run_wg(name, n, 0, nargs, svm, sizes, vals);
+}
+static void run_wg(const char *name, size_t n, size_t wg, int nargs, void **svm, size_t *sizes, const void **vals) {
     cl_int err;
     cl_kernel k = clCreateKernel(prog, name, &err);
     CHECK(err == CL_SUCCESS, "kernel %s: %d", name, err);
@@ -23,7 +27,7 @@ static void run(const char *name, size_t n, int nargs, void **svm, size_t *sizes
         if (svm[a]) CL(clSetKernelArgSVMPointer(k, a, svm[a]));
         else CL(clSetKernelArg(k, a, sizes[a], vals[a]));
     }
-    CL(clEnqueueNDRangeKernel(q, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+    CL(clEnqueueNDRangeKernel(q, k, 1, NULL, &n, wg ? &wg : NULL, 0, NULL, NULL));
     CL(clFinish(q));
     clReleaseKernel(k);
 }
@@ -107,6 +111,28 @@ int main(int argc, char **argv) {
     ishmem_barrier_all();
     CHECK(*c2 == M, "many: counter %ld want %d", *c2, M);
     for (int i = 0; i < M; i++) CHECK(slots[M + i] == i + left, "many: nbi put %d = %d", i, slots[M + i]);
+
+    /* 8. work-group forms: 8 groups of 64 work-items, one block each */
+    enum { B = 4096, G = 8 };
+    double *wsrc = ishmem_malloc(B * G * sizeof(double)), *wdst = ishmem_calloc(B * G, sizeof(double));
+    for (int i = 0; i < B * G; i++) wsrc[i] = me * 1e6 + i;
+    long block = B;
+    ishmem_barrier_all();
+    run_wg("wg_put", 64 * G, 64, 3, (void *[]){wdst, wsrc, NULL}, (size_t[]){0, 0, sizeof(long)}, (const void *[]){0, 0, &block});
+    ishmem_barrier_all();
+    for (int i = 0; i < B * G; i++) CHECK(wdst[i] == left * 1e6 + i, "wg_put %d", i);
+    long *lsrc = ishmem_malloc(B * G * sizeof(long)), *ldst = ishmem_calloc(B * G, sizeof(long));
+    uint64_t *wsig = ishmem_calloc(1, sizeof(uint64_t));
+    for (int i = 0; i < B * G; i++) lsrc[i] = me * 1000000L + i;
+    ishmem_barrier_all();
+    run_wg("wg_get_signal", 64 * G, 64, 4, (void *[]){ldst, lsrc, NULL, wsig}, (size_t[]){0, 0, sizeof(long), 0},
+           (const void *[]){0, 0, &block, 0});
+    CHECK(*wsig == G, "work-group signals: %llu", (unsigned long long)*wsig);
+    for (int i = 0; i < B * G; i++) CHECK(ldst[i] == left * 1000000L + i, "wg_get %d", i);
+    long *wflag = ishmem_calloc(1, sizeof(long));
+    ishmem_barrier_all();
+    run_wg("wg_barrier", 64, 64, 1, (void *[]){wflag}, NULL, NULL);
+    CHECK(*wflag == left + 1, "work-group barrier: flag %ld", *wflag);
 
     ishmem_barrier_all();
     if (me == 0) printf("device ok on %d PEs\n", np);

@@ -58,3 +58,27 @@ kernel void many(global long *counter, global int *slots) {
     ishmem_int_put_nbi(slots + get_global_size(0) + i, slots + i, 1, right);
     ishmem_quiet();
 }
+
+/* Work-group forms: each work-group moves one block together. */
+kernel void wg_put(global double *dst, global const double *src, long block) {
+    size_t g = get_group_id(0);
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    ishmemx_double_put_work_group(dst + g * block, src + g * block, (size_t)block, (me + 1) % np);
+    ishmemx_quiet_work_group();
+}
+
+kernel void wg_get_signal(global long *dst, global const long *src, long block, global ulong *sig) {
+    size_t g = get_group_id(0);
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    ishmemx_long_get_work_group(dst + g * block, src + g * block, (size_t)block, (me + np - 1) % np);
+    ishmemx_putmem_signal_work_group(dst + g * block, dst + g * block, 8, sig, 1, ISHMEM_SIGNAL_ADD, me);
+}
+
+/* One work-group per PE: the group barrier is one barrier call per PE. */
+kernel void wg_barrier(global long *flag) {
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    if (get_local_linear_id() == 0) ishmem_long_p(flag, me + 1, (me + 1) % np);
+    ishmemx_barrier_all_work_group();
+    /* after the barrier every PE's flag holds its left neighbour's mark */
+    if (get_local_linear_id() == 0 && *flag != (me + np - 1) % np + 1) ishmem_long_p(flag, -1, me);
+}

@@ -9,6 +9,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 fail() { echo "test-device: FAIL: $*" >&2; exit 1; }
 venv="${ISHMEM_TEST_OPENCL_VENV:?set ISHMEM_TEST_OPENCL_VENV to a venv with intel-opencl-rt}"
+unset ISHMEM_TEST_OPENCL_VENV # not a library variable (the library warns about unknown ISHMEM_*)
 [ -f "$venv/lib/libintelocl.so" ] || fail "$venv/lib/libintelocl.so not found"
 target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/device-test"

@@ -67,6 +67,11 @@ fn funs() -> Vec<Fun> {
             };
             f(format!("ishmem_{n}_{op}"), "void", format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"), body);
         }
+        for (op, dir, nbi) in [("put", true, 0), ("get", false, 0), ("put_nbi", true, 1), ("get_nbi", false, 1)] {
+            let helper = if dir { "ishmemi_wg_put_bytes" } else { "ishmemi_wg_get_bytes" };
+            f(format!("ishmemx_{n}_{op}_work_group"), "void", format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"),
+              format!("{helper}(dest, source, nelems * sizeof({c}), pe, {nbi});"));
+        }
         f(format!("ishmem_{n}_p"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!(
             "if (ishmemi_is_local(pe)) {{ *({g} {c} *)ishmemi_peer(dest, pe) = value; return; }} \
              union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof({c}), pe);"));
@@ -158,7 +163,15 @@ pub fn device_h() -> String {
          void ishmem_getmem_nbi(global void *dest, global const void *source, size_t nelems, int pe);\n\
          void ishmem_putmem_signal(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);\n\
          ulong ishmem_signal_fetch(global const ulong *sig_addr);\n\
-         ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);\n\n"
+         ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);\n\n\
+         /* Work-group forms: every work-item of the calling work-group calls them. */\n\
+         void ishmemx_putmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
+         void ishmemx_getmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
+         void ishmemx_putmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
+         void ishmemx_getmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
+         void ishmemx_putmem_signal_work_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);\n\
+         void ishmemx_fence_work_group(void);\nvoid ishmemx_quiet_work_group(void);\n\
+         void ishmemx_barrier_all_work_group(void);\nvoid ishmemx_sync_all_work_group(void);\n\n"
     );
     for f in funs() {
         let _ = writeln!(s, "{} {}({});", f.ret, f.name, f.params);
