@@ -105,3 +105,14 @@ void ishmemx_sync_all_work_group(void) {
     if (get_local_linear_id() == 0) ishmem_sync_all();
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
+
+/* Kernels behind the host's ishmemx_*_on_queue routines (one work-item). */
+kernel void ishmemi_putmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, ulong nbytes, int pe) {
+    ishmem_putmem(dest, source, nbytes, pe);
+    ishmem_quiet();
+}
+kernel void ishmemi_getmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, ulong nbytes, int pe) {
+    ishmem_getmem(dest, source, nbytes, pe);
+}
+kernel void ishmemi_barrier_all_kernel(void) { ishmem_barrier_all(); }
+kernel void ishmemi_quiet_kernel(void) { ishmem_quiet(); }

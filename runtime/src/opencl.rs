@@ -35,6 +35,7 @@ struct Cl {
     get_program_build_info: unsafe extern "C" fn(Handle, Handle, u32, usize, *mut c_void, *mut usize) -> i32,
     create_kernel: unsafe extern "C" fn(Handle, *const c_char, *mut i32) -> Handle,
     set_kernel_arg_svm_pointer: unsafe extern "C" fn(Handle, u32, *const c_void) -> i32,
+    set_kernel_arg: unsafe extern "C" fn(Handle, u32, usize, *const c_void) -> i32,
     enqueue_nd_range_kernel: unsafe extern "C" fn(
         Handle, Handle, u32, *const usize, *const usize, *const usize, u32, *const Handle, *mut Handle,
     ) -> i32,
@@ -87,12 +88,20 @@ impl Cl {
             get_program_build_info: sym!("clGetProgramBuildInfo"),
             create_kernel: sym!("clCreateKernel"),
             set_kernel_arg_svm_pointer: sym!("clSetKernelArgSVMPointer"),
+            set_kernel_arg: sym!("clSetKernelArg"),
             enqueue_nd_range_kernel: sym!("clEnqueueNDRangeKernel"),
             finish: sym!("clFinish"),
             release_kernel: sym!("clReleaseKernel"),
             _lib: lib,
         })
     }
+}
+
+/// An argument of a library kernel.
+pub enum KernelArg {
+    Svm(*const c_void),
+    U64(u64),
+    I32(i32),
 }
 
 /// This PE's device: context, queue, and the compiled device library.
@@ -103,6 +112,10 @@ pub struct ClDevice {
     pub context: Handle,
     pub queue: Handle,
     library: Handle,
+    /// The device library linked alone, with this PE's state installed:
+    /// its kernels implement the on_queue routines. Kernel objects are not
+    /// thread-safe, so launches hold this lock.
+    on_queue: Mutex<Handle>,
 }
 
 // SAFETY: see `Cl`.
@@ -173,7 +186,7 @@ impl ClDevice {
             let spirv = spirv.ok_or_else(|| {
                 format!("cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)", tried.join("; "))
             })?;
-            let mut dev = ClDevice { cl, platform, device, context, queue, library: null_mut() };
+            let mut dev = ClDevice { cl, platform, device, context, queue, library: null_mut(), on_queue: Mutex::new(null_mut()) };
             dev.library = dev.compile(&spirv, "the device library")?;
             Ok(dev)
         }
@@ -208,16 +221,58 @@ impl ClDevice {
     /// and installs this PE's device state in it. Returns the cl_program.
     pub fn link(&self, spirv: &[u8], state: *const c_void) -> Result<Handle, String> {
         let user = self.compile(spirv, "the program")?;
+        self.link_programs(&[user, self.library], state)
+    }
+
+    /// Enqueues library kernel `name` (one work-item) on `queue` after
+    /// `deps`, with `args`; returns the event.
+    pub fn enqueue(
+        &self, queue: Handle, name: &str, args: &[KernelArg], deps: &[Handle], state: *const c_void,
+    ) -> Result<Handle, String> {
+        let mut prog = self.on_queue.lock().unwrap_or_else(|e| e.into_inner());
+        if prog.is_null() {
+            *prog = self.link_programs(&[self.library], state)?;
+        }
+        let mut err = 0;
+        let cname = CString::new(name).unwrap();
+        // SAFETY: valid program/queue; args outlive the calls (values are
+        // copied by clSetKernelArg).
+        unsafe {
+            let k = (self.cl.create_kernel)(*prog, cname.as_ptr(), &mut err);
+            check(&format!("clCreateKernel({name})"), err)?;
+            for (i, arg) in args.iter().enumerate() {
+                let r = match arg {
+                    KernelArg::Svm(p) => (self.cl.set_kernel_arg_svm_pointer)(k, i as u32, *p),
+                    KernelArg::U64(v) => (self.cl.set_kernel_arg)(k, i as u32, 8, v as *const u64 as *const c_void),
+                    KernelArg::I32(v) => (self.cl.set_kernel_arg)(k, i as u32, 4, v as *const i32 as *const c_void),
+                };
+                if r != 0 {
+                    (self.cl.release_kernel)(k);
+                    return Err(format!("clSetKernelArg {i} of {name} failed with OpenCL error {r}"));
+                }
+            }
+            let one = 1usize;
+            let mut ev: Handle = null_mut();
+            let r = (self.cl.enqueue_nd_range_kernel)(
+                queue, k, 1, std::ptr::null(), &one, &one, deps.len() as u32,
+                if deps.is_empty() { std::ptr::null() } else { deps.as_ptr() }, &mut ev,
+            );
+            (self.cl.release_kernel)(k);
+            check(&format!("enqueueing {name}"), r)?;
+            Ok(ev)
+        }
+    }
+
+    fn link_programs(&self, progs: &[Handle], state: *const c_void) -> Result<Handle, String> {
         let mut err = 0;
         // SAFETY: valid objects and out-pointers.
         unsafe {
-            let progs = [user, self.library];
             let opts = CString::new("").unwrap();
             let linked = (self.cl.link_program)(
-                self.context, 1, &self.device, opts.as_ptr(), 2, progs.as_ptr(), std::ptr::null(), null_mut(), &mut err,
+                self.context, 1, &self.device, opts.as_ptr(), progs.len() as u32, progs.as_ptr(), std::ptr::null(), null_mut(), &mut err,
             );
             if err != 0 || linked.is_null() {
-                return Err(format!("linking with the device library failed (OpenCL error {err}):\n{}", self.log(user)));
+                return Err(format!("linking with the device library failed (OpenCL error {err}):\n{}", self.log(progs[0])));
             }
             let name = CString::new("ishmemi_install_state").unwrap();
             let k = (self.cl.create_kernel)(linked, name.as_ptr(), &mut err);

@@ -134,6 +134,32 @@ int main(int argc, char **argv) {
     run_wg("wg_barrier", 64, 64, 1, (void *[]){wflag}, NULL, NULL);
     CHECK(*wflag == left + 1, "work-group barrier: flag %ld", *wflag);
 
+    /* 9. on_queue: a kernel fills a buffer, a put ordered after it on the
+       queue sends it right, a barrier on the queue follows; nothing waits on
+       the host until the last event. */
+    enum { Q = 8192 };
+    long *qsrc = ishmem_malloc(Q * sizeof(long)), *qdst = ishmem_calloc(Q, sizeof(long));
+    long base = me * 1000000L;
+    ishmem_barrier_all();
+    cl_int err;
+    cl_kernel fk = clCreateKernel(prog, "fill", &err);
+    CL(clSetKernelArgSVMPointer(fk, 0, qsrc));
+    CL(clSetKernelArg(fk, 1, sizeof(long), &base));
+    size_t qn = Q;
+    cl_event filled, put, bar;
+    CL(clEnqueueNDRangeKernel(q, fk, 1, NULL, &qn, NULL, 0, NULL, &filled));
+    put = (cl_event)ishmemx_putmem_on_queue(qdst, qsrc, Q * sizeof(long), (me + 1) % np, q, 1, (void *const *)&filled);
+    bar = (cl_event)ishmemx_barrier_all_on_queue(q, 1, (void *const *)&put);
+    CL(clWaitForEvents(1, &bar));
+    for (int i = 0; i < Q; i++) CHECK(qdst[i] == left * 1000000L + i, "on_queue put %d: %ld", i, qdst[i]);
+    long *qback = ishmem_calloc(16, sizeof(long));
+    cl_event got = (cl_event)ishmemx_getmem_on_queue(qback, qdst, 16 * sizeof(long), (me + 1) % np, q, 0, NULL);
+    cl_event qq = (cl_event)ishmemx_quiet_on_queue(q, 1, (void *const *)&got);
+    CL(clWaitForEvents(1, &qq));
+    CHECK(qback[3] == me * 1000000L + 3, "on_queue get: %ld", qback[3]);
+    clReleaseEvent(filled); clReleaseEvent(put); clReleaseEvent(bar); clReleaseEvent(got); clReleaseEvent(qq);
+    clReleaseKernel(fk);
+
     ishmem_barrier_all();
     if (me == 0) printf("device ok on %d PEs\n", np);
     ishmem_finalize();

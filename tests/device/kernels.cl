@@ -82,3 +82,8 @@ kernel void wg_barrier(global long *flag) {
     /* after the barrier every PE's flag holds its left neighbour's mark */
     if (get_local_linear_id() == 0 && *flag != (me + np - 1) % np + 1) ishmem_long_p(flag, -1, me);
 }
+
+kernel void fill(global long *buf, long base) {
+    size_t i = get_global_id(0);
+    buf[i] = base + (long)i;
+}

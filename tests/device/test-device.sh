@@ -19,7 +19,7 @@ FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
     -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64"
     -target spir64 -Os -Werror -I "$root/device-lib/include")
 clang-14 "${FLAGS[@]}" -emit-llvm -c "$root/tests/device/kernels.cl" -o "$out/kernels.bc"
-llvm-spirv-14 "$out/kernels.bc" -o "$out/kernels.spv"
+llvm-spirv-14 --spirv-max-version=1.3 "$out/kernels.bc" -o "$out/kernels.spv"
 spirv-val "$out/kernels.spv"
 cc -std=c11 -O2 -Wall -Werror "$root/tests/device/device_host.c" -I "$root/bindings/c/include" \
     -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/device_host"

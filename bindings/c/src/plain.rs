@@ -507,3 +507,75 @@ pub unsafe extern "C" fn ishmemx_cl_link_program(spirv: *const c_void, len: usiz
         }
     })
 }
+
+unsafe fn on_queue(
+    call: &'static str, kernel: &str, args: &[ishmem_runtime::opencl::KernelArg], queue: *mut c_void, num_deps: u32,
+    deps: *const *mut c_void,
+) -> *mut c_void {
+    guard(call, || {
+        if queue.is_null() {
+            fatal(call, format_args!("queue is a null pointer"))
+        }
+        if num_deps > 0 && deps.is_null() {
+            fatal(call, format_args!("deps is a null pointer with num_deps {num_deps}"))
+        }
+        let dev = cl_device(call);
+        let deps = if num_deps == 0 { &[][..] } else { std::slice::from_raw_parts(deps, num_deps as usize) };
+        let st = state(call);
+        match dev.enqueue(queue, kernel, args, deps, st.device_state() as *const _ as *const c_void) {
+            Ok(ev) => ev,
+            Err(e) => fatal(call, format_args!("{e}")),
+        }
+    })
+}
+
+/// Enqueues a putmem on the OpenCL `queue` (a `cl_command_queue` of this
+/// PE's context) after the `num_deps` events in `deps`; returns its
+/// `cl_event` (release it with clReleaseEvent). The put is complete when the
+/// event is.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_on_queue(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, queue: *mut c_void, num_deps: u32,
+    deps: *const *mut c_void,
+) -> *mut c_void {
+    let call = "ishmemx_putmem_on_queue";
+    {
+        let st = state(call);
+        st.check_pe(call, pe);
+        if nbytes > 0 {
+            st.sym_offset(call, "dest", dest.cast(), nbytes);
+        }
+    }
+    use ishmem_runtime::opencl::KernelArg::*;
+    on_queue(call, "ishmemi_putmem_kernel", &[Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)], queue, num_deps, deps)
+}
+
+/// Enqueues a getmem on `queue` after `deps`; returns its `cl_event`.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_getmem_on_queue(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, queue: *mut c_void, num_deps: u32,
+    deps: *const *mut c_void,
+) -> *mut c_void {
+    let call = "ishmemx_getmem_on_queue";
+    {
+        let st = state(call);
+        st.check_pe(call, pe);
+        if nbytes > 0 {
+            st.sym_offset(call, "source", source.cast(), nbytes);
+        }
+    }
+    use ishmem_runtime::opencl::KernelArg::*;
+    on_queue(call, "ishmemi_getmem_kernel", &[Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)], queue, num_deps, deps)
+}
+
+/// Enqueues a barrier_all on `queue` after `deps`; returns its `cl_event`.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_barrier_all_on_queue(queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    on_queue("ishmemx_barrier_all_on_queue", "ishmemi_barrier_all_kernel", &[], queue, num_deps, deps)
+}
+
+/// Enqueues a quiet on `queue` after `deps`; returns its `cl_event`.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_quiet_on_queue(queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    on_queue("ishmemx_quiet_on_queue", "ishmemi_quiet_kernel", &[], queue, num_deps, deps)
+}

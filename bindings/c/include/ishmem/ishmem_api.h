@@ -441,6 +441,41 @@ void *ishmemx_cl_queue(void);
  */
 void *ishmemx_cl_link_program(const void *spirv, uintptr_t len);
 
+/**
+ * Enqueues a putmem on the OpenCL `queue` (a `cl_command_queue` of this
+ * PE's context) after the `num_deps` events in `deps`; returns its
+ * `cl_event` (release it with clReleaseEvent). The put is complete when the
+ * event is.
+ */
+void *ishmemx_putmem_on_queue(void *dest,
+                              const void *source,
+                              uintptr_t nbytes,
+                              int pe,
+                              void *queue,
+                              uint32_t num_deps,
+                              void *const *deps);
+
+/**
+ * Enqueues a getmem on `queue` after `deps`; returns its `cl_event`.
+ */
+void *ishmemx_getmem_on_queue(void *dest,
+                              const void *source,
+                              uintptr_t nbytes,
+                              int pe,
+                              void *queue,
+                              uint32_t num_deps,
+                              void *const *deps);
+
+/**
+ * Enqueues a barrier_all on `queue` after `deps`; returns its `cl_event`.
+ */
+void *ishmemx_barrier_all_on_queue(void *queue, uint32_t num_deps, void *const *deps);
+
+/**
+ * Enqueues a quiet on `queue` after `deps`; returns its `cl_event`.
+ */
+void *ishmemx_quiet_on_queue(void *queue, uint32_t num_deps, void *const *deps);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
