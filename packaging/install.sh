@@ -63,6 +63,16 @@ if command -v gfortran >/dev/null 2>&1; then
 else
     echo "install.sh: gfortran not found: Fortran module sources installed, not compiled" >&2
 fi
+# Device library (when clang-14 and llvm-spirv-14 are here): the SPIR-V and
+# bitcode where the runtime looks (<libdir>/ishmem/), the OpenCL C and SYCL
+# declaration headers.
+install -m 644 device-lib/include/ishmem_device.h device-lib/include/ishmem_sycl.h "$prefix/include/"
+if command -v clang-14 >/dev/null 2>&1 && command -v llvm-spirv-14 >/dev/null 2>&1; then
+    install -d "$prefix/lib/ishmem"
+    device-lib/build.sh "$prefix/lib/ishmem" >/dev/null
+else
+    echo "install.sh: clang-14/llvm-spirv-14 not found: device library not built" >&2
+fi
 cp README.md LICENSE "$prefix/share/doc/ishmem/"
 cp -R docs/. "$prefix/share/doc/ishmem/"
 cp -R packaging/examples "$prefix/share/doc/ishmem/"

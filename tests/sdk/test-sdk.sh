@@ -23,6 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 mv "$tmp/staging" "$tmp/moved"   # relocatable: nothing may point at the old path
 P="$tmp/moved"
 grep -rq "$tmp/staging" "$P" && fail "the installed prefix mentions its original path"
+[ -f "$P/lib/ishmem/ishmem_device.spv" ] && [ -f "$P/include/ishmem_device.h" ] || fail "the device library is not installed"
 cp "$root/packaging/examples/hello_ring.c" "$tmp/"
 cp "$root/bindings/fortran/examples/heat.f90" "$root/bindings/cxx/examples/intel_style.cpp" "$tmp/"
 

@@ -944,6 +944,7 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (root.join("device-lib/src/device_state.h"), opencl::device_state_h()),
         (root.join("device-lib/src/typed.cl"), opencl::typed_cl()),
         (root.join("device-lib/include/ishmem_device.h"), opencl::device_h()),
+        (root.join("device-lib/include/ishmem_sycl.h"), opencl::sycl_h()),
         (root.join("bindings/fortran/shmem.f90"), fortran::module("shmem", &fortran_constants("SHMEM", "SHMEMX"))),
         (root.join("bindings/fortran/ishmem.f90"), fortran::module("ishmem", &fortran_constants("ISHMEM", "ISHMEMX"))),
     ]

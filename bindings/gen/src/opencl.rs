@@ -179,3 +179,51 @@ pub fn device_h() -> String {
     s.push_str("\n#endif\n");
     s
 }
+
+/// Declarations for SYCL device code (`SYCL_EXTERNAL`), from the same list.
+/// Unverified: no SYCL compiler is available to this project yet; the
+/// functions are the OpenCL C device library's, called with global
+/// (USM/SVM) pointers.
+pub fn sycl_h() -> String {
+    let mut s = format!(
+        "/* {BANNER} */\n/* Declarations of the ishmem-rs device API for SYCL device code. UNVERIFIED:\n   no SYCL compiler has built against them yet (see device-lib/README.md). */\n\
+         #ifndef ISHMEM_SYCL_H\n#define ISHMEM_SYCL_H\n#include <cstddef>\n#include <cstdint>\n\n\
+         #ifndef SYCL_EXTERNAL\n#define SYCL_EXTERNAL\n#endif\n\n\
+         SYCL_EXTERNAL int ishmem_my_pe(void);\nSYCL_EXTERNAL int ishmem_n_pes(void);\n\
+         SYCL_EXTERNAL void ishmem_fence(void);\nSYCL_EXTERNAL void ishmem_quiet(void);\n\
+         SYCL_EXTERNAL void ishmem_barrier_all(void);\nSYCL_EXTERNAL void ishmem_sync_all(void);\n\
+         SYCL_EXTERNAL void ishmem_putmem(void *dest, const void *source, size_t nelems, int pe);\n\
+         SYCL_EXTERNAL void ishmem_getmem(void *dest, const void *source, size_t nelems, int pe);\n\n"
+    );
+    // OpenCL C types to C++ ones, word by word; address spaces dropped.
+    let cxx = |t: &str| -> String {
+        let mut out = String::new();
+        let mut word = String::new();
+        let flush = |w: &mut String, out: &mut String| {
+            out.push_str(match w.as_str() {
+                "global" => "",
+                "ulong" => "unsigned long",
+                "uint" => "unsigned int",
+                "ushort" => "unsigned short",
+                "uchar" => "unsigned char",
+                other => other,
+            });
+            w.clear();
+        };
+        for ch in t.chars() {
+            if ch.is_alphanumeric() || ch == '_' {
+                word.push(ch);
+            } else {
+                flush(&mut word, &mut out);
+                out.push(ch);
+            }
+        }
+        flush(&mut word, &mut out);
+        out.replace("  ", " ").replace("( ", "(").replace(", ", ", ")
+    };
+    for f in funs() {
+        let _ = writeln!(s, "SYCL_EXTERNAL {} {}({});", cxx(&f.ret), f.name, cxx(&f.params).trim_start());
+    }
+    s.push_str("\n#endif\n");
+    s
+}
