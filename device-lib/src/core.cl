@@ -116,3 +116,27 @@ kernel void ishmemi_getmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL cons
 }
 kernel void ishmemi_barrier_all_kernel(void) { ishmem_barrier_all(); }
 kernel void ishmemi_quiet_kernel(void) { ishmem_quiet(); }
+
+/* Teams and the non-typed collectives. */
+int ishmem_team_my_pe(int team) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    return t ? t->my_rank : -1;
+}
+int ishmem_team_n_pes(int team) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    return t ? t->size : -1;
+}
+int ishmem_team_sync(int team) {
+    if (!ishmemi_get_team(team)) return -1;
+    ishmemi_sync_team(team);
+    return 0;
+}
+int ishmem_broadcastmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
+    return ishmemi_broadcast_bytes(team, dest, source, nelems, root);
+}
+int ishmem_fcollectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+    return ishmemi_fcollect_bytes(team, dest, source, nelems);
+}
+int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+    return ishmemi_alltoall_bytes(team, dest, source, nelems);
+}

@@ -176,20 +176,101 @@ ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
-/* World-team sync, interoperable with the host's (same flags and epoch). */
-ISHMEMI_INLINE void ishmemi_sync_world(void) {
-    ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base;
-    int me = ishmemi_state->my_pe, n = ishmemi_state->n_pes;
+/* ----- teams: the host mirrors every team slot into the device table ----- */
+
+typedef struct {
+    int start, stride, size, my_rank;
+} ishmemi_team_t;
+_Static_assert(sizeof(ishmemi_team_t) == 16, "ishmemx_device_team_t layout");
+
+#define ISHMEMI_TEAM_SLOTS 64
+
+/* The team behind a handle, or 0 (TEAM_INVALID, or no team on this PE). */
+ISHMEMI_INLINE ISHMEMI_GLOBAL const ishmemi_team_t *ishmemi_get_team(int team) {
+    if (team < 0 || team >= ISHMEMI_TEAM_SLOTS) return 0;
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = (ISHMEMI_GLOBAL const ishmemi_team_t *)ishmemi_state->teams + team;
+    return t->size > 0 ? t : 0;
+}
+
+ISHMEMI_INLINE int ishmemi_member(ISHMEMI_GLOBAL const ishmemi_team_t *t, int rank) { return t->start + rank * t->stride; }
+
+/* Team sync (dissemination), interoperable with the host's: the same flags
+ * and epoch in the node's control segment, slot = team handle. */
+ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(slot);
+    ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base + slot * (ulong)ishmemi_state->ctrl_team_stride;
     ulong stride = ishmemi_state->ctrl_pe_stride;
-    ISHMEMI_GLOBAL char *mine = base + me * stride;
+    int n = t->size, rank = t->my_rank;
+    ISHMEMI_GLOBAL char *mine = base + ishmemi_member(t, rank) * stride;
     long epoch = ishmemi_load64(mine + ishmemi_state->ctrl_epoch_offset) + 1;
     ishmemi_store64(mine + ishmemi_state->ctrl_epoch_offset, epoch);
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
-        int to = (me + dist) % n;
+        int to = ishmemi_member(t, (rank + dist) % n);
         ishmemi_store64(base + to * stride + 8 * round, epoch);
         while (ishmemi_load64(mine + 8 * round) < epoch) ;
     }
     ishmemi_fence_all();
 }
+
+ISHMEMI_INLINE void ishmemi_sync_world(void) { ishmemi_sync_team(0); }
+
+/* ----- collectives (one work-item per PE calls, as on the host): sync,
+ * data phase through the routing helpers (load/store or ring), sync. */
+
+ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int root) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    if (!t || root < 0 || root >= t->size) return -1;
+    ishmemi_sync_team(team);
+    if (n) ishmemi_get_bytes(dest, src, n, ishmemi_member(t, root), 0);
+    ishmemi_sync_team(team);
+    return 0;
+}
+
+ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    if (!t) return -1;
+    ishmemi_sync_team(team);
+    for (int k = 0; k < t->size && n; k++) {
+        int r = (t->my_rank + k) % t->size;
+        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
+    }
+    ishmemi_sync_team(team);
+    return 0;
+}
+
+ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    if (!t) return -1;
+    ishmemi_sync_team(team);
+    for (int k = 0; k < t->size && n; k++) {
+        int j = (t->my_rank + k) % t->size;
+        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, (ISHMEMI_GLOBAL const char *)src + j * n, n,
+                          ishmemi_member(t, j), 0);
+    }
+    ishmemi_sync_team(team);
+    return 0;
+}
+
+/* Reductions: member r owns slice r (reduce-scatter + allgather in one
+ * pass), reading it from every member's source in member order and storing
+ * the result into every member's dest; in place is safe because only the
+ * owner touches its slice. `G`/`P` are the typed g/p routines (they route). */
+#define ISHMEMI_REDUCE(T, G, P, OP)                                                     \
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
+    if (!t) return -1;                                                                 \
+    ishmemi_sync_team(team);                                                           \
+    size_t per = (nreduce + t->size - 1) / t->size;                                    \
+    size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce);   \
+    for (size_t i = lo; i < hi; i++) {                                                 \
+        T a = G(source + i, ishmemi_member(t, 0));                                     \
+        for (int r = 1; r < t->size; r++) {                                            \
+            T b = G(source + i, ishmemi_member(t, r));                                 \
+            a = OP;                                                                    \
+        }                                                                              \
+        for (int r = 0; r < t->size; r++) P(dest + i, a, ishmemi_member(t, r));        \
+    }                                                                                  \
+    ishmemi_ring_quiet();                                                              \
+    ishmemi_sync_team(team);                                                           \
+    return 0;
 
 #endif

@@ -19,9 +19,10 @@ typedef struct {
     uint ctrl_epoch_offset;
     uint reserved2;
     ulong ring;
+    ulong teams;
 } ishmemx_device_state_t;
 
-_Static_assert(sizeof(ishmemx_device_state_t) == 88, "ishmemx_device_state_t size");
+_Static_assert(sizeof(ishmemx_device_state_t) == 96, "ishmemx_device_state_t size");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, magic) == 0, "magic");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, version) == 4, "version");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, my_pe) == 8, "my_pe");
@@ -38,6 +39,7 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_team_stride) == 6
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ctrl_epoch_offset");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, reserved2) == 76, "reserved2");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ring) == 80, "ring");
+_Static_assert(__builtin_offsetof(ishmemx_device_state_t, teams) == 88, "teams");
 
 /* The reverse-offload ring (runtime/src/ring.rs). */
 #define ISHMEMI_RING_SLOTS 4096

@@ -15,6 +15,13 @@ float ishmem_float_g(global const float *source, int pe) { if (ishmemi_is_local(
 void ishmem_float_iput(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 void ishmem_float_iget(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 void ishmem_float_put_signal(global float *dest, global const float *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe); }
+int ishmem_float_fcollect(int team, global float *dest, global const float *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(float)); }
+int ishmem_float_alltoall(int team, global float *dest, global const float *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(float)); }
+int ishmem_float_broadcast(int team, global float *dest, global const float *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(float), PE_root); }
+int ishmem_float_sum_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a + b) }
+int ishmem_float_prod_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a * b) }
+int ishmem_float_max_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b > a ? b : a)) }
+int ishmem_float_min_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b < a ? b : a)) }
 float ishmem_float_atomic_fetch(global const float *source, int pe) { return as_float((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_float_atomic_set(global float *dest, float value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((float)value), as_int((float)0), pe); }
 float ishmem_float_atomic_swap(global float *dest, float value, int pe) { return as_float((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((float)value), as_int((float)0), pe)); }
@@ -31,6 +38,13 @@ double ishmem_double_g(global const double *source, int pe) { if (ishmemi_is_loc
 void ishmem_double_iput(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 void ishmem_double_iget(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 void ishmem_double_put_signal(global double *dest, global const double *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe); }
+int ishmem_double_fcollect(int team, global double *dest, global const double *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(double)); }
+int ishmem_double_alltoall(int team, global double *dest, global const double *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(double)); }
+int ishmem_double_broadcast(int team, global double *dest, global const double *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(double), PE_root); }
+int ishmem_double_sum_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a + b) }
+int ishmem_double_prod_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a * b) }
+int ishmem_double_max_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b > a ? b : a)) }
+int ishmem_double_min_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b < a ? b : a)) }
 double ishmem_double_atomic_fetch(global const double *source, int pe) { return as_double((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_double_atomic_set(global double *dest, double value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((double)value), as_long((double)0), pe); }
 double ishmem_double_atomic_swap(global double *dest, double value, int pe) { return as_double((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((double)value), as_long((double)0), pe)); }
@@ -47,6 +61,16 @@ char ishmem_char_g(global const char *source, int pe) { if (ishmemi_is_local(pe)
 void ishmem_char_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_char_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_char_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
+int ishmem_char_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_char_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_char_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
+int ishmem_char_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a + b) }
+int ishmem_char_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a * b) }
+int ishmem_char_max_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, (b > a ? b : a)) }
+int ishmem_char_min_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, (b < a ? b : a)) }
+int ishmem_char_and_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a & b) }
+int ishmem_char_or_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a | b) }
+int ishmem_char_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a ^ b) }
 void ishmem_schar_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmem_schar_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmem_schar_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
@@ -60,6 +84,16 @@ char ishmem_schar_g(global const char *source, int pe) { if (ishmemi_is_local(pe
 void ishmem_schar_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_schar_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_schar_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
+int ishmem_schar_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_schar_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_schar_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
+int ishmem_schar_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a + b) }
+int ishmem_schar_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a * b) }
+int ishmem_schar_max_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, (b > a ? b : a)) }
+int ishmem_schar_min_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, (b < a ? b : a)) }
+int ishmem_schar_and_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a & b) }
+int ishmem_schar_or_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a | b) }
+int ishmem_schar_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a ^ b) }
 void ishmem_short_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_short_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_short_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
@@ -73,6 +107,16 @@ short ishmem_short_g(global const short *source, int pe) { if (ishmemi_is_local(
 void ishmem_short_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_short_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_short_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
+int ishmem_short_fcollect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
+int ishmem_short_alltoall(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
+int ishmem_short_broadcast(int team, global short *dest, global const short *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
+int ishmem_short_sum_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a + b) }
+int ishmem_short_prod_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a * b) }
+int ishmem_short_max_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, (b > a ? b : a)) }
+int ishmem_short_min_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, (b < a ? b : a)) }
+int ishmem_short_and_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a & b) }
+int ishmem_short_or_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a | b) }
+int ishmem_short_xor_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a ^ b) }
 void ishmem_int_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
@@ -86,6 +130,16 @@ int ishmem_int_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) r
 void ishmem_int_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
+int ishmem_int_fcollect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
+int ishmem_int_alltoall(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
+int ishmem_int_broadcast(int team, global int *dest, global const int *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
+int ishmem_int_sum_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a + b) }
+int ishmem_int_prod_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a * b) }
+int ishmem_int_max_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, (b > a ? b : a)) }
+int ishmem_int_min_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, (b < a ? b : a)) }
+int ishmem_int_and_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a & b) }
+int ishmem_int_or_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a | b) }
+int ishmem_int_xor_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a ^ b) }
 int ishmem_int_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
 int ishmem_int_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
@@ -109,6 +163,16 @@ long ishmem_long_g(global const long *source, int pe) { if (ishmemi_is_local(pe)
 void ishmem_long_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_long_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_long_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
+int ishmem_long_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_long_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_long_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
+int ishmem_long_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a + b) }
+int ishmem_long_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a * b) }
+int ishmem_long_max_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, (b > a ? b : a)) }
+int ishmem_long_min_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, (b < a ? b : a)) }
+int ishmem_long_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a & b) }
+int ishmem_long_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a | b) }
+int ishmem_long_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a ^ b) }
 long ishmem_long_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_long_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_long_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -132,6 +196,16 @@ long ishmem_longlong_g(global const long *source, int pe) { if (ishmemi_is_local
 void ishmem_longlong_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_longlong_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_longlong_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
+int ishmem_longlong_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_longlong_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_longlong_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
+int ishmem_longlong_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a + b) }
+int ishmem_longlong_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a * b) }
+int ishmem_longlong_max_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, (b > a ? b : a)) }
+int ishmem_longlong_min_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, (b < a ? b : a)) }
+int ishmem_longlong_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a & b) }
+int ishmem_longlong_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a | b) }
+int ishmem_longlong_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a ^ b) }
 long ishmem_longlong_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_longlong_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_longlong_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -155,6 +229,16 @@ uchar ishmem_uchar_g(global const uchar *source, int pe) { if (ishmemi_is_local(
 void ishmem_uchar_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uchar_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uchar_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
+int ishmem_uchar_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
+int ishmem_uchar_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
+int ishmem_uchar_broadcast(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
+int ishmem_uchar_sum_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a + b) }
+int ishmem_uchar_prod_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a * b) }
+int ishmem_uchar_max_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, (b > a ? b : a)) }
+int ishmem_uchar_min_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, (b < a ? b : a)) }
+int ishmem_uchar_and_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a & b) }
+int ishmem_uchar_or_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a | b) }
+int ishmem_uchar_xor_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a ^ b) }
 void ishmem_ushort_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_ushort_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_ushort_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
@@ -168,6 +252,16 @@ ushort ishmem_ushort_g(global const ushort *source, int pe) { if (ishmemi_is_loc
 void ishmem_ushort_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_ushort_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_ushort_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
+int ishmem_ushort_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
+int ishmem_ushort_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
+int ishmem_ushort_broadcast(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
+int ishmem_ushort_sum_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a + b) }
+int ishmem_ushort_prod_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a * b) }
+int ishmem_ushort_max_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, (b > a ? b : a)) }
+int ishmem_ushort_min_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, (b < a ? b : a)) }
+int ishmem_ushort_and_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a & b) }
+int ishmem_ushort_or_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a | b) }
+int ishmem_ushort_xor_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a ^ b) }
 void ishmem_uint_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
@@ -181,6 +275,16 @@ uint ishmem_uint_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)
 void ishmem_uint_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
+int ishmem_uint_fcollect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
+int ishmem_uint_alltoall(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
+int ishmem_uint_broadcast(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
+int ishmem_uint_sum_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a + b) }
+int ishmem_uint_prod_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a * b) }
+int ishmem_uint_max_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, (b > a ? b : a)) }
+int ishmem_uint_min_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, (b < a ? b : a)) }
+int ishmem_uint_and_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a & b) }
+int ishmem_uint_or_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a | b) }
+int ishmem_uint_xor_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a ^ b) }
 uint ishmem_uint_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
 uint ishmem_uint_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
@@ -210,6 +314,16 @@ ulong ishmem_ulong_g(global const ulong *source, int pe) { if (ishmemi_is_local(
 void ishmem_ulong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
+int ishmem_ulong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_ulong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_ulong_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
+int ishmem_ulong_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a + b) }
+int ishmem_ulong_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a * b) }
+int ishmem_ulong_max_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, (b > a ? b : a)) }
+int ishmem_ulong_min_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, (b < a ? b : a)) }
+int ishmem_ulong_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a & b) }
+int ishmem_ulong_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a | b) }
+int ishmem_ulong_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a ^ b) }
 ulong ishmem_ulong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ulong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_ulong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -239,6 +353,16 @@ ulong ishmem_ulonglong_g(global const ulong *source, int pe) { if (ishmemi_is_lo
 void ishmem_ulonglong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulonglong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulonglong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
+int ishmem_ulonglong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_ulonglong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_ulonglong_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
+int ishmem_ulonglong_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a + b) }
+int ishmem_ulonglong_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a * b) }
+int ishmem_ulonglong_max_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, (b > a ? b : a)) }
+int ishmem_ulonglong_min_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, (b < a ? b : a)) }
+int ishmem_ulonglong_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a & b) }
+int ishmem_ulonglong_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a | b) }
+int ishmem_ulonglong_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a ^ b) }
 ulong ishmem_ulonglong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ulonglong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_ulonglong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -268,6 +392,16 @@ char ishmem_int8_g(global const char *source, int pe) { if (ishmemi_is_local(pe)
 void ishmem_int8_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_int8_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_int8_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
+int ishmem_int8_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_int8_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_int8_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
+int ishmem_int8_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a + b) }
+int ishmem_int8_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a * b) }
+int ishmem_int8_max_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, (b > a ? b : a)) }
+int ishmem_int8_min_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, (b < a ? b : a)) }
+int ishmem_int8_and_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a & b) }
+int ishmem_int8_or_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a | b) }
+int ishmem_int8_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a ^ b) }
 void ishmem_int16_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_int16_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_int16_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
@@ -281,6 +415,16 @@ short ishmem_int16_g(global const short *source, int pe) { if (ishmemi_is_local(
 void ishmem_int16_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_int16_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_int16_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
+int ishmem_int16_fcollect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
+int ishmem_int16_alltoall(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
+int ishmem_int16_broadcast(int team, global short *dest, global const short *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
+int ishmem_int16_sum_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a + b) }
+int ishmem_int16_prod_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a * b) }
+int ishmem_int16_max_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, (b > a ? b : a)) }
+int ishmem_int16_min_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, (b < a ? b : a)) }
+int ishmem_int16_and_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a & b) }
+int ishmem_int16_or_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a | b) }
+int ishmem_int16_xor_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a ^ b) }
 void ishmem_int32_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int32_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int32_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
@@ -294,6 +438,16 @@ int ishmem_int32_g(global const int *source, int pe) { if (ishmemi_is_local(pe))
 void ishmem_int32_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int32_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int32_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
+int ishmem_int32_fcollect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
+int ishmem_int32_alltoall(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
+int ishmem_int32_broadcast(int team, global int *dest, global const int *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
+int ishmem_int32_sum_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a + b) }
+int ishmem_int32_prod_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a * b) }
+int ishmem_int32_max_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, (b > a ? b : a)) }
+int ishmem_int32_min_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, (b < a ? b : a)) }
+int ishmem_int32_and_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a & b) }
+int ishmem_int32_or_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a | b) }
+int ishmem_int32_xor_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a ^ b) }
 int ishmem_int32_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int32_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
 int ishmem_int32_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
@@ -323,6 +477,16 @@ long ishmem_int64_g(global const long *source, int pe) { if (ishmemi_is_local(pe
 void ishmem_int64_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_int64_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_int64_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
+int ishmem_int64_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_int64_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_int64_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
+int ishmem_int64_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a + b) }
+int ishmem_int64_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a * b) }
+int ishmem_int64_max_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, (b > a ? b : a)) }
+int ishmem_int64_min_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, (b < a ? b : a)) }
+int ishmem_int64_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a & b) }
+int ishmem_int64_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a | b) }
+int ishmem_int64_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a ^ b) }
 long ishmem_int64_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int64_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_int64_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -352,6 +516,16 @@ uchar ishmem_uint8_g(global const uchar *source, int pe) { if (ishmemi_is_local(
 void ishmem_uint8_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uint8_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uint8_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
+int ishmem_uint8_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
+int ishmem_uint8_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
+int ishmem_uint8_broadcast(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
+int ishmem_uint8_sum_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a + b) }
+int ishmem_uint8_prod_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a * b) }
+int ishmem_uint8_max_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, (b > a ? b : a)) }
+int ishmem_uint8_min_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, (b < a ? b : a)) }
+int ishmem_uint8_and_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a & b) }
+int ishmem_uint8_or_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a | b) }
+int ishmem_uint8_xor_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a ^ b) }
 void ishmem_uint16_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_uint16_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_uint16_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
@@ -365,6 +539,16 @@ ushort ishmem_uint16_g(global const ushort *source, int pe) { if (ishmemi_is_loc
 void ishmem_uint16_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_uint16_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_uint16_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
+int ishmem_uint16_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
+int ishmem_uint16_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
+int ishmem_uint16_broadcast(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
+int ishmem_uint16_sum_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a + b) }
+int ishmem_uint16_prod_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a * b) }
+int ishmem_uint16_max_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, (b > a ? b : a)) }
+int ishmem_uint16_min_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, (b < a ? b : a)) }
+int ishmem_uint16_and_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a & b) }
+int ishmem_uint16_or_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a | b) }
+int ishmem_uint16_xor_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a ^ b) }
 void ishmem_uint32_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint32_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint32_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
@@ -378,6 +562,16 @@ uint ishmem_uint32_g(global const uint *source, int pe) { if (ishmemi_is_local(p
 void ishmem_uint32_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint32_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint32_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
+int ishmem_uint32_fcollect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
+int ishmem_uint32_alltoall(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
+int ishmem_uint32_broadcast(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
+int ishmem_uint32_sum_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a + b) }
+int ishmem_uint32_prod_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a * b) }
+int ishmem_uint32_max_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, (b > a ? b : a)) }
+int ishmem_uint32_min_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, (b < a ? b : a)) }
+int ishmem_uint32_and_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a & b) }
+int ishmem_uint32_or_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a | b) }
+int ishmem_uint32_xor_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a ^ b) }
 uint ishmem_uint32_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint32_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
 uint ishmem_uint32_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
@@ -407,6 +601,16 @@ ulong ishmem_uint64_g(global const ulong *source, int pe) { if (ishmemi_is_local
 void ishmem_uint64_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_uint64_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_uint64_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
+int ishmem_uint64_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_uint64_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_uint64_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
+int ishmem_uint64_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a + b) }
+int ishmem_uint64_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a * b) }
+int ishmem_uint64_max_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, (b > a ? b : a)) }
+int ishmem_uint64_min_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, (b < a ? b : a)) }
+int ishmem_uint64_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a & b) }
+int ishmem_uint64_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a | b) }
+int ishmem_uint64_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a ^ b) }
 ulong ishmem_uint64_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint64_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_uint64_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -436,6 +640,16 @@ ulong ishmem_size_g(global const ulong *source, int pe) { if (ishmemi_is_local(p
 void ishmem_size_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_size_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_size_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
+int ishmem_size_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_size_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_size_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
+int ishmem_size_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a + b) }
+int ishmem_size_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a * b) }
+int ishmem_size_max_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, (b > a ? b : a)) }
+int ishmem_size_min_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, (b < a ? b : a)) }
+int ishmem_size_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a & b) }
+int ishmem_size_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a | b) }
+int ishmem_size_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a ^ b) }
 ulong ishmem_size_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_size_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_size_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -459,6 +673,16 @@ long ishmem_ptrdiff_g(global const long *source, int pe) { if (ishmemi_is_local(
 void ishmem_ptrdiff_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_ptrdiff_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_ptrdiff_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
+int ishmem_ptrdiff_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_ptrdiff_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_ptrdiff_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
+int ishmem_ptrdiff_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a + b) }
+int ishmem_ptrdiff_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a * b) }
+int ishmem_ptrdiff_max_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, (b > a ? b : a)) }
+int ishmem_ptrdiff_min_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, (b < a ? b : a)) }
+int ishmem_ptrdiff_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a & b) }
+int ishmem_ptrdiff_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a | b) }
+int ishmem_ptrdiff_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a ^ b) }
 long ishmem_ptrdiff_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ptrdiff_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_ptrdiff_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }

@@ -43,6 +43,8 @@ pub struct State {
     pub(crate) teams: std::sync::RwLock<Vec<Option<crate::team::Team>>>,
     device_state: Box<ishmemx_device_state_t>,
     ring: &'static crate::ring::Ring,
+    /// The device-visible team table (see `ishmemx_device_team_t`).
+    pub(crate) device_teams: Box<[std::sync::atomic::AtomicU64]>,
     _peer_base_table: Box<[u64]>,
     _peer_local_table: Box<[u8]>,
     // Mappings last: dropped (unmapped) after everything pointing into them.
@@ -263,6 +265,9 @@ pub fn init() -> Result<(), String> {
     let peer_local_table: Box<[u8]> =
         peer_base.iter().map(|p| u8::from(!p.is_null() && !config.device_ring_all)).collect();
     let ring = crate::ring::new_ring();
+    // Two u64 per team slot hold one ishmemx_device_team_t (16 bytes).
+    let device_teams: Box<[std::sync::atomic::AtomicU64]> =
+        (0..2 * crate::ctrl::TEAM_SLOTS).map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
     let device_state = Box::new(ishmemx_device_state_t {
         magic: ISHMEMX_DEVICE_STATE_MAGIC,
         version: ISHMEMX_DEVICE_STATE_VERSION,
@@ -280,6 +285,7 @@ pub fn init() -> Result<(), String> {
         ctrl_epoch_offset: std::mem::offset_of!(crate::ctrl::TeamCtrl, epoch) as u32,
         reserved2: 0,
         ring: ring as *const _ as u64,
+        teams: device_teams.as_ptr() as u64,
     });
     if config.debug {
         eprintln!(
@@ -304,6 +310,7 @@ pub fn init() -> Result<(), String> {
         teams: std::sync::RwLock::new(vec![None; crate::ctrl::TEAM_SLOTS]),
         device_state,
         ring,
+        device_teams,
         _peer_base_table: peer_base_table,
         _peer_local_table: peer_local_table,
         _peer_heaps: peer_heaps,

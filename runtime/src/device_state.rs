@@ -10,7 +10,7 @@
 /// Value of [`ishmemx_device_state_t::magic`].
 pub const ISHMEMX_DEVICE_STATE_MAGIC: u32 = 0x4953_4844; // "ISHD"
 /// Layout version of [`ishmemx_device_state_t`]; bump on any change.
-pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 3;
+pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 4;
 
 /// Per-PE state read by device code.
 #[repr(C)]
@@ -55,11 +55,27 @@ pub struct ishmemx_device_state_t {
     /// Address of this PE's reverse-offload ring (`ring.rs`); device
     /// operations on PEs whose `peer_is_local` entry is 0 go through it.
     pub ring: u64,
+    /// Address of a `ishmemx_device_team_t[ctrl::TEAM_SLOTS]` table, indexed
+    /// by team handle; `size` 0 for slots without a team on this PE. The
+    /// host rewrites an entry when it creates or destroys a team.
+    pub teams: u64,
+}
+
+/// A team as device code sees it: members are world PEs `start + i *
+/// stride`, `i < size`; this PE is member `my_rank`.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ishmemx_device_team_t {
+    pub start: i32,
+    pub stride: i32,
+    pub size: i32,
+    pub my_rank: i32,
 }
 
 // Layout guard; the C header carries the same numbers as _Static_asserts.
 const _: () = {
-    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 88);
+    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 96);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, my_pe) == 8);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_base) == 24);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_size) == 32);
@@ -88,6 +104,7 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("ctrl_epoch_offset", "u32"),
     ("reserved2", "u32"),
     ("ring", "u64"),
+    ("teams", "u64"),
 ];
 
 /// `(field name, offset)` for every field; the header generator turns this
@@ -112,5 +129,6 @@ pub fn field_offsets() -> Vec<(&'static str, usize)> {
         ("ctrl_epoch_offset", offset_of!(S, ctrl_epoch_offset)),
         ("reserved2", offset_of!(S, reserved2)),
         ("ring", offset_of!(S, ring)),
+        ("teams", offset_of!(S, teams)),
     ]
 }

@@ -89,6 +89,19 @@ impl State {
         }
     }
 
+    /// Mirrors a team slot into the device-visible table.
+    fn publish_device_team(&self, slot: usize, t: Option<&Team>) {
+        let (a, b) = match t {
+            Some(t) => (
+                (t.start as u32 as u64) | ((t.stride as i32 as u32 as u64) << 32),
+                (t.size as u32 as u64) | ((t.my_rank as u32 as u64) << 32),
+            ),
+            None => (0, 0),
+        };
+        self.device_teams[2 * slot].store(a, Ordering::Release);
+        self.device_teams[2 * slot + 1].store(b, Ordering::Release);
+    }
+
     pub(crate) fn install_predefined_teams(&self) {
         let world = Team {
             slot: 0,
@@ -102,6 +115,7 @@ impl State {
         // Every PE of this job shares memory with every other (one node).
         for slot in 0..PREDEFINED {
             teams[slot] = Some(Team { slot, ..world });
+            self.publish_device_team(slot, teams[slot].as_ref());
         }
     }
 
@@ -187,6 +201,7 @@ impl State {
             num_contexts,
         };
         self.teams.write().unwrap_or_else(|e| e.into_inner())[slot] = Some(team);
+        self.publish_device_team(slot, Some(&team));
         Ok(slot as i32)
     }
 
@@ -271,6 +286,7 @@ impl State {
     fn drop_team(&self, handle: i32) {
         if handle >= PREDEFINED as i32 {
             self.teams.write().unwrap_or_else(|e| e.into_inner())[handle as usize] = None;
+            self.publish_device_team(handle as usize, None);
         }
     }
 

@@ -160,6 +160,33 @@ int main(int argc, char **argv) {
     clReleaseEvent(filled); clReleaseEvent(put); clReleaseEvent(bar); clReleaseEvent(got); clReleaseEvent(qq);
     clReleaseKernel(fk);
 
+    /* 10. device collectives: world team, then the odd PEs (or PE 0 alone) */
+    enum { CN = 1000 };
+    long *csrc = ishmem_calloc(CN, sizeof(long)), *cdst = ishmem_calloc(CN * 4, sizeof(long));
+    long *res = ishmem_calloc(16, sizeof(long));
+    ishmem_team_t odd;
+    ishmem_team_split_strided(ISHMEM_TEAM_WORLD, np > 1 ? 1 : 0, 2, np > 1 ? np / 2 : 1, NULL, 0, &odd);
+    for (int pass = 0; pass < 2; pass++) {
+        ishmem_team_t team = pass == 0 ? ISHMEM_TEAM_WORLD : odd;
+        ishmem_barrier_all();
+        if (team != ISHMEM_TEAM_INVALID) {
+            int tn = ishmem_team_n_pes(team), tr = ishmem_team_my_pe(team);
+            long n = CN;
+            run("dev_coll", 1, 5, (void *[]){NULL, csrc, cdst, res, NULL}, (size_t[]){sizeof(int), 0, 0, 0, sizeof(long)},
+                (const void *[]){&team, 0, 0, 0, &n});
+            for (int k = 0; k <= 12; k += 2) CHECK(res[k] == 0, "collective %d returned %ld", k, res[k]);
+            CHECK(res[1] == (tn - 1) * 1000 + CN - 1, "device broadcast: %ld", res[1]);
+            CHECK(res[3] == (tn - 1) * 1000, "device fcollect: %ld", res[3]);
+            CHECK(res[5] == 1000L * tn * (tn - 1) / 2 + tn, "device sum_reduce: %ld", res[5]);
+            long fact = 1;
+            for (int r = 1; r <= tn; r++) fact *= r;
+            CHECK(res[7] == fact, "device in-place prod_reduce: %ld", res[7]);
+            CHECK(res[9] == fact, "device max_reduce (of the in-place product): %ld", res[9]);
+            CHECK(res[11] == (tn - 1) * 10 + tr, "device alltoall: %ld", res[11]);
+        }
+    }
+    if (odd != ISHMEM_TEAM_INVALID) ishmem_team_destroy(odd);
+
     ishmem_barrier_all();
     if (me == 0) printf("device ok on %d PEs\n", np);
     ishmem_finalize();

@@ -87,3 +87,24 @@ kernel void fill(global long *buf, long base) {
     size_t i = get_global_id(0);
     buf[i] = base + (long)i;
 }
+
+/* Device collectives on a team given by the host (one work-item per PE). */
+kernel void dev_coll(int team, global long *src, global long *dst, global long *res, long n) {
+    int r = ishmem_team_my_pe(team), sz = ishmem_team_n_pes(team);
+    for (long i = 0; i < n; i++) src[i] = r * 1000 + i;
+    res[0] = ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
+    res[1] = dst[n - 1];
+    res[2] = ishmem_long_fcollect(team, dst, src, (size_t)n);
+    res[3] = dst[(sz - 1) * n];
+    res[4] = ishmem_long_sum_reduce(team, dst, src, (size_t)n);
+    res[5] = dst[1];
+    for (long i = 0; i < n; i++) src[i] = r + 1;
+    res[6] = ishmem_long_prod_reduce(team, src, src, (size_t)n); /* in place */
+    res[7] = src[n - 1];
+    res[8] = ishmem_long_max_reduce(team, dst, src, 1);
+    res[9] = dst[0];
+    for (long i = 0; i < sz; i++) src[i] = r * 10 + i;
+    res[10] = ishmem_long_alltoall(team, dst, src, 1);
+    res[11] = dst[sz - 1];
+    res[12] = ishmem_team_sync(team);
+}

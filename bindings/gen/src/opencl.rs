@@ -85,6 +85,22 @@ fn funs() -> Vec<Fun> {
         f(format!("ishmem_{n}_put_signal"), "void",
           format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, {g} ulong *sig_addr, ulong signal, int sig_op, int pe"),
           format!("ishmem_putmem_signal(dest, source, nelems * sizeof({c}), sig_addr, signal, sig_op, pe);"));
+        // Collectives (one work-item per PE), team handle first.
+        for (op, helper) in [("fcollect", "ishmemi_fcollect_bytes"), ("alltoall", "ishmemi_alltoall_bytes")] {
+            f(format!("ishmem_{n}_{op}"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems"),
+              format!("return {helper}(team, dest, source, nelems * sizeof({c}));"));
+        }
+        f(format!("ishmem_{n}_broadcast"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems, int PE_root"),
+          format!("return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof({c}), PE_root);"));
+        let float = c == "float" || c == "double";
+        let mut reds = vec![("sum", "a + b"), ("prod", "a * b"), ("max", "(b > a ? b : a)"), ("min", "(b < a ? b : a)")];
+        if !float {
+            reds.extend([("and", "a & b"), ("or", "a | b"), ("xor", "a ^ b")]);
+        }
+        for (op, expr) in reds {
+            f(format!("ishmem_{n}_{op}_reduce"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nreduce"),
+              format!("ISHMEMI_REDUCE({c}, ishmem_{n}_g, ishmem_{n}_p, {expr})"));
+        }
         // AMOs: 32- and 64-bit types (OpenCL has no 8- or 16-bit atomics).
         let bits = match c { "int" | "uint" | "float" => 32, "long" | "ulong" | "double" => 64, _ => 0 };
         if bits == 0 {
@@ -164,6 +180,12 @@ pub fn device_h() -> String {
          void ishmem_putmem_signal(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);\n\
          ulong ishmem_signal_fetch(global const ulong *sig_addr);\n\
          ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);\n\n\
+         /* Teams (handles are the host's) and non-typed collectives. */\n\
+         #define ISHMEM_TEAM_WORLD 0\n#define ISHMEM_TEAM_SHARED 1\n#define ISHMEMX_TEAM_NODE 2\n#define ISHMEM_TEAM_INVALID (-1)\n\
+         int ishmem_team_my_pe(int team);\nint ishmem_team_n_pes(int team);\nint ishmem_team_sync(int team);\n\
+         int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);\n\
+         int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);\n\
+         int ishmem_alltoallmem(int team, global void *dest, global const void *source, size_t nelems);\n\n\
          /* Work-group forms: every work-item of the calling work-group calls them. */\n\
          void ishmemx_putmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
          void ishmemx_getmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\

@@ -14,7 +14,7 @@
 /**
  * Layout version of [`ishmemx_device_state_t`]; bump on any change.
  */
-#define ISHMEMX_DEVICE_STATE_VERSION 3
+#define ISHMEMX_DEVICE_STATE_VERSION 4
 
 /**
  * Major version of the OpenSHMEM specification implemented.
@@ -156,6 +156,12 @@ typedef struct {
    * operations on PEs whose `peer_is_local` entry is 0 go through it.
    */
   uint64_t ring;
+  /**
+   * Address of a `ishmemx_device_team_t[ctrl::TEAM_SLOTS]` table, indexed
+   * by team handle; `size` 0 for slots without a team on this PE. The
+   * host rewrites an entry when it creates or destroys a team.
+   */
+  uint64_t teams;
 } ishmemx_device_state_t;
 
 /**
@@ -489,7 +495,7 @@ void *ishmemx_quiet_on_queue(void *queue, uint32_t num_deps, void *const *deps);
 #else
 #define ISHMEMI_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
-ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 88, "ishmemx_device_state_t size");
+ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 96, "ishmemx_device_state_t size");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, magic) == 0, "ishmemx_device_state_t.magic");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, version) == 4, "ishmemx_device_state_t.version");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, my_pe) == 8, "ishmemx_device_state_t.my_pe");
@@ -506,3 +512,4 @@ ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_stride) == 68, 
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ishmemx_device_state_t.ctrl_epoch_offset");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, reserved2) == 76, "ishmemx_device_state_t.reserved2");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ring) == 80, "ishmemx_device_state_t.ring");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, teams) == 88, "ishmemx_device_state_t.teams");
