@@ -155,13 +155,17 @@ fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
             if stop.load(Ordering::Acquire) {
                 return;
             }
+            // Spin (without giving the core away) for about a millisecond:
+            // device work-items usually spin on their completions, and a
+            // yield can lose the core to them for a whole time slice. Then
+            // back off so an idle device costs nothing.
             idle = idle.saturating_add(1);
-            if idle < 1024 {
+            if idle < 1 << 16 {
                 std::hint::spin_loop();
-            } else if idle < 8192 {
+            } else if idle < (1 << 16) + 64 {
                 std::thread::yield_now();
             } else {
-                std::thread::sleep(std::time::Duration::from_micros(20));
+                std::thread::sleep(std::time::Duration::from_micros(50));
             }
             continue;
         }
