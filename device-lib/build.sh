@@ -17,10 +17,12 @@ FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
     -target spir64 -Os -Werror -I "$here/src" -I "$here/include")
 "$CLANG" "${FLAGS[@]}" -emit-llvm -c "$here/src/core.cl" -o "$out/core.bc"
 "$CLANG" "${FLAGS[@]}" -emit-llvm -c "$here/src/typed.cl" -o "$out/typed.bc"
-"$LLVM_LINK" "$out/core.bc" "$out/typed.bc" -o "$out/ishmem_device.bc"
+# The multi-element wait/test polling loops at -O0: see bindings/gen/src/opencl.rs.
+"$CLANG" "${FLAGS[@]}" -O0 -emit-llvm -c "$here/src/sync.cl" -o "$out/sync.bc"
+"$LLVM_LINK" "$out/core.bc" "$out/typed.bc" "$out/sync.bc" -o "$out/ishmem_device.bc"
 # SPIR-V 1.3: llvm-spirv 14 does not list every global an entry point uses
 # in its interface, which 1.4 requires (spirv-val rejects it).
 "$LLVM_SPIRV" --spirv-max-version=1.3 "$out/ishmem_device.bc" -o "$out/ishmem_device.spv"
 spirv-val "$out/ishmem_device.spv"
-rm -f "$out/core.bc" "$out/typed.bc"
+rm -f "$out/core.bc" "$out/typed.bc" "$out/sync.bc"
 echo "$out/ishmem_device.spv"

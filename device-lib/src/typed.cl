@@ -14,6 +14,8 @@ void ishmem_float_p(global float *dest, float value, int pe) { if (ishmemi_is_lo
 float ishmem_float_g(global const float *source, int pe) { if (ishmemi_is_local(pe)) return *(global float *)ishmemi_peer(source, pe); union { float v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(float), pe); return x.v; }
 void ishmem_float_iput(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 void ishmem_float_iget(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
+void ishmemx_float_ibput(global float *dest, global const float *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(float), bsize, pe); }
+void ishmemx_float_ibget(global float *dest, global const float *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(float), bsize, pe); }
 void ishmem_float_put_signal(global float *dest, global const float *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe); }
 int ishmem_float_fcollect(int team, global float *dest, global const float *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(float)); }
 int ishmem_float_alltoall(int team, global float *dest, global const float *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(float)); }
@@ -25,6 +27,8 @@ int ishmem_float_min_reduce(int team, global float *dest, global const float *so
 float ishmem_float_atomic_fetch(global const float *source, int pe) { return as_float((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_float_atomic_set(global float *dest, float value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((float)value), as_int((float)0), pe); }
 float ishmem_float_atomic_swap(global float *dest, float value, int pe) { return as_float((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((float)value), as_int((float)0), pe)); }
+void ishmem_float_atomic_fetch_nbi(global float *fetch, global const float *source, int pe) { *fetch = ishmem_float_atomic_fetch(source, pe); }
+void ishmem_float_atomic_swap_nbi(global float *fetch, global float *dest, float value, int pe) { *fetch = ishmem_float_atomic_swap(dest, value, pe); }
 void ishmem_double_put(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(double), pe, 0); }
 void ishmem_double_get(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(double), pe, 0); }
 void ishmem_double_put_nbi(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(double), pe, 1); }
@@ -37,6 +41,8 @@ void ishmem_double_p(global double *dest, double value, int pe) { if (ishmemi_is
 double ishmem_double_g(global const double *source, int pe) { if (ishmemi_is_local(pe)) return *(global double *)ishmemi_peer(source, pe); union { double v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(double), pe); return x.v; }
 void ishmem_double_iput(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 void ishmem_double_iget(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
+void ishmemx_double_ibput(global double *dest, global const double *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(double), bsize, pe); }
+void ishmemx_double_ibget(global double *dest, global const double *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(double), bsize, pe); }
 void ishmem_double_put_signal(global double *dest, global const double *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe); }
 int ishmem_double_fcollect(int team, global double *dest, global const double *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(double)); }
 int ishmem_double_alltoall(int team, global double *dest, global const double *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(double)); }
@@ -48,6 +54,8 @@ int ishmem_double_min_reduce(int team, global double *dest, global const double 
 double ishmem_double_atomic_fetch(global const double *source, int pe) { return as_double((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_double_atomic_set(global double *dest, double value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((double)value), as_long((double)0), pe); }
 double ishmem_double_atomic_swap(global double *dest, double value, int pe) { return as_double((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((double)value), as_long((double)0), pe)); }
+void ishmem_double_atomic_fetch_nbi(global double *fetch, global const double *source, int pe) { *fetch = ishmem_double_atomic_fetch(source, pe); }
+void ishmem_double_atomic_swap_nbi(global double *fetch, global double *dest, double value, int pe) { *fetch = ishmem_double_atomic_swap(dest, value, pe); }
 void ishmem_char_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmem_char_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmem_char_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
@@ -60,6 +68,8 @@ void ishmem_char_p(global char *dest, char value, int pe) { if (ishmemi_is_local
 char ishmem_char_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_char_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_char_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
+void ishmemx_char_ibput(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
+void ishmemx_char_ibget(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
 void ishmem_char_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
 int ishmem_char_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 int ishmem_char_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
@@ -83,6 +93,8 @@ void ishmem_schar_p(global char *dest, char value, int pe) { if (ishmemi_is_loca
 char ishmem_schar_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_schar_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_schar_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
+void ishmemx_schar_ibput(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
+void ishmemx_schar_ibget(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
 void ishmem_schar_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
 int ishmem_schar_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 int ishmem_schar_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
@@ -106,6 +118,8 @@ void ishmem_short_p(global short *dest, short value, int pe) { if (ishmemi_is_lo
 short ishmem_short_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
 void ishmem_short_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_short_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
+void ishmemx_short_ibput(global short *dest, global const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
+void ishmemx_short_ibget(global short *dest, global const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
 void ishmem_short_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
 int ishmem_short_fcollect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 int ishmem_short_alltoall(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
@@ -129,6 +143,8 @@ void ishmem_int_p(global int *dest, int value, int pe) { if (ishmemi_is_local(pe
 int ishmem_int_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
 void ishmem_int_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
+void ishmemx_int_ibput(global int *dest, global const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
+void ishmemx_int_ibget(global int *dest, global const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
 void ishmem_int_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
 int ishmem_int_fcollect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 int ishmem_int_alltoall(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
@@ -143,6 +159,11 @@ int ishmem_int_xor_reduce(int team, global int *dest, global const int *source, 
 int ishmem_int_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
 int ishmem_int_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
+void ishmem_int_atomic_fetch_nbi(global int *fetch, global const int *source, int pe) { *fetch = ishmem_int_atomic_fetch(source, pe); }
+void ishmem_int_atomic_swap_nbi(global int *fetch, global int *dest, int value, int pe) { *fetch = ishmem_int_atomic_swap(dest, value, pe); }
+void ishmem_int_atomic_fetch_add_nbi(global int *fetch, global int *dest, int value, int pe) { *fetch = ishmem_int_atomic_fetch_add(dest, value, pe); }
+void ishmem_int_atomic_fetch_inc_nbi(global int *fetch, global int *dest, int pe) { *fetch = ishmem_int_atomic_fetch_inc(dest, pe); }
+void ishmem_int_atomic_compare_swap_nbi(global int *fetch, global int *dest, int cond, int value, int pe) { *fetch = ishmem_int_atomic_compare_swap(dest, cond, value, pe); }
 int ishmem_int_atomic_compare_swap(global int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond), pe)); }
 int ishmem_int_atomic_fetch_add(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe)); }
 void ishmem_int_atomic_add(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe); }
@@ -162,6 +183,8 @@ void ishmem_long_p(global long *dest, long value, int pe) { if (ishmemi_is_local
 long ishmem_long_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_long_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_long_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmemx_long_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
+void ishmemx_long_ibget(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
 void ishmem_long_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_long_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_long_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
@@ -176,6 +199,11 @@ int ishmem_long_xor_reduce(int team, global long *dest, global const long *sourc
 long ishmem_long_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_long_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_long_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_long_atomic_fetch_nbi(global long *fetch, global const long *source, int pe) { *fetch = ishmem_long_atomic_fetch(source, pe); }
+void ishmem_long_atomic_swap_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_long_atomic_swap(dest, value, pe); }
+void ishmem_long_atomic_fetch_add_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_long_atomic_fetch_add(dest, value, pe); }
+void ishmem_long_atomic_fetch_inc_nbi(global long *fetch, global long *dest, int pe) { *fetch = ishmem_long_atomic_fetch_inc(dest, pe); }
+void ishmem_long_atomic_compare_swap_nbi(global long *fetch, global long *dest, long cond, long value, int pe) { *fetch = ishmem_long_atomic_compare_swap(dest, cond, value, pe); }
 long ishmem_long_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 long ishmem_long_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
 void ishmem_long_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
@@ -195,6 +223,8 @@ void ishmem_longlong_p(global long *dest, long value, int pe) { if (ishmemi_is_l
 long ishmem_longlong_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_longlong_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_longlong_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmemx_longlong_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
+void ishmemx_longlong_ibget(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
 void ishmem_longlong_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_longlong_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_longlong_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
@@ -209,6 +239,11 @@ int ishmem_longlong_xor_reduce(int team, global long *dest, global const long *s
 long ishmem_longlong_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_longlong_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_longlong_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_longlong_atomic_fetch_nbi(global long *fetch, global const long *source, int pe) { *fetch = ishmem_longlong_atomic_fetch(source, pe); }
+void ishmem_longlong_atomic_swap_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_longlong_atomic_swap(dest, value, pe); }
+void ishmem_longlong_atomic_fetch_add_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_longlong_atomic_fetch_add(dest, value, pe); }
+void ishmem_longlong_atomic_fetch_inc_nbi(global long *fetch, global long *dest, int pe) { *fetch = ishmem_longlong_atomic_fetch_inc(dest, pe); }
+void ishmem_longlong_atomic_compare_swap_nbi(global long *fetch, global long *dest, long cond, long value, int pe) { *fetch = ishmem_longlong_atomic_compare_swap(dest, cond, value, pe); }
 long ishmem_longlong_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 long ishmem_longlong_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
 void ishmem_longlong_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
@@ -228,6 +263,8 @@ void ishmem_uchar_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_lo
 uchar ishmem_uchar_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
 void ishmem_uchar_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uchar_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
+void ishmemx_uchar_ibput(global uchar *dest, global const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
+void ishmemx_uchar_ibget(global uchar *dest, global const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
 void ishmem_uchar_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
 int ishmem_uchar_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 int ishmem_uchar_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
@@ -251,6 +288,8 @@ void ishmem_ushort_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is
 ushort ishmem_ushort_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
 void ishmem_ushort_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_ushort_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
+void ishmemx_ushort_ibput(global ushort *dest, global const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
+void ishmemx_ushort_ibget(global ushort *dest, global const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
 void ishmem_ushort_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
 int ishmem_ushort_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 int ishmem_ushort_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
@@ -274,6 +313,8 @@ void ishmem_uint_p(global uint *dest, uint value, int pe) { if (ishmemi_is_local
 uint ishmem_uint_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
 void ishmem_uint_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
+void ishmemx_uint_ibput(global uint *dest, global const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
+void ishmemx_uint_ibget(global uint *dest, global const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
 void ishmem_uint_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
 int ishmem_uint_fcollect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 int ishmem_uint_alltoall(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
@@ -288,6 +329,11 @@ int ishmem_uint_xor_reduce(int team, global uint *dest, global const uint *sourc
 uint ishmem_uint_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
 uint ishmem_uint_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint_atomic_fetch_nbi(global uint *fetch, global const uint *source, int pe) { *fetch = ishmem_uint_atomic_fetch(source, pe); }
+void ishmem_uint_atomic_swap_nbi(global uint *fetch, global uint *dest, uint value, int pe) { *fetch = ishmem_uint_atomic_swap(dest, value, pe); }
+void ishmem_uint_atomic_fetch_add_nbi(global uint *fetch, global uint *dest, uint value, int pe) { *fetch = ishmem_uint_atomic_fetch_add(dest, value, pe); }
+void ishmem_uint_atomic_fetch_inc_nbi(global uint *fetch, global uint *dest, int pe) { *fetch = ishmem_uint_atomic_fetch_inc(dest, pe); }
+void ishmem_uint_atomic_compare_swap_nbi(global uint *fetch, global uint *dest, uint cond, uint value, int pe) { *fetch = ishmem_uint_atomic_compare_swap(dest, cond, value, pe); }
 uint ishmem_uint_atomic_compare_swap(global uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond), pe)); }
 uint ishmem_uint_atomic_fetch_add(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe)); }
 void ishmem_uint_atomic_add(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe); }
@@ -313,6 +359,8 @@ void ishmem_ulong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_lo
 ulong ishmem_ulong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_ulong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmemx_ulong_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
+void ishmemx_ulong_ibget(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
 void ishmem_ulong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_ulong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_ulong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
@@ -327,6 +375,11 @@ int ishmem_ulong_xor_reduce(int team, global ulong *dest, global const ulong *so
 ulong ishmem_ulong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ulong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_ulong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulong_atomic_fetch_nbi(global ulong *fetch, global const ulong *source, int pe) { *fetch = ishmem_ulong_atomic_fetch(source, pe); }
+void ishmem_ulong_atomic_swap_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_ulong_atomic_swap(dest, value, pe); }
+void ishmem_ulong_atomic_fetch_add_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_ulong_atomic_fetch_add(dest, value, pe); }
+void ishmem_ulong_atomic_fetch_inc_nbi(global ulong *fetch, global ulong *dest, int pe) { *fetch = ishmem_ulong_atomic_fetch_inc(dest, pe); }
+void ishmem_ulong_atomic_compare_swap_nbi(global ulong *fetch, global ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_ulong_atomic_compare_swap(dest, cond, value, pe); }
 ulong ishmem_ulong_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ulong ishmem_ulong_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
 void ishmem_ulong_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
@@ -352,6 +405,8 @@ void ishmem_ulonglong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_i
 ulong ishmem_ulonglong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_ulonglong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulonglong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmemx_ulonglong_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
+void ishmemx_ulonglong_ibget(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
 void ishmem_ulonglong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_ulonglong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_ulonglong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
@@ -366,6 +421,11 @@ int ishmem_ulonglong_xor_reduce(int team, global ulong *dest, global const ulong
 ulong ishmem_ulonglong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ulonglong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_ulonglong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_ulonglong_atomic_fetch_nbi(global ulong *fetch, global const ulong *source, int pe) { *fetch = ishmem_ulonglong_atomic_fetch(source, pe); }
+void ishmem_ulonglong_atomic_swap_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_ulonglong_atomic_swap(dest, value, pe); }
+void ishmem_ulonglong_atomic_fetch_add_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_ulonglong_atomic_fetch_add(dest, value, pe); }
+void ishmem_ulonglong_atomic_fetch_inc_nbi(global ulong *fetch, global ulong *dest, int pe) { *fetch = ishmem_ulonglong_atomic_fetch_inc(dest, pe); }
+void ishmem_ulonglong_atomic_compare_swap_nbi(global ulong *fetch, global ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_ulonglong_atomic_compare_swap(dest, cond, value, pe); }
 ulong ishmem_ulonglong_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ulong ishmem_ulonglong_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
 void ishmem_ulonglong_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
@@ -391,6 +451,8 @@ void ishmem_int8_p(global char *dest, char value, int pe) { if (ishmemi_is_local
 char ishmem_int8_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_int8_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_int8_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
+void ishmemx_int8_ibput(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
+void ishmemx_int8_ibget(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
 void ishmem_int8_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
 int ishmem_int8_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 int ishmem_int8_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
@@ -414,6 +476,8 @@ void ishmem_int16_p(global short *dest, short value, int pe) { if (ishmemi_is_lo
 short ishmem_int16_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
 void ishmem_int16_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_int16_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
+void ishmemx_int16_ibput(global short *dest, global const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
+void ishmemx_int16_ibget(global short *dest, global const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
 void ishmem_int16_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
 int ishmem_int16_fcollect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 int ishmem_int16_alltoall(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
@@ -437,6 +501,8 @@ void ishmem_int32_p(global int *dest, int value, int pe) { if (ishmemi_is_local(
 int ishmem_int32_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
 void ishmem_int32_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int32_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
+void ishmemx_int32_ibput(global int *dest, global const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
+void ishmemx_int32_ibget(global int *dest, global const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
 void ishmem_int32_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
 int ishmem_int32_fcollect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 int ishmem_int32_alltoall(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
@@ -451,6 +517,11 @@ int ishmem_int32_xor_reduce(int team, global int *dest, global const int *source
 int ishmem_int32_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int32_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
 int ishmem_int32_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
+void ishmem_int32_atomic_fetch_nbi(global int *fetch, global const int *source, int pe) { *fetch = ishmem_int32_atomic_fetch(source, pe); }
+void ishmem_int32_atomic_swap_nbi(global int *fetch, global int *dest, int value, int pe) { *fetch = ishmem_int32_atomic_swap(dest, value, pe); }
+void ishmem_int32_atomic_fetch_add_nbi(global int *fetch, global int *dest, int value, int pe) { *fetch = ishmem_int32_atomic_fetch_add(dest, value, pe); }
+void ishmem_int32_atomic_fetch_inc_nbi(global int *fetch, global int *dest, int pe) { *fetch = ishmem_int32_atomic_fetch_inc(dest, pe); }
+void ishmem_int32_atomic_compare_swap_nbi(global int *fetch, global int *dest, int cond, int value, int pe) { *fetch = ishmem_int32_atomic_compare_swap(dest, cond, value, pe); }
 int ishmem_int32_atomic_compare_swap(global int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond), pe)); }
 int ishmem_int32_atomic_fetch_add(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe)); }
 void ishmem_int32_atomic_add(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe); }
@@ -476,6 +547,8 @@ void ishmem_int64_p(global long *dest, long value, int pe) { if (ishmemi_is_loca
 long ishmem_int64_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_int64_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_int64_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmemx_int64_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
+void ishmemx_int64_ibget(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
 void ishmem_int64_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_int64_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_int64_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
@@ -490,6 +563,11 @@ int ishmem_int64_xor_reduce(int team, global long *dest, global const long *sour
 long ishmem_int64_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int64_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_int64_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_int64_atomic_fetch_nbi(global long *fetch, global const long *source, int pe) { *fetch = ishmem_int64_atomic_fetch(source, pe); }
+void ishmem_int64_atomic_swap_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_int64_atomic_swap(dest, value, pe); }
+void ishmem_int64_atomic_fetch_add_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_int64_atomic_fetch_add(dest, value, pe); }
+void ishmem_int64_atomic_fetch_inc_nbi(global long *fetch, global long *dest, int pe) { *fetch = ishmem_int64_atomic_fetch_inc(dest, pe); }
+void ishmem_int64_atomic_compare_swap_nbi(global long *fetch, global long *dest, long cond, long value, int pe) { *fetch = ishmem_int64_atomic_compare_swap(dest, cond, value, pe); }
 long ishmem_int64_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 long ishmem_int64_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
 void ishmem_int64_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
@@ -515,6 +593,8 @@ void ishmem_uint8_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_lo
 uchar ishmem_uint8_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
 void ishmem_uint8_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uint8_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
+void ishmemx_uint8_ibput(global uchar *dest, global const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
+void ishmemx_uint8_ibget(global uchar *dest, global const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
 void ishmem_uint8_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
 int ishmem_uint8_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 int ishmem_uint8_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
@@ -538,6 +618,8 @@ void ishmem_uint16_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is
 ushort ishmem_uint16_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
 void ishmem_uint16_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_uint16_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
+void ishmemx_uint16_ibput(global ushort *dest, global const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
+void ishmemx_uint16_ibget(global ushort *dest, global const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
 void ishmem_uint16_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
 int ishmem_uint16_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 int ishmem_uint16_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
@@ -561,6 +643,8 @@ void ishmem_uint32_p(global uint *dest, uint value, int pe) { if (ishmemi_is_loc
 uint ishmem_uint32_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
 void ishmem_uint32_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint32_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
+void ishmemx_uint32_ibput(global uint *dest, global const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
+void ishmemx_uint32_ibget(global uint *dest, global const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
 void ishmem_uint32_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
 int ishmem_uint32_fcollect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 int ishmem_uint32_alltoall(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
@@ -575,6 +659,11 @@ int ishmem_uint32_xor_reduce(int team, global uint *dest, global const uint *sou
 uint ishmem_uint32_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint32_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
 uint ishmem_uint32_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
+void ishmem_uint32_atomic_fetch_nbi(global uint *fetch, global const uint *source, int pe) { *fetch = ishmem_uint32_atomic_fetch(source, pe); }
+void ishmem_uint32_atomic_swap_nbi(global uint *fetch, global uint *dest, uint value, int pe) { *fetch = ishmem_uint32_atomic_swap(dest, value, pe); }
+void ishmem_uint32_atomic_fetch_add_nbi(global uint *fetch, global uint *dest, uint value, int pe) { *fetch = ishmem_uint32_atomic_fetch_add(dest, value, pe); }
+void ishmem_uint32_atomic_fetch_inc_nbi(global uint *fetch, global uint *dest, int pe) { *fetch = ishmem_uint32_atomic_fetch_inc(dest, pe); }
+void ishmem_uint32_atomic_compare_swap_nbi(global uint *fetch, global uint *dest, uint cond, uint value, int pe) { *fetch = ishmem_uint32_atomic_compare_swap(dest, cond, value, pe); }
 uint ishmem_uint32_atomic_compare_swap(global uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond), pe)); }
 uint ishmem_uint32_atomic_fetch_add(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe)); }
 void ishmem_uint32_atomic_add(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe); }
@@ -600,6 +689,8 @@ void ishmem_uint64_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_l
 ulong ishmem_uint64_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_uint64_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_uint64_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmemx_uint64_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
+void ishmemx_uint64_ibget(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
 void ishmem_uint64_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_uint64_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_uint64_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
@@ -614,6 +705,11 @@ int ishmem_uint64_xor_reduce(int team, global ulong *dest, global const ulong *s
 ulong ishmem_uint64_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint64_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_uint64_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_uint64_atomic_fetch_nbi(global ulong *fetch, global const ulong *source, int pe) { *fetch = ishmem_uint64_atomic_fetch(source, pe); }
+void ishmem_uint64_atomic_swap_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_uint64_atomic_swap(dest, value, pe); }
+void ishmem_uint64_atomic_fetch_add_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_uint64_atomic_fetch_add(dest, value, pe); }
+void ishmem_uint64_atomic_fetch_inc_nbi(global ulong *fetch, global ulong *dest, int pe) { *fetch = ishmem_uint64_atomic_fetch_inc(dest, pe); }
+void ishmem_uint64_atomic_compare_swap_nbi(global ulong *fetch, global ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_uint64_atomic_compare_swap(dest, cond, value, pe); }
 ulong ishmem_uint64_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ulong ishmem_uint64_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
 void ishmem_uint64_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
@@ -639,6 +735,8 @@ void ishmem_size_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_loc
 ulong ishmem_size_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_size_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_size_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
+void ishmemx_size_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
+void ishmemx_size_ibget(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
 void ishmem_size_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_size_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_size_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
@@ -653,6 +751,11 @@ int ishmem_size_xor_reduce(int team, global ulong *dest, global const ulong *sou
 ulong ishmem_size_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_size_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_size_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
+void ishmem_size_atomic_fetch_nbi(global ulong *fetch, global const ulong *source, int pe) { *fetch = ishmem_size_atomic_fetch(source, pe); }
+void ishmem_size_atomic_swap_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_size_atomic_swap(dest, value, pe); }
+void ishmem_size_atomic_fetch_add_nbi(global ulong *fetch, global ulong *dest, ulong value, int pe) { *fetch = ishmem_size_atomic_fetch_add(dest, value, pe); }
+void ishmem_size_atomic_fetch_inc_nbi(global ulong *fetch, global ulong *dest, int pe) { *fetch = ishmem_size_atomic_fetch_inc(dest, pe); }
+void ishmem_size_atomic_compare_swap_nbi(global ulong *fetch, global ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_size_atomic_compare_swap(dest, cond, value, pe); }
 ulong ishmem_size_atomic_compare_swap(global ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ulong ishmem_size_atomic_fetch_add(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
 void ishmem_size_atomic_add(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
@@ -672,6 +775,8 @@ void ishmem_ptrdiff_p(global long *dest, long value, int pe) { if (ishmemi_is_lo
 long ishmem_ptrdiff_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_ptrdiff_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_ptrdiff_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
+void ishmemx_ptrdiff_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
+void ishmemx_ptrdiff_ibget(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
 void ishmem_ptrdiff_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_ptrdiff_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_ptrdiff_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
@@ -686,6 +791,11 @@ int ishmem_ptrdiff_xor_reduce(int team, global long *dest, global const long *so
 long ishmem_ptrdiff_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ptrdiff_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_ptrdiff_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
+void ishmem_ptrdiff_atomic_fetch_nbi(global long *fetch, global const long *source, int pe) { *fetch = ishmem_ptrdiff_atomic_fetch(source, pe); }
+void ishmem_ptrdiff_atomic_swap_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_ptrdiff_atomic_swap(dest, value, pe); }
+void ishmem_ptrdiff_atomic_fetch_add_nbi(global long *fetch, global long *dest, long value, int pe) { *fetch = ishmem_ptrdiff_atomic_fetch_add(dest, value, pe); }
+void ishmem_ptrdiff_atomic_fetch_inc_nbi(global long *fetch, global long *dest, int pe) { *fetch = ishmem_ptrdiff_atomic_fetch_inc(dest, pe); }
+void ishmem_ptrdiff_atomic_compare_swap_nbi(global long *fetch, global long *dest, long cond, long value, int pe) { *fetch = ishmem_ptrdiff_atomic_compare_swap(dest, cond, value, pe); }
 long ishmem_ptrdiff_atomic_compare_swap(global long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 long ishmem_ptrdiff_atomic_fetch_add(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
 void ishmem_ptrdiff_atomic_add(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }

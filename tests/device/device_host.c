@@ -187,6 +187,22 @@ int main(int argc, char **argv) {
     }
     if (odd != ISHMEM_TEAM_INVALID) ishmem_team_destroy(odd);
 
+    /* 11. ibput, multi-element wait/test, nbi AMO */
+    long *blk = ishmem_calloc(32, sizeof(long)), *bsrc = ishmem_malloc(16 * sizeof(long));
+    int *iv = ishmem_calloc(4, sizeof(int));
+    long *fetchv = ishmem_calloc(1, sizeof(long)), *cntv = ishmem_calloc(1, sizeof(long)), *mres = ishmem_calloc(16, sizeof(long));
+    for (int i = 0; i < 16; i++) bsrc[i] = me * 100 + i;
+    ishmem_barrier_all();
+    run("misc", 1, 6, (void *[]){blk, bsrc, iv, fetchv, cntv, mres}, NULL, NULL);
+    for (int b = 0; b < 8; b++) {
+        CHECK(blk[4 * b] == left * 100 + 2 * b && blk[4 * b + 1] == left * 100 + 2 * b + 1, "ibput block %d", b);
+        CHECK(blk[4 * b + 2] == 0 && blk[4 * b + 3] == 0, "ibput gap %d", b);
+    }
+    CHECK(mres[0] == 2, "device wait_until_any: %ld", mres[0]);
+    CHECK(mres[1] == 0 && mres[2] == -1 && mres[3] == 3, "device test_all/any/some: %ld %ld %ld", mres[1], mres[2], mres[3]);
+    CHECK(mres[4] >= 0 && mres[4] < np, "device fetch_add_nbi: %ld", mres[4]);
+    if (me == 0) CHECK(*cntv == np, "nbi total %ld", *cntv);
+
     ishmem_barrier_all();
     if (me == 0) printf("device ok on %d PEs\n", np);
     ishmem_finalize();

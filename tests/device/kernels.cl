@@ -108,3 +108,20 @@ kernel void dev_coll(int team, global long *src, global long *dst, global long *
     res[11] = dst[sz - 1];
     res[12] = ishmem_team_sync(team);
 }
+
+/* Block-strided put, multi-element waits/tests, nbi AMOs. */
+kernel void misc(global long *blk, global const long *bsrc, global int *iv, global long *fetch, global long *cnt,
+                 global long *res) {
+    int me = ishmem_my_pe(), np = ishmem_n_pes(), right = (me + 1) % np;
+    ishmemx_long_ibput(blk, bsrc, 4, 2, 2, 8, right); /* 8 blocks of 2: dest stride 4, source stride 2 */
+    ishmem_int_p(iv + 2, 7, right);
+    res[0] = (long)ishmem_int_wait_until_any(iv, 4, 0, ISHMEM_CMP_EQ, 7);
+    res[1] = ishmem_int_test_all(iv, 4, 0, ISHMEM_CMP_EQ, 0);
+    res[2] = (long)ishmem_int_test_any(iv, 4, 0, ISHMEM_CMP_GT, 100);
+    global size_t *idx = (global size_t *)(res + 8);
+    res[3] = (long)ishmem_int_test_some(iv, 4, idx, 0, ISHMEM_CMP_EQ, 0);
+    ishmem_long_atomic_fetch_add_nbi(fetch, cnt, 1, 0);
+    ishmem_quiet();
+    ishmem_barrier_all();
+    res[4] = *fetch;
+}

@@ -943,6 +943,7 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (root.join("docs/env.md"), env_md()),
         (root.join("device-lib/src/device_state.h"), opencl::device_state_h()),
         (root.join("device-lib/src/typed.cl"), opencl::typed_cl()),
+        (root.join("device-lib/src/sync.cl"), opencl::sync_cl()),
         (root.join("device-lib/include/ishmem_device.h"), opencl::device_h()),
         (root.join("device-lib/include/ishmem_sycl.h"), opencl::sycl_h()),
         (root.join("bindings/fortran/shmem.f90"), fortran::module("shmem", &fortran_constants("SHMEM", "SHMEMX"))),

@@ -82,6 +82,15 @@ fn funs() -> Vec<Fun> {
           format!("ishmemi_iput_bytes(dest, dst, source, sst, sizeof({c}), nelems, pe);"));
         f(format!("ishmem_{n}_iget"), "void", format!("{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t nelems, int pe"),
           format!("ishmemi_iget_bytes(dest, dst, source, sst, sizeof({c}), nelems, pe);"));
+        for (op, dir) in [("ibput", true), ("ibget", false)] {
+            let body = if dir {
+                format!("for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof({c}), bsize, pe);")
+            } else {
+                format!("for (size_t b = 0; b < nblocks; b++) ishmemi_iget_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof({c}), bsize, pe);")
+            };
+            f(format!("ishmemx_{n}_{op}"), "void",
+              format!("{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t bsize, size_t nblocks, int pe"), body);
+        }
         f(format!("ishmem_{n}_put_signal"), "void",
           format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, {g} ulong *sig_addr, ulong signal, int sig_op, int pe"),
           format!("ishmem_putmem_signal(dest, source, nelems * sizeof({c}), sig_addr, signal, sig_op, pe);"));
@@ -118,6 +127,20 @@ fn funs() -> Vec<Fun> {
             f(format!("ishmem_{n}_atomic_set"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!("{};", call("ISHMEMI_SET", "value", "0")));
             f(format!("ishmem_{n}_atomic_swap"), c, format!("{g} {c} *dest, {c} value, int pe"),
               format!("return {};", from_bits(&call("ISHMEMI_SWAP", "value", "0"))));
+        }
+        if t.classes & EXT != 0 {
+            f(format!("ishmem_{n}_atomic_fetch_nbi"), "void", format!("{g} {c} *fetch, {g} const {c} *source, int pe"),
+              format!("*fetch = ishmem_{n}_atomic_fetch(source, pe);"));
+            f(format!("ishmem_{n}_atomic_swap_nbi"), "void", format!("{g} {c} *fetch, {g} {c} *dest, {c} value, int pe"),
+              format!("*fetch = ishmem_{n}_atomic_swap(dest, value, pe);"));
+        }
+        if t.classes & STD != 0 {
+            f(format!("ishmem_{n}_atomic_fetch_add_nbi"), "void", format!("{g} {c} *fetch, {g} {c} *dest, {c} value, int pe"),
+              format!("*fetch = ishmem_{n}_atomic_fetch_add(dest, value, pe);"));
+            f(format!("ishmem_{n}_atomic_fetch_inc_nbi"), "void", format!("{g} {c} *fetch, {g} {c} *dest, int pe"),
+              format!("*fetch = ishmem_{n}_atomic_fetch_inc(dest, pe);"));
+            f(format!("ishmem_{n}_atomic_compare_swap_nbi"), "void", format!("{g} {c} *fetch, {g} {c} *dest, {c} cond, {c} value, int pe"),
+              format!("*fetch = ishmem_{n}_atomic_compare_swap(dest, cond, value, pe);"));
         }
         if t.classes & STD != 0 {
             f(format!("ishmem_{n}_atomic_compare_swap"), c, format!("{g} {c} *dest, {c} cond, {c} value, int pe"),
@@ -157,6 +180,56 @@ fn funs() -> Vec<Fun> {
     v
 }
 
+
+/// The multi-element wait/test forms, compiled separately at -O0 (llvm-spirv
+/// 14 emits invalid SPIR-V for these early-exit polling loops when
+/// optimized; they are polling loops, so optimization buys nothing).
+fn sync_funs() -> Vec<Fun> {
+    let mut v = Vec::new();
+    let mut f = |name: String, ret: &str, params: String, body: String| {
+        v.push(Fun { name, ret: ret.into(), params, body })
+    };
+    for t in RMA.iter().filter(|t| t.classes & SYNC != 0) {
+        let (n, c) = (t.name, opencl(t.name));
+        let g = "global";
+        let bits = match c { "int" | "uint" | "float" => 32, "long" | "ulong" | "double" => 64, _ => 0 };
+        if bits == 0 {
+            continue;
+        }
+        let (it, load) = if bits == 32 { ("int", "ishmemi_load32") } else { ("long", "ishmemi_load64") };
+        let from_bits = |x: &str| format!("as_{c}(({it}){x})");
+            // Multi-element forms: status[i] != 0 excludes element i; the
+        // vector forms take one comparison value per element.
+        let holds = |v: &str| format!("ISHMEMI_CMP(cmp, {}, {v})", from_bits(&format!("{load}(ivars + i)")));
+        let inc = "(!status || !status[i])";
+        for (vec, vparam, v) in [("", format!("{c} cmp_value"), "cmp_value".to_string()), ("_vector", format!("{g} const {c} *cmp_values"), "cmp_values[i]".to_string())] {
+            let h = holds(&v);
+            f(format!("ishmem_{n}_test_all{vec}"), "int", format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+              format!("for (size_t i = 0; i < nelems; i++) if ({inc} && !{h}) return 0; return 1;"));
+            f(format!("ishmem_{n}_test_any{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+              format!("for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) return i; return SIZE_MAX;"));
+            f(format!("ishmem_{n}_test_some{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} size_t *indices, {g} const int *status, int cmp, {vparam}"),
+              format!("size_t k = 0; for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i; return k;"));
+            f(format!("ishmem_{n}_wait_until_all{vec}"), "void", format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+              format!("for (size_t i = 0; i < nelems; i++) if {inc} while (!{h}) ;"));
+            let any_incl = format!("size_t inc = 0; for (size_t i = 0; i < nelems; i++) if {inc} inc++;");
+            f(format!("ishmem_{n}_wait_until_any{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+              format!("{any_incl} size_t r = SIZE_MAX; while (inc && r == SIZE_MAX) {{ for (size_t i = 0; i < nelems && r == SIZE_MAX; i++) if ({inc} && {h}) r = i; }} return r;"));
+            f(format!("ishmem_{n}_wait_until_some{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} size_t *indices, {g} const int *status, int cmp, {vparam}"),
+              format!("{any_incl} size_t k = 0; while (inc && k == 0) {{ for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i; }} return k;"));
+        }
+    }
+    v
+}
+
+pub fn sync_cl() -> String {
+    let mut s = format!("/* {BANNER} */\n#include \"core.h\"\n#include \"ishmem_device.h\"\n\n");
+    for f in sync_funs() {
+        let _ = writeln!(s, "{} {}({}) {{ {} }}", f.ret, f.name, f.params, f.body);
+    }
+    s
+}
+
 pub fn typed_cl() -> String {
     let mut s = format!("/* {BANNER} */\n#include \"core.h\"\n#include \"ishmem_device.h\"\n\n");
     for f in funs() {
@@ -170,7 +243,8 @@ pub fn device_h() -> String {
         "/* {BANNER} */\n/* Device-callable ishmem-rs API for OpenCL C kernels (OpenCL C 3.0; pointers\n   are global: symmetric objects live in the symmetric heap). Link the kernel's\n   SPIR-V with ishmem_device.spv through ishmemx_cl_link_program(). */\n\
          #ifndef ISHMEM_DEVICE_H\n#define ISHMEM_DEVICE_H\n\n\
          #define ISHMEM_CMP_EQ 1\n#define ISHMEM_CMP_NE 2\n#define ISHMEM_CMP_GT 3\n#define ISHMEM_CMP_GE 4\n\
-         #define ISHMEM_CMP_LT 5\n#define ISHMEM_CMP_LE 6\n#define ISHMEM_SIGNAL_SET 0\n#define ISHMEM_SIGNAL_ADD 1\n\n\
+         #define ISHMEM_CMP_LT 5\n#define ISHMEM_CMP_LE 6\n#define ISHMEM_SIGNAL_SET 0\n#define ISHMEM_SIGNAL_ADD 1\n\
+         #ifndef SIZE_MAX\n#define SIZE_MAX ((size_t)-1)\n#endif\n\n\
          int ishmem_my_pe(void);\nint ishmem_n_pes(void);\nglobal void *ishmem_ptr(global const void *dest, int pe);\n\
          void ishmem_fence(void);\nvoid ishmem_quiet(void);\nvoid ishmem_barrier_all(void);\nvoid ishmem_sync_all(void);\n\
          void ishmem_putmem(global void *dest, global const void *source, size_t nelems, int pe);\n\
@@ -195,7 +269,7 @@ pub fn device_h() -> String {
          void ishmemx_fence_work_group(void);\nvoid ishmemx_quiet_work_group(void);\n\
          void ishmemx_barrier_all_work_group(void);\nvoid ishmemx_sync_all_work_group(void);\n\n"
     );
-    for f in funs() {
+    for f in funs().into_iter().chain(sync_funs()) {
         let _ = writeln!(s, "{} {}({});", f.ret, f.name, f.params);
     }
     s.push_str("\n#endif\n");
@@ -243,7 +317,7 @@ pub fn sycl_h() -> String {
         flush(&mut word, &mut out);
         out.replace("  ", " ").replace("( ", "(").replace(", ", ", ")
     };
-    for f in funs() {
+    for f in funs().into_iter().chain(sync_funs()) {
         let _ = writeln!(s, "SYCL_EXTERNAL {} {}({});", cxx(&f.ret), f.name, cxx(&f.params).trim_start());
     }
     s.push_str("\n#endif\n");
