@@ -13,7 +13,7 @@ LLVM_LINK="${LLVM_LINK:-llvm-link-14}"
 # -O2: llvm-spirv 14 emits blocks before their dominators for some -O2 loops
 # (spirv-val rejects the module).
 FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
-    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64"
+    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64,+cl_khr_subgroups,+__opencl_c_subgroups"
     -target spir64 -Os -Werror -I "$here/src" -I "$here/include")
 "$CLANG" "${FLAGS[@]}" -emit-llvm -c "$here/src/core.cl" -o "$out/core.bc"
 "$CLANG" "${FLAGS[@]}" -emit-llvm -c "$here/src/typed.cl" -o "$out/typed.bc"

@@ -140,3 +140,16 @@ int ishmem_fcollectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const
 int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     return ishmemi_alltoall_bytes(team, dest, source, nelems);
 }
+
+/* Sub-group forms (every work-item of the calling sub-group calls them). */
+void ishmemx_putmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);
+}
+void ishmemx_getmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_sg_get_bytes(dest, source, nelems, pe, 0);
+}
+void ishmemx_quiet_sub_group(void) {
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (get_sub_group_local_id() == 0) ishmem_quiet();
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}

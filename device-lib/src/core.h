@@ -176,6 +176,33 @@ ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
+/* ----- sub-group forms: the same sharing over the calling sub-group ----- */
+
+ISHMEMI_INLINE void ishmemi_sg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
+    size_t lid = get_sub_group_local_id(), lsz = get_sub_group_size();
+    size_t chunk = ((n + lsz - 1) / lsz + 15) & ~(size_t)15;
+    size_t lo = lid * chunk;
+    if (lo < n) ishmemi_copy(dst + lo, src + lo, min(chunk, n - lo));
+}
+
+ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (ishmemi_is_local(pe))
+        ishmemi_sg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
+    else if (get_sub_group_local_id() == 0)
+        ishmemi_put_bytes(dest, src, n, pe, nbi);
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+
+ISHMEMI_INLINE void ishmemi_sg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (ishmemi_is_local(pe))
+        ishmemi_sg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
+    else if (get_sub_group_local_id() == 0)
+        ishmemi_get_bytes(dest, src, n, pe, nbi);
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+
 /* ----- teams: the host mirrors every team slot into the device table ----- */
 
 typedef struct {

@@ -7,9 +7,13 @@ void ishmem_float_get(global float *dest, global const float *source, size_t nel
 void ishmem_float_put_nbi(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 void ishmem_float_get_nbi(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 void ishmemx_float_put_work_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(float), pe, 0); }
+void ishmemx_float_put_sub_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(float), pe, 0); }
 void ishmemx_float_get_work_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(float), pe, 0); }
+void ishmemx_float_get_sub_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(float), pe, 0); }
 void ishmemx_float_put_nbi_work_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(float), pe, 1); }
+void ishmemx_float_put_nbi_sub_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 void ishmemx_float_get_nbi_work_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
+void ishmemx_float_get_nbi_sub_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 void ishmem_float_p(global float *dest, float value, int pe) { if (ishmemi_is_local(pe)) { *(global float *)ishmemi_peer(dest, pe) = value; return; } union { float v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(float), pe); }
 float ishmem_float_g(global const float *source, int pe) { if (ishmemi_is_local(pe)) return *(global float *)ishmemi_peer(source, pe); union { float v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(float), pe); return x.v; }
 void ishmem_float_iput(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
@@ -34,9 +38,13 @@ void ishmem_double_get(global double *dest, global const double *source, size_t 
 void ishmem_double_put_nbi(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 void ishmem_double_get_nbi(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 void ishmemx_double_put_work_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(double), pe, 0); }
+void ishmemx_double_put_sub_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(double), pe, 0); }
 void ishmemx_double_get_work_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(double), pe, 0); }
+void ishmemx_double_get_sub_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(double), pe, 0); }
 void ishmemx_double_put_nbi_work_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(double), pe, 1); }
+void ishmemx_double_put_nbi_sub_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 void ishmemx_double_get_nbi_work_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
+void ishmemx_double_get_nbi_sub_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 void ishmem_double_p(global double *dest, double value, int pe) { if (ishmemi_is_local(pe)) { *(global double *)ishmemi_peer(dest, pe) = value; return; } union { double v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(double), pe); }
 double ishmem_double_g(global const double *source, int pe) { if (ishmemi_is_local(pe)) return *(global double *)ishmemi_peer(source, pe); union { double v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(double), pe); return x.v; }
 void ishmem_double_iput(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
@@ -61,9 +69,13 @@ void ishmem_char_get(global char *dest, global const char *source, size_t nelems
 void ishmem_char_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmem_char_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_char_put_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmemx_char_put_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmemx_char_get_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmemx_char_get_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmemx_char_put_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmemx_char_put_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_char_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmemx_char_get_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmem_char_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
 char ishmem_char_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_char_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
@@ -86,9 +98,13 @@ void ishmem_schar_get(global char *dest, global const char *source, size_t nelem
 void ishmem_schar_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmem_schar_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_schar_put_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmemx_schar_put_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmemx_schar_get_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmemx_schar_get_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmemx_schar_put_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmemx_schar_put_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_schar_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmemx_schar_get_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmem_schar_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
 char ishmem_schar_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_schar_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
@@ -111,9 +127,13 @@ void ishmem_short_get(global short *dest, global const short *source, size_t nel
 void ishmem_short_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmem_short_get_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_short_put_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmemx_short_put_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmemx_short_get_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmemx_short_get_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmemx_short_put_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmemx_short_put_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_short_get_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmemx_short_get_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmem_short_p(global short *dest, short value, int pe) { if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
 short ishmem_short_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
 void ishmem_short_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
@@ -136,9 +156,13 @@ void ishmem_int_get(global int *dest, global const int *source, size_t nelems, i
 void ishmem_int_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmem_int_get_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int_put_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmemx_int_put_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmemx_int_get_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmemx_int_get_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmemx_int_put_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmemx_int_put_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int_get_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmemx_int_get_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmem_int_p(global int *dest, int value, int pe) { if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
 int ishmem_int_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
 void ishmem_int_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
@@ -176,9 +200,13 @@ void ishmem_long_get(global long *dest, global const long *source, size_t nelems
 void ishmem_long_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_long_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_long_put_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_long_put_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_long_get_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_long_get_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_long_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_long_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_long_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_long_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_long_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
 long ishmem_long_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_long_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
@@ -216,9 +244,13 @@ void ishmem_longlong_get(global long *dest, global const long *source, size_t ne
 void ishmem_longlong_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_longlong_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_longlong_put_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_longlong_put_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_longlong_get_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_longlong_get_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_longlong_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_longlong_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_longlong_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_longlong_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_longlong_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
 long ishmem_longlong_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_longlong_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
@@ -256,9 +288,13 @@ void ishmem_uchar_get(global uchar *dest, global const uchar *source, size_t nel
 void ishmem_uchar_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmem_uchar_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uchar_put_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmemx_uchar_put_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
 void ishmemx_uchar_get_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmemx_uchar_get_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
 void ishmemx_uchar_put_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmemx_uchar_put_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uchar_get_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmemx_uchar_get_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmem_uchar_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
 uchar ishmem_uchar_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
 void ishmem_uchar_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
@@ -281,9 +317,13 @@ void ishmem_ushort_get(global ushort *dest, global const ushort *source, size_t 
 void ishmem_ushort_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmem_ushort_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_ushort_put_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmemx_ushort_put_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmemx_ushort_get_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmemx_ushort_get_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmemx_ushort_put_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmemx_ushort_put_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_ushort_get_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmemx_ushort_get_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmem_ushort_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
 ushort ishmem_ushort_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
 void ishmem_ushort_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
@@ -306,9 +346,13 @@ void ishmem_uint_get(global uint *dest, global const uint *source, size_t nelems
 void ishmem_uint_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmem_uint_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint_put_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmemx_uint_put_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmemx_uint_get_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmemx_uint_get_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmemx_uint_put_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmemx_uint_put_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint_get_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmemx_uint_get_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmem_uint_p(global uint *dest, uint value, int pe) { if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
 uint ishmem_uint_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
 void ishmem_uint_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
@@ -352,9 +396,13 @@ void ishmem_ulong_get(global ulong *dest, global const ulong *source, size_t nel
 void ishmem_ulong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_ulong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulong_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_ulong_put_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_ulong_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_ulong_get_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_ulong_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_ulong_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulong_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_ulong_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_ulong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
 ulong ishmem_ulong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_ulong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
@@ -398,9 +446,13 @@ void ishmem_ulonglong_get(global ulong *dest, global const ulong *source, size_t
 void ishmem_ulonglong_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_ulonglong_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulonglong_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_ulonglong_put_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_ulonglong_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_ulonglong_get_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_ulonglong_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_ulonglong_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulonglong_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_ulonglong_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_ulonglong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
 ulong ishmem_ulonglong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_ulonglong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
@@ -444,9 +496,13 @@ void ishmem_int8_get(global char *dest, global const char *source, size_t nelems
 void ishmem_int8_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmem_int8_get_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_int8_put_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmemx_int8_put_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmemx_int8_get_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
+void ishmemx_int8_get_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmemx_int8_put_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmemx_int8_put_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_int8_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
+void ishmemx_int8_get_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmem_int8_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
 char ishmem_int8_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_int8_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
@@ -469,9 +525,13 @@ void ishmem_int16_get(global short *dest, global const short *source, size_t nel
 void ishmem_int16_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmem_int16_get_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_int16_put_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmemx_int16_put_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmemx_int16_get_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
+void ishmemx_int16_get_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmemx_int16_put_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmemx_int16_put_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_int16_get_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
+void ishmemx_int16_get_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmem_int16_p(global short *dest, short value, int pe) { if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
 short ishmem_int16_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
 void ishmem_int16_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
@@ -494,9 +554,13 @@ void ishmem_int32_get(global int *dest, global const int *source, size_t nelems,
 void ishmem_int32_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmem_int32_get_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int32_put_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmemx_int32_put_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmemx_int32_get_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
+void ishmemx_int32_get_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmemx_int32_put_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmemx_int32_put_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int32_get_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
+void ishmemx_int32_get_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmem_int32_p(global int *dest, int value, int pe) { if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
 int ishmem_int32_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
 void ishmem_int32_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
@@ -540,9 +604,13 @@ void ishmem_int64_get(global long *dest, global const long *source, size_t nelem
 void ishmem_int64_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_int64_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_int64_put_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_int64_put_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_int64_get_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_int64_get_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_int64_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_int64_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_int64_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_int64_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_int64_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
 long ishmem_int64_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_int64_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
@@ -586,9 +654,13 @@ void ishmem_uint8_get(global uchar *dest, global const uchar *source, size_t nel
 void ishmem_uint8_put_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmem_uint8_get_nbi(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uint8_put_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmemx_uint8_put_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
 void ishmemx_uint8_get_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
+void ishmemx_uint8_get_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
 void ishmemx_uint8_put_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmemx_uint8_put_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uint8_get_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
+void ishmemx_uint8_get_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmem_uint8_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
 uchar ishmem_uint8_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
 void ishmem_uint8_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
@@ -611,9 +683,13 @@ void ishmem_uint16_get(global ushort *dest, global const ushort *source, size_t 
 void ishmem_uint16_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmem_uint16_get_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_uint16_put_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmemx_uint16_put_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmemx_uint16_get_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
+void ishmemx_uint16_get_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmemx_uint16_put_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmemx_uint16_put_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_uint16_get_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
+void ishmemx_uint16_get_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmem_uint16_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
 ushort ishmem_uint16_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
 void ishmem_uint16_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
@@ -636,9 +712,13 @@ void ishmem_uint32_get(global uint *dest, global const uint *source, size_t nele
 void ishmem_uint32_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmem_uint32_get_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint32_put_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmemx_uint32_put_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmemx_uint32_get_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
+void ishmemx_uint32_get_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmemx_uint32_put_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmemx_uint32_put_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint32_get_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
+void ishmemx_uint32_get_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmem_uint32_p(global uint *dest, uint value, int pe) { if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
 uint ishmem_uint32_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
 void ishmem_uint32_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
@@ -682,9 +762,13 @@ void ishmem_uint64_get(global ulong *dest, global const ulong *source, size_t ne
 void ishmem_uint64_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_uint64_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_uint64_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_uint64_put_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_uint64_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_uint64_get_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_uint64_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_uint64_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_uint64_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_uint64_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_uint64_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
 ulong ishmem_uint64_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_uint64_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
@@ -728,9 +812,13 @@ void ishmem_size_get(global ulong *dest, global const ulong *source, size_t nele
 void ishmem_size_put_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_size_get_nbi(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_size_put_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_size_put_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_size_get_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
+void ishmemx_size_get_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 void ishmemx_size_put_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_size_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_size_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
+void ishmemx_size_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmem_size_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
 ulong ishmem_size_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_size_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
@@ -768,9 +856,13 @@ void ishmem_ptrdiff_get(global long *dest, global const long *source, size_t nel
 void ishmem_ptrdiff_put_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_ptrdiff_get_nbi(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_ptrdiff_put_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_ptrdiff_put_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_ptrdiff_get_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
+void ishmemx_ptrdiff_get_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 void ishmemx_ptrdiff_put_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_ptrdiff_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_ptrdiff_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
+void ishmemx_ptrdiff_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmem_ptrdiff_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
 long ishmem_ptrdiff_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_ptrdiff_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }

@@ -203,6 +203,21 @@ int main(int argc, char **argv) {
     CHECK(mres[4] >= 0 && mres[4] < np, "device fetch_add_nbi: %ld", mres[4]);
     if (me == 0) CHECK(*cntv == np, "nbi total %ld", *cntv);
 
+    /* 12. sub-group forms: 64 work-items, one block per sub-group */
+    int *sgs = ishmem_malloc(64 * 1024 * sizeof(int)), *sgd = ishmem_calloc(64 * 1024, sizeof(int));
+    for (int i = 0; i < 64 * 1024; i++) sgs[i] = me * 1000000 + i;
+    long sblock = 1024;
+    ishmem_barrier_all();
+    run_wg("sg_put", 64, 64, 3, (void *[]){sgd, sgs, NULL}, (size_t[]){0, 0, sizeof(long)}, (const void *[]){0, 0, &sblock});
+    ishmem_barrier_all();
+    int nonzero = 0;
+    for (int i = 0; i < 64 * 1024; i++) {
+        if (sgd[i] == 0) continue;
+        nonzero++;
+        CHECK(sgd[i] == left * 1000000 + i, "sub-group put %d: %d", i, sgd[i]);
+    }
+    CHECK(nonzero >= 1024, "sub-group put moved %d elements", nonzero);
+
     ishmem_barrier_all();
     if (me == 0) printf("device ok on %d PEs\n", np);
     ishmem_finalize();

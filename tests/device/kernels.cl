@@ -125,3 +125,11 @@ kernel void misc(global long *blk, global const long *bsrc, global int *iv, glob
     ishmem_barrier_all();
     res[4] = *fetch;
 }
+
+/* Sub-group forms: every sub-group moves one block. */
+kernel void sg_put(global int *dst, global const int *src, long block) {
+    size_t sg = get_global_id(0) / get_sub_group_size();
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    ishmemx_int_put_sub_group(dst + sg * block, src + sg * block, (size_t)block, (me + 1) % np);
+    ishmemx_quiet_sub_group();
+}

@@ -68,9 +68,11 @@ fn funs() -> Vec<Fun> {
             f(format!("ishmem_{n}_{op}"), "void", format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"), body);
         }
         for (op, dir, nbi) in [("put", true, 0), ("get", false, 0), ("put_nbi", true, 1), ("get_nbi", false, 1)] {
-            let helper = if dir { "ishmemi_wg_put_bytes" } else { "ishmemi_wg_get_bytes" };
-            f(format!("ishmemx_{n}_{op}_work_group"), "void", format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"),
-              format!("{helper}(dest, source, nelems * sizeof({c}), pe, {nbi});"));
+            for (group, h) in [("work_group", "wg"), ("sub_group", "sg")] {
+                let helper = if dir { format!("ishmemi_{h}_put_bytes") } else { format!("ishmemi_{h}_get_bytes") };
+                f(format!("ishmemx_{n}_{op}_{group}"), "void", format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"),
+                  format!("{helper}(dest, source, nelems * sizeof({c}), pe, {nbi});"));
+            }
         }
         f(format!("ishmem_{n}_p"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!(
             "if (ishmemi_is_local(pe)) {{ *({g} {c} *)ishmemi_peer(dest, pe) = value; return; }} \
@@ -267,7 +269,11 @@ pub fn device_h() -> String {
          void ishmemx_getmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
          void ishmemx_putmem_signal_work_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);\n\
          void ishmemx_fence_work_group(void);\nvoid ishmemx_quiet_work_group(void);\n\
-         void ishmemx_barrier_all_work_group(void);\nvoid ishmemx_sync_all_work_group(void);\n\n"
+         void ishmemx_barrier_all_work_group(void);\nvoid ishmemx_sync_all_work_group(void);\n\
+         /* Sub-group forms: every work-item of the calling sub-group calls them. */\n\
+         void ishmemx_putmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
+         void ishmemx_getmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
+         void ishmemx_quiet_sub_group(void);\n\n"
     );
     for f in funs().into_iter().chain(sync_funs()) {
         let _ = writeln!(s, "{} {}({});", f.ret, f.name, f.params);
