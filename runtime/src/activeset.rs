@@ -80,6 +80,12 @@ impl Group for ActiveSet<'_> {
         self.start + rank * self.stride
     }
     fn sync(&self, st: &State) {
+        if self.size > 1 {
+            if let Some(p) = st.proxy {
+                // The data phase's remote transfers complete before the sync.
+                p.flush(self.call, None);
+            }
+        }
         let mut dist = 1usize;
         let mut round = 0usize;
         // SAFETY: our own pSync word, symmetric and aligned (checked).

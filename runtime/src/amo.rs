@@ -134,9 +134,39 @@ impl State {
         let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
         self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
         if self.shm.addr(pe, off).is_none() {
-            self.unreachable_pe(call, pe)
+            return from_bits(self.remote_amo(call, pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond), false));
         }
         from_bits(self.shm.amo(pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond)))
+    }
+
+    /// A non-fetching AMO (`atomic_set`, `add`, `inc`, `and`, `or`, `xor`):
+    /// to a remote PE it is not waited for (it completes by quiet, and
+    /// stays ordered with this PE's later AMOs to that PE).
+    ///
+    /// # Safety
+    /// As [`State::amo`].
+    #[inline(always)]
+    pub unsafe fn amo_post<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, pe: i32) {
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        if self.shm.addr(pe, off).is_none() {
+            self.remote_amo(call, pe, off, size_of::<T>(), op, to_bits(value), 0, true);
+            return;
+        }
+        self.shm.amo(pe, off, size_of::<T>(), op, to_bits(value), 0);
+    }
+
+    /// An AMO on a PE not mapped here, through the proxy: the target
+    /// applies it with the same CPU atomics its node uses.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn remote_amo(
+        &self, call: &str, pe: usize, off: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
+    ) -> u64 {
+        let p = self.proxy_for(call, pe);
+        let (region, roff) = self.region_of(off);
+        p.amo(call, region, pe, roff, size, op as u32, operand, cond, nbi)
     }
 
     /// A non-blocking fetching AMO: the old value is written to local
@@ -169,7 +199,13 @@ impl State {
         let sig_off = self.sym_offset(call, "sig_addr", sig_addr as *const u8, 8);
         self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
         self.put(call, dest, src, len, pe);
-        self.shm.amo(pe_idx, sig_off, 8, op, signal, 0);
+        if self.shm.addr(pe_idx, sig_off).is_some() {
+            self.shm.amo(pe_idx, sig_off, 8, op, signal, 0);
+        } else {
+            // The data is complete at the target before the signal leaves.
+            self.proxy_for(call, pe_idx).flush(call, Some(pe_idx));
+            self.remote_amo(call, pe_idx, sig_off, 8, op, signal, 0, true);
+        }
     }
 
     fn signal_op_code(&self, call: &str, sig_op: c_int) -> AmoOp {
@@ -188,7 +224,7 @@ impl State {
     pub fn signal_update(&self, call: &str, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: i32) {
         let op = self.signal_op_code(call, sig_op);
         // SAFETY: u64 is a plain type.
-        unsafe { self.amo(call, sig_addr, op, signal, 0, pe) };
+        unsafe { self.amo_post(call, sig_addr, op, signal, pe) };
     }
 
     fn local_ivars<T>(&self, call: &str, what: &str, p: *const T, nelems: usize) {
@@ -203,6 +239,7 @@ impl State {
     /// `signal_fetch`: atomic read of a local signal.
     pub fn signal_fetch(&self, call: &str, sig_addr: *const u64) -> u64 {
         self.local_ivars(call, "sig_addr", sig_addr, 1);
+        crate::wait::progress();
         // SAFETY: checked symmetric and aligned.
         unsafe { load_atomic(sig_addr) }
     }
@@ -238,6 +275,8 @@ impl State {
     pub unsafe fn test<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) -> bool {
         check_cmp(call, cmp);
         self.local_ivars(call, "ivar", ivar, 1);
+        // A loop of tests must let remote updates through.
+        crate::wait::progress();
         compare(cmp, load_atomic(ivar), cmp_value)
     }
 
@@ -302,6 +341,9 @@ impl State {
                 }
             }
         };
+        if !blocking {
+            crate::wait::progress();
+        }
         match mode {
             SyncMode::All if !blocking => usize::from(poll()),
             SyncMode::All => {

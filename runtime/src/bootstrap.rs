@@ -306,3 +306,53 @@ pub fn send_failure(sock: RawFd, why: &str) {
     m.truncate(MAX_MSG);
     let _ = send_msg(sock, &m, &[]);
 }
+
+/// Launcher side of the whole exchange: reads every PE's HELLO (in any
+/// order of `socks`; the PEs number themselves 0..n), checks they agree,
+/// and sends each the job. On failure every PE is told why, and the reason
+/// is returned.
+pub fn serve(socks: &[OwnedFd], ctrl_fd: &OwnedFd, ctrl_len: usize) -> Result<(), String> {
+    let fail_all = |why: String| -> Result<(), String> {
+        for s in socks {
+            send_failure(s.as_raw_fd(), &why);
+        }
+        Err(why)
+    };
+    let n = socks.len();
+    let mut hellos: Vec<Option<Hello>> = (0..n).map(|_| None).collect();
+    let mut order = vec![0usize; n];
+    for (i, s) in socks.iter().enumerate() {
+        match read_hello(s.as_raw_fd()) {
+            Ok(h) if (h.pe as usize) < n && hellos[h.pe as usize].is_none() => {
+                order[i] = h.pe as usize;
+                let pe = h.pe as usize;
+                hellos[pe] = Some(h);
+            }
+            Ok(h) => return fail_all(format!("a PE announced itself as PE {} (duplicate, or not below {n})", h.pe)),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                // The PE ended without initializing the library. That is
+                // fine for a program that never does; PEs that do wait for
+                // it, so tell them.
+                return fail_all(format!("PE {i} exited or closed its bootstrap socket before initializing"));
+            }
+            Err(e) => return fail_all(format!("bootstrap with PE {i} failed: {e}")),
+        }
+    }
+    let hellos: Vec<Hello> = hellos.into_iter().map(|h| h.expect("every PE said hello")).collect();
+    if let Some(h) = hellos.iter().find(|h| h.heap_size != hellos[0].heap_size) {
+        return fail_all(format!(
+            "PEs disagree on ISHMEM_SYMMETRIC_SIZE: PE 0 has {} bytes, PE {} has {} bytes",
+            hellos[0].heap_size, h.pe, h.heap_size
+        ));
+    }
+    // Global variables are symmetric only when every PE runs the same
+    // executable (same data segment size).
+    let share_data = hellos.iter().all(|h| h.data_size == hellos[0].data_size && h.data_size > 0);
+    let mut errors = Vec::new();
+    for (i, s) in socks.iter().enumerate() {
+        if let Err(e) = send_job(s.as_raw_fd(), ctrl_fd, ctrl_len, &hellos, share_data) {
+            errors.push(format!("cannot send the job description to PE {}: {e}", order[i]));
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+}

@@ -86,10 +86,43 @@ impl State {
         self.sym_offset(call, what, p, bytes)
     }
 
-    /// Address of heap offset `off` on world PE `pe`.
+    /// Address of symmetric offset `off` on this PE.
     #[inline]
-    fn at(&self, call: &str, pe: usize, off: usize) -> *mut u8 {
-        self.shm.addr(pe, off).unwrap_or_else(|| self.unreachable_pe(call, pe))
+    fn mine(&self, call: &str, off: usize) -> *mut u8 {
+        self.shm.addr(self.my_pe, off).unwrap_or_else(|| self.unreachable_pe(call, self.my_pe))
+    }
+
+    /// Copies `len` local bytes to symmetric offset `off` on `pe`: a store
+    /// on this node; through the proxy otherwise, complete by the next team
+    /// sync (`src` must not change before it unless `blocking`).
+    #[inline]
+    unsafe fn xput(&self, call: &str, pe: usize, off: usize, src: *const u8, len: usize, blocking: bool) {
+        match self.shm.addr(pe, off) {
+            Some(d) => std::ptr::copy(src, d, len),
+            None => self.remote_put(call, pe, off, src, len, !blocking),
+        }
+    }
+
+    /// Copies `len` bytes at symmetric offset `off` on `pe` to local `dst`.
+    #[inline]
+    unsafe fn xget(&self, call: &str, pe: usize, off: usize, dst: *mut u8, len: usize) {
+        match self.shm.addr(pe, off) {
+            Some(s) => std::ptr::copy(s as *const u8, dst, len),
+            None => self.remote_get(call, pe, off, dst, len, false),
+        }
+    }
+
+    /// `len` bytes at symmetric offset `off` on `pe`, readable here: the
+    /// mapped address on this node, else a copy fetched into `tmp`.
+    #[inline]
+    unsafe fn xread(&self, call: &str, pe: usize, off: usize, len: usize, tmp: *mut u8) -> *const u8 {
+        match self.shm.addr(pe, off) {
+            Some(s) => s,
+            None => {
+                self.remote_get(call, pe, off, tmp, len, false);
+                tmp
+            }
+        }
     }
 
     /// `team_sync` (§9.9.4).
@@ -116,10 +149,9 @@ impl State {
         let soff = self.sym_extent(call, "source", source, nbytes);
         t.sync(self);
         if nbytes > 0 && (include_root || t.my_rank() != root as usize) {
-            let src = self.at(call, t.world_pe(root as usize), soff);
             // SAFETY: both ranges checked inside the heaps; the root's
             // source is not written during the collective.
-            unsafe { std::ptr::copy(src, self.at(call, self.my_pe, doff), nbytes) };
+            unsafe { self.xget(call, t.world_pe(root as usize), soff, self.mine(call, doff), nbytes) };
         }
         t.sync(self);
         t.done(self);
@@ -138,9 +170,7 @@ impl State {
                 let r = (t.my_rank() + k) % t.size();
                 // SAFETY: dest range checked; blocks of different ranks are
                 // disjoint, so members never write the same bytes.
-                unsafe {
-                    std::ptr::copy(source, self.at(call, t.world_pe(r), doff + t.my_rank() * nbytes), nbytes);
-                }
+                unsafe { self.xput(call, t.world_pe(r), doff + t.my_rank() * nbytes, source, nbytes, false) };
             }
         }
         t.sync(self);
@@ -170,7 +200,7 @@ impl State {
                 let r = (t.my_rank() + k) % t.size();
                 // SAFETY: dest range [doff, doff + total) checked; ranges of
                 // different members are disjoint.
-                unsafe { std::ptr::copy(source, self.at(call, t.world_pe(r), doff + offset), nbytes) };
+                unsafe { self.xput(call, t.world_pe(r), doff + offset, source, nbytes, false) };
             }
         }
         t.sync(self);
@@ -199,17 +229,13 @@ impl State {
         if nelems > 0 {
             for k in 0..t.size() {
                 let j = (t.my_rank() + k) % t.size();
-                let to = self.at(call, t.world_pe(j), doff);
+                let pe = t.world_pe(j);
                 // SAFETY: extents checked above; member j's block from this
                 // PE is disjoint from every other member's block.
                 unsafe {
                     if dst == 1 && sst == 1 {
-                        std::ptr::copy(
-                            source.add(j * nelems * elem),
-                            to.add(t.my_rank() * nelems * elem),
-                            nelems * elem,
-                        );
-                    } else {
+                        self.xput(call, pe, doff + t.my_rank() * nelems * elem, source.add(j * nelems * elem), nelems * elem, false);
+                    } else if let Some(to) = self.shm.addr(pe, doff) {
                         crate::core::strided_copy(
                             to.offset(t.my_rank() as isize * nelems as isize * dst * elem as isize),
                             dst,
@@ -219,6 +245,13 @@ impl State {
                             1,
                             nelems,
                         );
+                    } else {
+                        // Remote and strided: one transfer per element.
+                        for e in 0..nelems as isize {
+                            let d = doff as isize + (t.my_rank() as isize * nelems as isize + e) * dst * elem as isize;
+                            let s = source.offset((j as isize * nelems as isize + e) * sst * elem as isize);
+                            self.xput(call, pe, d as usize, s, elem, false);
+                        }
                     }
                 }
             }
@@ -246,17 +279,22 @@ impl State {
             t.done(self);
             return 0;
         }
-        let src_of = |r: usize| self.at(call, t.world_pe(r), soff) as *const T;
         let chunk = (CHUNK_BYTES / es).max(1);
         let mut buf = [0u64; CHUNK_BYTES / 8];
         let acc = buf.as_mut_ptr() as *mut T;
+        // Sources of members on other nodes are fetched here first.
+        let mut tmp = [0u64; CHUNK_BYTES / 8];
+        let tmp = tmp.as_mut_ptr() as *mut u8;
+        let src_chunk = |r: usize, i: usize, m: usize| {
+            self.xread(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T
+        };
         let reduce_range = |lo: usize, hi: usize, out: &mut dyn FnMut(usize, usize)| {
             let mut i = lo;
             while i < hi {
                 let m = chunk.min(hi - i);
-                std::ptr::copy_nonoverlapping(src_of(0).add(i), acc, m);
+                std::ptr::copy_nonoverlapping(src_chunk(0, i, m), acc, m);
                 for r in 1..t.size() {
-                    let s = src_of(r).add(i);
+                    let s = src_chunk(r, i, m);
                     for k in 0..m {
                         *acc.add(k) = op(*acc.add(k), *s.add(k));
                     }
@@ -269,7 +307,7 @@ impl State {
             // Every member reduces everything into its own dest; in place,
             // wait until every member has read this PE's source first.
             let in_place = doff == soff;
-            let mine = self.at(call, self.my_pe, doff) as *mut T;
+            let mine = self.mine(call, doff) as *mut T;
             if in_place {
                 reduce_range(0, nreduce, &mut |_, _| {});
                 t.sync(self);
@@ -286,8 +324,10 @@ impl State {
             let hi = (lo + per).min(nreduce);
             reduce_range(lo, hi, &mut |i, m| {
                 for k in 0..t.size() {
-                    let d = self.at(call, t.world_pe((t.my_rank() + k) % t.size()), doff) as *mut T;
-                    std::ptr::copy_nonoverlapping(acc, d.add(i), m);
+                    // acc is reused for the next chunk: remote stores are
+                    // blocking (the source is copied out before return).
+                    let pe = t.world_pe((t.my_rank() + k) % t.size());
+                    self.xput(call, pe, doff + i * es, acc as *const u8, m * es, true);
                 }
             });
         }
@@ -316,10 +356,12 @@ impl State {
         // for in-place scans) until every member has read this PE's source.
         let in_place = doff == soff;
         let mut held: Vec<T> = Vec::new();
-        let mine = self.at(call, self.my_pe, doff) as *mut T;
+        let mine = self.mine(call, doff) as *mut T;
         let chunk = (CHUNK_BYTES / es).max(1);
         let mut buf = [0u64; CHUNK_BYTES / 8];
         let acc = buf.as_mut_ptr() as *mut T;
+        let mut tmp = [0u64; CHUNK_BYTES / 8];
+        let tmp = tmp.as_mut_ptr() as *mut u8;
         let mut i = 0;
         while i < nelems {
             let m = chunk.min(nelems - i);
@@ -327,7 +369,7 @@ impl State {
                 *acc.add(k) = zero;
             }
             for r in 0..upto {
-                let s = (self.at(call, t.world_pe(r), soff) as *const T).add(i);
+                let s = self.xread(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T;
                 for k in 0..m {
                     *acc.add(k) = add(*acc.add(k), *s.add(k));
                 }

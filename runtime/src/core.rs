@@ -43,6 +43,13 @@ pub struct State {
     pub(crate) teams: std::sync::RwLock<Vec<Option<crate::team::Team>>>,
     device_state: Box<ishmemx_device_state_t>,
     ring: &'static crate::ring::Ring,
+    /// Reaches the PEs not mapped here; `None` when every PE is mapped.
+    pub(crate) proxy: Option<&'static crate::proxy::Proxy>,
+    /// The MPI proxy this job bootstrapped with (finalized at the end).
+    mpi: Option<&'static crate::proxy::Proxy>,
+    runtime: Runtime,
+    /// World PEs that share memory with this one (this node), ascending.
+    pub(crate) node_pes: Vec<usize>,
     /// The device-visible team table (see `ishmemx_device_team_t`).
     pub(crate) device_teams: Box<[std::sync::atomic::AtomicU64]>,
     _peer_base_table: Box<[u64]>,
@@ -121,9 +128,44 @@ fn env_uint(name: &'static str) -> Result<Option<u64>, String> {
     }
 }
 
+/// How `init_with` bootstraps (Intel SHMEM's `ishmemx_attr_t`).
+#[derive(Clone, Copy, Debug)]
+pub struct InitOptions {
+    /// Bootstrap through MPI even without a detected MPI launcher.
+    pub force_mpi: bool,
+    /// The application's `MPI_Comm` (a pointer to it) when it owns MPI:
+    /// the job is that communicator's processes; MPI stays the
+    /// application's to finalize.
+    pub app_comm: *const std::ffi::c_void,
+    /// The OpenSHMEM thread level asked for (`SHMEM_THREAD_*`).
+    pub requested_thread: i32,
+}
+
+impl Default for InitOptions {
+    fn default() -> Self {
+        InitOptions { force_mpi: false, app_comm: std::ptr::null(), requested_thread: 3 }
+    }
+}
+
+/// How this job bootstrapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// Started by ishmrun (one node, shared memory).
+    Ishmrun,
+    /// Started by an MPI launcher; remote PEs through the MPI proxy.
+    Mpi,
+    /// A single PE without a launcher.
+    Singleton,
+}
+
 /// Initializes the library (collective over all PEs of the job). A second
 /// call while initialized does nothing; a call after finalize is an error.
 pub fn init() -> Result<(), String> {
+    init_with(&InitOptions::default())
+}
+
+/// [`init`] with bootstrap options.
+pub fn init_with(opts: &InitOptions) -> Result<(), String> {
     let _guard = LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner());
     match PHASE.load(Ordering::Acquire) {
         PHASE_RUNNING => return Ok(()),
@@ -142,7 +184,27 @@ pub fn init() -> Result<(), String> {
         .ok_or_else(|| format!("ISHMEM_SYMMETRIC_SIZE={} is too large", config.symmetric_size))?;
 
     let launcher_fd = env_uint("ISHMRUN_FD")?;
+    let use_mpi = launcher_fd.is_none()
+        && (config.runtime_mpi || opts.force_mpi || !opts.app_comm.is_null() || crate::proxy::launched_by_mpi());
+    let proxy: Option<&'static crate::proxy::Proxy> = if use_mpi {
+        let p = crate::proxy::Proxy::load(config.mpi_proxy.as_deref(), opts.app_comm, opts.requested_thread)?;
+        Some(Box::leak(Box::new(p)))
+    } else {
+        None
+    };
+    let runtime = match (launcher_fd, proxy) {
+        (Some(_), _) => Runtime::Ishmrun,
+        (None, Some(_)) => Runtime::Mpi,
+        _ => Runtime::Singleton,
+    };
     let (my_pe, n_pes) = match launcher_fd {
+        None if proxy.is_some() => {
+            let p = proxy.unwrap();
+            if p.size == 0 || p.size > i32::MAX as usize || p.rank >= p.size {
+                return Err(format!("MPI reports rank {} of {} processes", p.rank, p.size));
+            }
+            (p.rank, p.size)
+        }
         Some(_) => {
             let pe = env_uint("ISHMRUN_PE")?.ok_or("ISHMRUN_FD is set but ISHMRUN_PE is not")?;
             let n = env_uint("ISHMRUN_NPES")?.ok_or("ISHMRUN_FD is set but ISHMRUN_NPES is not")?;
@@ -169,11 +231,29 @@ pub fn init() -> Result<(), String> {
         }
     };
     let mut data_base_table = vec![std::ptr::null_mut(); n_pes];
-    if let (Some(d), None) = (&data, launcher_fd) {
+    if let (Some(d), None, None) = (&data, launcher_fd, proxy) {
         data_base_table[0] = d.base;
     }
 
+    let mut node_pes: Vec<usize> = (0..n_pes).collect();
+    let mut data_symmetric_remote = false;
     let (ctrl_region, peer_heaps, peer_base) = match launcher_fd {
+        None if proxy.is_some() => {
+            let job = crate::node::exchange(
+                proxy.unwrap(),
+                my_pe,
+                n_pes,
+                &dev,
+                &heap,
+                heap_size,
+                data.as_ref(),
+                config.enable_shm,
+            )?;
+            data_base_table = job.data_base;
+            node_pes = job.node_pes;
+            data_symmetric_remote = job.data_symmetric;
+            (job.ctrl_region, job.peer_maps, job.peer_base)
+        }
         Some(fd) => {
             // SAFETY: ishmrun passed this descriptor for us to own; nothing
             // else in the process uses it.
@@ -258,6 +338,22 @@ pub fn init() -> Result<(), String> {
         return Err("control segment is not initialized for this job size".into());
     }
     error::set_ctrl(Some(ctrl));
+    // Some PE is not mapped here (then no PE's node holds the whole job, so
+    // this is the same on every PE and the collective calls below match).
+    let remote_any = peer_base.iter().any(|p| p.is_null());
+    let routing_proxy = if remote_any { proxy } else { None };
+    if let Some(p) = routing_proxy {
+        // Collective, in the same order on every PE.
+        use ishmem_proxy_abi::{REGION_CTRL, REGION_DATA, REGION_HEAP};
+        p.expose("ishmem_init", REGION_HEAP, heap.base(), heap_size);
+        let (dbase, dsize) = match &data {
+            Some(d) if data_symmetric_remote => (d.base, d.size),
+            _ => (std::ptr::null_mut(), 0),
+        };
+        p.expose("ishmem_init", REGION_DATA, dbase, dsize);
+        p.expose("ishmem_init", REGION_CTRL, ctrl_region.base(), ctrl_size(n_pes));
+        p.install(config.progress_thread);
+    }
 
     let peer_base_table: Box<[u64]> = peer_base.iter().map(|p| *p as u64).collect();
     // The device-facing "reachable by load/store" table; all zero when
@@ -288,12 +384,17 @@ pub fn init() -> Result<(), String> {
         teams: device_teams.as_ptr() as u64,
     });
     if config.debug {
-        eprintln!(
-            "ishmem: PE {my_pe}: initialized: {n_pes} PEs, device {}, heap {heap_size} bytes at {:p}, {} via launcher",
+        crate::error::emit_line(&format!(
+            "ishmem: PE {my_pe}: initialized: {n_pes} PEs, device {}, heap {heap_size} bytes at {:p}, {}; PEs sharing memory with this one: {:?}",
             dev.name(),
             heap.base(),
-            if launcher_fd.is_some() { "bootstrap" } else { "singleton" },
-        );
+            match (runtime, proxy) {
+                (Runtime::Mpi, Some(p)) => format!("MPI proxy {}", p.describe()),
+                (Runtime::Ishmrun, _) => "ishmrun bootstrap".to_string(),
+                _ => "singleton".to_string(),
+            },
+            node_pes,
+        ));
     }
     let st = Box::new(State {
         my_pe,
@@ -318,6 +419,10 @@ pub fn init() -> Result<(), String> {
         _data: data,
         _ctrl_region: ctrl_region,
         config,
+        proxy: routing_proxy,
+        mpi: proxy,
+        runtime,
+        node_pes,
     });
     st.install_predefined_teams();
     STATE.store(Box::into_raw(st), Ordering::Release);
@@ -363,6 +468,10 @@ pub fn finalize() {
     st.barrier_all();
     // The proxy thread serves device requests with this state: stop it first.
     crate::opencl::stop_proxy();
+    // The MPI windows cover our heap: release them while it is mapped.
+    if let Some(p) = st.mpi {
+        p.finalize();
+    }
     PHASE.store(PHASE_FINALIZED, Ordering::Release);
     STATE.store(std::ptr::null_mut(), Ordering::Release);
     error::set_ctrl(None);
@@ -423,6 +532,21 @@ impl State {
     }
     pub fn device_name(&self) -> &'static str {
         self.device_name
+    }
+    /// How the job bootstrapped.
+    pub fn runtime(&self) -> Runtime {
+        self.runtime
+    }
+    /// The proxy plugin's description, under MPI.
+    pub fn proxy_description(&self) -> Option<String> {
+        self.mpi.map(|p| p.describe())
+    }
+    /// The highest OpenSHMEM thread level this job can provide.
+    pub fn max_thread_level(&self) -> i32 {
+        match self.proxy {
+            Some(p) if !p.any_thread() => 1,
+            _ => 3,
+        }
     }
     pub fn config(&self) -> &Config {
         &self.config
@@ -524,13 +648,30 @@ impl State {
     /// `src` must be valid for reads of `len` bytes.
     #[inline(always)]
     pub unsafe fn put(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        self.put_impl(call, dest, src, len, pe, false)
+    }
+
+    /// `put_nbi`: as [`State::put`]; remote transfers complete at quiet.
+    ///
+    /// # Safety
+    /// `src` must stay valid and unchanged until the next quiet.
+    #[inline(always)]
+    pub unsafe fn put_nbi(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        self.put_impl(call, dest, src, len, pe, true)
+    }
+
+    #[inline(always)]
+    unsafe fn put_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
         let pe = self.check_pe(call, pe);
         if len == 0 {
             return;
         }
         let off = self.sym_offset(call, "dest", dest, len);
         self.check_local(call, "source", src);
-        self.shm.put(pe, off, src, len);
+        match self.shm.addr(pe, off) {
+            Some(d) => std::ptr::copy(src, d, len),
+            None => self.remote_put(call, pe, off, src, len, nbi),
+        }
     }
 
     /// `get`: copies `len` bytes from symmetric `src` on `pe` to local `dest`.
@@ -539,13 +680,30 @@ impl State {
     /// `dest` must be valid for writes of `len` bytes.
     #[inline(always)]
     pub unsafe fn get(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        self.get_impl(call, dest, src, len, pe, false)
+    }
+
+    /// `get_nbi`: as [`State::get`]; remote transfers complete at quiet.
+    ///
+    /// # Safety
+    /// `dest` must stay valid until the next quiet.
+    #[inline(always)]
+    pub unsafe fn get_nbi(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        self.get_impl(call, dest, src, len, pe, true)
+    }
+
+    #[inline(always)]
+    unsafe fn get_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
         let pe = self.check_pe(call, pe);
         if len == 0 {
             return;
         }
         let off = self.sym_offset(call, "source", src, len);
         self.check_local(call, "dest", dest);
-        self.shm.get(pe, off, dest, len);
+        match self.shm.addr(pe, off) {
+            Some(s) => std::ptr::copy(s as *const u8, dest, len),
+            None => self.remote_get(call, pe, off, dest, len, nbi),
+        }
     }
 
     /// `p`: stores one element to symmetric `dest` on `pe`.
@@ -558,7 +716,7 @@ impl State {
         let off = self.sym_offset(call, "dest", dest as *const u8, std::mem::size_of::<T>());
         match self.shm.addr(pe, off) {
             Some(a) => std::ptr::write_volatile(a as *mut T, value),
-            None => self.unreachable_pe(call, pe),
+            None => self.remote_put(call, pe, off, &value as *const T as *const u8, std::mem::size_of::<T>(), false),
         }
     }
 
@@ -572,8 +730,59 @@ impl State {
         let off = self.sym_offset(call, "source", src as *const u8, std::mem::size_of::<T>());
         match self.shm.addr(pe, off) {
             Some(a) => std::ptr::read_volatile(a as *const T),
+            None => {
+                let mut v = std::mem::MaybeUninit::<T>::uninit();
+                self.remote_get(call, pe, off, v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>(), false);
+                v.assume_init()
+            }
+        }
+    }
+
+    /// The proxy that reaches `pe`, or a fatal error.
+    #[inline]
+    pub(crate) fn proxy_for(&self, call: &str, pe: usize) -> &'static crate::proxy::Proxy {
+        match self.proxy {
+            Some(p) => p,
             None => self.unreachable_pe(call, pe),
         }
+    }
+
+    /// (proxy region, offset in it) of symmetric offset `off`.
+    #[inline]
+    pub(crate) fn region_of(&self, off: usize) -> (u32, usize) {
+        if off < self.heap_size {
+            (ishmem_proxy_abi::REGION_HEAP, off)
+        } else {
+            (ishmem_proxy_abi::REGION_DATA, off - self.heap_size)
+        }
+    }
+
+    /// Put to a PE that is not mapped here (through the proxy).
+    ///
+    /// # Safety
+    /// As [`State::put`]; `off + len` is inside one symmetric segment.
+    #[inline(never)]
+    pub(crate) unsafe fn remote_put(&self, call: &str, pe: usize, off: usize, src: *const u8, len: usize, nbi: bool) {
+        let p = self.proxy_for(call, pe);
+        let (region, roff) = self.region_of(off);
+        p.put(call, region, pe, roff, src, len, nbi);
+    }
+
+    /// Get from a PE that is not mapped here (through the proxy).
+    ///
+    /// # Safety
+    /// As [`State::get`]; `off + len` is inside one symmetric segment.
+    #[inline(never)]
+    pub(crate) unsafe fn remote_get(&self, call: &str, pe: usize, off: usize, dst: *mut u8, len: usize, nbi: bool) {
+        let p = self.proxy_for(call, pe);
+        let (region, roff) = self.region_of(off);
+        p.get(call, region, pe, roff, dst, len, nbi);
+    }
+
+    /// True when `pe`'s memory is mapped here (same node).
+    #[inline]
+    pub fn is_local(&self, pe: usize) -> bool {
+        self.shm.addr(pe, 0).is_some()
     }
 
     #[cold]
@@ -629,7 +838,17 @@ impl State {
         self.check_local(call, "source", src);
         let base = match self.shm.addr(pe, off) {
             Some(a) => a.wrapping_offset(-lo),
-            None => self.unreachable_pe(call, pe),
+            None => {
+                // One transfer per block, completed together.
+                let p = self.proxy_for(call, pe);
+                let (region, roff) = self.region_of(off);
+                for b in 0..nblocks as isize {
+                    let d = (roff as isize - lo + b * dst * elem as isize) as usize;
+                    p.put(call, region, pe, d, src.wrapping_offset(b * sst * elem as isize), bsize * elem, true);
+                }
+                p.flush(call, Some(pe));
+                return;
+            }
         };
         strided_copy(base, dst, src, sst, elem, bsize, nblocks);
     }
@@ -653,23 +872,40 @@ impl State {
         self.check_local(call, "dest", dest);
         let base = match self.shm.addr(pe, off) {
             Some(a) => a.wrapping_offset(-lo) as *const u8,
-            None => self.unreachable_pe(call, pe),
+            None => {
+                let p = self.proxy_for(call, pe);
+                let (region, roff) = self.region_of(off);
+                for b in 0..nblocks as isize {
+                    let s = (roff as isize - lo + b * sst * elem as isize) as usize;
+                    p.get(call, region, pe, s, dest.wrapping_offset(b * dst * elem as isize), bsize * elem, true);
+                }
+                p.flush(call, Some(pe));
+                return;
+            }
         };
         strided_copy(dest, dst, base, sst, elem, bsize, nblocks);
     }
 
     // ----- ordering and synchronization ------------------------------------
 
-    /// `fence`: orders this PE's puts and AMOs to each PE.
+    /// `fence`: orders this PE's puts and AMOs to each PE. Through the
+    /// proxy, ordering costs completion (MPI orders nothing between
+    /// puts), so fence is quiet there.
     #[inline]
     pub fn fence(&self) {
         self.shm.fence();
+        if let Some(p) = self.proxy {
+            p.flush("shmem_fence", None);
+        }
     }
 
     /// `quiet`: completes all of this PE's outstanding operations.
     #[inline]
     pub fn quiet(&self) {
         self.shm.quiet();
+        if let Some(p) = self.proxy {
+            p.flush("shmem_quiet", None);
+        }
     }
 
     /// `sync_all`: waits until every PE has arrived (the world team's
@@ -724,18 +960,27 @@ impl State {
     /// After the barrier of a collective allocation call: every PE must have
     /// made the same call with the same arguments and the same outcome.
     fn verify(&self, call: &str, mine: AllocRecord) {
+        let read = |pe: usize| -> AllocRecord {
+            let s = &self.ctrl.pe(pe).alloc[(mine.seq % 2) as usize];
+            AllocRecord {
+                seq: self.ctrl_load(call, pe, &s.seq),
+                kind: self.ctrl_load(call, pe, &s.kind),
+                arg0: self.ctrl_load(call, pe, &s.arg0),
+                arg1: self.ctrl_load(call, pe, &s.arg1),
+                result: self.ctrl_load(call, pe, &s.result),
+            }
+        };
+        // Every PE compares the PEs of its node and its successor: equality
+        // is transitive, so any difference is seen by some PE, and remote
+        // reads stay O(1) per call. The report reads everyone.
+        let next = (self.my_pe + 1) % self.n_pes;
+        if self.node_pes.iter().chain(std::iter::once(&next)).all(|&pe| read(pe) == mine) {
+            return;
+        }
         let mut differ = Vec::new();
         let mut records = Vec::with_capacity(self.n_pes);
         for pe in 0..self.n_pes {
-            let s = &self.ctrl.pe(pe).alloc[(mine.seq % 2) as usize];
-            let seq = s.seq.load(Ordering::Acquire);
-            let r = AllocRecord {
-                seq,
-                kind: s.kind.load(Ordering::Relaxed),
-                arg0: s.arg0.load(Ordering::Relaxed),
-                arg1: s.arg1.load(Ordering::Relaxed),
-                result: s.result.load(Ordering::Relaxed),
-            };
+            let r = read(pe);
             if r != mine {
                 differ.push(pe);
             }

@@ -92,6 +92,11 @@ impl Ctrl {
         Ctrl { base, n_pes }
     }
 
+    /// Address of the segment (offsets into it are what remote PEs use).
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
     pub fn header(&self) -> &CtrlHeader {
         // SAFETY: `new`'s contract: the header lies at the base.
         unsafe { &*(self.base as *const CtrlHeader) }

@@ -103,6 +103,34 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_RUNTIME",
+        kind: Kind::Text,
+        default: "auto",
+        help: "How the job bootstraps when ishmrun did not start it: MPI (through the MPI proxy plugin), or auto (MPI when an MPI launcher's environment is detected, else a singleton PE).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_ENABLE_SHM",
+        kind: Kind::Bool,
+        default: "1",
+        help: "Under MPI: PEs on the same node share heaps and use load/store. 0 makes every other PE remote, so every operation goes through the MPI proxy (tests the inter-node path on one machine).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_MPI_PROXY",
+        kind: Kind::Text,
+        default: "",
+        help: "Path of the MPI proxy plugin (default: libishmem_proxy_oshmpi-<openmpi|mpich>.so for the MPI in use, beside libishmem in ishmem/).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_PROXY_PROGRESS_THREAD",
+        kind: Kind::Bool,
+        default: "1",
+        help: "Under MPI with MPI_THREAD_MULTIPLE: a thread serves other PEs' atomic operations while this PE computes outside the library (it sleeps up to 200 us when idle).",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_ROOT",
         kind: Kind::Text,
         default: "",
@@ -220,6 +248,14 @@ pub struct Config {
     pub print_info: bool,
     /// ISHMEM_DEVICE_RING_ALL
     pub device_ring_all: bool,
+    /// ISHMEM_RUNTIME=MPI
+    pub runtime_mpi: bool,
+    /// ISHMEM_ENABLE_SHM
+    pub enable_shm: bool,
+    /// ISHMEM_MPI_PROXY
+    pub mpi_proxy: Option<String>,
+    /// ISHMEM_PROXY_PROGRESS_THREAD
+    pub progress_thread: bool,
 }
 
 impl Config {
@@ -248,7 +284,21 @@ impl Config {
             value: ring_all.clone(),
             expected: "0/1, true/false, yes/no or on/off",
         })?;
+        let bool_var = |name: &'static str| -> Result<bool, EnvError> {
+            let (v, from) = read(name, None, lookup);
+            parse_bool(&v).ok_or(EnvError { name: from, value: v.clone(), expected: "0/1, true/false, yes/no or on/off" })
+        };
+        let (rt, from) = read("ISHMEM_RUNTIME", None, lookup);
+        let runtime_mpi = match rt.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => false,
+            "mpi" => true,
+            _ => return Err(EnvError { name: from, value: rt, expected: "MPI or auto" }),
+        };
         Ok(Config {
+            runtime_mpi,
+            enable_shm: bool_var("ISHMEM_ENABLE_SHM")?,
+            mpi_proxy: lookup("ISHMEM_MPI_PROXY").filter(|p| !p.is_empty()),
+            progress_thread: bool_var("ISHMEM_PROXY_PROGRESS_THREAD")?,
             device_ring_all,
             symmetric_size,
             debug,

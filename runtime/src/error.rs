@@ -18,6 +18,22 @@ static CTRL: AtomicPtr<Ctrl> = AtomicPtr::new(std::ptr::null_mut());
 /// Exit status of a job aborted by an argument error.
 pub const ERROR_EXIT_CODE: i32 = 1;
 
+/// Ends the whole job through the proxy (MPI_Abort) when one is up.
+static ABORT_HOOK: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+pub(crate) fn set_abort_hook(f: Option<fn(i32)>) {
+    ABORT_HOOK.store(f.map_or(std::ptr::null_mut(), |f| f as *mut ()), Ordering::Release);
+}
+
+fn run_abort_hook(code: i32) {
+    let p = ABORT_HOOK.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: only `fn(i32)` values are stored.
+        let f: fn(i32) = unsafe { std::mem::transmute(p) };
+        f(code);
+    }
+}
+
 pub(crate) fn set_ctrl(ctrl: Option<Ctrl>) {
     let new = ctrl.map_or(std::ptr::null_mut(), |c| Box::into_raw(Box::new(c)));
     // The old box is leaked on purpose: a concurrent reader may still hold it.
@@ -41,6 +57,11 @@ pub fn pe_tag() -> String {
 /// Prints a warning tagged with the PE.
 pub fn warn(msg: fmt::Arguments<'_>) {
     emit(&format!("ishmem: {}: warning: {}\n", pe_tag(), msg));
+}
+
+/// Writes `line` and a newline to stderr with one write.
+pub(crate) fn emit_line(line: &str) {
+    emit(&format!("{line}\n"));
 }
 
 /// Writes a whole message with one write, so lines from several PEs sharing
@@ -87,6 +108,8 @@ pub fn abort_job(code: i32) -> ! {
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
+    // Across nodes: the MPI launcher ends every process.
+    run_abort_hook(code);
     // SAFETY: _exit is always safe to call; it does not return.
     unsafe { libc::_exit(code & 0xff) }
 }
@@ -115,6 +138,12 @@ pub fn global_exit(status: i32) -> ! {
         h.exit_status.store(status, Ordering::Relaxed);
         let me = MY_PE.load(Ordering::Relaxed).max(0) + 1;
         let _ = h.exit_caller.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire);
+    }
+    if !ABORT_HOOK.load(Ordering::Acquire).is_null() {
+        // PEs on other nodes see no control segment: the launcher ends them
+        // (and the job's exit status is `status` where MPI can pass it on).
+        let _ = std::io::stdout().flush();
+        run_abort_hook(status);
     }
     exit_with(status)
 }

@@ -20,7 +20,8 @@ use crate::core::State;
 use crate::ctrl::TEAM_SLOTS;
 use crate::error::{fatal, warn};
 use crate::wait::wait_until;
-use std::sync::atomic::{fence, Ordering};
+use crate::transport::AmoOp;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// Predefined team handles (Intel SHMEM's values).
 pub const TEAM_WORLD: i32 = 0;
@@ -111,10 +112,33 @@ impl State {
             my_rank: self.my_pe,
             num_contexts: 0,
         };
+        // SHARED and NODE: the PEs this one shares memory with. Teams are
+        // strided sets; a node whose PEs are not one (an irregular rank
+        // placement) gets a team of this PE alone, with a warning.
+        let node = &self.node_pes;
+        let stride = if node.len() > 1 { node[1] as isize - node[0] as isize } else { 1 };
+        let strided = node.windows(2).all(|w| w[1] as isize - w[0] as isize == stride);
+        let local = if strided {
+            Team {
+                slot: 0,
+                start: node[0],
+                stride,
+                size: node.len(),
+                my_rank: node.iter().position(|&p| p == self.my_pe).unwrap_or(0),
+                num_contexts: 0,
+            }
+        } else {
+            if node[0] == self.my_pe {
+                warn(format_args!(
+                    "the PEs of this node ({node:?}) are not a strided set: SHMEM_TEAM_SHARED and ISHMEMX_TEAM_NODE hold only the calling PE"
+                ));
+            }
+            Team { slot: 0, start: self.my_pe, stride: 1, size: 1, my_rank: 0, num_contexts: 0 }
+        };
         let mut teams = self.teams.write().unwrap();
-        // Every PE of this job shares memory with every other (one node).
         for slot in 0..PREDEFINED {
-            teams[slot] = Some(Team { slot, ..world });
+            let t = if slot == 0 { world } else { local };
+            teams[slot] = Some(Team { slot, ..t });
             self.publish_device_team(slot, teams[slot].as_ref());
         }
     }
@@ -124,10 +148,47 @@ impl State {
         self.teams.read().unwrap_or_else(|e| e.into_inner())[0].expect("world team exists while running")
     }
 
+    /// Stores `v` into control word `word` of PE `pe`'s record: directly
+    /// on this node, through the proxy (an AMO the target applies with a
+    /// CPU atomic, after this PE's earlier operations to it complete)
+    /// otherwise.
+    pub(crate) fn ctrl_store(&self, call: &str, pe: usize, word: &AtomicU64, v: u64) {
+        if self.is_local(pe) {
+            word.store(v, Ordering::Release);
+        } else {
+            let off = word as *const AtomicU64 as usize - self.ctrl.base() as usize;
+            let p = self.proxy_for(call, pe);
+            p.amo(call, ishmem_proxy_abi::REGION_CTRL, pe, off, 8, AmoOp::Set as u32, v, 0, true);
+        }
+    }
+
+    /// Reads control word `word` of PE `pe`'s record (a value that does not
+    /// change while it is read).
+    pub(crate) fn ctrl_load(&self, call: &str, pe: usize, word: &AtomicU64) -> u64 {
+        if self.is_local(pe) {
+            word.load(Ordering::Acquire)
+        } else {
+            let off = word as *const AtomicU64 as usize - self.ctrl.base() as usize;
+            let p = self.proxy_for(call, pe);
+            let mut v = 0u64;
+            // SAFETY: an 8-byte word inside the control region.
+            unsafe { p.get(call, ishmem_proxy_abi::REGION_CTRL, pe, off, &mut v as *mut u64 as *mut u8, 8, false) };
+            v
+        }
+    }
+
     /// Synchronizes the members of `team` (dissemination: ceil(log2 size)
-    /// rounds, each one flag store to a member and one wait).
+    /// rounds, each one flag store to a member and one wait). Through the
+    /// proxy, this PE's outstanding operations are completed first, so the
+    /// data phases of collectives are complete when a sync returns.
     pub fn team_sync_with(&self, team: &Team) {
+        const CALL: &str = "team sync";
         let n = team.size;
+        if n > 1 {
+            if let Some(p) = self.proxy {
+                p.flush(CALL, None);
+            }
+        }
         let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
         let epoch = mine.epoch.load(Ordering::Relaxed) + 1;
         mine.epoch.store(epoch, Ordering::Relaxed);
@@ -135,7 +196,7 @@ impl State {
         let mut round = 0usize;
         while dist < n {
             let to = team.world((team.my_rank + dist) % n);
-            self.ctrl.pe(to).teams[team.slot].barrier[round].store(epoch, Ordering::Release);
+            self.ctrl_store(CALL, to, &self.ctrl.pe(to).teams[team.slot].barrier[round], epoch);
             let flag = &mine.barrier[round];
             wait_until(|| flag.load(Ordering::Acquire) >= epoch);
             dist <<= 1;
@@ -159,7 +220,8 @@ impl State {
     /// Reads what member `rank` published for the sync that just completed.
     pub(crate) fn read_scratch(&self, team: &Team, rank: usize) -> u64 {
         let e = self.ctrl.pe(self.my_pe).teams[team.slot].epoch.load(Ordering::Relaxed);
-        self.ctrl.pe(team.world(rank)).teams[team.slot].scratch[(e % 2) as usize].load(Ordering::Acquire)
+        let pe = team.world(rank);
+        self.ctrl_load("team collective", pe, &self.ctrl.pe(pe).teams[team.slot].scratch[(e % 2) as usize])
     }
 
     /// Creates teams collectively over `parent`: every parent member passes
@@ -179,7 +241,7 @@ impl State {
             (Some(s), Some(shape)) => (0..shape.size)
                 .map(|r| {
                     let pe = (shape.start as isize + r as isize * shape.stride) as usize;
-                    self.ctrl.pe(pe).teams[s].epoch.load(Ordering::Acquire)
+                    self.ctrl_load("team creation", pe, &self.ctrl.pe(pe).teams[s].epoch)
                 })
                 .max()
                 .unwrap_or(0),

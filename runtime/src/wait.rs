@@ -2,7 +2,28 @@
 //! waiting PE costs little when PEs outnumber cores (oversubscribed runs),
 //! and leave when another PE aborts the job.
 
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
+
+/// Called on every poll of a wait once the proxy is up (it serves other
+/// PEs' requests and lets MPI progress); null otherwise.
+static PROGRESS: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+pub(crate) fn set_progress(f: Option<fn()>) {
+    PROGRESS.store(f.map_or(std::ptr::null_mut(), |f| f as *mut ()), Ordering::Release);
+}
+
+/// Runs the progress hook, if any (also called by single polls such as
+/// `test`, so a loop over them progresses).
+#[inline]
+pub fn progress() {
+    let p = PROGRESS.load(Ordering::Relaxed);
+    if !p.is_null() {
+        // SAFETY: only `fn()` values are stored.
+        let f: fn() = unsafe { std::mem::transmute(p) };
+        f();
+    }
+}
 
 /// Spins for this many polls before yielding the CPU.
 const SPIN_POLLS: u32 = 256;
@@ -27,6 +48,7 @@ fn wait_slow(ready: &mut dyn FnMut() -> bool) {
         if ready() {
             return;
         }
+        progress();
         polls = polls.saturating_add(1);
         if polls < SPIN_POLLS {
             std::hint::spin_loop();

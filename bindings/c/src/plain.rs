@@ -23,9 +23,98 @@ pub extern "C" fn ishmem_init() {
 }
 
 pub(crate) fn init_or_die(call: &'static str) {
-    if let Err(e) = core::init() {
+    init_opts_or_die(call, &core::InitOptions::default())
+}
+
+fn init_opts_or_die(call: &'static str, opts: &core::InitOptions) {
+    if let Err(e) = core::init_with(opts) {
         fatal(call, format_args!("{e}"))
     }
+}
+
+/// `ishmemx_runtime_type_t`: bootstrap through MPI (the MPI proxy plugin).
+pub const ISHMEMX_RUNTIME_MPI: c_int = 0;
+/// Through a host OpenSHMEM library (not available in this version).
+pub const ISHMEMX_RUNTIME_OPENSHMEM: c_int = 1;
+/// Through PMI (not available in this version).
+pub const ISHMEMX_RUNTIME_PMI: c_int = 2;
+/// Started by `ishmrun` (this library's launcher; one node).
+pub const ISHMEMX_RUNTIME_ISHMRUN: c_int = 3;
+/// A single PE started without a launcher.
+pub const ISHMEMX_RUNTIME_SINGLETON: c_int = 4;
+
+/// Initialization attributes (Intel SHMEM's `ishmemx_attr_t`; the C
+/// definition, with Intel's C++ default member values, is written by
+/// ishmem-gen; layout: int, bool, bool, pointer).
+#[allow(non_camel_case_types)]
+#[repr(C)]
+pub struct ishmemx_attr_t {
+    pub runtime: c_int,
+    pub initialize_runtime: bool,
+    pub gpu: bool,
+    pub mpi_comm: *mut c_void,
+}
+
+const _: () = assert!(std::mem::size_of::<ishmemx_attr_t>() == 16);
+
+/// Initializes with attributes (Intel SHMEM extension): `runtime` picks the
+/// bootstrap (ISHMEMX_RUNTIME_MPI; ignored under ishmrun); `mpi_comm`
+/// points to the application's `MPI_Comm` when it initialized MPI itself
+/// (`initialize_runtime` false): the job is that communicator and MPI stays
+/// the application's. `ISHMEM_RUNTIME` in the environment wins over
+/// `runtime`.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
+    const CALL: &str = "ishmemx_init_attr";
+    guard(CALL, || {
+        if attr.is_null() {
+            fatal(CALL, format_args!("attr is a null pointer"))
+        }
+        let a = &*attr;
+        let under_ishmrun = std::env::var_os("ISHMRUN_FD").is_some();
+        match a.runtime {
+            ISHMEMX_RUNTIME_MPI | ISHMEMX_RUNTIME_ISHMRUN | ISHMEMX_RUNTIME_SINGLETON => {}
+            ISHMEMX_RUNTIME_OPENSHMEM | ISHMEMX_RUNTIME_PMI => fatal(
+                CALL,
+                format_args!(
+                    "runtime {} ({}) is not available in this version: use ISHMEMX_RUNTIME_MPI or ishmrun",
+                    a.runtime,
+                    if a.runtime == ISHMEMX_RUNTIME_PMI { "PMI" } else { "OPENSHMEM" }
+                ),
+            ),
+            r => fatal(CALL, format_args!("runtime {r} is not an ishmemx_runtime_type_t value")),
+        }
+        if !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
+            fatal(CALL, format_args!("initialize_runtime is false but mpi_comm is null: pass the application's communicator"))
+        }
+        if under_ishmrun && !a.mpi_comm.is_null() {
+            fatal(CALL, format_args!("mpi_comm was given, but this job was started by ishmrun (start it with mpiexec)"))
+        }
+        let opts = core::InitOptions {
+            force_mpi: a.runtime == ISHMEMX_RUNTIME_MPI && !under_ishmrun && launched_or_comm(a),
+            app_comm: a.mpi_comm as *const c_void,
+            requested_thread: ISHMEM_THREAD_MULTIPLE,
+        };
+        init_opts_or_die(CALL, &opts);
+    })
+}
+
+/// Intel's default attributes ask for MPI: honour that when MPI is there
+/// (a communicator, or an MPI launcher); a program started without any
+/// launcher stays a singleton.
+fn launched_or_comm(a: &ishmemx_attr_t) -> bool {
+    !a.mpi_comm.is_null() || ishmem_runtime::proxy::launched_by_mpi()
+}
+
+/// How the job bootstrapped (`ishmemx_runtime_type_t`).
+#[no_mangle]
+pub extern "C" fn ishmemx_runtime_get_type() -> c_int {
+    const CALL: &str = "ishmemx_runtime_get_type";
+    guard(CALL, || match state(CALL).runtime() {
+        core::Runtime::Mpi => ISHMEMX_RUNTIME_MPI,
+        core::Runtime::Ishmrun => ISHMEMX_RUNTIME_ISHMRUN,
+        core::Runtime::Singleton => ISHMEMX_RUNTIME_SINGLETON,
+    })
 }
 
 /// Completes all operations and releases the library's resources;
@@ -369,12 +458,15 @@ pub(crate) unsafe fn init_thread(call: &'static str, requested: c_int, provided:
         if !(ISHMEM_THREAD_SINGLE..=ISHMEM_THREAD_MULTIPLE).contains(&requested) {
             fatal(call, format_args!("requested thread level {requested} is not one of the THREAD_* constants (0..3)"))
         }
-        init_or_die(call);
-        // Every level is supported: RMA, AMO and wait paths take no locks,
-        // so the MULTIPLE path is also the light one.
-        THREAD_LEVEL.store(requested, std::sync::atomic::Ordering::Relaxed);
+        init_opts_or_die(call, &core::InitOptions { requested_thread: requested, ..Default::default() });
+        // Every level is supported on one node (RMA, AMO and wait paths take
+        // no locks, so MULTIPLE is also the light path). Across nodes, an
+        // application that initialized MPI below MPI_THREAD_MULTIPLE limits
+        // us to the thread that initialized (FUNNELED).
+        let level = requested.min(state(call).max_thread_level());
+        THREAD_LEVEL.store(level, std::sync::atomic::Ordering::Relaxed);
         if !provided.is_null() {
-            *provided = requested;
+            *provided = level;
         }
         0
     })
@@ -386,12 +478,15 @@ pub(crate) unsafe fn query_thread(call: &'static str, provided: *mut c_int) {
         if provided.is_null() {
             fatal(call, format_args!("provided is a null pointer"))
         }
-        *provided = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed);
+        let st = state(call);
+        *provided = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed).min(st.max_thread_level());
     })
 }
 
 /// Initializes the library at a thread level; `*provided` gets the level
-/// provided (the requested one: all are supported). Returns 0 (§9.1.2).
+/// provided: the requested one, except across nodes when the application
+/// initialized MPI below MPI_THREAD_MULTIPLE (then at most FUNNELED).
+/// Returns 0 (§9.1.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
     init_thread("ishmem_init_thread", requested, provided)

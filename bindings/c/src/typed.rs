@@ -25,13 +25,13 @@ pub unsafe extern "C" fn ishmem_float_get(dest: *mut f32, source: *const f32, ne
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_float_put_nbi(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
-    ti::put::<f32>("ishmem_float_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<f32>("ishmem_float_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_float_get_nbi(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
-    ti::get::<f32>("ishmem_float_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<f32>("ishmem_float_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -97,13 +97,13 @@ pub unsafe extern "C" fn ishmem_double_get(dest: *mut f64, source: *const f64, n
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_double_put_nbi(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
-    ti::put::<f64>("ishmem_double_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<f64>("ishmem_double_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_double_get_nbi(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
-    ti::get::<f64>("ishmem_double_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<f64>("ishmem_double_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -169,13 +169,13 @@ pub unsafe extern "C" fn ishmem_char_get(dest: *mut c_char, source: *const c_cha
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_char_put_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
-    ti::put::<c_char>("ishmem_char_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_char>("ishmem_char_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_char_get_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
-    ti::get::<c_char>("ishmem_char_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_char>("ishmem_char_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -241,13 +241,13 @@ pub unsafe extern "C" fn ishmem_schar_get(dest: *mut c_schar, source: *const c_s
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_put_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
-    ti::put::<c_schar>("ishmem_schar_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_schar>("ishmem_schar_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_get_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
-    ti::get::<c_schar>("ishmem_schar_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_schar>("ishmem_schar_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -313,13 +313,13 @@ pub unsafe extern "C" fn ishmem_short_get(dest: *mut c_short, source: *const c_s
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_short_put_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
-    ti::put::<c_short>("ishmem_short_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_short>("ishmem_short_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_short_get_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
-    ti::get::<c_short>("ishmem_short_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_short>("ishmem_short_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -385,13 +385,13 @@ pub unsafe extern "C" fn ishmem_int_get(dest: *mut c_int, source: *const c_int, 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int_put_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
-    ti::put::<c_int>("ishmem_int_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_int>("ishmem_int_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int_get_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
-    ti::get::<c_int>("ishmem_int_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_int>("ishmem_int_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -457,13 +457,13 @@ pub unsafe extern "C" fn ishmem_long_get(dest: *mut c_long, source: *const c_lon
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_long_put_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
-    ti::put::<c_long>("ishmem_long_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_long>("ishmem_long_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_long_get_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
-    ti::get::<c_long>("ishmem_long_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_long>("ishmem_long_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -529,13 +529,13 @@ pub unsafe extern "C" fn ishmem_longlong_get(dest: *mut c_longlong, source: *con
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_longlong_put_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
-    ti::put::<c_longlong>("ishmem_longlong_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_longlong>("ishmem_longlong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_longlong_get_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
-    ti::get::<c_longlong>("ishmem_longlong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_longlong>("ishmem_longlong_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -601,13 +601,13 @@ pub unsafe extern "C" fn ishmem_uchar_get(dest: *mut c_uchar, source: *const c_u
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uchar_put_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
-    ti::put::<c_uchar>("ishmem_uchar_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_uchar>("ishmem_uchar_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uchar_get_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
-    ti::get::<c_uchar>("ishmem_uchar_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_uchar>("ishmem_uchar_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -673,13 +673,13 @@ pub unsafe extern "C" fn ishmem_ushort_get(dest: *mut c_ushort, source: *const c
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ushort_put_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
-    ti::put::<c_ushort>("ishmem_ushort_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_ushort>("ishmem_ushort_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ushort_get_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
-    ti::get::<c_ushort>("ishmem_ushort_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_ushort>("ishmem_ushort_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -745,13 +745,13 @@ pub unsafe extern "C" fn ishmem_uint_get(dest: *mut c_uint, source: *const c_uin
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_put_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
-    ti::put::<c_uint>("ishmem_uint_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_uint>("ishmem_uint_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_get_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
-    ti::get::<c_uint>("ishmem_uint_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_uint>("ishmem_uint_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -817,13 +817,13 @@ pub unsafe extern "C" fn ishmem_ulong_get(dest: *mut c_ulong, source: *const c_u
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_put_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
-    ti::put::<c_ulong>("ishmem_ulong_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_ulong>("ishmem_ulong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_get_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
-    ti::get::<c_ulong>("ishmem_ulong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_ulong>("ishmem_ulong_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -889,13 +889,13 @@ pub unsafe extern "C" fn ishmem_ulonglong_get(dest: *mut c_ulonglong, source: *c
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_put_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
-    ti::put::<c_ulonglong>("ishmem_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_ulonglong>("ishmem_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_get_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
-    ti::get::<c_ulonglong>("ishmem_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_ulonglong>("ishmem_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -961,13 +961,13 @@ pub unsafe extern "C" fn ishmem_int8_get(dest: *mut i8, source: *const i8, nelem
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int8_put_nbi(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
-    ti::put::<i8>("ishmem_int8_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i8>("ishmem_int8_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int8_get_nbi(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
-    ti::get::<i8>("ishmem_int8_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i8>("ishmem_int8_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1033,13 +1033,13 @@ pub unsafe extern "C" fn ishmem_int16_get(dest: *mut i16, source: *const i16, ne
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int16_put_nbi(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
-    ti::put::<i16>("ishmem_int16_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i16>("ishmem_int16_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int16_get_nbi(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
-    ti::get::<i16>("ishmem_int16_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i16>("ishmem_int16_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1105,13 +1105,13 @@ pub unsafe extern "C" fn ishmem_int32_get(dest: *mut i32, source: *const i32, ne
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_put_nbi(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
-    ti::put::<i32>("ishmem_int32_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i32>("ishmem_int32_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_get_nbi(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
-    ti::get::<i32>("ishmem_int32_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i32>("ishmem_int32_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1177,13 +1177,13 @@ pub unsafe extern "C" fn ishmem_int64_get(dest: *mut i64, source: *const i64, ne
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_put_nbi(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
-    ti::put::<i64>("ishmem_int64_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i64>("ishmem_int64_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_get_nbi(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
-    ti::get::<i64>("ishmem_int64_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i64>("ishmem_int64_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1249,13 +1249,13 @@ pub unsafe extern "C" fn ishmem_uint8_get(dest: *mut u8, source: *const u8, nele
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint8_put_nbi(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    ti::put::<u8>("ishmem_uint8_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u8>("ishmem_uint8_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint8_get_nbi(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    ti::get::<u8>("ishmem_uint8_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u8>("ishmem_uint8_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1321,13 +1321,13 @@ pub unsafe extern "C" fn ishmem_uint16_get(dest: *mut u16, source: *const u16, n
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint16_put_nbi(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
-    ti::put::<u16>("ishmem_uint16_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u16>("ishmem_uint16_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint16_get_nbi(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
-    ti::get::<u16>("ishmem_uint16_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u16>("ishmem_uint16_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1393,13 +1393,13 @@ pub unsafe extern "C" fn ishmem_uint32_get(dest: *mut u32, source: *const u32, n
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_put_nbi(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
-    ti::put::<u32>("ishmem_uint32_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u32>("ishmem_uint32_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_get_nbi(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
-    ti::get::<u32>("ishmem_uint32_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u32>("ishmem_uint32_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1465,13 +1465,13 @@ pub unsafe extern "C" fn ishmem_uint64_get(dest: *mut u64, source: *const u64, n
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_put_nbi(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
-    ti::put::<u64>("ishmem_uint64_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u64>("ishmem_uint64_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_get_nbi(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
-    ti::get::<u64>("ishmem_uint64_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u64>("ishmem_uint64_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1537,13 +1537,13 @@ pub unsafe extern "C" fn ishmem_size_get(dest: *mut usize, source: *const usize,
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_size_put_nbi(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
-    ti::put::<usize>("ishmem_size_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<usize>("ishmem_size_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_size_get_nbi(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
-    ti::get::<usize>("ishmem_size_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<usize>("ishmem_size_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1609,13 +1609,13 @@ pub unsafe extern "C" fn ishmem_ptrdiff_get(dest: *mut isize, source: *const isi
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ptrdiff_put_nbi(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
-    ti::put::<isize>("ishmem_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<isize>("ishmem_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ptrdiff_get_nbi(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
-    ti::get::<isize>("ishmem_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<isize>("ishmem_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -1675,7 +1675,7 @@ pub unsafe extern "C" fn ishmem_float_atomic_fetch(source: *const f32, pe: c_int
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_float_atomic_set(dest: *mut f32, value: f32, pe: c_int) {
-    ti::op::<f32>("ishmem_float_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<f32>("ishmem_float_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1705,7 +1705,7 @@ pub unsafe extern "C" fn ishmem_double_atomic_fetch(source: *const f64, pe: c_in
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_double_atomic_set(dest: *mut f64, value: f64, pe: c_int) {
-    ti::op::<f64>("ishmem_double_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<f64>("ishmem_double_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1735,7 +1735,7 @@ pub unsafe extern "C" fn ishmem_schar_atomic_fetch(source: *const c_schar, pe: c
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_atomic_set(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("ishmem_schar_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_schar>("ishmem_schar_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1765,7 +1765,7 @@ pub unsafe extern "C" fn ishmem_int_atomic_fetch(source: *const c_int, pe: c_int
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int_atomic_set(dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("ishmem_int_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_int>("ishmem_int_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1795,7 +1795,7 @@ pub unsafe extern "C" fn ishmem_long_atomic_fetch(source: *const c_long, pe: c_i
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_long_atomic_set(dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("ishmem_long_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_long>("ishmem_long_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1825,7 +1825,7 @@ pub unsafe extern "C" fn ishmem_longlong_atomic_fetch(source: *const c_longlong,
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_longlong_atomic_set(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("ishmem_longlong_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_longlong>("ishmem_longlong_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1855,7 +1855,7 @@ pub unsafe extern "C" fn ishmem_uint_atomic_fetch(source: *const c_uint, pe: c_i
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_atomic_set(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("ishmem_uint_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_uint>("ishmem_uint_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1885,7 +1885,7 @@ pub unsafe extern "C" fn ishmem_ulong_atomic_fetch(source: *const c_ulong, pe: c
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_atomic_set(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("ishmem_ulong_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_ulong>("ishmem_ulong_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1915,7 +1915,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch(source: *const c_ulonglon
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_atomic_set(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_ulonglong>("ishmem_ulonglong_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1945,7 +1945,7 @@ pub unsafe extern "C" fn ishmem_int32_atomic_fetch(source: *const i32, pe: c_int
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("ishmem_int32_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<i32>("ishmem_int32_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -1975,7 +1975,7 @@ pub unsafe extern "C" fn ishmem_int64_atomic_fetch(source: *const i64, pe: c_int
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("ishmem_int64_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<i64>("ishmem_int64_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -2005,7 +2005,7 @@ pub unsafe extern "C" fn ishmem_uint32_atomic_fetch(source: *const u32, pe: c_in
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("ishmem_uint32_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<u32>("ishmem_uint32_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -2035,7 +2035,7 @@ pub unsafe extern "C" fn ishmem_uint64_atomic_fetch(source: *const u64, pe: c_in
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("ishmem_uint64_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<u64>("ishmem_uint64_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -2065,7 +2065,7 @@ pub unsafe extern "C" fn ishmem_size_atomic_fetch(source: *const usize, pe: c_in
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_size_atomic_set(dest: *mut usize, value: usize, pe: c_int) {
-    ti::op::<usize>("ishmem_size_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<usize>("ishmem_size_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -2095,7 +2095,7 @@ pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch(source: *const isize, pe: c
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ptrdiff_atomic_set(dest: *mut isize, value: isize, pe: c_int) {
-    ti::op::<isize>("ishmem_ptrdiff_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<isize>("ishmem_ptrdiff_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -2131,7 +2131,7 @@ pub unsafe extern "C" fn ishmem_schar_atomic_fetch_inc(dest: *mut c_schar, pe: c
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_atomic_inc(dest: *mut c_schar, pe: c_int) {
-    ti::inc::<c_schar>("ishmem_schar_atomic_inc", dest, pe);
+    ti::post::<c_schar>("ishmem_schar_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2143,7 +2143,7 @@ pub unsafe extern "C" fn ishmem_schar_atomic_fetch_add(dest: *mut c_schar, value
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_atomic_add(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("ishmem_schar_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_schar>("ishmem_schar_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2179,7 +2179,7 @@ pub unsafe extern "C" fn ishmem_int_atomic_fetch_inc(dest: *mut c_int, pe: c_int
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int_atomic_inc(dest: *mut c_int, pe: c_int) {
-    ti::inc::<c_int>("ishmem_int_atomic_inc", dest, pe);
+    ti::post::<c_int>("ishmem_int_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2191,7 +2191,7 @@ pub unsafe extern "C" fn ishmem_int_atomic_fetch_add(dest: *mut c_int, value: c_
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int_atomic_add(dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("ishmem_int_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_int>("ishmem_int_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2227,7 +2227,7 @@ pub unsafe extern "C" fn ishmem_long_atomic_fetch_inc(dest: *mut c_long, pe: c_i
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_long_atomic_inc(dest: *mut c_long, pe: c_int) {
-    ti::inc::<c_long>("ishmem_long_atomic_inc", dest, pe);
+    ti::post::<c_long>("ishmem_long_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2239,7 +2239,7 @@ pub unsafe extern "C" fn ishmem_long_atomic_fetch_add(dest: *mut c_long, value: 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_long_atomic_add(dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("ishmem_long_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_long>("ishmem_long_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2275,7 +2275,7 @@ pub unsafe extern "C" fn ishmem_longlong_atomic_fetch_inc(dest: *mut c_longlong,
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_longlong_atomic_inc(dest: *mut c_longlong, pe: c_int) {
-    ti::inc::<c_longlong>("ishmem_longlong_atomic_inc", dest, pe);
+    ti::post::<c_longlong>("ishmem_longlong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2287,7 +2287,7 @@ pub unsafe extern "C" fn ishmem_longlong_atomic_fetch_add(dest: *mut c_longlong,
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_longlong_atomic_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("ishmem_longlong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_longlong>("ishmem_longlong_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2323,7 +2323,7 @@ pub unsafe extern "C" fn ishmem_uint_atomic_fetch_inc(dest: *mut c_uint, pe: c_i
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_atomic_inc(dest: *mut c_uint, pe: c_int) {
-    ti::inc::<c_uint>("ishmem_uint_atomic_inc", dest, pe);
+    ti::post::<c_uint>("ishmem_uint_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2335,7 +2335,7 @@ pub unsafe extern "C" fn ishmem_uint_atomic_fetch_add(dest: *mut c_uint, value: 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_atomic_add(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("ishmem_uint_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_uint>("ishmem_uint_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2371,7 +2371,7 @@ pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_inc(dest: *mut c_ulong, pe: c
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_atomic_inc(dest: *mut c_ulong, pe: c_int) {
-    ti::inc::<c_ulong>("ishmem_ulong_atomic_inc", dest, pe);
+    ti::post::<c_ulong>("ishmem_ulong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2383,7 +2383,7 @@ pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_add(dest: *mut c_ulong, value
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_atomic_add(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("ishmem_ulong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_ulong>("ishmem_ulong_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2419,7 +2419,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_inc(dest: *mut c_ulonglon
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_atomic_inc(dest: *mut c_ulonglong, pe: c_int) {
-    ti::inc::<c_ulonglong>("ishmem_ulonglong_atomic_inc", dest, pe);
+    ti::post::<c_ulonglong>("ishmem_ulonglong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2431,7 +2431,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_add(dest: *mut c_ulonglon
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_atomic_add(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_ulonglong>("ishmem_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2467,7 +2467,7 @@ pub unsafe extern "C" fn ishmem_int32_atomic_fetch_inc(dest: *mut i32, pe: c_int
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_atomic_inc(dest: *mut i32, pe: c_int) {
-    ti::inc::<i32>("ishmem_int32_atomic_inc", dest, pe);
+    ti::post::<i32>("ishmem_int32_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2479,7 +2479,7 @@ pub unsafe extern "C" fn ishmem_int32_atomic_fetch_add(dest: *mut i32, value: i3
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_atomic_add(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("ishmem_int32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<i32>("ishmem_int32_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2515,7 +2515,7 @@ pub unsafe extern "C" fn ishmem_int64_atomic_fetch_inc(dest: *mut i64, pe: c_int
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_atomic_inc(dest: *mut i64, pe: c_int) {
-    ti::inc::<i64>("ishmem_int64_atomic_inc", dest, pe);
+    ti::post::<i64>("ishmem_int64_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2527,7 +2527,7 @@ pub unsafe extern "C" fn ishmem_int64_atomic_fetch_add(dest: *mut i64, value: i6
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("ishmem_int64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<i64>("ishmem_int64_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2563,7 +2563,7 @@ pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_inc(dest: *mut u32, pe: c_in
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_atomic_inc(dest: *mut u32, pe: c_int) {
-    ti::inc::<u32>("ishmem_uint32_atomic_inc", dest, pe);
+    ti::post::<u32>("ishmem_uint32_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2575,7 +2575,7 @@ pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_add(dest: *mut u32, value: u
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_atomic_add(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("ishmem_uint32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<u32>("ishmem_uint32_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2611,7 +2611,7 @@ pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_inc(dest: *mut u64, pe: c_in
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_atomic_inc(dest: *mut u64, pe: c_int) {
-    ti::inc::<u64>("ishmem_uint64_atomic_inc", dest, pe);
+    ti::post::<u64>("ishmem_uint64_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2623,7 +2623,7 @@ pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_add(dest: *mut u64, value: u
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("ishmem_uint64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<u64>("ishmem_uint64_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2659,7 +2659,7 @@ pub unsafe extern "C" fn ishmem_size_atomic_fetch_inc(dest: *mut usize, pe: c_in
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_size_atomic_inc(dest: *mut usize, pe: c_int) {
-    ti::inc::<usize>("ishmem_size_atomic_inc", dest, pe);
+    ti::post::<usize>("ishmem_size_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2671,7 +2671,7 @@ pub unsafe extern "C" fn ishmem_size_atomic_fetch_add(dest: *mut usize, value: u
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_size_atomic_add(dest: *mut usize, value: usize, pe: c_int) {
-    ti::op::<usize>("ishmem_size_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<usize>("ishmem_size_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2707,7 +2707,7 @@ pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch_inc(dest: *mut isize, pe: c
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ptrdiff_atomic_inc(dest: *mut isize, pe: c_int) {
-    ti::inc::<isize>("ishmem_ptrdiff_atomic_inc", dest, pe);
+    ti::post::<isize>("ishmem_ptrdiff_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -2719,7 +2719,7 @@ pub unsafe extern "C" fn ishmem_ptrdiff_atomic_fetch_add(dest: *mut isize, value
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ptrdiff_atomic_add(dest: *mut isize, value: isize, pe: c_int) {
-    ti::op::<isize>("ishmem_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<isize>("ishmem_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Non-blocking compare_swap.
@@ -2749,7 +2749,7 @@ pub unsafe extern "C" fn ishmem_schar_atomic_fetch_and(dest: *mut c_schar, value
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_atomic_and(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("ishmem_schar_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_schar>("ishmem_schar_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -2761,7 +2761,7 @@ pub unsafe extern "C" fn ishmem_schar_atomic_fetch_or(dest: *mut c_schar, value:
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_atomic_or(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("ishmem_schar_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_schar>("ishmem_schar_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -2773,7 +2773,7 @@ pub unsafe extern "C" fn ishmem_schar_atomic_fetch_xor(dest: *mut c_schar, value
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_schar_atomic_xor(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("ishmem_schar_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_schar>("ishmem_schar_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -2803,7 +2803,7 @@ pub unsafe extern "C" fn ishmem_uint_atomic_fetch_and(dest: *mut c_uint, value: 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_atomic_and(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("ishmem_uint_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_uint>("ishmem_uint_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -2815,7 +2815,7 @@ pub unsafe extern "C" fn ishmem_uint_atomic_fetch_or(dest: *mut c_uint, value: c
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_atomic_or(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("ishmem_uint_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_uint>("ishmem_uint_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -2827,7 +2827,7 @@ pub unsafe extern "C" fn ishmem_uint_atomic_fetch_xor(dest: *mut c_uint, value: 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint_atomic_xor(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("ishmem_uint_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_uint>("ishmem_uint_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -2857,7 +2857,7 @@ pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_and(dest: *mut c_ulong, value
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_atomic_and(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("ishmem_ulong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_ulong>("ishmem_ulong_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -2869,7 +2869,7 @@ pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_or(dest: *mut c_ulong, value:
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_atomic_or(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("ishmem_ulong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_ulong>("ishmem_ulong_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -2881,7 +2881,7 @@ pub unsafe extern "C" fn ishmem_ulong_atomic_fetch_xor(dest: *mut c_ulong, value
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulong_atomic_xor(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("ishmem_ulong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_ulong>("ishmem_ulong_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -2911,7 +2911,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_and(dest: *mut c_ulonglon
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_atomic_and(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_ulonglong>("ishmem_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -2923,7 +2923,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_or(dest: *mut c_ulonglong
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_atomic_or(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_ulonglong>("ishmem_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -2935,7 +2935,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_atomic_fetch_xor(dest: *mut c_ulonglon
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_ulonglong_atomic_xor(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("ishmem_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_ulonglong>("ishmem_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -2965,7 +2965,7 @@ pub unsafe extern "C" fn ishmem_int32_atomic_fetch_and(dest: *mut i32, value: i3
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_atomic_and(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("ishmem_int32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<i32>("ishmem_int32_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -2977,7 +2977,7 @@ pub unsafe extern "C" fn ishmem_int32_atomic_fetch_or(dest: *mut i32, value: i32
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_atomic_or(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("ishmem_int32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<i32>("ishmem_int32_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -2989,7 +2989,7 @@ pub unsafe extern "C" fn ishmem_int32_atomic_fetch_xor(dest: *mut i32, value: i3
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int32_atomic_xor(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("ishmem_int32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<i32>("ishmem_int32_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -3019,7 +3019,7 @@ pub unsafe extern "C" fn ishmem_int64_atomic_fetch_and(dest: *mut i64, value: i6
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_atomic_and(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("ishmem_int64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<i64>("ishmem_int64_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -3031,7 +3031,7 @@ pub unsafe extern "C" fn ishmem_int64_atomic_fetch_or(dest: *mut i64, value: i64
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_atomic_or(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("ishmem_int64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<i64>("ishmem_int64_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -3043,7 +3043,7 @@ pub unsafe extern "C" fn ishmem_int64_atomic_fetch_xor(dest: *mut i64, value: i6
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int64_atomic_xor(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("ishmem_int64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<i64>("ishmem_int64_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -3073,7 +3073,7 @@ pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_and(dest: *mut u32, value: u
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("ishmem_uint32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<u32>("ishmem_uint32_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -3085,7 +3085,7 @@ pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_or(dest: *mut u32, value: u3
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("ishmem_uint32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<u32>("ishmem_uint32_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -3097,7 +3097,7 @@ pub unsafe extern "C" fn ishmem_uint32_atomic_fetch_xor(dest: *mut u32, value: u
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint32_atomic_xor(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("ishmem_uint32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<u32>("ishmem_uint32_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -3127,7 +3127,7 @@ pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_and(dest: *mut u64, value: u
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("ishmem_uint64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<u64>("ishmem_uint64_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -3139,7 +3139,7 @@ pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_or(dest: *mut u64, value: u6
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("ishmem_uint64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<u64>("ishmem_uint64_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -3151,7 +3151,7 @@ pub unsafe extern "C" fn ishmem_uint64_atomic_fetch_xor(dest: *mut u64, value: u
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_uint64_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("ishmem_uint64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<u64>("ishmem_uint64_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Non-blocking fetch_and.
@@ -5983,13 +5983,13 @@ pub unsafe extern "C" fn ishmem_get8(dest: *mut c_void, source: *const c_void, n
 /// Non-blocking put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u8>("ishmem_put8_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u8>("ishmem_put8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u8>("ishmem_get8_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u8>("ishmem_get8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Strided put of 8-bit elements.
@@ -6043,13 +6043,13 @@ pub unsafe extern "C" fn ishmem_get16(dest: *mut c_void, source: *const c_void, 
 /// Non-blocking put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u16>("ishmem_put16_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u16>("ishmem_put16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u16>("ishmem_get16_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u16>("ishmem_get16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Strided put of 16-bit elements.
@@ -6103,13 +6103,13 @@ pub unsafe extern "C" fn ishmem_get32(dest: *mut c_void, source: *const c_void, 
 /// Non-blocking put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u32>("ishmem_put32_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u32>("ishmem_put32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u32>("ishmem_get32_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u32>("ishmem_get32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Strided put of 32-bit elements.
@@ -6163,13 +6163,13 @@ pub unsafe extern "C" fn ishmem_get64(dest: *mut c_void, source: *const c_void, 
 /// Non-blocking put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u64>("ishmem_put64_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u64>("ishmem_put64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u64>("ishmem_get64_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u64>("ishmem_get64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Strided put of 64-bit elements.
@@ -6223,13 +6223,13 @@ pub unsafe extern "C" fn ishmem_get128(dest: *mut c_void, source: *const c_void,
 /// Non-blocking put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<crate::typed_impl::Bits128>("ishmem_put128_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<crate::typed_impl::Bits128>("ishmem_put128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_get128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<crate::typed_impl::Bits128>("ishmem_get128_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<crate::typed_impl::Bits128>("ishmem_get128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Strided put of 128-bit elements.
@@ -6283,13 +6283,13 @@ pub unsafe extern "C" fn ishmem_getmem(dest: *mut c_void, source: *const c_void,
 /// Non-blocking putmem.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_putmem_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u8>("ishmem_putmem_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u8>("ishmem_putmem_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking getmem.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_getmem_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u8>("ishmem_getmem_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u8>("ishmem_getmem_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// put_signal of nelems bytes.
@@ -6361,25 +6361,25 @@ pub unsafe extern "C" fn shmem_ctx_float_get(ctx: *mut c_void, dest: *mut f32, s
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_put_nbi(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
-    ti::put::<f32>("shmem_float_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<f32>("shmem_float_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_put_nbi(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
-    ti::put::<f32>("shmem_ctx_float_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_put_nbi", ctx, pe))
+    ti::put_nbi::<f32>("shmem_ctx_float_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_get_nbi(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
-    ti::get::<f32>("shmem_float_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<f32>("shmem_float_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_get_nbi(ctx: *mut c_void, dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
-    ti::get::<f32>("shmem_ctx_float_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_get_nbi", ctx, pe))
+    ti::get_nbi::<f32>("shmem_ctx_float_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_float_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6505,25 +6505,25 @@ pub unsafe extern "C" fn shmem_ctx_double_get(ctx: *mut c_void, dest: *mut f64, 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_put_nbi(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
-    ti::put::<f64>("shmem_double_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<f64>("shmem_double_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_put_nbi(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
-    ti::put::<f64>("shmem_ctx_double_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_put_nbi", ctx, pe))
+    ti::put_nbi::<f64>("shmem_ctx_double_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_get_nbi(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
-    ti::get::<f64>("shmem_double_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<f64>("shmem_double_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_get_nbi(ctx: *mut c_void, dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
-    ti::get::<f64>("shmem_ctx_double_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_get_nbi", ctx, pe))
+    ti::get_nbi::<f64>("shmem_ctx_double_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_double_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6649,25 +6649,25 @@ pub unsafe extern "C" fn shmem_ctx_char_get(ctx: *mut c_void, dest: *mut c_char,
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_put_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
-    ti::put::<c_char>("shmem_char_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_char>("shmem_char_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_put_nbi(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
-    ti::put::<c_char>("shmem_ctx_char_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_put_nbi", ctx, pe))
+    ti::put_nbi::<c_char>("shmem_ctx_char_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_get_nbi(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
-    ti::get::<c_char>("shmem_char_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_char>("shmem_char_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_get_nbi(ctx: *mut c_void, dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int) {
-    ti::get::<c_char>("shmem_ctx_char_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_get_nbi", ctx, pe))
+    ti::get_nbi::<c_char>("shmem_ctx_char_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_char_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6793,25 +6793,25 @@ pub unsafe extern "C" fn shmem_ctx_schar_get(ctx: *mut c_void, dest: *mut c_scha
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_put_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
-    ti::put::<c_schar>("shmem_schar_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_schar>("shmem_schar_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_put_nbi(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
-    ti::put::<c_schar>("shmem_ctx_schar_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_put_nbi", ctx, pe))
+    ti::put_nbi::<c_schar>("shmem_ctx_schar_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_get_nbi(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
-    ti::get::<c_schar>("shmem_schar_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_schar>("shmem_schar_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_get_nbi(ctx: *mut c_void, dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int) {
-    ti::get::<c_schar>("shmem_ctx_schar_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_get_nbi", ctx, pe))
+    ti::get_nbi::<c_schar>("shmem_ctx_schar_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_schar_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -6937,25 +6937,25 @@ pub unsafe extern "C" fn shmem_ctx_short_get(ctx: *mut c_void, dest: *mut c_shor
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_put_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
-    ti::put::<c_short>("shmem_short_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_short>("shmem_short_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_put_nbi(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
-    ti::put::<c_short>("shmem_ctx_short_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_put_nbi", ctx, pe))
+    ti::put_nbi::<c_short>("shmem_ctx_short_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_get_nbi(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
-    ti::get::<c_short>("shmem_short_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_short>("shmem_short_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_get_nbi(ctx: *mut c_void, dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int) {
-    ti::get::<c_short>("shmem_ctx_short_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_get_nbi", ctx, pe))
+    ti::get_nbi::<c_short>("shmem_ctx_short_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_short_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7081,25 +7081,25 @@ pub unsafe extern "C" fn shmem_ctx_int_get(ctx: *mut c_void, dest: *mut c_int, s
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_put_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
-    ti::put::<c_int>("shmem_int_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_int>("shmem_int_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_put_nbi(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
-    ti::put::<c_int>("shmem_ctx_int_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_put_nbi", ctx, pe))
+    ti::put_nbi::<c_int>("shmem_ctx_int_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_get_nbi(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
-    ti::get::<c_int>("shmem_int_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_int>("shmem_int_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_get_nbi(ctx: *mut c_void, dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
-    ti::get::<c_int>("shmem_ctx_int_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_get_nbi", ctx, pe))
+    ti::get_nbi::<c_int>("shmem_ctx_int_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7225,25 +7225,25 @@ pub unsafe extern "C" fn shmem_ctx_long_get(ctx: *mut c_void, dest: *mut c_long,
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_put_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
-    ti::put::<c_long>("shmem_long_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_long>("shmem_long_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_put_nbi(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
-    ti::put::<c_long>("shmem_ctx_long_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_put_nbi", ctx, pe))
+    ti::put_nbi::<c_long>("shmem_ctx_long_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_get_nbi(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
-    ti::get::<c_long>("shmem_long_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_long>("shmem_long_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_get_nbi(ctx: *mut c_void, dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int) {
-    ti::get::<c_long>("shmem_ctx_long_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_get_nbi", ctx, pe))
+    ti::get_nbi::<c_long>("shmem_ctx_long_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_long_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7369,25 +7369,25 @@ pub unsafe extern "C" fn shmem_ctx_longlong_get(ctx: *mut c_void, dest: *mut c_l
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_put_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
-    ti::put::<c_longlong>("shmem_longlong_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_longlong>("shmem_longlong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_put_nbi(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
-    ti::put::<c_longlong>("shmem_ctx_longlong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_put_nbi", ctx, pe))
+    ti::put_nbi::<c_longlong>("shmem_ctx_longlong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_get_nbi(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
-    ti::get::<c_longlong>("shmem_longlong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_longlong>("shmem_longlong_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_get_nbi(ctx: *mut c_void, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int) {
-    ti::get::<c_longlong>("shmem_ctx_longlong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_get_nbi", ctx, pe))
+    ti::get_nbi::<c_longlong>("shmem_ctx_longlong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_longlong_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7513,25 +7513,25 @@ pub unsafe extern "C" fn shmem_ctx_uchar_get(ctx: *mut c_void, dest: *mut c_ucha
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_put_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
-    ti::put::<c_uchar>("shmem_uchar_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_uchar>("shmem_uchar_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_put_nbi(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
-    ti::put::<c_uchar>("shmem_ctx_uchar_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_put_nbi", ctx, pe))
+    ti::put_nbi::<c_uchar>("shmem_ctx_uchar_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_get_nbi(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
-    ti::get::<c_uchar>("shmem_uchar_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_uchar>("shmem_uchar_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_get_nbi(ctx: *mut c_void, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int) {
-    ti::get::<c_uchar>("shmem_ctx_uchar_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_get_nbi", ctx, pe))
+    ti::get_nbi::<c_uchar>("shmem_ctx_uchar_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uchar_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7657,25 +7657,25 @@ pub unsafe extern "C" fn shmem_ctx_ushort_get(ctx: *mut c_void, dest: *mut c_ush
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_put_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
-    ti::put::<c_ushort>("shmem_ushort_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_ushort>("shmem_ushort_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_put_nbi(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
-    ti::put::<c_ushort>("shmem_ctx_ushort_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_put_nbi", ctx, pe))
+    ti::put_nbi::<c_ushort>("shmem_ctx_ushort_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_get_nbi(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
-    ti::get::<c_ushort>("shmem_ushort_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_ushort>("shmem_ushort_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_get_nbi(ctx: *mut c_void, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int) {
-    ti::get::<c_ushort>("shmem_ctx_ushort_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_get_nbi", ctx, pe))
+    ti::get_nbi::<c_ushort>("shmem_ctx_ushort_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ushort_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7801,25 +7801,25 @@ pub unsafe extern "C" fn shmem_ctx_uint_get(ctx: *mut c_void, dest: *mut c_uint,
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_put_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
-    ti::put::<c_uint>("shmem_uint_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_uint>("shmem_uint_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_put_nbi(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
-    ti::put::<c_uint>("shmem_ctx_uint_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_put_nbi", ctx, pe))
+    ti::put_nbi::<c_uint>("shmem_ctx_uint_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_get_nbi(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
-    ti::get::<c_uint>("shmem_uint_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_uint>("shmem_uint_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_get_nbi(ctx: *mut c_void, dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int) {
-    ti::get::<c_uint>("shmem_ctx_uint_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_get_nbi", ctx, pe))
+    ti::get_nbi::<c_uint>("shmem_ctx_uint_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -7945,25 +7945,25 @@ pub unsafe extern "C" fn shmem_ctx_ulong_get(ctx: *mut c_void, dest: *mut c_ulon
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_put_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
-    ti::put::<c_ulong>("shmem_ulong_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_ulong>("shmem_ulong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_put_nbi(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
-    ti::put::<c_ulong>("shmem_ctx_ulong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_put_nbi", ctx, pe))
+    ti::put_nbi::<c_ulong>("shmem_ctx_ulong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_get_nbi(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
-    ti::get::<c_ulong>("shmem_ulong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_ulong>("shmem_ulong_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_get_nbi(ctx: *mut c_void, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int) {
-    ti::get::<c_ulong>("shmem_ctx_ulong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_get_nbi", ctx, pe))
+    ti::get_nbi::<c_ulong>("shmem_ctx_ulong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulong_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -8089,25 +8089,25 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_get(ctx: *mut c_void, dest: *mut c_
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_put_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
-    ti::put::<c_ulonglong>("shmem_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<c_ulonglong>("shmem_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_put_nbi(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
-    ti::put::<c_ulonglong>("shmem_ctx_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_put_nbi", ctx, pe))
+    ti::put_nbi::<c_ulonglong>("shmem_ctx_ulonglong_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_get_nbi(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
-    ti::get::<c_ulonglong>("shmem_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<c_ulonglong>("shmem_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_get_nbi(ctx: *mut c_void, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int) {
-    ti::get::<c_ulonglong>("shmem_ctx_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_get_nbi", ctx, pe))
+    ti::get_nbi::<c_ulonglong>("shmem_ctx_ulonglong_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ulonglong_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -8233,25 +8233,25 @@ pub unsafe extern "C" fn shmem_ctx_int8_get(ctx: *mut c_void, dest: *mut i8, sou
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_put_nbi(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
-    ti::put::<i8>("shmem_int8_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i8>("shmem_int8_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_put_nbi(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
-    ti::put::<i8>("shmem_ctx_int8_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_put_nbi", ctx, pe))
+    ti::put_nbi::<i8>("shmem_ctx_int8_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_get_nbi(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
-    ti::get::<i8>("shmem_int8_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i8>("shmem_int8_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_get_nbi(ctx: *mut c_void, dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
-    ti::get::<i8>("shmem_ctx_int8_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_get_nbi", ctx, pe))
+    ti::get_nbi::<i8>("shmem_ctx_int8_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int8_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -8377,25 +8377,25 @@ pub unsafe extern "C" fn shmem_ctx_int16_get(ctx: *mut c_void, dest: *mut i16, s
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_put_nbi(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
-    ti::put::<i16>("shmem_int16_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i16>("shmem_int16_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_put_nbi(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
-    ti::put::<i16>("shmem_ctx_int16_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_put_nbi", ctx, pe))
+    ti::put_nbi::<i16>("shmem_ctx_int16_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_get_nbi(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
-    ti::get::<i16>("shmem_int16_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i16>("shmem_int16_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_get_nbi(ctx: *mut c_void, dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
-    ti::get::<i16>("shmem_ctx_int16_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_get_nbi", ctx, pe))
+    ti::get_nbi::<i16>("shmem_ctx_int16_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int16_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -8521,25 +8521,25 @@ pub unsafe extern "C" fn shmem_ctx_int32_get(ctx: *mut c_void, dest: *mut i32, s
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_put_nbi(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
-    ti::put::<i32>("shmem_int32_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i32>("shmem_int32_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_put_nbi(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
-    ti::put::<i32>("shmem_ctx_int32_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_put_nbi", ctx, pe))
+    ti::put_nbi::<i32>("shmem_ctx_int32_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_get_nbi(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
-    ti::get::<i32>("shmem_int32_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i32>("shmem_int32_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_get_nbi(ctx: *mut c_void, dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
-    ti::get::<i32>("shmem_ctx_int32_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_get_nbi", ctx, pe))
+    ti::get_nbi::<i32>("shmem_ctx_int32_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int32_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -8665,25 +8665,25 @@ pub unsafe extern "C" fn shmem_ctx_int64_get(ctx: *mut c_void, dest: *mut i64, s
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_put_nbi(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
-    ti::put::<i64>("shmem_int64_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<i64>("shmem_int64_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_put_nbi(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
-    ti::put::<i64>("shmem_ctx_int64_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_put_nbi", ctx, pe))
+    ti::put_nbi::<i64>("shmem_ctx_int64_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_get_nbi(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
-    ti::get::<i64>("shmem_int64_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<i64>("shmem_int64_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_get_nbi(ctx: *mut c_void, dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
-    ti::get::<i64>("shmem_ctx_int64_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_get_nbi", ctx, pe))
+    ti::get_nbi::<i64>("shmem_ctx_int64_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_int64_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -8809,25 +8809,25 @@ pub unsafe extern "C" fn shmem_ctx_uint8_get(ctx: *mut c_void, dest: *mut u8, so
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_put_nbi(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    ti::put::<u8>("shmem_uint8_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u8>("shmem_uint8_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_put_nbi(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    ti::put::<u8>("shmem_ctx_uint8_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_put_nbi", ctx, pe))
+    ti::put_nbi::<u8>("shmem_ctx_uint8_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_get_nbi(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    ti::get::<u8>("shmem_uint8_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u8>("shmem_uint8_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_get_nbi(ctx: *mut c_void, dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    ti::get::<u8>("shmem_ctx_uint8_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_get_nbi", ctx, pe))
+    ti::get_nbi::<u8>("shmem_ctx_uint8_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint8_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -8953,25 +8953,25 @@ pub unsafe extern "C" fn shmem_ctx_uint16_get(ctx: *mut c_void, dest: *mut u16, 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_put_nbi(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
-    ti::put::<u16>("shmem_uint16_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u16>("shmem_uint16_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_put_nbi(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
-    ti::put::<u16>("shmem_ctx_uint16_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_put_nbi", ctx, pe))
+    ti::put_nbi::<u16>("shmem_ctx_uint16_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_get_nbi(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
-    ti::get::<u16>("shmem_uint16_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u16>("shmem_uint16_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_get_nbi(ctx: *mut c_void, dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
-    ti::get::<u16>("shmem_ctx_uint16_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_get_nbi", ctx, pe))
+    ti::get_nbi::<u16>("shmem_ctx_uint16_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint16_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -9097,25 +9097,25 @@ pub unsafe extern "C" fn shmem_ctx_uint32_get(ctx: *mut c_void, dest: *mut u32, 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_put_nbi(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
-    ti::put::<u32>("shmem_uint32_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u32>("shmem_uint32_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_put_nbi(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
-    ti::put::<u32>("shmem_ctx_uint32_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_put_nbi", ctx, pe))
+    ti::put_nbi::<u32>("shmem_ctx_uint32_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_get_nbi(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
-    ti::get::<u32>("shmem_uint32_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u32>("shmem_uint32_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_get_nbi(ctx: *mut c_void, dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
-    ti::get::<u32>("shmem_ctx_uint32_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_get_nbi", ctx, pe))
+    ti::get_nbi::<u32>("shmem_ctx_uint32_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint32_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -9241,25 +9241,25 @@ pub unsafe extern "C" fn shmem_ctx_uint64_get(ctx: *mut c_void, dest: *mut u64, 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_put_nbi(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
-    ti::put::<u64>("shmem_uint64_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u64>("shmem_uint64_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_put_nbi(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
-    ti::put::<u64>("shmem_ctx_uint64_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_put_nbi", ctx, pe))
+    ti::put_nbi::<u64>("shmem_ctx_uint64_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_get_nbi(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
-    ti::get::<u64>("shmem_uint64_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u64>("shmem_uint64_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_get_nbi(ctx: *mut c_void, dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
-    ti::get::<u64>("shmem_ctx_uint64_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_get_nbi", ctx, pe))
+    ti::get_nbi::<u64>("shmem_ctx_uint64_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_uint64_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -9385,25 +9385,25 @@ pub unsafe extern "C" fn shmem_ctx_size_get(ctx: *mut c_void, dest: *mut usize, 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_put_nbi(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
-    ti::put::<usize>("shmem_size_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<usize>("shmem_size_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_put_nbi(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
-    ti::put::<usize>("shmem_ctx_size_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_put_nbi", ctx, pe))
+    ti::put_nbi::<usize>("shmem_ctx_size_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_get_nbi(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
-    ti::get::<usize>("shmem_size_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<usize>("shmem_size_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_get_nbi(ctx: *mut c_void, dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
-    ti::get::<usize>("shmem_ctx_size_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_get_nbi", ctx, pe))
+    ti::get_nbi::<usize>("shmem_ctx_size_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_size_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -9529,25 +9529,25 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_get(ctx: *mut c_void, dest: *mut isiz
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_put_nbi(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
-    ti::put::<isize>("shmem_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<isize>("shmem_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put, complete at quiet (§9.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_nbi(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
-    ti::put::<isize>("shmem_ctx_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_put_nbi", ctx, pe))
+    ti::put_nbi::<isize>("shmem_ctx_ptrdiff_put_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_put_nbi", ctx, pe))
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_get_nbi(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
-    ti::get::<isize>("shmem_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<isize>("shmem_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get, complete at quiet (§9.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_get_nbi(ctx: *mut c_void, dest: *mut isize, source: *const isize, nelems: usize, pe: c_int) {
-    ti::get::<isize>("shmem_ctx_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_get_nbi", ctx, pe))
+    ti::get_nbi::<isize>("shmem_ctx_ptrdiff_get_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_ptrdiff_get_nbi", ctx, pe))
 }
 
 /// Stores one element to dest on pe (§9.5.2).
@@ -9661,13 +9661,13 @@ pub unsafe extern "C" fn shmem_ctx_float_atomic_fetch(ctx: *mut c_void, source: 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_atomic_set(dest: *mut f32, value: f32, pe: c_int) {
-    ti::op::<f32>("shmem_float_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<f32>("shmem_float_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_atomic_set(ctx: *mut c_void, dest: *mut f32, value: f32, pe: c_int) {
-    ti::op::<f32>("shmem_ctx_float_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_float_atomic_set", ctx, pe));
+    ti::post::<f32>("shmem_ctx_float_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_float_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -9721,13 +9721,13 @@ pub unsafe extern "C" fn shmem_ctx_double_atomic_fetch(ctx: *mut c_void, source:
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_set(dest: *mut f64, value: f64, pe: c_int) {
-    ti::op::<f64>("shmem_double_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<f64>("shmem_double_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_atomic_set(ctx: *mut c_void, dest: *mut f64, value: f64, pe: c_int) {
-    ti::op::<f64>("shmem_ctx_double_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_double_atomic_set", ctx, pe));
+    ti::post::<f64>("shmem_ctx_double_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_double_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -9781,13 +9781,13 @@ pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch(ctx: *mut c_void, source: 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_set(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_schar_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_schar>("shmem_schar_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_atomic_set(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_ctx_schar_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_schar_atomic_set", ctx, pe));
+    ti::post::<c_schar>("shmem_ctx_schar_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_schar_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -9841,13 +9841,13 @@ pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch(ctx: *mut c_void, source: *c
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_set(dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("shmem_int_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_int>("shmem_int_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_atomic_set(ctx: *mut c_void, dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("shmem_ctx_int_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int_atomic_set", ctx, pe));
+    ti::post::<c_int>("shmem_ctx_int_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -9901,13 +9901,13 @@ pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch(ctx: *mut c_void, source: *
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_set(dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("shmem_long_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_long>("shmem_long_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_atomic_set(ctx: *mut c_void, dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("shmem_ctx_long_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_long_atomic_set", ctx, pe));
+    ti::post::<c_long>("shmem_ctx_long_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_long_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -9961,13 +9961,13 @@ pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch(ctx: *mut c_void, sourc
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_set(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("shmem_longlong_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_longlong>("shmem_longlong_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_atomic_set(ctx: *mut c_void, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("shmem_ctx_longlong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_longlong_atomic_set", ctx, pe));
+    ti::post::<c_longlong>("shmem_ctx_longlong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_longlong_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10021,13 +10021,13 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch(ctx: *mut c_void, source: *
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_set(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_uint_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_uint>("shmem_uint_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_atomic_set(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_ctx_uint_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint_atomic_set", ctx, pe));
+    ti::post::<c_uint>("shmem_ctx_uint_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10081,13 +10081,13 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch(ctx: *mut c_void, source: 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_set(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ulong_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_ulong>("shmem_ulong_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_atomic_set(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ulong_atomic_set", ctx, pe));
+    ti::post::<c_ulong>("shmem_ctx_ulong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ulong_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10141,13 +10141,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch(ctx: *mut c_void, sour
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_set(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_ulonglong>("shmem_ulonglong_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_set(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_set", ctx, pe));
+    ti::post::<c_ulonglong>("shmem_ctx_ulonglong_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10201,13 +10201,13 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch(ctx: *mut c_void, source: 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_int32_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<i32>("shmem_int32_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_atomic_set(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_ctx_int32_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int32_atomic_set", ctx, pe));
+    ti::post::<i32>("shmem_ctx_int32_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int32_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10261,13 +10261,13 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch(ctx: *mut c_void, source: 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_int64_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<i64>("shmem_int64_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_atomic_set(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_ctx_int64_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int64_atomic_set", ctx, pe));
+    ti::post::<i64>("shmem_ctx_int64_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_int64_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10321,13 +10321,13 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch(ctx: *mut c_void, source:
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_uint32_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<u32>("shmem_uint32_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_atomic_set(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_ctx_uint32_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint32_atomic_set", ctx, pe));
+    ti::post::<u32>("shmem_ctx_uint32_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint32_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10381,13 +10381,13 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch(ctx: *mut c_void, source:
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_uint64_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<u64>("shmem_uint64_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_atomic_set(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_ctx_uint64_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint64_atomic_set", ctx, pe));
+    ti::post::<u64>("shmem_ctx_uint64_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_uint64_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10441,13 +10441,13 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch(ctx: *mut c_void, source: *
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_set(dest: *mut usize, value: usize, pe: c_int) {
-    ti::op::<usize>("shmem_size_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<usize>("shmem_size_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_atomic_set(ctx: *mut c_void, dest: *mut usize, value: usize, pe: c_int) {
-    ti::op::<usize>("shmem_ctx_size_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_size_atomic_set", ctx, pe));
+    ti::post::<usize>("shmem_ctx_size_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_size_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10501,13 +10501,13 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch(ctx: *mut c_void, source
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_set(dest: *mut isize, value: isize, pe: c_int) {
-    ti::op::<isize>("shmem_ptrdiff_atomic_set", dest, AmoOp::Set, value, pe);
+    ti::post::<isize>("shmem_ptrdiff_atomic_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Atomically writes value to dest on pe (§9.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_set(ctx: *mut c_void, dest: *mut isize, value: isize, pe: c_int) {
-    ti::op::<isize>("shmem_ctx_ptrdiff_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_set", ctx, pe));
+    ti::post::<isize>("shmem_ctx_ptrdiff_atomic_set", dest, AmoOp::Set, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_set", ctx, pe))
 }
 
 /// Atomically writes value, returns the old value (§9.7.4).
@@ -10573,13 +10573,13 @@ pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_inc(ctx: *mut c_void, dest
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_inc(dest: *mut c_schar, pe: c_int) {
-    ti::inc::<c_schar>("shmem_schar_atomic_inc", dest, pe);
+    ti::post::<c_schar>("shmem_schar_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_atomic_inc(ctx: *mut c_void, dest: *mut c_schar, pe: c_int) {
-    ti::inc::<c_schar>("shmem_ctx_schar_atomic_inc", dest, ti::ctx_pe("shmem_ctx_schar_atomic_inc", ctx, pe));
+    ti::post::<c_schar>("shmem_ctx_schar_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_schar_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -10597,13 +10597,13 @@ pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_add(ctx: *mut c_void, dest
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_add(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_schar_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_schar>("shmem_schar_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_atomic_add(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_ctx_schar_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_schar_atomic_add", ctx, pe));
+    ti::post::<c_schar>("shmem_ctx_schar_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_schar_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -10669,13 +10669,13 @@ pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_inc(ctx: *mut c_void, dest: 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_inc(dest: *mut c_int, pe: c_int) {
-    ti::inc::<c_int>("shmem_int_atomic_inc", dest, pe);
+    ti::post::<c_int>("shmem_int_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_atomic_inc(ctx: *mut c_void, dest: *mut c_int, pe: c_int) {
-    ti::inc::<c_int>("shmem_ctx_int_atomic_inc", dest, ti::ctx_pe("shmem_ctx_int_atomic_inc", ctx, pe));
+    ti::post::<c_int>("shmem_ctx_int_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_int_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -10693,13 +10693,13 @@ pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_add(ctx: *mut c_void, dest: 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_add(dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("shmem_int_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_int>("shmem_int_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_atomic_add(ctx: *mut c_void, dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("shmem_ctx_int_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int_atomic_add", ctx, pe));
+    ti::post::<c_int>("shmem_ctx_int_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -10765,13 +10765,13 @@ pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_inc(ctx: *mut c_void, dest:
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_inc(dest: *mut c_long, pe: c_int) {
-    ti::inc::<c_long>("shmem_long_atomic_inc", dest, pe);
+    ti::post::<c_long>("shmem_long_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_atomic_inc(ctx: *mut c_void, dest: *mut c_long, pe: c_int) {
-    ti::inc::<c_long>("shmem_ctx_long_atomic_inc", dest, ti::ctx_pe("shmem_ctx_long_atomic_inc", ctx, pe));
+    ti::post::<c_long>("shmem_ctx_long_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_long_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -10789,13 +10789,13 @@ pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_add(ctx: *mut c_void, dest:
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_add(dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("shmem_long_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_long>("shmem_long_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_atomic_add(ctx: *mut c_void, dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("shmem_ctx_long_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_long_atomic_add", ctx, pe));
+    ti::post::<c_long>("shmem_ctx_long_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_long_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -10861,13 +10861,13 @@ pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_inc(ctx: *mut c_void, d
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_inc(dest: *mut c_longlong, pe: c_int) {
-    ti::inc::<c_longlong>("shmem_longlong_atomic_inc", dest, pe);
+    ti::post::<c_longlong>("shmem_longlong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_atomic_inc(ctx: *mut c_void, dest: *mut c_longlong, pe: c_int) {
-    ti::inc::<c_longlong>("shmem_ctx_longlong_atomic_inc", dest, ti::ctx_pe("shmem_ctx_longlong_atomic_inc", ctx, pe));
+    ti::post::<c_longlong>("shmem_ctx_longlong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_longlong_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -10885,13 +10885,13 @@ pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_add(ctx: *mut c_void, d
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("shmem_longlong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_longlong>("shmem_longlong_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_atomic_add(ctx: *mut c_void, dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("shmem_ctx_longlong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_longlong_atomic_add", ctx, pe));
+    ti::post::<c_longlong>("shmem_ctx_longlong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_longlong_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -10957,13 +10957,13 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_inc(ctx: *mut c_void, dest:
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_inc(dest: *mut c_uint, pe: c_int) {
-    ti::inc::<c_uint>("shmem_uint_atomic_inc", dest, pe);
+    ti::post::<c_uint>("shmem_uint_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_atomic_inc(ctx: *mut c_void, dest: *mut c_uint, pe: c_int) {
-    ti::inc::<c_uint>("shmem_ctx_uint_atomic_inc", dest, ti::ctx_pe("shmem_ctx_uint_atomic_inc", ctx, pe));
+    ti::post::<c_uint>("shmem_ctx_uint_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_uint_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -10981,13 +10981,13 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_add(ctx: *mut c_void, dest:
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_add(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_uint_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_uint>("shmem_uint_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_atomic_add(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_ctx_uint_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint_atomic_add", ctx, pe));
+    ti::post::<c_uint>("shmem_ctx_uint_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11053,13 +11053,13 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_inc(ctx: *mut c_void, dest
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_inc(dest: *mut c_ulong, pe: c_int) {
-    ti::inc::<c_ulong>("shmem_ulong_atomic_inc", dest, pe);
+    ti::post::<c_ulong>("shmem_ulong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_atomic_inc(ctx: *mut c_void, dest: *mut c_ulong, pe: c_int) {
-    ti::inc::<c_ulong>("shmem_ctx_ulong_atomic_inc", dest, ti::ctx_pe("shmem_ctx_ulong_atomic_inc", ctx, pe));
+    ti::post::<c_ulong>("shmem_ctx_ulong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_ulong_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11077,13 +11077,13 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_add(ctx: *mut c_void, dest
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_add(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ulong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_ulong>("shmem_ulong_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_atomic_add(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_add", ctx, pe));
+    ti::post::<c_ulong>("shmem_ctx_ulong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11149,13 +11149,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_inc(ctx: *mut c_void, 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_inc(dest: *mut c_ulonglong, pe: c_int) {
-    ti::inc::<c_ulonglong>("shmem_ulonglong_atomic_inc", dest, pe);
+    ti::post::<c_ulonglong>("shmem_ulonglong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_inc(ctx: *mut c_void, dest: *mut c_ulonglong, pe: c_int) {
-    ti::inc::<c_ulonglong>("shmem_ctx_ulonglong_atomic_inc", dest, ti::ctx_pe("shmem_ctx_ulonglong_atomic_inc", ctx, pe));
+    ti::post::<c_ulonglong>("shmem_ctx_ulonglong_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_ulonglong_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11173,13 +11173,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_add(ctx: *mut c_void, 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_add(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_ulonglong>("shmem_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_add(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_add", ctx, pe));
+    ti::post::<c_ulonglong>("shmem_ctx_ulonglong_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11245,13 +11245,13 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_inc(ctx: *mut c_void, dest
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_inc(dest: *mut i32, pe: c_int) {
-    ti::inc::<i32>("shmem_int32_atomic_inc", dest, pe);
+    ti::post::<i32>("shmem_int32_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_atomic_inc(ctx: *mut c_void, dest: *mut i32, pe: c_int) {
-    ti::inc::<i32>("shmem_ctx_int32_atomic_inc", dest, ti::ctx_pe("shmem_ctx_int32_atomic_inc", ctx, pe));
+    ti::post::<i32>("shmem_ctx_int32_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_int32_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11269,13 +11269,13 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_add(ctx: *mut c_void, dest
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_add(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_int32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<i32>("shmem_int32_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_atomic_add(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_ctx_int32_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int32_atomic_add", ctx, pe));
+    ti::post::<i32>("shmem_ctx_int32_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int32_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11341,13 +11341,13 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_inc(ctx: *mut c_void, dest
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_inc(dest: *mut i64, pe: c_int) {
-    ti::inc::<i64>("shmem_int64_atomic_inc", dest, pe);
+    ti::post::<i64>("shmem_int64_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_atomic_inc(ctx: *mut c_void, dest: *mut i64, pe: c_int) {
-    ti::inc::<i64>("shmem_ctx_int64_atomic_inc", dest, ti::ctx_pe("shmem_ctx_int64_atomic_inc", ctx, pe));
+    ti::post::<i64>("shmem_ctx_int64_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_int64_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11365,13 +11365,13 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_add(ctx: *mut c_void, dest
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_int64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<i64>("shmem_int64_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_atomic_add(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_ctx_int64_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int64_atomic_add", ctx, pe));
+    ti::post::<i64>("shmem_ctx_int64_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_int64_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11437,13 +11437,13 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_inc(ctx: *mut c_void, des
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_inc(dest: *mut u32, pe: c_int) {
-    ti::inc::<u32>("shmem_uint32_atomic_inc", dest, pe);
+    ti::post::<u32>("shmem_uint32_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_atomic_inc(ctx: *mut c_void, dest: *mut u32, pe: c_int) {
-    ti::inc::<u32>("shmem_ctx_uint32_atomic_inc", dest, ti::ctx_pe("shmem_ctx_uint32_atomic_inc", ctx, pe));
+    ti::post::<u32>("shmem_ctx_uint32_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_uint32_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11461,13 +11461,13 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_add(ctx: *mut c_void, des
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_add(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_uint32_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<u32>("shmem_uint32_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_atomic_add(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_ctx_uint32_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_add", ctx, pe));
+    ti::post::<u32>("shmem_ctx_uint32_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11533,13 +11533,13 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_inc(ctx: *mut c_void, des
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_inc(dest: *mut u64, pe: c_int) {
-    ti::inc::<u64>("shmem_uint64_atomic_inc", dest, pe);
+    ti::post::<u64>("shmem_uint64_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_atomic_inc(ctx: *mut c_void, dest: *mut u64, pe: c_int) {
-    ti::inc::<u64>("shmem_ctx_uint64_atomic_inc", dest, ti::ctx_pe("shmem_ctx_uint64_atomic_inc", ctx, pe));
+    ti::post::<u64>("shmem_ctx_uint64_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_uint64_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11557,13 +11557,13 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_add(ctx: *mut c_void, des
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_uint64_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<u64>("shmem_uint64_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_atomic_add(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_ctx_uint64_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_add", ctx, pe));
+    ti::post::<u64>("shmem_ctx_uint64_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11629,13 +11629,13 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_inc(ctx: *mut c_void, dest:
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_inc(dest: *mut usize, pe: c_int) {
-    ti::inc::<usize>("shmem_size_atomic_inc", dest, pe);
+    ti::post::<usize>("shmem_size_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_atomic_inc(ctx: *mut c_void, dest: *mut usize, pe: c_int) {
-    ti::inc::<usize>("shmem_ctx_size_atomic_inc", dest, ti::ctx_pe("shmem_ctx_size_atomic_inc", ctx, pe));
+    ti::post::<usize>("shmem_ctx_size_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_size_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11653,13 +11653,13 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_add(ctx: *mut c_void, dest:
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_add(dest: *mut usize, value: usize, pe: c_int) {
-    ti::op::<usize>("shmem_size_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<usize>("shmem_size_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_atomic_add(ctx: *mut c_void, dest: *mut usize, value: usize, pe: c_int) {
-    ti::op::<usize>("shmem_ctx_size_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_size_atomic_add", ctx, pe));
+    ti::post::<usize>("shmem_ctx_size_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_size_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11725,13 +11725,13 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_inc(ctx: *mut c_void, de
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_inc(dest: *mut isize, pe: c_int) {
-    ti::inc::<isize>("shmem_ptrdiff_atomic_inc", dest, pe);
+    ti::post::<isize>("shmem_ptrdiff_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Increments (§9.7.6).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_inc(ctx: *mut c_void, dest: *mut isize, pe: c_int) {
-    ti::inc::<isize>("shmem_ctx_ptrdiff_atomic_inc", dest, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_inc", ctx, pe));
+    ti::post::<isize>("shmem_ctx_ptrdiff_atomic_inc", dest, AmoOp::FetchAdd, ti::one(), ti::ctx_pe("shmem_ctx_ptrdiff_atomic_inc", ctx, pe))
 }
 
 /// Adds value, returns the old value (§9.7.7).
@@ -11749,13 +11749,13 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_add(ctx: *mut c_void, de
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_add(dest: *mut isize, value: isize, pe: c_int) {
-    ti::op::<isize>("shmem_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<isize>("shmem_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Adds value (§9.7.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_add(ctx: *mut c_void, dest: *mut isize, value: isize, pe: c_int) {
-    ti::op::<isize>("shmem_ctx_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_add", ctx, pe));
+    ti::post::<isize>("shmem_ctx_ptrdiff_atomic_add", dest, AmoOp::FetchAdd, value, ti::ctx_pe("shmem_ctx_ptrdiff_atomic_add", ctx, pe))
 }
 
 /// Non-blocking compare_swap.
@@ -11809,13 +11809,13 @@ pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_and(ctx: *mut c_void, dest
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_and(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_schar_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_schar>("shmem_schar_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_atomic_and(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_ctx_schar_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_schar_atomic_and", ctx, pe));
+    ti::post::<c_schar>("shmem_ctx_schar_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_schar_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -11833,13 +11833,13 @@ pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_or(ctx: *mut c_void, dest:
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_or(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_schar_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_schar>("shmem_schar_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_atomic_or(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_ctx_schar_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_schar_atomic_or", ctx, pe));
+    ti::post::<c_schar>("shmem_ctx_schar_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_schar_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -11857,13 +11857,13 @@ pub unsafe extern "C" fn shmem_ctx_schar_atomic_fetch_xor(ctx: *mut c_void, dest
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_atomic_xor(dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_schar_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_schar>("shmem_schar_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_atomic_xor(ctx: *mut c_void, dest: *mut c_schar, value: c_schar, pe: c_int) {
-    ti::op::<c_schar>("shmem_ctx_schar_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_schar_atomic_xor", ctx, pe));
+    ti::post::<c_schar>("shmem_ctx_schar_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_schar_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -11917,13 +11917,13 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_and(ctx: *mut c_void, dest:
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_and(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_uint_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_uint>("shmem_uint_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_atomic_and(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_ctx_uint_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint_atomic_and", ctx, pe));
+    ti::post::<c_uint>("shmem_ctx_uint_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -11941,13 +11941,13 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_or(ctx: *mut c_void, dest: 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_or(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_uint_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_uint>("shmem_uint_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_atomic_or(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_ctx_uint_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint_atomic_or", ctx, pe));
+    ti::post::<c_uint>("shmem_ctx_uint_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -11965,13 +11965,13 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_xor(ctx: *mut c_void, dest:
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_xor(dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_uint_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_uint>("shmem_uint_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_atomic_xor(ctx: *mut c_void, dest: *mut c_uint, value: c_uint, pe: c_int) {
-    ti::op::<c_uint>("shmem_ctx_uint_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint_atomic_xor", ctx, pe));
+    ti::post::<c_uint>("shmem_ctx_uint_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -12025,13 +12025,13 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_and(ctx: *mut c_void, dest
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_and(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ulong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_ulong>("shmem_ulong_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_atomic_and(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_and", ctx, pe));
+    ti::post::<c_ulong>("shmem_ctx_ulong_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulong_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -12049,13 +12049,13 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_or(ctx: *mut c_void, dest:
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_or(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ulong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_ulong>("shmem_ulong_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_atomic_or(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulong_atomic_or", ctx, pe));
+    ti::post::<c_ulong>("shmem_ctx_ulong_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulong_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -12073,13 +12073,13 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_xor(ctx: *mut c_void, dest
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_xor(dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ulong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_ulong>("shmem_ulong_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_atomic_xor(ctx: *mut c_void, dest: *mut c_ulong, value: c_ulong, pe: c_int) {
-    ti::op::<c_ulong>("shmem_ctx_ulong_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulong_atomic_xor", ctx, pe));
+    ti::post::<c_ulong>("shmem_ctx_ulong_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulong_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -12133,13 +12133,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_and(ctx: *mut c_void, 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_and(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<c_ulonglong>("shmem_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_and(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_and", ctx, pe));
+    ti::post::<c_ulonglong>("shmem_ctx_ulonglong_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -12157,13 +12157,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_or(ctx: *mut c_void, d
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_or(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<c_ulonglong>("shmem_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_or(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_or", ctx, pe));
+    ti::post::<c_ulonglong>("shmem_ctx_ulonglong_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -12181,13 +12181,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_xor(ctx: *mut c_void, 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_xor(dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<c_ulonglong>("shmem_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_xor(ctx: *mut c_void, dest: *mut c_ulonglong, value: c_ulonglong, pe: c_int) {
-    ti::op::<c_ulonglong>("shmem_ctx_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_xor", ctx, pe));
+    ti::post::<c_ulonglong>("shmem_ctx_ulonglong_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_ulonglong_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -12241,13 +12241,13 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_and(ctx: *mut c_void, dest
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_and(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_int32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<i32>("shmem_int32_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_atomic_and(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_ctx_int32_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int32_atomic_and", ctx, pe));
+    ti::post::<i32>("shmem_ctx_int32_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int32_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -12265,13 +12265,13 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_or(ctx: *mut c_void, dest:
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_or(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_int32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<i32>("shmem_int32_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_atomic_or(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_ctx_int32_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int32_atomic_or", ctx, pe));
+    ti::post::<i32>("shmem_ctx_int32_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int32_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -12289,13 +12289,13 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_xor(ctx: *mut c_void, dest
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_xor(dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_int32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<i32>("shmem_int32_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_atomic_xor(ctx: *mut c_void, dest: *mut i32, value: i32, pe: c_int) {
-    ti::op::<i32>("shmem_ctx_int32_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int32_atomic_xor", ctx, pe));
+    ti::post::<i32>("shmem_ctx_int32_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int32_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -12349,13 +12349,13 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_and(ctx: *mut c_void, dest
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_and(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_int64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<i64>("shmem_int64_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_atomic_and(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_ctx_int64_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int64_atomic_and", ctx, pe));
+    ti::post::<i64>("shmem_ctx_int64_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_int64_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -12373,13 +12373,13 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_or(ctx: *mut c_void, dest:
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_or(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_int64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<i64>("shmem_int64_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_atomic_or(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_ctx_int64_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int64_atomic_or", ctx, pe));
+    ti::post::<i64>("shmem_ctx_int64_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_int64_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -12397,13 +12397,13 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_xor(ctx: *mut c_void, dest
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_xor(dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_int64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<i64>("shmem_int64_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_atomic_xor(ctx: *mut c_void, dest: *mut i64, value: i64, pe: c_int) {
-    ti::op::<i64>("shmem_ctx_int64_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int64_atomic_xor", ctx, pe));
+    ti::post::<i64>("shmem_ctx_int64_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_int64_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -12457,13 +12457,13 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_and(ctx: *mut c_void, des
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_uint32_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<u32>("shmem_uint32_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_atomic_and(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_ctx_uint32_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_and", ctx, pe));
+    ti::post::<u32>("shmem_ctx_uint32_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint32_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -12481,13 +12481,13 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_or(ctx: *mut c_void, dest
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_uint32_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<u32>("shmem_uint32_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_atomic_or(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_ctx_uint32_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint32_atomic_or", ctx, pe));
+    ti::post::<u32>("shmem_ctx_uint32_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint32_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -12505,13 +12505,13 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_xor(ctx: *mut c_void, des
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_xor(dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_uint32_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<u32>("shmem_uint32_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_atomic_xor(ctx: *mut c_void, dest: *mut u32, value: u32, pe: c_int) {
-    ti::op::<u32>("shmem_ctx_uint32_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint32_atomic_xor", ctx, pe));
+    ti::post::<u32>("shmem_ctx_uint32_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint32_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -12565,13 +12565,13 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_and(ctx: *mut c_void, des
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_uint64_atomic_and", dest, AmoOp::FetchAnd, value, pe);
+    ti::post::<u64>("shmem_uint64_atomic_and", dest, AmoOp::FetchAnd, value, pe)
 }
 
 /// Bitwise AND (§9.7.10).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_atomic_and(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_ctx_uint64_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_and", ctx, pe));
+    ti::post::<u64>("shmem_ctx_uint64_atomic_and", dest, AmoOp::FetchAnd, value, ti::ctx_pe("shmem_ctx_uint64_atomic_and", ctx, pe))
 }
 
 /// Bitwise OR, returns the old value (§9.7.11).
@@ -12589,13 +12589,13 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_or(ctx: *mut c_void, dest
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_uint64_atomic_or", dest, AmoOp::FetchOr, value, pe);
+    ti::post::<u64>("shmem_uint64_atomic_or", dest, AmoOp::FetchOr, value, pe)
 }
 
 /// Bitwise OR (§9.7.12).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_atomic_or(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_ctx_uint64_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint64_atomic_or", ctx, pe));
+    ti::post::<u64>("shmem_ctx_uint64_atomic_or", dest, AmoOp::FetchOr, value, ti::ctx_pe("shmem_ctx_uint64_atomic_or", ctx, pe))
 }
 
 /// Bitwise XOR, returns the old value (§9.7.13).
@@ -12613,13 +12613,13 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_xor(ctx: *mut c_void, des
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_uint64_atomic_xor", dest, AmoOp::FetchXor, value, pe);
+    ti::post::<u64>("shmem_uint64_atomic_xor", dest, AmoOp::FetchXor, value, pe)
 }
 
 /// Bitwise XOR (§9.7.14).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_atomic_xor(ctx: *mut c_void, dest: *mut u64, value: u64, pe: c_int) {
-    ti::op::<u64>("shmem_ctx_uint64_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint64_atomic_xor", ctx, pe));
+    ti::post::<u64>("shmem_ctx_uint64_atomic_xor", dest, AmoOp::FetchXor, value, ti::ctx_pe("shmem_ctx_uint64_atomic_xor", ctx, pe))
 }
 
 /// Non-blocking fetch_and.
@@ -15721,13 +15721,13 @@ pub unsafe extern "C" fn shmem_int_finc(dest: *mut c_int, pe: c_int) -> c_int {
 /// Deprecated: atomic_add.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_add(dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("shmem_int_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_int>("shmem_int_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Deprecated: atomic_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_inc(dest: *mut c_int, pe: c_int) {
-    ti::inc::<c_int>("shmem_int_inc", dest, pe);
+    ti::post::<c_int>("shmem_int_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Deprecated: atomic_compare_swap.
@@ -15751,13 +15751,13 @@ pub unsafe extern "C" fn shmem_long_finc(dest: *mut c_long, pe: c_int) -> c_long
 /// Deprecated: atomic_add.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_add(dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("shmem_long_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_long>("shmem_long_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Deprecated: atomic_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_inc(dest: *mut c_long, pe: c_int) {
-    ti::inc::<c_long>("shmem_long_inc", dest, pe);
+    ti::post::<c_long>("shmem_long_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Deprecated: atomic_compare_swap.
@@ -15781,13 +15781,13 @@ pub unsafe extern "C" fn shmem_longlong_finc(dest: *mut c_longlong, pe: c_int) -
 /// Deprecated: atomic_add.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_add(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("shmem_longlong_add", dest, AmoOp::FetchAdd, value, pe);
+    ti::post::<c_longlong>("shmem_longlong_add", dest, AmoOp::FetchAdd, value, pe)
 }
 
 /// Deprecated: atomic_inc.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_inc(dest: *mut c_longlong, pe: c_int) {
-    ti::inc::<c_longlong>("shmem_longlong_inc", dest, pe);
+    ti::post::<c_longlong>("shmem_longlong_inc", dest, AmoOp::FetchAdd, ti::one(), pe)
 }
 
 /// Deprecated: atomic_compare_swap.
@@ -15811,7 +15811,7 @@ pub unsafe extern "C" fn shmem_float_fetch(source: *const f32, pe: c_int) -> f32
 /// Deprecated: atomic_set.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_set(dest: *mut f32, value: f32, pe: c_int) {
-    ti::op::<f32>("shmem_float_set", dest, AmoOp::Set, value, pe);
+    ti::post::<f32>("shmem_float_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Deprecated: atomic_swap.
@@ -15829,7 +15829,7 @@ pub unsafe extern "C" fn shmem_double_fetch(source: *const f64, pe: c_int) -> f6
 /// Deprecated: atomic_set.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_set(dest: *mut f64, value: f64, pe: c_int) {
-    ti::op::<f64>("shmem_double_set", dest, AmoOp::Set, value, pe);
+    ti::post::<f64>("shmem_double_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Deprecated: atomic_swap.
@@ -15847,7 +15847,7 @@ pub unsafe extern "C" fn shmem_int_fetch(source: *const c_int, pe: c_int) -> c_i
 /// Deprecated: atomic_set.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_set(dest: *mut c_int, value: c_int, pe: c_int) {
-    ti::op::<c_int>("shmem_int_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_int>("shmem_int_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Deprecated: atomic_swap.
@@ -15865,7 +15865,7 @@ pub unsafe extern "C" fn shmem_long_fetch(source: *const c_long, pe: c_int) -> c
 /// Deprecated: atomic_set.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_set(dest: *mut c_long, value: c_long, pe: c_int) {
-    ti::op::<c_long>("shmem_long_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_long>("shmem_long_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Deprecated: atomic_swap.
@@ -15883,7 +15883,7 @@ pub unsafe extern "C" fn shmem_longlong_fetch(source: *const c_longlong, pe: c_i
 /// Deprecated: atomic_set.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_set(dest: *mut c_longlong, value: c_longlong, pe: c_int) {
-    ti::op::<c_longlong>("shmem_longlong_set", dest, AmoOp::Set, value, pe);
+    ti::post::<c_longlong>("shmem_longlong_set", dest, AmoOp::Set, value, pe)
 }
 
 /// Deprecated: waits until *ivar != cmp_value.
@@ -15937,25 +15937,25 @@ pub unsafe extern "C" fn shmem_ctx_get8(ctx: *mut c_void, dest: *mut c_void, sou
 /// Non-blocking put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u8>("shmem_put8_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u8>("shmem_put8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put8_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u8>("shmem_ctx_put8_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put8_nbi", ctx, pe))
+    ti::put_nbi::<u8>("shmem_ctx_put8_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put8_nbi", ctx, pe))
 }
 
 /// Non-blocking get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get8_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u8>("shmem_get8_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u8>("shmem_get8_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get8_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u8>("shmem_ctx_get8_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get8_nbi", ctx, pe))
+    ti::get_nbi::<u8>("shmem_ctx_get8_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get8_nbi", ctx, pe))
 }
 
 /// Strided put of 8-bit elements.
@@ -16057,25 +16057,25 @@ pub unsafe extern "C" fn shmem_ctx_get16(ctx: *mut c_void, dest: *mut c_void, so
 /// Non-blocking put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u16>("shmem_put16_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u16>("shmem_put16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put16_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u16>("shmem_ctx_put16_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put16_nbi", ctx, pe))
+    ti::put_nbi::<u16>("shmem_ctx_put16_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put16_nbi", ctx, pe))
 }
 
 /// Non-blocking get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get16_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u16>("shmem_get16_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u16>("shmem_get16_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 16-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get16_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u16>("shmem_ctx_get16_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get16_nbi", ctx, pe))
+    ti::get_nbi::<u16>("shmem_ctx_get16_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get16_nbi", ctx, pe))
 }
 
 /// Strided put of 16-bit elements.
@@ -16177,25 +16177,25 @@ pub unsafe extern "C" fn shmem_ctx_get32(ctx: *mut c_void, dest: *mut c_void, so
 /// Non-blocking put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u32>("shmem_put32_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u32>("shmem_put32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put32_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u32>("shmem_ctx_put32_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put32_nbi", ctx, pe))
+    ti::put_nbi::<u32>("shmem_ctx_put32_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put32_nbi", ctx, pe))
 }
 
 /// Non-blocking get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get32_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u32>("shmem_get32_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u32>("shmem_get32_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 32-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get32_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u32>("shmem_ctx_get32_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get32_nbi", ctx, pe))
+    ti::get_nbi::<u32>("shmem_ctx_get32_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get32_nbi", ctx, pe))
 }
 
 /// Strided put of 32-bit elements.
@@ -16297,25 +16297,25 @@ pub unsafe extern "C" fn shmem_ctx_get64(ctx: *mut c_void, dest: *mut c_void, so
 /// Non-blocking put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u64>("shmem_put64_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u64>("shmem_put64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put64_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u64>("shmem_ctx_put64_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put64_nbi", ctx, pe))
+    ti::put_nbi::<u64>("shmem_ctx_put64_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put64_nbi", ctx, pe))
 }
 
 /// Non-blocking get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get64_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u64>("shmem_get64_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u64>("shmem_get64_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 64-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get64_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u64>("shmem_ctx_get64_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get64_nbi", ctx, pe))
+    ti::get_nbi::<u64>("shmem_ctx_get64_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get64_nbi", ctx, pe))
 }
 
 /// Strided put of 64-bit elements.
@@ -16417,25 +16417,25 @@ pub unsafe extern "C" fn shmem_ctx_get128(ctx: *mut c_void, dest: *mut c_void, s
 /// Non-blocking put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<crate::typed_impl::Bits128>("shmem_put128_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<crate::typed_impl::Bits128>("shmem_put128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking put of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put128_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<crate::typed_impl::Bits128>("shmem_ctx_put128_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put128_nbi", ctx, pe))
+    ti::put_nbi::<crate::typed_impl::Bits128>("shmem_ctx_put128_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_put128_nbi", ctx, pe))
 }
 
 /// Non-blocking get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get128_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<crate::typed_impl::Bits128>("shmem_get128_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<crate::typed_impl::Bits128>("shmem_get128_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking get of 128-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get128_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<crate::typed_impl::Bits128>("shmem_ctx_get128_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get128_nbi", ctx, pe))
+    ti::get_nbi::<crate::typed_impl::Bits128>("shmem_ctx_get128_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_get128_nbi", ctx, pe))
 }
 
 /// Strided put of 128-bit elements.
@@ -16597,25 +16597,25 @@ pub unsafe extern "C" fn shmem_ctx_getmem(ctx: *mut c_void, dest: *mut c_void, s
 /// Non-blocking putmem.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_putmem_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u8>("shmem_putmem_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::put_nbi::<u8>("shmem_putmem_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking putmem.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_putmem_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::put::<u8>("shmem_ctx_putmem_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_putmem_nbi", ctx, pe))
+    ti::put_nbi::<u8>("shmem_ctx_putmem_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_putmem_nbi", ctx, pe))
 }
 
 /// Non-blocking getmem.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_getmem_nbi(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u8>("shmem_getmem_nbi", dest.cast(), source.cast(), nelems, pe)
+    ti::get_nbi::<u8>("shmem_getmem_nbi", dest.cast(), source.cast(), nelems, pe)
 }
 
 /// Non-blocking getmem.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_getmem_nbi(ctx: *mut c_void, dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
-    ti::get::<u8>("shmem_ctx_getmem_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_getmem_nbi", ctx, pe))
+    ti::get_nbi::<u8>("shmem_ctx_getmem_nbi", dest.cast(), source.cast(), nelems, ti::ctx_pe("shmem_ctx_getmem_nbi", ctx, pe))
 }
 
 /// put_signal of nelems bytes.

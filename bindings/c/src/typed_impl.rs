@@ -31,6 +31,22 @@ pub unsafe fn get<T>(call: &'static str, dest: *mut T, src: *const T, nelems: us
 }
 
 #[inline(always)]
+pub unsafe fn put_nbi<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
+    guard(call, || {
+        let st = state(call);
+        st.put_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
+    })
+}
+
+#[inline(always)]
+pub unsafe fn get_nbi<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
+    guard(call, || {
+        let st = state(call);
+        st.get_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
+    })
+}
+
+#[inline(always)]
 pub unsafe fn p<T: Copy>(call: &'static str, dest: *mut T, value: T, pe: c_int) {
     guard(call, || state(call).p(call, dest, value, pe))
 }
@@ -90,6 +106,12 @@ pub fn zero<T: Copy>() -> T {
 #[inline(always)]
 pub unsafe fn amo<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int) -> T {
     guard(call, || state(call).amo(call, dest, op, value, cond, pe))
+}
+
+/// A non-fetching AMO (set, inc, add, and, or, xor).
+#[inline(always)]
+pub unsafe fn post<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, pe: c_int) {
+    guard(call, || state(call).amo_post(call, dest, op, value, pe))
 }
 
 #[inline(always)]

@@ -118,6 +118,8 @@ const fn op(
 
 const PUT: &str = "ti::put::<{R}>(\"{n}\", dest.cast(), source.cast(), nelems, pe)";
 const GET: &str = "ti::get::<{R}>(\"{n}\", dest.cast(), source.cast(), nelems, pe)";
+const PUT_NBI: &str = "ti::put_nbi::<{R}>(\"{n}\", dest.cast(), source.cast(), nelems, pe)";
+const GET_NBI: &str = "ti::get_nbi::<{R}>(\"{n}\", dest.cast(), source.cast(), nelems, pe)";
 const IPUT: &str = "ti::iput::<{R}>(\"{n}\", dest.cast(), source.cast(), dst, sst, nelems, pe)";
 const IGET: &str = "ti::iget::<{R}>(\"{n}\", dest.cast(), source.cast(), dst, sst, nelems, pe)";
 const IBPUT: &str = "ti::ibput::<{R}>(\"{n}\", dest.cast(), source.cast(), dst, sst, bsize, nblocks, pe)";
@@ -129,8 +131,8 @@ const PUT_SIGNAL: &str =
 const RMA_OPS: &[Op] = &[
     op("{P}_{T}_put", CONTIG, None, PUT, "Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1).", Some("dest")),
     op("{P}_{T}_get", CONTIG, None, GET, "Copies nelems elements from source on pe (§9.5.4).", Some("dest")),
-    op("{P}_{T}_put_nbi", CONTIG, None, PUT, "Non-blocking put, complete at quiet (§9.6.1).", Some("dest")),
-    op("{P}_{T}_get_nbi", CONTIG, None, GET, "Non-blocking get, complete at quiet (§9.6.2).", Some("dest")),
+    op("{P}_{T}_put_nbi", CONTIG, None, PUT_NBI, "Non-blocking put, complete at quiet (§9.6.1).", Some("dest")),
+    op("{P}_{T}_get_nbi", CONTIG, None, GET_NBI, "Non-blocking get, complete at quiet (§9.6.2).", Some("dest")),
     op("{P}_{T}_p", &[("dest", K::Ptr), ("value", K::Val), ("pe", K::Int)], None,
        "ti::p::<{R}>(\"{n}\", dest, value, pe)", "Stores one element to dest on pe (§9.5.2).", Some("dest")),
     op("{P}_{T}_g", &[("source", K::CPtr), ("pe", K::Int)], Some(K::Val),
@@ -149,8 +151,8 @@ const RMA_OPS: &[Op] = &[
 const SIZED_OPS: &[Op] = &[
     op("{P}_put{B}", CONTIG, None, PUT, "Put of {B}-bit elements.", None),
     op("{P}_get{B}", CONTIG, None, GET, "Get of {B}-bit elements.", None),
-    op("{P}_put{B}_nbi", CONTIG, None, PUT, "Non-blocking put of {B}-bit elements.", None),
-    op("{P}_get{B}_nbi", CONTIG, None, GET, "Non-blocking get of {B}-bit elements.", None),
+    op("{P}_put{B}_nbi", CONTIG, None, PUT_NBI, "Non-blocking put of {B}-bit elements.", None),
+    op("{P}_get{B}_nbi", CONTIG, None, GET_NBI, "Non-blocking get of {B}-bit elements.", None),
     op("{P}_iput{B}", STRIDED, None, IPUT, "Strided put of {B}-bit elements.", None),
     op("{P}_iget{B}", STRIDED, None, IGET, "Strided get of {B}-bit elements.", None),
     op("{X}_ibput{B}", BLOCK, None, IBPUT, "Block-strided put of {B}-bit elements.", None),
@@ -163,8 +165,8 @@ const SIZED_OPS: &[Op] = &[
 const MEM_OPS: &[Op] = &[
     op("{P}_putmem", CONTIG, None, PUT, "Copies nelems bytes to dest on pe.", None),
     op("{P}_getmem", CONTIG, None, GET, "Copies nelems bytes from source on pe.", None),
-    op("{P}_putmem_nbi", CONTIG, None, PUT, "Non-blocking putmem.", None),
-    op("{P}_getmem_nbi", CONTIG, None, GET, "Non-blocking getmem.", None),
+    op("{P}_putmem_nbi", CONTIG, None, PUT_NBI, "Non-blocking putmem.", None),
+    op("{P}_getmem_nbi", CONTIG, None, GET_NBI, "Non-blocking getmem.", None),
     op("{P}_putmem_signal", SIGNAL, None, PUT_SIGNAL, "put_signal of nelems bytes.", None),
     op("{P}_putmem_signal_nbi", SIGNAL, None, PUT_SIGNAL, "Non-blocking putmem_signal.", None),
     op("{P}_broadcastmem", TBCAST, Some(K::Int), BCAST, "broadcast of nelems bytes (§9.9.6).", None),
@@ -181,7 +183,7 @@ const FDV: &[(&str, K)] = &[("fetch", K::Ptr), ("dest", K::Ptr), ("value", K::Va
 const AMO_EXT_OPS: &[Op] = &[
     op("{P}_{T}_atomic_fetch", &[("source", K::CPtr), ("pe", K::Int)], Some(K::Val),
        "ti::fetch::<{R}>(\"{n}\", source, pe)", "Atomically reads source on pe (§9.7.1).", Some("source")),
-    op("{P}_{T}_atomic_set", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::Set, value, pe);",
+    op("{P}_{T}_atomic_set", DV, None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::Set, value, pe)",
        "Atomically writes value to dest on pe (§9.7.2).", Some("dest")),
     op("{P}_{T}_atomic_swap", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::Swap, value, pe)",
        "Atomically writes value, returns the old value (§9.7.4).", Some("dest")),
@@ -199,10 +201,10 @@ const AMO_STD_OPS: &[Op] = &[
     op("{P}_{T}_atomic_fetch_inc", &[("dest", K::Ptr), ("pe", K::Int)], Some(K::Val),
        "ti::inc::<{R}>(\"{n}\", dest, pe)", "Increments, returns the old value (§9.7.5).", Some("dest")),
     op("{P}_{T}_atomic_inc", &[("dest", K::Ptr), ("pe", K::Int)], None,
-       "ti::inc::<{R}>(\"{n}\", dest, pe);", "Increments (§9.7.6).", Some("dest")),
+       "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, ti::one(), pe)", "Increments (§9.7.6).", Some("dest")),
     op("{P}_{T}_atomic_fetch_add", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe)",
        "Adds value, returns the old value (§9.7.7).", Some("dest")),
-    op("{P}_{T}_atomic_add", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe);",
+    op("{P}_{T}_atomic_add", DV, None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe)",
        "Adds value (§9.7.8).", Some("dest")),
     op("{P}_{T}_atomic_compare_swap_nbi",
        &[("fetch", K::Ptr), ("dest", K::Ptr), ("cond", K::Val), ("value", K::Val), ("pe", K::Int)], None,
@@ -216,15 +218,15 @@ const AMO_STD_OPS: &[Op] = &[
 const AMO_BIT_OPS: &[Op] = &[
     op("{P}_{T}_atomic_fetch_and", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAnd, value, pe)",
        "Bitwise AND, returns the old value (§9.7.9).", Some("dest")),
-    op("{P}_{T}_atomic_and", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAnd, value, pe);",
+    op("{P}_{T}_atomic_and", DV, None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchAnd, value, pe)",
        "Bitwise AND (§9.7.10).", Some("dest")),
     op("{P}_{T}_atomic_fetch_or", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchOr, value, pe)",
        "Bitwise OR, returns the old value (§9.7.11).", Some("dest")),
-    op("{P}_{T}_atomic_or", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchOr, value, pe);",
+    op("{P}_{T}_atomic_or", DV, None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchOr, value, pe)",
        "Bitwise OR (§9.7.12).", Some("dest")),
     op("{P}_{T}_atomic_fetch_xor", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchXor, value, pe)",
        "Bitwise XOR, returns the old value (§9.7.13).", Some("dest")),
-    op("{P}_{T}_atomic_xor", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchXor, value, pe);",
+    op("{P}_{T}_atomic_xor", DV, None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchXor, value, pe)",
        "Bitwise XOR (§9.7.14).", Some("dest")),
     op("{P}_{T}_atomic_fetch_and_nbi", FDV, None,
        "ti::nbi::<{R}>(\"{n}\", fetch, dest, AmoOp::FetchAnd, value, ti::zero(), pe)", "Non-blocking fetch_and.", Some("fetch")),
@@ -372,15 +374,15 @@ const DEPBIT_OPS: &[Op] = &[
 const DEPAMO_OPS: &[Op] = &[
     op("{P}_{T}_fadd", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe)", "Deprecated: atomic_fetch_add.", None),
     op("{P}_{T}_finc", &[("dest", K::Ptr), ("pe", K::Int)], Some(K::Val), "ti::inc::<{R}>(\"{n}\", dest, pe)", "Deprecated: atomic_fetch_inc.", None),
-    op("{P}_{T}_add", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe);", "Deprecated: atomic_add.", None),
-    op("{P}_{T}_inc", &[("dest", K::Ptr), ("pe", K::Int)], None, "ti::inc::<{R}>(\"{n}\", dest, pe);", "Deprecated: atomic_inc.", None),
+    op("{P}_{T}_add", DV, None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe)", "Deprecated: atomic_add.", None),
+    op("{P}_{T}_inc", &[("dest", K::Ptr), ("pe", K::Int)], None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, ti::one(), pe)", "Deprecated: atomic_inc.", None),
     op("{P}_{T}_cswap", &[("dest", K::Ptr), ("cond", K::Val), ("value", K::Val), ("pe", K::Int)], Some(K::Val),
        "ti::compare_swap::<{R}>(\"{n}\", dest, cond, value, pe)", "Deprecated: atomic_compare_swap.", None),
 ];
 const DEPAMOF_OPS: &[Op] = &[
     op("{P}_{T}_swap", DV, Some(K::Val), "ti::op::<{R}>(\"{n}\", dest, AmoOp::Swap, value, pe)", "Deprecated: atomic_swap.", None),
     op("{P}_{T}_fetch", &[("source", K::CPtr), ("pe", K::Int)], Some(K::Val), "ti::fetch::<{R}>(\"{n}\", source, pe)", "Deprecated: atomic_fetch.", None),
-    op("{P}_{T}_set", DV, None, "ti::op::<{R}>(\"{n}\", dest, AmoOp::Set, value, pe);", "Deprecated: atomic_set.", None),
+    op("{P}_{T}_set", DV, None, "ti::post::<{R}>(\"{n}\", dest, AmoOp::Set, value, pe)", "Deprecated: atomic_set.", None),
 ];
 const DEPWAIT_OPS: &[Op] = &[op(
     "{P}_{T}_wait", &[("ivar", K::Ptr), ("cmp_value", K::Val)], None, "ti::wait_ne::<{R}>(\"{n}\", ivar, cmp_value)",
@@ -776,8 +778,46 @@ fn typed_h(f: &Family) -> String {
     s
 }
 
+/// Intel SHMEM's `ishmemx_attr_t`, with its C++ default member values
+/// (written by hand: cbindgen cannot emit them). The Rust definition in
+/// `plain.rs` has the same layout (asserted on both sides).
+const ATTR_TYPES: &str = r#"
+#include <stdbool.h>
+
+/* Bootstrap runtimes (ishmemx_runtime_type_t). */
+typedef int ishmemx_runtime_type_t;
+
+/* Initialization attributes for ishmemx_init_attr (Intel SHMEM). In C++ the
+ * members default to Intel's values: MPI, initialize_runtime, gpu, no
+ * communicator. */
+typedef struct ishmemx_attr_t {
+#ifdef __cplusplus
+    ishmemx_runtime_type_t runtime = 0;
+    bool initialize_runtime = true;
+    bool gpu = true;
+    void *mpi_comm = nullptr;
+#else
+    ishmemx_runtime_type_t runtime;
+    bool initialize_runtime;
+    bool gpu;
+    void *mpi_comm;
+#endif
+} ishmemx_attr_t;
+#ifdef __cplusplus
+static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
+#else
+_Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
+#endif
+"#;
+
 fn cbindgen_header(root: &Path, guard: &str, srcs: &[&str], trailer: Option<String>) -> String {
+    let attr = srcs.iter().any(|s| s.ends_with("plain.rs"));
     let config = cbindgen::Config {
+        after_includes: attr.then(|| ATTR_TYPES.to_string()),
+        export: cbindgen::ExportConfig {
+            exclude: if attr { vec!["ishmemx_attr_t".into()] } else { vec![] },
+            ..Default::default()
+        },
         language: cbindgen::Language::C,
         include_guard: Some(guard.to_string()),
         autogen_warning: Some(format!(

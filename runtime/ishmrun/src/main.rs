@@ -3,7 +3,7 @@
 //! exit status, and when one PE fails, stops the others and says which PE
 //! failed and how.
 
-use ishmem_runtime::bootstrap::{self, Hello};
+use ishmem_runtime::bootstrap;
 use ishmem_runtime::ctrl::{ctrl_size, Ctrl};
 use ishmem_runtime::device;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -187,45 +187,10 @@ impl Job {
 
 /// Serves the init-time exchange: every PE's HELLO, then the job to each.
 fn serve_bootstrap(socks: Vec<OwnedFd>, ctrl_fd: OwnedFd, ctrl_len: usize) {
-    let fail_all = |why: &str| {
-        for s in &socks {
-            bootstrap::send_failure(s.as_raw_fd(), why);
-        }
-    };
-    let mut hellos: Vec<Hello> = Vec::with_capacity(socks.len());
-    for (pe, s) in socks.iter().enumerate() {
-        match bootstrap::read_hello(s.as_raw_fd()) {
-            Ok(h) if h.pe as usize == pe => hellos.push(h),
-            Ok(h) => {
-                fail_all(&format!("PE {pe} announced itself as PE {}", h.pe));
-                return;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                // The PE ended without initializing the library. That is
-                // fine for a program that never does; PEs that do wait for
-                // it, so tell them.
-                fail_all(&format!("PE {pe} exited or closed its bootstrap socket before initializing"));
-                return;
-            }
-            Err(e) => {
-                fail_all(&format!("bootstrap with PE {pe} failed: {e}"));
-                return;
-            }
-        }
-    }
-    if let Some(h) = hellos.iter().find(|h| h.heap_size != hellos[0].heap_size) {
-        fail_all(&format!(
-            "PEs disagree on ISHMEM_SYMMETRIC_SIZE: PE 0 has {} bytes, PE {} has {} bytes",
-            hellos[0].heap_size, h.pe, h.heap_size
-        ));
-        return;
-    }
-    // Global variables are symmetric only when every PE runs the same
-    // executable (same data segment size).
-    let share_data = hellos.iter().all(|h| h.data_size == hellos[0].data_size && h.data_size > 0);
-    for (pe, s) in socks.iter().enumerate() {
-        if let Err(e) = bootstrap::send_job(s.as_raw_fd(), &ctrl_fd, ctrl_len, &hellos, share_data) {
-            say!("cannot send the job description to PE {pe}: {e}");
+    if let Err(e) = bootstrap::serve(&socks, &ctrl_fd, ctrl_len) {
+        // The PEs were told why; only failures to tell them are ours.
+        if e.starts_with("cannot send") {
+            say!("{e}");
         }
     }
 }

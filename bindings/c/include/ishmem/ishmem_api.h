@@ -6,6 +6,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdbool.h>
+
+/* Bootstrap runtimes (ishmemx_runtime_type_t). */
+typedef int ishmemx_runtime_type_t;
+
+/* Initialization attributes for ishmemx_init_attr (Intel SHMEM). In C++ the
+ * members default to Intel's values: MPI, initialize_runtime, gpu, no
+ * communicator. */
+typedef struct ishmemx_attr_t {
+#ifdef __cplusplus
+    ishmemx_runtime_type_t runtime = 0;
+    bool initialize_runtime = true;
+    bool gpu = true;
+    void *mpi_comm = nullptr;
+#else
+    ishmemx_runtime_type_t runtime;
+    bool initialize_runtime;
+    bool gpu;
+    void *mpi_comm;
+#endif
+} ishmemx_attr_t;
+#ifdef __cplusplus
+static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
+#else
+_Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
+#endif
+
+
 /**
  * Value of [`ishmemx_device_state_t::magic`].
  */
@@ -30,6 +58,31 @@
  * Size of the buffer `ishmem_info_get_name` writes, terminator included.
  */
 #define ISHMEM_MAX_NAME_LEN 256
+
+/**
+ * `ishmemx_runtime_type_t`: bootstrap through MPI (the MPI proxy plugin).
+ */
+#define ISHMEMX_RUNTIME_MPI 0
+
+/**
+ * Through a host OpenSHMEM library (not available in this version).
+ */
+#define ISHMEMX_RUNTIME_OPENSHMEM 1
+
+/**
+ * Through PMI (not available in this version).
+ */
+#define ISHMEMX_RUNTIME_PMI 2
+
+/**
+ * Started by `ishmrun` (this library's launcher; one node).
+ */
+#define ISHMEMX_RUNTIME_ISHMRUN 3
+
+/**
+ * A single PE started without a launcher.
+ */
+#define ISHMEMX_RUNTIME_SINGLETON 4
 
 /**
  * Comparison operators of wait_until and test (§9.11).
@@ -209,6 +262,21 @@ extern "C" {
 void ishmem_init(void);
 
 /**
+ * Initializes with attributes (Intel SHMEM extension): `runtime` picks the
+ * bootstrap (ISHMEMX_RUNTIME_MPI; ignored under ishmrun); `mpi_comm`
+ * points to the application's `MPI_Comm` when it initialized MPI itself
+ * (`initialize_runtime` false): the job is that communicator and MPI stays
+ * the application's. `ISHMEM_RUNTIME` in the environment wins over
+ * `runtime`.
+ */
+void ishmemx_init_attr(ishmemx_attr_t *attr);
+
+/**
+ * How the job bootstrapped (`ishmemx_runtime_type_t`).
+ */
+int ishmemx_runtime_get_type(void);
+
+/**
  * Completes all operations and releases the library's resources;
  * collective (§9.1.5). Also run at exit if the program did not call it.
  */
@@ -377,7 +445,9 @@ int ishmem_team_sync(ishmem_team_t team);
 
 /**
  * Initializes the library at a thread level; `*provided` gets the level
- * provided (the requested one: all are supported). Returns 0 (§9.1.2).
+ * provided: the requested one, except across nodes when the application
+ * initialized MPI below MPI_THREAD_MULTIPLE (then at most FUNNELED).
+ * Returns 0 (§9.1.2).
  */
 int ishmem_init_thread(int requested, int *provided);
 

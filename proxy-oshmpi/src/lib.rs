@@ -1,0 +1,812 @@
+//! The OSHMPI-style inter-node proxy: OpenSHMEM remote operations over MPI-3
+//! RMA, built as a plugin (`libishmem_proxy_oshmpi-<mpi>.so`) that the
+//! ishmem core loads at run time, so `libishmem` never links MPI.
+//!
+//! What goes over MPI (see `docs/cluster.md` for the reasoning):
+//!
+//! * Bootstrap: rank, size, an allgather and a barrier over a duplicate of
+//!   `MPI_COMM_WORLD` or of the application's communicator.
+//! * Puts and gets: `MPI_Put`/`MPI_Get` into one window per symmetric
+//!   region (heap, data segment, control segment), each created over the
+//!   core's own memory with `MPI_Win_create` and opened once with
+//!   `MPI_Win_lock_all(MPI_MODE_NOCHECK)`. Blocking forms end with
+//!   `MPI_Win_flush_local`; quiet is `MPI_Win_flush_all` on every window
+//!   written since the last one.
+//! * AMOs: active messages on a second duplicate communicator. The target
+//!   applies the operation with the same CPU atomics that PEs on its node
+//!   use through shared memory, so AMOs from the node (load/store) and from
+//!   other nodes (MPI) to one location are atomic with respect to each
+//!   other. MPI accumulates cannot promise that: they are atomic only with
+//!   other accumulates, and by default (`accumulate_ops=same_op_no_op`) only
+//!   with the same operation, while OpenSHMEM programs mix operations on one
+//!   word (locks: or, and, compare-and-swap). Every request is answered
+//!   (the old value or an acknowledgement); quiet waits for the answers.
+//! * Progress: the target serves requests whenever the core calls
+//!   `progress` (in every wait loop, and from the core's progress thread
+//!   when MPI provides `MPI_THREAD_MULTIPLE`).
+//!
+//! Thread use: every function takes the plugin's lock around its MPI calls,
+//! so the plugin itself needs no more than `MPI_THREAD_SERIALIZED`; the
+//! core decides which threads may call (see `runtime/src/proxy.rs`).
+
+use ishmem_proxy_abi as abi;
+use mpi::ffi;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
+use std::sync::Mutex;
+
+/// Tag of AMO requests on the AM communicator.
+const TAG_REQUEST: c_int = 1;
+/// Replies to client slot `s` carry tag `TAG_REPLY + s`.
+const TAG_REPLY: c_int = 16;
+/// Outstanding AMO requests per PE (client side).
+const SLOTS: usize = 256;
+/// Requests received concurrently (server side).
+const RECVS: usize = 32;
+/// Largest count per MPI call (MPI counts are `int`).
+const MAX_CHUNK: usize = 1 << 30;
+
+/// An AMO request as sent: 40 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Request {
+    region: u32,
+    size: u32,
+    op: u32,
+    slot: u32,
+    offset: u64,
+    operand: u64,
+    cond: u64,
+}
+
+/// The answer: the old value.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Reply {
+    old: u64,
+}
+
+struct ClientSlot {
+    busy: bool,
+    target: u32,
+    send: ffi::MPI_Request,
+    recv: ffi::MPI_Request,
+    req: Box<Request>,
+    reply: Box<Reply>,
+}
+
+struct ServerRecv {
+    req: ffi::MPI_Request,
+    buf: Box<Request>,
+}
+
+struct PendingReply {
+    req: ffi::MPI_Request,
+    _buf: Box<Reply>,
+}
+
+struct Inner {
+    wins: [ffi::MPI_Win; abi::REGIONS],
+    /// Windows written (put) since the last flush_all.
+    dirty: [bool; abi::REGIONS],
+    /// Local memory of each exposed region (AMO targets).
+    regions: [(usize, usize); abi::REGIONS],
+    slots: Vec<ClientSlot>,
+    /// Requests outstanding per target PE.
+    outstanding: Vec<u32>,
+    total_outstanding: usize,
+    recvs: Vec<ServerRecv>,
+    replies: Vec<PendingReply>,
+    am_started: bool,
+}
+
+// SAFETY: MPI handles are plain values; every use is under the plugin lock.
+unsafe impl Send for Inner {}
+
+struct Plugin {
+    comm: ffi::MPI_Comm,
+    am_comm: ffi::MPI_Comm,
+    rank: u32,
+    size: u32,
+    owns: bool,
+    inner: Mutex<Inner>,
+    name: CString,
+}
+
+// SAFETY: as for Inner; comm handles are only read.
+unsafe impl Send for Plugin {}
+// SAFETY: as above.
+unsafe impl Sync for Plugin {}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(msg: String) -> c_int {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    1
+}
+
+/// The text of MPI error code `code`.
+fn mpi_error_string(code: c_int) -> String {
+    let mut buf = vec![0u8; 1024];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_ERROR_STRING (<= 1024 in both MPIs).
+    let r = unsafe { ffi::MPI_Error_string(code, buf.as_mut_ptr() as *mut c_char, &mut len) };
+    if r != 0 {
+        return format!("MPI error {code}");
+    }
+    buf.truncate(len.max(0) as usize);
+    String::from_utf8_lossy(&buf).trim().to_string()
+}
+
+/// Turns an MPI return code into `Result`, naming the MPI call.
+fn check(what: &str, code: c_int) -> Result<(), String> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(format!("{what} failed: {}", mpi_error_string(code)))
+    }
+}
+
+fn plugin<'a>(ctx: *mut c_void) -> &'a Plugin {
+    // SAFETY: ctx is the pointer init returned; it lives until finalize.
+    unsafe { &*(ctx as *const Plugin) }
+}
+
+impl Plugin {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Applies an AMO to local memory with the CPU atomics the core uses.
+///
+/// # Safety
+/// `addr` is naturally aligned for `size` and points into an exposed region.
+unsafe fn apply_amo(addr: usize, size: u32, op: u32, operand: u64, cond: u64) -> u64 {
+    macro_rules! rmw {
+        ($atomic:ty, $t:ty) => {{
+            let at = &*(addr as *const $atomic);
+            let v = operand as $t;
+            (match op {
+                abi::AMO_FETCH => at.load(SeqCst),
+                abi::AMO_SET => {
+                    at.store(v, SeqCst);
+                    0
+                }
+                abi::AMO_SWAP => at.swap(v, SeqCst),
+                abi::AMO_COMPARE_SWAP => match at.compare_exchange(cond as $t, v, SeqCst, SeqCst) {
+                    Ok(x) | Err(x) => x,
+                },
+                abi::AMO_FETCH_ADD => at.fetch_add(v, SeqCst),
+                abi::AMO_FETCH_AND => at.fetch_and(v, SeqCst),
+                abi::AMO_FETCH_OR => at.fetch_or(v, SeqCst),
+                _ => at.fetch_xor(v, SeqCst),
+            }) as u64
+        }};
+    }
+    match size {
+        1 => rmw!(AtomicU8, u8),
+        2 => rmw!(AtomicU16, u16),
+        4 => rmw!(AtomicU32, u32),
+        _ => rmw!(AtomicU64, u64),
+    }
+}
+
+impl Inner {
+    /// Serves received requests, retires sent replies and completed client
+    /// requests. Returns how many events it handled.
+    fn progress(&mut self, am_comm: ffi::MPI_Comm) -> Result<usize, String> {
+        let mut events = 0;
+        if !self.am_started {
+            return Ok(0);
+        }
+        // Requests from other PEs.
+        for i in 0..self.recvs.len() {
+            loop {
+                let mut flag: c_int = 0;
+                let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+                // SAFETY: the request and its buffer live in self.recvs.
+                check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.recvs[i].req, &mut flag, &mut status) })?;
+                if flag == 0 {
+                    break;
+                }
+                events += 1;
+                let r = *self.recvs[i].buf;
+                let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
+                let sz = r.size as usize;
+                if !matches!(sz, 1 | 2 | 4 | 8) || r.offset as usize % sz != 0 || r.offset as usize + sz > len {
+                    return Err(format!(
+                        "AMO request from PE {} is out of bounds (region {}, offset {}, size {})",
+                        status.MPI_SOURCE, r.region, r.offset, r.size
+                    ));
+                }
+                // SAFETY: checked aligned and inside the exposed region.
+                let old = unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) };
+                let buf = Box::new(Reply { old });
+                let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+                // SAFETY: buf lives in self.replies until the send completes.
+                check("MPI_Isend", unsafe {
+                    ffi::MPI_Isend(
+                        &*buf as *const Reply as *const c_void,
+                        std::mem::size_of::<Reply>() as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        status.MPI_SOURCE,
+                        TAG_REPLY + r.slot as c_int,
+                        am_comm,
+                        &mut req,
+                    )
+                })?;
+                self.replies.push(PendingReply { req, _buf: buf });
+                // Repost.
+                let ServerRecv { req, buf } = &mut self.recvs[i];
+                // SAFETY: buf is a live Box owned by self.recvs.
+                check("MPI_Irecv", unsafe {
+                    ffi::MPI_Irecv(
+                        &mut **buf as *mut Request as *mut c_void,
+                        std::mem::size_of::<Request>() as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        ffi::RSMPI_ANY_SOURCE,
+                        TAG_REQUEST,
+                        am_comm,
+                        req,
+                    )
+                })?;
+            }
+        }
+        // Our replies that went out.
+        let mut k = 0;
+        while k < self.replies.len() {
+            let mut flag: c_int = 0;
+            // SAFETY: request owned by self.replies.
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.replies[k].req, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+            if flag != 0 {
+                self.replies.swap_remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        // Answers to our requests.
+        for s in 0..self.slots.len() {
+            if !self.slots[s].busy {
+                continue;
+            }
+            let slot = &mut self.slots[s];
+            let mut done_send: c_int = 0;
+            let mut done_recv: c_int = 0;
+            // SAFETY: requests owned by the slot; null requests test as done.
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.send, &mut done_send, ffi::RSMPI_STATUS_IGNORE) })?;
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.recv, &mut done_recv, ffi::RSMPI_STATUS_IGNORE) })?;
+            if done_send != 0 && done_recv != 0 {
+                slot.busy = false;
+                self.outstanding[slot.target as usize] -= 1;
+                self.total_outstanding -= 1;
+                events += 1;
+            }
+        }
+        for w in 0..abi::REGIONS {
+            if self.wins[w] != unsafe { ffi::RSMPI_WIN_NULL } {
+                // SAFETY: an open window; orders our loads after remote updates.
+                check("MPI_Win_sync", unsafe { ffi::MPI_Win_sync(self.wins[w]) })?;
+            }
+        }
+        Ok(events)
+    }
+
+    fn win(&self, region: u32) -> Result<ffi::MPI_Win, String> {
+        match self.wins.get(region as usize) {
+            Some(&w) if w != unsafe { ffi::RSMPI_WIN_NULL } => Ok(w),
+            _ => Err(format!("region {region} is not exposed")),
+        }
+    }
+}
+
+/// Backs off between polls of a blocking wait: spin, then yield, then
+/// sleep, so oversubscribed jobs stay quick.
+struct Backoff(u32);
+impl Backoff {
+    fn pause(&mut self) {
+        self.0 = self.0.saturating_add(1);
+        if self.0 < 64 {
+            std::hint::spin_loop();
+        } else if self.0 < 4096 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+}
+
+impl Plugin {
+    fn amo(
+        &self, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64, nbi: bool,
+    ) -> Result<u64, String> {
+        if pe == self.rank {
+            let inner = self.lock();
+            let (base, len) = inner.regions[region as usize];
+            if offset + size as usize > len {
+                return Err(format!("AMO at offset {offset} is outside region {region}"));
+            }
+            // SAFETY: inside our own exposed region; the core checked alignment.
+            return Ok(unsafe { apply_amo(base + offset, size, op, operand, cond) });
+        }
+        // Claim a slot (serving others while none is free).
+        let mut backoff = Backoff(0);
+        let slot = loop {
+            let mut inner = self.lock();
+            if let Some(s) = inner.slots.iter().position(|s| !s.busy) {
+                let slot = &mut inner.slots[s];
+                slot.busy = true;
+                slot.target = pe;
+                *slot.req = Request { region, size, op, slot: s as u32, offset: offset as u64, operand, cond };
+                let ClientSlot { send, recv, req, reply, .. } = slot;
+                // SAFETY: the boxes live in the slot until both complete.
+                unsafe {
+                    check(
+                        "MPI_Irecv",
+                        ffi::MPI_Irecv(
+                            &mut **reply as *mut Reply as *mut c_void,
+                            std::mem::size_of::<Reply>() as c_int,
+                            ffi::RSMPI_UINT8_T,
+                            pe as c_int,
+                            TAG_REPLY + s as c_int,
+                            self.am_comm,
+                            recv,
+                        ),
+                    )?;
+                    check(
+                        "MPI_Isend",
+                        ffi::MPI_Isend(
+                            &**req as *const Request as *const c_void,
+                            std::mem::size_of::<Request>() as c_int,
+                            ffi::RSMPI_UINT8_T,
+                            pe as c_int,
+                            TAG_REQUEST,
+                            self.am_comm,
+                            send,
+                        ),
+                    )?;
+                }
+                inner.outstanding[pe as usize] += 1;
+                inner.total_outstanding += 1;
+                break s;
+            }
+            inner.progress(self.am_comm)?;
+            drop(inner);
+            backoff.pause();
+        };
+        if nbi {
+            return Ok(0);
+        }
+        let mut backoff = Backoff(0);
+        loop {
+            let mut inner = self.lock();
+            inner.progress(self.am_comm)?;
+            if !inner.slots[slot].busy {
+                return Ok(inner.slots[slot].reply.old);
+            }
+            drop(inner);
+            backoff.pause();
+        }
+    }
+
+    fn rma(&self, put: bool, region: u32, pe: u32, offset: usize, buf: *mut c_void, len: usize, nbi: bool) -> Result<(), String> {
+        let mut inner = self.lock();
+        let win = inner.win(region)?;
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(MAX_CHUNK);
+            // SAFETY: the caller guarantees buf is valid for len bytes and
+            // offset + len is inside the target's region.
+            let r = unsafe {
+                let p = (buf as *mut u8).add(done) as *mut c_void;
+                if put {
+                    ffi::MPI_Put(
+                        p, n as c_int, ffi::RSMPI_UINT8_T, pe as c_int, (offset + done) as ffi::MPI_Aint, n as c_int,
+                        ffi::RSMPI_UINT8_T, win,
+                    )
+                } else {
+                    ffi::MPI_Get(
+                        p, n as c_int, ffi::RSMPI_UINT8_T, pe as c_int, (offset + done) as ffi::MPI_Aint, n as c_int,
+                        ffi::RSMPI_UINT8_T, win,
+                    )
+                }
+            };
+            check(if put { "MPI_Put" } else { "MPI_Get" }, r)?;
+            done += n;
+        }
+        inner.dirty[region as usize] = true;
+        if !nbi {
+            // SAFETY: open window, valid rank.
+            check("MPI_Win_flush_local", unsafe { ffi::MPI_Win_flush_local(pe as c_int, win) })?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self, pe: c_int) -> Result<(), String> {
+        {
+            let mut inner = self.lock();
+            for w in 0..abi::REGIONS {
+                if !inner.dirty[w] {
+                    continue;
+                }
+                let win = inner.wins[w];
+                // SAFETY: open windows.
+                if pe < 0 {
+                    check("MPI_Win_flush_all", unsafe { ffi::MPI_Win_flush_all(win) })?;
+                    inner.dirty[w] = false;
+                } else {
+                    check("MPI_Win_flush", unsafe { ffi::MPI_Win_flush(pe, win) })?;
+                }
+            }
+        }
+        // Outstanding AMO answers.
+        let mut backoff = Backoff(0);
+        loop {
+            let mut inner = self.lock();
+            inner.progress(self.am_comm)?;
+            let left = if pe < 0 { inner.total_outstanding } else { inner.outstanding[pe as usize] as usize };
+            if left == 0 {
+                return Ok(());
+            }
+            drop(inner);
+            backoff.pause();
+        }
+    }
+
+    fn expose(&self, region: u32, base: *mut c_void, size: usize) -> Result<(), String> {
+        let mut inner = self.lock();
+        if region as usize >= abi::REGIONS || inner.wins[region as usize] != unsafe { ffi::RSMPI_WIN_NULL } {
+            return Err(format!("region {region} is unknown or already exposed"));
+        }
+        let mut win = unsafe { ffi::RSMPI_WIN_NULL };
+        // SAFETY: base/size describe memory the core keeps mapped until
+        // finalize; disp_unit 1 (byte offsets).
+        unsafe {
+            check(
+                "MPI_Win_create",
+                ffi::MPI_Win_create(base, size as ffi::MPI_Aint, 1, ffi::RSMPI_INFO_NULL, self.comm, &mut win),
+            )?;
+            check("MPI_Win_set_errhandler", ffi::MPI_Win_set_errhandler(win, ffi::RSMPI_ERRORS_RETURN))?;
+            check("MPI_Win_lock_all", ffi::MPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as c_int, win))?;
+        }
+        inner.wins[region as usize] = win;
+        inner.regions[region as usize] = (base as usize, size);
+        if !inner.am_started {
+            for i in 0..inner.recvs.len() {
+                let ServerRecv { req, buf } = &mut inner.recvs[i];
+                // SAFETY: buffers live in inner.recvs until finalize.
+                check("MPI_Irecv", unsafe {
+                    ffi::MPI_Irecv(
+                        &mut **buf as *mut Request as *mut c_void,
+                        std::mem::size_of::<Request>() as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        ffi::RSMPI_ANY_SOURCE,
+                        TAG_REQUEST,
+                        self.am_comm,
+                        req,
+                    )
+                })?;
+            }
+            inner.am_started = true;
+        }
+        Ok(())
+    }
+
+    fn finalize(&self) -> Result<(), String> {
+        self.flush(-1)?;
+        let mut inner = self.lock();
+        // Replies we still send (their receivers have posted receives).
+        for r in inner.replies.iter_mut() {
+            // SAFETY: live request.
+            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut r.req, ffi::RSMPI_STATUS_IGNORE) })?;
+        }
+        inner.replies.clear();
+        // Everybody is done sending requests before receives are withdrawn.
+        check("MPI_Barrier", unsafe { ffi::MPI_Barrier(self.comm) })?;
+        inner.progress(self.am_comm)?;
+        for r in inner.replies.iter_mut() {
+            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut r.req, ffi::RSMPI_STATUS_IGNORE) })?;
+        }
+        inner.replies.clear();
+        if inner.am_started {
+            for r in inner.recvs.iter_mut() {
+                // SAFETY: live receive requests; cancelled ones complete.
+                unsafe {
+                    check("MPI_Cancel", ffi::MPI_Cancel(&mut r.req))?;
+                    check("MPI_Wait", ffi::MPI_Wait(&mut r.req, ffi::RSMPI_STATUS_IGNORE))?;
+                }
+            }
+            inner.am_started = false;
+        }
+        for w in 0..abi::REGIONS {
+            if inner.wins[w] != unsafe { ffi::RSMPI_WIN_NULL } {
+                // SAFETY: open window, collective free (every rank exposed the
+                // same regions in the same order).
+                unsafe {
+                    check("MPI_Win_unlock_all", ffi::MPI_Win_unlock_all(inner.wins[w]))?;
+                    check("MPI_Win_free", ffi::MPI_Win_free(&mut inner.wins[w]))?;
+                }
+            }
+        }
+        let mut c = self.comm;
+        let mut a = self.am_comm;
+        // SAFETY: our duplicates.
+        unsafe {
+            check("MPI_Comm_free", ffi::MPI_Comm_free(&mut a))?;
+            check("MPI_Comm_free", ffi::MPI_Comm_free(&mut c))?;
+        }
+        if self.owns {
+            // SAFETY: we initialized MPI.
+            check("MPI_Finalize", unsafe { ffi::MPI_Finalize() })?;
+        }
+        Ok(())
+    }
+}
+
+// ----- the exported table ---------------------------------------------------
+
+fn status(r: Result<(), String>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => set_error(e),
+    }
+}
+
+unsafe extern "C" fn op_allgather(ctx: *mut c_void, send: *const c_void, recv: *mut c_void, len: usize) -> c_int {
+    let p = plugin(ctx);
+    let _g = p.lock();
+    if len > i32::MAX as usize {
+        return set_error(format!("allgather of {len} bytes is too large"));
+    }
+    status(check("MPI_Allgather", unsafe {
+        ffi::MPI_Allgather(send, len as c_int, ffi::RSMPI_UINT8_T, recv, len as c_int, ffi::RSMPI_UINT8_T, p.comm)
+    }))
+}
+
+unsafe extern "C" fn op_barrier(ctx: *mut c_void) -> c_int {
+    let p = plugin(ctx);
+    let _g = p.lock();
+    status(check("MPI_Barrier", unsafe { ffi::MPI_Barrier(p.comm) }))
+}
+
+unsafe extern "C" fn op_expose(ctx: *mut c_void, region: u32, base: *mut c_void, size: usize) -> c_int {
+    status(plugin(ctx).expose(region, base, size))
+}
+
+unsafe extern "C" fn op_put(
+    ctx: *mut c_void, region: u32, pe: u32, offset: usize, src: *const c_void, len: usize, flags: u32,
+) -> c_int {
+    status(plugin(ctx).rma(true, region, pe, offset, src as *mut c_void, len, flags & abi::FLAG_NBI != 0))
+}
+
+unsafe extern "C" fn op_get(
+    ctx: *mut c_void, region: u32, pe: u32, offset: usize, dst: *mut c_void, len: usize, flags: u32,
+) -> c_int {
+    status(plugin(ctx).rma(false, region, pe, offset, dst, len, flags & abi::FLAG_NBI != 0))
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn op_amo(
+    ctx: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64,
+    old: *mut u64, flags: u32,
+) -> c_int {
+    match plugin(ctx).amo(region, pe, offset, size, op, operand, cond, flags & abi::FLAG_NBI != 0) {
+        Ok(v) => {
+            if !old.is_null() {
+                // SAFETY: the caller passes a valid pointer or null.
+                unsafe { *old = v };
+            }
+            0
+        }
+        Err(e) => set_error(e),
+    }
+}
+
+unsafe extern "C" fn op_flush(ctx: *mut c_void, pe: c_int) -> c_int {
+    status(plugin(ctx).flush(pe))
+}
+
+unsafe extern "C" fn op_progress(ctx: *mut c_void) -> c_int {
+    let p = plugin(ctx);
+    let Ok(mut inner) = p.inner.try_lock() else {
+        // Another thread of this process is inside MPI and progresses.
+        return 0;
+    };
+    match inner.progress(p.am_comm) {
+        Ok(n) => n as c_int,
+        Err(e) => {
+            set_error(e);
+            -1
+        }
+    }
+}
+
+unsafe extern "C" fn op_abort(ctx: *mut c_void, code: c_int) {
+    let p = plugin(ctx);
+    // Whoever holds the lock may be blocked for good; abort regardless.
+    let _g = p.inner.try_lock();
+    // SAFETY: MPI_Abort may be called at any time after init.
+    unsafe { ffi::MPI_Abort(p.comm, code) };
+}
+
+unsafe extern "C" fn op_finalize(ctx: *mut c_void) -> c_int {
+    let r = plugin(ctx).finalize();
+    if r.is_ok() {
+        // SAFETY: created by Box::into_raw in init; no further calls.
+        drop(unsafe { Box::from_raw(ctx as *mut Plugin) });
+    }
+    status(r)
+}
+
+unsafe extern "C" fn op_last_error(_ctx: *mut c_void) -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+fn write_err(args: &abi::ProxyInitArgs, msg: &str) -> c_int {
+    if !args.err.is_null() && args.err_len > 0 {
+        let n = msg.len().min(args.err_len - 1);
+        // SAFETY: err is valid for err_len bytes (the ABI's contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(msg.as_ptr(), args.err as *mut u8, n);
+            *args.err.add(n) = 0;
+        }
+    }
+    1
+}
+
+fn library_version() -> String {
+    let mut buf = vec![0u8; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer is larger than MPI_MAX_LIBRARY_VERSION_STRING.
+    if unsafe { ffi::MPI_Get_library_version(buf.as_mut_ptr() as *mut c_char, &mut len) } != 0 {
+        return "MPI".into();
+    }
+    buf.truncate(len.max(0) as usize);
+    let s = String::from_utf8_lossy(&buf).replace('\0', "");
+    // "Open MPI v4.1.4, package: ..." / "MPICH Version: 4.0.2 ...": the
+    // first phrase names the library and version.
+    let first = s.lines().next().unwrap_or("MPI");
+    first.split(',').next().unwrap_or(first).split('\t').next().unwrap_or(first).trim().to_string()
+}
+
+fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
+    let mut initialized: c_int = 0;
+    // SAFETY: MPI_Initialized may be called before MPI_Init.
+    check("MPI_Initialized", unsafe { ffi::MPI_Initialized(&mut initialized) })?;
+    let mut provided: c_int = 0;
+    let mut owns = false;
+    if initialized == 0 {
+        if !args.app_comm.is_null() {
+            return Err("a communicator was passed but MPI is not initialized".into());
+        }
+        // Ask for MULTIPLE so a progress thread and the device proxy may
+        // call MPI; accept what the library gives.
+        // SAFETY: plain MPI_Init_thread with no arguments.
+        check("MPI_Init_thread", unsafe {
+            ffi::MPI_Init_thread(std::ptr::null_mut(), std::ptr::null_mut(), ffi::RSMPI_THREAD_MULTIPLE, &mut provided)
+        })?;
+        owns = true;
+    } else {
+        // SAFETY: MPI is initialized.
+        check("MPI_Query_thread", unsafe { ffi::MPI_Query_thread(&mut provided) })?;
+    }
+    // SAFETY: the RSMPI_* constants are link-time values of this MPI.
+    let level = unsafe {
+        if provided == ffi::RSMPI_THREAD_MULTIPLE {
+            abi::THREAD_MULTIPLE
+        } else if provided == ffi::RSMPI_THREAD_SERIALIZED {
+            abi::THREAD_SERIALIZED
+        } else if provided == ffi::RSMPI_THREAD_FUNNELED {
+            abi::THREAD_FUNNELED
+        } else {
+            abi::THREAD_SINGLE
+        }
+    };
+    let base_comm = if args.app_comm.is_null() {
+        unsafe { ffi::RSMPI_COMM_WORLD }
+    } else {
+        // SAFETY: the ABI says app_comm points to an MPI_Comm of this MPI.
+        unsafe { *(args.app_comm as *const ffi::MPI_Comm) }
+    };
+    let mut comm = unsafe { ffi::RSMPI_COMM_NULL };
+    let mut am_comm = unsafe { ffi::RSMPI_COMM_NULL };
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: valid communicator handles.
+    unsafe {
+        check("MPI_Comm_dup", ffi::MPI_Comm_dup(base_comm, &mut comm))?;
+        check("MPI_Comm_dup", ffi::MPI_Comm_dup(base_comm, &mut am_comm))?;
+        check("MPI_Comm_set_errhandler", ffi::MPI_Comm_set_errhandler(comm, ffi::RSMPI_ERRORS_RETURN))?;
+        check("MPI_Comm_set_errhandler", ffi::MPI_Comm_set_errhandler(am_comm, ffi::RSMPI_ERRORS_RETURN))?;
+        check("MPI_Comm_rank", ffi::MPI_Comm_rank(comm, &mut rank))?;
+        check("MPI_Comm_size", ffi::MPI_Comm_size(comm, &mut size))?;
+    }
+    let level_name = ["MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"]
+        [level as usize];
+    let name = format!("{} ({level_name})", library_version());
+    let slots = (0..SLOTS)
+        .map(|_| ClientSlot {
+            busy: false,
+            target: 0,
+            send: unsafe { ffi::RSMPI_REQUEST_NULL },
+            recv: unsafe { ffi::RSMPI_REQUEST_NULL },
+            req: Box::default(),
+            reply: Box::default(),
+        })
+        .collect();
+    let recvs = (0..RECVS).map(|_| ServerRecv { req: unsafe { ffi::RSMPI_REQUEST_NULL }, buf: Box::default() }).collect();
+    Ok((Box::new(Plugin {
+        comm,
+        am_comm,
+        rank: rank as u32,
+        size: size as u32,
+        owns,
+        inner: Mutex::new(Inner {
+            wins: [unsafe { ffi::RSMPI_WIN_NULL }; abi::REGIONS],
+            dirty: [false; abi::REGIONS],
+            regions: [(0, 0); abi::REGIONS],
+            slots,
+            outstanding: vec![0; size as usize],
+            total_outstanding: 0,
+            recvs,
+            replies: Vec::new(),
+            am_started: false,
+        }),
+        name: CString::new(name).unwrap_or_default(),
+    }), level))
+}
+
+/// The plugin's entry point (see `ishmem_proxy_abi`).
+///
+/// # Safety
+/// `args` and `ops` are valid pointers (the core's call).
+#[no_mangle]
+pub unsafe extern "C" fn ishmem_proxy_init(args: *const abi::ProxyInitArgs, ops: *mut abi::ProxyOps) -> c_int {
+    let r = std::panic::catch_unwind(|| {
+        // SAFETY: the ABI's contract.
+        let args = unsafe { &*args };
+        if args.abi_version != abi::ABI_VERSION {
+            return write_err(
+                args,
+                &format!("the core speaks proxy ABI {}, this plugin {}", args.abi_version, abi::ABI_VERSION),
+            );
+        }
+        match init(args) {
+            Ok((p, level)) => {
+                let name = p.name.as_ptr();
+                let (rank, size, owns) = (p.rank, p.size, p.owns);
+                let ctx = Box::into_raw(p) as *mut c_void;
+                // SAFETY: ops is valid for a write (the ABI's contract).
+                unsafe {
+                    ops.write(abi::ProxyOps {
+                        abi_version: abi::ABI_VERSION,
+                        rank,
+                        size,
+                        thread_level: level,
+                        owns_runtime: u32::from(owns),
+                        reserved: 0,
+                        ctx,
+                        name,
+                        allgather: op_allgather,
+                        barrier: op_barrier,
+                        expose: op_expose,
+                        put: op_put,
+                        get: op_get,
+                        amo: op_amo,
+                        flush: op_flush,
+                        progress: op_progress,
+                        abort: op_abort,
+                        finalize: op_finalize,
+                        last_error: op_last_error,
+                    })
+                };
+                0
+            }
+            Err(e) => write_err(args, &e),
+        }
+    });
+    r.unwrap_or(1)
+}
