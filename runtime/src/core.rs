@@ -113,7 +113,20 @@ pub(crate) fn mark_exiting() {
     PHASE.store(PHASE_FINALIZED, Ordering::Release);
 }
 
-extern "C" fn finalize_at_exit() {
+extern "C" {
+    /// glibc: like atexit, with the exit status.
+    fn on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void), arg: *mut libc::c_void) -> libc::c_int;
+}
+
+/// Finalizes a program that returns from main (or calls exit(0)) without
+/// calling finalize. A failing exit (non-zero status) does not: the other
+/// PEs may never reach a matching finalize, and the launcher ends the job.
+extern "C" fn finalize_at_exit(status: libc::c_int, _: *mut libc::c_void) {
+    // exit() called from inside MPI (a peer's MPI_Abort reaching this
+    // process): the job is over; a collective finalize would hang.
+    if status != 0 || crate::proxy::in_plugin_call() {
+        return;
+    }
     if PHASE.load(Ordering::Acquire) == PHASE_RUNNING {
         finalize();
     }
@@ -353,6 +366,8 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
         p.expose("ishmem_init", REGION_DATA, dbase, dsize);
         p.expose("ishmem_init", REGION_CTRL, ctrl_region.base(), ctrl_size(n_pes));
         p.install(config.progress_thread);
+    } else if let Some(p) = proxy {
+        p.install_abort();
     }
 
     let peer_base_table: Box<[u64]> = peer_base.iter().map(|p| *p as u64).collect();
@@ -430,7 +445,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
     static ATEXIT: std::sync::Once = std::sync::Once::new();
     // SAFETY: registering a plain extern "C" fn.
     ATEXIT.call_once(|| unsafe {
-        libc::atexit(finalize_at_exit);
+        on_exit(finalize_at_exit, std::ptr::null_mut());
     });
     let st = state("ishmem_init");
     if st.my_pe == 0 && (st.config.print_version || st.config.print_info) {

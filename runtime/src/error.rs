@@ -108,7 +108,9 @@ pub fn abort_job(code: i32) -> ! {
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    // Across nodes: the MPI launcher ends every process.
+    // Across nodes: the MPI launcher ends every process. Some MPIs call
+    // exit() inside MPI_Abort: no collective finalize from atexit then.
+    crate::core::mark_exiting();
     run_abort_hook(code);
     // SAFETY: _exit is always safe to call; it does not return.
     unsafe { libc::_exit(code & 0xff) }
@@ -143,6 +145,7 @@ pub fn global_exit(status: i32) -> ! {
         // PEs on other nodes see no control segment: the launcher ends them
         // (and the job's exit status is `status` where MPI can pass it on).
         let _ = std::io::stdout().flush();
+        crate::core::mark_exiting();
         run_abort_hook(status);
     }
     exit_with(status)

@@ -48,6 +48,33 @@ unsafe impl Sync for Proxy {}
 /// The proxy of the running job (for wait loops and job abort).
 static CURRENT: AtomicPtr<Proxy> = AtomicPtr::new(std::ptr::null_mut());
 
+thread_local! {
+    /// This thread is inside a call into the plugin.
+    static IN_CALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True while this thread is inside the plugin (where an MPI library may
+/// call `exit`, e.g. when another process aborted the job).
+pub fn in_plugin_call() -> bool {
+    IN_CALL.with(|c| c.get())
+}
+
+/// Marks this thread as inside the plugin until dropped.
+struct InCall(bool);
+impl InCall {
+    #[inline]
+    fn enter() -> InCall {
+        InCall(IN_CALL.with(|c| c.replace(true)))
+    }
+}
+impl Drop for InCall {
+    #[inline]
+    fn drop(&mut self) {
+        let prev = self.0;
+        IN_CALL.with(|c| c.set(prev));
+    }
+}
+
 /// MPI ABI families a plugin is built for.
 const FLAVORS: [&str; 2] = ["openmpi", "mpich"];
 
@@ -178,6 +205,7 @@ impl Proxy {
                 err_len: err.len(),
             };
             let mut ops = std::mem::MaybeUninit::<abi::ProxyOps>::uninit();
+            let _in = InCall::enter();
             // SAFETY: valid pointers for the duration of the call.
             let rc = unsafe { init(&args, ops.as_mut_ptr()) };
             if rc != 0 {
@@ -261,6 +289,7 @@ impl Proxy {
 
     /// Collective over the job: all ranks' `mine` concatenated in rank order.
     pub fn allgather(&self, call: &str, mine: &[u8]) -> Vec<u8> {
+        let _in = InCall::enter();
         let mut all = vec![0u8; mine.len() * self.size];
         // SAFETY: buffers sized as the ABI requires.
         let rc = unsafe {
@@ -273,6 +302,7 @@ impl Proxy {
     }
 
     pub fn barrier(&self, call: &str) {
+        let _in = InCall::enter();
         // SAFETY: plain call on the plugin's context.
         if unsafe { (self.ops.barrier)(self.ops.ctx) } != 0 {
             self.failed(call, format_args!("barrier"))
@@ -281,6 +311,7 @@ impl Proxy {
 
     /// Collective: exposes `size` bytes at `base` as `region`.
     pub fn expose(&self, call: &str, region: u32, base: *mut u8, size: usize) {
+        let _in = InCall::enter();
         // SAFETY: the core keeps the memory mapped until `finalize`.
         if unsafe { (self.ops.expose)(self.ops.ctx, region, base as *mut c_void, size) } != 0 {
             self.failed(call, format_args!("exposing region {region} ({size} bytes)"))
@@ -292,6 +323,7 @@ impl Proxy {
     /// `offset + len` lies inside `region` on `pe`.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn put(&self, call: &str, region: u32, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
+        let _in = InCall::enter();
         self.check_thread(call);
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
         if (self.ops.put)(self.ops.ctx, region, pe as u32, offset, src as *const c_void, len, flags) != 0 {
@@ -304,6 +336,7 @@ impl Proxy {
     /// `offset + len` lies inside `region` on `pe`.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn get(&self, call: &str, region: u32, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
+        let _in = InCall::enter();
         self.check_thread(call);
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
         if (self.ops.get)(self.ops.ctx, region, pe as u32, offset, dst as *mut c_void, len, flags) != 0 {
@@ -318,6 +351,7 @@ impl Proxy {
         &self, call: &str, region: u32, pe: usize, offset: usize, size: usize, op: u32, operand: u64, cond: u64,
         nbi: bool,
     ) -> u64 {
+        let _in = InCall::enter();
         self.check_thread(call);
         let mut old = 0u64;
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
@@ -333,6 +367,7 @@ impl Proxy {
 
     /// Completes every operation issued to `pe` (`None`: to every PE).
     pub fn flush(&self, call: &str, pe: Option<usize>) {
+        let _in = InCall::enter();
         self.check_thread(call);
         // SAFETY: plain call.
         if unsafe { (self.ops.flush)(self.ops.ctx, pe.map_or(-1, |p| p as c_int)) } != 0 {
@@ -346,6 +381,7 @@ impl Proxy {
         if !self.any_thread && std::thread::current().id() != self.init_thread {
             return 0;
         }
+        let _in = InCall::enter();
         // SAFETY: plain call.
         let n = unsafe { (self.ops.progress)(self.ops.ctx) };
         if n < 0 {
@@ -357,9 +393,8 @@ impl Proxy {
     /// Makes this the job's proxy for wait loops and abort, and starts the
     /// progress thread when allowed and enabled.
     pub fn install(&'static self, progress_thread: bool) {
-        CURRENT.store(self as *const Proxy as *mut Proxy, Ordering::Release);
+        self.install_abort();
         crate::wait::set_progress(Some(progress_hook));
-        crate::error::set_abort_hook(Some(abort_hook));
         if progress_thread && self.any_thread {
             let h = std::thread::Builder::new()
                 .name("ishmem-progress".into())
@@ -367,6 +402,12 @@ impl Proxy {
                 .expect("spawn the progress thread");
             *self.progress_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
         }
+    }
+
+    /// Makes a fatal error on this PE end the whole job through MPI_Abort.
+    pub fn install_abort(&'static self) {
+        CURRENT.store(self as *const Proxy as *mut Proxy, Ordering::Release);
+        crate::error::set_abort_hook(Some(abort_hook));
     }
 
     /// Polls the plugin while idle: spins while requests keep arriving, then
@@ -391,6 +432,7 @@ impl Proxy {
     /// Collective: stops the progress thread, releases the exposed regions
     /// and finalizes MPI if the plugin initialized it.
     pub fn finalize(&self) {
+        let _in = InCall::enter();
         self.progress_stop.store(true, Ordering::Release);
         if let Some(h) = self.progress_thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();
@@ -416,6 +458,7 @@ fn progress_hook() {
 fn abort_hook(code: c_int) {
     // SAFETY: as in progress_hook.
     if let Some(p) = unsafe { CURRENT.load(Ordering::Acquire).as_ref() } {
+        let _in = InCall::enter();
         // SAFETY: abort may be called from any thread at any time.
         unsafe { (p.ops.abort)(p.ops.ctx, code) };
     }

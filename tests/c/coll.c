@@ -197,7 +197,20 @@ static void run_all(shmem_team_t team, int big) {
 
 static void teams(void) {
     CHECK(shmem_team_my_pe(SHMEM_TEAM_WORLD) == me && shmem_team_n_pes(SHMEM_TEAM_WORLD) == npes, "world");
-    CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == npes && shmem_team_n_pes(SHMEMX_TEAM_NODE) == npes, "shared/node");
+    {
+        /* SHARED and NODE: exactly the PEs this one can reach by load/store */
+        static long probe;
+        int reachable = 0;
+        for (int pe = 0; pe < npes; pe++) {
+            int shared = SHARES_MEMORY(pe);
+            CHECK((shmem_ptr(&probe, pe) != NULL) == shared, "shmem_ptr to PE %d vs TEAM_SHARED membership", pe);
+            reachable += shared;
+        }
+        CHECK(shmem_team_n_pes(SHMEM_TEAM_SHARED) == reachable && shmem_team_n_pes(SHMEMX_TEAM_NODE) == reachable,
+              "shared/node size %d, %d PEs reachable", shmem_team_n_pes(SHMEM_TEAM_SHARED), reachable);
+        CHECK(shmem_team_translate_pe(SHMEM_TEAM_SHARED, shmem_team_my_pe(SHMEM_TEAM_SHARED), SHMEM_TEAM_WORLD) == me,
+              "my rank in TEAM_SHARED");
+    }
     CHECK(shmem_team_my_pe(SHMEM_TEAM_INVALID) == -1 && shmem_team_n_pes(SHMEM_TEAM_INVALID) == -1, "invalid");
 
     /* odd PEs: start 1, stride 2 */
@@ -214,7 +227,8 @@ static void teams(void) {
         shmem_team_config_t got = {0};
         CHECK(shmem_team_get_config(odd, SHMEM_TEAM_NUM_CONTEXTS, &got) == 0 && got.num_contexts == 3, "get_config");
         long *x = shmem_malloc(8);
-        CHECK(shmem_team_ptr(odd, x, 0) != NULL, "team_ptr");
+        CHECK((shmem_team_ptr(odd, x, 0) != NULL) == SHARES_MEMORY(shmem_team_translate_pe(odd, 0, SHMEM_TEAM_WORLD)),
+              "team_ptr");
         shmem_free(x);
     } else {
         CHECK(odd == SHMEM_TEAM_INVALID, "non-member gets TEAM_INVALID");

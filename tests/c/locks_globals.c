@@ -38,7 +38,7 @@ int main(void) {
     /* globals keep their initial values and are symmetric */
     CHECK(counter_data == 5, "initialized data kept across init");
     CHECK(shmem_addr_accessible(&counter_data, right) && shmem_addr_accessible(table, right), "globals accessible");
-    CHECK(shmem_ptr(table, right) != NULL, "ptr to a peer's global");
+    CHECK((shmem_ptr(table, right) != NULL) == SHARES_MEMORY(right), "ptr to a peer's global");
     shmem_barrier_all(); /* everyone checked the initial values before updates */
     int vals[1000];
     for (int i = 0; i < 1000; i++) vals[i] = me * 10000 + i;

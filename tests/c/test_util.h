@@ -27,4 +27,13 @@
         __atomic_thread_fence(__ATOMIC_ACQUIRE);                                \
     } while (0)
 
+/* True when world PE pe shares memory with this one (SHMEM_TEAM_SHARED):
+ * always under ishmrun; under MPI, PEs of the same node unless
+ * ISHMEM_ENABLE_SHM=0. shmem_ptr to pe is non-NULL exactly then. */
+#ifdef SHMEM_H
+#define SHARES_MEMORY(pe) (shmem_team_translate_pe(SHMEM_TEAM_WORLD, (pe), SHMEM_TEAM_SHARED) != -1)
+#else
+#define SHARES_MEMORY(pe) (ishmem_team_translate_pe(ISHMEM_TEAM_WORLD, (pe), ISHMEM_TEAM_SHARED) != -1)
+#endif
+
 #endif
