@@ -355,6 +355,8 @@ impl Proxy {
         self.check_thread(call);
         let mut old = 0u64;
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
+        // The plugin waits for the answer (serving others meanwhile).
+        let _w = (!nbi).then(crate::wait::Waiting::enter);
         // SAFETY: the core checked offset and alignment; old is writable.
         let rc = unsafe {
             (self.ops.amo)(self.ops.ctx, region, pe as u32, offset, size as u32, op, operand, cond, &mut old, flags)
@@ -368,6 +370,7 @@ impl Proxy {
     /// Completes every operation issued to `pe` (`None`: to every PE).
     pub fn flush(&self, call: &str, pe: Option<usize>) {
         let _in = InCall::enter();
+        let _w = crate::wait::Waiting::enter();
         self.check_thread(call);
         // SAFETY: plain call.
         if unsafe { (self.ops.flush)(self.ops.ctx, pe.map_or(-1, |p| p as c_int)) } != 0 {
@@ -415,6 +418,12 @@ impl Proxy {
     fn progress_loop(&self) {
         let mut idle: u32 = 0;
         while !self.progress_stop.load(Ordering::Acquire) {
+            if crate::wait::WAITERS.load(Ordering::Relaxed) > 0 {
+                // A thread waiting in the library progresses; stay out of
+                // its way (one core may be all there is).
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                continue;
+            }
             if self.progress() > 0 {
                 idle = 0;
                 continue;

@@ -13,6 +13,24 @@ pub(crate) fn set_progress(f: Option<fn()>) {
     PROGRESS.store(f.map_or(std::ptr::null_mut(), |f| f as *mut ()), Ordering::Release);
 }
 
+/// Threads of this process now waiting inside the library (they progress
+/// the proxy themselves, so the progress thread can rest).
+pub(crate) static WAITERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts this thread in [`WAITERS`] until dropped.
+pub(crate) struct Waiting;
+impl Waiting {
+    pub(crate) fn enter() -> Waiting {
+        WAITERS.fetch_add(1, Ordering::Relaxed);
+        Waiting
+    }
+}
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITERS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Runs the progress hook, if any (also called by single polls such as
 /// `test`, so a loop over them progresses).
 #[inline]
@@ -43,6 +61,7 @@ pub fn wait_until(mut ready: impl FnMut() -> bool) {
 
 #[inline(never)]
 fn wait_slow(ready: &mut dyn FnMut() -> bool) {
+    let _waiting = Waiting::enter();
     let mut polls: u32 = 0;
     loop {
         if ready() {
