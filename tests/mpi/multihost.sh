@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# A real multi-host run on one machine. Two "hosts", each a network
+# namespace (its own interfaces, joined by a veth pair, 10.77.0.1 and
+# 10.77.0.2) with its own host name (a UTS namespace). Open MPI's mpirun
+# starts in host a and reaches host b over TCP through an ssh stand-in that
+# enters b's namespaces; MPI itself runs over TCP (no shared memory between
+# the hosts). tests/c/multihost.c then checks that PEs share memory exactly
+# with PEs of their own host, and RMA, AMOs, put-with-signal, a reduction and
+# a lock across hosts, through the MPI proxy.
+#
+#   tests/mpi/multihost.sh [PES_PER_HOST]     (root; default 2)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+per_host="${1:-2}"
+[ "$(id -u)" = 0 ] || { echo "multihost: needs root (network and UTS namespaces)" >&2; exit 1; }
+for tool in ip nsenter unshare mpirun.openmpi; do
+    command -v $tool >/dev/null || { echo "multihost: $tool is missing" >&2; exit 1; }
+done
+target="${CARGO_TARGET_DIR:-$PWD/target}/debug"
+[ -f "$target/libishmem.so" ] && [ -f "$target/ishmem/libishmem_proxy_oshmpi-openmpi.so" ] || {
+    echo "multihost: build first (cargo build --workspace; proxy-oshmpi/build-plugins.sh)" >&2; exit 1; }
+
+run="/run/ishmem-multihost.$$"
+nsa="ishmem-mh-a.$$"
+nsb="ishmem-mh-b.$$"
+cleanup() {
+    set +e
+    for n in a b; do umount "$run/uts-$n" 2>/dev/null; done
+    ip netns del "$nsa" 2>/dev/null
+    ip netns del "$nsb" 2>/dev/null
+    rm -rf "$run"
+}
+trap cleanup EXIT
+mkdir -p "$run"
+
+# Two hosts joined by a veth pair.
+ip netns add "$nsa"
+ip netns add "$nsb"
+ip link add "mh$$a" type veth peer name "mh$$b"
+ip link set "mh$$a" netns "$nsa"
+ip link set "mh$$b" netns "$nsb"
+ip -n "$nsa" addr add 10.77.0.1/24 dev "mh$$a"
+ip -n "$nsb" addr add 10.77.0.2/24 dev "mh$$b"
+for ns in "$nsa" "$nsb"; do
+    ip -n "$ns" link set lo up
+done
+ip -n "$nsa" link set "mh$$a" up
+ip -n "$nsb" link set "mh$$b" up
+# Their own host names.
+for n in a b; do
+    touch "$run/uts-$n"
+    unshare --uts="$run/uts-$n" hostname "ishmem-host-$n"
+done
+
+# The ssh stand-in mpirun uses to start its daemon on host b.
+cat > "$run/agent" <<AGENT
+#!/bin/sh
+host="\$1"; shift
+case "\$host" in
+    10.77.0.1) n=a; ns=$nsa ;;
+    10.77.0.2) n=b; ns=$nsb ;;
+    *) echo "multihost agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec nsenter --net=/run/netns/\$ns --uts=$run/uts-\$n -- $run/enter /bin/sh -c "\$*"
+AGENT
+# Inside a host: a private mount namespace whose /sys shows the host's own
+# network interfaces (UCX finds its devices there).
+cat > "$run/enter" <<'ENTER'
+#!/bin/sh
+exec unshare --mount --propagation private /bin/sh -c 'mount -t sysfs sysfs /sys && exec "$@"' enter "$@"
+ENTER
+chmod +x "$run/enter"
+chmod +x "$run/agent"
+
+prog="$target/c-tests/multihost"
+mkdir -p "$target/c-tests"
+cc -std=c11 -O2 -Wall -Wextra -Werror tests/c/multihost.c -I bindings/c/include -I tests/c \
+    -L "$target" -lishmem -Wl,-rpath,"$target" -o "$prog"
+
+n=$((2 * per_host))
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+set +e
+out=$(timeout 120 nsenter --net="/run/netns/$nsa" --uts="$run/uts-a" -- "$run/enter" \
+    mpirun.openmpi --oversubscribe --mca plm_rsh_agent "$run/agent" \
+        -H "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
+        --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=tcp,self \
+        --mca oob_tcp_if_include 10.77.0.0/24 \
+        -x TEST_PES_PER_HOST="$per_host" -x ISHMEM_SYMMETRIC_SIZE=64m \
+        "$prog" 2>&1)
+rc=$?
+set -e
+if [ $rc -ne 0 ] || ! grep -q "multihost ok: $n PEs on 2 hosts" <<<"$out"; then
+    echo "$out"
+    echo "multihost: FAILED (exit $rc)" >&2
+    exit 1
+fi
+echo "$out" | grep -v "^\s*$" | tail -3
+echo "multihost: ok ($n PEs on 2 hosts over TCP)"
