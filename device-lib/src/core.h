@@ -222,7 +222,8 @@ ISHMEMI_INLINE ISHMEMI_GLOBAL const ishmemi_team_t *ishmemi_get_team(int team) {
 ISHMEMI_INLINE int ishmemi_member(ISHMEMI_GLOBAL const ishmemi_team_t *t, int rank) { return t->start + rank * t->stride; }
 
 /* Team sync (dissemination), interoperable with the host's: the same flags
- * and epoch in the node's control segment, slot = team handle. */
+ * and epoch in the node's control segment, slot = team handle. Flags of
+ * PEs the device cannot reach are stored by the host (ring). */
 ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(slot);
     ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base + slot * (ulong)ishmemi_state->ctrl_team_stride;
@@ -233,7 +234,11 @@ ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
     ishmemi_store64(mine + ishmemi_state->ctrl_epoch_offset, epoch);
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
         int to = ishmemi_member(t, (rank + dist) % n);
-        ishmemi_store64(base + to * stride + 8 * round, epoch);
+        ISHMEMI_GLOBAL char *flag = base + to * stride + 8 * round;
+        if (ishmemi_is_local(to))
+            ishmemi_store64(flag, epoch);
+        else /* another node: the host stores it (after this PE's operations complete) */
+            ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_SET, (ulong)flag, 0, (ulong)epoch, 0, 0, to, 0, ISHMEMI_RING_OP_FLAG_NBI);
         while (ishmemi_load64(mine + 8 * round) < epoch) ;
     }
     ishmemi_fence_all();

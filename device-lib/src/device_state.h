@@ -54,6 +54,7 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, teams) == 88, "teams")
 #define ISHMEMI_RING_OP_PUT_SIGNAL 4
 #define ISHMEMI_RING_OP_G 5
 #define ISHMEMI_RING_OP_P 6
+#define ISHMEMI_RING_OP_CTRL_SET 7
 #define ISHMEMI_RING_OP_FLAG_NBI 1
 
 #endif

@@ -36,6 +36,10 @@ pub const RING_GET: u32 = 2;
 pub const RING_AMO: u32 = 3;
 /// put then signal AMO (`amo_op` Set or FetchAdd with `signal` on `sig`).
 pub const RING_PUT_SIGNAL: u32 = 4;
+/// Team-sync flag store to a PE the device cannot reach: `dest` is the
+/// flag's address in this node's control segment, `value` the epoch, `pe`
+/// the flag's owner. This PE's earlier operations complete first.
+pub const RING_CTRL_SET: u32 = 7;
 
 /// One request: 64 bytes, `sequence` written last.
 #[repr(C, align(64))]
@@ -204,6 +208,10 @@ fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
                 RING_PUT_SIGNAL => {
                     let sig_op = if amo_op == AmoOp::Set { crate::amo::SIGNAL_SET } else { crate::amo::SIGNAL_ADD };
                     st.put_signal(call, dest, source, value as usize, slot.sig.load(Ordering::Relaxed) as *mut u64, cond, sig_op, pe);
+                    0
+                }
+                RING_CTRL_SET => {
+                    st.device_ctrl_set(call, pe, dest as usize, value);
                     0
                 }
                 op => crate::error::fatal(call, format_args!("unknown device request {op} (corrupt ring message)")),

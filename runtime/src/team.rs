@@ -162,6 +162,25 @@ impl State {
         }
     }
 
+    /// A device team sync's flag store to `pe`, which the device cannot
+    /// reach (the ring's `RING_CTRL_SET`): `addr` is the flag's address in
+    /// this node's control segment. Like the host's sync, this PE's
+    /// outstanding operations complete first.
+    pub(crate) fn device_ctrl_set(&self, call: &str, pe: i32, addr: usize, value: u64) {
+        let pe = self.check_pe(call, pe);
+        let base = self.ctrl.base() as usize;
+        let end = base + crate::ctrl::ctrl_size(self.n_pes);
+        if addr < base || addr + 8 > end || addr % 8 != 0 {
+            fatal(call, format_args!("device sync flag address {addr:#x} is not in the control segment"))
+        }
+        if let Some(p) = self.proxy {
+            p.flush(call, None);
+        }
+        // SAFETY: checked inside the mapped control segment and aligned.
+        let word = unsafe { &*(addr as *const AtomicU64) };
+        self.ctrl_store(call, pe, word, value);
+    }
+
     /// Reads control word `word` of PE `pe`'s record (a value that does not
     /// change while it is read).
     pub(crate) fn ctrl_load(&self, call: &str, pe: usize, word: &AtomicU64) -> u64 {

@@ -35,7 +35,7 @@ pub fn device_state_h() -> String {
     for (name, off) in layout() {
         let _ = writeln!(s, "#define ISHMEMI_RING_{} {off}", name.to_uppercase());
     }
-    for (name, v) in [("PUT", RING_PUT), ("GET", RING_GET), ("AMO", RING_AMO), ("PUT_SIGNAL", RING_PUT_SIGNAL), ("G", RING_G), ("P", RING_P), ("FLAG_NBI", RING_NBI)] {
+    for (name, v) in [("PUT", RING_PUT), ("GET", RING_GET), ("AMO", RING_AMO), ("PUT_SIGNAL", RING_PUT_SIGNAL), ("G", RING_G), ("P", RING_P), ("CTRL_SET", RING_CTRL_SET), ("FLAG_NBI", RING_NBI)] {
         let _ = writeln!(s, "#define ISHMEMI_RING_OP_{name} {v}");
     }
     s.push_str("\n#endif\n");
