@@ -3,14 +3,15 @@
 #   packaging/install.sh --prefix DIR
 # bin/ (ishmrun, ishmem-info), lib/ (libishmem.so.X.Y.Z + soname links,
 # libishmem.a, pkgconfig/, cmake/ishmem/), include/, share/modulefiles/
-# (lmod/ and tcl/), share/doc/ishmem/.
+# (lmod/ and tcl/), share/doc/ishmem/; lib/ishmem/ holds the device library
+# and the MPI proxy plugins when their toolchains are here.
 set -euo pipefail
 prefix=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
         --prefix=*) prefix="${1#--prefix=}"; shift ;;
-        -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown argument $1 (usage: install.sh --prefix DIR)" >&2; exit 2 ;;
     esac
 done
@@ -72,6 +73,19 @@ if command -v clang-14 >/dev/null 2>&1 && command -v llvm-spirv-14 >/dev/null 2>
     device-lib/build.sh "$prefix/lib/ishmem" >/dev/null
 else
     echo "install.sh: clang-14/llvm-spirv-14 not found: device library not built" >&2
+fi
+# MPI proxy plugins (PEs on other nodes, through MPI-3 RMA), one per MPI ABI
+# family whose compiler wrapper is here, into <libdir>/ishmem/ where the
+# library looks. Building them needs libclang (the mpi crate's bindings).
+have_mpi=""
+for cc in mpicc.openmpi mpicc.mpich mpicc; do command -v $cc >/dev/null 2>&1 && have_mpi=1; done
+if [ -z "$have_mpi" ]; then
+    echo "install.sh: no MPI compiler wrapper found: MPI proxy not built (PEs run on one node only)" >&2
+elif ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 && [ -z "${LIBCLANG_PATH:-}" ]; then
+    echo "install.sh: libclang not found (apt-get install libclang-dev): MPI proxy not built" >&2
+else
+    install -d "$prefix/lib/ishmem"
+    proxy-oshmpi/build-plugins.sh --release "$prefix/lib/ishmem" >/dev/null
 fi
 cp README.md LICENSE "$prefix/share/doc/ishmem/"
 cp -R docs/. "$prefix/share/doc/ishmem/"

@@ -134,7 +134,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_ROOT",
         kind: Kind::Text,
         default: "",
-        help: "Installation prefix; set by the ishmem module files for build systems and scripts, not read by the library.",
+        help: "Installation prefix; set by the ishmem module files. The library searches $ISHMEM_ROOT/lib/ishmem for the MPI proxy plugins after the directory beside itself (what a statically linked program needs).",
         internal: false,
     },
     EnvVar {

@@ -122,7 +122,8 @@ pub fn launched_by_mpi() -> bool {
 
 /// Directories searched for plugins: beside the library holding this code
 /// (libishmem.so, or the executable when linked statically), in its
-/// `ishmem/` subdirectory first.
+/// `ishmem/` subdirectory first, then beside the executable, then
+/// `$ISHMEM_ROOT/lib/ishmem`.
 fn plugin_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     // SAFETY: dladdr on the address of one of our own functions.
@@ -147,6 +148,14 @@ fn plugin_dirs() -> Vec<PathBuf> {
             }
         }
     }
+    // The installation the module files point at (a static link has no
+    // library file to look beside).
+    if let Some(root) = std::env::var_os("ISHMEM_ROOT").filter(|r| !r.is_empty()) {
+        let p = PathBuf::from(root).join("lib/ishmem");
+        if !dirs.contains(&p) {
+            dirs.push(p);
+        }
+    }
     dirs
 }
 
@@ -165,6 +174,24 @@ fn candidate_paths(explicit: Option<&str>) -> Vec<PathBuf> {
         }
     }
     v
+}
+
+/// The MPI proxy plugins this installation has, for `ishmem-info`: every
+/// flavor's file found in the directories `Proxy::load` searches.
+pub fn installed_plugins() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for d in plugin_dirs() {
+        for f in FLAVORS {
+            let p = d.join(format!("libishmem_proxy_oshmpi-{f}.so"));
+            if p.is_file() {
+                let p = std::fs::canonicalize(&p).unwrap_or(p);
+                if !found.contains(&p) {
+                    found.push(p);
+                }
+            }
+        }
+    }
+    found
 }
 
 impl Proxy {

@@ -43,4 +43,20 @@ for ring in 0 1; do
         echo "$log" | grep -q "device sweep ok on $n PEs" || { echo "$log" >&2; fail "device sweep on $n PEs (ring-all $ring)"; }
     done
 done
+# Across "nodes": under Open MPI with node-local sharing off, every peer is
+# remote, so each device operation goes through the ring, the host proxy
+# thread and the MPI proxy plugin. Required when TEST_DEVICE_MPI=1 (run-all
+# builds the plugins first); otherwise run when Open MPI and the plugin are
+# here.
+plugin="$target/debug/ishmem/libishmem_proxy_oshmpi-openmpi.so"
+if command -v mpirun.openmpi >/dev/null && [ -f "$plugin" ]; then
+    log="$(timeout -k 10 400 mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x ISHMEM_ENABLE_SHM=0 \
+        -x OCL_ICD_FILENAMES -x LD_LIBRARY_PATH -x ISHMEM_DEVICE_LIB "$out/device_host" "$out/kernels.spv" 2>&1)" \
+        || { echo "$log" >&2; fail "device test on 2 PEs over MPI (all peers remote)"; }
+    echo "$log" | grep -q "device ok on 2 PEs" || { echo "$log" >&2; fail "device test over MPI printed no result"; }
+elif [ "${TEST_DEVICE_MPI:-0}" = 1 ]; then
+    fail "TEST_DEVICE_MPI=1 but mpirun.openmpi or $plugin is missing"
+else
+    echo "test-device: Open MPI or the MPI proxy plugin not here; the MPI part was not run" >&2
+fi
 echo "test-device: ok"

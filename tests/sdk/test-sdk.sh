@@ -69,6 +69,27 @@ clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; m
     if ISHMEM_SYMMETRIC_SIZE=lots ishmrun -n 2 ./no-such 2>/dev/null; then exit 1; fi" \
     || fail "ishmem-info"
 
+echo "== MPI proxy (installed plugins, all peers remote)"
+if command -v mpicc.openmpi >/dev/null || command -v mpicc.mpich >/dev/null; then
+    clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem
+        ishmem-info --json > $tmp/info2.json
+        python3 -c 'import json; d=json.load(open(\"$tmp/info2.json\")); c=[c for c in d[\"components\"] if c[\"name\"]==\"mpi\"][0]; assert c[\"available\"] and \"$P/lib/ishmem/\" in c[\"detail\"], c'
+        cd $tmp/b
+        if command -v mpirun.openmpi >/dev/null; then
+            for p in ./pc_shared ./pc_static; do
+                out=\"\$(mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x ISHMEM_ENABLE_SHM=0 -x ISHMEM_ROOT \$p)\"
+                echo \"\$out\" | grep -q 'sum = 2001' || { echo \"openmpi \$p: \$out\"; exit 1; }
+            done
+        fi
+        if command -v mpiexec.mpich >/dev/null; then
+            out=\"\$(mpiexec.mpich -n 2 -genv ISHMEM_ENABLE_SHM 0 ./pc_shared)\"
+            echo \"\$out\" | grep -q 'sum = 2001' || { echo \"mpich pc_shared: \$out\"; exit 1; }
+        fi" \
+        || fail "MPI proxy from the installed prefix"
+else
+    echo "test-sdk: no MPI here: the installed MPI proxy was not tested" >&2
+fi
+
 echo "== release tarball"
 tarball="$(CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$root/packaging/release.sh")"
 tar -tzf "$tarball" > "$tmp/list"

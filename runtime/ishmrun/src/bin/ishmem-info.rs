@@ -7,49 +7,53 @@ struct Component {
     kind: &'static str,
     name: &'static str,
     available: bool,
-    detail: &'static str,
+    detail: String,
 }
 
 /// What this build contains. Backends and proxies of later issues are listed
 /// as absent, with the reason, so users see what to expect.
-const COMPONENTS: &[Component] = &[
-    Component {
-        kind: "device",
-        name: "cpu",
-        available: true,
-        detail: "built in: symmetric heaps in shared memory (memfd), host-initiated operations",
-    },
-    Component {
-        kind: "device",
-        name: "level-zero",
-        available: false,
-        detail: "not in this build: the Level Zero backend is not implemented yet",
-    },
-    Component {
-        kind: "device",
-        name: "cuda",
-        available: false,
-        detail: "not in this build: the CUDA backend is not implemented yet",
-    },
-    Component {
-        kind: "launcher",
-        name: "ishmrun",
-        available: true,
-        detail: "built in: PEs on this node over shared memory",
-    },
-    Component {
-        kind: "proxy",
-        name: "mpi",
-        available: false,
-        detail: "not in this build: the MPI-3 RMA proxy is not implemented yet",
-    },
-    Component {
-        kind: "proxy",
-        name: "openshmem",
-        available: false,
-        detail: "not in this build: the loaded-OpenSHMEM proxy is not implemented yet",
-    },
+const STATIC_COMPONENTS: &[(&str, &str, bool, &str)] = &[
+    ("device", "cpu", true, "built in: symmetric heaps in shared memory (memfd); device kernels on a CPU OpenCL runtime"),
+    ("device", "level-zero", false, "not in this build: the Level Zero backend is not implemented yet"),
+    ("device", "cuda", false, "not in this build: the CUDA backend is not implemented yet"),
+    ("launcher", "ishmrun", true, "built in: PEs on this node over shared memory"),
+    ("proxy", "openshmem", false, "not in this build: the loaded-OpenSHMEM proxy is not implemented yet"),
 ];
+
+/// The static list plus the MPI proxy, whose availability is whether its
+/// plugins are installed where the library looks for them.
+fn components() -> Vec<Component> {
+    let mut v: Vec<Component> = STATIC_COMPONENTS
+        .iter()
+        .map(|&(kind, name, available, detail)| Component { kind, name, available, detail: detail.to_string() })
+        .collect();
+    let plugins = ishmem_runtime::proxy::installed_plugins();
+    let detail = if plugins.is_empty() {
+        "no plugin found (libishmem_proxy_oshmpi-<openmpi|mpich>.so beside libishmem or in lib/ishmem/); \
+         build them with proxy-oshmpi/build-plugins.sh"
+            .to_string()
+    } else {
+        let names: Vec<String> = plugins.iter().map(|p| p.display().to_string()).collect();
+        format!("MPI-3 RMA proxy for PEs on other nodes: {}", names.join(", "))
+    };
+    v.push(Component { kind: "proxy", name: "mpi", available: !plugins.is_empty(), detail });
+    v
+}
+
+/// Writes the report; a reader that goes away early (`| head`, `grep -q`)
+/// ends the program quietly instead of with a panic.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("ishmem-info: cannot write the report: {e}");
+            std::process::exit(1);
+        }
+    }
+}
 
 fn json_str(s: &str) -> String {
     let mut o = String::from("\"");
@@ -90,8 +94,9 @@ fn main() {
     let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
     let vars = env::effective();
     let unknown = env::unknown_vars();
+    let comps = components();
     if json {
-        let comps: Vec<String> = COMPONENTS
+        let comps: Vec<String> = comps
             .iter()
             .map(|c| {
                 format!(
@@ -99,7 +104,7 @@ fn main() {
                     json_str(c.kind),
                     json_str(c.name),
                     c.available,
-                    json_str(c.detail)
+                    json_str(&c.detail)
                 )
             })
             .collect();
@@ -119,31 +124,34 @@ fn main() {
             })
             .collect();
         let unknown: Vec<String> = unknown.iter().map(|u| json_str(u)).collect();
-        println!(
+        emit(&format!(
             "{{\n  \"name\": \"ishmem-rs\",\n  \"version\": {},\n  \"openshmem_version\": \"{major}.{minor}\",\n  \
              \"build\": {{\"profile\": {}, \"arch\": {}}},\n  \"components\": [\n{}\n  ],\n  \"environment\": [\n{}\n  ],\n  \
-             \"unknown_variables\": [{}]\n}}",
+             \"unknown_variables\": [{}]\n}}\n",
             json_str(version),
             json_str(profile),
             json_str(std::env::consts::ARCH),
             comps.join(",\n"),
             envs.join(",\n"),
             unknown.join(", ")
-        );
+        ));
         return;
     }
-    println!("ishmem-rs {version} (OpenSHMEM {major}.{minor}; Intel SHMEM and OpenSHMEM names)");
-    println!("build: {profile} {}", std::env::consts::ARCH);
-    println!("\ncomponents:");
-    for c in COMPONENTS {
-        println!("  {:<9} {:<11} {:<4} {}", c.kind, c.name, if c.available { "yes" } else { "no" }, c.detail);
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(o, "ishmem-rs {version} (OpenSHMEM {major}.{minor}; Intel SHMEM and OpenSHMEM names)");
+    let _ = writeln!(o, "build: {profile} {}", std::env::consts::ARCH);
+    let _ = writeln!(o, "\ncomponents:");
+    for c in &comps {
+        let _ = writeln!(o, "  {:<9} {:<11} {:<4} {}", c.kind, c.name, if c.available { "yes" } else { "no" }, c.detail);
     }
-    println!("\nenvironment (effective value [source]):");
+    let _ = writeln!(o, "\nenvironment (effective value [source]):");
     for (v, val, src) in vars.iter().filter(|(v, _, _)| !v.internal) {
         let src = if *src == Source::Environment { "set" } else { "default" };
-        println!("  {}={} [{src}]\n      {}", v.name, val, v.help);
+        let _ = writeln!(o, "  {}={} [{src}]\n      {}", v.name, val, v.help);
     }
     for u in unknown {
-        println!("  warning: {u} is set but is not an ishmem variable");
+        let _ = writeln!(o, "  warning: {u} is set but is not an ishmem variable");
     }
+    emit(&o);
 }
