@@ -10,8 +10,9 @@
 //!   region (heap, data segment, control segment), each created over the
 //!   core's own memory with `MPI_Win_create` and opened once with
 //!   `MPI_Win_lock_all(MPI_MODE_NOCHECK)`. Blocking forms end with
-//!   `MPI_Win_flush_local`; quiet is `MPI_Win_flush_all` on every window
-//!   written since the last one.
+//!   `MPI_Win_flush_local`; quiet is `MPI_Win_flush` of every (window,
+//!   target) pair written since the last quiet, and a flush for one PE
+//!   (before a signal, a ctrl store) flushes only that target.
 //! * AMOs: active messages on a second duplicate communicator. The target
 //!   applies the operation with the same CPU atomics that PEs on its node
 //!   use through shared memory, so AMOs from the node (load/store) and from
@@ -153,6 +154,25 @@ fn check(what: &str, code: c_int) -> Result<(), String> {
     }
 }
 
+// MPI's predefined handles. rsmpi exposes them as extern statics that the
+// MPI library (through rsmpi's C shim) initializes before any call.
+fn win_null() -> ffi::MPI_Win {
+    // SAFETY: a constant of the loaded MPI, only read.
+    unsafe { ffi::RSMPI_WIN_NULL }
+}
+fn request_null() -> ffi::MPI_Request {
+    // SAFETY: as for win_null.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+fn comm_null() -> ffi::MPI_Comm {
+    // SAFETY: as for win_null.
+    unsafe { ffi::RSMPI_COMM_NULL }
+}
+fn status_ignore() -> *mut ffi::MPI_Status {
+    // SAFETY: as for win_null.
+    unsafe { ffi::RSMPI_STATUS_IGNORE }
+}
+
 fn plugin<'a>(ctx: *mut c_void) -> &'a Plugin {
     // SAFETY: ctx is the pointer init returned; it lives until finalize.
     unsafe { &*(ctx as *const Plugin) }
@@ -210,6 +230,7 @@ impl Inner {
         for i in 0..self.recvs.len() {
             loop {
                 let mut flag: c_int = 0;
+                // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
                 let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
                 // SAFETY: the request and its buffer live in self.recvs.
                 check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.recvs[i].req, &mut flag, &mut status) })?;
@@ -229,7 +250,7 @@ impl Inner {
                 // SAFETY: checked aligned and inside the exposed region.
                 let old = unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) };
                 let buf = Box::new(Reply { old });
-                let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+                let mut req = request_null();
                 // SAFETY: buf lives in self.replies until the send completes.
                 check("MPI_Isend", unsafe {
                     ffi::MPI_Isend(
@@ -264,7 +285,7 @@ impl Inner {
         while k < self.replies.len() {
             let mut flag: c_int = 0;
             // SAFETY: request owned by self.replies.
-            check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.replies[k].req, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.replies[k].req, &mut flag, status_ignore()) })?;
             if flag != 0 {
                 self.replies.swap_remove(k);
             } else {
@@ -280,8 +301,8 @@ impl Inner {
             let mut done_send: c_int = 0;
             let mut done_recv: c_int = 0;
             // SAFETY: requests owned by the slot; null requests test as done.
-            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.send, &mut done_send, ffi::RSMPI_STATUS_IGNORE) })?;
-            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.recv, &mut done_recv, ffi::RSMPI_STATUS_IGNORE) })?;
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.send, &mut done_send, status_ignore()) })?;
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.recv, &mut done_recv, status_ignore()) })?;
             if done_send != 0 && done_recv != 0 {
                 slot.busy = false;
                 self.outstanding[slot.target as usize] -= 1;
@@ -290,7 +311,7 @@ impl Inner {
             }
         }
         for w in 0..abi::REGIONS {
-            if self.wins[w] != unsafe { ffi::RSMPI_WIN_NULL } {
+            if self.wins[w] != win_null() {
                 // SAFETY: an open window; orders our loads after remote updates.
                 check("MPI_Win_sync", unsafe { ffi::MPI_Win_sync(self.wins[w]) })?;
             }
@@ -300,7 +321,7 @@ impl Inner {
 
     fn win(&self, region: u32) -> Result<ffi::MPI_Win, String> {
         match self.wins.get(region as usize) {
-            Some(&w) if w != unsafe { ffi::RSMPI_WIN_NULL } => Ok(w),
+            Some(&w) if w != win_null() => Ok(w),
             _ => Err(format!("region {region} is not exposed")),
         }
     }
@@ -471,10 +492,10 @@ impl Plugin {
 
     fn expose(&self, region: u32, base: *mut c_void, size: usize) -> Result<(), String> {
         let mut inner = self.lock();
-        if region as usize >= abi::REGIONS || inner.wins[region as usize] != unsafe { ffi::RSMPI_WIN_NULL } {
+        if region as usize >= abi::REGIONS || inner.wins[region as usize] != win_null() {
             return Err(format!("region {region} is unknown or already exposed"));
         }
-        let mut win = unsafe { ffi::RSMPI_WIN_NULL };
+        let mut win = win_null();
         // SAFETY: base/size describe memory the core keeps mapped until
         // finalize; disp_unit 1 (byte offsets).
         unsafe {
@@ -514,14 +535,16 @@ impl Plugin {
         // Replies we still send (their receivers have posted receives).
         for r in inner.replies.iter_mut() {
             // SAFETY: live request.
-            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut r.req, ffi::RSMPI_STATUS_IGNORE) })?;
+            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut r.req, status_ignore()) })?;
         }
         inner.replies.clear();
         // Everybody is done sending requests before receives are withdrawn.
+        // SAFETY: a collective on our own communicator, under the plugin lock.
         check("MPI_Barrier", unsafe { ffi::MPI_Barrier(self.comm) })?;
         inner.progress(self.am_comm)?;
         for r in inner.replies.iter_mut() {
-            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut r.req, ffi::RSMPI_STATUS_IGNORE) })?;
+            // SAFETY: r.req is a pending reply send whose buffer r owns until it completes.
+            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut r.req, status_ignore()) })?;
         }
         inner.replies.clear();
         if inner.am_started {
@@ -529,13 +552,13 @@ impl Plugin {
                 // SAFETY: live receive requests; cancelled ones complete.
                 unsafe {
                     check("MPI_Cancel", ffi::MPI_Cancel(&mut r.req))?;
-                    check("MPI_Wait", ffi::MPI_Wait(&mut r.req, ffi::RSMPI_STATUS_IGNORE))?;
+                    check("MPI_Wait", ffi::MPI_Wait(&mut r.req, status_ignore()))?;
                 }
             }
             inner.am_started = false;
         }
         for w in 0..abi::REGIONS {
-            if inner.wins[w] != unsafe { ffi::RSMPI_WIN_NULL } {
+            if inner.wins[w] != win_null() {
                 // SAFETY: open window, collective free (every rank exposed the
                 // same regions in the same order).
                 unsafe {
@@ -574,6 +597,7 @@ unsafe extern "C" fn op_allgather(ctx: *mut c_void, send: *const c_void, recv: *
     if len > i32::MAX as usize {
         return set_error(format!("allgather of {len} bytes is too large"));
     }
+    // SAFETY: the core passes len readable bytes at send and size*len writable bytes at recv.
     status(check("MPI_Allgather", unsafe {
         ffi::MPI_Allgather(send, len as c_int, ffi::RSMPI_UINT8_T, recv, len as c_int, ffi::RSMPI_UINT8_T, p.comm)
     }))
@@ -582,6 +606,7 @@ unsafe extern "C" fn op_allgather(ctx: *mut c_void, send: *const c_void, recv: *
 unsafe extern "C" fn op_barrier(ctx: *mut c_void) -> c_int {
     let p = plugin(ctx);
     let _g = p.lock();
+    // SAFETY: a collective on our own communicator, under the plugin lock.
     status(check("MPI_Barrier", unsafe { ffi::MPI_Barrier(p.comm) }))
 }
 
@@ -720,13 +745,14 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
         }
     };
     let base_comm = if args.app_comm.is_null() {
+        // SAFETY: a constant of the loaded MPI, only read.
         unsafe { ffi::RSMPI_COMM_WORLD }
     } else {
         // SAFETY: the ABI says app_comm points to an MPI_Comm of this MPI.
         unsafe { *(args.app_comm as *const ffi::MPI_Comm) }
     };
-    let mut comm = unsafe { ffi::RSMPI_COMM_NULL };
-    let mut am_comm = unsafe { ffi::RSMPI_COMM_NULL };
+    let mut comm = comm_null();
+    let mut am_comm = comm_null();
     let (mut rank, mut size) = (0, 0);
     // SAFETY: valid communicator handles.
     unsafe {
@@ -744,13 +770,13 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
         .map(|_| ClientSlot {
             busy: false,
             target: 0,
-            send: unsafe { ffi::RSMPI_REQUEST_NULL },
-            recv: unsafe { ffi::RSMPI_REQUEST_NULL },
+            send: request_null(),
+            recv: request_null(),
             req: Box::default(),
             reply: Box::default(),
         })
         .collect();
-    let recvs = (0..RECVS).map(|_| ServerRecv { req: unsafe { ffi::RSMPI_REQUEST_NULL }, buf: Box::default() }).collect();
+    let recvs = (0..RECVS).map(|_| ServerRecv { req: request_null(), buf: Box::default() }).collect();
     Ok((Box::new(Plugin {
         comm,
         am_comm,
@@ -758,7 +784,7 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
         size: size as u32,
         owns,
         inner: Mutex::new(Inner {
-            wins: [unsafe { ffi::RSMPI_WIN_NULL }; abi::REGIONS],
+            wins: [win_null(); abi::REGIONS],
             dirty: [Vec::new(), Vec::new(), Vec::new()],
             is_dirty: [vec![false; size as usize], vec![false; size as usize], vec![false; size as usize]],
             regions: [(0, 0); abi::REGIONS],

@@ -1,11 +1,11 @@
 //! Collectives over teams (OpenSHMEM 1.5 §9.9): broadcast, collect,
 //! fcollect, alltoall, alltoalls, reductions, and Intel SHMEM's sum scans.
 //!
-//! Every PE of a team can load and store every other member's heap (one
-//! node), so each collective is: a team sync (inputs ready, outputs free), a
-//! parallel data phase in which every member moves its share directly
-//! between mapped heaps, and a team sync (outputs complete, inputs free for
-//! reuse). Because both syncs are inside the call, back-to-back collectives
+//! Each collective is: a team sync (inputs ready, outputs free), a parallel
+//! data phase in which every member moves its share directly between heaps
+//! (load/store for mapped members, the proxy's put/get for members on other
+//! nodes: `xput`/`xget`/`xread`), and a team sync (outputs complete, inputs
+//! free for reuse). Because both syncs are inside the call, back-to-back collectives
 //! on the same buffers need no extra barrier, and no pSync arrays exist.
 //! The data phases (see docs/collectives.md for cutovers):
 //!
