@@ -841,6 +841,9 @@ pub unsafe extern "C" fn ishmem_proxy_init(args: *const abi::ProxyInitArgs, ops:
                         abort: op_abort,
                         finalize: op_finalize,
                         last_error: op_last_error,
+                        alloc: None,
+                        self_progressing: 0,
+                        reserved2: 0,
                     })
                 };
                 0

@@ -133,7 +133,7 @@ impl State {
         let pe = self.check_pe(call, pe);
         let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
         self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-        if self.shm.addr(pe, off).is_none() {
+        if self.amo_through_proxy || self.shm.addr(pe, off).is_none() {
             return from_bits(self.remote_amo(call, pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond), false));
         }
         from_bits(self.shm.amo(pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond)))
@@ -150,7 +150,7 @@ impl State {
         let pe = self.check_pe(call, pe);
         let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
         self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-        if self.shm.addr(pe, off).is_none() {
+        if self.amo_through_proxy || self.shm.addr(pe, off).is_none() {
             self.remote_amo(call, pe, off, size_of::<T>(), op, to_bits(value), 0, true);
             return;
         }
@@ -199,7 +199,7 @@ impl State {
         let sig_off = self.sym_offset(call, "sig_addr", sig_addr as *const u8, 8);
         self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
         self.put(call, dest, src, len, pe);
-        if self.shm.addr(pe_idx, sig_off).is_some() {
+        if !self.amo_through_proxy && self.shm.addr(pe_idx, sig_off).is_some() {
             self.shm.amo(pe_idx, sig_off, 8, op, signal, 0);
         } else {
             // The data is complete at the target before the signal leaves.

@@ -48,6 +48,11 @@ pub struct State {
     /// The MPI proxy this job bootstrapped with (finalized at the end).
     mpi: Option<&'static crate::proxy::Proxy>,
     runtime: Runtime,
+    /// Every AMO goes through the proxy, this PE's own included (a host
+    /// OpenSHMEM library's atomics need not be atomic with CPU ones).
+    pub(crate) amo_through_proxy: bool,
+    /// Largest alignment `align` can honour (alignment of the heap base).
+    heap_align: usize,
     /// World PEs that share memory with this one (this node), ascending.
     pub(crate) node_pes: Vec<usize>,
     /// The device-visible team table (see `ishmemx_device_team_t`).
@@ -146,6 +151,8 @@ fn env_uint(name: &'static str) -> Result<Option<u64>, String> {
 pub struct InitOptions {
     /// Bootstrap through MPI even without a detected MPI launcher.
     pub force_mpi: bool,
+    /// Bootstrap through a host OpenSHMEM library (as ISHMEM_RUNTIME=OPENSHMEM).
+    pub force_openshmem: bool,
     /// The application's `MPI_Comm` (a pointer to it) when it owns MPI:
     /// the job is that communicator's processes; MPI stays the
     /// application's to finalize.
@@ -156,7 +163,7 @@ pub struct InitOptions {
 
 impl Default for InitOptions {
     fn default() -> Self {
-        InitOptions { force_mpi: false, app_comm: std::ptr::null(), requested_thread: 3 }
+        InitOptions { force_mpi: false, force_openshmem: false, app_comm: std::ptr::null(), requested_thread: 3 }
     }
 }
 
@@ -167,6 +174,9 @@ pub enum Runtime {
     Ishmrun,
     /// Started by an MPI launcher; remote PEs through the MPI proxy.
     Mpi,
+    /// Started by a host OpenSHMEM library's launcher; every other PE
+    /// through that library (the OpenSHMEM proxy).
+    OpenShmem,
     /// A single PE without a launcher.
     Singleton,
 }
@@ -197,9 +207,16 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
         .ok_or_else(|| format!("ISHMEM_SYMMETRIC_SIZE={} is too large", config.symmetric_size))?;
 
     let launcher_fd = env_uint("ISHMRUN_FD")?;
+    let use_openshmem = launcher_fd.is_none() && (config.runtime_openshmem || opts.force_openshmem);
     let use_mpi = launcher_fd.is_none()
+        && !use_openshmem
         && (config.runtime_mpi || opts.force_mpi || !opts.app_comm.is_null() || crate::proxy::launched_by_mpi());
-    let proxy: Option<&'static crate::proxy::Proxy> = if use_mpi {
+    let proxy: Option<&'static crate::proxy::Proxy> = if use_openshmem {
+        // What the core will take from the library's symmetric heap.
+        let need = |n: usize| heap_size + device::PROXY_HEAP_ALIGN + ctrl_size(n) + 4096;
+        let p = crate::proxy::Proxy::load_openshmem(config.shmem_lib_name.as_deref(), opts.requested_thread, &need)?;
+        Some(Box::leak(Box::new(p)))
+    } else if use_mpi {
         let p = crate::proxy::Proxy::load(config.mpi_proxy.as_deref(), opts.app_comm, opts.requested_thread)?;
         Some(Box::leak(Box::new(p)))
     } else {
@@ -207,6 +224,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
     };
     let runtime = match (launcher_fd, proxy) {
         (Some(_), _) => Runtime::Ishmrun,
+        (None, Some(_)) if use_openshmem => Runtime::OpenShmem,
         (None, Some(_)) => Runtime::Mpi,
         _ => Runtime::Singleton,
     };
@@ -231,16 +249,32 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
     error::MY_PE.store(my_pe as i32, Ordering::Relaxed);
 
     let dev = CpuDevice;
-    let mut heap = dev
-        .create_heap(heap_size, my_pe as i32)
-        .map_err(|e| format!("cannot create a symmetric heap of {heap_size} bytes: {e}"))?;
+    // A proxy that provides the memory (a host OpenSHMEM library) holds the
+    // heap: only its symmetric objects are remote targets for it.
+    let proxy_memory = proxy.filter(|p| p.provides_memory());
+    let (mut heap, heap_align) = match proxy_memory {
+        Some(p) => {
+            let base = p.alloc("ishmem_init", heap_size, device::PROXY_HEAP_ALIGN)?;
+            (HeapRegion::foreign(base, heap_size), device::PROXY_HEAP_ALIGN)
+        }
+        None => (
+            dev.create_heap(heap_size, my_pe as i32)
+                .map_err(|e| format!("cannot create a symmetric heap of {heap_size} bytes: {e}"))?,
+            device::HEAP_BASE_ALIGN,
+        ),
+    };
 
-    // Globals and statics of the program become symmetric (see dataseg.rs).
-    let mut data = match crate::dataseg::share_main_data() {
-        Ok(d) => d,
-        Err(e) => {
-            warn(format_args!("global and static variables are not symmetric: cannot share the data segment: {e}"));
-            None
+    // Globals and statics of the program become symmetric (see dataseg.rs);
+    // a host OpenSHMEM library has them symmetric already, in place.
+    let mut data = if proxy_memory.is_some() {
+        crate::dataseg::main_data()
+    } else {
+        match crate::dataseg::share_main_data() {
+            Ok(d) => d,
+            Err(e) => {
+                warn(format_args!("global and static variables are not symmetric: cannot share the data segment: {e}"));
+                None
+            }
         }
     };
     let mut data_base_table = vec![std::ptr::null_mut(); n_pes];
@@ -251,6 +285,31 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
     let mut node_pes: Vec<usize> = (0..n_pes).collect();
     let mut data_symmetric_remote = false;
     let (ctrl_region, peer_heaps, peer_base) = match launcher_fd {
+        None if proxy_memory.is_some() => {
+            // Every PE alone: the library reaches all others, and the
+            // control segment lives in its memory too.
+            let p = proxy_memory.unwrap();
+            let csize = ctrl_size(n_pes);
+            let cbase = p.alloc("ishmem_init", csize, 4096)?;
+            // SAFETY: csize fresh bytes from the library; no peer writes
+            // them before the barrier at the end of init.
+            unsafe {
+                std::ptr::write_bytes(cbase, 0, csize);
+                Ctrl::new(cbase, n_pes).initialize();
+            }
+            let dsize = data.as_ref().map_or(0, |d| d.size as u64);
+            let sizes = p.allgather("ishmem_init", &dsize.to_le_bytes());
+            data_symmetric_remote = dsize > 0 && sizes.chunks(8).all(|c| c == dsize.to_le_bytes());
+            if data_symmetric_remote {
+                data_base_table[my_pe] = data.as_ref().map_or(std::ptr::null_mut(), |d| d.base);
+            } else if data.is_some() && my_pe == 0 {
+                warn(format_args!("the PEs run different executables: global and static variables are not symmetric"));
+            }
+            node_pes = vec![my_pe];
+            let mut pb = vec![std::ptr::null_mut(); n_pes];
+            pb[my_pe] = heap.base();
+            (HeapRegion::foreign(cbase, csize), Vec::new(), pb)
+        }
         None if proxy.is_some() => {
             let job = crate::node::exchange(
                 proxy.unwrap(),
@@ -404,7 +463,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
             dev.name(),
             heap.base(),
             match (runtime, proxy) {
-                (Runtime::Mpi, Some(p)) => format!("MPI proxy {}", p.describe()),
+                (Runtime::Mpi | Runtime::OpenShmem, Some(p)) => format!("{} {}", p.kind(), p.describe()),
                 (Runtime::Ishmrun, _) => "ishmrun bootstrap".to_string(),
                 _ => "singleton".to_string(),
             },
@@ -437,6 +496,8 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
         proxy: routing_proxy,
         mpi: proxy,
         runtime,
+        amo_through_proxy: routing_proxy.is_some() && proxy_memory.is_some(),
+        heap_align,
         node_pes,
     });
     st.install_predefined_teams();
@@ -1106,10 +1167,10 @@ impl State {
                 ),
             )
         }
-        if alignment > device::HEAP_BASE_ALIGN {
+        if alignment > self.heap_align {
             fatal(
                 call,
-                format_args!("alignment {alignment} is larger than the largest supported ({})", device::HEAP_BASE_ALIGN),
+                format_args!("alignment {alignment} is larger than the largest supported ({})", self.heap_align),
             )
         }
         if size == 0 {

@@ -66,15 +66,23 @@ unsafe extern "C" fn find_main(info: *mut libc::dl_phdr_info, _size: libc::size_
     1 // stop after the main program
 }
 
-/// Moves the main program's writable data onto a shareable memfd. Returns
-/// `None` when the program has no such segment.
-pub fn share_main_data() -> io::Result<Option<DataSegment>> {
+/// The main program's writable data (page-aligned, without RELRO), left
+/// where it is. A host OpenSHMEM library (the OpenSHMEM proxy) already
+/// treats it as symmetric, so it is used in place there.
+pub fn main_data() -> Option<DataSegment> {
     let mut found: Option<Found> = None;
     // SAFETY: the callback only reads the program headers it is given and
     // writes `found`, which outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(find_main), &mut found as *mut _ as *mut libc::c_void) };
-    let Some(Found { start, end }) = found else { return Ok(None) };
-    let size = end - start;
+    let Found { start, end } = found?;
+    Some(DataSegment { base: start as *mut u8, size: end - start, fd: None })
+}
+
+/// Moves the main program's writable data onto a shareable memfd. Returns
+/// `None` when the program has no such segment.
+pub fn share_main_data() -> io::Result<Option<DataSegment>> {
+    let Some(DataSegment { base, size, .. }) = main_data() else { return Ok(None) };
+    let start = base as usize;
     let fd = memfd("ishmem-data", size)?;
     let page = 4096usize;
     let mut off = 0;

@@ -17,6 +17,9 @@ pub struct HeapRegion {
     size: usize,
     /// A handle peers can map (for the CPU backend, a memfd).
     handle: Option<OwnedFd>,
+    /// Memory someone else owns (a proxy's symmetric heap): not unmapped
+    /// here.
+    foreign: bool,
 }
 
 // SAFETY: the region is plain shared memory; synchronization is the user's
@@ -35,6 +38,11 @@ impl HeapRegion {
     pub fn handle(&self) -> Option<&OwnedFd> {
         self.handle.as_ref()
     }
+    /// Memory provided by someone else (a proxy's `alloc`) that lives at
+    /// least as long as the region and is released by its owner.
+    pub fn foreign(base: *mut u8, size: usize) -> HeapRegion {
+        HeapRegion { base, size, handle: None, foreign: true }
+    }
     /// Drops the shareable handle once peers have their copies; the mapping
     /// stays valid.
     pub fn close_handle(&mut self) {
@@ -44,7 +52,7 @@ impl HeapRegion {
 
 impl Drop for HeapRegion {
     fn drop(&mut self) {
-        if !self.base.is_null() && self.size > 0 {
+        if !self.foreign && !self.base.is_null() && self.size > 0 {
             // SAFETY: base/size came from a successful mmap owned by us.
             unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
         }
@@ -94,6 +102,11 @@ pub fn memfd(name: &str, size: usize) -> io::Result<OwnedFd> {
 /// aligned to any power of two up to it are addresses aligned the same way
 /// (`align` is implemented on offsets, identically on every PE).
 pub const HEAP_BASE_ALIGN: usize = 1 << 30;
+
+/// Alignment of a heap placed in a proxy's memory (a host OpenSHMEM
+/// library's `shmem_align`): the largest alignment `ishmem_align` offers
+/// then.
+pub const PROXY_HEAP_ALIGN: usize = 2 << 20;
 
 /// Maps `size` bytes of `fd` shared and read-write.
 pub fn map_shared(fd: &OwnedFd, size: usize) -> io::Result<*mut u8> {
@@ -168,12 +181,12 @@ pub fn map_private(size: usize) -> io::Result<HeapRegion> {
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    Ok(HeapRegion { base: p as *mut u8, size, handle: None })
+    Ok(HeapRegion { base: p as *mut u8, size, handle: None, foreign: false })
 }
 
 /// Maps a shared-memory handle as a [`HeapRegion`] that does not keep the fd.
 pub fn map_region(fd: &OwnedFd, size: usize) -> io::Result<HeapRegion> {
-    Ok(HeapRegion { base: map_shared(fd, size)?, size, handle: None })
+    Ok(HeapRegion { base: map_shared(fd, size)?, size, handle: None, foreign: false })
 }
 
 impl Device for CpuDevice {
@@ -184,7 +197,7 @@ impl Device for CpuDevice {
     fn create_heap(&self, size: usize, pe: i32) -> io::Result<HeapRegion> {
         let fd = memfd(&format!("ishmem-heap-pe{pe}"), size)?;
         let base = map_shared_aligned(&fd, size, HEAP_BASE_ALIGN)?;
-        Ok(HeapRegion { base, size, handle: Some(fd) })
+        Ok(HeapRegion { base, size, handle: Some(fd), foreign: false })
     }
 
     fn map_peer_heap(&self, handle: &OwnedFd, size: usize) -> io::Result<HeapRegion> {

@@ -106,7 +106,14 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_RUNTIME",
         kind: Kind::Text,
         default: "auto",
-        help: "How the job bootstraps when ishmrun did not start it: MPI (through the MPI proxy plugin), or auto (MPI when an MPI launcher's environment is detected, else a singleton PE).",
+        help: "How the job bootstraps when ishmrun did not start it: MPI (through the MPI proxy plugin), OPENSHMEM (through a host OpenSHMEM library loaded at run time, see ISHMEM_SHMEM_LIB_NAME; every other PE is reached through it), or auto (MPI when an MPI launcher's environment is detected, else a singleton PE).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_SHMEM_LIB_NAME",
+        kind: Kind::Text,
+        default: "",
+        help: "With ISHMEM_RUNTIME=OPENSHMEM: name or path of the host OpenSHMEM library to load (default: libsma.so, then liboshmem.so).",
         internal: false,
     },
     EnvVar {
@@ -250,6 +257,10 @@ pub struct Config {
     pub device_ring_all: bool,
     /// ISHMEM_RUNTIME=MPI
     pub runtime_mpi: bool,
+    /// ISHMEM_RUNTIME=OPENSHMEM
+    pub runtime_openshmem: bool,
+    /// ISHMEM_SHMEM_LIB_NAME
+    pub shmem_lib_name: Option<String>,
     /// ISHMEM_ENABLE_SHM
     pub enable_shm: bool,
     /// ISHMEM_MPI_PROXY
@@ -289,13 +300,16 @@ impl Config {
             parse_bool(&v).ok_or(EnvError { name: from, value: v.clone(), expected: "0/1, true/false, yes/no or on/off" })
         };
         let (rt, from) = read("ISHMEM_RUNTIME", None, lookup);
-        let runtime_mpi = match rt.trim().to_ascii_lowercase().as_str() {
-            "auto" | "" => false,
-            "mpi" => true,
-            _ => return Err(EnvError { name: from, value: rt, expected: "MPI or auto" }),
+        let (runtime_mpi, runtime_openshmem) = match rt.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => (false, false),
+            "mpi" => (true, false),
+            "openshmem" => (false, true),
+            _ => return Err(EnvError { name: from, value: rt, expected: "MPI, OPENSHMEM or auto" }),
         };
         Ok(Config {
             runtime_mpi,
+            runtime_openshmem,
+            shmem_lib_name: lookup("ISHMEM_SHMEM_LIB_NAME").filter(|p| !p.is_empty()),
             enable_shm: bool_var("ISHMEM_ENABLE_SHM")?,
             mpi_proxy: lookup("ISHMEM_MPI_PROXY").filter(|p| !p.is_empty()),
             progress_thread: bool_var("ISHMEM_PROXY_PROGRESS_THREAD")?,

@@ -32,6 +32,7 @@ pub mod lock;
 pub mod node;
 pub mod opencl;
 pub mod proxy;
+pub mod shmem_proxy;
 pub mod ring;
 pub mod env;
 pub mod error;

@@ -30,6 +30,7 @@ use std::thread::ThreadId;
 pub struct Proxy {
     ops: abi::ProxyOps,
     path: PathBuf,
+    kind: &'static str,
     /// Every thread may call the plugin (see the module docs).
     any_thread: bool,
     init_thread: ThreadId,
@@ -141,7 +142,8 @@ fn plugin_dirs() -> Vec<PathBuf> {
     }
     if let Ok(exe) = std::env::current_exe() {
         if let Some(d) = exe.parent() {
-            for p in [d.join("ishmem"), d.to_path_buf(), d.join("../lib/ishmem")] {
+            // `../ishmem`: cargo's examples/ and deps/ beside target/<profile>/ishmem.
+            for p in [d.join("ishmem"), d.to_path_buf(), d.join("../lib/ishmem"), d.join("../ishmem")] {
                 if !dirs.contains(&p) {
                     dirs.push(p);
                 }
@@ -251,23 +253,65 @@ impl Proxy {
             }
             // The MPI library stays loaded for the life of the process.
             std::mem::forget(lib);
-            let any_thread = ops.thread_level == abi::THREAD_MULTIPLE
-                || (ops.owns_runtime != 0 && ops.thread_level >= abi::THREAD_SERIALIZED);
-            return Ok(Proxy {
-                ops,
-                path,
-                any_thread,
-                init_thread: std::thread::current().id(),
-                rank: ops.rank as usize,
-                size: ops.size as usize,
-                progress_stop: AtomicBool::new(false),
-                progress_thread: std::sync::Mutex::new(None),
-            });
+            return Ok(Proxy::from_ops(ops, path, "MPI proxy"));
         }
         Err(format!(
             "cannot load the MPI proxy plugin (build it with proxy-oshmpi/build-plugins.sh, or set ISHMEM_MPI_PROXY); tried:\n    {}",
             tried.join("\n    ")
         ))
+    }
+
+    /// Loads and starts a host OpenSHMEM library as the proxy
+    /// (`ISHMEM_RUNTIME=OPENSHMEM`; see shmem_proxy.rs). `need(n_pes)` is
+    /// the symmetric memory the core will allocate through it.
+    pub fn load_openshmem(
+        lib_name: Option<&str>, requested_thread: c_int, need: &dyn Fn(usize) -> usize,
+    ) -> Result<Proxy, String> {
+        let _in = InCall::enter();
+        let (ops, path) = crate::shmem_proxy::load(lib_name, requested_thread, need)?;
+        Ok(Proxy::from_ops(ops, PathBuf::from(path), "OpenSHMEM proxy"))
+    }
+
+    fn from_ops(ops: abi::ProxyOps, path: PathBuf, kind: &'static str) -> Proxy {
+        let any_thread = ops.thread_level == abi::THREAD_MULTIPLE
+            || (ops.owns_runtime != 0 && ops.thread_level >= abi::THREAD_SERIALIZED);
+        Proxy {
+            ops,
+            path,
+            kind,
+            any_thread,
+            init_thread: std::thread::current().id(),
+            rank: ops.rank as usize,
+            size: ops.size as usize,
+            progress_stop: AtomicBool::new(false),
+            progress_thread: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// True when the proxy provides the job's symmetric memory (`alloc`):
+    /// the core then allocates its heap and control segment through it.
+    pub fn provides_memory(&self) -> bool {
+        self.ops.alloc.is_some()
+    }
+
+    /// Collective: `size` bytes aligned to `align` of memory the proxy can
+    /// reach on every PE (only when [`Proxy::provides_memory`]).
+    pub fn alloc(&self, call: &str, size: usize, align: usize) -> Result<*mut u8, String> {
+        let _in = InCall::enter();
+        let f = self.ops.alloc.ok_or_else(|| format!("{} provides no memory", self.kind))?;
+        let mut out: *mut c_void = std::ptr::null_mut();
+        // SAFETY: out is writable; the proxy returns memory it keeps until finalize.
+        if unsafe { f(self.ops.ctx, size, align, &mut out) } != 0 || out.is_null() {
+            // SAFETY: last_error returns a NUL-terminated string of this thread.
+            let e = unsafe { CStr::from_ptr((self.ops.last_error)(self.ops.ctx)) }.to_string_lossy().into_owned();
+            return Err(format!("{call}: {e}"));
+        }
+        Ok(out as *mut u8)
+    }
+
+    /// Which proxy this is, for messages ("MPI proxy", "OpenSHMEM proxy").
+    pub fn kind(&self) -> &'static str {
+        self.kind
     }
 
     /// Description for reports: the plugin and the MPI library.
@@ -311,7 +355,7 @@ impl Proxy {
     fn failed(&self, call: &str, what: std::fmt::Arguments<'_>) -> ! {
         // SAFETY: last_error returns a NUL-terminated string of this thread.
         let e = unsafe { CStr::from_ptr((self.ops.last_error)(self.ops.ctx)) }.to_string_lossy().into_owned();
-        fatal(call, format_args!("MPI proxy: {what}: {e}"))
+        fatal(call, format_args!("{}: {what}: {e}", self.kind))
     }
 
     /// Collective over the job: all ranks' `mine` concatenated in rank order.
@@ -425,7 +469,7 @@ impl Proxy {
     pub fn install(&'static self, progress_thread: bool) {
         self.install_abort();
         crate::wait::set_progress(Some(progress_hook));
-        if progress_thread && self.any_thread {
+        if progress_thread && self.any_thread && self.ops.self_progressing == 0 {
             let h = std::thread::Builder::new()
                 .name("ishmem-progress".into())
                 .spawn(move || self.progress_loop())

@@ -73,18 +73,17 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
         let a = &*attr;
         let under_ishmrun = std::env::var_os("ISHMRUN_FD").is_some();
         match a.runtime {
-            ISHMEMX_RUNTIME_MPI | ISHMEMX_RUNTIME_ISHMRUN | ISHMEMX_RUNTIME_SINGLETON => {}
-            ISHMEMX_RUNTIME_OPENSHMEM | ISHMEMX_RUNTIME_PMI => fatal(
+            ISHMEMX_RUNTIME_MPI | ISHMEMX_RUNTIME_OPENSHMEM | ISHMEMX_RUNTIME_ISHMRUN | ISHMEMX_RUNTIME_SINGLETON => {}
+            ISHMEMX_RUNTIME_PMI => fatal(
                 CALL,
                 format_args!(
-                    "runtime {} ({}) is not available in this version: use ISHMEMX_RUNTIME_MPI or ishmrun",
-                    a.runtime,
-                    if a.runtime == ISHMEMX_RUNTIME_PMI { "PMI" } else { "OPENSHMEM" }
+                    "runtime {} (PMI) is not available in this version: use ISHMEMX_RUNTIME_MPI, ISHMEMX_RUNTIME_OPENSHMEM or ishmrun",
+                    a.runtime
                 ),
             ),
             r => fatal(CALL, format_args!("runtime {r} is not an ishmemx_runtime_type_t value")),
         }
-        if !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
+        if a.runtime == ISHMEMX_RUNTIME_MPI && !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
             fatal(CALL, format_args!("initialize_runtime is false but mpi_comm is null: pass the application's communicator"))
         }
         if under_ishmrun && !a.mpi_comm.is_null() {
@@ -92,6 +91,7 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
         }
         let opts = core::InitOptions {
             force_mpi: a.runtime == ISHMEMX_RUNTIME_MPI && !under_ishmrun && launched_or_comm(a),
+            force_openshmem: a.runtime == ISHMEMX_RUNTIME_OPENSHMEM && !under_ishmrun,
             app_comm: a.mpi_comm as *const c_void,
             requested_thread: ISHMEM_THREAD_MULTIPLE,
         };
@@ -112,6 +112,7 @@ pub extern "C" fn ishmemx_runtime_get_type() -> c_int {
     const CALL: &str = "ishmemx_runtime_get_type";
     guard(CALL, || match state(CALL).runtime() {
         core::Runtime::Mpi => ISHMEMX_RUNTIME_MPI,
+        core::Runtime::OpenShmem => ISHMEMX_RUNTIME_OPENSHMEM,
         core::Runtime::Ishmrun => ISHMEMX_RUNTIME_ISHMRUN,
         core::Runtime::Singleton => ISHMEMX_RUNTIME_SINGLETON,
     })

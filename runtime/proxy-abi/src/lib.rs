@@ -23,7 +23,7 @@
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// Name of the initialization function a plugin exports.
 pub const INIT_SYMBOL: &[u8] = b"ishmem_proxy_init\0";
@@ -137,6 +137,19 @@ pub struct ProxyOps {
     pub finalize: unsafe extern "C" fn(ctx: *mut c_void) -> c_int,
     /// Description of the latest failure on this thread (NUL-terminated).
     pub last_error: unsafe extern "C" fn(ctx: *mut c_void) -> *const c_char,
+    /// Optional, collective: allocates `size` bytes aligned to `align` that
+    /// the runtime below can reach on every rank (a host OpenSHMEM
+    /// library's symmetric heap). When present, the core places its heap
+    /// and control segment in such memory (then `expose`s them as usual)
+    /// instead of creating them itself; the memory is released by
+    /// `finalize`. Null for proxies that can expose any memory (MPI).
+    pub alloc: Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize, out: *mut *mut c_void) -> c_int>,
+    /// 1 when the runtime below needs no `progress` calls from a separate
+    /// thread (it completes one-sided operations without the target's
+    /// help, or progresses itself); the core then starts no progress
+    /// thread.
+    pub self_progressing: u32,
+    pub reserved2: u32,
 }
 
 /// The plugin's exported init function: fills `ops` and returns 0, or

@@ -1,0 +1,602 @@
+//! The second proxy (issue #11): a host OpenSHMEM library loaded at run
+//! time — Sandia OpenSHMEM's `libsma`, Open MPI's `liboshmem`, or any
+//! library named by `ISHMEM_SHMEM_LIB_NAME` — reached through the same
+//! function table ([`ishmem_proxy_abi::ProxyOps`]) as the MPI plugins, so
+//! the core cannot tell them apart.
+//!
+//! * The loaded library bootstraps the job (its launcher, `oshrun`, `srun`
+//!   or `mpiexec`, started the PEs): rank and size are its `shmem_my_pe`
+//!   and `shmem_n_pes`.
+//! * Memory: OpenSHMEM libraries can only reach their own symmetric
+//!   objects, so the table's optional `alloc` hands the core memory from
+//!   the library's `shmem_align`, and the core places its heap and control
+//!   segment there. A remote address is then the *local* address of the
+//!   same symmetric offset (every OpenSHMEM library translates local
+//!   symmetric addresses). The program's globals are symmetric in the
+//!   library already (its data segment).
+//! * Puts and gets: `shmem_putmem`/`shmem_getmem` (`_nbi` when the library
+//!   has them); flush is `shmem_quiet` (OpenSHMEM has no per-PE quiet).
+//! * AMOs: the library's 32- and 64-bit atomics (OpenSHMEM 1.4
+//!   `shmem_uint{32,64}_atomic_*`, else the 1.3 `shmem_int_*`/`shmem_long_*`
+//!   names); operations a library lacks, and 8/16-bit AMOs, are
+//!   compare-and-swap loops on the containing word. The core sends every
+//!   AMO through here, including a PE's AMOs on its own memory, so all
+//!   AMOs to a location use one mechanism (the library's).
+//! * Progress: one-sided; the library progresses itself (`self_progressing`).
+//!
+//! Every call into the library is made under one lock, so a library that
+//! provides `SHMEM_THREAD_SERIALIZED` serves a multi-threaded program.
+
+use ishmem_proxy_abi as abi;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::Mutex;
+
+type VoidFn = unsafe extern "C" fn();
+type IntFn = unsafe extern "C" fn() -> c_int;
+type InitThreadFn = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
+type AlignFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type PutFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int);
+type GetFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int);
+type ExitFn = unsafe extern "C" fn(c_int);
+
+/// One width's atomics. Only compare-and-swap is required.
+struct Amos<T> {
+    fetch: Option<unsafe extern "C" fn(*const T, c_int) -> T>,
+    set: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
+    swap: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
+    cswap: unsafe extern "C" fn(*mut T, T, T, c_int) -> T,
+    fetch_add: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
+    fetch_and: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
+    fetch_or: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
+    fetch_xor: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
+    add: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
+    and: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
+    or: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
+    xor: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
+}
+
+/// The loaded library's entry points.
+struct Lib {
+    path: String,
+    my_pe: IntFn,
+    n_pes: IntFn,
+    align: Option<AlignFn>,
+    malloc: MallocFn,
+    free: FreeFn,
+    putmem: PutFn,
+    getmem: GetFn,
+    putmem_nbi: Option<PutFn>,
+    getmem_nbi: Option<GetFn>,
+    quiet: VoidFn,
+    barrier_all: VoidFn,
+    finalize: VoidFn,
+    global_exit: Option<ExitFn>,
+    a32: Amos<u32>,
+    a64: Amos<u64>,
+}
+
+/// Looks up `name` in `lib`.
+///
+/// # Safety
+/// `T` is the function pointer type of the symbol's C declaration.
+unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
+    lib.get::<T>(name.as_bytes()).ok().map(|s| *s)
+}
+
+macro_rules! amos {
+    ($lib:expr, $w:literal, $old:literal) => {{
+        let l = $lib;
+        let new = |op: &str| format!("shmem_uint{}_atomic_{op}", $w);
+        let old = |op: &str| format!("shmem_{}_{op}", $old);
+        // SAFETY (for every lookup): the OpenSHMEM declarations of these
+        // names have exactly these signatures.
+        let cswap = unsafe { sym(l, &new("compare_swap")).or_else(|| sym(l, &old("cswap"))) };
+        cswap.map(|cswap| Amos {
+            fetch: unsafe { sym(l, &new("fetch")).or_else(|| sym(l, &old("fetch"))) },
+            set: unsafe { sym(l, &new("set")).or_else(|| sym(l, &old("set"))) },
+            swap: unsafe { sym(l, &new("swap")).or_else(|| sym(l, &old("swap"))) },
+            cswap,
+            fetch_add: unsafe { sym(l, &new("fetch_add")).or_else(|| sym(l, &old("fadd"))) },
+            fetch_and: unsafe { sym(l, &new("fetch_and")) },
+            fetch_or: unsafe { sym(l, &new("fetch_or")) },
+            fetch_xor: unsafe { sym(l, &new("fetch_xor")) },
+            add: unsafe { sym(l, &new("add")).or_else(|| sym(l, &old("add"))) },
+            and: unsafe { sym(l, &new("and")) },
+            or: unsafe { sym(l, &new("or")) },
+            xor: unsafe { sym(l, &new("xor")) },
+        })
+    }};
+}
+
+/// Library names tried, in order, when `ISHMEM_SHMEM_LIB_NAME` is unset.
+const DEFAULT_NAMES: &[&str] = &["libsma.so", "liboshmem.so", "liboshmem.so.40"];
+
+impl Lib {
+    /// Loads the first library of `names` that has every required symbol;
+    /// the error lists every name tried and why it failed.
+    fn load(names: &[String]) -> Result<(Lib, libloading::Library), String> {
+        let mut tried = Vec::new();
+        for name in names {
+            // SAFETY: loading a host OpenSHMEM library. RTLD_GLOBAL so the
+            // components it loads itself (Open MPI's MCA plugins) see its
+            // symbols; RTLD_DEEPBIND so its own calls to shmem_* names bind
+            // to itself, not to ours (libishmem exports the same names and
+            // was loaded first).
+            let lib = match unsafe {
+                libloading::os::unix::Library::open(
+                    Some(name.as_str()),
+                    libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL | libc::RTLD_DEEPBIND,
+                )
+            } {
+                Ok(l) => libloading::Library::from(l),
+                Err(e) => {
+                    tried.push(format!("{name} ({e})"));
+                    continue;
+                }
+            };
+            let mut missing = Vec::new();
+            macro_rules! req {
+                ($n:literal) => {{
+                    // SAFETY: the standard's declaration of this name has
+                    // the type it is assigned to.
+                    let f = unsafe { sym(&lib, $n) };
+                    if f.is_none() {
+                        missing.push($n);
+                    }
+                    f
+                }};
+            }
+            let my_pe = req!("shmem_my_pe");
+            let n_pes = req!("shmem_n_pes");
+            let malloc = req!("shmem_malloc");
+            let free = req!("shmem_free");
+            let putmem = req!("shmem_putmem");
+            let getmem = req!("shmem_getmem");
+            let quiet = req!("shmem_quiet");
+            let barrier_all = req!("shmem_barrier_all");
+            let finalize = req!("shmem_finalize");
+            let a32 = amos!(&lib, "32", "int");
+            let a64 = amos!(&lib, "64", "long");
+            if a32.is_none() {
+                missing.push("shmem_uint32_atomic_compare_swap (or shmem_int_cswap)");
+            }
+            if a64.is_none() {
+                missing.push("shmem_uint64_atomic_compare_swap (or shmem_long_cswap)");
+            }
+            if !missing.is_empty() {
+                tried.push(format!("{name} (not an OpenSHMEM library: lacks {})", missing.join(", ")));
+                continue;
+            }
+            // SAFETY: as for req!.
+            let l = unsafe {
+                Lib {
+                    path: name.clone(),
+                    my_pe: my_pe.unwrap(),
+                    n_pes: n_pes.unwrap(),
+                    align: sym(&lib, "shmem_align"),
+                    malloc: malloc.unwrap(),
+                    free: free.unwrap(),
+                    putmem: putmem.unwrap(),
+                    getmem: getmem.unwrap(),
+                    putmem_nbi: sym(&lib, "shmem_putmem_nbi"),
+                    getmem_nbi: sym(&lib, "shmem_getmem_nbi"),
+                    quiet: quiet.unwrap(),
+                    barrier_all: barrier_all.unwrap(),
+                    finalize: finalize.unwrap(),
+                    global_exit: sym(&lib, "shmem_global_exit"),
+                    a32: a32.unwrap(),
+                    a64: a64.unwrap(),
+                }
+            };
+            return Ok((l, lib));
+        }
+        Err(format!(
+            "cannot load a host OpenSHMEM library (set ISHMEM_SHMEM_LIB_NAME to its name or path); tried:\n    {}",
+            tried.join("\n    ")
+        ))
+    }
+}
+
+/// State behind the table's context pointer.
+struct ShmemProxy {
+    lib: Lib,
+    /// (local base, size) of each exposed region.
+    regions: Mutex<[(usize, usize); abi::REGIONS]>,
+    /// Serializes calls into the library.
+    lock: Mutex<()>,
+    name: CString,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn fail(msg: String) -> c_int {
+    LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(msg.replace('\0', " ")).unwrap_or_default());
+    1
+}
+
+fn ctx<'a>(c: *mut c_void) -> &'a ShmemProxy {
+    // SAFETY: c is the pointer `load` put in the table; it is never freed
+    // (the process keeps the library loaded until exit).
+    unsafe { &*(c as *const ShmemProxy) }
+}
+
+impl ShmemProxy {
+    fn guard(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Local address of `offset` in `region` (the library maps it to `pe`).
+    fn addr(&self, region: u32, offset: usize, len: usize) -> Result<usize, String> {
+        let regions = self.regions.lock().unwrap_or_else(|e| e.into_inner());
+        let (base, size) = *regions.get(region as usize).ok_or_else(|| format!("no region {region}"))?;
+        if base == 0 || offset.checked_add(len).is_none_or(|end| end > size) {
+            return Err(format!("{len} bytes at offset {offset} are outside region {region} ({size} bytes)"));
+        }
+        Ok(base + offset)
+    }
+}
+
+macro_rules! amo_word {
+    ($name:ident, $t:ty, $field:ident) => {
+        /// One AMO on a `$t` word at `addr` on `pe`; returns the old value.
+        ///
+        /// # Safety
+        /// `addr` is a naturally aligned symmetric address of the library.
+        unsafe fn $name(p: &ShmemProxy, addr: usize, pe: c_int, op: u32, v: $t, cond: $t, nbi: bool) -> $t {
+            let a = &p.lib.$field;
+            let w = addr as *mut $t;
+            let fetch = |w: *mut $t| match a.fetch {
+                Some(f) => f(w, pe),
+                None => (a.cswap)(w, 0, 0, pe),
+            };
+            let cas_loop = |f: &dyn Fn($t) -> $t| {
+                let mut old = fetch(w);
+                loop {
+                    let got = (a.cswap)(w, old, f(old), pe);
+                    if got == old {
+                        return old;
+                    }
+                    old = got;
+                }
+            };
+            match op {
+                abi::AMO_FETCH => fetch(w),
+                abi::AMO_SET => match a.set {
+                    Some(f) => {
+                        f(w, v, pe);
+                        0
+                    }
+                    None => match a.swap {
+                        Some(f) => f(w, v, pe),
+                        None => cas_loop(&|_| v),
+                    },
+                },
+                abi::AMO_SWAP => match a.swap {
+                    Some(f) => f(w, v, pe),
+                    None => cas_loop(&|_| v),
+                },
+                abi::AMO_COMPARE_SWAP => (a.cswap)(w, cond, v, pe),
+                abi::AMO_FETCH_ADD => match (nbi, a.add, a.fetch_add) {
+                    (true, Some(f), _) => {
+                        f(w, v, pe);
+                        0
+                    }
+                    (_, _, Some(f)) => f(w, v, pe),
+                    _ => cas_loop(&|o| o.wrapping_add(v)),
+                },
+                abi::AMO_FETCH_AND => match (nbi, a.and, a.fetch_and) {
+                    (true, Some(f), _) => {
+                        f(w, v, pe);
+                        0
+                    }
+                    (_, _, Some(f)) => f(w, v, pe),
+                    _ => cas_loop(&|o| o & v),
+                },
+                abi::AMO_FETCH_OR => match (nbi, a.or, a.fetch_or) {
+                    (true, Some(f), _) => {
+                        f(w, v, pe);
+                        0
+                    }
+                    (_, _, Some(f)) => f(w, v, pe),
+                    _ => cas_loop(&|o| o | v),
+                },
+                _ => match (nbi, a.xor, a.fetch_xor) {
+                    (true, Some(f), _) => {
+                        f(w, v, pe);
+                        0
+                    }
+                    (_, _, Some(f)) => f(w, v, pe),
+                    _ => cas_loop(&|o| o ^ v),
+                },
+            }
+        }
+    };
+}
+amo_word!(amo32, u32, a32);
+amo_word!(amo64, u64, a64);
+
+/// An 8- or 16-bit AMO as a compare-and-swap loop on the aligned 32-bit
+/// word that contains it (little-endian lanes).
+///
+/// # Safety
+/// As for `amo32`; the containing word lies in the same region.
+unsafe fn amo_subword(p: &ShmemProxy, addr: usize, size: u32, pe: c_int, op: u32, v: u64, cond: u64) -> u64 {
+    let word = addr & !3;
+    let shift = ((addr & 3) * 8) as u32;
+    let lane: u32 = if size == 1 { 0xff } else { 0xffff };
+    let mask = lane << shift;
+    let (v, cond) = (v as u32 & lane, cond as u32 & lane);
+    let mut old_word = amo32(p, word, pe, abi::AMO_FETCH, 0, 0, false);
+    loop {
+        let old = (old_word & mask) >> shift;
+        let new = match op {
+            abi::AMO_FETCH => return old as u64,
+            abi::AMO_SET | abi::AMO_SWAP => v,
+            abi::AMO_COMPARE_SWAP if old != cond => return old as u64,
+            abi::AMO_COMPARE_SWAP => v,
+            abi::AMO_FETCH_ADD => old.wrapping_add(v) & lane,
+            abi::AMO_FETCH_AND => old & v,
+            abi::AMO_FETCH_OR => old | v,
+            _ => old ^ v,
+        };
+        let new_word = (old_word & !mask) | (new << shift);
+        if new_word == old_word {
+            return old as u64;
+        }
+        let got = amo32(p, word, pe, abi::AMO_COMPARE_SWAP, new_word, old_word, false);
+        if got == old_word {
+            return old as u64;
+        }
+        old_word = got;
+    }
+}
+
+unsafe extern "C" fn op_allgather(c: *mut c_void, send: *const c_void, recv: *mut c_void, len: usize) -> c_int {
+    let p = ctx(c);
+    let _g = p.guard();
+    let (me, n) = ((p.lib.my_pe)() as usize, (p.lib.n_pes)() as usize);
+    let Some(total) = len.checked_mul(n) else { return fail(format!("allgather of {n} x {len} bytes")) };
+    // Symmetric scratch from the library: everyone puts its block into
+    // slot `me` of everyone's buffer.
+    let buf = (p.lib.malloc)(total.max(1)) as *mut u8;
+    if buf.is_null() {
+        return fail(format!("shmem_malloc({total}) for the bootstrap allgather returned NULL"));
+    }
+    for pe in 0..n {
+        (p.lib.putmem)(buf.add(me * len) as *mut c_void, send, len, pe as c_int);
+    }
+    (p.lib.quiet)();
+    (p.lib.barrier_all)();
+    std::ptr::copy_nonoverlapping(buf, recv as *mut u8, total);
+    (p.lib.free)(buf as *mut c_void); // collective, with a barrier
+    0
+}
+
+unsafe extern "C" fn op_barrier(c: *mut c_void) -> c_int {
+    let p = ctx(c);
+    let _g = p.guard();
+    (p.lib.quiet)();
+    (p.lib.barrier_all)();
+    0
+}
+
+unsafe extern "C" fn op_expose(c: *mut c_void, region: u32, base: *mut c_void, size: usize) -> c_int {
+    let p = ctx(c);
+    if region as usize >= abi::REGIONS {
+        return fail(format!("no region {region}"));
+    }
+    p.regions.lock().unwrap_or_else(|e| e.into_inner())[region as usize] = (base as usize, size);
+    0
+}
+
+unsafe extern "C" fn op_alloc(c: *mut c_void, size: usize, align: usize, out: *mut *mut c_void) -> c_int {
+    let p = ctx(c);
+    let _g = p.guard();
+    let m = match p.lib.align {
+        Some(f) => f(align, size),
+        None => (p.lib.malloc)(size),
+    };
+    if m.is_null() || (m as usize) % align != 0 {
+        return fail(format!(
+            "{} could not allocate {size} bytes of symmetric memory aligned to {align}; \
+             raise its symmetric heap size (SHMEM_SYMMETRIC_SIZE), which ishmem sets from ISHMEM_SYMMETRIC_SIZE",
+            p.lib.path
+        ));
+    }
+    *out = m;
+    0
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn op_put(
+    c: *mut c_void, region: u32, pe: u32, offset: usize, src: *const c_void, len: usize, flags: u32,
+) -> c_int {
+    let p = ctx(c);
+    let a = match p.addr(region, offset, len) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let _g = p.guard();
+    match (flags & abi::FLAG_NBI != 0, p.lib.putmem_nbi) {
+        (true, Some(f)) => f(a as *mut c_void, src, len, pe as c_int),
+        _ => (p.lib.putmem)(a as *mut c_void, src, len, pe as c_int),
+    }
+    0
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn op_get(
+    c: *mut c_void, region: u32, pe: u32, offset: usize, dst: *mut c_void, len: usize, flags: u32,
+) -> c_int {
+    let p = ctx(c);
+    let a = match p.addr(region, offset, len) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let _g = p.guard();
+    match (flags & abi::FLAG_NBI != 0, p.lib.getmem_nbi) {
+        (true, Some(f)) => f(dst, a as *const c_void, len, pe as c_int),
+        _ => (p.lib.getmem)(dst, a as *const c_void, len, pe as c_int),
+    }
+    0
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn op_amo(
+    c: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64,
+    old: *mut u64, flags: u32,
+) -> c_int {
+    let p = ctx(c);
+    let a = match p.addr(region, offset, size as usize) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    if op > abi::AMO_FETCH_XOR || !matches!(size, 1 | 2 | 4 | 8) || a % size as usize != 0 {
+        return fail(format!("AMO op {op} on {size} bytes at {a:#x} is not supported"));
+    }
+    let nbi = flags & abi::FLAG_NBI != 0;
+    let _g = p.guard();
+    let v = match size {
+        8 => amo64(p, a, pe as c_int, op, operand, cond, nbi),
+        4 => amo32(p, a, pe as c_int, op, operand as u32, cond as u32, nbi) as u64,
+        _ => amo_subword(p, a, size, pe as c_int, op, operand, cond),
+    };
+    if !old.is_null() {
+        *old = v;
+    }
+    0
+}
+
+unsafe extern "C" fn op_flush(c: *mut c_void, _pe: c_int) -> c_int {
+    let p = ctx(c);
+    let _g = p.guard();
+    (p.lib.quiet)();
+    0
+}
+
+unsafe extern "C" fn op_progress(_c: *mut c_void) -> c_int {
+    0
+}
+
+unsafe extern "C" fn op_abort(c: *mut c_void, code: c_int) {
+    let p = ctx(c);
+    // No lock: another thread may hold it, blocked on a dead peer.
+    if let Some(f) = p.lib.global_exit {
+        f(code);
+    }
+}
+
+unsafe extern "C" fn op_finalize(c: *mut c_void) -> c_int {
+    let p = ctx(c);
+    let _g = p.guard();
+    (p.lib.quiet)();
+    (p.lib.barrier_all)();
+    (p.lib.finalize)();
+    0
+}
+
+unsafe extern "C" fn op_last_error(_c: *mut c_void) -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The job size the launcher announces, before the library starts (to size
+/// the library's symmetric heap for our control segment).
+fn launcher_size() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// Loads and starts the host OpenSHMEM library and returns the proxy table.
+/// `lib_name` is `ISHMEM_SHMEM_LIB_NAME`; `need` is the symmetric memory the
+/// core will allocate from it for `n_pes` PEs (a function, since the job
+/// size is known only once the library has started); the library's heap
+/// size (`SHMEM_SYMMETRIC_SIZE`, read by SOS and OSHMEM at init) is set
+/// from it.
+pub fn load(
+    lib_name: Option<&str>, requested_thread: c_int, need: &dyn Fn(usize) -> usize,
+) -> Result<(abi::ProxyOps, String), String> {
+    let names: Vec<String> = match lib_name.filter(|n| !n.is_empty()) {
+        Some(n) => vec![n.to_string()],
+        None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    let (lib, handle) = Lib::load(&names)?;
+    // Room for the heap, the control segment for the announced job size
+    // (1024 PEs when unknown), alignment slack, and the library's own use.
+    let bytes = need(launcher_size().unwrap_or(1024)) + (64 << 20);
+    let mib = bytes.div_ceil(1 << 20);
+    // Init time: no thread of ours reads the environment concurrently.
+    std::env::set_var("SHMEM_SYMMETRIC_SIZE", format!("{mib}M"));
+    std::env::set_var("SMA_SYMMETRIC_SIZE", format!("{mib}M"));
+    let mut provided = abi::THREAD_SINGLE;
+    // SAFETY: the standard's signatures.
+    unsafe {
+        match sym::<InitThreadFn>(&handle, "shmem_init_thread") {
+            Some(f) => {
+                if f(abi::THREAD_MULTIPLE.max(requested_thread), &mut provided) != 0 {
+                    return Err(format!("{}: shmem_init_thread failed", lib.path));
+                }
+            }
+            None => match sym::<VoidFn>(&handle, "shmem_init").or_else(|| sym::<VoidFn>(&handle, "start_pes")) {
+                Some(f) => f(),
+                None => return Err(format!("{}: has neither shmem_init_thread nor shmem_init", lib.path)),
+            },
+        }
+    }
+    // SAFETY: the library is initialized.
+    let (rank, size) = unsafe { ((lib.my_pe)(), (lib.n_pes)()) };
+    if rank < 0 || size <= 0 || rank >= size {
+        return Err(format!("{}: reports PE {rank} of {size}", lib.path));
+    }
+    let path = lib.path.clone();
+    // The library's own name for itself (OpenSHMEM 1.5 §9.1.8), when it says.
+    let mut vendor = vec![0u8; 1024];
+    // SAFETY: the buffer is larger than SHMEM_MAX_NAME_LEN (256) of every
+    // known library; the standard's signature.
+    if let Some(f) = unsafe { sym::<unsafe extern "C" fn(*mut c_char)>(&handle, "shmem_info_get_name") } {
+        unsafe { f(vendor.as_mut_ptr() as *mut c_char) };
+    }
+    let vendor = std::ffi::CStr::from_bytes_until_nul(&vendor).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = CString::new(if vendor.is_empty() { "host OpenSHMEM library".to_string() } else { vendor })
+        .unwrap_or_default();
+    // Our lock serializes every call, so SERIALIZED below is MULTIPLE above.
+    let level = if provided >= abi::THREAD_SERIALIZED { abi::THREAD_MULTIPLE } else { provided };
+    let proxy = Box::leak(Box::new(ShmemProxy {
+        lib,
+        regions: Mutex::new([(0, 0); abi::REGIONS]),
+        lock: Mutex::new(()),
+        name,
+    }));
+    // The library stays loaded for the life of the process.
+    std::mem::forget(handle);
+    let ops = abi::ProxyOps {
+        abi_version: abi::ABI_VERSION,
+        rank: rank as u32,
+        size: size as u32,
+        thread_level: level,
+        owns_runtime: 1,
+        reserved: 0,
+        ctx: proxy as *mut ShmemProxy as *mut c_void,
+        name: proxy.name.as_ptr(),
+        allgather: op_allgather,
+        barrier: op_barrier,
+        expose: op_expose,
+        put: op_put,
+        get: op_get,
+        amo: op_amo,
+        flush: op_flush,
+        progress: op_progress,
+        abort: op_abort,
+        finalize: op_finalize,
+        last_error: op_last_error,
+        alloc: Some(op_alloc),
+        self_progressing: 1,
+        reserved2: 0,
+    };
+    Ok((ops, path))
+}
