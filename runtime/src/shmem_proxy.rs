@@ -16,10 +16,10 @@
 //!   library already (its data segment).
 //! * Puts and gets: `shmem_putmem`/`shmem_getmem` (`_nbi` when the library
 //!   has them); flush is `shmem_quiet` (OpenSHMEM has no per-PE quiet).
-//! * AMOs: the library's 32- and 64-bit atomics (OpenSHMEM 1.4
-//!   `shmem_uint{32,64}_atomic_*`, else the 1.3 `shmem_int_*`/`shmem_long_*`
-//!   names); operations a library lacks, and 8/16-bit AMOs, are
-//!   compare-and-swap loops on the containing word. The core sends every
+//! * AMOs: the library's 64-bit atomics (OpenSHMEM 1.4
+//!   `shmem_uint64_atomic_*`, else `shmem_ulong_atomic_*`, else the 1.3
+//!   `shmem_long_*` names); operations a library lacks, and 8/16/32-bit
+//!   AMOs, are compare-and-swap loops on the containing 64-bit word. The core sends every
 //!   AMO through here, including a PE's AMOs on its own memory, so all
 //!   AMOs to a location use one mechanism (the library's).
 //! * Progress: one-sided; the library progresses itself (`self_progressing`).
@@ -74,7 +74,6 @@ struct Lib {
     barrier_all: VoidFn,
     finalize: VoidFn,
     global_exit: Option<ExitFn>,
-    a32: Amos<u32>,
     a64: Amos<u64>,
 }
 
@@ -87,26 +86,41 @@ unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
 }
 
 macro_rules! amos {
-    ($lib:expr, $w:literal, $old:literal) => {{
+    ($lib:expr, $w:literal, $mid:literal, $old:literal) => {{
         let l = $lib;
+        // OpenSHMEM 1.4 fixed-width names, then the 1.4 names of the C type
+        // of that width (Open MPI 4.1 has only these for arithmetic), then
+        // the 1.3 names.
         let new = |op: &str| format!("shmem_uint{}_atomic_{op}", $w);
+        let mid = |op: &str| format!("shmem_{}_atomic_{op}", $mid);
         let old = |op: &str| format!("shmem_{}_{op}", $old);
-        // SAFETY (for every lookup): the OpenSHMEM declarations of these
-        // names have exactly these signatures.
-        let cswap = unsafe { sym(l, &new("compare_swap")).or_else(|| sym(l, &old("cswap"))) };
+        macro_rules! find {
+            ($op:literal) => {
+                // SAFETY: the OpenSHMEM declarations of these names have
+                // the type of the field they are assigned to.
+                unsafe { sym(l, &new($op)).or_else(|| sym(l, &mid($op))) }
+            };
+            ($op:literal, $old_op:literal) => {
+                // SAFETY: as above.
+                unsafe { sym(l, &new($op)).or_else(|| sym(l, &mid($op))).or_else(|| sym(l, &old($old_op))) }
+            };
+        }
+        let cswap = find!("compare_swap", "cswap");
         cswap.map(|cswap| Amos {
-            fetch: unsafe { sym(l, &new("fetch")).or_else(|| sym(l, &old("fetch"))) },
-            set: unsafe { sym(l, &new("set")).or_else(|| sym(l, &old("set"))) },
-            swap: unsafe { sym(l, &new("swap")).or_else(|| sym(l, &old("swap"))) },
+            fetch: find!("fetch", "fetch"),
+            set: find!("set", "set"),
+            swap: find!("swap", "swap"),
             cswap,
-            fetch_add: unsafe { sym(l, &new("fetch_add")).or_else(|| sym(l, &old("fadd"))) },
-            fetch_and: unsafe { sym(l, &new("fetch_and")) },
-            fetch_or: unsafe { sym(l, &new("fetch_or")) },
-            fetch_xor: unsafe { sym(l, &new("fetch_xor")) },
-            add: unsafe { sym(l, &new("add")).or_else(|| sym(l, &old("add"))) },
-            and: unsafe { sym(l, &new("and")) },
-            or: unsafe { sym(l, &new("or")) },
-            xor: unsafe { sym(l, &new("xor")) },
+            fetch_add: find!("fetch_add", "fadd"),
+            // Bitwise AMOs are compare-and-swap loops: Open MPI 4.1's 64-bit
+            // fetch_or gave wrong results in tests/c/amo.c.
+            fetch_and: None,
+            fetch_or: None,
+            fetch_xor: None,
+            add: find!("add", "add"),
+            and: None,
+            or: None,
+            xor: None,
         })
     }};
 }
@@ -158,13 +172,9 @@ impl Lib {
             let quiet = req!("shmem_quiet");
             let barrier_all = req!("shmem_barrier_all");
             let finalize = req!("shmem_finalize");
-            let a32 = amos!(&lib, "32", "int");
-            let a64 = amos!(&lib, "64", "long");
-            if a32.is_none() {
-                missing.push("shmem_uint32_atomic_compare_swap (or shmem_int_cswap)");
-            }
+            let a64 = amos!(&lib, "64", "ulong", "long");
             if a64.is_none() {
-                missing.push("shmem_uint64_atomic_compare_swap (or shmem_long_cswap)");
+                missing.push("shmem_uint64_atomic_compare_swap (or shmem_ulong_atomic_compare_swap, shmem_long_cswap)");
             }
             if !missing.is_empty() {
                 tried.push(format!("{name} (not an OpenSHMEM library: lacks {})", missing.join(", ")));
@@ -187,7 +197,6 @@ impl Lib {
                     barrier_all: barrier_all.unwrap(),
                     finalize: finalize.unwrap(),
                     global_exit: sym(&lib, "shmem_global_exit"),
-                    a32: a32.unwrap(),
                     a64: a64.unwrap(),
                 }
             };
@@ -317,27 +326,29 @@ macro_rules! amo_word {
         }
     };
 }
-amo_word!(amo32, u32, a32);
 amo_word!(amo64, u64, a64);
 
-/// An 8- or 16-bit AMO as a compare-and-swap loop on the aligned 32-bit
-/// word that contains it (little-endian lanes).
+/// An 8-, 16- or 32-bit AMO as a compare-and-swap loop on the aligned
+/// 64-bit word that contains it (little-endian lanes). The library's
+/// 32-bit atomics are not used at all: Open MPI 4.1's 32-bit
+/// compare-and-swap corrupts its caller's stack, and one mechanism per word
+/// keeps mixed-width AMOs on it atomic.
 ///
 /// # Safety
-/// As for `amo32`; the containing word lies in the same region.
-unsafe fn amo_subword(p: &ShmemProxy, addr: usize, size: u32, pe: c_int, op: u32, v: u64, cond: u64) -> u64 {
-    let word = addr & !3;
-    let shift = ((addr & 3) * 8) as u32;
-    let lane: u32 = if size == 1 { 0xff } else { 0xffff };
+/// As for `amo64`; the containing word lies in the same region.
+unsafe fn amo_narrow(p: &ShmemProxy, addr: usize, size: u32, pe: c_int, op: u32, v: u64, cond: u64) -> u64 {
+    let word = addr & !7;
+    let shift = ((addr & 7) * 8) as u32;
+    let lane: u64 = (1u64 << (size * 8)) - 1;
     let mask = lane << shift;
-    let (v, cond) = (v as u32 & lane, cond as u32 & lane);
-    let mut old_word = amo32(p, word, pe, abi::AMO_FETCH, 0, 0, false);
+    let (v, cond) = (v & lane, cond & lane);
+    let mut old_word = amo64(p, word, pe, abi::AMO_FETCH, 0, 0, false);
     loop {
         let old = (old_word & mask) >> shift;
         let new = match op {
-            abi::AMO_FETCH => return old as u64,
+            abi::AMO_FETCH => return old,
             abi::AMO_SET | abi::AMO_SWAP => v,
-            abi::AMO_COMPARE_SWAP if old != cond => return old as u64,
+            abi::AMO_COMPARE_SWAP if old != cond => return old,
             abi::AMO_COMPARE_SWAP => v,
             abi::AMO_FETCH_ADD => old.wrapping_add(v) & lane,
             abi::AMO_FETCH_AND => old & v,
@@ -346,11 +357,11 @@ unsafe fn amo_subword(p: &ShmemProxy, addr: usize, size: u32, pe: c_int, op: u32
         };
         let new_word = (old_word & !mask) | (new << shift);
         if new_word == old_word {
-            return old as u64;
+            return old;
         }
-        let got = amo32(p, word, pe, abi::AMO_COMPARE_SWAP, new_word, old_word, false);
+        let got = amo64(p, word, pe, abi::AMO_COMPARE_SWAP, new_word, old_word, false);
         if got == old_word {
-            return old as u64;
+            return old;
         }
         old_word = got;
     }
@@ -463,8 +474,7 @@ unsafe extern "C" fn op_amo(
     let _g = p.guard();
     let v = match size {
         8 => amo64(p, a, pe as c_int, op, operand, cond, nbi),
-        4 => amo32(p, a, pe as c_int, op, operand as u32, cond as u32, nbi) as u64,
-        _ => amo_subword(p, a, size, pe as c_int, op, operand, cond),
+        _ => amo_narrow(p, a, size, pe as c_int, op, operand, cond),
     };
     if !old.is_null() {
         *old = v;
@@ -600,3 +610,6 @@ pub fn load(
     };
     Ok((ops, path))
 }
+
+// The 64-bit fallbacks use the `long` and `unsigned long` names (LP64).
+const _: () = assert!(std::mem::size_of::<std::ffi::c_long>() == 8);

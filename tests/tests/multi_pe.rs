@@ -238,9 +238,11 @@ fn ishmrun(n: usize, prog: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
     run_cmd(launch(n, prog, args, envs, false), TIMEOUT)
 }
 
-/// Runs `prog` on 1, 2, 3 and 4 PEs (2..4 under MPI); each must succeed.
+/// Runs `prog` on 1, 2, 3 and 4 PEs (2..4 under MPI; at most
+/// `TEST_MAX_PES` when set); each must succeed.
 fn on_1_to_4(prog: &Path, envs: &[(&str, &str)]) {
-    for n in (if under_mpi() { 2 } else { 1 })..=4 {
+    let max: usize = std::env::var("TEST_MAX_PES").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    for n in (if under_mpi() { 2 } else { 1 })..=max.min(4) {
         let r = ishmrun(n, prog, &[], envs);
         assert!(r.code == Some(0), "{}", r.report(&format!("{} on {n} PEs", prog.display())));
     }
