@@ -100,6 +100,8 @@ struct Inner {
     outstanding: Vec<u32>,
     total_outstanding: usize,
     recvs: Vec<ServerRecv>,
+    /// The oldest posted receive (see `progress`).
+    next_recv: usize,
     replies: Vec<PendingReply>,
     am_started: bool,
 }
@@ -226,9 +228,14 @@ impl Inner {
         if !self.am_started {
             return Ok(0);
         }
-        // Requests from other PEs.
-        for i in 0..self.recvs.len() {
+        // Requests from other PEs, in arrival order: receives match
+        // messages in the order they were posted, and each reposted one
+        // goes to the back, so the oldest is always `next_recv` (cyclic).
+        // Serving them in that order keeps one PE's AMOs to a target in
+        // issue order (MPI does not overtake between one pair).
+        if !self.recvs.is_empty() {
             loop {
+                let i = self.next_recv;
                 let mut flag: c_int = 0;
                 // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
                 let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
@@ -278,6 +285,7 @@ impl Inner {
                         req,
                     )
                 })?;
+                self.next_recv = (i + 1) % self.recvs.len();
             }
         }
         // Our replies that went out.
@@ -792,6 +800,7 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
             outstanding: vec![0; size as usize],
             total_outstanding: 0,
             recvs,
+            next_recv: 0,
             replies: Vec::new(),
             am_started: false,
         }),
