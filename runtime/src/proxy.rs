@@ -161,6 +161,11 @@ fn plugin_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// File name of the MPI proxy plugin for MPI family `flavor`.
+fn plugin_file(flavor: &str) -> String {
+    format!("libishmem_proxy_oshmpi-{flavor}.so")
+}
+
 fn candidate_paths(explicit: Option<&str>) -> Vec<PathBuf> {
     if let Some(p) = explicit.filter(|p| !p.is_empty()) {
         return vec![PathBuf::from(p)];
@@ -172,7 +177,7 @@ fn candidate_paths(explicit: Option<&str>) -> Vec<PathBuf> {
     let mut v = Vec::new();
     for d in plugin_dirs() {
         for f in &flavors {
-            v.push(d.join(format!("libishmem_proxy_oshmpi-{f}.so")));
+            v.push(d.join(plugin_file(f)));
         }
     }
     v
@@ -184,7 +189,7 @@ pub fn installed_plugins() -> Vec<PathBuf> {
     let mut found = Vec::new();
     for d in plugin_dirs() {
         for f in FLAVORS {
-            let p = d.join(format!("libishmem_proxy_oshmpi-{f}.so"));
+            let p = d.join(plugin_file(f));
             if p.is_file() {
                 let p = std::fs::canonicalize(&p).unwrap_or(p);
                 if !found.contains(&p) {

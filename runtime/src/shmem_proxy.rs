@@ -42,20 +42,16 @@ type PutFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int);
 type GetFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int);
 type ExitFn = unsafe extern "C" fn(c_int);
 
-/// One width's atomics. Only compare-and-swap is required.
-struct Amos<T> {
-    fetch: Option<unsafe extern "C" fn(*const T, c_int) -> T>,
-    set: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
-    swap: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
-    cswap: unsafe extern "C" fn(*mut T, T, T, c_int) -> T,
-    fetch_add: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
-    fetch_and: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
-    fetch_or: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
-    fetch_xor: Option<unsafe extern "C" fn(*mut T, T, c_int) -> T>,
-    add: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
-    and: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
-    or: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
-    xor: Option<unsafe extern "C" fn(*mut T, T, c_int)>,
+/// The library's 64-bit atomics. Only compare-and-swap is required; bitwise
+/// operations are always compare-and-swap loops (Open MPI 4.1's 64-bit
+/// fetch_or gave wrong results in tests/c/amo.c).
+struct Amos {
+    fetch: Option<unsafe extern "C" fn(*const u64, c_int) -> u64>,
+    set: Option<unsafe extern "C" fn(*mut u64, u64, c_int)>,
+    swap: Option<unsafe extern "C" fn(*mut u64, u64, c_int) -> u64>,
+    cswap: unsafe extern "C" fn(*mut u64, u64, u64, c_int) -> u64,
+    fetch_add: Option<unsafe extern "C" fn(*mut u64, u64, c_int) -> u64>,
+    add: Option<unsafe extern "C" fn(*mut u64, u64, c_int)>,
 }
 
 /// The loaded library's entry points.
@@ -74,7 +70,7 @@ struct Lib {
     barrier_all: VoidFn,
     finalize: VoidFn,
     global_exit: Option<ExitFn>,
-    a64: Amos<u64>,
+    a64: Amos,
 }
 
 /// Looks up `name` in `lib`.
@@ -85,44 +81,27 @@ unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
     lib.get::<T>(name.as_bytes()).ok().map(|s| *s)
 }
 
-macro_rules! amos {
-    ($lib:expr, $w:literal, $mid:literal, $old:literal) => {{
-        let l = $lib;
-        // OpenSHMEM 1.4 fixed-width names, then the 1.4 names of the C type
-        // of that width (Open MPI 4.1 has only these for arithmetic), then
-        // the 1.3 names.
-        let new = |op: &str| format!("shmem_uint{}_atomic_{op}", $w);
-        let mid = |op: &str| format!("shmem_{}_atomic_{op}", $mid);
-        let old = |op: &str| format!("shmem_{}_{op}", $old);
-        macro_rules! find {
-            ($op:literal) => {
-                // SAFETY: the OpenSHMEM declarations of these names have
-                // the type of the field they are assigned to.
-                unsafe { sym(l, &new($op)).or_else(|| sym(l, &mid($op))) }
-            };
-            ($op:literal, $old_op:literal) => {
-                // SAFETY: as above.
-                unsafe { sym(l, &new($op)).or_else(|| sym(l, &mid($op))).or_else(|| sym(l, &old($old_op))) }
-            };
+/// The 64-bit atomics of `l`: the OpenSHMEM 1.4 fixed-width names, then
+/// the 1.4 `ulong` names (Open MPI 4.1 has only these for arithmetic), then
+/// the 1.3 `long` names. `None` without a compare-and-swap.
+fn amos(l: &libloading::Library) -> Option<Amos> {
+    fn find<T: Copy>(l: &libloading::Library, op: &str, old_op: &str) -> Option<T> {
+        // SAFETY: the OpenSHMEM declarations of these names have the type of
+        // the field they are assigned to (`long` is 64-bit: LP64).
+        unsafe {
+            sym(l, &format!("shmem_uint64_atomic_{op}"))
+                .or_else(|| sym(l, &format!("shmem_ulong_atomic_{op}")))
+                .or_else(|| sym(l, &format!("shmem_long_{old_op}")))
         }
-        let cswap = find!("compare_swap", "cswap");
-        cswap.map(|cswap| Amos {
-            fetch: find!("fetch", "fetch"),
-            set: find!("set", "set"),
-            swap: find!("swap", "swap"),
-            cswap,
-            fetch_add: find!("fetch_add", "fadd"),
-            // Bitwise AMOs are compare-and-swap loops: Open MPI 4.1's 64-bit
-            // fetch_or gave wrong results in tests/c/amo.c.
-            fetch_and: None,
-            fetch_or: None,
-            fetch_xor: None,
-            add: find!("add", "add"),
-            and: None,
-            or: None,
-            xor: None,
-        })
-    }};
+    }
+    Some(Amos {
+        cswap: find(l, "compare_swap", "cswap")?,
+        fetch: find(l, "fetch", "fetch"),
+        set: find(l, "set", "set"),
+        swap: find(l, "swap", "swap"),
+        fetch_add: find(l, "fetch_add", "fadd"),
+        add: find(l, "add", "add"),
+    })
 }
 
 /// Library names tried, in order, when `ISHMEM_SHMEM_LIB_NAME` is unset.
@@ -172,7 +151,7 @@ impl Lib {
             let quiet = req!("shmem_quiet");
             let barrier_all = req!("shmem_barrier_all");
             let finalize = req!("shmem_finalize");
-            let a64 = amos!(&lib, "64", "ulong", "long");
+            let a64 = amos(&lib);
             if a64.is_none() {
                 missing.push("shmem_uint64_atomic_compare_swap (or shmem_ulong_atomic_compare_swap, shmem_long_cswap)");
             }
@@ -250,83 +229,55 @@ impl ShmemProxy {
     }
 }
 
-macro_rules! amo_word {
-    ($name:ident, $t:ty, $field:ident) => {
-        /// One AMO on a `$t` word at `addr` on `pe`; returns the old value.
-        ///
-        /// # Safety
-        /// `addr` is a naturally aligned symmetric address of the library.
-        unsafe fn $name(p: &ShmemProxy, addr: usize, pe: c_int, op: u32, v: $t, cond: $t, nbi: bool) -> $t {
-            let a = &p.lib.$field;
-            let w = addr as *mut $t;
-            let fetch = |w: *mut $t| match a.fetch {
-                Some(f) => f(w, pe),
-                None => (a.cswap)(w, 0, 0, pe),
-            };
-            let cas_loop = |f: &dyn Fn($t) -> $t| {
-                let mut old = fetch(w);
-                loop {
-                    let got = (a.cswap)(w, old, f(old), pe);
-                    if got == old {
-                        return old;
-                    }
-                    old = got;
-                }
-            };
-            match op {
-                abi::AMO_FETCH => fetch(w),
-                abi::AMO_SET => match a.set {
-                    Some(f) => {
-                        f(w, v, pe);
-                        0
-                    }
-                    None => match a.swap {
-                        Some(f) => f(w, v, pe),
-                        None => cas_loop(&|_| v),
-                    },
-                },
-                abi::AMO_SWAP => match a.swap {
-                    Some(f) => f(w, v, pe),
-                    None => cas_loop(&|_| v),
-                },
-                abi::AMO_COMPARE_SWAP => (a.cswap)(w, cond, v, pe),
-                abi::AMO_FETCH_ADD => match (nbi, a.add, a.fetch_add) {
-                    (true, Some(f), _) => {
-                        f(w, v, pe);
-                        0
-                    }
-                    (_, _, Some(f)) => f(w, v, pe),
-                    _ => cas_loop(&|o| o.wrapping_add(v)),
-                },
-                abi::AMO_FETCH_AND => match (nbi, a.and, a.fetch_and) {
-                    (true, Some(f), _) => {
-                        f(w, v, pe);
-                        0
-                    }
-                    (_, _, Some(f)) => f(w, v, pe),
-                    _ => cas_loop(&|o| o & v),
-                },
-                abi::AMO_FETCH_OR => match (nbi, a.or, a.fetch_or) {
-                    (true, Some(f), _) => {
-                        f(w, v, pe);
-                        0
-                    }
-                    (_, _, Some(f)) => f(w, v, pe),
-                    _ => cas_loop(&|o| o | v),
-                },
-                _ => match (nbi, a.xor, a.fetch_xor) {
-                    (true, Some(f), _) => {
-                        f(w, v, pe);
-                        0
-                    }
-                    (_, _, Some(f)) => f(w, v, pe),
-                    _ => cas_loop(&|o| o ^ v),
-                },
+/// One AMO on the 64-bit word at `addr` on `pe`; returns the old value.
+///
+/// # Safety
+/// `addr` is an 8-byte aligned symmetric address of the library.
+unsafe fn amo64(p: &ShmemProxy, addr: usize, pe: c_int, op: u32, v: u64, cond: u64, nbi: bool) -> u64 {
+    let a = &p.lib.a64;
+    let w = addr as *mut u64;
+    let fetch = || match a.fetch {
+        Some(f) => f(w, pe),
+        None => (a.cswap)(w, 0, 0, pe),
+    };
+    let cas_loop = |f: &dyn Fn(u64) -> u64| {
+        let mut old = fetch();
+        loop {
+            let got = (a.cswap)(w, old, f(old), pe);
+            if got == old {
+                return old;
             }
+            old = got;
         }
     };
+    match op {
+        abi::AMO_FETCH => fetch(),
+        abi::AMO_SET => match (a.set, a.swap) {
+            (Some(f), _) => {
+                f(w, v, pe);
+                0
+            }
+            (None, Some(f)) => f(w, v, pe),
+            (None, None) => cas_loop(&|_| v),
+        },
+        abi::AMO_SWAP => match a.swap {
+            Some(f) => f(w, v, pe),
+            None => cas_loop(&|_| v),
+        },
+        abi::AMO_COMPARE_SWAP => (a.cswap)(w, cond, v, pe),
+        abi::AMO_FETCH_ADD => match (nbi, a.add, a.fetch_add) {
+            (true, Some(f), _) => {
+                f(w, v, pe);
+                0
+            }
+            (_, _, Some(f)) => f(w, v, pe),
+            _ => cas_loop(&|o| o.wrapping_add(v)),
+        },
+        abi::AMO_FETCH_AND => cas_loop(&|o| o & v),
+        abi::AMO_FETCH_OR => cas_loop(&|o| o | v),
+        _ => cas_loop(&|o| o ^ v),
+    }
 }
-amo_word!(amo64, u64, a64);
 
 /// An 8-, 16- or 32-bit AMO as a compare-and-swap loop on the aligned
 /// 64-bit word that contains it (little-endian lanes). The library's
