@@ -978,6 +978,7 @@ impl State {
     /// `quiet`: completes all of this PE's outstanding operations.
     #[inline]
     pub fn quiet(&self) {
+        crate::ring::drain(self.ring);
         self.shm.quiet();
         if let Some(p) = self.proxy {
             p.flush("shmem_quiet", None);

@@ -17,6 +17,9 @@
 //! * Blocking device calls wait for their own completion; nbi calls do not;
 //!   device quiet waits until `completed` reaches the tickets issued so far,
 //!   and returns at once when nothing is outstanding (no round trip).
+//! * Host quiet and host team syncs first wait until the proxy has served
+//!   every request posted so far ([`drain`]), so a kernel's requests are
+//!   ordered before the host's later operations.
 //!
 //! The layout is `#[repr(C)]` and mirrored in the device library's
 //! generated `device_state.h`, with size/offset asserts on both sides.
@@ -149,8 +152,29 @@ impl Drop for Proxy {
     }
 }
 
+thread_local! {
+    /// Set on the proxy thread: it must never wait for its own ring.
+    static ON_PROXY_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Waits until the proxy thread has served every request posted to `ring`
+/// so far. Host-side quiet and team syncs call it so that requests a kernel
+/// posted (e.g. a sync flag store, which the device posts without waiting)
+/// are performed before the host's own later stores to the same words: a
+/// device sync's late flag store of epoch `e` could otherwise overwrite the
+/// host's `e + 1` and hang the next sync. Returns at once when nothing is
+/// outstanding, and on the proxy thread itself.
+pub fn drain(ring: &Ring) {
+    let posted = ring.next_send.load(Ordering::Acquire);
+    if ring.completed.load(Ordering::Acquire) >= posted || ON_PROXY_THREAD.with(|c| c.get()) {
+        return;
+    }
+    crate::wait::wait_until(|| ring.completed.load(Ordering::Acquire) >= posted);
+}
+
 fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
     let call = "ishmem device request";
+    ON_PROXY_THREAD.with(|c| c.set(true));
     let mut next: u64 = 0;
     let mut idle: u32 = 0;
     loop {

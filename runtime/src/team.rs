@@ -203,6 +203,9 @@ impl State {
     pub fn team_sync_with(&self, team: &Team) {
         const CALL: &str = "team sync";
         let n = team.size;
+        // Requests this PE's kernels posted complete before this sync's
+        // flag stores (see `ring::drain`).
+        crate::ring::drain(self.ring());
         if n > 1 {
             if let Some(p) = self.proxy {
                 p.flush(CALL, None);
