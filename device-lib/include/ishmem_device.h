@@ -42,6 +42,7 @@ int ishmem_team_n_pes(int team);
 int ishmem_team_sync(int team);
 int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);
 int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);
+int ishmem_collectmem(int team, global void *dest, global const void *source, size_t nelems);
 int ishmem_alltoallmem(int team, global void *dest, global const void *source, size_t nelems);
 
 /* Work-group forms: every work-item of the calling work-group calls them. */
@@ -80,6 +81,9 @@ void ishmemx_float_ibget(global float *dest, global const float *source, long ds
 void ishmem_float_put_signal(global float *dest, global const float *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_float_fcollect(int team, global float *dest, global const float *source, size_t nelems);
 int ishmem_float_alltoall(int team, global float *dest, global const float *source, size_t nelems);
+int ishmem_float_collect(int team, global float *dest, global const float *source, size_t nelems);
+int ishmem_float_sum_inscan(int team, global float *dest, global const float *source, size_t nelems);
+int ishmem_float_sum_exscan(int team, global float *dest, global const float *source, size_t nelems);
 int ishmem_float_broadcast(int team, global float *dest, global const float *source, size_t nelems, int PE_root);
 int ishmem_float_sum_reduce(int team, global float *dest, global const float *source, size_t nreduce);
 int ishmem_float_prod_reduce(int team, global float *dest, global const float *source, size_t nreduce);
@@ -111,6 +115,9 @@ void ishmemx_double_ibget(global double *dest, global const double *source, long
 void ishmem_double_put_signal(global double *dest, global const double *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_double_fcollect(int team, global double *dest, global const double *source, size_t nelems);
 int ishmem_double_alltoall(int team, global double *dest, global const double *source, size_t nelems);
+int ishmem_double_collect(int team, global double *dest, global const double *source, size_t nelems);
+int ishmem_double_sum_inscan(int team, global double *dest, global const double *source, size_t nelems);
+int ishmem_double_sum_exscan(int team, global double *dest, global const double *source, size_t nelems);
 int ishmem_double_broadcast(int team, global double *dest, global const double *source, size_t nelems, int PE_root);
 int ishmem_double_sum_reduce(int team, global double *dest, global const double *source, size_t nreduce);
 int ishmem_double_prod_reduce(int team, global double *dest, global const double *source, size_t nreduce);
@@ -142,6 +149,9 @@ void ishmemx_char_ibget(global char *dest, global const char *source, long dst, 
 void ishmem_char_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_char_fcollect(int team, global char *dest, global const char *source, size_t nelems);
 int ishmem_char_alltoall(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_char_collect(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_char_sum_inscan(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_char_sum_exscan(int team, global char *dest, global const char *source, size_t nelems);
 int ishmem_char_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root);
 int ishmem_char_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce);
 int ishmem_char_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce);
@@ -171,6 +181,9 @@ void ishmemx_schar_ibget(global char *dest, global const char *source, long dst,
 void ishmem_schar_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_schar_fcollect(int team, global char *dest, global const char *source, size_t nelems);
 int ishmem_schar_alltoall(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_schar_collect(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_schar_sum_inscan(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_schar_sum_exscan(int team, global char *dest, global const char *source, size_t nelems);
 int ishmem_schar_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root);
 int ishmem_schar_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce);
 int ishmem_schar_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce);
@@ -179,6 +192,25 @@ int ishmem_schar_min_reduce(int team, global char *dest, global const char *sour
 int ishmem_schar_and_reduce(int team, global char *dest, global const char *source, size_t nreduce);
 int ishmem_schar_or_reduce(int team, global char *dest, global const char *source, size_t nreduce);
 int ishmem_schar_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce);
+char ishmem_schar_atomic_fetch(global const char *source, int pe);
+void ishmem_schar_atomic_set(global char *dest, char value, int pe);
+char ishmem_schar_atomic_swap(global char *dest, char value, int pe);
+void ishmem_schar_atomic_fetch_nbi(global char *fetch, global const char *source, int pe);
+void ishmem_schar_atomic_swap_nbi(global char *fetch, global char *dest, char value, int pe);
+void ishmem_schar_atomic_fetch_add_nbi(global char *fetch, global char *dest, char value, int pe);
+void ishmem_schar_atomic_fetch_inc_nbi(global char *fetch, global char *dest, int pe);
+void ishmem_schar_atomic_compare_swap_nbi(global char *fetch, global char *dest, char cond, char value, int pe);
+char ishmem_schar_atomic_compare_swap(global char *dest, char cond, char value, int pe);
+char ishmem_schar_atomic_fetch_add(global char *dest, char value, int pe);
+void ishmem_schar_atomic_add(global char *dest, char value, int pe);
+char ishmem_schar_atomic_fetch_inc(global char *dest, int pe);
+void ishmem_schar_atomic_inc(global char *dest, int pe);
+char ishmem_schar_atomic_fetch_and(global char *dest, char value, int pe);
+void ishmem_schar_atomic_and(global char *dest, char value, int pe);
+char ishmem_schar_atomic_fetch_or(global char *dest, char value, int pe);
+void ishmem_schar_atomic_or(global char *dest, char value, int pe);
+char ishmem_schar_atomic_fetch_xor(global char *dest, char value, int pe);
+void ishmem_schar_atomic_xor(global char *dest, char value, int pe);
 void ishmem_short_put(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_short_get(global short *dest, global const short *source, size_t nelems, int pe);
 void ishmem_short_put_nbi(global short *dest, global const short *source, size_t nelems, int pe);
@@ -200,6 +232,9 @@ void ishmemx_short_ibget(global short *dest, global const short *source, long ds
 void ishmem_short_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_short_fcollect(int team, global short *dest, global const short *source, size_t nelems);
 int ishmem_short_alltoall(int team, global short *dest, global const short *source, size_t nelems);
+int ishmem_short_collect(int team, global short *dest, global const short *source, size_t nelems);
+int ishmem_short_sum_inscan(int team, global short *dest, global const short *source, size_t nelems);
+int ishmem_short_sum_exscan(int team, global short *dest, global const short *source, size_t nelems);
 int ishmem_short_broadcast(int team, global short *dest, global const short *source, size_t nelems, int PE_root);
 int ishmem_short_sum_reduce(int team, global short *dest, global const short *source, size_t nreduce);
 int ishmem_short_prod_reduce(int team, global short *dest, global const short *source, size_t nreduce);
@@ -229,6 +264,9 @@ void ishmemx_int_ibget(global int *dest, global const int *source, long dst, lon
 void ishmem_int_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_int_fcollect(int team, global int *dest, global const int *source, size_t nelems);
 int ishmem_int_alltoall(int team, global int *dest, global const int *source, size_t nelems);
+int ishmem_int_collect(int team, global int *dest, global const int *source, size_t nelems);
+int ishmem_int_sum_inscan(int team, global int *dest, global const int *source, size_t nelems);
+int ishmem_int_sum_exscan(int team, global int *dest, global const int *source, size_t nelems);
 int ishmem_int_broadcast(int team, global int *dest, global const int *source, size_t nelems, int PE_root);
 int ishmem_int_sum_reduce(int team, global int *dest, global const int *source, size_t nreduce);
 int ishmem_int_prod_reduce(int team, global int *dest, global const int *source, size_t nreduce);
@@ -273,6 +311,9 @@ void ishmemx_long_ibget(global long *dest, global const long *source, long dst, 
 void ishmem_long_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_long_fcollect(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_long_alltoall(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_long_collect(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_long_sum_inscan(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_long_sum_exscan(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_long_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root);
 int ishmem_long_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce);
 int ishmem_long_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce);
@@ -317,6 +358,9 @@ void ishmemx_longlong_ibget(global long *dest, global const long *source, long d
 void ishmem_longlong_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_longlong_fcollect(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_longlong_alltoall(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_longlong_collect(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_longlong_sum_inscan(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_longlong_sum_exscan(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_longlong_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root);
 int ishmem_longlong_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce);
 int ishmem_longlong_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce);
@@ -361,6 +405,9 @@ void ishmemx_uchar_ibget(global uchar *dest, global const uchar *source, long ds
 void ishmem_uchar_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_uchar_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems);
 int ishmem_uchar_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems);
+int ishmem_uchar_collect(int team, global uchar *dest, global const uchar *source, size_t nelems);
+int ishmem_uchar_sum_inscan(int team, global uchar *dest, global const uchar *source, size_t nelems);
+int ishmem_uchar_sum_exscan(int team, global uchar *dest, global const uchar *source, size_t nelems);
 int ishmem_uchar_broadcast(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root);
 int ishmem_uchar_sum_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce);
 int ishmem_uchar_prod_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce);
@@ -390,6 +437,9 @@ void ishmemx_ushort_ibget(global ushort *dest, global const ushort *source, long
 void ishmem_ushort_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_ushort_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems);
 int ishmem_ushort_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems);
+int ishmem_ushort_collect(int team, global ushort *dest, global const ushort *source, size_t nelems);
+int ishmem_ushort_sum_inscan(int team, global ushort *dest, global const ushort *source, size_t nelems);
+int ishmem_ushort_sum_exscan(int team, global ushort *dest, global const ushort *source, size_t nelems);
 int ishmem_ushort_broadcast(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root);
 int ishmem_ushort_sum_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce);
 int ishmem_ushort_prod_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce);
@@ -419,6 +469,9 @@ void ishmemx_uint_ibget(global uint *dest, global const uint *source, long dst, 
 void ishmem_uint_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_uint_fcollect(int team, global uint *dest, global const uint *source, size_t nelems);
 int ishmem_uint_alltoall(int team, global uint *dest, global const uint *source, size_t nelems);
+int ishmem_uint_collect(int team, global uint *dest, global const uint *source, size_t nelems);
+int ishmem_uint_sum_inscan(int team, global uint *dest, global const uint *source, size_t nelems);
+int ishmem_uint_sum_exscan(int team, global uint *dest, global const uint *source, size_t nelems);
 int ishmem_uint_broadcast(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root);
 int ishmem_uint_sum_reduce(int team, global uint *dest, global const uint *source, size_t nreduce);
 int ishmem_uint_prod_reduce(int team, global uint *dest, global const uint *source, size_t nreduce);
@@ -469,6 +522,9 @@ void ishmemx_ulong_ibget(global ulong *dest, global const ulong *source, long ds
 void ishmem_ulong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_ulong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_ulong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_ulong_collect(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_ulong_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_ulong_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_ulong_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root);
 int ishmem_ulong_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
 int ishmem_ulong_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
@@ -519,6 +575,9 @@ void ishmemx_ulonglong_ibget(global ulong *dest, global const ulong *source, lon
 void ishmem_ulonglong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_ulonglong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_ulonglong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_ulonglong_collect(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_ulonglong_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_ulonglong_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_ulonglong_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root);
 int ishmem_ulonglong_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
 int ishmem_ulonglong_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
@@ -569,6 +628,9 @@ void ishmemx_int8_ibget(global char *dest, global const char *source, long dst, 
 void ishmem_int8_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_int8_fcollect(int team, global char *dest, global const char *source, size_t nelems);
 int ishmem_int8_alltoall(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_int8_collect(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_int8_sum_inscan(int team, global char *dest, global const char *source, size_t nelems);
+int ishmem_int8_sum_exscan(int team, global char *dest, global const char *source, size_t nelems);
 int ishmem_int8_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root);
 int ishmem_int8_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce);
 int ishmem_int8_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce);
@@ -598,6 +660,9 @@ void ishmemx_int16_ibget(global short *dest, global const short *source, long ds
 void ishmem_int16_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_int16_fcollect(int team, global short *dest, global const short *source, size_t nelems);
 int ishmem_int16_alltoall(int team, global short *dest, global const short *source, size_t nelems);
+int ishmem_int16_collect(int team, global short *dest, global const short *source, size_t nelems);
+int ishmem_int16_sum_inscan(int team, global short *dest, global const short *source, size_t nelems);
+int ishmem_int16_sum_exscan(int team, global short *dest, global const short *source, size_t nelems);
 int ishmem_int16_broadcast(int team, global short *dest, global const short *source, size_t nelems, int PE_root);
 int ishmem_int16_sum_reduce(int team, global short *dest, global const short *source, size_t nreduce);
 int ishmem_int16_prod_reduce(int team, global short *dest, global const short *source, size_t nreduce);
@@ -627,6 +692,9 @@ void ishmemx_int32_ibget(global int *dest, global const int *source, long dst, l
 void ishmem_int32_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_int32_fcollect(int team, global int *dest, global const int *source, size_t nelems);
 int ishmem_int32_alltoall(int team, global int *dest, global const int *source, size_t nelems);
+int ishmem_int32_collect(int team, global int *dest, global const int *source, size_t nelems);
+int ishmem_int32_sum_inscan(int team, global int *dest, global const int *source, size_t nelems);
+int ishmem_int32_sum_exscan(int team, global int *dest, global const int *source, size_t nelems);
 int ishmem_int32_broadcast(int team, global int *dest, global const int *source, size_t nelems, int PE_root);
 int ishmem_int32_sum_reduce(int team, global int *dest, global const int *source, size_t nreduce);
 int ishmem_int32_prod_reduce(int team, global int *dest, global const int *source, size_t nreduce);
@@ -677,6 +745,9 @@ void ishmemx_int64_ibget(global long *dest, global const long *source, long dst,
 void ishmem_int64_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_int64_fcollect(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_int64_alltoall(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_int64_collect(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_int64_sum_inscan(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_int64_sum_exscan(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_int64_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root);
 int ishmem_int64_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce);
 int ishmem_int64_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce);
@@ -727,6 +798,9 @@ void ishmemx_uint8_ibget(global uchar *dest, global const uchar *source, long ds
 void ishmem_uint8_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_uint8_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems);
 int ishmem_uint8_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems);
+int ishmem_uint8_collect(int team, global uchar *dest, global const uchar *source, size_t nelems);
+int ishmem_uint8_sum_inscan(int team, global uchar *dest, global const uchar *source, size_t nelems);
+int ishmem_uint8_sum_exscan(int team, global uchar *dest, global const uchar *source, size_t nelems);
 int ishmem_uint8_broadcast(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root);
 int ishmem_uint8_sum_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce);
 int ishmem_uint8_prod_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce);
@@ -756,6 +830,9 @@ void ishmemx_uint16_ibget(global ushort *dest, global const ushort *source, long
 void ishmem_uint16_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_uint16_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems);
 int ishmem_uint16_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems);
+int ishmem_uint16_collect(int team, global ushort *dest, global const ushort *source, size_t nelems);
+int ishmem_uint16_sum_inscan(int team, global ushort *dest, global const ushort *source, size_t nelems);
+int ishmem_uint16_sum_exscan(int team, global ushort *dest, global const ushort *source, size_t nelems);
 int ishmem_uint16_broadcast(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root);
 int ishmem_uint16_sum_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce);
 int ishmem_uint16_prod_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce);
@@ -785,6 +862,9 @@ void ishmemx_uint32_ibget(global uint *dest, global const uint *source, long dst
 void ishmem_uint32_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_uint32_fcollect(int team, global uint *dest, global const uint *source, size_t nelems);
 int ishmem_uint32_alltoall(int team, global uint *dest, global const uint *source, size_t nelems);
+int ishmem_uint32_collect(int team, global uint *dest, global const uint *source, size_t nelems);
+int ishmem_uint32_sum_inscan(int team, global uint *dest, global const uint *source, size_t nelems);
+int ishmem_uint32_sum_exscan(int team, global uint *dest, global const uint *source, size_t nelems);
 int ishmem_uint32_broadcast(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root);
 int ishmem_uint32_sum_reduce(int team, global uint *dest, global const uint *source, size_t nreduce);
 int ishmem_uint32_prod_reduce(int team, global uint *dest, global const uint *source, size_t nreduce);
@@ -835,6 +915,9 @@ void ishmemx_uint64_ibget(global ulong *dest, global const ulong *source, long d
 void ishmem_uint64_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_uint64_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_uint64_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_uint64_collect(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_uint64_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_uint64_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_uint64_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root);
 int ishmem_uint64_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
 int ishmem_uint64_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
@@ -885,6 +968,9 @@ void ishmemx_size_ibget(global ulong *dest, global const ulong *source, long dst
 void ishmem_size_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_size_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_size_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_size_collect(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_size_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
+int ishmem_size_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems);
 int ishmem_size_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root);
 int ishmem_size_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
 int ishmem_size_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce);
@@ -929,6 +1015,9 @@ void ishmemx_ptrdiff_ibget(global long *dest, global const long *source, long ds
 void ishmem_ptrdiff_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
 int ishmem_ptrdiff_fcollect(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_ptrdiff_alltoall(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_ptrdiff_collect(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_ptrdiff_sum_inscan(int team, global long *dest, global const long *source, size_t nelems);
+int ishmem_ptrdiff_sum_exscan(int team, global long *dest, global const long *source, size_t nelems);
 int ishmem_ptrdiff_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root);
 int ishmem_ptrdiff_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce);
 int ishmem_ptrdiff_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce);

@@ -42,6 +42,8 @@ void ishmem_getmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *sou
  * through the ring, the host performs both in that order. */
 void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
                           ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, dest, nelems, pe);
+    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)source, nelems);
         ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
@@ -76,6 +78,7 @@ void ishmemx_getmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL con
 void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
                                       ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
     /* The data by the whole group, then the signal by the leader. */
+    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
     if (get_local_linear_id() == 0) {
         if (ishmemi_is_local(pe))
@@ -136,6 +139,9 @@ int ishmem_broadcastmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL cons
 }
 int ishmem_fcollectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     return ishmemi_fcollect_bytes(team, dest, source, nelems);
+}
+int ishmem_collectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+    return ishmemi_collect_bytes(team, dest, source, nelems, 1);
 }
 int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     return ishmemi_alltoall_bytes(team, dest, source, nelems);

@@ -86,7 +86,31 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     while (ishmemi_load64(ring + ISHMEMI_RING_COMPLETED) < sent) ;
 }
 
+/* ----- device-side argument checks: a bad PE, or a symmetric address
+ * outside the symmetric heap, is reported to the host proxy, which aborts
+ * the job with a message naming the operation, the PE and the value. The
+ * work-item never resumes. `op` is the ring opcode naming the operation. */
+ISHMEMI_INLINE void ishmemi_fail(ulong what, uint op, ulong bad, int pe) {
+    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, bad, 0, what, op, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+    while (ishmemi_load64(ring + ISHMEMI_RING_COMPLETED) >= 0) ; /* until the host ends the job */
+}
+
+ISHMEMI_INLINE void ishmemi_check(uint op, ISHMEMI_GLOBAL const void *sym, size_t n, int pe) {
+    if ((uint)pe >= (uint)ishmemi_state->n_pes) ishmemi_fail(ISHMEMI_DEVICE_BAD_PE, op, 0, pe);
+    ulong a = (ulong)sym, base = ishmemi_state->heap_base, size = ishmemi_state->heap_size;
+    if (a < base || a - base > size || n > size - (a - base)) ishmemi_fail(ISHMEMI_DEVICE_BAD_ADDR, op, a, pe);
+}
+
+/* The extent of `nelems` elements of `elem` bytes at stride `stride`
+ * (elements) from `sym`: checked at its first and last element. */
+ISHMEMI_INLINE void ishmemi_check_strided(uint op, ISHMEMI_GLOBAL const void *sym, long stride, size_t elem, size_t nelems, int pe) {
+    ishmemi_check(op, sym, nelems ? elem : 0, pe);
+    if (nelems > 1) ishmemi_check(op, (ISHMEMI_GLOBAL const char *)sym + (long)(nelems - 1) * stride * (long)elem, elem, pe);
+}
+
 ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
         return;
@@ -96,6 +120,7 @@ ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
 }
 
 ISHMEMI_INLINE void ishmemi_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
         return;
@@ -114,6 +139,7 @@ ISHMEMI_INLINE ulong ishmemi_ring_g(ISHMEMI_GLOBAL const void *src, size_t size,
 
 ISHMEMI_INLINE void ishmemi_iput_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHMEMI_GLOBAL const void *src, long sst,
                                       size_t elem, size_t nelems, int pe) {
+    ishmemi_check_strided(ISHMEMI_RING_OP_PUT, dest, dst, elem, nelems, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_strided(ishmemi_peer(dest, pe), dst, (ISHMEMI_GLOBAL const char *)src, sst, elem, nelems);
         return;
@@ -125,6 +151,7 @@ ISHMEMI_INLINE void ishmemi_iput_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHM
 
 ISHMEMI_INLINE void ishmemi_iget_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHMEMI_GLOBAL const void *src, long sst,
                                       size_t elem, size_t nelems, int pe) {
+    ishmemi_check_strided(ISHMEMI_RING_OP_GET, src, sst, elem, nelems, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_strided((ISHMEMI_GLOBAL char *)dest, dst, ishmemi_peer(src, pe), sst, elem, nelems);
         return;
@@ -134,13 +161,22 @@ ISHMEMI_INLINE void ishmemi_iget_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHM
                           (ISHMEMI_GLOBAL const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
 }
 
+ISHMEMI_INLINE char ishmemi_amo8_pe(ISHMEMI_GLOBAL void *dest, int op, char v, char cond, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
+    if (ishmemi_is_local(pe)) return ishmemi_amo8(ishmemi_peer(dest, pe), op, v, cond);
+    return (char)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uchar)v, (uchar)cond, 0, pe,
+                                                     (uint)op | (1u << 8), 0));
+}
+
 ISHMEMI_INLINE int ishmemi_amo32_pe(ISHMEMI_GLOBAL void *dest, int op, int v, int cond, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
     if (ishmemi_is_local(pe)) return ishmemi_amo32(ishmemi_peer(dest, pe), op, v, cond);
     return (int)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uint)v, (uint)cond, 0, pe,
                                                     (uint)op | (4u << 8), 0));
 }
 
 ISHMEMI_INLINE long ishmemi_amo64_pe(ISHMEMI_GLOBAL void *dest, int op, long v, long cond, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
     if (ishmemi_is_local(pe)) return ishmemi_amo64(ishmemi_peer(dest, pe), op, v, cond);
     return (long)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (ulong)v, (ulong)cond, 0, pe,
                                                      (uint)op | (8u << 8), 0));
@@ -159,6 +195,7 @@ ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL con
 }
 
 ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (ishmemi_is_local(pe))
         ishmemi_wg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
@@ -168,6 +205,7 @@ ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
 }
 
 ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (ishmemi_is_local(pe))
         ishmemi_wg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
@@ -186,6 +224,7 @@ ISHMEMI_INLINE void ishmemi_sg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL con
 }
 
 ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (ishmemi_is_local(pe))
         ishmemi_sg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
@@ -195,6 +234,7 @@ ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
 }
 
 ISHMEMI_INLINE void ishmemi_sg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (ishmemi_is_local(pe))
         ishmemi_sg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
@@ -282,6 +322,68 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, I
     ishmemi_sync_team(team);
     return 0;
 }
+
+/* A team-sync scratch word of member `pe` (its address in this node's
+ * control segment): loaded when the device reaches `pe`, else read by the
+ * host (the ring's CTRL_GET). */
+ISHMEMI_INLINE ulong ishmemi_ctrl_read(ISHMEMI_GLOBAL char *word, int pe) {
+    if (ishmemi_is_local(pe)) return (ulong)ishmemi_load64(word);
+    return ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_GET, 0, (ulong)word, 0, 0, 0, pe, 0, 0));
+}
+
+/* collect (element counts differ per member): each member publishes its
+ * count in its team record's scratch word for the next sync (the host's
+ * protocol: parity of that sync's epoch), syncs, sums the counts of the
+ * members before it for its offset, puts its block to every member, and
+ * syncs again. `elem` is the element size in bytes. */
+ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t nelems,
+                                        size_t elem) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    if (!t) return -1;
+    ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base + team * (ulong)ishmemi_state->ctrl_team_stride;
+    ulong stride = ishmemi_state->ctrl_pe_stride;
+    ISHMEMI_GLOBAL char *mine = base + ishmemi_member(t, t->my_rank) * stride;
+    long epoch = ishmemi_load64(mine + ishmemi_state->ctrl_epoch_offset) + 1;
+    ulong scratch = ishmemi_state->ctrl_epoch_offset + 8 + 8 * (ulong)(epoch % 2);
+    ishmemi_store64(mine + scratch, (long)nelems);
+    ishmemi_sync_team(team);
+    size_t off = 0;
+    for (int r = 0; r < t->my_rank; r++) {
+        int pe = ishmemi_member(t, r);
+        off += ishmemi_ctrl_read(base + pe * stride + scratch, pe);
+    }
+    for (int k = 0; k < t->size && nelems; k++) {
+        int r = (t->my_rank + k) % t->size;
+        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
+    }
+    ishmemi_ring_quiet();
+    ishmemi_sync_team(team);
+    return 0;
+}
+
+/* sum_inscan / sum_exscan (Intel SHMEM): member r's dest gets the sum of
+ * members 0..r's sources (exscan: 0..r-1; member 0 gets zeros). Member r
+ * owns element slice r and walks the members in order with a running sum,
+ * reading each member's source element before writing its dest element, so
+ * in place is safe. */
+#define ISHMEMI_SCAN(T, G, P, EXCLUSIVE)                                               \
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
+    if (!t) return -1;                                                                 \
+    ishmemi_sync_team(team);                                                           \
+    size_t per = (nelems + t->size - 1) / t->size;                                     \
+    size_t lo = min((size_t)t->my_rank * per, nelems), hi = min(lo + per, nelems);     \
+    for (size_t i = lo; i < hi; i++) {                                                 \
+        T a = 0;                                                                       \
+        for (int r = 0; r < t->size; r++) {                                            \
+            T b = G(source + i, ishmemi_member(t, r));                                 \
+            if (EXCLUSIVE) P(dest + i, a, ishmemi_member(t, r));                       \
+            a = (T)(a + b);                                                            \
+            if (!(EXCLUSIVE)) P(dest + i, a, ishmemi_member(t, r));                    \
+        }                                                                              \
+    }                                                                                  \
+    ishmemi_ring_quiet();                                                              \
+    ishmemi_sync_team(team);                                                           \
+    return 0;
 
 /* Reductions: member r owns slice r (reduce-scatter + allgather in one
  * pass), reading it from every member's source in member order and storing

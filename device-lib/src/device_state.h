@@ -55,6 +55,10 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, teams) == 88, "teams")
 #define ISHMEMI_RING_OP_G 5
 #define ISHMEMI_RING_OP_P 6
 #define ISHMEMI_RING_OP_CTRL_SET 7
+#define ISHMEMI_RING_OP_CTRL_GET 8
+#define ISHMEMI_RING_OP_ERROR 9
 #define ISHMEMI_RING_OP_FLAG_NBI 1
+#define ISHMEMI_DEVICE_BAD_PE 1
+#define ISHMEMI_DEVICE_BAD_ADDR 2
 
 #endif

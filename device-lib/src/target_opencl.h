@@ -56,4 +56,30 @@ ISHMEMI_INLINE void ishmemi_fence_all(void) {
 ISHMEMI_INLINE int ishmemi_amo32(ISHMEMI_GLOBAL void *p, int op, int v, int cond) { ISHMEMI_AMO_BODY(ishmemi_a32, int) }
 ISHMEMI_INLINE long ishmemi_amo64(ISHMEMI_GLOBAL void *p, int op, long v, long cond) { ISHMEMI_AMO_BODY(ishmemi_a64, long) }
 
+/* 8-bit AMOs (OpenCL has no 8- or 16-bit atomics): a compare-and-swap loop
+ * on the aligned 32-bit word that holds the byte (little-endian, as every
+ * device we target). Atomic against other AMOs on the byte, host ones too
+ * (the host's byte atomics and this word CAS are both locked RMWs). */
+ISHMEMI_INLINE char ishmemi_amo8(ISHMEMI_GLOBAL void *p, int op, char v, char cond) {
+    ulong a = (ulong)p;
+    ishmemi_a32 *w = (ishmemi_a32 *)(a & ~(ulong)3);
+    int shift = (int)(a & 3) * 8;
+    int old = atomic_load_explicit(w, memory_order_seq_cst, ISHMEMI_SCOPE);
+    if (op == ISHMEMI_FETCH) return (char)(old >> shift);
+    for (;;) {
+        char o = (char)(old >> shift), n;
+        switch (op) {
+        case ISHMEMI_CSWAP: if (o != cond) return o; n = v; break;
+        case ISHMEMI_FADD: n = (char)(o + v); break;
+        case ISHMEMI_FAND: n = o & v; break;
+        case ISHMEMI_FOR: n = o | v; break;
+        case ISHMEMI_FXOR: n = o ^ v; break;
+        default: n = v; break; /* set, swap */
+        }
+        int nw = (old & ~(0xff << shift)) | ((int)(uchar)n << shift);
+        if (atomic_compare_exchange_weak_explicit(w, &old, nw, memory_order_seq_cst, memory_order_seq_cst, ISHMEMI_SCOPE))
+            return o;
+    }
+}
+
 #endif

@@ -14,8 +14,8 @@ void ishmemx_float_put_nbi_work_group(global float *dest, global const float *so
 void ishmemx_float_put_nbi_sub_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 void ishmemx_float_get_nbi_work_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 void ishmemx_float_get_nbi_sub_group(global float *dest, global const float *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
-void ishmem_float_p(global float *dest, float value, int pe) { if (ishmemi_is_local(pe)) { *(global float *)ishmemi_peer(dest, pe) = value; return; } union { float v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(float), pe); }
-float ishmem_float_g(global const float *source, int pe) { if (ishmemi_is_local(pe)) return *(global float *)ishmemi_peer(source, pe); union { float v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(float), pe); return x.v; }
+void ishmem_float_p(global float *dest, float value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(float), pe); if (ishmemi_is_local(pe)) { *(global float *)ishmemi_peer(dest, pe) = value; return; } union { float v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(float), pe); }
+float ishmem_float_g(global const float *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(float), pe); if (ishmemi_is_local(pe)) return *(global float *)ishmemi_peer(source, pe); union { float v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(float), pe); return x.v; }
 void ishmem_float_iput(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 void ishmem_float_iget(global float *dest, global const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 void ishmemx_float_ibput(global float *dest, global const float *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(float), bsize, pe); }
@@ -23,6 +23,9 @@ void ishmemx_float_ibget(global float *dest, global const float *source, long ds
 void ishmem_float_put_signal(global float *dest, global const float *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(float), sig_addr, signal, sig_op, pe); }
 int ishmem_float_fcollect(int team, global float *dest, global const float *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(float)); }
 int ishmem_float_alltoall(int team, global float *dest, global const float *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(float)); }
+int ishmem_float_collect(int team, global float *dest, global const float *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(float)); }
+int ishmem_float_sum_inscan(int team, global float *dest, global const float *source, size_t nelems) { ISHMEMI_SCAN(float, ishmem_float_g, ishmem_float_p, 0) }
+int ishmem_float_sum_exscan(int team, global float *dest, global const float *source, size_t nelems) { ISHMEMI_SCAN(float, ishmem_float_g, ishmem_float_p, 1) }
 int ishmem_float_broadcast(int team, global float *dest, global const float *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(float), PE_root); }
 int ishmem_float_sum_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a + b) }
 int ishmem_float_prod_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a * b) }
@@ -45,8 +48,8 @@ void ishmemx_double_put_nbi_work_group(global double *dest, global const double 
 void ishmemx_double_put_nbi_sub_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 void ishmemx_double_get_nbi_work_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 void ishmemx_double_get_nbi_sub_group(global double *dest, global const double *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
-void ishmem_double_p(global double *dest, double value, int pe) { if (ishmemi_is_local(pe)) { *(global double *)ishmemi_peer(dest, pe) = value; return; } union { double v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(double), pe); }
-double ishmem_double_g(global const double *source, int pe) { if (ishmemi_is_local(pe)) return *(global double *)ishmemi_peer(source, pe); union { double v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(double), pe); return x.v; }
+void ishmem_double_p(global double *dest, double value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(double), pe); if (ishmemi_is_local(pe)) { *(global double *)ishmemi_peer(dest, pe) = value; return; } union { double v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(double), pe); }
+double ishmem_double_g(global const double *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(double), pe); if (ishmemi_is_local(pe)) return *(global double *)ishmemi_peer(source, pe); union { double v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(double), pe); return x.v; }
 void ishmem_double_iput(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 void ishmem_double_iget(global double *dest, global const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 void ishmemx_double_ibput(global double *dest, global const double *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(double), bsize, pe); }
@@ -54,6 +57,9 @@ void ishmemx_double_ibget(global double *dest, global const double *source, long
 void ishmem_double_put_signal(global double *dest, global const double *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(double), sig_addr, signal, sig_op, pe); }
 int ishmem_double_fcollect(int team, global double *dest, global const double *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(double)); }
 int ishmem_double_alltoall(int team, global double *dest, global const double *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(double)); }
+int ishmem_double_collect(int team, global double *dest, global const double *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(double)); }
+int ishmem_double_sum_inscan(int team, global double *dest, global const double *source, size_t nelems) { ISHMEMI_SCAN(double, ishmem_double_g, ishmem_double_p, 0) }
+int ishmem_double_sum_exscan(int team, global double *dest, global const double *source, size_t nelems) { ISHMEMI_SCAN(double, ishmem_double_g, ishmem_double_p, 1) }
 int ishmem_double_broadcast(int team, global double *dest, global const double *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(double), PE_root); }
 int ishmem_double_sum_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a + b) }
 int ishmem_double_prod_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a * b) }
@@ -76,8 +82,8 @@ void ishmemx_char_put_nbi_work_group(global char *dest, global const char *sourc
 void ishmemx_char_put_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_char_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_char_get_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
-void ishmem_char_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
-char ishmem_char_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
+void ishmem_char_p(global char *dest, char value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(char), pe); if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
+char ishmem_char_g(global const char *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(char), pe); if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_char_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_char_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmemx_char_ibput(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
@@ -85,6 +91,9 @@ void ishmemx_char_ibget(global char *dest, global const char *source, long dst, 
 void ishmem_char_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
 int ishmem_char_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 int ishmem_char_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_char_collect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(char)); }
+int ishmem_char_sum_inscan(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_char_g, ishmem_char_p, 0) }
+int ishmem_char_sum_exscan(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_char_g, ishmem_char_p, 1) }
 int ishmem_char_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
 int ishmem_char_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a + b) }
 int ishmem_char_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a * b) }
@@ -105,8 +114,8 @@ void ishmemx_schar_put_nbi_work_group(global char *dest, global const char *sour
 void ishmemx_schar_put_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_schar_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_schar_get_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
-void ishmem_schar_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
-char ishmem_schar_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
+void ishmem_schar_p(global char *dest, char value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(char), pe); if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
+char ishmem_schar_g(global const char *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(char), pe); if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_schar_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_schar_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmemx_schar_ibput(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
@@ -114,6 +123,9 @@ void ishmemx_schar_ibget(global char *dest, global const char *source, long dst,
 void ishmem_schar_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
 int ishmem_schar_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 int ishmem_schar_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_schar_collect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(char)); }
+int ishmem_schar_sum_inscan(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_schar_g, ishmem_schar_p, 0) }
+int ishmem_schar_sum_exscan(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_schar_g, ishmem_schar_p, 1) }
 int ishmem_schar_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
 int ishmem_schar_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a + b) }
 int ishmem_schar_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a * b) }
@@ -122,6 +134,25 @@ int ishmem_schar_min_reduce(int team, global char *dest, global const char *sour
 int ishmem_schar_and_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a & b) }
 int ishmem_schar_or_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a | b) }
 int ishmem_schar_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a ^ b) }
+char ishmem_schar_atomic_fetch(global const char *source, int pe) { return as_char((char)ishmemi_amo8_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
+void ishmem_schar_atomic_set(global char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_SET, as_char((char)value), as_char((char)0), pe); }
+char ishmem_schar_atomic_swap(global char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_SWAP, as_char((char)value), as_char((char)0), pe)); }
+void ishmem_schar_atomic_fetch_nbi(global char *fetch, global const char *source, int pe) { *fetch = ishmem_schar_atomic_fetch(source, pe); }
+void ishmem_schar_atomic_swap_nbi(global char *fetch, global char *dest, char value, int pe) { *fetch = ishmem_schar_atomic_swap(dest, value, pe); }
+void ishmem_schar_atomic_fetch_add_nbi(global char *fetch, global char *dest, char value, int pe) { *fetch = ishmem_schar_atomic_fetch_add(dest, value, pe); }
+void ishmem_schar_atomic_fetch_inc_nbi(global char *fetch, global char *dest, int pe) { *fetch = ishmem_schar_atomic_fetch_inc(dest, pe); }
+void ishmem_schar_atomic_compare_swap_nbi(global char *fetch, global char *dest, char cond, char value, int pe) { *fetch = ishmem_schar_atomic_compare_swap(dest, cond, value, pe); }
+char ishmem_schar_atomic_compare_swap(global char *dest, char cond, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_CSWAP, as_char((char)value), as_char((char)cond), pe)); }
+char ishmem_schar_atomic_fetch_add(global char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)value), as_char((char)0), pe)); }
+void ishmem_schar_atomic_add(global char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)value), as_char((char)0), pe); }
+char ishmem_schar_atomic_fetch_inc(global char *dest, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)1), as_char((char)0), pe)); }
+void ishmem_schar_atomic_inc(global char *dest, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)1), as_char((char)0), pe); }
+char ishmem_schar_atomic_fetch_and(global char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FAND, as_char((char)value), as_char((char)0), pe)); }
+void ishmem_schar_atomic_and(global char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FAND, as_char((char)value), as_char((char)0), pe); }
+char ishmem_schar_atomic_fetch_or(global char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FOR, as_char((char)value), as_char((char)0), pe)); }
+void ishmem_schar_atomic_or(global char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FOR, as_char((char)value), as_char((char)0), pe); }
+char ishmem_schar_atomic_fetch_xor(global char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FXOR, as_char((char)value), as_char((char)0), pe)); }
+void ishmem_schar_atomic_xor(global char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FXOR, as_char((char)value), as_char((char)0), pe); }
 void ishmem_short_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_short_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_short_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
@@ -134,8 +165,8 @@ void ishmemx_short_put_nbi_work_group(global short *dest, global const short *so
 void ishmemx_short_put_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_short_get_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_short_get_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
-void ishmem_short_p(global short *dest, short value, int pe) { if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
-short ishmem_short_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
+void ishmem_short_p(global short *dest, short value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(short), pe); if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
+short ishmem_short_g(global const short *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(short), pe); if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
 void ishmem_short_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_short_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmemx_short_ibput(global short *dest, global const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
@@ -143,6 +174,9 @@ void ishmemx_short_ibget(global short *dest, global const short *source, long ds
 void ishmem_short_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
 int ishmem_short_fcollect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 int ishmem_short_alltoall(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
+int ishmem_short_collect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(short)); }
+int ishmem_short_sum_inscan(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_short_g, ishmem_short_p, 0) }
+int ishmem_short_sum_exscan(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_short_g, ishmem_short_p, 1) }
 int ishmem_short_broadcast(int team, global short *dest, global const short *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
 int ishmem_short_sum_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a + b) }
 int ishmem_short_prod_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a * b) }
@@ -163,8 +197,8 @@ void ishmemx_int_put_nbi_work_group(global int *dest, global const int *source, 
 void ishmemx_int_put_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int_get_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int_get_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
-void ishmem_int_p(global int *dest, int value, int pe) { if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
-int ishmem_int_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
+void ishmem_int_p(global int *dest, int value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(int), pe); if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
+int ishmem_int_g(global const int *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(int), pe); if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
 void ishmem_int_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmemx_int_ibput(global int *dest, global const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
@@ -172,6 +206,9 @@ void ishmemx_int_ibget(global int *dest, global const int *source, long dst, lon
 void ishmem_int_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
 int ishmem_int_fcollect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 int ishmem_int_alltoall(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
+int ishmem_int_collect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(int)); }
+int ishmem_int_sum_inscan(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int_g, ishmem_int_p, 0) }
+int ishmem_int_sum_exscan(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int_g, ishmem_int_p, 1) }
 int ishmem_int_broadcast(int team, global int *dest, global const int *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
 int ishmem_int_sum_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a + b) }
 int ishmem_int_prod_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a * b) }
@@ -207,8 +244,8 @@ void ishmemx_long_put_nbi_work_group(global long *dest, global const long *sourc
 void ishmemx_long_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_long_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_long_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-void ishmem_long_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
-long ishmem_long_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_long_p(global long *dest, long value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(long), pe); if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_long_g(global const long *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(long), pe); if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_long_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_long_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmemx_long_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
@@ -216,6 +253,9 @@ void ishmemx_long_ibget(global long *dest, global const long *source, long dst, 
 void ishmem_long_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_long_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_long_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_long_collect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
+int ishmem_long_sum_inscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_long_g, ishmem_long_p, 0) }
+int ishmem_long_sum_exscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_long_g, ishmem_long_p, 1) }
 int ishmem_long_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
 int ishmem_long_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a + b) }
 int ishmem_long_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a * b) }
@@ -251,8 +291,8 @@ void ishmemx_longlong_put_nbi_work_group(global long *dest, global const long *s
 void ishmemx_longlong_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_longlong_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_longlong_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-void ishmem_longlong_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
-long ishmem_longlong_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_longlong_p(global long *dest, long value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(long), pe); if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_longlong_g(global const long *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(long), pe); if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_longlong_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_longlong_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmemx_longlong_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
@@ -260,6 +300,9 @@ void ishmemx_longlong_ibget(global long *dest, global const long *source, long d
 void ishmem_longlong_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_longlong_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_longlong_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_longlong_collect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
+int ishmem_longlong_sum_inscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_longlong_g, ishmem_longlong_p, 0) }
+int ishmem_longlong_sum_exscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_longlong_g, ishmem_longlong_p, 1) }
 int ishmem_longlong_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
 int ishmem_longlong_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a + b) }
 int ishmem_longlong_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a * b) }
@@ -295,8 +338,8 @@ void ishmemx_uchar_put_nbi_work_group(global uchar *dest, global const uchar *so
 void ishmemx_uchar_put_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uchar_get_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uchar_get_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
-void ishmem_uchar_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
-uchar ishmem_uchar_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
+void ishmem_uchar_p(global uchar *dest, uchar value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(uchar), pe); if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
+uchar ishmem_uchar_g(global const uchar *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(uchar), pe); if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
 void ishmem_uchar_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uchar_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmemx_uchar_ibput(global uchar *dest, global const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
@@ -304,6 +347,9 @@ void ishmemx_uchar_ibget(global uchar *dest, global const uchar *source, long ds
 void ishmem_uchar_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
 int ishmem_uchar_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 int ishmem_uchar_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
+int ishmem_uchar_collect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uchar)); }
+int ishmem_uchar_sum_inscan(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uchar_g, ishmem_uchar_p, 0) }
+int ishmem_uchar_sum_exscan(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uchar_g, ishmem_uchar_p, 1) }
 int ishmem_uchar_broadcast(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
 int ishmem_uchar_sum_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a + b) }
 int ishmem_uchar_prod_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a * b) }
@@ -324,8 +370,8 @@ void ishmemx_ushort_put_nbi_work_group(global ushort *dest, global const ushort 
 void ishmemx_ushort_put_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_ushort_get_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_ushort_get_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
-void ishmem_ushort_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
-ushort ishmem_ushort_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
+void ishmem_ushort_p(global ushort *dest, ushort value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(ushort), pe); if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
+ushort ishmem_ushort_g(global const ushort *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(ushort), pe); if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
 void ishmem_ushort_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_ushort_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmemx_ushort_ibput(global ushort *dest, global const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
@@ -333,6 +379,9 @@ void ishmemx_ushort_ibget(global ushort *dest, global const ushort *source, long
 void ishmem_ushort_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
 int ishmem_ushort_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 int ishmem_ushort_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
+int ishmem_ushort_collect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ushort)); }
+int ishmem_ushort_sum_inscan(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_ushort_g, ishmem_ushort_p, 0) }
+int ishmem_ushort_sum_exscan(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_ushort_g, ishmem_ushort_p, 1) }
 int ishmem_ushort_broadcast(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
 int ishmem_ushort_sum_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a + b) }
 int ishmem_ushort_prod_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a * b) }
@@ -353,8 +402,8 @@ void ishmemx_uint_put_nbi_work_group(global uint *dest, global const uint *sourc
 void ishmemx_uint_put_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint_get_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint_get_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
-void ishmem_uint_p(global uint *dest, uint value, int pe) { if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
-uint ishmem_uint_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
+void ishmem_uint_p(global uint *dest, uint value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(uint), pe); if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
+uint ishmem_uint_g(global const uint *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(uint), pe); if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
 void ishmem_uint_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmemx_uint_ibput(global uint *dest, global const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
@@ -362,6 +411,9 @@ void ishmemx_uint_ibget(global uint *dest, global const uint *source, long dst, 
 void ishmem_uint_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
 int ishmem_uint_fcollect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 int ishmem_uint_alltoall(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
+int ishmem_uint_collect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uint)); }
+int ishmem_uint_sum_inscan(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint_g, ishmem_uint_p, 0) }
+int ishmem_uint_sum_exscan(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint_g, ishmem_uint_p, 1) }
 int ishmem_uint_broadcast(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
 int ishmem_uint_sum_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a + b) }
 int ishmem_uint_prod_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a * b) }
@@ -403,8 +455,8 @@ void ishmemx_ulong_put_nbi_work_group(global ulong *dest, global const ulong *so
 void ishmemx_ulong_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulong_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulong_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-void ishmem_ulong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
-ulong ishmem_ulong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_ulong_p(global ulong *dest, ulong value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(ulong), pe); if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_ulong_g(global const ulong *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(ulong), pe); if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_ulong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmemx_ulong_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -412,6 +464,9 @@ void ishmemx_ulong_ibget(global ulong *dest, global const ulong *source, long ds
 void ishmem_ulong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_ulong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_ulong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_ulong_collect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
+int ishmem_ulong_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulong_g, ishmem_ulong_p, 0) }
+int ishmem_ulong_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulong_g, ishmem_ulong_p, 1) }
 int ishmem_ulong_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
 int ishmem_ulong_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a + b) }
 int ishmem_ulong_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a * b) }
@@ -453,8 +508,8 @@ void ishmemx_ulonglong_put_nbi_work_group(global ulong *dest, global const ulong
 void ishmemx_ulonglong_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulonglong_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_ulonglong_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-void ishmem_ulonglong_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
-ulong ishmem_ulonglong_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_ulonglong_p(global ulong *dest, ulong value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(ulong), pe); if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_ulonglong_g(global const ulong *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(ulong), pe); if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_ulonglong_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_ulonglong_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmemx_ulonglong_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -462,6 +517,9 @@ void ishmemx_ulonglong_ibget(global ulong *dest, global const ulong *source, lon
 void ishmem_ulonglong_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_ulonglong_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_ulonglong_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_ulonglong_collect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
+int ishmem_ulonglong_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, 0) }
+int ishmem_ulonglong_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, 1) }
 int ishmem_ulonglong_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
 int ishmem_ulonglong_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a + b) }
 int ishmem_ulonglong_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a * b) }
@@ -503,8 +561,8 @@ void ishmemx_int8_put_nbi_work_group(global char *dest, global const char *sourc
 void ishmemx_int8_put_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_int8_get_nbi_work_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 void ishmemx_int8_get_nbi_sub_group(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
-void ishmem_int8_p(global char *dest, char value, int pe) { if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
-char ishmem_int8_g(global const char *source, int pe) { if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
+void ishmem_int8_p(global char *dest, char value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(char), pe); if (ishmemi_is_local(pe)) { *(global char *)ishmemi_peer(dest, pe) = value; return; } union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(char), pe); }
+char ishmem_int8_g(global const char *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(char), pe); if (ishmemi_is_local(pe)) return *(global char *)ishmemi_peer(source, pe); union { char v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(char), pe); return x.v; }
 void ishmem_int8_iput(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmem_int8_iget(global char *dest, global const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 void ishmemx_int8_ibput(global char *dest, global const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
@@ -512,6 +570,9 @@ void ishmemx_int8_ibget(global char *dest, global const char *source, long dst, 
 void ishmem_int8_put_signal(global char *dest, global const char *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(char), sig_addr, signal, sig_op, pe); }
 int ishmem_int8_fcollect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 int ishmem_int8_alltoall(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
+int ishmem_int8_collect(int team, global char *dest, global const char *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(char)); }
+int ishmem_int8_sum_inscan(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_int8_g, ishmem_int8_p, 0) }
+int ishmem_int8_sum_exscan(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_int8_g, ishmem_int8_p, 1) }
 int ishmem_int8_broadcast(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
 int ishmem_int8_sum_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a + b) }
 int ishmem_int8_prod_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a * b) }
@@ -532,8 +593,8 @@ void ishmemx_int16_put_nbi_work_group(global short *dest, global const short *so
 void ishmemx_int16_put_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_int16_get_nbi_work_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 void ishmemx_int16_get_nbi_sub_group(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
-void ishmem_int16_p(global short *dest, short value, int pe) { if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
-short ishmem_int16_g(global const short *source, int pe) { if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
+void ishmem_int16_p(global short *dest, short value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(short), pe); if (ishmemi_is_local(pe)) { *(global short *)ishmemi_peer(dest, pe) = value; return; } union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(short), pe); }
+short ishmem_int16_g(global const short *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(short), pe); if (ishmemi_is_local(pe)) return *(global short *)ishmemi_peer(source, pe); union { short v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(short), pe); return x.v; }
 void ishmem_int16_iput(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmem_int16_iget(global short *dest, global const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 void ishmemx_int16_ibput(global short *dest, global const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
@@ -541,6 +602,9 @@ void ishmemx_int16_ibget(global short *dest, global const short *source, long ds
 void ishmem_int16_put_signal(global short *dest, global const short *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(short), sig_addr, signal, sig_op, pe); }
 int ishmem_int16_fcollect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 int ishmem_int16_alltoall(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
+int ishmem_int16_collect(int team, global short *dest, global const short *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(short)); }
+int ishmem_int16_sum_inscan(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_int16_g, ishmem_int16_p, 0) }
+int ishmem_int16_sum_exscan(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_int16_g, ishmem_int16_p, 1) }
 int ishmem_int16_broadcast(int team, global short *dest, global const short *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
 int ishmem_int16_sum_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a + b) }
 int ishmem_int16_prod_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a * b) }
@@ -561,8 +625,8 @@ void ishmemx_int32_put_nbi_work_group(global int *dest, global const int *source
 void ishmemx_int32_put_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int32_get_nbi_work_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 void ishmemx_int32_get_nbi_sub_group(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
-void ishmem_int32_p(global int *dest, int value, int pe) { if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
-int ishmem_int32_g(global const int *source, int pe) { if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
+void ishmem_int32_p(global int *dest, int value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(int), pe); if (ishmemi_is_local(pe)) { *(global int *)ishmemi_peer(dest, pe) = value; return; } union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(int), pe); }
+int ishmem_int32_g(global const int *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(int), pe); if (ishmemi_is_local(pe)) return *(global int *)ishmemi_peer(source, pe); union { int v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(int), pe); return x.v; }
 void ishmem_int32_iput(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmem_int32_iget(global int *dest, global const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 void ishmemx_int32_ibput(global int *dest, global const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
@@ -570,6 +634,9 @@ void ishmemx_int32_ibget(global int *dest, global const int *source, long dst, l
 void ishmem_int32_put_signal(global int *dest, global const int *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(int), sig_addr, signal, sig_op, pe); }
 int ishmem_int32_fcollect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 int ishmem_int32_alltoall(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
+int ishmem_int32_collect(int team, global int *dest, global const int *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(int)); }
+int ishmem_int32_sum_inscan(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int32_g, ishmem_int32_p, 0) }
+int ishmem_int32_sum_exscan(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int32_g, ishmem_int32_p, 1) }
 int ishmem_int32_broadcast(int team, global int *dest, global const int *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
 int ishmem_int32_sum_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a + b) }
 int ishmem_int32_prod_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a * b) }
@@ -611,8 +678,8 @@ void ishmemx_int64_put_nbi_work_group(global long *dest, global const long *sour
 void ishmemx_int64_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_int64_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_int64_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-void ishmem_int64_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
-long ishmem_int64_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_int64_p(global long *dest, long value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(long), pe); if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_int64_g(global const long *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(long), pe); if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_int64_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_int64_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmemx_int64_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
@@ -620,6 +687,9 @@ void ishmemx_int64_ibget(global long *dest, global const long *source, long dst,
 void ishmem_int64_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_int64_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_int64_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_int64_collect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
+int ishmem_int64_sum_inscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_int64_g, ishmem_int64_p, 0) }
+int ishmem_int64_sum_exscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_int64_g, ishmem_int64_p, 1) }
 int ishmem_int64_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
 int ishmem_int64_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a + b) }
 int ishmem_int64_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a * b) }
@@ -661,8 +731,8 @@ void ishmemx_uint8_put_nbi_work_group(global uchar *dest, global const uchar *so
 void ishmemx_uint8_put_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uint8_get_nbi_work_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 void ishmemx_uint8_get_nbi_sub_group(global uchar *dest, global const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
-void ishmem_uint8_p(global uchar *dest, uchar value, int pe) { if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
-uchar ishmem_uint8_g(global const uchar *source, int pe) { if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
+void ishmem_uint8_p(global uchar *dest, uchar value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(uchar), pe); if (ishmemi_is_local(pe)) { *(global uchar *)ishmemi_peer(dest, pe) = value; return; } union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uchar), pe); }
+uchar ishmem_uint8_g(global const uchar *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(uchar), pe); if (ishmemi_is_local(pe)) return *(global uchar *)ishmemi_peer(source, pe); union { uchar v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uchar), pe); return x.v; }
 void ishmem_uint8_iput(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmem_uint8_iget(global uchar *dest, global const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 void ishmemx_uint8_ibput(global uchar *dest, global const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
@@ -670,6 +740,9 @@ void ishmemx_uint8_ibget(global uchar *dest, global const uchar *source, long ds
 void ishmem_uint8_put_signal(global uchar *dest, global const uchar *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uchar), sig_addr, signal, sig_op, pe); }
 int ishmem_uint8_fcollect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 int ishmem_uint8_alltoall(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
+int ishmem_uint8_collect(int team, global uchar *dest, global const uchar *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uchar)); }
+int ishmem_uint8_sum_inscan(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uint8_g, ishmem_uint8_p, 0) }
+int ishmem_uint8_sum_exscan(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uint8_g, ishmem_uint8_p, 1) }
 int ishmem_uint8_broadcast(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
 int ishmem_uint8_sum_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a + b) }
 int ishmem_uint8_prod_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a * b) }
@@ -690,8 +763,8 @@ void ishmemx_uint16_put_nbi_work_group(global ushort *dest, global const ushort 
 void ishmemx_uint16_put_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_uint16_get_nbi_work_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 void ishmemx_uint16_get_nbi_sub_group(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
-void ishmem_uint16_p(global ushort *dest, ushort value, int pe) { if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
-ushort ishmem_uint16_g(global const ushort *source, int pe) { if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
+void ishmem_uint16_p(global ushort *dest, ushort value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(ushort), pe); if (ishmemi_is_local(pe)) { *(global ushort *)ishmemi_peer(dest, pe) = value; return; } union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ushort), pe); }
+ushort ishmem_uint16_g(global const ushort *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(ushort), pe); if (ishmemi_is_local(pe)) return *(global ushort *)ishmemi_peer(source, pe); union { ushort v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ushort), pe); return x.v; }
 void ishmem_uint16_iput(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmem_uint16_iget(global ushort *dest, global const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 void ishmemx_uint16_ibput(global ushort *dest, global const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
@@ -699,6 +772,9 @@ void ishmemx_uint16_ibget(global ushort *dest, global const ushort *source, long
 void ishmem_uint16_put_signal(global ushort *dest, global const ushort *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ushort), sig_addr, signal, sig_op, pe); }
 int ishmem_uint16_fcollect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 int ishmem_uint16_alltoall(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
+int ishmem_uint16_collect(int team, global ushort *dest, global const ushort *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ushort)); }
+int ishmem_uint16_sum_inscan(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_uint16_g, ishmem_uint16_p, 0) }
+int ishmem_uint16_sum_exscan(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_uint16_g, ishmem_uint16_p, 1) }
 int ishmem_uint16_broadcast(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
 int ishmem_uint16_sum_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a + b) }
 int ishmem_uint16_prod_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a * b) }
@@ -719,8 +795,8 @@ void ishmemx_uint32_put_nbi_work_group(global uint *dest, global const uint *sou
 void ishmemx_uint32_put_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint32_get_nbi_work_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 void ishmemx_uint32_get_nbi_sub_group(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
-void ishmem_uint32_p(global uint *dest, uint value, int pe) { if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
-uint ishmem_uint32_g(global const uint *source, int pe) { if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
+void ishmem_uint32_p(global uint *dest, uint value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(uint), pe); if (ishmemi_is_local(pe)) { *(global uint *)ishmemi_peer(dest, pe) = value; return; } union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(uint), pe); }
+uint ishmem_uint32_g(global const uint *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(uint), pe); if (ishmemi_is_local(pe)) return *(global uint *)ishmemi_peer(source, pe); union { uint v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(uint), pe); return x.v; }
 void ishmem_uint32_iput(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmem_uint32_iget(global uint *dest, global const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 void ishmemx_uint32_ibput(global uint *dest, global const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
@@ -728,6 +804,9 @@ void ishmemx_uint32_ibget(global uint *dest, global const uint *source, long dst
 void ishmem_uint32_put_signal(global uint *dest, global const uint *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(uint), sig_addr, signal, sig_op, pe); }
 int ishmem_uint32_fcollect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 int ishmem_uint32_alltoall(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
+int ishmem_uint32_collect(int team, global uint *dest, global const uint *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uint)); }
+int ishmem_uint32_sum_inscan(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint32_g, ishmem_uint32_p, 0) }
+int ishmem_uint32_sum_exscan(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint32_g, ishmem_uint32_p, 1) }
 int ishmem_uint32_broadcast(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
 int ishmem_uint32_sum_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a + b) }
 int ishmem_uint32_prod_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a * b) }
@@ -769,8 +848,8 @@ void ishmemx_uint64_put_nbi_work_group(global ulong *dest, global const ulong *s
 void ishmemx_uint64_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_uint64_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_uint64_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-void ishmem_uint64_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
-ulong ishmem_uint64_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_uint64_p(global ulong *dest, ulong value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(ulong), pe); if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_uint64_g(global const ulong *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(ulong), pe); if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_uint64_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_uint64_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmemx_uint64_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -778,6 +857,9 @@ void ishmemx_uint64_ibget(global ulong *dest, global const ulong *source, long d
 void ishmem_uint64_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_uint64_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_uint64_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_uint64_collect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
+int ishmem_uint64_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_uint64_g, ishmem_uint64_p, 0) }
+int ishmem_uint64_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_uint64_g, ishmem_uint64_p, 1) }
 int ishmem_uint64_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
 int ishmem_uint64_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a + b) }
 int ishmem_uint64_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a * b) }
@@ -819,8 +901,8 @@ void ishmemx_size_put_nbi_work_group(global ulong *dest, global const ulong *sou
 void ishmemx_size_put_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_size_get_nbi_work_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 void ishmemx_size_get_nbi_sub_group(global ulong *dest, global const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-void ishmem_size_p(global ulong *dest, ulong value, int pe) { if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
-ulong ishmem_size_g(global const ulong *source, int pe) { if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
+void ishmem_size_p(global ulong *dest, ulong value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(ulong), pe); if (ishmemi_is_local(pe)) { *(global ulong *)ishmemi_peer(dest, pe) = value; return; } union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(ulong), pe); }
+ulong ishmem_size_g(global const ulong *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(ulong), pe); if (ishmemi_is_local(pe)) return *(global ulong *)ishmemi_peer(source, pe); union { ulong v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(ulong), pe); return x.v; }
 void ishmem_size_iput(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmem_size_iget(global ulong *dest, global const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 void ishmemx_size_ibput(global ulong *dest, global const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -828,6 +910,9 @@ void ishmemx_size_ibget(global ulong *dest, global const ulong *source, long dst
 void ishmem_size_put_signal(global ulong *dest, global const ulong *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(ulong), sig_addr, signal, sig_op, pe); }
 int ishmem_size_fcollect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 int ishmem_size_alltoall(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
+int ishmem_size_collect(int team, global ulong *dest, global const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
+int ishmem_size_sum_inscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_size_g, ishmem_size_p, 0) }
+int ishmem_size_sum_exscan(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_size_g, ishmem_size_p, 1) }
 int ishmem_size_broadcast(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
 int ishmem_size_sum_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a + b) }
 int ishmem_size_prod_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a * b) }
@@ -863,8 +948,8 @@ void ishmemx_ptrdiff_put_nbi_work_group(global long *dest, global const long *so
 void ishmemx_ptrdiff_put_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_ptrdiff_get_nbi_work_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 void ishmemx_ptrdiff_get_nbi_sub_group(global long *dest, global const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-void ishmem_ptrdiff_p(global long *dest, long value, int pe) { if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
-long ishmem_ptrdiff_g(global const long *source, int pe) { if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
+void ishmem_ptrdiff_p(global long *dest, long value, int pe) { ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(long), pe); if (ishmemi_is_local(pe)) { *(global long *)ishmemi_peer(dest, pe) = value; return; } union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof(long), pe); }
+long ishmem_ptrdiff_g(global const long *source, int pe) { ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(long), pe); if (ishmemi_is_local(pe)) return *(global long *)ishmemi_peer(source, pe); union { long v; ulong u; } x; x.u = ishmemi_ring_g(source, sizeof(long), pe); return x.v; }
 void ishmem_ptrdiff_iput(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmem_ptrdiff_iget(global long *dest, global const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 void ishmemx_ptrdiff_ibput(global long *dest, global const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
@@ -872,6 +957,9 @@ void ishmemx_ptrdiff_ibget(global long *dest, global const long *source, long ds
 void ishmem_ptrdiff_put_signal(global long *dest, global const long *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe) { ishmem_putmem_signal(dest, source, nelems * sizeof(long), sig_addr, signal, sig_op, pe); }
 int ishmem_ptrdiff_fcollect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 int ishmem_ptrdiff_alltoall(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
+int ishmem_ptrdiff_collect(int team, global long *dest, global const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
+int ishmem_ptrdiff_sum_inscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, 0) }
+int ishmem_ptrdiff_sum_exscan(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, 1) }
 int ishmem_ptrdiff_broadcast(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
 int ishmem_ptrdiff_sum_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a + b) }
 int ishmem_ptrdiff_prod_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a * b) }

@@ -58,6 +58,10 @@ pub struct TeamCtrl {
     pub scratch: [AtomicU64; 2],
 }
 
+// The device library finds `scratch` right after `epoch` (device state's
+// `ctrl_epoch_offset` + 8, + 16): device collect uses it as the host does.
+const _: () = assert!(std::mem::offset_of!(TeamCtrl, scratch) == std::mem::offset_of!(TeamCtrl, epoch) + 8);
+
 /// Per-PE part of the control segment.
 #[repr(C, align(64))]
 pub struct PeCtrl {

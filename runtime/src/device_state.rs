@@ -45,7 +45,8 @@ pub struct ishmemx_device_state_t {
     /// record for team slot `s` is at
     /// `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`. Its
     /// first 32 u64 are the dissemination barrier flags; the sync epoch is
-    /// at `ctrl_epoch_offset`. Host and device barriers share them.
+    /// at `ctrl_epoch_offset`, followed by the two collective scratch
+    /// words. Host and device barriers and collectives share them.
     pub ctrl_team_base: u64,
     pub ctrl_pe_stride: u32,
     pub ctrl_team_stride: u32,

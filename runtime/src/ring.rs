@@ -43,6 +43,18 @@ pub const RING_PUT_SIGNAL: u32 = 4;
 /// flag's address in this node's control segment, `value` the epoch, `pe`
 /// the flag's owner. This PE's earlier operations complete first.
 pub const RING_CTRL_SET: u32 = 7;
+/// Team-sync scratch read from a PE the device cannot reach: `source` is
+/// the word's address in this node's control segment, `pe` its owner; the
+/// value is returned in the completion.
+pub const RING_CTRL_GET: u32 = 8;
+/// A device-side argument check failed: `value` says what (`DEVICE_BAD_PE`
+/// or `DEVICE_BAD_ADDR`), `cond` the ring opcode of the operation, `dest`
+/// the bad address, `pe` the target PE.
+/// The proxy aborts the job with the message; the work-item never resumes.
+pub const RING_ERROR: u32 = 9;
+/// `RING_ERROR` kinds.
+pub const DEVICE_BAD_PE: u64 = 1;
+pub const DEVICE_BAD_ADDR: u64 = 2;
 
 /// One request: 64 bytes, `sequence` written last.
 #[repr(C, align(64))]
@@ -227,6 +239,7 @@ fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
                     st.get(call, (&mut v as *mut u64).cast(), source, (value as usize).min(8), pe);
                     v
                 }
+                RING_AMO if size == 1 => st.amo(call, dest as *const u8, amo_op, value as u8, cond as u8, pe) as u64,
                 RING_AMO if size == 4 => st.amo(call, dest as *const u32, amo_op, value as u32, cond as u32, pe) as u64,
                 RING_AMO => st.amo(call, dest as *const u64, amo_op, value, cond, pe),
                 RING_PUT_SIGNAL => {
@@ -238,6 +251,8 @@ fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
                     st.device_ctrl_set(call, pe, dest as usize, value);
                     0
                 }
+                RING_CTRL_GET => st.device_ctrl_get(call, pe, source as usize),
+                RING_ERROR => device_error(st, value, cond as u32, dest as u64, pe),
                 op => crate::error::fatal(call, format_args!("unknown device request {op} (corrupt ring message)")),
             }
         };
@@ -249,6 +264,31 @@ fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
         }
         ring.completed.store(next + 1, Ordering::Release);
         next += 1;
+    }
+}
+
+/// Aborts the job for a failed device-side argument check.
+fn device_error(st: &State, kind: u64, op: u32, bad: u64, pe: i32) -> ! {
+    let call = match op {
+        RING_PUT => "ishmem device put",
+        RING_GET => "ishmem device get",
+        RING_AMO => "ishmem device atomic",
+        RING_PUT_SIGNAL => "ishmem device put_signal",
+        RING_G => "ishmem device g",
+        RING_P => "ishmem device p",
+        _ => "ishmem device call",
+    };
+    let n = st.n_pes;
+    let (base, size) = (st.heap_base() as u64, st.heap_size() as u64);
+    match kind {
+        DEVICE_BAD_PE => crate::error::fatal(call, format_args!("target PE {pe} is out of range [0, {n})")),
+        _ => crate::error::fatal(
+            call,
+            format_args!(
+                "address {bad:#x} (to PE {pe}) is not in the symmetric heap [{base:#x}, {:#x})",
+                base + size
+            ),
+        ),
     }
 }
 

@@ -168,17 +168,32 @@ impl State {
     /// outstanding operations complete first.
     pub(crate) fn device_ctrl_set(&self, call: &str, pe: i32, addr: usize, value: u64) {
         let pe = self.check_pe(call, pe);
-        let base = self.ctrl.base() as usize;
-        let end = base + crate::ctrl::ctrl_size(self.n_pes);
-        if addr < base || addr + 8 > end || addr % 8 != 0 {
-            fatal(call, format_args!("device sync flag address {addr:#x} is not in the control segment"))
-        }
+        let word = self.device_ctrl_word(call, addr);
         if let Some(p) = self.proxy {
             p.flush(call, None);
         }
-        // SAFETY: checked inside the mapped control segment and aligned.
-        let word = unsafe { &*(addr as *const AtomicU64) };
         self.ctrl_store(call, pe, word, value);
+    }
+
+    /// A device collective's read of team-sync scratch word `addr` (its
+    /// address in this node's control segment) of `pe`, which the device
+    /// cannot reach (the ring's `RING_CTRL_GET`).
+    pub(crate) fn device_ctrl_get(&self, call: &str, pe: i32, addr: usize) -> u64 {
+        let pe = self.check_pe(call, pe);
+        let word = self.device_ctrl_word(call, addr);
+        self.ctrl_load(call, pe, word)
+    }
+
+    /// The control word at device-supplied address `addr`, checked to lie
+    /// in the control segment and aligned.
+    fn device_ctrl_word(&self, call: &str, addr: usize) -> &AtomicU64 {
+        let base = self.ctrl.base() as usize;
+        let end = base + crate::ctrl::ctrl_size(self.n_pes);
+        if addr < base || addr + 8 > end || addr % 8 != 0 {
+            fatal(call, format_args!("device control word address {addr:#x} is not in the control segment"))
+        }
+        // SAFETY: checked inside the mapped control segment and aligned.
+        unsafe { &*(addr as *const AtomicU64) }
     }
 
     /// Reads control word `word` of PE `pe`'s record (a value that does not

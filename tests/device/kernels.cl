@@ -133,3 +133,33 @@ kernel void sg_put(global int *dst, global const int *src, long block) {
     ishmemx_int_put_sub_group(dst + sg * block, src + sg * block, (size_t)block, (me + 1) % np);
     ishmemx_quiet_sub_group();
 }
+
+/* collect with a different count per member (rank r gives r + 1 elements),
+ * then in-place inclusive and out-of-place exclusive sum scans. The host
+ * fills the sources (loops here trip llvm-spirv 14's block ordering). */
+kernel void dev_collect_scan(int team, global long *src, global long *dst, global int *isrc, global int *idst, global long *res) {
+    int r = ishmem_team_my_pe(team), sz = ishmem_team_n_pes(team);
+    res[0] = ishmem_long_collect(team, dst, src, (size_t)(r + 1));
+    res[1] = ishmem_int_sum_exscan(team, idst, isrc, 64);
+    res[2] = ishmem_int_sum_inscan(team, isrc, isrc, 64); /* in place */
+    res[3] = ishmem_collectmem(team, (global char *)dst + 512, (global const char *)src, (size_t)(8 * (sz - r)));
+}
+
+/* 8-bit AMOs on a byte array of PE 0 (each on a 32-bit CAS loop): every
+ * work-item adds 1 to byte 1, toggles a bit of byte 2 (which bit depends on
+ * the work-item and the PE, so the result is never 0), and PE 0's bytes 0
+ * and 3 must stay untouched. */
+kernel void schar_amo(global char *b, global long *res) { /* schar is OpenCL char */
+    size_t id = get_global_id(0);
+    ishmem_schar_atomic_add(b + 1, 1, 0);
+    ishmem_schar_atomic_xor(b + 2, (char)(1 << ((id + ishmem_my_pe()) % 7)), 0);
+    if (id == 0) {
+        char old = ishmem_schar_atomic_compare_swap(b + 3, 5, 9, 0); /* never 5: no change */
+        res[0] = old;
+        res[1] = ishmem_schar_atomic_fetch(b, 0);
+    }
+}
+
+/* Device-side argument checks (run only when the test asks for an abort). */
+kernel void bad_pe(global long *x) { ishmem_long_p(x, 1, ishmem_n_pes() + 3); }
+kernel void bad_addr(global long *x) { ishmem_long_p(x, 1, 0); }

@@ -43,6 +43,22 @@ for ring in 0 1; do
         echo "$log" | grep -q "device sweep ok on $n PEs" || { echo "$log" >&2; fail "device sweep on $n PEs (ring-all $ring)"; }
     done
 done
+# Device-side argument checks: a kernel on the last PE passes a bad PE or
+# a non-symmetric address; the job must end with the library's message
+# naming the operation and the value, on the load/store path and the ring.
+for ring in 0 1; do
+    for bad in bad_pe bad_addr; do
+        if log="$(ISHMEM_DEVICE_RING_ALL=$ring "$target/debug/ishmrun" -n 2 -t 120 "$out/device_host" "$out/kernels.spv" $bad 2>&1)"; then
+            echo "$log" >&2; fail "$bad (ring-all $ring): the job did not fail"
+        fi
+        case $bad in
+        bad_pe) want="ishmem device p: target PE 5 is out of range \[0, 2)" ;;
+        *) want="ishmem device p: address 0x[0-9a-f]* (to PE 0) is not in the symmetric heap" ;;
+        esac
+        echo "$log" | grep -q "PE 1: $want" || { echo "$log" >&2; fail "$bad (ring-all $ring): no '$want' message"; }
+        if echo "$log" | grep -q "returned"; then echo "$log" >&2; fail "$bad (ring-all $ring): the kernel returned"; fi
+    done
+done
 # Across "nodes": under Open MPI with node-local sharing off, every peer is
 # remote, so each device operation goes through the ring, the host proxy
 # thread and the MPI proxy plugin. Required when TEST_DEVICE_MPI=1 (run-all

@@ -35,9 +35,10 @@ pub fn device_state_h() -> String {
     for (name, off) in layout() {
         let _ = writeln!(s, "#define ISHMEMI_RING_{} {off}", name.to_uppercase());
     }
-    for (name, v) in [("PUT", RING_PUT), ("GET", RING_GET), ("AMO", RING_AMO), ("PUT_SIGNAL", RING_PUT_SIGNAL), ("G", RING_G), ("P", RING_P), ("CTRL_SET", RING_CTRL_SET), ("FLAG_NBI", RING_NBI)] {
+    for (name, v) in [("PUT", RING_PUT), ("GET", RING_GET), ("AMO", RING_AMO), ("PUT_SIGNAL", RING_PUT_SIGNAL), ("G", RING_G), ("P", RING_P), ("CTRL_SET", RING_CTRL_SET), ("CTRL_GET", RING_CTRL_GET), ("ERROR", RING_ERROR), ("FLAG_NBI", RING_NBI)] {
         let _ = writeln!(s, "#define ISHMEMI_RING_OP_{name} {v}");
     }
+    let _ = writeln!(s, "#define ISHMEMI_DEVICE_BAD_PE {DEVICE_BAD_PE}\n#define ISHMEMI_DEVICE_BAD_ADDR {DEVICE_BAD_ADDR}");
     s.push_str("\n#endif\n");
     s
 }
@@ -75,10 +76,10 @@ fn funs() -> Vec<Fun> {
             }
         }
         f(format!("ishmem_{n}_p"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!(
-            "if (ishmemi_is_local(pe)) {{ *({g} {c} *)ishmemi_peer(dest, pe) = value; return; }} \
+            "ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof({c}), pe); if (ishmemi_is_local(pe)) {{ *({g} {c} *)ishmemi_peer(dest, pe) = value; return; }} \
              union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof({c}), pe);"));
         f(format!("ishmem_{n}_g"), c, format!("{g} const {c} *source, int pe"), format!(
-            "if (ishmemi_is_local(pe)) return *({g} {c} *)ishmemi_peer(source, pe); \
+            "ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof({c}), pe); if (ishmemi_is_local(pe)) return *({g} {c} *)ishmemi_peer(source, pe); \
              union {{ {c} v; ulong u; }} x; x.u = ishmemi_ring_g(source, sizeof({c}), pe); return x.v;"));
         f(format!("ishmem_{n}_iput"), "void", format!("{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t nelems, int pe"),
           format!("ishmemi_iput_bytes(dest, dst, source, sst, sizeof({c}), nelems, pe);"));
@@ -101,6 +102,12 @@ fn funs() -> Vec<Fun> {
             f(format!("ishmem_{n}_{op}"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems"),
               format!("return {helper}(team, dest, source, nelems * sizeof({c}));"));
         }
+        f(format!("ishmem_{n}_collect"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems"),
+          format!("return ishmemi_collect_bytes(team, dest, source, nelems, sizeof({c}));"));
+        for (op, excl) in [("sum_inscan", 0), ("sum_exscan", 1)] {
+            f(format!("ishmem_{n}_{op}"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems"),
+              format!("ISHMEMI_SCAN({c}, ishmem_{n}_g, ishmem_{n}_p, {excl})"));
+        }
         f(format!("ishmem_{n}_broadcast"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems, int PE_root"),
           format!("return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof({c}), PE_root);"));
         let float = c == "float" || c == "double";
@@ -112,12 +119,17 @@ fn funs() -> Vec<Fun> {
             f(format!("ishmem_{n}_{op}_reduce"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nreduce"),
               format!("ISHMEMI_REDUCE({c}, ishmem_{n}_g, ishmem_{n}_p, {expr})"));
         }
-        // AMOs: 32- and 64-bit types (OpenCL has no 8- or 16-bit atomics).
-        let bits = match c { "int" | "uint" | "float" => 32, "long" | "ulong" | "double" => 64, _ => 0 };
-        if bits == 0 {
+        // AMOs: 32- and 64-bit types on the device's atomics, `schar` (the
+        // one 8-bit AMO type) on a 32-bit compare-and-swap loop.
+        let bits = match c { "char" => 8, "int" | "uint" | "float" => 32, "long" | "ulong" | "double" => 64, _ => 0 };
+        if bits == 0 || t.classes & (EXT | STD | BIT | SYNC) == 0 {
             continue;
         }
-        let (it, amo, load) = if bits == 32 { ("int", "ishmemi_amo32_pe", "ishmemi_load32") } else { ("long", "ishmemi_amo64_pe", "ishmemi_load64") };
+        let (it, amo, load) = match bits {
+            8 => ("char", "ishmemi_amo8_pe", "no 8-bit wait types"),
+            32 => ("int", "ishmemi_amo32_pe", "ishmemi_load32"),
+            _ => ("long", "ishmemi_amo64_pe", "ishmemi_load64"),
+        };
         let to_bits = |x: &str| format!("as_{it}(({c}){x})");
         let from_bits = |x: &str| format!("as_{c}(({it}){x})");
         let call = |opc: &str, val: &str, cond: &str| {
@@ -261,6 +273,7 @@ pub fn device_h() -> String {
          int ishmem_team_my_pe(int team);\nint ishmem_team_n_pes(int team);\nint ishmem_team_sync(int team);\n\
          int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);\n\
          int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);\n\
+         int ishmem_collectmem(int team, global void *dest, global const void *source, size_t nelems);\n\
          int ishmem_alltoallmem(int team, global void *dest, global const void *source, size_t nelems);\n\n\
          /* Work-group forms: every work-item of the calling work-group calls them. */\n\
          void ishmemx_putmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\

@@ -194,7 +194,8 @@ typedef struct {
    * record for team slot `s` is at
    * `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`. Its
    * first 32 u64 are the dissemination barrier flags; the sync epoch is
-   * at `ctrl_epoch_offset`. Host and device barriers share them.
+   * at `ctrl_epoch_offset`, followed by the two collective scratch
+   * words. Host and device barriers and collectives share them.
    */
   uint64_t ctrl_team_base;
   uint32_t ctrl_pe_stride;
