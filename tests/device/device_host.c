@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
     size_t qn = Q;
     cl_event filled, put, bar;
     CL(clEnqueueNDRangeKernel(q, fk, 1, NULL, &qn, NULL, 0, NULL, &filled));
-    put = (cl_event)ishmemx_putmem_on_queue(qdst, qsrc, Q * sizeof(long), (me + 1) % np, q, 1, (void *const *)&filled);
+    put = (cl_event)ishmemx_long_put_on_queue(qdst, qsrc, Q, (me + 1) % np, q, 1, (void *const *)&filled); /* typed form */
     bar = (cl_event)ishmemx_barrier_all_on_queue(q, 1, (void *const *)&put);
     CL(clWaitForEvents(1, &bar));
     for (int i = 0; i < Q; i++) CHECK(qdst[i] == left * 1000000L + i, "on_queue put %d: %ld", i, qdst[i]);

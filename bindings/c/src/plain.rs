@@ -625,6 +625,29 @@ unsafe fn on_queue(
     })
 }
 
+/// Enqueues a put (`put == true`) or get of `nbytes` on `queue` after
+/// `deps`, for `ishmemx_putmem_on_queue`/`getmem` and their typed forms
+/// (`call` names the routine in errors).
+pub(crate) unsafe fn rma_on_queue(
+    call: &'static str, put: bool, dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int,
+    queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
+) -> *mut c_void {
+    guard(call, || {
+        let st = state(call);
+        st.check_pe(call, pe);
+        if nbytes > 0 {
+            if put {
+                st.sym_offset(call, "dest", dest.cast(), nbytes);
+            } else {
+                st.sym_offset(call, "source", source.cast(), nbytes);
+            }
+        }
+    });
+    use ishmem_runtime::opencl::KernelArg::*;
+    let kernel = if put { "ishmemi_putmem_kernel" } else { "ishmemi_getmem_kernel" };
+    on_queue(call, kernel, &[Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)], queue, num_deps, deps)
+}
+
 /// Enqueues a putmem on the OpenCL `queue` (a `cl_command_queue` of this
 /// PE's context) after the `num_deps` events in `deps`; returns its
 /// `cl_event` (release it with clReleaseEvent). The put is complete when the
@@ -634,16 +657,7 @@ pub unsafe extern "C" fn ishmemx_putmem_on_queue(
     dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, queue: *mut c_void, num_deps: u32,
     deps: *const *mut c_void,
 ) -> *mut c_void {
-    let call = "ishmemx_putmem_on_queue";
-    {
-        let st = state(call);
-        st.check_pe(call, pe);
-        if nbytes > 0 {
-            st.sym_offset(call, "dest", dest.cast(), nbytes);
-        }
-    }
-    use ishmem_runtime::opencl::KernelArg::*;
-    on_queue(call, "ishmemi_putmem_kernel", &[Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)], queue, num_deps, deps)
+    rma_on_queue("ishmemx_putmem_on_queue", true, dest, source, nbytes, pe, queue, num_deps, deps)
 }
 
 /// Enqueues a getmem on `queue` after `deps`; returns its `cl_event`.
@@ -652,16 +666,7 @@ pub unsafe extern "C" fn ishmemx_getmem_on_queue(
     dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, queue: *mut c_void, num_deps: u32,
     deps: *const *mut c_void,
 ) -> *mut c_void {
-    let call = "ishmemx_getmem_on_queue";
-    {
-        let st = state(call);
-        st.check_pe(call, pe);
-        if nbytes > 0 {
-            st.sym_offset(call, "source", source.cast(), nbytes);
-        }
-    }
-    use ishmem_runtime::opencl::KernelArg::*;
-    on_queue(call, "ishmemi_getmem_kernel", &[Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)], queue, num_deps, deps)
+    rma_on_queue("ishmemx_getmem_on_queue", false, dest, source, nbytes, pe, queue, num_deps, deps)
 }
 
 /// Enqueues a barrier_all on `queue` after `deps`; returns its `cl_event`.

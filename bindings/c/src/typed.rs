@@ -5968,6 +5968,282 @@ pub unsafe extern "C" fn ishmem_size_xor_reduce(team: c_int, dest: *mut usize, s
     ti::reduce::<usize>("ishmem_size_xor_reduce", team, dest, source, nreduce, <usize as ti::Bits>::xor)
 }
 
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_put_on_queue(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<f32>("ishmemx_float_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_get_on_queue(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<f32>("ishmemx_float_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_put_on_queue(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<f64>("ishmemx_double_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_get_on_queue(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<f64>("ishmemx_double_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_put_on_queue(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_char>("ishmemx_char_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_get_on_queue(dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_char>("ishmemx_char_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_put_on_queue(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_schar>("ishmemx_schar_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_get_on_queue(dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_schar>("ishmemx_schar_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_put_on_queue(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_short>("ishmemx_short_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_get_on_queue(dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_short>("ishmemx_short_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_put_on_queue(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_int>("ishmemx_int_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_get_on_queue(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_int>("ishmemx_int_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_put_on_queue(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_long>("ishmemx_long_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_get_on_queue(dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_long>("ishmemx_long_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_put_on_queue(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_longlong>("ishmemx_longlong_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_get_on_queue(dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_longlong>("ishmemx_longlong_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_put_on_queue(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_uchar>("ishmemx_uchar_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_get_on_queue(dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_uchar>("ishmemx_uchar_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_put_on_queue(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_ushort>("ishmemx_ushort_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_get_on_queue(dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_ushort>("ishmemx_ushort_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_put_on_queue(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_uint>("ishmemx_uint_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_get_on_queue(dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_uint>("ishmemx_uint_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_put_on_queue(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_ulong>("ishmemx_ulong_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_get_on_queue(dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_ulong>("ishmemx_ulong_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_put_on_queue(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_ulonglong>("ishmemx_ulonglong_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_get_on_queue(dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<c_ulonglong>("ishmemx_ulonglong_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_put_on_queue(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i8>("ishmemx_int8_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_get_on_queue(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i8>("ishmemx_int8_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_put_on_queue(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i16>("ishmemx_int16_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_get_on_queue(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i16>("ishmemx_int16_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_put_on_queue(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i32>("ishmemx_int32_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_get_on_queue(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i32>("ishmemx_int32_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_put_on_queue(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i64>("ishmemx_int64_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_get_on_queue(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<i64>("ishmemx_int64_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_put_on_queue(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u8>("ishmemx_uint8_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_get_on_queue(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u8>("ishmemx_uint8_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_put_on_queue(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u16>("ishmemx_uint16_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_get_on_queue(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u16>("ishmemx_uint16_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_put_on_queue(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u32>("ishmemx_uint32_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_get_on_queue(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u32>("ishmemx_uint32_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_put_on_queue(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u64>("ishmemx_uint64_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_get_on_queue(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<u64>("ishmemx_uint64_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_put_on_queue(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<usize>("ishmemx_size_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_get_on_queue(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<usize>("ishmemx_size_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_put_on_queue(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<isize>("ishmemx_ptrdiff_put_on_queue", true, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
+/// Enqueues a get of nelems elements on the device queue after deps; returns its event.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_get_on_queue(dest: *mut isize, source: *const isize, nelems: usize, pe: c_int, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+    ti::rma_on_queue::<isize>("ishmemx_ptrdiff_get_on_queue", false, dest, source, nelems, pe, queue, num_deps, deps)
+}
+
 /// Put of 8-bit elements.
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_put8(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {

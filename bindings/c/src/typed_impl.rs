@@ -14,6 +14,17 @@ fn bytes<T>(call: &str, nelems: usize) -> usize {
     }
 }
 
+/// Typed `ishmemx_TYPE_put_on_queue` / `get_on_queue` (Intel SHMEM's
+/// queue-ordered RMA): `nelems` elements, returning the `cl_event`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn rma_on_queue<T>(
+    call: &'static str, put: bool, dest: *mut T, src: *const T, nelems: usize, pe: c_int, queue: *mut std::ffi::c_void,
+    num_deps: u32, deps: *const *mut std::ffi::c_void,
+) -> *mut std::ffi::c_void {
+    let nbytes = guard(call, || bytes::<T>(call, nelems));
+    crate::plain::rma_on_queue(call, put, dest.cast(), src.cast(), nbytes, pe, queue, num_deps, deps)
+}
+
 #[inline(always)]
 pub unsafe fn put<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
     guard(call, || {

@@ -42,6 +42,11 @@ enum K {
     Ctx,
     /// `long *` (deprecated pSync arrays)
     PtrLong,
+    /// `void *`: a device queue or event handle (backend-neutral)
+    Handle,
+    U32,
+    /// `void *const *`: dependency events
+    Handles,
 }
 
 fn c_kind(k: K, t: Option<&str>, f: &Family) -> String {
@@ -60,6 +65,9 @@ fn c_kind(k: K, t: Option<&str>, f: &Family) -> String {
         K::PtrU64 => "uint64_t *".into(),
         K::CPtrInt => "const int *".into(),
         K::PtrSize => "size_t *".into(),
+        K::Handle => "void *".into(),
+        K::U32 => "uint32_t".into(),
+        K::Handles => "void *const *".into(),
     }
 }
 
@@ -80,6 +88,9 @@ fn rust_kind(k: K, r: &str, void: bool) -> String {
         K::Team => "c_int".into(),
         K::Ctx => "*mut c_void".into(),
         K::PtrLong => "*mut c_long".into(),
+        K::Handle => "*mut c_void".into(),
+        K::U32 => "u32".into(),
+        K::Handles => "*const *mut c_void".into(),
     }
 }
 
@@ -145,6 +156,22 @@ const RMA_OPS: &[Op] = &[
     op("{P}_{T}_put_signal", SIGNAL, None, PUT_SIGNAL,
        "Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1).", Some("dest")),
     op("{P}_{T}_put_signal_nbi", SIGNAL, None, PUT_SIGNAL, "Non-blocking put_signal (§9.8.2).", Some("dest")),
+];
+
+const ONQ: &[(&str, K)] = &[
+    ("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("pe", K::Int), ("queue", K::Handle),
+    ("num_deps", K::U32), ("deps", K::Handles),
+];
+
+/// Intel SHMEM's queue-ordered typed RMA (families with a device queue).
+const ONQ_OPS: &[Op] = &[
+    op("{X}_{T}_put_on_queue", ONQ, Some(K::Handle),
+       "ti::rma_on_queue::<{R}>(\"{n}\", true, dest, source, nelems, pe, queue, num_deps, deps)",
+       "Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.",
+       Some("dest")),
+    op("{X}_{T}_get_on_queue", ONQ, Some(K::Handle),
+       "ti::rma_on_queue::<{R}>(\"{n}\", false, dest, source, nelems, pe, queue, num_deps, deps)",
+       "Enqueues a get of nelems elements on the device queue after deps; returns its event.", Some("dest")),
 ];
 
 /// Sized RMA (`{B}` bits, void pointers).
@@ -440,6 +467,8 @@ struct Family {
     contexts: bool,
     /// Generate the deprecated names existing OpenSHMEM programs use.
     deprecated: bool,
+    /// Generate the typed `*_on_queue` forms (Intel SHMEM's names only).
+    on_queue: bool,
 }
 
 const FAMILIES: &[Family] = &[
@@ -451,6 +480,7 @@ const FAMILIES: &[Family] = &[
         api_header: "ishmem/ishmem_api.h",
         contexts: false,
         deprecated: false,
+        on_queue: true,
     },
     Family {
         prefix: "shmem",
@@ -460,6 +490,7 @@ const FAMILIES: &[Family] = &[
         api_header: "shmem/shmem_api.h",
         contexts: true,
         deprecated: true,
+        on_queue: false,
     },
 ];
 
@@ -483,12 +514,19 @@ const TYPED_GROUPS: &[(&[Op], u16, bool)] = &[
     (DEPAMO_OPS, types::DEPAMO, true),
     (DEPAMOF_OPS, types::DEPAMOF, true),
     (DEPWAIT_OPS, types::DEPWAIT, true),
+    (ONQ_OPS, 0, false),
 ];
+
+/// Whether a typed group is generated for family `f` (deprecated names and
+/// the on_queue forms only where the family has them).
+fn group_in(f: &Family, ops: &[Op], deprecated: bool) -> bool {
+    (!deprecated || f.deprecated) && (f.on_queue || !std::ptr::eq(ops, ONQ_OPS))
+}
 
 fn routines(f: &Family) -> Vec<Routine<'static>> {
     let mut out = Vec::new();
     for &(ops, class, deprecated) in TYPED_GROUPS {
-        if deprecated && !f.deprecated {
+        if !group_in(f, ops, deprecated) {
             continue;
         }
         for ty in RMA.iter().filter(|t| class == 0 || t.classes & class != 0) {
@@ -601,7 +639,8 @@ fn c_decl(r: &Routine, f: &Family) -> String {
         })
         .collect();
     let ret = r.op.ret.map(|k| c_kind(k, r.c_ty, f)).unwrap_or_else(|| "void".into());
-    format!("/** {} */\n{ret} {}({});\n", r.doc, r.name, params.join(", "))
+    let sep = if ret.ends_with('*') { "" } else { " " };
+    format!("/** {} */\n{ret}{sep}{}({});\n", r.doc, r.name, params.join(", "))
 }
 
 /// C11 generic selections over the standard C types of each group. For a
@@ -618,7 +657,7 @@ fn generics(f: &Family) -> String {
         );
     }
     for &(ops, class, deprecated) in TYPED_GROUPS {
-        if deprecated {
+        if deprecated || !group_in(f, ops, deprecated) {
             continue;
         }
         let types: Vec<&Ty> = RMA.iter().filter(|t| t.generic && (class == 0 || t.classes & class != 0)).collect();
@@ -675,7 +714,7 @@ fn cxx_h(f: &Family) -> String {
             .collect()
     };
     for &(ops, class, deprecated) in TYPED_GROUPS {
-        if deprecated {
+        if deprecated || !group_in(f, ops, deprecated) {
             continue;
         }
         let types: Vec<&Ty> = RMA.iter().filter(|t| t.generic && (class == 0 || t.classes & class != 0)).collect();

@@ -1996,6 +1996,98 @@ int ishmem_size_and_reduce(ishmem_team_t team, size_t *dest, const size_t *sourc
 int ishmem_size_or_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
 int ishmem_size_xor_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_float_put_on_queue(float *dest, const float *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_float_get_on_queue(float *dest, const float *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_double_put_on_queue(double *dest, const double *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_double_get_on_queue(double *dest, const double *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_char_put_on_queue(char *dest, const char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_char_get_on_queue(char *dest, const char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_schar_put_on_queue(signed char *dest, const signed char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_schar_get_on_queue(signed char *dest, const signed char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_short_put_on_queue(short *dest, const short *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_short_get_on_queue(short *dest, const short *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_int_put_on_queue(int *dest, const int *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_int_get_on_queue(int *dest, const int *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_long_put_on_queue(long *dest, const long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_long_get_on_queue(long *dest, const long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_longlong_put_on_queue(long long *dest, const long long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_longlong_get_on_queue(long long *dest, const long long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_uchar_put_on_queue(unsigned char *dest, const unsigned char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_uchar_get_on_queue(unsigned char *dest, const unsigned char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_ushort_put_on_queue(unsigned short *dest, const unsigned short *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_ushort_get_on_queue(unsigned short *dest, const unsigned short *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_uint_put_on_queue(unsigned int *dest, const unsigned int *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_uint_get_on_queue(unsigned int *dest, const unsigned int *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_ulong_put_on_queue(unsigned long *dest, const unsigned long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_ulong_get_on_queue(unsigned long *dest, const unsigned long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_ulonglong_put_on_queue(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_ulonglong_get_on_queue(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_int8_put_on_queue(int8_t *dest, const int8_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_int8_get_on_queue(int8_t *dest, const int8_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_int16_put_on_queue(int16_t *dest, const int16_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_int16_get_on_queue(int16_t *dest, const int16_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_int32_put_on_queue(int32_t *dest, const int32_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_int32_get_on_queue(int32_t *dest, const int32_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_int64_put_on_queue(int64_t *dest, const int64_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_int64_get_on_queue(int64_t *dest, const int64_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_uint8_put_on_queue(uint8_t *dest, const uint8_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_uint8_get_on_queue(uint8_t *dest, const uint8_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_uint16_put_on_queue(uint16_t *dest, const uint16_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_uint16_get_on_queue(uint16_t *dest, const uint16_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_uint32_put_on_queue(uint32_t *dest, const uint32_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_uint32_get_on_queue(uint32_t *dest, const uint32_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_uint64_put_on_queue(uint64_t *dest, const uint64_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_uint64_get_on_queue(uint64_t *dest, const uint64_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_size_put_on_queue(size_t *dest, const size_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_size_get_on_queue(size_t *dest, const size_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
+void *ishmemx_ptrdiff_put_on_queue(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
+void *ishmemx_ptrdiff_get_on_queue(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
 /** Put of 8-bit elements. */
 void ishmem_put8(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 8-bit elements. */
@@ -2848,6 +2940,38 @@ int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrd
         unsigned long: ishmem_ulong_xor_reduce, \
         unsigned long long: ishmem_ulonglong_xor_reduce \
     )(team, dest, source, nreduce)
+#define ishmemx_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps) \
+    _Generic(*(dest), \
+        float: ishmemx_float_put_on_queue, \
+        double: ishmemx_double_put_on_queue, \
+        char: ishmemx_char_put_on_queue, \
+        signed char: ishmemx_schar_put_on_queue, \
+        short: ishmemx_short_put_on_queue, \
+        int: ishmemx_int_put_on_queue, \
+        long: ishmemx_long_put_on_queue, \
+        long long: ishmemx_longlong_put_on_queue, \
+        unsigned char: ishmemx_uchar_put_on_queue, \
+        unsigned short: ishmemx_ushort_put_on_queue, \
+        unsigned int: ishmemx_uint_put_on_queue, \
+        unsigned long: ishmemx_ulong_put_on_queue, \
+        unsigned long long: ishmemx_ulonglong_put_on_queue \
+    )(dest, source, nelems, pe, queue, num_deps, deps)
+#define ishmemx_get_on_queue(dest, source, nelems, pe, queue, num_deps, deps) \
+    _Generic(*(dest), \
+        float: ishmemx_float_get_on_queue, \
+        double: ishmemx_double_get_on_queue, \
+        char: ishmemx_char_get_on_queue, \
+        signed char: ishmemx_schar_get_on_queue, \
+        short: ishmemx_short_get_on_queue, \
+        int: ishmemx_int_get_on_queue, \
+        long: ishmemx_long_get_on_queue, \
+        long long: ishmemx_longlong_get_on_queue, \
+        unsigned char: ishmemx_uchar_get_on_queue, \
+        unsigned short: ishmemx_ushort_get_on_queue, \
+        unsigned int: ishmemx_uint_get_on_queue, \
+        unsigned long: ishmemx_ulong_get_on_queue, \
+        unsigned long long: ishmemx_ulonglong_get_on_queue \
+    )(dest, source, nelems, pe, queue, num_deps, deps)
 #endif
 
 #endif /* ISHMEM_TYPED_H */
