@@ -147,6 +147,21 @@ int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const
     return ishmemi_alltoall_bytes(team, dest, source, nelems);
 }
 
+/* Work-group forms of the team sync and the byte collectives. */
+int ishmemx_team_sync_work_group(int team) { ISHMEMI_WG_COLL(team, 0, ishmem_team_sync(team)) }
+int ishmemx_broadcastmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
+    ISHMEMI_WG_COLL(team, root, ishmemi_broadcast_bytes(team, dest, source, nelems, root))
+}
+int ishmemx_collectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+    ISHMEMI_WG_COLL(team, 0, ishmemi_collect_bytes(team, dest, source, nelems, 1))
+}
+int ishmemx_fcollectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+    ISHMEMI_WG_COLL(team, 0, ishmemi_fcollect_bytes(team, dest, source, nelems))
+}
+int ishmemx_alltoallmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+    ISHMEMI_WG_COLL(team, 0, ishmemi_alltoall_bytes(team, dest, source, nelems))
+}
+
 /* Sub-group forms (every work-item of the calling sub-group calls them). */
 void ishmemx_putmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);

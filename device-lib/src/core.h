@@ -385,6 +385,20 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
     ishmemi_sync_team(team);                                                           \
     return 0;
 
+/* Work-group form of a collective: the group's leader runs `CALL` between
+ * group barriers (the data phase is the collective's own); every work-item
+ * returns the result of the same argument check the collective makes. */
+ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    return t && root >= 0 && root < t->size ? 0 : -1;
+}
+#define ISHMEMI_WG_COLL(TEAM, ROOT, CALL)                                  \
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);                              \
+    int ok_ = ishmemi_coll_check(TEAM, ROOT);                              \
+    if (ok_ == 0 && get_local_linear_id() == 0) (void)(CALL);              \
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);                              \
+    return ok_;
+
 /* Reductions: member r owns slice r (reduce-scatter + allgather in one
  * pass), reading it from every member's source in member order and storing
  * the result into every member's dest; in place is safe because only the

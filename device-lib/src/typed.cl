@@ -31,6 +31,16 @@ int ishmem_float_sum_reduce(int team, global float *dest, global const float *so
 int ishmem_float_prod_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a * b) }
 int ishmem_float_max_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b > a ? b : a)) }
 int ishmem_float_min_reduce(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b < a ? b : a)) }
+int ishmemx_float_collect_work_group(int team, global float *dest, global const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_collect(team, dest, source, nelems)) }
+int ishmemx_float_fcollect_work_group(int team, global float *dest, global const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_fcollect(team, dest, source, nelems)) }
+int ishmemx_float_alltoall_work_group(int team, global float *dest, global const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_alltoall(team, dest, source, nelems)) }
+int ishmemx_float_sum_inscan_work_group(int team, global float *dest, global const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_float_sum_exscan_work_group(int team, global float *dest, global const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_float_broadcast_work_group(int team, global float *dest, global const float *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_float_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_float_sum_reduce_work_group(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_float_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_float_prod_reduce_work_group(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_float_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_float_max_reduce_work_group(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_float_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_float_min_reduce_work_group(int team, global float *dest, global const float *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_float_min_reduce(team, dest, source, nreduce)) }
 float ishmem_float_atomic_fetch(global const float *source, int pe) { return as_float((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_float_atomic_set(global float *dest, float value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((float)value), as_int((float)0), pe); }
 float ishmem_float_atomic_swap(global float *dest, float value, int pe) { return as_float((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((float)value), as_int((float)0), pe)); }
@@ -65,6 +75,16 @@ int ishmem_double_sum_reduce(int team, global double *dest, global const double 
 int ishmem_double_prod_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a * b) }
 int ishmem_double_max_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b > a ? b : a)) }
 int ishmem_double_min_reduce(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b < a ? b : a)) }
+int ishmemx_double_collect_work_group(int team, global double *dest, global const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_collect(team, dest, source, nelems)) }
+int ishmemx_double_fcollect_work_group(int team, global double *dest, global const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_fcollect(team, dest, source, nelems)) }
+int ishmemx_double_alltoall_work_group(int team, global double *dest, global const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_alltoall(team, dest, source, nelems)) }
+int ishmemx_double_sum_inscan_work_group(int team, global double *dest, global const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_double_sum_exscan_work_group(int team, global double *dest, global const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_double_broadcast_work_group(int team, global double *dest, global const double *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_double_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_double_sum_reduce_work_group(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_double_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_double_prod_reduce_work_group(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_double_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_double_max_reduce_work_group(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_double_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_double_min_reduce_work_group(int team, global double *dest, global const double *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_double_min_reduce(team, dest, source, nreduce)) }
 double ishmem_double_atomic_fetch(global const double *source, int pe) { return as_double((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_double_atomic_set(global double *dest, double value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((double)value), as_long((double)0), pe); }
 double ishmem_double_atomic_swap(global double *dest, double value, int pe) { return as_double((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((double)value), as_long((double)0), pe)); }
@@ -102,6 +122,19 @@ int ishmem_char_min_reduce(int team, global char *dest, global const char *sourc
 int ishmem_char_and_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a & b) }
 int ishmem_char_or_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a | b) }
 int ishmem_char_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a ^ b) }
+int ishmemx_char_collect_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_collect(team, dest, source, nelems)) }
+int ishmemx_char_fcollect_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_fcollect(team, dest, source, nelems)) }
+int ishmemx_char_alltoall_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_alltoall(team, dest, source, nelems)) }
+int ishmemx_char_sum_inscan_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_char_sum_exscan_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_char_broadcast_work_group(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_char_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_char_sum_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_char_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_char_prod_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_char_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_char_max_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_char_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_char_min_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_char_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_char_and_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_char_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_char_or_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_char_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_char_xor_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_char_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_schar_put(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmem_schar_get(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 void ishmem_schar_put_nbi(global char *dest, global const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
@@ -134,6 +167,19 @@ int ishmem_schar_min_reduce(int team, global char *dest, global const char *sour
 int ishmem_schar_and_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a & b) }
 int ishmem_schar_or_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a | b) }
 int ishmem_schar_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a ^ b) }
+int ishmemx_schar_collect_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_collect(team, dest, source, nelems)) }
+int ishmemx_schar_fcollect_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_fcollect(team, dest, source, nelems)) }
+int ishmemx_schar_alltoall_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_alltoall(team, dest, source, nelems)) }
+int ishmemx_schar_sum_inscan_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_schar_sum_exscan_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_schar_broadcast_work_group(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_schar_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_schar_sum_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_schar_prod_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_schar_max_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_schar_min_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_schar_and_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_schar_or_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_schar_xor_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_xor_reduce(team, dest, source, nreduce)) }
 char ishmem_schar_atomic_fetch(global const char *source, int pe) { return as_char((char)ishmemi_amo8_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_schar_atomic_set(global char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_SET, as_char((char)value), as_char((char)0), pe); }
 char ishmem_schar_atomic_swap(global char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_SWAP, as_char((char)value), as_char((char)0), pe)); }
@@ -185,6 +231,19 @@ int ishmem_short_min_reduce(int team, global short *dest, global const short *so
 int ishmem_short_and_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a & b) }
 int ishmem_short_or_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a | b) }
 int ishmem_short_xor_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a ^ b) }
+int ishmemx_short_collect_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_collect(team, dest, source, nelems)) }
+int ishmemx_short_fcollect_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_fcollect(team, dest, source, nelems)) }
+int ishmemx_short_alltoall_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_alltoall(team, dest, source, nelems)) }
+int ishmemx_short_sum_inscan_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_short_sum_exscan_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_short_broadcast_work_group(int team, global short *dest, global const short *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_short_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_short_sum_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_short_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_short_prod_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_short_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_short_max_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_short_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_short_min_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_short_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_short_and_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_short_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_short_or_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_short_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_short_xor_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_short_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_int_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
@@ -217,6 +276,19 @@ int ishmem_int_min_reduce(int team, global int *dest, global const int *source, 
 int ishmem_int_and_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a & b) }
 int ishmem_int_or_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a | b) }
 int ishmem_int_xor_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a ^ b) }
+int ishmemx_int_collect_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_collect(team, dest, source, nelems)) }
+int ishmemx_int_fcollect_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_fcollect(team, dest, source, nelems)) }
+int ishmemx_int_alltoall_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_alltoall(team, dest, source, nelems)) }
+int ishmemx_int_sum_inscan_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_int_sum_exscan_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_int_broadcast_work_group(int team, global int *dest, global const int *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_int_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_int_sum_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_int_prod_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_int_max_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_int_min_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_int_and_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_int_or_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_int_xor_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int_xor_reduce(team, dest, source, nreduce)) }
 int ishmem_int_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
 int ishmem_int_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
@@ -264,6 +336,19 @@ int ishmem_long_min_reduce(int team, global long *dest, global const long *sourc
 int ishmem_long_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a & b) }
 int ishmem_long_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a | b) }
 int ishmem_long_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a ^ b) }
+int ishmemx_long_collect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_collect(team, dest, source, nelems)) }
+int ishmemx_long_fcollect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_fcollect(team, dest, source, nelems)) }
+int ishmemx_long_alltoall_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_alltoall(team, dest, source, nelems)) }
+int ishmemx_long_sum_inscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_long_sum_exscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_long_broadcast_work_group(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_long_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_long_sum_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_long_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_long_prod_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_long_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_long_max_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_long_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_long_min_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_long_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_long_and_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_long_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_long_or_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_long_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_long_xor_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_long_xor_reduce(team, dest, source, nreduce)) }
 long ishmem_long_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_long_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_long_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -311,6 +396,19 @@ int ishmem_longlong_min_reduce(int team, global long *dest, global const long *s
 int ishmem_longlong_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a & b) }
 int ishmem_longlong_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a | b) }
 int ishmem_longlong_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a ^ b) }
+int ishmemx_longlong_collect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_collect(team, dest, source, nelems)) }
+int ishmemx_longlong_fcollect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_fcollect(team, dest, source, nelems)) }
+int ishmemx_longlong_alltoall_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_alltoall(team, dest, source, nelems)) }
+int ishmemx_longlong_sum_inscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_longlong_sum_exscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_longlong_broadcast_work_group(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_longlong_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_longlong_sum_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_longlong_prod_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_longlong_max_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_longlong_min_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_longlong_and_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_longlong_or_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_longlong_xor_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_xor_reduce(team, dest, source, nreduce)) }
 long ishmem_longlong_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_longlong_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_longlong_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -358,6 +456,19 @@ int ishmem_uchar_min_reduce(int team, global uchar *dest, global const uchar *so
 int ishmem_uchar_and_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a & b) }
 int ishmem_uchar_or_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a | b) }
 int ishmem_uchar_xor_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a ^ b) }
+int ishmemx_uchar_collect_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_collect(team, dest, source, nelems)) }
+int ishmemx_uchar_fcollect_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_fcollect(team, dest, source, nelems)) }
+int ishmemx_uchar_alltoall_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_alltoall(team, dest, source, nelems)) }
+int ishmemx_uchar_sum_inscan_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_uchar_sum_exscan_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_uchar_broadcast_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_uchar_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_uchar_sum_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_uchar_prod_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_uchar_max_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_uchar_min_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_uchar_and_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_uchar_or_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_uchar_xor_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_ushort_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_ushort_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_ushort_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
@@ -390,6 +501,19 @@ int ishmem_ushort_min_reduce(int team, global ushort *dest, global const ushort 
 int ishmem_ushort_and_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a & b) }
 int ishmem_ushort_or_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a | b) }
 int ishmem_ushort_xor_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a ^ b) }
+int ishmemx_ushort_collect_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_collect(team, dest, source, nelems)) }
+int ishmemx_ushort_fcollect_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_fcollect(team, dest, source, nelems)) }
+int ishmemx_ushort_alltoall_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_alltoall(team, dest, source, nelems)) }
+int ishmemx_ushort_sum_inscan_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_ushort_sum_exscan_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_ushort_broadcast_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_ushort_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_ushort_sum_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_ushort_prod_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_ushort_max_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_ushort_min_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_ushort_and_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_ushort_or_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_ushort_xor_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_uint_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
@@ -422,6 +546,19 @@ int ishmem_uint_min_reduce(int team, global uint *dest, global const uint *sourc
 int ishmem_uint_and_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a & b) }
 int ishmem_uint_or_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a | b) }
 int ishmem_uint_xor_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a ^ b) }
+int ishmemx_uint_collect_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_collect(team, dest, source, nelems)) }
+int ishmemx_uint_fcollect_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_fcollect(team, dest, source, nelems)) }
+int ishmemx_uint_alltoall_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_alltoall(team, dest, source, nelems)) }
+int ishmemx_uint_sum_inscan_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_uint_sum_exscan_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_uint_broadcast_work_group(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_uint_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_uint_sum_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint_prod_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint_max_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint_min_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint_and_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint_or_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint_xor_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_xor_reduce(team, dest, source, nreduce)) }
 uint ishmem_uint_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
 uint ishmem_uint_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
@@ -475,6 +612,19 @@ int ishmem_ulong_min_reduce(int team, global ulong *dest, global const ulong *so
 int ishmem_ulong_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a & b) }
 int ishmem_ulong_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a | b) }
 int ishmem_ulong_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a ^ b) }
+int ishmemx_ulong_collect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_collect(team, dest, source, nelems)) }
+int ishmemx_ulong_fcollect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_fcollect(team, dest, source, nelems)) }
+int ishmemx_ulong_alltoall_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_alltoall(team, dest, source, nelems)) }
+int ishmemx_ulong_sum_inscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_ulong_sum_exscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_ulong_broadcast_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_ulong_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_ulong_sum_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulong_prod_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulong_max_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulong_min_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulong_and_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulong_or_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulong_xor_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_xor_reduce(team, dest, source, nreduce)) }
 ulong ishmem_ulong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ulong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_ulong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -528,6 +678,19 @@ int ishmem_ulonglong_min_reduce(int team, global ulong *dest, global const ulong
 int ishmem_ulonglong_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a & b) }
 int ishmem_ulonglong_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a | b) }
 int ishmem_ulonglong_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a ^ b) }
+int ishmemx_ulonglong_collect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_collect(team, dest, source, nelems)) }
+int ishmemx_ulonglong_fcollect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_fcollect(team, dest, source, nelems)) }
+int ishmemx_ulonglong_alltoall_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_alltoall(team, dest, source, nelems)) }
+int ishmemx_ulonglong_sum_inscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_ulonglong_sum_exscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_ulonglong_broadcast_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_ulonglong_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_ulonglong_sum_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulonglong_prod_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulonglong_max_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulonglong_min_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulonglong_and_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulonglong_or_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_ulonglong_xor_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_xor_reduce(team, dest, source, nreduce)) }
 ulong ishmem_ulonglong_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ulonglong_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_ulonglong_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -581,6 +744,19 @@ int ishmem_int8_min_reduce(int team, global char *dest, global const char *sourc
 int ishmem_int8_and_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a & b) }
 int ishmem_int8_or_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a | b) }
 int ishmem_int8_xor_reduce(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a ^ b) }
+int ishmemx_int8_collect_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_collect(team, dest, source, nelems)) }
+int ishmemx_int8_fcollect_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_fcollect(team, dest, source, nelems)) }
+int ishmemx_int8_alltoall_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_alltoall(team, dest, source, nelems)) }
+int ishmemx_int8_sum_inscan_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_int8_sum_exscan_work_group(int team, global char *dest, global const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_int8_broadcast_work_group(int team, global char *dest, global const char *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_int8_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_int8_sum_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_int8_prod_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_int8_max_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_int8_min_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_int8_and_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_int8_or_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_int8_xor_reduce_work_group(int team, global char *dest, global const char *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_int16_put(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_int16_get(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 void ishmem_int16_put_nbi(global short *dest, global const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
@@ -613,6 +789,19 @@ int ishmem_int16_min_reduce(int team, global short *dest, global const short *so
 int ishmem_int16_and_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a & b) }
 int ishmem_int16_or_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a | b) }
 int ishmem_int16_xor_reduce(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a ^ b) }
+int ishmemx_int16_collect_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_collect(team, dest, source, nelems)) }
+int ishmemx_int16_fcollect_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_fcollect(team, dest, source, nelems)) }
+int ishmemx_int16_alltoall_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_alltoall(team, dest, source, nelems)) }
+int ishmemx_int16_sum_inscan_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_int16_sum_exscan_work_group(int team, global short *dest, global const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_int16_broadcast_work_group(int team, global short *dest, global const short *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_int16_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_int16_sum_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_int16_prod_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_int16_max_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_int16_min_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_int16_and_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_int16_or_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_int16_xor_reduce_work_group(int team, global short *dest, global const short *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_int32_put(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int32_get(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 void ishmem_int32_put_nbi(global int *dest, global const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
@@ -645,6 +834,19 @@ int ishmem_int32_min_reduce(int team, global int *dest, global const int *source
 int ishmem_int32_and_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a & b) }
 int ishmem_int32_or_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a | b) }
 int ishmem_int32_xor_reduce(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a ^ b) }
+int ishmemx_int32_collect_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_collect(team, dest, source, nelems)) }
+int ishmemx_int32_fcollect_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_fcollect(team, dest, source, nelems)) }
+int ishmemx_int32_alltoall_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_alltoall(team, dest, source, nelems)) }
+int ishmemx_int32_sum_inscan_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_int32_sum_exscan_work_group(int team, global int *dest, global const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_int32_broadcast_work_group(int team, global int *dest, global const int *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_int32_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_int32_sum_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_int32_prod_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_int32_max_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_int32_min_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_int32_and_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_int32_or_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_int32_xor_reduce_work_group(int team, global int *dest, global const int *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_xor_reduce(team, dest, source, nreduce)) }
 int ishmem_int32_atomic_fetch(global const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int32_atomic_set(global int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
 int ishmem_int32_atomic_swap(global int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
@@ -698,6 +900,19 @@ int ishmem_int64_min_reduce(int team, global long *dest, global const long *sour
 int ishmem_int64_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a & b) }
 int ishmem_int64_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a | b) }
 int ishmem_int64_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a ^ b) }
+int ishmemx_int64_collect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_collect(team, dest, source, nelems)) }
+int ishmemx_int64_fcollect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_fcollect(team, dest, source, nelems)) }
+int ishmemx_int64_alltoall_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_alltoall(team, dest, source, nelems)) }
+int ishmemx_int64_sum_inscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_int64_sum_exscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_int64_broadcast_work_group(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_int64_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_int64_sum_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_int64_prod_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_int64_max_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_int64_min_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_int64_and_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_int64_or_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_int64_xor_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_xor_reduce(team, dest, source, nreduce)) }
 long ishmem_int64_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_int64_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_int64_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -751,6 +966,19 @@ int ishmem_uint8_min_reduce(int team, global uchar *dest, global const uchar *so
 int ishmem_uint8_and_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a & b) }
 int ishmem_uint8_or_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a | b) }
 int ishmem_uint8_xor_reduce(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a ^ b) }
+int ishmemx_uint8_collect_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_collect(team, dest, source, nelems)) }
+int ishmemx_uint8_fcollect_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_fcollect(team, dest, source, nelems)) }
+int ishmemx_uint8_alltoall_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_alltoall(team, dest, source, nelems)) }
+int ishmemx_uint8_sum_inscan_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_uint8_sum_exscan_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_uint8_broadcast_work_group(int team, global uchar *dest, global const uchar *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_uint8_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_uint8_sum_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint8_prod_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint8_max_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint8_min_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint8_and_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint8_or_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint8_xor_reduce_work_group(int team, global uchar *dest, global const uchar *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_uint16_put(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_uint16_get(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 void ishmem_uint16_put_nbi(global ushort *dest, global const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
@@ -783,6 +1011,19 @@ int ishmem_uint16_min_reduce(int team, global ushort *dest, global const ushort 
 int ishmem_uint16_and_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a & b) }
 int ishmem_uint16_or_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a | b) }
 int ishmem_uint16_xor_reduce(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a ^ b) }
+int ishmemx_uint16_collect_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_collect(team, dest, source, nelems)) }
+int ishmemx_uint16_fcollect_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_fcollect(team, dest, source, nelems)) }
+int ishmemx_uint16_alltoall_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_alltoall(team, dest, source, nelems)) }
+int ishmemx_uint16_sum_inscan_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_uint16_sum_exscan_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_uint16_broadcast_work_group(int team, global ushort *dest, global const ushort *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_uint16_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_uint16_sum_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint16_prod_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint16_max_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint16_min_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint16_and_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint16_or_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint16_xor_reduce_work_group(int team, global ushort *dest, global const ushort *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_xor_reduce(team, dest, source, nreduce)) }
 void ishmem_uint32_put(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint32_get(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 void ishmem_uint32_put_nbi(global uint *dest, global const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
@@ -815,6 +1056,19 @@ int ishmem_uint32_min_reduce(int team, global uint *dest, global const uint *sou
 int ishmem_uint32_and_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a & b) }
 int ishmem_uint32_or_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a | b) }
 int ishmem_uint32_xor_reduce(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a ^ b) }
+int ishmemx_uint32_collect_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_collect(team, dest, source, nelems)) }
+int ishmemx_uint32_fcollect_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_fcollect(team, dest, source, nelems)) }
+int ishmemx_uint32_alltoall_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_alltoall(team, dest, source, nelems)) }
+int ishmemx_uint32_sum_inscan_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_uint32_sum_exscan_work_group(int team, global uint *dest, global const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_uint32_broadcast_work_group(int team, global uint *dest, global const uint *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_uint32_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_uint32_sum_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint32_prod_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint32_max_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint32_min_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint32_and_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint32_or_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint32_xor_reduce_work_group(int team, global uint *dest, global const uint *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_xor_reduce(team, dest, source, nreduce)) }
 uint ishmem_uint32_atomic_fetch(global const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint32_atomic_set(global uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
 uint ishmem_uint32_atomic_swap(global uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
@@ -868,6 +1122,19 @@ int ishmem_uint64_min_reduce(int team, global ulong *dest, global const ulong *s
 int ishmem_uint64_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a & b) }
 int ishmem_uint64_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a | b) }
 int ishmem_uint64_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a ^ b) }
+int ishmemx_uint64_collect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_collect(team, dest, source, nelems)) }
+int ishmemx_uint64_fcollect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_fcollect(team, dest, source, nelems)) }
+int ishmemx_uint64_alltoall_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_alltoall(team, dest, source, nelems)) }
+int ishmemx_uint64_sum_inscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_uint64_sum_exscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_uint64_broadcast_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_uint64_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_uint64_sum_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint64_prod_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint64_max_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint64_min_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint64_and_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint64_or_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_uint64_xor_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_xor_reduce(team, dest, source, nreduce)) }
 ulong ishmem_uint64_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_uint64_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_uint64_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -921,6 +1188,19 @@ int ishmem_size_min_reduce(int team, global ulong *dest, global const ulong *sou
 int ishmem_size_and_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a & b) }
 int ishmem_size_or_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a | b) }
 int ishmem_size_xor_reduce(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a ^ b) }
+int ishmemx_size_collect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_collect(team, dest, source, nelems)) }
+int ishmemx_size_fcollect_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_fcollect(team, dest, source, nelems)) }
+int ishmemx_size_alltoall_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_alltoall(team, dest, source, nelems)) }
+int ishmemx_size_sum_inscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_size_sum_exscan_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_size_broadcast_work_group(int team, global ulong *dest, global const ulong *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_size_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_size_sum_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_size_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_size_prod_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_size_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_size_max_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_size_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_size_min_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_size_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_size_and_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_size_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_size_or_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_size_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_size_xor_reduce_work_group(int team, global ulong *dest, global const ulong *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_size_xor_reduce(team, dest, source, nreduce)) }
 ulong ishmem_size_atomic_fetch(global const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_size_atomic_set(global ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
 ulong ishmem_size_atomic_swap(global ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -968,6 +1248,19 @@ int ishmem_ptrdiff_min_reduce(int team, global long *dest, global const long *so
 int ishmem_ptrdiff_and_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a & b) }
 int ishmem_ptrdiff_or_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a | b) }
 int ishmem_ptrdiff_xor_reduce(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a ^ b) }
+int ishmemx_ptrdiff_collect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_collect(team, dest, source, nelems)) }
+int ishmemx_ptrdiff_fcollect_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_fcollect(team, dest, source, nelems)) }
+int ishmemx_ptrdiff_alltoall_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_alltoall(team, dest, source, nelems)) }
+int ishmemx_ptrdiff_sum_inscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_sum_inscan(team, dest, source, nelems)) }
+int ishmemx_ptrdiff_sum_exscan_work_group(int team, global long *dest, global const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_sum_exscan(team, dest, source, nelems)) }
+int ishmemx_ptrdiff_broadcast_work_group(int team, global long *dest, global const long *source, size_t nelems, int PE_root) { ISHMEMI_WG_COLL(team, PE_root, ishmem_ptrdiff_broadcast(team, dest, source, nelems, PE_root)) }
+int ishmemx_ptrdiff_sum_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_sum_reduce(team, dest, source, nreduce)) }
+int ishmemx_ptrdiff_prod_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_prod_reduce(team, dest, source, nreduce)) }
+int ishmemx_ptrdiff_max_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_max_reduce(team, dest, source, nreduce)) }
+int ishmemx_ptrdiff_min_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_min_reduce(team, dest, source, nreduce)) }
+int ishmemx_ptrdiff_and_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_and_reduce(team, dest, source, nreduce)) }
+int ishmemx_ptrdiff_or_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_or_reduce(team, dest, source, nreduce)) }
+int ishmemx_ptrdiff_xor_reduce_work_group(int team, global long *dest, global const long *source, size_t nreduce) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_xor_reduce(team, dest, source, nreduce)) }
 long ishmem_ptrdiff_atomic_fetch(global const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((global void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 void ishmem_ptrdiff_atomic_set(global long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
 long ishmem_ptrdiff_atomic_swap(global long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }

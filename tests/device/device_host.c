@@ -237,6 +237,17 @@ int main(int argc, char **argv) {
 
     if (odd != ISHMEM_TEAM_INVALID) ishmem_team_destroy(odd);
 
+    /* 10d. work-group forms of collectives */
+    long *gsrc = ishmem_malloc(256 * sizeof(long)), *gdst = ishmem_calloc(256 * 4, sizeof(long));
+    long *gred = ishmem_calloc(256, sizeof(long)), *gres = ishmem_calloc(64, sizeof(long));
+    for (int i = 0; i < 256; i++) gsrc[i] = me * 1000L + i;
+    ishmem_barrier_all();
+    run_wg("wg_coll", 64, 64, 4, (void *[]){gsrc, gdst, gred, gres}, NULL, NULL);
+    for (int i = 0; i < 64; i++) CHECK(gres[i] == -1000, "work-group collective results on work-item %d: %ld", i, gres[i]);
+    for (int i = 0; i < 256; i++) CHECK(gred[i] == 1000L * np * (np - 1) / 2 + (long)np * i, "sum_reduce_work_group [%d] = %ld", i, gred[i]);
+    for (int j = 0; j < np; j++)
+        for (int i = 0; i < 256; i++) CHECK(gdst[j * 256 + i] == j * 1000L + i, "fcollect_work_group [%d][%d] = %ld", j, i, gdst[j * 256 + i]);
+
     /* 10c. 8-bit AMOs from 1000 work-items per PE (a count that does not
        wrap to 0 in 8 bits) */
     signed char *bytes = ishmem_calloc(8, 1);

@@ -163,3 +163,15 @@ kernel void schar_amo(global char *b, global long *res) { /* schar is OpenCL cha
 /* Device-side argument checks (run only when the test asks for an abort). */
 kernel void bad_pe(global long *x) { ishmem_long_p(x, 1, ishmem_n_pes() + 3); }
 kernel void bad_addr(global long *x) { ishmem_long_p(x, 1, 0); }
+
+/* Work-group forms of collectives: one group of 64 work-items per PE; the
+ * last call has a bad root and must return -1 on every work-item and do
+ * nothing. */
+kernel void wg_coll(global long *src, global long *dst, global long *red, global long *res) {
+    int np = ishmem_n_pes();
+    int r0 = ishmemx_long_sum_reduce_work_group(ISHMEM_TEAM_WORLD, red, src, 256);
+    int r1 = ishmemx_long_fcollect_work_group(ISHMEM_TEAM_WORLD, dst, src, 256);
+    int r2 = ishmemx_team_sync_work_group(ISHMEM_TEAM_WORLD);
+    int r3 = ishmemx_long_broadcast_work_group(ISHMEM_TEAM_WORLD, dst, src, 4, np);
+    res[get_local_id(0)] = r0 + 10 * r1 + 100 * r2 + 1000 * r3;
+}

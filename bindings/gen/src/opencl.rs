@@ -115,9 +115,29 @@ fn funs() -> Vec<Fun> {
         if !float {
             reds.extend([("and", "a & b"), ("or", "a | b"), ("xor", "a ^ b")]);
         }
-        for (op, expr) in reds {
+        for &(op, expr) in &reds {
             f(format!("ishmem_{n}_{op}_reduce"), "int", format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nreduce"),
               format!("ISHMEMI_REDUCE({c}, ishmem_{n}_g, ishmem_{n}_p, {expr})"));
+        }
+        // Work-group forms of the collectives: every work-item of the group
+        // calls; the leader runs the collective between group barriers and
+        // every work-item returns the same argument-check result.
+        let coll = format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems");
+        let mut wg = vec![
+            ("collect".to_string(), coll.clone(), "nelems".to_string(), "0"),
+            ("fcollect".to_string(), coll.clone(), "nelems".to_string(), "0"),
+            ("alltoall".to_string(), coll.clone(), "nelems".to_string(), "0"),
+            ("sum_inscan".to_string(), coll.clone(), "nelems".to_string(), "0"),
+            ("sum_exscan".to_string(), coll.clone(), "nelems".to_string(), "0"),
+            ("broadcast".to_string(), format!("{coll}, int PE_root"), "nelems, PE_root".to_string(), "PE_root"),
+        ];
+        for &(op, _) in &reds {
+            wg.push((format!("{op}_reduce"), format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nreduce"),
+                     "nreduce".to_string(), "0"));
+        }
+        for (op, params, rest, root) in wg {
+            f(format!("ishmemx_{n}_{op}_work_group"), "int", params,
+              format!("ISHMEMI_WG_COLL(team, {root}, ishmem_{n}_{op}(team, dest, source, {rest}))"));
         }
         // AMOs: 32- and 64-bit types on the device's atomics, `schar` (the
         // one 8-bit AMO type) on a 32-bit compare-and-swap loop.
@@ -283,6 +303,11 @@ pub fn device_h() -> String {
          void ishmemx_putmem_signal_work_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);\n\
          void ishmemx_fence_work_group(void);\nvoid ishmemx_quiet_work_group(void);\n\
          void ishmemx_barrier_all_work_group(void);\nvoid ishmemx_sync_all_work_group(void);\n\
+         int ishmemx_team_sync_work_group(int team);\n\
+         int ishmemx_broadcastmem_work_group(int team, global void *dest, global const void *source, size_t nelems, int root);\n\
+         int ishmemx_collectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);\n\
+         int ishmemx_fcollectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);\n\
+         int ishmemx_alltoallmem_work_group(int team, global void *dest, global const void *source, size_t nelems);\n\
          /* Sub-group forms: every work-item of the calling sub-group calls them. */\n\
          void ishmemx_putmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
          void ishmemx_getmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
