@@ -264,17 +264,22 @@ ISHMEMI_INLINE int ishmemi_member(ISHMEMI_GLOBAL const ishmemi_team_t *t, int ra
 /* Team sync (dissemination), interoperable with the host's: the same flags
  * and epoch in the node's control segment, slot = team handle. Flags of
  * PEs the device cannot reach are stored by the host (ring). */
+/* PE `pe`'s synchronization record for team slot `slot` in this node's
+ * control segment (flags, then epoch, then two scratch words). */
+ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_team_record(int slot, int pe) {
+    return (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base + slot * (ulong)ishmemi_state->ctrl_team_stride +
+           pe * (ulong)ishmemi_state->ctrl_pe_stride;
+}
+
 ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(slot);
-    ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base + slot * (ulong)ishmemi_state->ctrl_team_stride;
-    ulong stride = ishmemi_state->ctrl_pe_stride;
     int n = t->size, rank = t->my_rank;
-    ISHMEMI_GLOBAL char *mine = base + ishmemi_member(t, rank) * stride;
+    ISHMEMI_GLOBAL char *mine = ishmemi_team_record(slot, ishmemi_member(t, rank));
     long epoch = ishmemi_load64(mine + ishmemi_state->ctrl_epoch_offset) + 1;
     ishmemi_store64(mine + ishmemi_state->ctrl_epoch_offset, epoch);
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
         int to = ishmemi_member(t, (rank + dist) % n);
-        ISHMEMI_GLOBAL char *flag = base + to * stride + 8 * round;
+        ISHMEMI_GLOBAL char *flag = ishmemi_team_record(slot, to) + 8 * round;
         if (ishmemi_is_local(to))
             ishmemi_store64(flag, epoch);
         else /* another node: the host stores it (after this PE's operations complete) */
@@ -340,9 +345,7 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
                                         size_t elem) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
-    ISHMEMI_GLOBAL char *base = (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base + team * (ulong)ishmemi_state->ctrl_team_stride;
-    ulong stride = ishmemi_state->ctrl_pe_stride;
-    ISHMEMI_GLOBAL char *mine = base + ishmemi_member(t, t->my_rank) * stride;
+    ISHMEMI_GLOBAL char *mine = ishmemi_team_record(team, ishmemi_member(t, t->my_rank));
     long epoch = ishmemi_load64(mine + ishmemi_state->ctrl_epoch_offset) + 1;
     ulong scratch = ishmemi_state->ctrl_epoch_offset + 8 + 8 * (ulong)(epoch % 2);
     ishmemi_store64(mine + scratch, (long)nelems);
@@ -350,7 +353,7 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
     size_t off = 0;
     for (int r = 0; r < t->my_rank; r++) {
         int pe = ishmemi_member(t, r);
-        off += ishmemi_ctrl_read(base + pe * stride + scratch, pe);
+        off += ishmemi_ctrl_read(ishmemi_team_record(team, pe) + scratch, pe);
     }
     for (int k = 0; k < t->size && nelems; k++) {
         int r = (t->my_rank + k) % t->size;
