@@ -22,7 +22,10 @@
 //!   AMOs, are compare-and-swap loops on the containing 64-bit word. The core sends every
 //!   AMO through here, including a PE's AMOs on its own memory, so all
 //!   AMOs to a location use one mechanism (the library's).
-//! * Progress: one-sided; the library progresses itself (`self_progressing`).
+//! * Progress: Open MPI's OSHMEM over UCX needs the target of an atomic
+//!   or of an access to the program's globals to progress, so wait loops
+//!   and the proxy progress thread call its `opal_progress`; other
+//!   libraries are taken to progress themselves (`self_progressing`).
 //!
 //! Every call into the library is made under one lock, so a library that
 //! provides `SHMEM_THREAD_SERIALIZED` serves a multi-threaded program.
@@ -70,6 +73,12 @@ struct Lib {
     barrier_all: VoidFn,
     finalize: VoidFn,
     global_exit: Option<ExitFn>,
+    /// What makes the library serve other PEs' requests when this PE is not
+    /// otherwise calling it: Open MPI's `opal_progress` (OSHMEM over UCX
+    /// emulates atomics and accesses to memory UCX did not allocate, such
+    /// as the program's globals, with messages the target must progress).
+    /// `None`: the library progresses itself.
+    progress: Option<VoidFn>,
     a64: Amos,
 }
 
@@ -176,6 +185,7 @@ impl Lib {
                     barrier_all: barrier_all.unwrap(),
                     finalize: finalize.unwrap(),
                     global_exit: sym(&lib, "shmem_global_exit"),
+                    progress: sym(&lib, "opal_progress"),
                     a64: a64.unwrap(),
                 }
             };
@@ -440,7 +450,14 @@ unsafe extern "C" fn op_flush(c: *mut c_void, _pe: c_int) -> c_int {
     0
 }
 
-unsafe extern "C" fn op_progress(_c: *mut c_void) -> c_int {
+unsafe extern "C" fn op_progress(c: *mut c_void) -> c_int {
+    let p = ctx(c);
+    if let Some(f) = p.lib.progress {
+        // A thread already in the library progresses it.
+        if let Ok(_g) = p.lock.try_lock() {
+            f();
+        }
+    }
     0
 }
 
@@ -465,6 +482,153 @@ unsafe extern "C" fn op_last_error(_c: *mut c_void) -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
+/// Open MPI's OSHMEM finds the program's globals (its "static" symmetric
+/// segments) by registering every writable anonymous or program-file
+/// mapping below `&_end`, meaning the program's `_end`. A library loaded at
+/// run time with RTLD_DEEPBIND (and one whose program does not export
+/// `_end`) resolves `_end` to its *own* end instead, so it registers
+/// dozens of unrelated mappings (heap arenas, thread stacks, other
+/// libraries' bss), a number that differs between PEs: past 32 its key
+/// exchange fails or crashes, below that its address translation for
+/// globals is wrong. This points the library's dynamic references to `_end`
+/// at the program's end (the end of the main executable's last writable
+/// load segment), which is what the library was written to see.
+///
+/// `inside` is any address inside the loaded library (one of its
+/// functions). Returns how many references were pointed, or why none could
+/// be; a library without such references is left alone.
+fn point_end_at_program(inside: usize) -> Result<usize, String> {
+    #[repr(C)]
+    struct Dyn {
+        tag: i64,
+        val: u64,
+    }
+    #[repr(C)]
+    struct Rela {
+        offset: u64,
+        info: u64,
+        addend: i64,
+    }
+    #[repr(C)]
+    struct Sym {
+        name: u32,
+        info: u8,
+        other: u8,
+        shndx: u16,
+        value: u64,
+        size: u64,
+    }
+    const DT_NULL: i64 = 0;
+    const DT_STRTAB: i64 = 5;
+    const DT_SYMTAB: i64 = 6;
+    const DT_RELA: i64 = 7;
+    const DT_RELASZ: i64 = 8;
+    #[cfg(target_arch = "x86_64")]
+    const RELOCS: [u32; 2] = [1 /* R_X86_64_64 */, 6 /* R_X86_64_GLOB_DAT */];
+    #[cfg(target_arch = "aarch64")]
+    const RELOCS: [u32; 2] = [257 /* R_AARCH64_ABS64 */, 1025 /* R_AARCH64_GLOB_DAT */];
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    const RELOCS: [u32; 0] = [];
+
+    /// One loaded object: load bias, PT_LOAD ranges, dynamic section, RELRO.
+    struct Obj {
+        bias: usize,
+        loads: Vec<(usize, usize, bool)>,
+        dynamic: usize,
+        relro: (usize, usize),
+    }
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, out: *mut c_void) -> c_int {
+        // SAFETY: the loader passes a valid info whose phdr array has
+        // dlpi_phnum entries; `out` is the Vec below.
+        unsafe {
+            let info = &*info;
+            let mut o = Obj { bias: info.dlpi_addr as usize, loads: Vec::new(), dynamic: 0, relro: (0, 0) };
+            for i in 0..info.dlpi_phnum as usize {
+                let ph = &*info.dlpi_phdr.add(i);
+                let start = o.bias + ph.p_vaddr as usize;
+                match ph.p_type {
+                    libc::PT_LOAD => o.loads.push((start, start + ph.p_memsz as usize, ph.p_flags & libc::PF_W != 0)),
+                    libc::PT_DYNAMIC => o.dynamic = start,
+                    libc::PT_GNU_RELRO => o.relro = (start, start + ph.p_memsz as usize),
+                    _ => {}
+                }
+            }
+            (*(out as *mut Vec<Obj>)).push(o);
+        }
+        0
+    }
+    let mut objs: Vec<Obj> = Vec::new();
+    // SAFETY: `each` matches the callback type and only pushes to `objs`.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut objs as *mut Vec<Obj> as *mut c_void) };
+    // The first object the loader reports is the main program.
+    let program_end = objs
+        .first()
+        .and_then(|o| o.loads.iter().filter(|l| l.2).map(|l| l.1).max())
+        .ok_or("the main program has no writable load segment")?;
+    let lib = objs
+        .iter()
+        .find(|o| o.loads.iter().any(|l| (l.0..l.1).contains(&inside)))
+        .ok_or("the loaded library is not among the loaded objects")?;
+    if lib.dynamic == 0 || RELOCS.is_empty() {
+        return Ok(0);
+    }
+    let lib_span = (
+        lib.loads.iter().map(|l| l.0).min().unwrap_or(0),
+        lib.loads.iter().map(|l| l.1).max().unwrap_or(0),
+    );
+    // The loader may have relocated the dynamic entries' addresses in place.
+    let abs = |v: u64| if (v as usize) < lib.bias { lib.bias + v as usize } else { v as usize };
+    let (mut strtab, mut symtab, mut rela, mut relasz) = (0, 0, 0, 0);
+    // SAFETY: PT_DYNAMIC of a loaded object is a DT_NULL-terminated array
+    // of Elf64_Dyn in mapped memory; the tables it names are mapped too.
+    unsafe {
+        let mut d = lib.dynamic as *const Dyn;
+        while (*d).tag != DT_NULL {
+            match (*d).tag {
+                DT_STRTAB => strtab = abs((*d).val),
+                DT_SYMTAB => symtab = abs((*d).val),
+                DT_RELA => rela = abs((*d).val),
+                DT_RELASZ => relasz = (*d).val as usize,
+                _ => {}
+            }
+            d = d.add(1);
+        }
+        if strtab == 0 || symtab == 0 || rela == 0 {
+            return Ok(0);
+        }
+        let mut pointed = 0;
+        let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
+        for i in 0..relasz / std::mem::size_of::<Rela>() {
+            let r = &*(rela as *const Rela).add(i);
+            let (sym, kind) = ((r.info >> 32) as usize, (r.info & 0xffff_ffff) as u32);
+            if sym == 0 || !RELOCS.contains(&kind) {
+                continue;
+            }
+            let s = &*(symtab as *const Sym).add(sym);
+            if std::ffi::CStr::from_ptr((strtab + s.name as usize) as *const c_char).to_bytes() != b"_end" {
+                continue;
+            }
+            let slot = (lib.bias + r.offset as usize) as *mut usize;
+            // Only a reference that resolved into the library itself.
+            if !(lib_span.0..=lib_span.1).contains(&*slot) {
+                continue;
+            }
+            let value = program_end.wrapping_add(r.addend as usize);
+            let page_start = slot as usize & !(page - 1);
+            let read_only = (lib.relro.0..lib.relro.1).contains(&(slot as usize));
+            if read_only && libc::mprotect(page_start as *mut c_void, page, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+                return Err(format!("mprotect of the library's relocated data failed: {}", std::io::Error::last_os_error()));
+            }
+            *slot = value;
+            if read_only {
+                libc::mprotect(page_start as *mut c_void, page, libc::PROT_READ);
+            }
+            pointed += 1;
+        }
+        Ok(pointed)
+    }
+}
+
 /// The job size the launcher announces, before the library starts (to size
 /// the library's symmetric heap for our control segment).
 fn launcher_size() -> Option<usize> {
@@ -487,6 +651,7 @@ pub fn load(
         None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
     };
     let (lib, handle) = Lib::load(&names)?;
+    point_end_at_program(lib.my_pe as usize).map_err(|e| format!("{}: {e}", lib.path))?;
     // Room for the heap, the control segment for the announced job size
     // (1024 PEs when unknown), alignment slack, and the library's own use.
     let bytes = need(launcher_size().unwrap_or(1024)) + (64 << 20);
@@ -556,7 +721,7 @@ pub fn load(
         finalize: op_finalize,
         last_error: op_last_error,
         alloc: Some(op_alloc),
-        self_progressing: 1,
+        self_progressing: proxy.lib.progress.is_none() as u32,
         reserved2: 0,
     };
     Ok((ops, path))
