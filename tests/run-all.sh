@@ -62,6 +62,11 @@ for launcher in openmpi mpich; do
         TEST_LAUNCHER=$launcher ISHMEM_ENABLE_SHM=$shm cargo test -q -p ishmem-tests --test multi_pe
     done
 done
+# The multi-PE suite through the OpenSHMEM proxy: Open MPI's OSHMEM,
+# loaded at run time (ISHMEM_RUNTIME=OPENSHMEM) and started by oshrun;
+# every peer is reached through it.
+echo "== multi-PE suite under oshrun, through Open MPI's OSHMEM"
+TEST_LAUNCHER=oshmem cargo test -q -p ishmem-tests --test multi_pe
 # Two hosts (network + UTS namespaces joined by a veth pair), Open MPI over
 # TCP between them. Needs root.
 if [ "$(id -u)" = 0 ]; then

@@ -75,4 +75,16 @@ elif [ "${TEST_DEVICE_MPI:-0}" = 1 ]; then
 else
     echo "test-device: Open MPI or the MPI proxy plugin not here; the MPI part was not run" >&2
 fi
+# Through the OpenSHMEM proxy: Open MPI's OSHMEM loaded at run time
+# (ISHMEM_RUNTIME=OPENSHMEM), every peer reached through it.
+if command -v oshrun >/dev/null; then
+    log="$(timeout -k 10 400 oshrun --allow-run-as-root --oversubscribe -n 2 --mca spml ucx \
+        --mca opal_common_ucx_opal_mem_hooks 0 -x UCX_TLS=shm,self -x UCX_HANDLE_ERRORS=none \
+        -x ISHMEM_RUNTIME=OPENSHMEM -x OCL_ICD_FILENAMES -x LD_LIBRARY_PATH -x ISHMEM_DEVICE_LIB \
+        "$out/device_host" "$out/kernels.spv" 2>&1)" \
+        || { echo "$log" >&2; fail "device test on 2 PEs through Open MPI's OSHMEM"; }
+    echo "$log" | grep -q "device ok on 2 PEs" || { echo "$log" >&2; fail "device test through OSHMEM printed no result"; }
+elif [ "${TEST_DEVICE_MPI:-0}" = 1 ]; then
+    fail "TEST_DEVICE_MPI=1 but oshrun (Open MPI's OSHMEM) is missing"
+fi
 echo "test-device: ok"
