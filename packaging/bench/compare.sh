@@ -2,7 +2,10 @@
 # Side-by-side comparison: the same C benchmark (shmem_bench.c, standard
 # OpenSHMEM calls only) built against ishmem-rs and against Open MPI's
 # OSHMEM (Debian's oshcc/oshrun, UCX shared memory), run on the same machine
-# in alternating order; prints per-figure ratios.
+# in alternating order; prints per-figure ratios. With OSHMEM present, a
+# third column: the ishmem-rs build run under oshrun through the OpenSHMEM
+# proxy (ISHMEM_RUNTIME=OPENSHMEM: every operation on another PE through
+# OSHMEM), which shows what the proxy costs over OSHMEM itself.
 #   packaging/bench/compare.sh [--rounds N] [--pes N] [--quick] [--out DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -45,12 +48,20 @@ run_osh() {
         [ -n "$quick" ] || exit 1
     fi
 }
-rm -f "$out"/ishmem-*.csv "$out"/oshmem-*.csv
+run_proxy() {
+    timeout 300 oshrun --allow-run-as-root --oversubscribe -np "$pes" --mca spml ucx \
+        --mca opal_common_ucx_opal_mem_hooks 0 -x UCX_TLS=shm,self -x UCX_HANDLE_ERRORS=none \
+        -x ISHMEM_RUNTIME=OPENSHMEM "$out/bench_ishmem" $quick < /dev/null > "$1" 2>"$1.err" \
+        || { echo "compare.sh: the run through the OpenSHMEM proxy failed:" >&2; tail -5 "$1.err" >&2; exit 1; }
+}
+rm -f "$out"/ishmem-*.csv "$out"/oshmem-*.csv "$out"/proxy-*.csv
 for r in $(seq 1 "$rounds"); do
-    if [ $((r % 2)) = 1 ] || [ $have_osh = 0 ]; then
-        run_ours "$out/ishmem-$r.csv"; [ $have_osh = 0 ] || run_osh "$out/oshmem-$r.csv"
+    if [ $have_osh = 0 ]; then
+        run_ours "$out/ishmem-$r.csv"
+    elif [ $((r % 2)) = 1 ]; then
+        run_ours "$out/ishmem-$r.csv"; run_osh "$out/oshmem-$r.csv"; run_proxy "$out/proxy-$r.csv"
     else
-        run_osh "$out/oshmem-$r.csv"; run_ours "$out/ishmem-$r.csv"
+        run_proxy "$out/proxy-$r.csv"; run_osh "$out/oshmem-$r.csv"; run_ours "$out/ishmem-$r.csv"
     fi
 done
 python3 packaging/bench/ratios.py "$out" | tee "$out/ratios.md"

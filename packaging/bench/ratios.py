@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Per-figure ratios from compare.sh's CSV files (ishmem-N.csv, oshmem-N.csv):
-the median over rounds of each run's median. Ratio > 1 means ishmem-rs is
+"""Per-figure ratios from compare.sh's CSV files (ishmem-N.csv, oshmem-N.csv,
+and proxy-N.csv: ishmem-rs through the OpenSHMEM proxy over OSHMEM): the
+median over rounds of each run's median. Ratio > 1 means the first is
 faster (for times: theirs/ours; for bandwidths: ours/theirs). Also writes
 ratios.json and the ishmem-rs put/get bandwidth as a share of memcpy."""
 import csv, glob, json, os, statistics, sys
@@ -16,20 +17,29 @@ def load(prefix):
                 runs.setdefault(key, []).append((float(row["median"]), row["unit"]))
     return {k: (statistics.median(v for v, _ in vals), vals[0][1]) for k, vals in runs.items()}
 
-ours, theirs = load("ishmem"), load("oshmem")
+ours, theirs, proxy = load("ishmem"), load("oshmem"), load("proxy")
+
+def ratio(a, b, unit):
+    """a vs b, > 1 when a is faster; None when either is missing."""
+    if a is None or b is None:
+        return None
+    return (a / b if b > 0 else None) if unit == "MB/s" else (b / a if a > 0 else None)
+
 rows = []
-print("| figure | bytes | PEs | ishmem-rs | Open MPI OSHMEM | unit | ratio (>1: ishmem-rs faster) |")
-print("|---|---|---|---|---|---|---|")
+print("| figure | bytes | PEs | ishmem-rs | Open MPI OSHMEM | unit | ratio (>1: ishmem-rs faster) "
+      "| ishmem-rs through the OSHMEM proxy | ratio (>1: proxy faster than OSHMEM) |")
+print("|---|---|---|---|---|---|---|---|---|")
 for key in ours:
     fig, b, pes = key
     v, unit = ours[key]
-    t = theirs.get(key)
-    ratio = None
-    if t:
-        ratio = (v / t[0]) if unit == "MB/s" else (t[0] / v if v > 0 else None)
-    rows.append({"figure": fig, "bytes": b, "pes": pes, "ishmem": v, "oshmem": t[0] if t else None, "unit": unit, "ratio": ratio})
-    fmt = (lambda x: f"{x:.1f}") if unit == "MB/s" else (lambda x: f"{x:.4f}")
-    print(f"| {fig} | {b} | {pes} | {fmt(v)} | {fmt(t[0]) if t else 'n/a'} | {unit} | {f'{ratio:.2f}' if ratio else 'n/a'} |")
+    t = theirs.get(key, (None,))[0]
+    x = proxy.get(key, (None,))[0]
+    r, rx = ratio(v, t, unit), ratio(x, t, unit)
+    rows.append({"figure": fig, "bytes": b, "pes": pes, "ishmem": v, "oshmem": t, "unit": unit, "ratio": r,
+                 "proxy": x, "proxy_ratio": rx})
+    fmt = (lambda x: "n/a" if x is None else f"{x:.1f}") if unit == "MB/s" else (lambda x: "n/a" if x is None else f"{x:.4f}")
+    rf = lambda r: f"{r:.2f}" if r else "n/a"
+    print(f"| {fig} | {b} | {pes} | {fmt(v)} | {fmt(t)} | {unit} | {rf(r)} | {fmt(x)} | {rf(rx)} |")
 print()
 print("| size | put / memcpy | get / memcpy |")
 print("|---|---|---|")

@@ -27,12 +27,15 @@
 //!   and the proxy progress thread call its `opal_progress`; other
 //!   libraries are taken to progress themselves (`self_progressing`).
 //!
-//! Every call into the library is made under one lock, so a library that
-//! provides `SHMEM_THREAD_SERIALIZED` serves a multi-threaded program.
+//! A library that provides `SHMEM_THREAD_MULTIPLE` is called from any
+//! thread as is; for one that provides less, every call into it is made
+//! under one lock, so a `SHMEM_THREAD_SERIALIZED` library serves a
+//! multi-threaded program.
 
 use ishmem_proxy_abi as abi;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 type VoidFn = unsafe extern "C" fn();
@@ -201,10 +204,13 @@ impl Lib {
 /// State behind the table's context pointer.
 struct ShmemProxy {
     lib: Lib,
-    /// (local base, size) of each exposed region.
-    regions: Mutex<[(usize, usize); abi::REGIONS]>,
+    /// (local base, size) of each exposed region, set once at init (before
+    /// any transfer names the region; 0 = not exposed).
+    regions: [(AtomicUsize, AtomicUsize); abi::REGIONS],
     /// Serializes calls into the library.
-    lock: Mutex<()>,
+    /// Serializes calls into a library that is not THREAD_MULTIPLE; `None`
+    /// when it is (its own locking is then all that is needed).
+    lock: Option<Mutex<()>>,
     name: CString,
 }
 
@@ -224,14 +230,14 @@ fn ctx<'a>(c: *mut c_void) -> &'a ShmemProxy {
 }
 
 impl ShmemProxy {
-    fn guard(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.lock.lock().unwrap_or_else(|e| e.into_inner())
+    fn guard(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        self.lock.as_ref().map(|l| l.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Local address of `offset` in `region` (the library maps it to `pe`).
     fn addr(&self, region: u32, offset: usize, len: usize) -> Result<usize, String> {
-        let regions = self.regions.lock().unwrap_or_else(|e| e.into_inner());
-        let (base, size) = *regions.get(region as usize).ok_or_else(|| format!("no region {region}"))?;
+        let (base, size) = self.regions.get(region as usize).ok_or_else(|| format!("no region {region}"))?;
+        let (base, size) = (base.load(Ordering::Acquire), size.load(Ordering::Acquire));
         if base == 0 || offset.checked_add(len).is_none_or(|end| end > size) {
             return Err(format!("{len} bytes at offset {offset} are outside region {region} ({size} bytes)"));
         }
@@ -362,7 +368,9 @@ unsafe extern "C" fn op_expose(c: *mut c_void, region: u32, base: *mut c_void, s
     if region as usize >= abi::REGIONS {
         return fail(format!("no region {region}"));
     }
-    p.regions.lock().unwrap_or_else(|e| e.into_inner())[region as usize] = (base as usize, size);
+    let r = &p.regions[region as usize];
+    r.1.store(size, Ordering::Release);
+    r.0.store(base as usize, Ordering::Release);
     0
 }
 
@@ -454,8 +462,13 @@ unsafe extern "C" fn op_progress(c: *mut c_void) -> c_int {
     let p = ctx(c);
     if let Some(f) = p.lib.progress {
         // A thread already in the library progresses it.
-        if let Ok(_g) = p.lock.try_lock() {
-            f();
+        match &p.lock {
+            None => f(),
+            Some(l) => {
+                if let Ok(_g) = l.try_lock() {
+                    f();
+                }
+            }
         }
     }
     0
@@ -659,12 +672,18 @@ pub fn load(
     // Init time: no thread of ours reads the environment concurrently.
     std::env::set_var("SHMEM_SYMMETRIC_SIZE", format!("{mib}M"));
     std::env::set_var("SMA_SYMMETRIC_SIZE", format!("{mib}M"));
+    // SERIALIZED whatever the program asked for: calls into the library
+    // from our threads (the program's, the progress thread, the device
+    // ring's proxy thread) are serialized by our lock, which costs less
+    // than a THREAD_MULTIPLE library's own locking (Open MPI 4.1 over UCX:
+    // see docs/cluster.md).
+    let _ = requested_thread;
     let mut provided = abi::THREAD_SINGLE;
     // SAFETY: the standard's signatures.
     unsafe {
         match sym::<InitThreadFn>(&handle, "shmem_init_thread") {
             Some(f) => {
-                if f(abi::THREAD_MULTIPLE.max(requested_thread), &mut provided) != 0 {
+                if f(abi::THREAD_SERIALIZED, &mut provided) != 0 {
                     return Err(format!("{}: shmem_init_thread failed", lib.path));
                 }
             }
@@ -694,8 +713,8 @@ pub fn load(
     let level = if provided >= abi::THREAD_SERIALIZED { abi::THREAD_MULTIPLE } else { provided };
     let proxy = Box::leak(Box::new(ShmemProxy {
         lib,
-        regions: Mutex::new([(0, 0); abi::REGIONS]),
-        lock: Mutex::new(()),
+        regions: std::array::from_fn(|_| (AtomicUsize::new(0), AtomicUsize::new(0))),
+        lock: (provided < abi::THREAD_MULTIPLE).then(|| Mutex::new(())),
         name,
     }));
     // The library stays loaded for the life of the process.
