@@ -95,7 +95,12 @@ impl Group for ActiveSet<'_> {
             st.psync_amo(self, round, AmoOp::FetchAdd, 1, to);
             let w = own(round);
             wait_until(|| w.load(Ordering::Acquire) >= 1);
-            w.fetch_add(-1, Ordering::AcqRel);
+            // Through the AMO path, not a CPU atomic: under a host
+            // OpenSHMEM library the partner's add is the library's atomic
+            // (a NIC's, on a network), which CPU atomics on the same word
+            // are not atomic with; the partner may already be adding for
+            // the next collective.
+            st.psync_amo(self, round, AmoOp::FetchAdd, -1, st.my_pe);
             dist <<= 1;
             round += 1;
         }
