@@ -414,6 +414,30 @@ fn singleton_without_launcher() {
     assert!(r.code == Some(0) && r.stdout.contains("alloc ok"), "{}", r.report("singleton alloc"));
 }
 
+#[test]
+fn openshmem_proxy_load_errors() {
+    if under_mpi() {
+        return; // launcher-independent: checked once, in the ishmrun run
+    }
+    // A library that is not there, and one that is not an OpenSHMEM
+    // library: a clear error naming what was tried and why, no hang.
+    for (lib, why) in [
+        ("libnot-a-shmem-library.so", "libnot-a-shmem-library.so (libnot-a-shmem-library.so: cannot open shared object file"),
+        ("libm.so.6", "libm.so.6 (not an OpenSHMEM library: lacks shmem_my_pe, shmem_n_pes"),
+    ] {
+        let mut cmd = Command::new(c_program("rma_types"));
+        cmd.env("ISHMEM_RUNTIME", "OPENSHMEM").env("ISHMEM_SHMEM_LIB_NAME", lib);
+        let r = run_cmd(cmd, Duration::from_secs(30));
+        let what = format!("OpenSHMEM proxy with ISHMEM_SHMEM_LIB_NAME={lib}");
+        assert!(r.code == Some(1) && r.elapsed < Duration::from_secs(10), "{}", r.report(&what));
+        assert!(
+            r.stderr.contains("shmem_init: cannot load a host OpenSHMEM library") && r.stderr.contains(why),
+            "{}",
+            r.report(&what)
+        );
+    }
+}
+
 // ----- errors: non-zero exit within seconds, a clear message, nothing left
 
 /// Names in /dev/shm and /tmp that look like ours.
