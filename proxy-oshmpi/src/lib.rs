@@ -424,7 +424,9 @@ impl Plugin {
         }
     }
 
-    fn rma(&self, put: bool, region: u32, pe: u32, offset: usize, buf: *mut c_void, len: usize, nbi: bool) -> Result<(), String> {
+    fn rma(
+        &self, put: bool, region: u32, pe: u32, offset: usize, buf: *mut c_void, len: usize, nbi: bool,
+    ) -> Result<(), String> {
         let mut inner = self.lock();
         let win = inner.win(region)?;
         let mut done = 0;
@@ -436,13 +438,25 @@ impl Plugin {
                 let p = (buf as *mut u8).add(done) as *mut c_void;
                 if put {
                     ffi::MPI_Put(
-                        p, n as c_int, ffi::RSMPI_UINT8_T, pe as c_int, (offset + done) as ffi::MPI_Aint, n as c_int,
-                        ffi::RSMPI_UINT8_T, win,
+                        p,
+                        n as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        pe as c_int,
+                        (offset + done) as ffi::MPI_Aint,
+                        n as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        win,
                     )
                 } else {
                     ffi::MPI_Get(
-                        p, n as c_int, ffi::RSMPI_UINT8_T, pe as c_int, (offset + done) as ffi::MPI_Aint, n as c_int,
-                        ffi::RSMPI_UINT8_T, win,
+                        p,
+                        n as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        pe as c_int,
+                        (offset + done) as ffi::MPI_Aint,
+                        n as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        win,
                     )
                 }
             };
@@ -636,8 +650,8 @@ unsafe extern "C" fn op_get(
 
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn op_amo(
-    ctx: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64,
-    old: *mut u64, flags: u32,
+    ctx: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64, old: *mut u64,
+    flags: u32,
 ) -> c_int {
     match plugin(ctx).amo(region, pe, offset, size, op, operand, cond, flags & abi::FLAG_NBI != 0) {
         Ok(v) => {
@@ -771,8 +785,8 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
         check("MPI_Comm_rank", ffi::MPI_Comm_rank(comm, &mut rank))?;
         check("MPI_Comm_size", ffi::MPI_Comm_size(comm, &mut size))?;
     }
-    let level_name = ["MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"]
-        [level as usize];
+    let level_name =
+        ["MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"][level as usize];
     let name = format!("{} ({level_name})", library_version());
     let slots = (0..SLOTS)
         .map(|_| ClientSlot {
@@ -785,27 +799,30 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
         })
         .collect();
     let recvs = (0..RECVS).map(|_| ServerRecv { req: request_null(), buf: Box::default() }).collect();
-    Ok((Box::new(Plugin {
-        comm,
-        am_comm,
-        rank: rank as u32,
-        size: size as u32,
-        owns,
-        inner: Mutex::new(Inner {
-            wins: [win_null(); abi::REGIONS],
-            dirty: [Vec::new(), Vec::new(), Vec::new()],
-            is_dirty: [vec![false; size as usize], vec![false; size as usize], vec![false; size as usize]],
-            regions: [(0, 0); abi::REGIONS],
-            slots,
-            outstanding: vec![0; size as usize],
-            total_outstanding: 0,
-            recvs,
-            next_recv: 0,
-            replies: Vec::new(),
-            am_started: false,
+    Ok((
+        Box::new(Plugin {
+            comm,
+            am_comm,
+            rank: rank as u32,
+            size: size as u32,
+            owns,
+            inner: Mutex::new(Inner {
+                wins: [win_null(); abi::REGIONS],
+                dirty: [Vec::new(), Vec::new(), Vec::new()],
+                is_dirty: [vec![false; size as usize], vec![false; size as usize], vec![false; size as usize]],
+                regions: [(0, 0); abi::REGIONS],
+                slots,
+                outstanding: vec![0; size as usize],
+                total_outstanding: 0,
+                recvs,
+                next_recv: 0,
+                replies: Vec::new(),
+                am_started: false,
+            }),
+            name: CString::new(name).unwrap_or_default(),
         }),
-        name: CString::new(name).unwrap_or_default(),
-    }), level))
+        level,
+    ))
 }
 
 /// The plugin's entry point (see `ishmem_proxy_abi`).

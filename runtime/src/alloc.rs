@@ -61,11 +61,8 @@ impl SymAllocator {
     pub fn alloc(&mut self, size: usize, align: usize) -> Result<usize, OutOfSpace> {
         debug_assert!(size > 0 && align.is_power_of_two());
         let align = align.max(MIN_ALIGN);
-        let fail = |s: &Self| OutOfSpace {
-            requested: size,
-            free_total: s.free_total(),
-            largest_free: s.largest_free(),
-        };
+        let fail =
+            |s: &Self| OutOfSpace { requested: size, free_total: s.free_total(), largest_free: s.largest_free() };
         let Some(len) = round_up(size, MIN_ALIGN) else { return Err(fail(self)) };
         let mut found = None;
         for (&off, &blen) in &self.free {

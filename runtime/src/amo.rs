@@ -191,8 +191,8 @@ impl State {
     /// `src` is valid for reads of `len` bytes.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn put_signal(
-        &self, call: &str, dest: *mut u8, src: *const u8, len: usize, sig_addr: *mut u64, signal: u64,
-        sig_op: c_int, pe: i32,
+        &self, call: &str, dest: *mut u8, src: *const u8, len: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int,
+        pe: i32,
     ) {
         let op = self.signal_op_code(call, sig_op);
         let pe_idx = self.check_pe(call, pe);
@@ -293,8 +293,8 @@ impl State {
     /// comparison values are valid for `nelems` elements when non-null.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn sync_many<T: Copy + PartialOrd>(
-        &self, call: &str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int,
-        values: CmpValues<T>, mode: SyncMode, blocking: bool,
+        &self, call: &str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: CmpValues<T>,
+        mode: SyncMode, blocking: bool,
     ) -> usize {
         check_cmp(call, cmp);
         self.local_ivars(call, "ivars", ivars, nelems);

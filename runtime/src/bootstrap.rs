@@ -44,11 +44,7 @@ pub fn send_msg(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
             (*c).cmsg_level = libc::SOL_SOCKET;
             (*c).cmsg_type = libc::SCM_RIGHTS;
             (*c).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
-            std::ptr::copy_nonoverlapping(
-                fds.as_ptr() as *const u8,
-                libc::CMSG_DATA(c),
-                fd_bytes as usize,
-            );
+            std::ptr::copy_nonoverlapping(fds.as_ptr() as *const u8, libc::CMSG_DATA(c), fd_bytes as usize);
         }
     }
     loop {
@@ -121,15 +117,8 @@ pub fn check_peer_uid(sock: RawFd) -> io::Result<()> {
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: pointers to live locals.
-    let r = unsafe {
-        libc::getsockopt(
-            sock,
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            &mut cred as *mut _ as *mut _,
-            &mut len,
-        )
-    };
+    let r =
+        unsafe { libc::getsockopt(sock, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut _ as *mut _, &mut len) };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -270,7 +259,9 @@ pub fn read_hello(sock: RawFd) -> io::Result<Hello> {
 /// Launcher side: send the job description to one PE. With
 /// `share_data == false` (the PEs' data segments differ: different
 /// executables) no data segments are relayed.
-pub fn send_job(sock: RawFd, ctrl_fd: &OwnedFd, ctrl_size: usize, hellos: &[Hello], share_data: bool) -> io::Result<()> {
+pub fn send_job(
+    sock: RawFd, ctrl_fd: &OwnedFd, ctrl_size: usize, hellos: &[Hello], share_data: bool,
+) -> io::Result<()> {
     let mut m = Vec::with_capacity(16);
     m.extend_from_slice(&WELCOME.to_le_bytes());
     m.extend_from_slice(&(hellos.len() as u32).to_le_bytes());
@@ -354,5 +345,9 @@ pub fn serve(socks: &[OwnedFd], ctrl_fd: &OwnedFd, ctrl_len: usize) -> Result<()
             errors.push(format!("cannot send the job description to PE {}: {e}", order[i]));
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }

@@ -160,7 +160,9 @@ impl State {
 
     /// `fcollect` (§9.9.8): every member's `nbytes` block, concatenated in
     /// rank order, in every member's dest.
-    pub fn fcollect_in<G: Group>(&self, call: &str, t: &G, dest: *mut u8, source: *const u8, nbytes: usize) -> CollResult {
+    pub fn fcollect_in<G: Group>(
+        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, nbytes: usize,
+    ) -> CollResult {
         let total = nbytes.checked_mul(t.size()).unwrap_or(usize::MAX);
         let doff = self.sym_extent(call, "dest", dest, total);
         self.sym_extent(call, "source", source, nbytes);
@@ -180,7 +182,9 @@ impl State {
 
     /// `collect` (§9.9.7): like fcollect with a different element count on
     /// each member; `elem` is the element size.
-    pub fn collect_in<G: Group>(&self, call: &str, t: &G, dest: *mut u8, source: *const u8, nelems: usize, elem: usize) -> CollResult {
+    pub fn collect_in<G: Group>(
+        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, nelems: usize, elem: usize,
+    ) -> CollResult {
         let nbytes = nelems.checked_mul(elem).unwrap_or(usize::MAX);
         self.sym_extent(call, "source", source, nbytes);
         t.publish(self, nbytes as u64);
@@ -213,15 +217,18 @@ impl State {
     /// goes to element `(me * nelems + k) * dst` of member `j`'s dest.
     #[allow(clippy::too_many_arguments)]
     pub fn alltoalls_in<G: Group>(
-        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize,
-        elem: usize,
+        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize, elem: usize,
     ) -> CollResult {
         if dst < 1 || sst < 1 {
             crate::error::fatal(call, format_args!("strides must be at least 1 (dst {dst}, sst {sst})"))
         }
         let n_all = nelems.checked_mul(t.size()).unwrap_or(usize::MAX);
         let span = |stride: isize| -> usize {
-            if n_all == 0 { 0 } else { ((n_all - 1) as u128 * stride as u128 * elem as u128 + elem as u128).min(usize::MAX as u128) as usize }
+            if n_all == 0 {
+                0
+            } else {
+                ((n_all - 1) as u128 * stride as u128 * elem as u128 + elem as u128).min(usize::MAX as u128) as usize
+            }
         };
         let doff = self.sym_extent(call, "dest", dest, span(dst));
         self.sym_extent(call, "source", source, span(sst));
@@ -234,7 +241,14 @@ impl State {
                 // PE is disjoint from every other member's block.
                 unsafe {
                     if dst == 1 && sst == 1 {
-                        self.xput(call, pe, doff + t.my_rank() * nelems * elem, source.add(j * nelems * elem), nelems * elem, false);
+                        self.xput(
+                            call,
+                            pe,
+                            doff + t.my_rank() * nelems * elem,
+                            source.add(j * nelems * elem),
+                            nelems * elem,
+                            false,
+                        );
                     } else if let Some(to) = self.shm.addr(pe, doff) {
                         crate::core::strided_copy(
                             to.offset(t.my_rank() as isize * nelems as isize * dst * elem as isize),
@@ -285,9 +299,8 @@ impl State {
         // Sources of members on other nodes are fetched here first.
         let mut tmp = [0u64; CHUNK_BYTES / 8];
         let tmp = tmp.as_mut_ptr() as *mut u8;
-        let src_chunk = |r: usize, i: usize, m: usize| {
-            self.xread(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T
-        };
+        let src_chunk =
+            |r: usize, i: usize, m: usize| self.xread(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T;
         let reduce_range = |lo: usize, hi: usize, out: &mut dyn FnMut(usize, usize)| {
             let mut i = lo;
             while i < hi {
@@ -390,7 +403,9 @@ impl State {
         0
     }
     /// `broadcast` on a team (OpenSHMEM 1.5: the root's dest is written too).
-    pub fn broadcast(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize, root: i32) -> CollResult {
+    pub fn broadcast(
+        &self, call: &str, team: i32, dest: *mut u8, source: *const u8, nbytes: usize, root: i32,
+    ) -> CollResult {
         self.coll_team(call, team).map_or(-1, |t| self.broadcast_in(call, &t, dest, source, nbytes, root, true))
     }
 
@@ -400,7 +415,9 @@ impl State {
     }
 
     /// `collect` on a team.
-    pub fn collect(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, nelems: usize, elem: usize) -> CollResult {
+    pub fn collect(
+        &self, call: &str, team: i32, dest: *mut u8, source: *const u8, nelems: usize, elem: usize,
+    ) -> CollResult {
         self.coll_team(call, team).map_or(-1, |t| self.collect_in(call, &t, dest, source, nelems, elem))
     }
 

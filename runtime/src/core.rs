@@ -105,10 +105,7 @@ fn not_running(call: &str) -> ! {
     if PHASE.load(Ordering::Acquire) == PHASE_FINALIZED {
         fatal(call, format_args!("called after the library was finalized"))
     } else {
-        fatal(
-            call,
-            format_args!("called before the library was initialized (call ishmem_init or shmem_init first)"),
-        )
+        fatal(call, format_args!("called before the library was initialized (call ishmem_init or shmem_init first)"))
     }
 }
 
@@ -140,9 +137,11 @@ extern "C" fn finalize_at_exit(status: libc::c_int, _: *mut libc::c_void) {
 fn env_uint(name: &'static str) -> Result<Option<u64>, String> {
     match std::env::var(name) {
         Err(_) => Ok(None),
-        Ok(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
-            env::EnvError { name, value: v, expected: "a non-negative integer" }.to_string()
-        }),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| env::EnvError { name, value: v, expected: "a non-negative integer" }.to_string()),
     }
 }
 
@@ -192,9 +191,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
     let _guard = LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner());
     match PHASE.load(Ordering::Acquire) {
         PHASE_RUNNING => return Ok(()),
-        PHASE_FINALIZED => {
-            return Err("called after the library was finalized; it cannot be initialized again".into())
-        }
+        PHASE_FINALIZED => return Err("called after the library was finalized; it cannot be initialized again".into()),
         _ => {}
     }
     let config = Config::from_env().map_err(|e| e.to_string())?;
@@ -388,8 +385,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), String> {
             (ctrl_region, peer_heaps, peer_base)
         }
         None => {
-            let r = device::map_private(ctrl_size(1))
-                .map_err(|e| format!("cannot map the control segment: {e}"))?;
+            let r = device::map_private(ctrl_size(1)).map_err(|e| format!("cannot map the control segment: {e}"))?;
             // SAFETY: fresh zeroed mapping of the right size.
             unsafe { Ctrl::new(r.base(), 1) }.initialize();
             (r, Vec::new(), vec![heap.base()])
@@ -558,7 +554,11 @@ pub fn finalize() {
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
 }
 
 /// Kinds of collective allocation call, as published for the cross-PE check.
@@ -875,8 +875,7 @@ impl State {
     /// `src` must be valid for the strided reads.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn iput(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
-        elem: usize, nelems: usize, pe: i32,
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, nelems: usize, pe: i32,
     ) {
         self.ibput(call, dest, src, dst, sst, elem, 1, nelems, pe)
     }
@@ -888,8 +887,7 @@ impl State {
     /// `dest` must be valid for the strided writes.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn iget(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
-        elem: usize, nelems: usize, pe: i32,
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, nelems: usize, pe: i32,
     ) {
         self.ibget(call, dest, src, dst, sst, elem, 1, nelems, pe)
     }
@@ -901,8 +899,8 @@ impl State {
     /// `src` must be valid for the block-strided reads.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn ibput(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
-        elem: usize, bsize: usize, nblocks: usize, pe: i32,
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, bsize: usize,
+        nblocks: usize, pe: i32,
     ) {
         let pe = self.check_pe(call, pe);
         if bsize == 0 || nblocks == 0 {
@@ -935,8 +933,8 @@ impl State {
     /// `dest` must be valid for the block-strided writes.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn ibget(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize,
-        elem: usize, bsize: usize, nblocks: usize, pe: i32,
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, bsize: usize,
+        nblocks: usize, pe: i32,
     ) {
         let pe = self.check_pe(call, pe);
         if bsize == 0 || nblocks == 0 {
@@ -1114,8 +1112,7 @@ impl State {
     }
 
     fn collective_alloc(
-        &self, call: &str, kind: AllocKind, arg0: u64, arg1: u64, size: Option<usize>,
-        align: usize, zero: bool,
+        &self, call: &str, kind: AllocKind, arg0: u64, arg1: u64, size: Option<usize>, align: usize, zero: bool,
     ) -> *mut u8 {
         let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
         let res = match size {
@@ -1221,12 +1218,11 @@ impl State {
         let (off, old_len) = self.block_offset(call, ptr, &a);
         // Decide placement now (deterministic), move data after the entry
         // barrier, when no peer still writes the old block.
-        let placement: Result<(usize, bool), Option<crate::alloc::OutOfSpace>> =
-            if a.resize_in_place(off, size) {
-                Ok((off, false))
-            } else {
-                a.alloc(size, MIN_ALIGN).map(|n| (n, true)).map_err(Some)
-            };
+        let placement: Result<(usize, bool), Option<crate::alloc::OutOfSpace>> = if a.resize_in_place(off, size) {
+            Ok((off, false))
+        } else {
+            a.alloc(size, MIN_ALIGN).map(|n| (n, true)).map_err(Some)
+        };
         let mine = self.publish(
             AllocKind::Realloc,
             off as u64,
@@ -1279,7 +1275,9 @@ fn extent(call: &str, what: &str, stride: isize, elem: usize, bsize: usize, nblo
         Some(v) => v,
         None => fatal(
             call,
-            format_args!("{what} stride {stride} with {nblocks} blocks of {bsize} elements overflows the address space"),
+            format_args!(
+                "{what} stride {stride} with {nblocks} blocks of {bsize} elements overflows the address space"
+            ),
         ),
     }
 }

@@ -109,10 +109,7 @@ impl Ctrl {
     pub fn pe(&self, pe: usize) -> &PeCtrl {
         debug_assert!(pe < self.n_pes);
         // SAFETY: `new`'s contract covers n_pes PeCtrl records after the header.
-        unsafe {
-            &*(self.base.add(std::mem::size_of::<CtrlHeader>()) as *const PeCtrl)
-                .add(pe)
-        }
+        unsafe { &*(self.base.add(std::mem::size_of::<CtrlHeader>()) as *const PeCtrl).add(pe) }
     }
 
     /// Fills in a fresh (zeroed) segment.
@@ -124,8 +121,7 @@ impl Ctrl {
 
     pub fn is_valid(&self) -> bool {
         let h = self.header();
-        h.magic.load(Ordering::Acquire) == CTRL_MAGIC
-            && h.n_pes.load(Ordering::Relaxed) as usize == self.n_pes
+        h.magic.load(Ordering::Acquire) == CTRL_MAGIC && h.n_pes.load(Ordering::Relaxed) as usize == self.n_pes
     }
 
     /// `(PE, status)` of a `global_exit` call, if one was made.

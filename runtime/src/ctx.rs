@@ -34,7 +34,10 @@ const TAG: usize = 0xC;
 static TABLE: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 
 fn entry(live: bool, gen: u64, options: i64, team: i32) -> u64 {
-    (if live { LIVE } else { 0 }) | (gen & 0x7fff_ffff) << 32 | ((options as u64) & 0xffff) << 16 | ((team + 1) as u64 & 0xffff)
+    (if live { LIVE } else { 0 })
+        | (gen & 0x7fff_ffff) << 32
+        | ((options as u64) & 0xffff) << 16
+        | ((team + 1) as u64 & 0xffff)
 }
 
 fn encode(slot: usize, gen: u64) -> usize {

@@ -37,7 +37,9 @@ struct Found {
     end: usize,
 }
 
-unsafe extern "C" fn find_main(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+unsafe extern "C" fn find_main(
+    info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut libc::c_void,
+) -> libc::c_int {
     let out = &mut *(data as *mut Option<Found>);
     let info = &*info;
     // The first object reported is the main program.

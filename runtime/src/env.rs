@@ -177,11 +177,7 @@ pub struct EnvError {
 
 impl fmt::Display for EnvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "environment variable {}={:?} is not valid: expected {}",
-            self.name, self.value, self.expected
-        )
+        write!(f, "environment variable {}={:?} is not valid: expected {}", self.name, self.value, self.expected)
     }
 }
 
@@ -222,9 +218,7 @@ fn var(name: &'static str) -> &'static EnvVar {
 /// Reads a variable from `lookup`, then its OpenSHMEM alias, falling back to
 /// the table's default. Returns the value and the name it came from.
 fn read(
-    name: &'static str,
-    alias: Option<&'static str>,
-    lookup: &dyn Fn(&str) -> Option<String>,
+    name: &'static str, alias: Option<&'static str>, lookup: &dyn Fn(&str) -> Option<String>,
 ) -> (String, &'static str) {
     if let Some(v) = lookup(name) {
         return (v, name);
@@ -297,7 +291,11 @@ impl Config {
         })?;
         let bool_var = |name: &'static str| -> Result<bool, EnvError> {
             let (v, from) = read(name, None, lookup);
-            parse_bool(&v).ok_or(EnvError { name: from, value: v.clone(), expected: "0/1, true/false, yes/no or on/off" })
+            parse_bool(&v).ok_or(EnvError {
+                name: from,
+                value: v.clone(),
+                expected: "0/1, true/false, yes/no or on/off",
+            })
         };
         let (rt, from) = read("ISHMEM_RUNTIME", None, lookup);
         let (runtime_mpi, runtime_openshmem) = match rt.trim().to_ascii_lowercase().as_str() {
@@ -379,12 +377,12 @@ mod tests {
         let both: HashMap<&str, &str> = [("SHMEM_SYMMETRIC_SIZE", "2m"), ("ISHMEM_SYMMETRIC_SIZE", "4m")].into();
         assert_eq!(Config::from_lookup(&|n| both.get(n).map(|s| s.to_string())).unwrap().symmetric_size, 4 << 20);
         let bad_alias: HashMap<&str, &str> = [("SHMEM_SYMMETRIC_SIZE", "x")].into();
-        assert_eq!(Config::from_lookup(&|n| bad_alias.get(n).map(|s| s.to_string())).unwrap_err().name, "SHMEM_SYMMETRIC_SIZE");
-        let dbg: HashMap<&str, &str> = [("ISHMEM_DEBUG", "maybe")].into();
         assert_eq!(
-            Config::from_lookup(&|n| dbg.get(n).map(|s| s.to_string())).unwrap_err().name,
-            "ISHMEM_DEBUG"
+            Config::from_lookup(&|n| bad_alias.get(n).map(|s| s.to_string())).unwrap_err().name,
+            "SHMEM_SYMMETRIC_SIZE"
         );
+        let dbg: HashMap<&str, &str> = [("ISHMEM_DEBUG", "maybe")].into();
+        assert_eq!(Config::from_lookup(&|n| dbg.get(n).map(|s| s.to_string())).unwrap_err().name, "ISHMEM_DEBUG");
     }
 
     #[test]

@@ -86,10 +86,7 @@ pub(crate) fn claim_report() -> bool {
         None => true,
         Some(c) => {
             let me = MY_PE.load(Ordering::Relaxed).max(0) + 1;
-            c.header()
-                .abort_reporter
-                .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
+            c.header().abort_reporter.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire).is_ok()
         }
     }
 }
@@ -99,12 +96,7 @@ pub(crate) fn claim_report() -> bool {
 pub fn abort_job(code: i32) -> ! {
     let code = if code == 0 { ERROR_EXIT_CODE } else { code };
     if let Some(c) = ctrl() {
-        let _ = c.header().abort_code.compare_exchange(
-            0,
-            code,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
+        let _ = c.header().abort_code.compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

@@ -126,7 +126,8 @@ fn connect(name: &str) -> io::Result<OwnedFd> {
 fn accept(l: &OwnedFd) -> io::Result<OwnedFd> {
     loop {
         // SAFETY: accept on our listening socket.
-        let fd = unsafe { libc::accept4(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+        let fd =
+            unsafe { libc::accept4(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
         if fd >= 0 {
             // SAFETY: fresh descriptor we own.
             return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
@@ -152,7 +153,8 @@ pub fn exchange(
     rec[24..40].copy_from_slice(&random_token().to_le_bytes());
     rec[40..44].copy_from_slice(&std::process::id().to_le_bytes());
     let all = proxy.allgather(CALL, &rec);
-    let field = |pe: usize, at: usize| u64::from_le_bytes(all[pe * RECORD + at..pe * RECORD + at + 8].try_into().unwrap());
+    let field =
+        |pe: usize, at: usize| u64::from_le_bytes(all[pe * RECORD + at..pe * RECORD + at + 8].try_into().unwrap());
     for pe in 0..n_pes {
         if field(pe, 8) != heap_size as u64 {
             return Err(format!(
@@ -189,9 +191,11 @@ pub fn exchange(
         // serves the exchange from a thread while taking part itself.
         let server = if my_pe == leader {
             let l = listen(&name, n_local).map_err(|e| format!("cannot listen on the node's bootstrap socket: {e}"))?;
-            let ctrl_fd = device::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
+            let ctrl_fd = device::memfd("ishmem-ctrl", ctrl_len)
+                .map_err(|e| format!("cannot create the control segment: {e}"))?;
             {
-                let r = device::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
+                let r = device::map_region(&ctrl_fd, ctrl_len)
+                    .map_err(|e| format!("cannot map the control segment: {e}"))?;
                 // SAFETY: fresh zeroed mapping of ctrl_size(n_pes) bytes.
                 unsafe { Ctrl::new(r.base(), n_pes) }.initialize();
             }
@@ -208,8 +212,10 @@ pub fn exchange(
             None
         };
         proxy.barrier(CALL);
-        let sock = connect(&name).map_err(|e| format!("cannot reach the node's bootstrap socket (PE {leader}): {e}"))?;
-        let shared_data = if data_symmetric { data.and_then(|d| d.fd.as_ref().map(|fd| (fd, d.size as u64))) } else { None };
+        let sock =
+            connect(&name).map_err(|e| format!("cannot reach the node's bootstrap socket (PE {leader}): {e}"))?;
+        let shared_data =
+            if data_symmetric { data.and_then(|d| d.fd.as_ref().map(|fd| (fd, d.size as u64))) } else { None };
         let job = bootstrap::pe_exchange(
             sock.as_raw_fd(),
             local_idx as u32,
@@ -230,11 +236,14 @@ pub fn exchange(
             if pe == my_pe {
                 continue;
             }
-            let r = dev.map_peer_heap(&seg.heap_fd, heap_size).map_err(|e| format!("cannot map the heap of PE {pe}: {e}"))?;
+            let r = dev
+                .map_peer_heap(&seg.heap_fd, heap_size)
+                .map_err(|e| format!("cannot map the heap of PE {pe}: {e}"))?;
             peer_base[pe] = r.base();
             peer_maps.push(r);
             if let Some((fd, size)) = &seg.data {
-                let r = device::map_region(fd, *size as usize).map_err(|e| format!("cannot map the data segment of PE {pe}: {e}"))?;
+                let r = device::map_region(fd, *size as usize)
+                    .map_err(|e| format!("cannot map the data segment of PE {pe}: {e}"))?;
                 data_base[pe] = r.base();
                 peer_maps.push(r);
             }

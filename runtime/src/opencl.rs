@@ -27,17 +27,41 @@ struct Cl {
     create_queue: unsafe extern "C" fn(Handle, Handle, *const u64, *mut i32) -> Handle,
     create_program_with_il: unsafe extern "C" fn(Handle, *const c_void, usize, *mut i32) -> Handle,
     compile_program: unsafe extern "C" fn(
-        Handle, u32, *const Handle, *const c_char, u32, *const Handle, *const *const c_char, Notify, *mut c_void,
+        Handle,
+        u32,
+        *const Handle,
+        *const c_char,
+        u32,
+        *const Handle,
+        *const *const c_char,
+        Notify,
+        *mut c_void,
     ) -> i32,
     link_program: unsafe extern "C" fn(
-        Handle, u32, *const Handle, *const c_char, u32, *const Handle, Notify, *mut c_void, *mut i32,
+        Handle,
+        u32,
+        *const Handle,
+        *const c_char,
+        u32,
+        *const Handle,
+        Notify,
+        *mut c_void,
+        *mut i32,
     ) -> Handle,
     get_program_build_info: unsafe extern "C" fn(Handle, Handle, u32, usize, *mut c_void, *mut usize) -> i32,
     create_kernel: unsafe extern "C" fn(Handle, *const c_char, *mut i32) -> Handle,
     set_kernel_arg_svm_pointer: unsafe extern "C" fn(Handle, u32, *const c_void) -> i32,
     set_kernel_arg: unsafe extern "C" fn(Handle, u32, usize, *const c_void) -> i32,
     enqueue_nd_range_kernel: unsafe extern "C" fn(
-        Handle, Handle, u32, *const usize, *const usize, *const usize, u32, *const Handle, *mut Handle,
+        Handle,
+        Handle,
+        u32,
+        *const usize,
+        *const usize,
+        *const usize,
+        u32,
+        *const Handle,
+        *mut Handle,
     ) -> i32,
     finish: unsafe extern "C" fn(Handle) -> i32,
     release_kernel: unsafe extern "C" fn(Handle) -> i32,
@@ -73,8 +97,7 @@ impl Cl {
             ($s:literal) => {
                 // SAFETY: the symbol has the OpenCL signature declared in
                 // the table's field type.
-                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }
-                    .map_err(|e| format!("{name} lacks {}: {e}", $s))?
+                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }.map_err(|e| format!("{name} lacks {}: {e}", $s))?
             };
         }
         Ok(Cl {
@@ -144,7 +167,11 @@ fn library_paths() -> Vec<std::path::PathBuf> {
 }
 
 fn check(what: &str, err: i32) -> Result<(), String> {
-    if err == 0 { Ok(()) } else { Err(format!("{what} failed with OpenCL error {err}")) }
+    if err == 0 {
+        Ok(())
+    } else {
+        Err(format!("{what} failed with OpenCL error {err}"))
+    }
 }
 
 impl ClDevice {
@@ -184,9 +211,20 @@ impl ClDevice {
                 }
             }
             let spirv = spirv.ok_or_else(|| {
-                format!("cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)", tried.join("; "))
+                format!(
+                    "cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)",
+                    tried.join("; ")
+                )
             })?;
-            let mut dev = ClDevice { cl, platform, device, context, queue, library: null_mut(), on_queue: Mutex::new(null_mut()) };
+            let mut dev = ClDevice {
+                cl,
+                platform,
+                device,
+                context,
+                queue,
+                library: null_mut(),
+                on_queue: Mutex::new(null_mut()),
+            };
             dev.library = dev.compile(&spirv, "the device library")?;
             Ok(dev)
         }
@@ -197,7 +235,14 @@ impl ClDevice {
         let mut len = 0usize;
         // SAFETY: buffer and length out-pointer are valid.
         unsafe {
-            (self.cl.get_program_build_info)(program, self.device, CL_PROGRAM_BUILD_LOG, buf.len(), buf.as_mut_ptr().cast(), &mut len)
+            (self.cl.get_program_build_info)(
+                program,
+                self.device,
+                CL_PROGRAM_BUILD_LOG,
+                buf.len(),
+                buf.as_mut_ptr().cast(),
+                &mut len,
+            )
         };
         String::from_utf8_lossy(&buf[..len.min(buf.len())]).trim_end_matches('\0').trim().to_string()
     }
@@ -209,7 +254,17 @@ impl ClDevice {
             let p = (self.cl.create_program_with_il)(self.context, spirv.as_ptr().cast(), spirv.len(), &mut err);
             check(&format!("clCreateProgramWithIL of {what}"), err)?;
             let opts = CString::new("").unwrap();
-            let e = (self.cl.compile_program)(p, 1, &self.device, opts.as_ptr(), 0, std::ptr::null(), std::ptr::null(), std::ptr::null(), null_mut());
+            let e = (self.cl.compile_program)(
+                p,
+                1,
+                &self.device,
+                opts.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                null_mut(),
+            );
             if e != 0 {
                 return Err(format!("compiling {what} failed (OpenCL error {e}):\n{}", self.log(p)));
             }
@@ -254,8 +309,15 @@ impl ClDevice {
             let one = 1usize;
             let mut ev: Handle = null_mut();
             let r = (self.cl.enqueue_nd_range_kernel)(
-                queue, k, 1, std::ptr::null(), &one, &one, deps.len() as u32,
-                if deps.is_empty() { std::ptr::null() } else { deps.as_ptr() }, &mut ev,
+                queue,
+                k,
+                1,
+                std::ptr::null(),
+                &one,
+                &one,
+                deps.len() as u32,
+                if deps.is_empty() { std::ptr::null() } else { deps.as_ptr() },
+                &mut ev,
             );
             (self.cl.release_kernel)(k);
             check(&format!("enqueueing {name}"), r)?;
@@ -269,17 +331,38 @@ impl ClDevice {
         unsafe {
             let opts = CString::new("").unwrap();
             let linked = (self.cl.link_program)(
-                self.context, 1, &self.device, opts.as_ptr(), progs.len() as u32, progs.as_ptr(), std::ptr::null(), null_mut(), &mut err,
+                self.context,
+                1,
+                &self.device,
+                opts.as_ptr(),
+                progs.len() as u32,
+                progs.as_ptr(),
+                std::ptr::null(),
+                null_mut(),
+                &mut err,
             );
             if err != 0 || linked.is_null() {
-                return Err(format!("linking with the device library failed (OpenCL error {err}):\n{}", self.log(progs[0])));
+                return Err(format!(
+                    "linking with the device library failed (OpenCL error {err}):\n{}",
+                    self.log(progs[0])
+                ));
             }
             let name = CString::new("ishmemi_install_state").unwrap();
             let k = (self.cl.create_kernel)(linked, name.as_ptr(), &mut err);
             check("clCreateKernel(ishmemi_install_state)", err)?;
             check("clSetKernelArgSVMPointer", (self.cl.set_kernel_arg_svm_pointer)(k, 0, state))?;
             let one = 1usize;
-            let r = (self.cl.enqueue_nd_range_kernel)(self.queue, k, 1, std::ptr::null(), &one, &one, 0, std::ptr::null(), null_mut());
+            let r = (self.cl.enqueue_nd_range_kernel)(
+                self.queue,
+                k,
+                1,
+                std::ptr::null(),
+                &one,
+                &one,
+                0,
+                std::ptr::null(),
+                null_mut(),
+            );
             (self.cl.release_kernel)(k);
             check("installing the device state", r)?;
             check("clFinish", (self.cl.finish)(self.queue))?;

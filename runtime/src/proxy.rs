@@ -243,7 +243,8 @@ impl Proxy {
             // SAFETY: valid pointers for the duration of the call.
             let rc = unsafe { init(&args, ops.as_mut_ptr()) };
             if rc != 0 {
-                let msg = CStr::from_bytes_until_nul(&err).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+                let msg =
+                    CStr::from_bytes_until_nul(&err).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
                 return Err(format!("the MPI proxy {} failed to initialize: {msg}", path.display()));
             }
             // SAFETY: init returned 0, so it filled the table.
@@ -369,7 +370,12 @@ impl Proxy {
         let mut all = vec![0u8; mine.len() * self.size];
         // SAFETY: buffers sized as the ABI requires.
         let rc = unsafe {
-            (self.ops.allgather)(self.ops.ctx, mine.as_ptr() as *const c_void, all.as_mut_ptr() as *mut c_void, mine.len())
+            (self.ops.allgather)(
+                self.ops.ctx,
+                mine.as_ptr() as *const c_void,
+                all.as_mut_ptr() as *mut c_void,
+                mine.len(),
+            )
         };
         if rc != 0 {
             self.failed(call, format_args!("allgather"))

@@ -244,7 +244,16 @@ fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
                 RING_AMO => st.amo(call, dest as *const u64, amo_op, value, cond, pe),
                 RING_PUT_SIGNAL => {
                     let sig_op = if amo_op == AmoOp::Set { crate::amo::SIGNAL_SET } else { crate::amo::SIGNAL_ADD };
-                    st.put_signal(call, dest, source, value as usize, slot.sig.load(Ordering::Relaxed) as *mut u64, cond, sig_op, pe);
+                    st.put_signal(
+                        call,
+                        dest,
+                        source,
+                        value as usize,
+                        slot.sig.load(Ordering::Relaxed) as *mut u64,
+                        cond,
+                        sig_op,
+                        pe,
+                    );
                     0
                 }
                 RING_CTRL_SET => {
@@ -284,10 +293,7 @@ fn device_error(st: &State, kind: u64, op: u32, bad: u64, pe: i32) -> ! {
         DEVICE_BAD_PE => crate::error::fatal(call, format_args!("target PE {pe} is out of range [0, {n})")),
         _ => crate::error::fatal(
             call,
-            format_args!(
-                "address {bad:#x} (to PE {pe}) is not in the symmetric heap [{base:#x}, {:#x})",
-                base + size
-            ),
+            format_args!("address {bad:#x} (to PE {pe}) is not in the symmetric heap [{base:#x}, {:#x})", base + size),
         ),
     }
 }

@@ -428,8 +428,8 @@ unsafe extern "C" fn op_get(
 
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn op_amo(
-    c: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64,
-    old: *mut u64, flags: u32,
+    c: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64, old: *mut u64,
+    flags: u32,
 ) -> c_int {
     let p = ctx(c);
     let a = match p.addr(region, offset, size as usize) {
@@ -585,10 +585,7 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
     if lib.dynamic == 0 || RELOCS.is_empty() {
         return Ok(0);
     }
-    let lib_span = (
-        lib.loads.iter().map(|l| l.0).min().unwrap_or(0),
-        lib.loads.iter().map(|l| l.1).max().unwrap_or(0),
-    );
+    let lib_span = (lib.loads.iter().map(|l| l.0).min().unwrap_or(0), lib.loads.iter().map(|l| l.1).max().unwrap_or(0));
     // The loader may have relocated the dynamic entries' addresses in place.
     let abs = |v: u64| if (v as usize) < lib.bias { lib.bias + v as usize } else { v as usize };
     let (mut strtab, mut symtab, mut rela, mut relasz) = (0, 0, 0, 0);
@@ -630,7 +627,10 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
             let page_start = slot as usize & !(page - 1);
             let read_only = (lib.relro.0..lib.relro.1).contains(&(slot as usize));
             if read_only && libc::mprotect(page_start as *mut c_void, page, libc::PROT_READ | libc::PROT_WRITE) != 0 {
-                return Err(format!("mprotect of the library's relocated data failed: {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "mprotect of the library's relocated data failed: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
             *slot = value;
             if read_only {
@@ -706,9 +706,10 @@ pub fn load(
     if let Some(f) = unsafe { sym::<unsafe extern "C" fn(*mut c_char)>(&handle, "shmem_info_get_name") } {
         unsafe { f(vendor.as_mut_ptr() as *mut c_char) };
     }
-    let vendor = std::ffi::CStr::from_bytes_until_nul(&vendor).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-    let name = CString::new(if vendor.is_empty() { "host OpenSHMEM library".to_string() } else { vendor })
-        .unwrap_or_default();
+    let vendor =
+        std::ffi::CStr::from_bytes_until_nul(&vendor).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+    let name =
+        CString::new(if vendor.is_empty() { "host OpenSHMEM library".to_string() } else { vendor }).unwrap_or_default();
     // Our lock serializes every call, so SERIALIZED below is MULTIPLE above.
     let level = if provided >= abi::THREAD_SERIALIZED { abi::THREAD_MULTIPLE } else { provided };
     let proxy = Box::leak(Box::new(ShmemProxy {

@@ -19,8 +19,8 @@
 use crate::core::State;
 use crate::ctrl::TEAM_SLOTS;
 use crate::error::{fatal, warn};
-use crate::wait::wait_until;
 use crate::transport::AmoOp;
+use crate::wait::wait_until;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// Predefined team handles (Intel SHMEM's values).
@@ -86,7 +86,10 @@ impl State {
         let teams = self.teams.read().unwrap_or_else(|e| e.into_inner());
         match usize::try_from(handle).ok().and_then(|h| teams.get(h).copied().flatten()) {
             Some(t) => Some(t),
-            None => fatal(call, format_args!("team handle {handle} is not a team this PE belongs to (destroyed, or never created)")),
+            None => fatal(
+                call,
+                format_args!("team handle {handle} is not a team this PE belongs to (destroyed, or never created)"),
+            ),
         }
     }
 
@@ -104,14 +107,7 @@ impl State {
     }
 
     pub(crate) fn install_predefined_teams(&self) {
-        let world = Team {
-            slot: 0,
-            start: 0,
-            stride: 1,
-            size: self.n_pes,
-            my_rank: self.my_pe,
-            num_contexts: 0,
-        };
+        let world = Team { slot: 0, start: 0, stride: 1, size: self.n_pes, my_rank: self.my_pe, num_contexts: 0 };
         // SHARED and NODE: the PEs this one shares memory with. Teams are
         // strided sets; a node whose PEs are not one (an irregular rank
         // placement) gets a team of this PE alone, with a warning.
@@ -287,7 +283,9 @@ impl State {
         // Everyone has read the bitmaps and epochs before anyone moves on.
         self.team_sync_with(parent);
         let Some(slot) = slot else {
-            return Err(format!("no free team slot: all {TEAM_SLOTS} are in use on some PE of the parent team (destroy unused teams)"));
+            return Err(format!(
+                "no free team slot: all {TEAM_SLOTS} are in use on some PE of the parent team (destroy unused teams)"
+            ));
         };
         let Some(shape) = mine else { return Ok(TEAM_INVALID) };
         self.ctrl.pe(self.my_pe).teams[slot].epoch.store(base, Ordering::Relaxed);
@@ -328,9 +326,10 @@ impl State {
         }
         let stride_world = stride as isize * p.stride;
         let start_world = p.world(start as usize);
-        let shape = Team { slot: 0, start: start_world, stride: stride_world, size: size as usize, my_rank: 0, num_contexts }
-            .rank_of(self.my_pe)
-            .map(|r| Shape { start: start_world, stride: stride_world, size: size as usize, my_rank: r });
+        let shape =
+            Team { slot: 0, start: start_world, stride: stride_world, size: size as usize, my_rank: 0, num_contexts }
+                .rank_of(self.my_pe)
+                .map(|r| Shape { start: start_world, stride: stride_world, size: size as usize, my_rank: r });
         match self.create_teams(&p, shape, num_contexts) {
             Ok(h) => (0, h),
             Err(m) => {
@@ -354,12 +353,8 @@ impl State {
         let xr = (xrange as usize).min(n);
         let r = p.my_rank;
         let row_start = r / xr * xr;
-        let x = Shape {
-            start: p.world(row_start),
-            stride: p.stride,
-            size: xr.min(n - row_start),
-            my_rank: r - row_start,
-        };
+        let x =
+            Shape { start: p.world(row_start), stride: p.stride, size: xr.min(n - row_start), my_rank: r - row_start };
         let col = r % xr;
         let y = Shape {
             start: p.world(col),

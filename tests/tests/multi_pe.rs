@@ -57,7 +57,15 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
     if !built.iter().any(|b| b == name) {
         let e = env();
         let inc = e.root.join("tests/c");
-        compile("CC", "cc", &["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"], &[src], &[&inc], &["-lm"], name);
+        compile(
+            "CC",
+            "cc",
+            &["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"],
+            &[src],
+            &[&inc],
+            &["-lm"],
+            name,
+        );
         built.push(name.to_string());
     }
     out
@@ -81,7 +89,9 @@ fn compile_fortran(src: &Path, name: &str) -> PathBuf {
 
 /// Runs compiler `$var` (default `default`) on `srcs` with the generated
 /// headers on the include path and libishmem linked; returns the program.
-fn compile(var: &str, default: &str, flags: &[&str], srcs: &[&Path], incs: &[&Path], libs: &[&str], name: &str) -> PathBuf {
+fn compile(
+    var: &str, default: &str, flags: &[&str], srcs: &[&Path], incs: &[&Path], libs: &[&str], name: &str,
+) -> PathBuf {
     let e = env();
     let out = e.build_dir.join(name);
     let compiler = std::env::var(var).unwrap_or_else(|_| default.into());
@@ -316,7 +326,11 @@ fn startup_printouts() {
     let r = ishmrun(2, &c_program("errors"), &["ok"], &[("SHMEM_VERSION", "1"), ("SHMEM_INFO", "1")]);
     assert!(r.code == Some(0), "{}", r.report("printouts"));
     assert_eq!(r.stdout.matches("ishmem-rs 0.1.0: OpenSHMEM 1.5").count(), 1, "{}", r.report("version printed once"));
-    assert!(r.stdout.contains("ISHMEM_SYMMETRIC_SIZE=512m [default]") && r.stdout.contains("SHMEM_INFO=1 [set]"), "{}", r.report("info"));
+    assert!(
+        r.stdout.contains("ISHMEM_SYMMETRIC_SIZE=512m [default]") && r.stdout.contains("SHMEM_INFO=1 [set]"),
+        "{}",
+        r.report("info")
+    );
 }
 
 #[test]
@@ -343,7 +357,11 @@ fn c_deprecated_names_only() {
     let prog = c_program("deprecated");
     for n in 1..=4 {
         let r = ishmrun(n, &prog, &[], &[]);
-        assert!(r.code == Some(0) && r.stdout.contains("deprecated ok"), "{}", r.report(&format!("deprecated on {n} PEs")));
+        assert!(
+            r.code == Some(0) && r.stdout.contains("deprecated ok"),
+            "{}",
+            r.report(&format!("deprecated on {n} PEs"))
+        );
     }
 }
 
@@ -361,17 +379,26 @@ fn cxx_intel_style() {
     let prog = compile_cxx(&env().root.join("bindings/cxx/examples/intel_style.cpp"), "intel_style");
     for n in 1..=4 {
         let r = ishmrun(n, &prog, &[], &[]);
-        assert!(r.code == Some(0) && r.stdout.contains("intel-style C++ ok"), "{}", r.report(&format!("C++ on {n} PEs")));
+        assert!(
+            r.code == Some(0) && r.stdout.contains("intel-style C++ ok"),
+            "{}",
+            r.report(&format!("C++ on {n} PEs"))
+        );
     }
 }
 
 #[test]
 fn fortran_examples() {
     for (name, want) in [("heat", "fortran heat ok"), ("coverage", "fortran coverage ok")] {
-        let prog = compile_fortran(&env().root.join(format!("bindings/fortran/examples/{name}.f90")), &format!("f_{name}"));
+        let prog =
+            compile_fortran(&env().root.join(format!("bindings/fortran/examples/{name}.f90")), &format!("f_{name}"));
         for n in 1..=4 {
             let r = ishmrun(n, &prog, &[], &[]);
-            assert!(r.code == Some(0) && r.stdout.contains(want), "{}", r.report(&format!("Fortran {name} on {n} PEs")));
+            assert!(
+                r.code == Some(0) && r.stdout.contains(want),
+                "{}",
+                r.report(&format!("Fortran {name} on {n} PEs"))
+            );
         }
     }
 }
@@ -422,7 +449,10 @@ fn openshmem_proxy_load_errors() {
     // A library that is not there, and one that is not an OpenSHMEM
     // library: a clear error naming what was tried and why, no hang.
     for (lib, why) in [
-        ("libnot-a-shmem-library.so", "libnot-a-shmem-library.so (libnot-a-shmem-library.so: cannot open shared object file"),
+        (
+            "libnot-a-shmem-library.so",
+            "libnot-a-shmem-library.so (libnot-a-shmem-library.so: cannot open shared object file",
+        ),
         ("libm.so.6", "libm.so.6 (not an OpenSHMEM library: lacks shmem_my_pe, shmem_n_pes"),
     ] {
         let mut cmd = Command::new(c_program("rma_types"));
@@ -501,7 +531,13 @@ fn error_pe_out_of_range() {
 
 #[test]
 fn error_not_symmetric() {
-    expect_failure("not_symmetric", 2, 1, &["ishmem: PE 0: shmem_long_put: dest 0x", "is not a symmetric address"], &[]);
+    expect_failure(
+        "not_symmetric",
+        2,
+        1,
+        &["ishmem: PE 0: shmem_long_put: dest 0x", "is not a symmetric address"],
+        &[],
+    );
     expect_failure("past_end", 2, 1, &["shmem_putmem: dest", "runs past the end of the symmetric heap"], &[]);
 }
 
@@ -534,7 +570,13 @@ fn error_collective_mismatch() {
 #[test]
 fn error_amo_signal_wait() {
     expect_failure("amo_bad_pe", 2, 1, &["ishmem: PE 0: shmem_long_atomic_fetch_add: PE 7 is out of range"], &[]);
-    expect_failure("wait_not_symmetric", 2, 1, &["ishmem: PE 0: shmem_long_wait_until: ivar 0x", "is not a symmetric address"], &[]);
+    expect_failure(
+        "wait_not_symmetric",
+        2,
+        1,
+        &["ishmem: PE 0: shmem_long_wait_until: ivar 0x", "is not a symmetric address"],
+        &[],
+    );
     expect_failure("wait_bad_cmp", 2, 1, &["shmem_long_wait_until: cmp 42 is not a comparison operator"], &[]);
     expect_failure("bad_sig_op", 2, 1, &["shmem_long_put_signal: sig_op 7 is not a signal operator"], &[]);
     expect_failure("amo_misaligned", 1, 1, &["shmem_int_atomic_add: dest 0x", "is not aligned to 4 bytes"], &[]);
@@ -542,8 +584,20 @@ fn error_amo_signal_wait() {
 
 #[test]
 fn error_teams() {
-    expect_failure("bad_team", 2, 1, &["ishmem: PE 0: shmem_int_sum_reduce: team handle 40 is not a team this PE belongs to"], &[]);
-    expect_failure("destroy_world", 2, 1, &["shmem_team_destroy: team 0 is a predefined team and cannot be destroyed"], &[]);
+    expect_failure(
+        "bad_team",
+        2,
+        1,
+        &["ishmem: PE 0: shmem_int_sum_reduce: team handle 40 is not a team this PE belongs to"],
+        &[],
+    );
+    expect_failure(
+        "destroy_world",
+        2,
+        1,
+        &["shmem_team_destroy: team 0 is a predefined team and cannot be destroyed"],
+        &[],
+    );
     expect_failure("bad_root", 2, 1, &["shmem_long_broadcast: PE_root 9 is out of range for a team of 2 PEs"], &[]);
     expect_failure("coll_not_symmetric", 2, 1, &["shmem_long_broadcast: source 0x", "is not a symmetric address"], &[]);
 }
@@ -551,23 +605,29 @@ fn error_teams() {
 #[test]
 fn error_contexts() {
     expect_failure("ctx_destroyed", 2, 1, &["ishmem: PE 0: shmem_ctx_long_put: ctx 0x", "is not a live context"], &[]);
-    expect_failure("ctx_bad_pe", 2, 1, &["shmem_ctx_long_p: PE 5 is out of range for the context's team of 2 PEs"], &[]);
+    expect_failure(
+        "ctx_bad_pe",
+        2,
+        1,
+        &["shmem_ctx_long_p: PE 5 is out of range for the context's team of 2 PEs"],
+        &[],
+    );
 }
 
 #[test]
 fn error_active_set() {
-    expect_failure("aset_not_member", 3, 1, &["ishmem: PE 0: shmem_barrier: this PE is not in the active set (PE_start 1, logPE_stride 0, PE_size 2)"], &[]);
+    expect_failure(
+        "aset_not_member",
+        3,
+        1,
+        &["ishmem: PE 0: shmem_barrier: this PE is not in the active set (PE_start 1, logPE_stride 0, PE_size 2)"],
+        &[],
+    );
 }
 
 #[test]
 fn error_bad_environment() {
-    expect_failure(
-        "ok",
-        2,
-        1,
-        &["ISHMEM_SYMMETRIC_SIZE=\"lots\" is not valid"],
-        &[("ISHMEM_SYMMETRIC_SIZE", "lots")],
-    );
+    expect_failure("ok", 2, 1, &["ISHMEM_SYMMETRIC_SIZE=\"lots\" is not valid"], &[("ISHMEM_SYMMETRIC_SIZE", "lots")]);
 }
 
 #[test]
@@ -577,7 +637,13 @@ fn pe_death_ends_the_job() {
         // tests/mpi); these are ishmrun's reports.
         return;
     }
-    expect_failure("sigkill", 4, 137, &["ishmrun: PE 3 (pid", "was killed by signal 9 (SIGKILL)", "terminating the other"], &[]);
+    expect_failure(
+        "sigkill",
+        4,
+        137,
+        &["ishmrun: PE 3 (pid", "was killed by signal 9 (SIGKILL)", "terminating the other"],
+        &[],
+    );
     expect_failure("segv", 2, 139, &["ishmrun: PE 0 (pid", "killed by signal 11 (SIGSEGV)"], &[]);
     expect_failure("exit_code", 3, 3, &["ishmrun: PE 2 (pid", "exited with status 3"], &[]);
 }
@@ -647,7 +713,11 @@ fn mpi_application_owns_mpi() {
     let prog = compile_mpi("app_owns_mpi");
     for n in 1..=4 {
         let r = ishmrun(n, &prog, &[], &[]);
-        assert!(r.code == Some(0) && r.stdout.contains("app owns mpi ok"), "{}", r.report(&format!("app_owns_mpi on {n} PEs")));
+        assert!(
+            r.code == Some(0) && r.stdout.contains("app owns mpi ok"),
+            "{}",
+            r.report(&format!("app_owns_mpi on {n} PEs"))
+        );
     }
     // FUNNELED and a remote target: another thread gets a clear error.
     if std::env::var("ISHMEM_ENABLE_SHM").as_deref() == Ok("0") {

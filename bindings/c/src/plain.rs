@@ -84,7 +84,10 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
             r => fatal(CALL, format_args!("runtime {r} is not an ishmemx_runtime_type_t value")),
         }
         if a.runtime == ISHMEMX_RUNTIME_MPI && !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
-            fatal(CALL, format_args!("initialize_runtime is false but mpi_comm is null: pass the application's communicator"))
+            fatal(
+                CALL,
+                format_args!("initialize_runtime is false but mpi_comm is null: pass the application's communicator"),
+            )
         }
         if under_ishmrun && !a.mpi_comm.is_null() {
             fatal(CALL, format_args!("mpi_comm was given, but this job was started by ishmrun (start it with mpiexec)"))
@@ -349,7 +352,15 @@ pub unsafe extern "C" fn ishmem_team_split_strided(
     parent: ishmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const ishmem_team_config_t,
     config_mask: c_long, new_team: *mut ishmem_team_t,
 ) -> c_int {
-    split_strided("ishmem_team_split_strided", parent, start, stride, size, config_contexts(config, config_mask), new_team)
+    split_strided(
+        "ishmem_team_split_strided",
+        parent,
+        start,
+        stride,
+        size,
+        config_contexts(config, config_mask),
+        new_team,
+    )
 }
 
 pub(crate) unsafe fn split_strided(
@@ -671,12 +682,16 @@ pub unsafe extern "C" fn ishmemx_getmem_on_queue(
 
 /// Enqueues a barrier_all on `queue` after `deps`; returns its `cl_event`.
 #[no_mangle]
-pub unsafe extern "C" fn ishmemx_barrier_all_on_queue(queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+pub unsafe extern "C" fn ishmemx_barrier_all_on_queue(
+    queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
+) -> *mut c_void {
     on_queue("ishmemx_barrier_all_on_queue", "ishmemi_barrier_all_kernel", &[], queue, num_deps, deps)
 }
 
 /// Enqueues a quiet on `queue` after `deps`; returns its `cl_event`.
 #[no_mangle]
-pub unsafe extern "C" fn ishmemx_quiet_on_queue(queue: *mut c_void, num_deps: u32, deps: *const *mut c_void) -> *mut c_void {
+pub unsafe extern "C" fn ishmemx_quiet_on_queue(
+    queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
+) -> *mut c_void {
     on_queue("ishmemx_quiet_on_queue", "ishmemi_quiet_kernel", &[], queue, num_deps, deps)
 }

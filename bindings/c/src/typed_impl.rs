@@ -69,12 +69,16 @@ pub unsafe fn g<T: Copy>(call: &'static str, src: *const T, pe: c_int) -> T {
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn iput<T>(call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+pub unsafe fn iput<T>(
+    call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
+) {
     guard(call, || state(call).iput(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe))
 }
 
 #[inline(always)]
-pub unsafe fn iget<T>(call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int) {
+pub unsafe fn iget<T>(
+    call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
+) {
     guard(call, || state(call).iget(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe))
 }
 
@@ -146,17 +150,15 @@ pub unsafe fn compare_swap<T: Copy>(call: &'static str, dest: *const T, cond: T,
 }
 
 #[inline(always)]
-pub unsafe fn nbi<T: Copy>(
-    call: &'static str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int,
-) {
+pub unsafe fn nbi<T: Copy>(call: &'static str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int) {
     guard(call, || state(call).amo_nbi(call, fetch, dest, op, value, cond, pe))
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn put_signal<T>(
-    call: &'static str, dest: *mut T, src: *const T, nelems: usize, sig_addr: *mut u64, signal: u64,
-    sig_op: c_int, pe: c_int,
+    call: &'static str, dest: *mut T, src: *const T, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int,
+    pe: c_int,
 ) {
     guard(call, || {
         let st = state(call);
@@ -197,8 +199,7 @@ pub unsafe fn wait_any<T: Copy + PartialOrd>(
 
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn wait_some<T: Copy + PartialOrd>(
-    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
-    value: T,
+    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
     many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), true)
 }
@@ -237,8 +238,7 @@ pub unsafe fn test_any<T: Copy + PartialOrd>(
 
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn test_some<T: Copy + PartialOrd>(
-    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
-    value: T,
+    call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
     many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), false)
 }
@@ -380,8 +380,8 @@ pub unsafe fn to_all<T: Copy>(
 
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn aset_broadcast<T>(
-    call: &'static str, dest: *mut T, source: *const T, nelems: usize, root: c_int, pe_start: c_int,
-    log_stride: c_int, pe_size: c_int, psync: *mut std::ffi::c_long,
+    call: &'static str, dest: *mut T, source: *const T, nelems: usize, root: c_int, pe_start: c_int, log_stride: c_int,
+    pe_size: c_int, psync: *mut std::ffi::c_long,
 ) {
     guard(call, || {
         let st = state(call);

@@ -50,7 +50,9 @@ impl Gen {
     fn iface(&mut self, kind: &str, f_name: &str, c_name: &str, args: &[(&str, String)], ret: Option<&str>) {
         let names: Vec<&str> = args.iter().map(|(n, _)| *n).collect();
         let head = match (kind, ret) {
-            ("function", Some(r)) => format!("    {r} function {f_name}({}) bind(C, name=\"{c_name}\")", names.join(", ")),
+            ("function", Some(r)) => {
+                format!("    {r} function {f_name}({}) bind(C, name=\"{c_name}\")", names.join(", "))
+            }
             _ => format!("    subroutine {f_name}({}) bind(C, name=\"{c_name}\")", names.join(", ")),
         };
         self.ifaces.push_str(&wrap(&head));
@@ -94,7 +96,11 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
         ("team_sync", &[("team", "integer(c_int), value")], Some("integer(c_int)")),
         (
             "team_translate_pe",
-            &[("src_team", "integer(c_int), value"), ("src_pe", "integer(c_int), value"), ("dest_team", "integer(c_int), value")],
+            &[
+                ("src_team", "integer(c_int), value"),
+                ("src_pe", "integer(c_int), value"),
+                ("dest_team", "integer(c_int), value"),
+            ],
             Some("integer(c_int)"),
         ),
         ("malloc", &[("size", "integer(c_size_t), value")], Some("type(c_ptr)")),
@@ -103,7 +109,11 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
         ("signal_fetch", &[("sig_addr", "integer(c_int64_t), intent(in)")], Some("integer(c_int64_t)")),
         (
             "signal_wait_until",
-            &[("sig_addr", "integer(c_int64_t), intent(inout)"), ("cmp", "integer(c_int), value"), ("cmp_value", "integer(c_int64_t), value")],
+            &[
+                ("sig_addr", "integer(c_int64_t), intent(inout)"),
+                ("cmp", "integer(c_int), value"),
+                ("cmp_value", "integer(c_int64_t), value"),
+            ],
             Some("integer(c_int64_t)"),
         ),
     ];
@@ -111,7 +121,13 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
     for (name, args, ret) in plain {
         let a: Vec<(&str, String)> = args.iter().map(|(n, d)| (*n, d.to_string())).collect();
         // These are called directly: the Fortran name is the C name.
-        g.iface(if ret.is_some() { "function" } else { "subroutine" }, &format!("{prefix}_{name}"), &format!("{prefix}_{name}"), &a, *ret);
+        g.iface(
+            if ret.is_some() { "function" } else { "subroutine" },
+            &format!("{prefix}_{name}"),
+            &format!("{prefix}_{name}"),
+            &a,
+            *ret,
+        );
         let _ = write!(public_plain, "{prefix}_{name}, ");
     }
     // team splits: private interfaces + friendly wrappers
@@ -172,8 +188,10 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
     ));
 
     // ----- symmetric allocation into Fortran pointers
-    let mut kinds: Vec<(String, String, usize)> =
-        FORTRAN.iter().map(|(t, d, s)| (d.to_string(), s.to_string(), if t.ends_with("64") || *t == "double" { 8 } else { 4 })).collect();
+    let mut kinds: Vec<(String, String, usize)> = FORTRAN
+        .iter()
+        .map(|(t, d, s)| (d.to_string(), s.to_string(), if t.ends_with("64") || *t == "double" { 8 } else { 4 }))
+        .collect();
     for (bits, d, s) in FORTRAN_COMPLEX {
         kinds.push((d.to_string(), s.to_string(), *bits as usize / 8));
     }
@@ -215,11 +233,25 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
             strided(&mut g, prefix, op, &cname(op), decl, suf);
         }
         // p / g
-        g.iface("subroutine", &c(&format!("p_{suf}")), &cname("p"), &[
-            ("dest", format!("{decl}, intent(inout)")), ("value", format!("{decl}, value")), ("pe", "integer(c_int), value".into())], None);
+        g.iface(
+            "subroutine",
+            &c(&format!("p_{suf}")),
+            &cname("p"),
+            &[
+                ("dest", format!("{decl}, intent(inout)")),
+                ("value", format!("{decl}, value")),
+                ("pe", "integer(c_int), value".into()),
+            ],
+            None,
+        );
         g.generic(&format!("{prefix}_p"), c(&format!("p_{suf}")));
-        g.iface("function", &c(&format!("g_{suf}")), &cname("g"), &[
-            ("source", format!("{decl}, intent(in)")), ("pe", "integer(c_int), value".into())], Some(decl));
+        g.iface(
+            "function",
+            &c(&format!("g_{suf}")),
+            &cname("g"),
+            &[("source", format!("{decl}, intent(in)")), ("pe", "integer(c_int), value".into())],
+            Some(decl),
+        );
         g.generic(&format!("{prefix}_g"), c(&format!("g_{suf}")));
         // AMOs
         let scalar = |n: &'static str| (n, format!("{decl}, intent(inout)"));
@@ -256,11 +288,21 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
         }
         // put_signal
         let sig_specific = format!("{prefix}_put_signal_{suf}");
-        g.iface("subroutine", &c(&format!("put_signal_{suf}")), &cname("put_signal"), &[
-            ("dest", format!("{decl}, intent(inout)")), ("source", format!("{decl}, intent(in)")),
-            ("nelems", "integer(c_size_t), value".into()), ("sig_addr", "integer(c_int64_t), intent(inout)".into()),
-            ("signal", "integer(c_int64_t), value".into()), ("sig_op", "integer(c_int), value".into()),
-            ("pe", "integer(c_int), value".into())], None);
+        g.iface(
+            "subroutine",
+            &c(&format!("put_signal_{suf}")),
+            &cname("put_signal"),
+            &[
+                ("dest", format!("{decl}, intent(inout)")),
+                ("source", format!("{decl}, intent(in)")),
+                ("nelems", "integer(c_size_t), value".into()),
+                ("sig_addr", "integer(c_int64_t), intent(inout)".into()),
+                ("signal", "integer(c_int64_t), value".into()),
+                ("sig_op", "integer(c_int), value".into()),
+                ("pe", "integer(c_int), value".into()),
+            ],
+            None,
+        );
         g.proc_(&format!(
             "  subroutine {sig_specific}(dest, source, nelems, sig_addr, signal, sig_op, pe)\n\
              \x20   {decl}, intent(inout) :: dest(*)\n\
@@ -275,17 +317,43 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
         g.generic(&format!("{prefix}_put_signal"), sig_specific);
         // wait_until / test on integer kinds
         if int_kind {
-            g.iface("subroutine", &c(&format!("wait_until_{suf}")), &cname("wait_until"), &[
-                ("ivar", format!("{decl}, intent(inout)")), ("cmp", "integer(c_int), value".into()), ("cmp_value", format!("{decl}, value"))], None);
+            g.iface(
+                "subroutine",
+                &c(&format!("wait_until_{suf}")),
+                &cname("wait_until"),
+                &[
+                    ("ivar", format!("{decl}, intent(inout)")),
+                    ("cmp", "integer(c_int), value".into()),
+                    ("cmp_value", format!("{decl}, value")),
+                ],
+                None,
+            );
             g.generic(&format!("{prefix}_wait_until"), c(&format!("wait_until_{suf}")));
-            g.iface("function", &c(&format!("test_{suf}")), &cname("test"), &[
-                ("ivar", format!("{decl}, intent(inout)")), ("cmp", "integer(c_int), value".into()), ("cmp_value", format!("{decl}, value"))], Some("integer(c_int)"));
+            g.iface(
+                "function",
+                &c(&format!("test_{suf}")),
+                &cname("test"),
+                &[
+                    ("ivar", format!("{decl}, intent(inout)")),
+                    ("cmp", "integer(c_int), value".into()),
+                    ("cmp_value", format!("{decl}, value")),
+                ],
+                Some("integer(c_int)"),
+            );
             g.generic(&format!("{prefix}_test"), c(&format!("test_{suf}")));
         }
         // collectives
         let coll: Vec<(&str, &str)> = {
-            let mut v = vec![("broadcast", "root"), ("collect", ""), ("fcollect", ""), ("alltoall", ""),
-                ("sum_reduce", ""), ("max_reduce", ""), ("min_reduce", ""), ("prod_reduce", "")];
+            let mut v = vec![
+                ("broadcast", "root"),
+                ("collect", ""),
+                ("fcollect", ""),
+                ("alltoall", ""),
+                ("sum_reduce", ""),
+                ("max_reduce", ""),
+                ("min_reduce", ""),
+                ("prod_reduce", ""),
+            ];
             if int_kind {
                 v.extend([("and_reduce", ""), ("or_reduce", ""), ("xor_reduce", "")]);
             }
@@ -304,8 +372,11 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
             let cf = c(&format!("{op}_{suf}"));
             g.iface("function", &cf, &cname(op), &args, Some("integer(c_int)"));
             let specific = format!("{prefix}_{op}_{suf}");
-            let (root_decl, root_arg, root_param) =
-                if extra.is_empty() { ("", "", "") } else { ("    integer, intent(in) :: PE_root\n", ", PE_root", ", PE_root") };
+            let (root_decl, root_arg, root_param) = if extra.is_empty() {
+                ("", "", "")
+            } else {
+                ("    integer, intent(in) :: PE_root\n", ", PE_root", ", PE_root")
+            };
             g.proc_(&format!(
                 "  integer function {specific}(team, dest, source, nelems{root_param})\n\
                  \x20   integer, intent(in) :: team, nelems\n{root_decl}\
@@ -369,9 +440,18 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
 fn rma(g: &mut Gen, prefix: &str, op: &str, c_name: &str, decl: &str, suf: &str) {
     let cf = format!("c_{prefix}_{op}_{suf}");
     let (d_int, s_int) = if op.starts_with("put") { ("inout", "in") } else { ("inout", "in") };
-    g.iface("subroutine", &cf, c_name, &[
-        ("dest", format!("{decl}, intent({d_int})")), ("source", format!("{decl}, intent({s_int})")),
-        ("nelems", "integer(c_size_t), value".into()), ("pe", "integer(c_int), value".into())], None);
+    g.iface(
+        "subroutine",
+        &cf,
+        c_name,
+        &[
+            ("dest", format!("{decl}, intent({d_int})")),
+            ("source", format!("{decl}, intent({s_int})")),
+            ("nelems", "integer(c_size_t), value".into()),
+            ("pe", "integer(c_int), value".into()),
+        ],
+        None,
+    );
     let specific = format!("{prefix}_{op}_{suf}");
     g.proc_(&format!(
         "  subroutine {specific}(dest, source, nelems, pe)\n\
@@ -387,10 +467,20 @@ fn rma(g: &mut Gen, prefix: &str, op: &str, c_name: &str, decl: &str, suf: &str)
 /// Strided RMA (strides in elements) with default integers.
 fn strided(g: &mut Gen, prefix: &str, op: &str, c_name: &str, decl: &str, suf: &str) {
     let cf = format!("c_{prefix}_{op}_{suf}");
-    g.iface("subroutine", &cf, c_name, &[
-        ("dest", format!("{decl}, intent(inout)")), ("source", format!("{decl}, intent(in)")),
-        ("dst", "integer(c_ptrdiff_t), value".into()), ("sst", "integer(c_ptrdiff_t), value".into()),
-        ("nelems", "integer(c_size_t), value".into()), ("pe", "integer(c_int), value".into())], None);
+    g.iface(
+        "subroutine",
+        &cf,
+        c_name,
+        &[
+            ("dest", format!("{decl}, intent(inout)")),
+            ("source", format!("{decl}, intent(in)")),
+            ("dst", "integer(c_ptrdiff_t), value".into()),
+            ("sst", "integer(c_ptrdiff_t), value".into()),
+            ("nelems", "integer(c_size_t), value".into()),
+            ("pe", "integer(c_int), value".into()),
+        ],
+        None,
+    );
     let specific = format!("{prefix}_{op}_{suf}");
     g.proc_(&format!(
         "  subroutine {specific}(dest, source, dst, sst, nelems, pe)\n\

@@ -51,10 +51,8 @@ pub const FORTRAN: &[(&str, &str, &str)] = &[
 ];
 
 /// Fortran complex kinds, moved by the sized routines of their width.
-pub const FORTRAN_COMPLEX: &[(u32, &str, &str)] = &[
-    (64, "complex(c_float_complex)", "complex4"),
-    (128, "complex(c_double_complex)", "complex8"),
-];
+pub const FORTRAN_COMPLEX: &[(u32, &str, &str)] =
+    &[(64, "complex(c_float_complex)", "complex4"), (128, "complex(c_double_complex)", "complex8")];
 
 const fn t(name: &'static str, c: &'static str, rust: &'static str, generic: bool, classes: u16) -> Ty {
     Ty { name, c, rust, generic, classes }
@@ -89,13 +87,8 @@ pub const RMA: &[Ty] = &[
 ];
 
 /// Sized RMA: bits and the Rust element type moved.
-pub const SIZED: &[(u32, &str)] = &[
-    (8, "u8"),
-    (16, "u16"),
-    (32, "u32"),
-    (64, "u64"),
-    (128, "crate::typed_impl::Bits128"),
-];
+pub const SIZED: &[(u32, &str)] =
+    &[(8, "u8"), (16, "u16"), (32, "u32"), (64, "u64"), (128, "crate::typed_impl::Bits128")];
 
 /// OpenCL C type of each RMA type (OpenCL's `long` is 64 bits, as C's
 /// `long` and `long long` are on the LP64 hosts we build for).

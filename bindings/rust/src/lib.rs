@@ -51,10 +51,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Init(m) => write!(f, "ishmem initialization failed: {m}"),
-            Error::OutOfMemory { requested } => write!(
-                f,
-                "symmetric heap exhausted allocating {requested} bytes (raise ISHMEM_SYMMETRIC_SIZE)"
-            ),
+            Error::OutOfMemory { requested } => {
+                write!(f, "symmetric heap exhausted allocating {requested} bytes (raise ISHMEM_SYMMETRIC_SIZE)")
+            }
             Error::AlreadyInitialized => write!(f, "ishmem is already initialized by another handle"),
         }
     }
@@ -287,7 +286,11 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         if offset.checked_add(n).is_none_or(|end| end > self.len) {
             ishmem_runtime::error::fatal(
                 call,
-                format_args!("elements {offset}..{} are out of bounds of a symmetric vector of {} elements", offset.saturating_add(n), self.len),
+                format_args!(
+                    "elements {offset}..{} are out of bounds of a symmetric vector of {} elements",
+                    offset.saturating_add(n),
+                    self.len
+                ),
             )
         }
     }
@@ -311,7 +314,13 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         self.range(call, offset, src.len());
         // SAFETY: bounds checked above; src is a valid slice.
         unsafe {
-            self.shmem.st.put(call, self.ptr.as_ptr().add(offset).cast(), src.as_ptr().cast(), size_of_val(src), pe_i32(pe))
+            self.shmem.st.put(
+                call,
+                self.ptr.as_ptr().add(offset).cast(),
+                src.as_ptr().cast(),
+                size_of_val(src),
+                pe_i32(pe),
+            )
         }
     }
 
@@ -322,7 +331,13 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         self.range(call, offset, dst.len());
         // SAFETY: bounds checked above; dst is a valid slice.
         unsafe {
-            self.shmem.st.get(call, dst.as_mut_ptr().cast(), self.ptr.as_ptr().add(offset).cast(), size_of_val(dst), pe_i32(pe))
+            self.shmem.st.get(
+                call,
+                dst.as_mut_ptr().cast(),
+                self.ptr.as_ptr().add(offset).cast(),
+                size_of_val(dst),
+                pe_i32(pe),
+            )
         }
     }
 
@@ -350,12 +365,21 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
             return;
         }
         self.range(call, offset, (nelems - 1) * dst_stride + 1);
-        assert!((nelems - 1) * src_stride < src.len(), "{call}: source too short for {nelems} elements at stride {src_stride}");
+        assert!(
+            (nelems - 1) * src_stride < src.len(),
+            "{call}: source too short for {nelems} elements at stride {src_stride}"
+        );
         // SAFETY: both extents checked above.
         unsafe {
             self.shmem.st.iput(
-                call, self.ptr.as_ptr().add(offset).cast(), src.as_ptr().cast(),
-                dst_stride as isize, src_stride as isize, size_of::<T>(), nelems, pe_i32(pe),
+                call,
+                self.ptr.as_ptr().add(offset).cast(),
+                src.as_ptr().cast(),
+                dst_stride as isize,
+                src_stride as isize,
+                size_of::<T>(),
+                nelems,
+                pe_i32(pe),
             )
         }
     }
@@ -368,12 +392,21 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
             return;
         }
         self.range(call, offset, (nelems - 1) * src_stride + 1);
-        assert!((nelems - 1) * dst_stride < dst.len(), "{call}: destination too short for {nelems} elements at stride {dst_stride}");
+        assert!(
+            (nelems - 1) * dst_stride < dst.len(),
+            "{call}: destination too short for {nelems} elements at stride {dst_stride}"
+        );
         // SAFETY: both extents checked above.
         unsafe {
             self.shmem.st.iget(
-                call, dst.as_mut_ptr().cast(), self.ptr.as_ptr().add(offset).cast(),
-                dst_stride as isize, src_stride as isize, size_of::<T>(), nelems, pe_i32(pe),
+                call,
+                dst.as_mut_ptr().cast(),
+                self.ptr.as_ptr().add(offset).cast(),
+                dst_stride as isize,
+                src_stride as isize,
+                size_of::<T>(),
+                nelems,
+                pe_i32(pe),
             )
         }
     }
@@ -499,7 +532,16 @@ impl<T: AmoInt> SymmVec<'_, T> {
         let sp = status.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
         // SAFETY: the whole vector is the ivars array; status has len entries.
         unsafe {
-            self.shmem.st.sync_many(call, self.ptr.as_ptr(), self.len, sp, cmp.code(), CmpValues::One(value), mode, block)
+            self.shmem.st.sync_many(
+                call,
+                self.ptr.as_ptr(),
+                self.len,
+                sp,
+                cmp.code(),
+                CmpValues::One(value),
+                mode,
+                block,
+            )
         }
     }
 
@@ -520,7 +562,8 @@ impl<T: AmoInt> SymmVec<'_, T> {
     /// the indices of all that do (empty when every element is excluded).
     pub fn wait_until_some(&self, exclude: Option<&[bool]>, cmp: Cmp, value: T) -> Vec<usize> {
         let mut idx = vec![0usize; self.len];
-        let n = self.many("ishmem::SymmVec::wait_until_some", exclude, cmp, value, SyncMode::Some(idx.as_mut_ptr()), true);
+        let n =
+            self.many("ishmem::SymmVec::wait_until_some", exclude, cmp, value, SyncMode::Some(idx.as_mut_ptr()), true);
         idx.truncate(n);
         idx
     }
@@ -765,7 +808,14 @@ impl<'a> Team<'a> {
         let call = "ishmem::Team::broadcast";
         Self::check_len(call, dest, nelems);
         Self::check_len(call, src, nelems);
-        self.shmem.st.broadcast(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), nelems * size_of::<T>(), pe_i32(root));
+        self.shmem.st.broadcast(
+            call,
+            self.handle,
+            dest.ptr.as_ptr().cast(),
+            src.ptr.as_ptr().cast(),
+            nelems * size_of::<T>(),
+            pe_i32(root),
+        );
     }
 
     /// `fcollect`: every member's first `nelems` elements, in team order.
@@ -773,14 +823,27 @@ impl<'a> Team<'a> {
         let call = "ishmem::Team::fcollect";
         Self::check_len(call, dest, nelems * self.n_pes());
         Self::check_len(call, src, nelems);
-        self.shmem.st.fcollect(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), nelems * size_of::<T>());
+        self.shmem.st.fcollect(
+            call,
+            self.handle,
+            dest.ptr.as_ptr().cast(),
+            src.ptr.as_ptr().cast(),
+            nelems * size_of::<T>(),
+        );
     }
 
     /// `collect`: like fcollect; `nelems` may differ between members.
     pub fn collect<T: Symmetric>(&self, dest: &SymmVec<'_, T>, src: &SymmVec<'_, T>, nelems: usize) {
         let call = "ishmem::Team::collect";
         Self::check_len(call, src, nelems);
-        self.shmem.st.collect(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), nelems, size_of::<T>());
+        self.shmem.st.collect(
+            call,
+            self.handle,
+            dest.ptr.as_ptr().cast(),
+            src.ptr.as_ptr().cast(),
+            nelems,
+            size_of::<T>(),
+        );
     }
 
     /// `alltoall`: block `j` (of `nelems`) of `src` to member `j`.
@@ -788,7 +851,16 @@ impl<'a> Team<'a> {
         let call = "ishmem::Team::alltoall";
         Self::check_len(call, dest, nelems * self.n_pes());
         Self::check_len(call, src, nelems * self.n_pes());
-        self.shmem.st.alltoalls(call, self.handle, dest.ptr.as_ptr().cast(), src.ptr.as_ptr().cast(), 1, 1, nelems, size_of::<T>());
+        self.shmem.st.alltoalls(
+            call,
+            self.handle,
+            dest.ptr.as_ptr().cast(),
+            src.ptr.as_ptr().cast(),
+            1,
+            1,
+            nelems,
+            size_of::<T>(),
+        );
     }
 
     /// Reduction of the first `nreduce` elements of `src` over the team into
@@ -805,7 +877,10 @@ impl<'a> Team<'a> {
     fn reduce_ptrs<T: Reduce>(&self, op: ReduceOp, d: *mut T, dlen: usize, s: *mut T, slen: usize, n: usize) {
         let call = "ishmem::Team::reduce";
         if n > dlen || n > slen {
-            ishmem_runtime::error::fatal(call, format_args!("nreduce {n} exceeds a vector of {} elements", dlen.min(slen)))
+            ishmem_runtime::error::fatal(
+                call,
+                format_args!("nreduce {n} exceeds a vector of {} elements", dlen.min(slen)),
+            )
         }
         if !T::supports(op) {
             ishmem_runtime::error::fatal(call, format_args!("{op:?} is not defined for {}", std::any::type_name::<T>()))
@@ -834,7 +909,16 @@ impl<'a> Team<'a> {
         Self::check_len(call, src, nelems);
         // SAFETY: both vectors hold at least nelems elements.
         unsafe {
-            self.shmem.st.sum_scan(call, self.handle, dest.ptr.as_ptr(), src.ptr.as_ptr(), nelems, exclusive, T::ZERO, T::apply_sum)
+            self.shmem.st.sum_scan(
+                call,
+                self.handle,
+                dest.ptr.as_ptr(),
+                src.ptr.as_ptr(),
+                nelems,
+                exclusive,
+                T::ZERO,
+                T::apply_sum,
+            )
         };
     }
 }

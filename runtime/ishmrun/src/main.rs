@@ -137,9 +137,7 @@ fn signal_name(sig: i32) -> &'static str {
 fn socketpair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: fds has room for two descriptors.
-    let r = unsafe {
-        libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
-    };
+    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -216,9 +214,11 @@ fn main() -> ExitCode {
 fn run(opts: Options) -> Result<u8, String> {
     let n = opts.npes;
     let ctrl_len = ctrl_size(n);
-    let ctrl_fd = device::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
+    let ctrl_fd =
+        device::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
     // Kept mapped for the whole job: the PEs record global_exit calls there.
-    let ctrl_region = device::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
+    let ctrl_region =
+        device::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
     // SAFETY: fresh zeroed mapping of ctrl_size(n) bytes, alive until run returns.
     let ctrl = unsafe { Ctrl::new(ctrl_region.base(), n) };
     ctrl.initialize();
@@ -274,7 +274,8 @@ fn run(opts: Options) -> Result<u8, String> {
 
     std::thread::spawn(move || serve_bootstrap(ours, ctrl_fd, ctrl_len));
 
-    let job = Arc::new(Job { pids: pids.clone(), alive: Mutex::new(vec![true; n]), terminating: AtomicBool::new(false) });
+    let job =
+        Arc::new(Job { pids: pids.clone(), alive: Mutex::new(vec![true; n]), terminating: AtomicBool::new(false) });
     let timed_out = Arc::new(AtomicBool::new(false));
     if let Some(t) = opts.timeout {
         let job = Arc::clone(&job);

@@ -106,12 +106,24 @@ pub struct ProxyOps {
     /// Copies `len` bytes from local `src` to `offset` in `region` of `pe`.
     /// Without [`FLAG_NBI`], `src` may be reused on return.
     pub put: unsafe extern "C" fn(
-        ctx: *mut c_void, region: u32, pe: u32, offset: usize, src: *const c_void, len: usize, flags: u32,
+        ctx: *mut c_void,
+        region: u32,
+        pe: u32,
+        offset: usize,
+        src: *const c_void,
+        len: usize,
+        flags: u32,
     ) -> c_int,
     /// Copies `len` bytes from `offset` in `region` of `pe` to local `dst`.
     /// Without [`FLAG_NBI`], `dst` holds the data on return.
     pub get: unsafe extern "C" fn(
-        ctx: *mut c_void, region: u32, pe: u32, offset: usize, dst: *mut c_void, len: usize, flags: u32,
+        ctx: *mut c_void,
+        region: u32,
+        pe: u32,
+        offset: usize,
+        dst: *mut c_void,
+        len: usize,
+        flags: u32,
     ) -> c_int,
     /// Atomic `op` on the naturally aligned `size`-byte (1, 2, 4, 8)
     /// unsigned integer at `offset` in `region` of `pe`; `*old` receives the
@@ -119,8 +131,16 @@ pub struct ProxyOps {
     /// is complete at the target on return. AMOs from all ranks to one
     /// location are atomic with respect to each other.
     pub amo: unsafe extern "C" fn(
-        ctx: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64,
-        old: *mut u64, flags: u32,
+        ctx: *mut c_void,
+        region: u32,
+        pe: u32,
+        offset: usize,
+        size: u32,
+        op: u32,
+        operand: u64,
+        cond: u64,
+        old: *mut u64,
+        flags: u32,
     ) -> c_int,
     /// Completes every operation issued to `pe` (-1: to every PE), at the
     /// target.
@@ -143,7 +163,8 @@ pub struct ProxyOps {
     /// and control segment in such memory (then `expose`s them as usual)
     /// instead of creating them itself; the memory is released by
     /// `finalize`. Null for proxies that can expose any memory (MPI).
-    pub alloc: Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize, out: *mut *mut c_void) -> c_int>,
+    pub alloc:
+        Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize, out: *mut *mut c_void) -> c_int>,
     /// 1 when the runtime below needs no `progress` calls from a separate
     /// thread (it completes one-sided operations without the target's
     /// help, or progresses itself); the core then starts no progress

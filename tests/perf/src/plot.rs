@@ -19,7 +19,10 @@ fn load_font() -> Result<(), String> {
                 .map_err(|_| format!("{p} is not a usable font"));
         }
     }
-    Err(format!("no font found for the chart text; tried {} (Debian: apt-get install fonts-dejavu-core)", FONT_PATHS.join(", ")))
+    Err(format!(
+        "no font found for the chart text; tried {} (Debian: apt-get install fonts-dejavu-core)",
+        FONT_PATHS.join(", ")
+    ))
 }
 
 /// (label, figure, bytes, pes) -> median
@@ -41,7 +44,10 @@ fn read(args: &[String]) -> Result<(Data, String), String> {
                         return Err(format!("{path}:{}: expected 6 columns", ln + 1));
                     }
                     let num = |s: &str| s.parse::<f64>().map_err(|_| format!("{path}:{}: bad number {s:?}", ln + 1));
-                    data.insert((label.to_string(), f[0].to_string(), num(f[1])? as usize, num(f[2])? as usize), num(f[4])?);
+                    data.insert(
+                        (label.to_string(), f[0].to_string(), num(f[1])? as usize, num(f[2])? as usize),
+                        num(f[4])?,
+                    );
                 }
                 i += 2;
             }
@@ -138,6 +144,13 @@ pub fn plot(args: &[String]) -> Result<(), String> {
             bar.entry(label.clone()).or_default().push((*pes as f64, *v));
         }
     }
-    chart(&format!("{out}/barrier.png"), "barrier_all latency vs PEs", "PEs", "microseconds", &bar.into_iter().collect(), false)?;
+    chart(
+        &format!("{out}/barrier.png"),
+        "barrier_all latency vs PEs",
+        "PEs",
+        "microseconds",
+        &bar.into_iter().collect(),
+        false,
+    )?;
     Ok(())
 }

@@ -70,8 +70,15 @@ fn main() {
         let src: Vec<u32> = (0..4096).map(|i| (round as u32) << 20 | (me as u32) << 16 | i).collect();
         payload.put_signal(0, &src, &sig, 0, round, SignalOp::Set, right);
         check!(me, sig.signal_wait_until(0, Cmp::Eq, round) == round, "signal");
-        check!(me, payload.local().iter().enumerate().all(|(i, &x)| x == (round as u32) << 20 | (left as u32) << 16 | i as u32),
-            "data visible with the signal in round {round}");
+        check!(
+            me,
+            payload
+                .local()
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == (round as u32) << 20 | (left as u32) << 16 | i as u32),
+            "data visible with the signal in round {round}"
+        );
         sig.signal_update(1, 1, SignalOp::Add, left);
         sig.wait_until(1, Cmp::Ge, round);
     }
@@ -79,13 +86,22 @@ fn main() {
     shmem.barrier_all();
     flags.atomic_set(2, 7, right);
     flags.atomic_set(0, 7, right);
-    check!(me, flags.wait_until_any(Some(&[true, false, false, false]), Cmp::Eq, 7) == Some(2), "wait_until_any with a mask");
+    check!(
+        me,
+        flags.wait_until_any(Some(&[true, false, false, false]), Cmp::Eq, 7) == Some(2),
+        "wait_until_any with a mask"
+    );
     check!(me, flags.wait_until_any(Some(&[true; 4]), Cmp::Eq, 7).is_none(), "all masked");
     let some = flags.wait_until_some(None, Cmp::Eq, 7);
     check!(me, some.contains(&2), "wait_until_some {some:?}");
     check!(me, flags.test_any(None, Cmp::Gt, 100).is_none(), "test_any none");
     shmem.barrier_all();
-    check!(me, flags.test_some(None, Cmp::Eq, 7) == vec![0, 2] && flags.test_all(Some(&[false, true, false, true]), Cmp::Eq, 7), "test_some/test_all");
+    check!(
+        me,
+        flags.test_some(None, Cmp::Eq, 7) == vec![0, 2]
+            && flags.test_all(Some(&[false, true, false, true]), Cmp::Eq, 7),
+        "test_some/test_all"
+    );
     shmem.barrier_all();
     // SymmLock: a guarded non-atomic update
     let lock = shmem.lock().expect("lock");

@@ -14,7 +14,8 @@ fn main() {
     // reductions, every op on i64 and the arithmetic ones on f64
     let isrc = shmem.alloc::<i64>(1000).expect("alloc");
     let idst = shmem.alloc::<i64>(1000).expect("alloc");
-    for op in [ReduceOp::And, ReduceOp::Or, ReduceOp::Xor, ReduceOp::Max, ReduceOp::Min, ReduceOp::Sum, ReduceOp::Prod] {
+    for op in [ReduceOp::And, ReduceOp::Or, ReduceOp::Xor, ReduceOp::Max, ReduceOp::Min, ReduceOp::Sum, ReduceOp::Prod]
+    {
         let mut s = isrc.local().to_vec();
         for (k, x) in s.iter_mut().enumerate() {
             *x = ((me + 1) * (k % 5 + 1)) as i64;
@@ -24,15 +25,19 @@ fn main() {
         world.reduce(op, &idst, &isrc, 1000);
         for k in 0..1000 {
             let vals: Vec<i64> = (0..n).map(|r| ((r + 1) * (k % 5 + 1)) as i64).collect();
-            let want = vals.iter().copied().reduce(|a, b| match op {
-                ReduceOp::And => a & b,
-                ReduceOp::Or => a | b,
-                ReduceOp::Xor => a ^ b,
-                ReduceOp::Max => a.max(b),
-                ReduceOp::Min => a.min(b),
-                ReduceOp::Sum => a + b,
-                ReduceOp::Prod => a * b,
-            }).unwrap();
+            let want = vals
+                .iter()
+                .copied()
+                .reduce(|a, b| match op {
+                    ReduceOp::And => a & b,
+                    ReduceOp::Or => a | b,
+                    ReduceOp::Xor => a ^ b,
+                    ReduceOp::Max => a.max(b),
+                    ReduceOp::Min => a.min(b),
+                    ReduceOp::Sum => a + b,
+                    ReduceOp::Prod => a * b,
+                })
+                .unwrap();
             check!(me, idst.local()[k] == want, "{op:?} element {k}: {} vs {want}", idst.local()[k]);
         }
     }

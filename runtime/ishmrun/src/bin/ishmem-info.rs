@@ -13,7 +13,12 @@ struct Component {
 /// What this build contains. Backends and proxies of later issues are listed
 /// as absent, with the reason, so users see what to expect.
 const STATIC_COMPONENTS: &[(&str, &str, bool, &str)] = &[
-    ("device", "cpu", true, "built in: symmetric heaps in shared memory (memfd); device kernels on a CPU OpenCL runtime"),
+    (
+        "device",
+        "cpu",
+        true,
+        "built in: symmetric heaps in shared memory (memfd); device kernels on a CPU OpenCL runtime",
+    ),
     ("device", "level-zero", false, "not in this build: the Level Zero backend is not implemented yet"),
     ("device", "cuda", false, "not in this build: the CUDA backend is not implemented yet"),
     ("launcher", "ishmrun", true, "built in: PEs on this node over shared memory"),
@@ -143,7 +148,8 @@ fn main() {
     let _ = writeln!(o, "build: {profile} {}", std::env::consts::ARCH);
     let _ = writeln!(o, "\ncomponents:");
     for c in &comps {
-        let _ = writeln!(o, "  {:<9} {:<11} {:<4} {}", c.kind, c.name, if c.available { "yes" } else { "no" }, c.detail);
+        let _ =
+            writeln!(o, "  {:<9} {:<11} {:<4} {}", c.kind, c.name, if c.available { "yes" } else { "no" }, c.detail);
     }
     let _ = writeln!(o, "\nenvironment (effective value [source]):");
     for (v, val, src) in vars.iter().filter(|(v, _, _)| !v.internal) {
