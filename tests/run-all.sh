@@ -4,6 +4,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . packaging/setup-debian.sh
 
+# First, before anything is installed: the rules checked by machine.
+# Formatting, lints (clippy with warnings as errors, the workspace lints of
+# Cargo.toml: `unsafe_op_in_unsafe_fn`, SAFETY comments, `# Safety` docs),
+# the runtime's layering rules (runtime/tests/layers.rs), and the generated
+# files. The MPI proxy plugin links MPI, so it is linted after the installs.
+echo "== rules: cargo fmt --check, clippy -D warnings, layers, ishmem-gen --check"
+cargo fmt --all -- --check
+cargo clippy -q --workspace --all-targets --exclude ishmem-proxy-oshmpi -- -D warnings
+cargo test -q -p ishmem-runtime --test layers
+cargo run -q -p ishmem-gen -- --check
+
 # Test prerequisites: Lmod, CMake, pkg-config, C++ and Fortran compilers, and
 # Environment Modules unpacked beside the build (Debian's lmod and
 # environment-modules packages conflict, so the Tcl one is not installed).
@@ -46,8 +57,7 @@ if [ ! -f "$oclvenv/lib/libintelocl.so" ]; then
     "$oclvenv/bin/pip" install -q intel-opencl-rt intel-cmplr-lib-rt
 fi
 
-# Generated files (typed families, headers, env docs) must be up to date.
-cargo run -q -p ishmem-gen -- --check
+cargo clippy -q -p ishmem-proxy-oshmpi -- -D warnings
 cargo build --workspace --all-targets
 # The MPI proxy plugin, once per MPI family, beside the debug libishmem.
 proxy-oshmpi/build-plugins.sh >/dev/null

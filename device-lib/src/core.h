@@ -51,30 +51,31 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
     ISHMEMI_GLOBAL char *ring = ishmemi_ring();
     ulong t = (ulong)ishmemi_amo64(ring + ISHMEMI_RING_NEXT_SEND, ISHMEMI_FADD, 1, 0);
     ulong slot = t % ISHMEMI_RING_SLOTS;
-    ISHMEMI_GLOBAL char *c = ring + ISHMEMI_RING_COMPLETIONS + slot * ISHMEMI_RING_COMPLETION_SIZE;
+    ISHMEMI_GLOBAL ishmemi_ring_completion_t *c =
+        (ISHMEMI_GLOBAL ishmemi_ring_completion_t *)(ring + ISHMEMI_RING_COMPLETIONS) + slot;
     if (t >= ISHMEMI_RING_SLOTS)
-        while ((ulong)ishmemi_load64(c + 16) < t - ISHMEMI_RING_SLOTS + 1) ;
-    ISHMEMI_GLOBAL ulong *m = (ISHMEMI_GLOBAL ulong *)(ring + slot * 64);
-    m[0] = dest;
-    m[1] = source;
-    m[2] = value;
-    m[3] = cond;
-    m[4] = sig;
-    ISHMEMI_GLOBAL uint *w = (ISHMEMI_GLOBAL uint *)(m + 5);
-    w[0] = (uint)pe;
-    w[1] = op;
-    w[2] = amo;
-    w[3] = flags;
-    ishmemi_store64(m + 7, (long)(t + 1));
+        while ((ulong)ishmemi_load64(&c->ack) < t - ISHMEMI_RING_SLOTS + 1) ;
+    ISHMEMI_GLOBAL ishmemi_ring_msg_t *m = (ISHMEMI_GLOBAL ishmemi_ring_msg_t *)(ring + ISHMEMI_RING_MSGS) + slot;
+    m->dest = dest;
+    m->source = source;
+    m->value = value;
+    m->cond = cond;
+    m->sig = sig;
+    m->pe = (uint)pe;
+    m->op = op;
+    m->amo = amo;
+    m->flags = flags;
+    ishmemi_store64(&m->sequence, (long)(t + 1));
     return t;
 }
 
 /* Waits for ticket t's completion, reads its value, frees the slot. */
 ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
-    ISHMEMI_GLOBAL char *c = ishmemi_ring() + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
-    while ((ulong)ishmemi_load64(c + 8) < t + 1) ;
-    ulong v = (ulong)ishmemi_load64(c);
-    ishmemi_store64(c + 16, (long)(t + 1));
+    ISHMEMI_GLOBAL ishmemi_ring_completion_t *c =
+        (ISHMEMI_GLOBAL ishmemi_ring_completion_t *)(ishmemi_ring() + ISHMEMI_RING_COMPLETIONS) + t % ISHMEMI_RING_SLOTS;
+    while ((ulong)ishmemi_load64(&c->sequence) < t + 1) ;
+    ulong v = (ulong)ishmemi_load64(&c->value);
+    ishmemi_store64(&c->ack, (long)(t + 1));
     return v;
 }
 

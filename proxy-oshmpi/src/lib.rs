@@ -28,13 +28,15 @@
 //!
 //! Thread use: every function takes the plugin's lock around its MPI calls,
 //! so the plugin itself needs no more than `MPI_THREAD_SERIALIZED`; the
-//! core decides which threads may call (see `runtime/src/proxy.rs`).
+//! core decides which threads may call (see `runtime/src/remote/mod.rs`).
+
+// The operations mirror the ABI's argument lists.
+#![allow(clippy::too_many_arguments)]
 
 use ishmem_proxy_abi as abi;
 use mpi::ffi;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
 use std::sync::Mutex;
 
 /// Tag of AMO requests on the AM communicator.
@@ -186,38 +188,22 @@ impl Plugin {
     }
 }
 
-/// Applies an AMO to local memory with the CPU atomics the core uses.
+/// Applies an AMO to local memory with the CPU atomics the core uses
+/// (the shared helper), so AMOs from the node and from other nodes are
+/// atomic with each other.
 ///
 /// # Safety
 /// `addr` is naturally aligned for `size` and points into an exposed region.
-unsafe fn apply_amo(addr: usize, size: u32, op: u32, operand: u64, cond: u64) -> u64 {
-    macro_rules! rmw {
-        ($atomic:ty, $t:ty) => {{
-            let at = &*(addr as *const $atomic);
-            let v = operand as $t;
-            (match op {
-                abi::AMO_FETCH => at.load(SeqCst),
-                abi::AMO_SET => {
-                    at.store(v, SeqCst);
-                    0
-                }
-                abi::AMO_SWAP => at.swap(v, SeqCst),
-                abi::AMO_COMPARE_SWAP => match at.compare_exchange(cond as $t, v, SeqCst, SeqCst) {
-                    Ok(x) | Err(x) => x,
-                },
-                abi::AMO_FETCH_ADD => at.fetch_add(v, SeqCst),
-                abi::AMO_FETCH_AND => at.fetch_and(v, SeqCst),
-                abi::AMO_FETCH_OR => at.fetch_or(v, SeqCst),
-                _ => at.fetch_xor(v, SeqCst),
-            }) as u64
-        }};
-    }
-    match size {
-        1 => rmw!(AtomicU8, u8),
-        2 => rmw!(AtomicU16, u16),
-        4 => rmw!(AtomicU32, u32),
-        _ => rmw!(AtomicU64, u64),
-    }
+unsafe fn apply_amo(addr: usize, size: u32, op: u32, operand: u64, cond: u64) -> Result<u64, String> {
+    let op = abi::AmoOp::from_code(op).ok_or_else(|| format!("unknown AMO operation {op}"))?;
+    // SAFETY: the caller's contract.
+    Ok(unsafe { abi::atomic::apply(addr as *mut u8, size as usize, op, operand, cond) })
+}
+
+/// True when `size` bytes at `offset` lie inside a region of `len` bytes
+/// (no wrap-around for huge offsets).
+fn in_region(offset: usize, size: usize, len: usize) -> bool {
+    offset.checked_add(size).is_some_and(|end| end <= len)
 }
 
 impl Inner {
@@ -248,14 +234,15 @@ impl Inner {
                 let r = *self.recvs[i].buf;
                 let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
                 let sz = r.size as usize;
-                if !matches!(sz, 1 | 2 | 4 | 8) || r.offset as usize % sz != 0 || r.offset as usize + sz > len {
+                if !matches!(sz, 1 | 2 | 4 | 8) || r.offset as usize % sz != 0 || !in_region(r.offset as usize, sz, len)
+                {
                     return Err(format!(
                         "AMO request from PE {} is out of bounds (region {}, offset {}, size {})",
                         status.MPI_SOURCE, r.region, r.offset, r.size
                     ));
                 }
                 // SAFETY: checked aligned and inside the exposed region.
-                let old = unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) };
+                let old = unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) }?;
                 let buf = Box::new(Reply { old });
                 let mut req = request_null();
                 // SAFETY: buf lives in self.replies until the send completes.
@@ -310,6 +297,7 @@ impl Inner {
             let mut done_recv: c_int = 0;
             // SAFETY: requests owned by the slot; null requests test as done.
             check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.send, &mut done_send, status_ignore()) })?;
+            // SAFETY: as above.
             check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.recv, &mut done_recv, status_ignore()) })?;
             if done_send != 0 && done_recv != 0 {
                 slot.busy = false;
@@ -357,12 +345,13 @@ impl Plugin {
     ) -> Result<u64, String> {
         if pe == self.rank {
             let inner = self.lock();
-            let (base, len) = inner.regions[region as usize];
-            if offset + size as usize > len {
+            let (base, len) =
+                *inner.regions.get(region as usize).ok_or_else(|| format!("AMO on an unknown region {region}"))?;
+            if !in_region(offset, size as usize, len) {
                 return Err(format!("AMO at offset {offset} is outside region {region}"));
             }
             // SAFETY: inside our own exposed region; the core checked alignment.
-            return Ok(unsafe { apply_amo(base + offset, size, op, operand, cond) });
+            return unsafe { apply_amo(base + offset, size, op, operand, cond) };
         }
         // Claim a slot (serving others while none is free).
         let mut backoff = Backoff(0);
@@ -606,6 +595,19 @@ impl Plugin {
 
 // ----- the exported table ---------------------------------------------------
 
+/// The body of an exported function: a panic becomes the error return
+/// `on_panic`, with the panic in the plugin's last error, instead of
+/// unwinding into the core.
+fn guarded(what: &str, on_panic: c_int, f: impl FnOnce() -> c_int) -> c_int {
+    abi::ffi_guard(
+        on_panic,
+        |m| {
+            set_error(format!("internal error (panic) in {what}: {m}"));
+        },
+        f,
+    )
+}
+
 fn status(r: Result<(), String>) -> c_int {
     match r {
         Ok(()) => 0,
@@ -614,38 +616,44 @@ fn status(r: Result<(), String>) -> c_int {
 }
 
 unsafe extern "C" fn op_allgather(ctx: *mut c_void, send: *const c_void, recv: *mut c_void, len: usize) -> c_int {
-    let p = plugin(ctx);
-    let _g = p.lock();
-    if len > i32::MAX as usize {
-        return set_error(format!("allgather of {len} bytes is too large"));
-    }
-    // SAFETY: the core passes len readable bytes at send and size*len writable bytes at recv.
-    status(check("MPI_Allgather", unsafe {
-        ffi::MPI_Allgather(send, len as c_int, ffi::RSMPI_UINT8_T, recv, len as c_int, ffi::RSMPI_UINT8_T, p.comm)
-    }))
+    guarded("op_allgather", 1, || {
+        let p = plugin(ctx);
+        let _g = p.lock();
+        if len > i32::MAX as usize {
+            return set_error(format!("allgather of {len} bytes is too large"));
+        }
+        // SAFETY: the core passes len readable bytes at send and size*len writable bytes at recv.
+        status(check("MPI_Allgather", unsafe {
+            ffi::MPI_Allgather(send, len as c_int, ffi::RSMPI_UINT8_T, recv, len as c_int, ffi::RSMPI_UINT8_T, p.comm)
+        }))
+    })
 }
 
 unsafe extern "C" fn op_barrier(ctx: *mut c_void) -> c_int {
-    let p = plugin(ctx);
-    let _g = p.lock();
-    // SAFETY: a collective on our own communicator, under the plugin lock.
-    status(check("MPI_Barrier", unsafe { ffi::MPI_Barrier(p.comm) }))
+    guarded("op_barrier", 1, || {
+        let p = plugin(ctx);
+        let _g = p.lock();
+        // SAFETY: a collective on our own communicator, under the plugin lock.
+        status(check("MPI_Barrier", unsafe { ffi::MPI_Barrier(p.comm) }))
+    })
 }
 
 unsafe extern "C" fn op_expose(ctx: *mut c_void, region: u32, base: *mut c_void, size: usize) -> c_int {
-    status(plugin(ctx).expose(region, base, size))
+    guarded("op_expose", 1, || status(plugin(ctx).expose(region, base, size)))
 }
 
 unsafe extern "C" fn op_put(
     ctx: *mut c_void, region: u32, pe: u32, offset: usize, src: *const c_void, len: usize, flags: u32,
 ) -> c_int {
-    status(plugin(ctx).rma(true, region, pe, offset, src as *mut c_void, len, flags & abi::FLAG_NBI != 0))
+    guarded("op_put", 1, || {
+        status(plugin(ctx).rma(true, region, pe, offset, src as *mut c_void, len, flags & abi::FLAG_NBI != 0))
+    })
 }
 
 unsafe extern "C" fn op_get(
     ctx: *mut c_void, region: u32, pe: u32, offset: usize, dst: *mut c_void, len: usize, flags: u32,
 ) -> c_int {
-    status(plugin(ctx).rma(false, region, pe, offset, dst, len, flags & abi::FLAG_NBI != 0))
+    guarded("op_get", 1, || status(plugin(ctx).rma(false, region, pe, offset, dst, len, flags & abi::FLAG_NBI != 0)))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -653,56 +661,71 @@ unsafe extern "C" fn op_amo(
     ctx: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64, old: *mut u64,
     flags: u32,
 ) -> c_int {
-    match plugin(ctx).amo(region, pe, offset, size, op, operand, cond, flags & abi::FLAG_NBI != 0) {
-        Ok(v) => {
-            if !old.is_null() {
-                // SAFETY: the caller passes a valid pointer or null.
-                unsafe { *old = v };
+    guarded("op_amo", 1, || {
+        match plugin(ctx).amo(region, pe, offset, size, op, operand, cond, flags & abi::FLAG_NBI != 0) {
+            Ok(v) => {
+                if !old.is_null() {
+                    // SAFETY: the caller passes a valid pointer or null.
+                    unsafe { *old = v };
+                }
+                0
             }
-            0
+            Err(e) => set_error(e),
         }
-        Err(e) => set_error(e),
-    }
+    })
 }
 
 unsafe extern "C" fn op_flush(ctx: *mut c_void, pe: c_int) -> c_int {
-    status(plugin(ctx).flush(pe))
+    guarded("op_flush", 1, || status(plugin(ctx).flush(pe)))
 }
 
 unsafe extern "C" fn op_progress(ctx: *mut c_void) -> c_int {
-    let p = plugin(ctx);
-    let Ok(mut inner) = p.inner.try_lock() else {
-        // Another thread of this process is inside MPI and progresses.
-        return 0;
-    };
-    match inner.progress(p.am_comm) {
-        Ok(n) => n as c_int,
-        Err(e) => {
-            set_error(e);
-            -1
+    guarded("op_progress", -1, || {
+        let p = plugin(ctx);
+        let Ok(mut inner) = p.inner.try_lock() else {
+            // Another thread of this process is inside MPI and progresses.
+            return 0;
+        };
+        match inner.progress(p.am_comm) {
+            Ok(n) => n as c_int,
+            Err(e) => {
+                set_error(e);
+                -1
+            }
         }
-    }
+    })
 }
 
 unsafe extern "C" fn op_abort(ctx: *mut c_void, code: c_int) {
-    let p = plugin(ctx);
-    // Whoever holds the lock may be blocked for good; abort regardless.
-    let _g = p.inner.try_lock();
-    // SAFETY: MPI_Abort may be called at any time after init.
-    unsafe { ffi::MPI_Abort(p.comm, code) };
+    // No error return: a panic is dropped (the job is ending anyway).
+    abi::ffi_guard(
+        (),
+        |_| {},
+        || {
+            let p = plugin(ctx);
+            // Whoever holds the lock may be blocked for good; abort regardless.
+            let _g = p.inner.try_lock();
+            // SAFETY: MPI_Abort may be called at any time after init.
+            unsafe { ffi::MPI_Abort(p.comm, code) };
+        },
+    )
 }
 
 unsafe extern "C" fn op_finalize(ctx: *mut c_void) -> c_int {
-    let r = plugin(ctx).finalize();
-    if r.is_ok() {
-        // SAFETY: created by Box::into_raw in init; no further calls.
-        drop(unsafe { Box::from_raw(ctx as *mut Plugin) });
-    }
-    status(r)
+    guarded("op_finalize", 1, || {
+        let r = plugin(ctx).finalize();
+        if r.is_ok() {
+            // SAFETY: created by Box::into_raw in init; no further calls.
+            drop(unsafe { Box::from_raw(ctx as *mut Plugin) });
+        }
+        status(r)
+    })
 }
 
 unsafe extern "C" fn op_last_error(_ctx: *mut c_void) -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    // The thread's message lives until its next failure; a thread being
+    // torn down (no thread-local any more) gets an empty one.
+    abi::ffi_guard(c"".as_ptr(), |_| {}, || LAST_ERROR.with(|e| e.borrow().as_ptr()))
 }
 
 fn write_err(args: &abi::ProxyInitArgs, msg: &str) -> c_int {

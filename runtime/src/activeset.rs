@@ -13,9 +13,9 @@
 //! (`coll.rs`, through the `Group` trait).
 
 use crate::coll::Group;
-use crate::core::State;
 use crate::error::fatal;
-use crate::transport::AmoOp;
+use crate::state::State;
+use crate::types::AmoOp;
 use crate::wait::wait_until;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -81,10 +81,8 @@ impl Group for ActiveSet<'_> {
     }
     fn sync(&self, st: &State) {
         if self.size > 1 {
-            if let Some(p) = st.proxy {
-                // The data phase's remote transfers complete before the sync.
-                p.flush(self.call, None);
-            }
+            // The data phase's remote transfers complete before the sync.
+            st.route.flush(self.call, None);
         }
         let mut dist = 1usize;
         let mut round = 0usize;

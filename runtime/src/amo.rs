@@ -12,9 +12,9 @@
 //! is ordered after this PE's earlier puts to any PE, so `put_signal` and
 //! "put; atomic_set(flag)" publish their data without an extra fence.
 
-use crate::core::State;
 use crate::error::fatal;
-use crate::transport::{AmoOp, Transport};
+use crate::state::State;
+use crate::types::AmoOp;
 use crate::wait::wait_until;
 use std::ffi::c_int;
 use std::mem::size_of;
@@ -65,14 +65,18 @@ pub fn from_bits<T: Copy>(b: u64) -> T {
 /// Atomic load (acquire) of a local naturally aligned value.
 #[inline(always)]
 unsafe fn load_atomic<T: Copy>(p: *const T) -> T {
-    let b = match size_of::<T>() {
-        1 => (*(p as *const AtomicU8)).load(Ordering::Acquire) as u64,
-        2 => (*(p as *const AtomicU16)).load(Ordering::Acquire) as u64,
-        4 => (*(p as *const AtomicU32)).load(Ordering::Acquire) as u64,
-        8 => (*(p as *const AtomicU64)).load(Ordering::Acquire),
-        n => unreachable!("atomic type of {n} bytes"),
-    };
-    from_bits(b)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        let b = match size_of::<T>() {
+            1 => (*(p as *const AtomicU8)).load(Ordering::Acquire) as u64,
+            2 => (*(p as *const AtomicU16)).load(Ordering::Acquire) as u64,
+            4 => (*(p as *const AtomicU32)).load(Ordering::Acquire) as u64,
+            8 => (*(p as *const AtomicU64)).load(Ordering::Acquire),
+            n => unreachable!("atomic type of {n} bytes"),
+        };
+        from_bits(b)
+    }
 }
 
 /// The comparison `value CMP cmp_value`.
@@ -117,12 +121,6 @@ pub enum SyncMode {
 }
 
 impl State {
-    fn check_aligned(&self, call: &str, what: &str, addr: *const u8, size: usize) {
-        if (addr as usize) % size != 0 {
-            fatal(call, format_args!("{what} {addr:p} is not aligned to {size} bytes"))
-        }
-    }
-
     /// A blocking or fetching AMO on `dest` at `pe`: returns the old value
     /// (for `Set`, a meaningless zero).
     ///
@@ -130,13 +128,14 @@ impl State {
     /// `T` is a plain 1/2/4/8-byte integer or floating-point type.
     #[inline(always)]
     pub unsafe fn amo<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32) -> T {
-        let pe = self.check_pe(call, pe);
-        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
-        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-        if self.amo_through_proxy || self.shm.addr(pe, off).is_none() {
-            return from_bits(self.remote_amo(call, pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond), false));
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+            self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+            from_bits(self.route.amo(call, pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond)))
         }
-        from_bits(self.shm.amo(pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond)))
     }
 
     /// A non-fetching AMO (`atomic_set`, `add`, `inc`, `and`, `or`, `xor`):
@@ -147,26 +146,14 @@ impl State {
     /// As [`State::amo`].
     #[inline(always)]
     pub unsafe fn amo_post<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, pe: i32) {
-        let pe = self.check_pe(call, pe);
-        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
-        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-        if self.amo_through_proxy || self.shm.addr(pe, off).is_none() {
-            self.remote_amo(call, pe, off, size_of::<T>(), op, to_bits(value), 0, true);
-            return;
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+            self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+            self.route.amo_post(call, pe, off, size_of::<T>(), op, to_bits(value));
         }
-        self.shm.amo(pe, off, size_of::<T>(), op, to_bits(value), 0);
-    }
-
-    /// An AMO on a PE not mapped here, through the proxy: the target
-    /// applies it with the same CPU atomics its node uses.
-    #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn remote_amo(
-        &self, call: &str, pe: usize, off: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
-    ) -> u64 {
-        let p = self.proxy_for(call, pe);
-        let (region, roff) = self.region_of(off);
-        p.amo(call, region, pe, roff, size, op as u32, operand, cond, nbi)
     }
 
     /// A non-blocking fetching AMO: the old value is written to local
@@ -178,9 +165,13 @@ impl State {
     pub unsafe fn amo_nbi<T: Copy>(
         &self, call: &str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32,
     ) {
-        self.check_local(call, "fetch", fetch as *const u8);
-        let old = self.amo(call, dest, op, value, cond, pe);
-        fetch.write_unaligned(old);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            self.check_local(call, "fetch", fetch as *const u8);
+            let old = self.amo(call, dest, op, value, cond, pe);
+            fetch.write_unaligned(old);
+        }
     }
 
     /// `put_signal` / `put_signal_nbi`: the data, then the signal update
@@ -194,17 +185,15 @@ impl State {
         &self, call: &str, dest: *mut u8, src: *const u8, len: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int,
         pe: i32,
     ) {
-        let op = self.signal_op_code(call, sig_op);
-        let pe_idx = self.check_pe(call, pe);
-        let sig_off = self.sym_offset(call, "sig_addr", sig_addr as *const u8, 8);
-        self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
-        self.put(call, dest, src, len, pe);
-        if !self.amo_through_proxy && self.shm.addr(pe_idx, sig_off).is_some() {
-            self.shm.amo(pe_idx, sig_off, 8, op, signal, 0);
-        } else {
-            // The data is complete at the target before the signal leaves.
-            self.proxy_for(call, pe_idx).flush(call, Some(pe_idx));
-            self.remote_amo(call, pe_idx, sig_off, 8, op, signal, 0, true);
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let op = self.signal_op_code(call, sig_op);
+            let pe_idx = self.check_pe(call, pe);
+            let sig_off = self.sym_offset(call, "sig_addr", sig_addr as *const u8, 8);
+            self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
+            self.put(call, dest, src, len, pe);
+            self.route.signal(call, pe_idx, sig_off, op, signal);
         }
     }
 
@@ -250,8 +239,8 @@ impl State {
         check_cmp(call, cmp);
         self.local_ivars(call, "sig_addr", sig_addr, 1);
         let mut seen = 0;
-        // SAFETY: checked symmetric and aligned.
         wait_until(|| {
+            // SAFETY: checked symmetric and aligned.
             seen = unsafe { load_atomic(sig_addr) };
             compare(cmp, seen, cmp_value)
         });
@@ -263,9 +252,13 @@ impl State {
     /// # Safety
     /// `T` is a plain integer type.
     pub unsafe fn wait_until<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) {
-        check_cmp(call, cmp);
-        self.local_ivars(call, "ivar", ivar, 1);
-        wait_until(|| compare(cmp, load_atomic(ivar), cmp_value));
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            check_cmp(call, cmp);
+            self.local_ivars(call, "ivar", ivar, 1);
+            wait_until(|| compare(cmp, load_atomic(ivar), cmp_value));
+        }
     }
 
     /// `test` (single variable).
@@ -273,11 +266,15 @@ impl State {
     /// # Safety
     /// `T` is a plain integer type.
     pub unsafe fn test<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) -> bool {
-        check_cmp(call, cmp);
-        self.local_ivars(call, "ivar", ivar, 1);
-        // A loop of tests must let remote updates through.
-        crate::wait::progress();
-        compare(cmp, load_atomic(ivar), cmp_value)
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            check_cmp(call, cmp);
+            self.local_ivars(call, "ivar", ivar, 1);
+            // A loop of tests must let remote updates through.
+            crate::wait::progress();
+            compare(cmp, load_atomic(ivar), cmp_value)
+        }
     }
 
     /// The multi-element waits and tests (`_all`, `_any`, `_some`, and their
@@ -296,74 +293,78 @@ impl State {
         &self, call: &str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: CmpValues<T>,
         mode: SyncMode, blocking: bool,
     ) -> usize {
-        check_cmp(call, cmp);
-        self.local_ivars(call, "ivars", ivars, nelems);
-        if let CmpValues::Each(p) = values {
-            if nelems > 0 && p.is_null() {
-                crate::core::null_local(call, "cmp_values")
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            check_cmp(call, cmp);
+            self.local_ivars(call, "ivars", ivars, nelems);
+            if let CmpValues::Each(p) = values {
+                if nelems > 0 && p.is_null() {
+                    crate::state::null_local(call, "cmp_values")
+                }
             }
-        }
-        if let SyncMode::Some(p) = mode {
-            if nelems > 0 && p.is_null() {
-                crate::core::null_local(call, "indices")
+            if let SyncMode::Some(p) = mode {
+                if nelems > 0 && p.is_null() {
+                    crate::state::null_local(call, "indices")
+                }
             }
-        }
-        let included = |i: usize| status.is_null() || *status.add(i) == 0;
-        let holds = |i: usize| {
-            let v = match values {
-                CmpValues::One(v) => v,
-                CmpValues::Each(p) => *p.add(i),
+            let included = |i: usize| status.is_null() || *status.add(i) == 0;
+            let holds = |i: usize| {
+                let v = match values {
+                    CmpValues::One(v) => v,
+                    CmpValues::Each(p) => *p.add(i),
+                };
+                compare(cmp, load_atomic(ivars.add(i)), v)
             };
-            compare(cmp, load_atomic(ivars.add(i)), v)
-        };
-        let any_included = (0..nelems).any(included);
-        let mut result = 0usize;
-        let mut poll = || -> bool {
-            match mode {
-                SyncMode::All => {
-                    result = 1;
-                    (0..nelems).all(|i| !included(i) || holds(i))
-                }
-                SyncMode::Any => {
-                    result = (0..nelems).find(|&i| included(i) && holds(i)).unwrap_or(usize::MAX);
-                    result != usize::MAX
-                }
-                SyncMode::Some(indices) => {
-                    let mut n = 0;
-                    for i in 0..nelems {
-                        if included(i) && holds(i) {
-                            *indices.add(n) = i;
-                            n += 1;
-                        }
+            let any_included = (0..nelems).any(included);
+            let mut result = 0usize;
+            let mut poll = || -> bool {
+                match mode {
+                    SyncMode::All => {
+                        result = 1;
+                        (0..nelems).all(|i| !included(i) || holds(i))
                     }
-                    result = n;
-                    n > 0
+                    SyncMode::Any => {
+                        result = (0..nelems).find(|&i| included(i) && holds(i)).unwrap_or(usize::MAX);
+                        result != usize::MAX
+                    }
+                    SyncMode::Some(indices) => {
+                        let mut n = 0;
+                        for i in 0..nelems {
+                            if included(i) && holds(i) {
+                                *indices.add(n) = i;
+                                n += 1;
+                            }
+                        }
+                        result = n;
+                        n > 0
+                    }
                 }
+            };
+            if !blocking {
+                crate::wait::progress();
             }
-        };
-        if !blocking {
-            crate::wait::progress();
-        }
-        match mode {
-            SyncMode::All if !blocking => usize::from(poll()),
-            SyncMode::All => {
-                wait_until(poll);
-                1
-            }
-            _ if !any_included => {
-                if matches!(mode, SyncMode::Any) {
-                    usize::MAX
-                } else {
-                    0
+            match mode {
+                SyncMode::All if !blocking => usize::from(poll()),
+                SyncMode::All => {
+                    wait_until(poll);
+                    1
                 }
-            }
-            _ => {
-                if blocking {
-                    wait_until(&mut poll);
-                } else {
-                    poll();
+                _ if !any_included => {
+                    if matches!(mode, SyncMode::Any) {
+                        usize::MAX
+                    } else {
+                        0
+                    }
                 }
-                result
+                _ => {
+                    if blocking {
+                        wait_until(&mut poll);
+                    } else {
+                        poll();
+                    }
+                    result
+                }
             }
         }
     }

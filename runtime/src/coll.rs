@@ -23,8 +23,8 @@
 //!   avoids the n-way scatter of tiny slices;
 //! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
 
-use crate::core::State;
-use crate::team::Team;
+use crate::state::State;
+use crate::types::Team;
 
 /// Below this many bytes, every member reduces the whole vector itself.
 pub const SMALL_REDUCE_BYTES: usize = 2048;
@@ -79,50 +79,13 @@ impl State {
         self.team(call, team)
     }
 
-    fn sym_extent(&self, call: &str, what: &str, p: *const u8, bytes: usize) -> usize {
-        if bytes == 0 {
-            return 0;
-        }
-        self.sym_offset(call, what, p, bytes)
-    }
-
-    /// Address of symmetric offset `off` on this PE.
-    #[inline]
-    fn mine(&self, call: &str, off: usize) -> *mut u8 {
-        self.shm.addr(self.my_pe, off).unwrap_or_else(|| self.unreachable_pe(call, self.my_pe))
-    }
-
     /// Copies `len` local bytes to symmetric offset `off` on `pe`: a store
     /// on this node; through the proxy otherwise, complete by the next team
     /// sync (`src` must not change before it unless `blocking`).
     #[inline]
     unsafe fn xput(&self, call: &str, pe: usize, off: usize, src: *const u8, len: usize, blocking: bool) {
-        match self.shm.addr(pe, off) {
-            Some(d) => std::ptr::copy(src, d, len),
-            None => self.remote_put(call, pe, off, src, len, !blocking),
-        }
-    }
-
-    /// Copies `len` bytes at symmetric offset `off` on `pe` to local `dst`.
-    #[inline]
-    unsafe fn xget(&self, call: &str, pe: usize, off: usize, dst: *mut u8, len: usize) {
-        match self.shm.addr(pe, off) {
-            Some(s) => std::ptr::copy(s as *const u8, dst, len),
-            None => self.remote_get(call, pe, off, dst, len, false),
-        }
-    }
-
-    /// `len` bytes at symmetric offset `off` on `pe`, readable here: the
-    /// mapped address on this node, else a copy fetched into `tmp`.
-    #[inline]
-    unsafe fn xread(&self, call: &str, pe: usize, off: usize, len: usize, tmp: *mut u8) -> *const u8 {
-        match self.shm.addr(pe, off) {
-            Some(s) => s,
-            None => {
-                self.remote_get(call, pe, off, tmp, len, false);
-                tmp
-            }
-        }
+        // SAFETY: the caller's contract.
+        unsafe { self.route.put(call, pe, off, src, len, !blocking) }
     }
 
     /// `team_sync` (§9.9.4).
@@ -151,7 +114,7 @@ impl State {
         if nbytes > 0 && (include_root || t.my_rank() != root as usize) {
             // SAFETY: both ranges checked inside the heaps; the root's
             // source is not written during the collective.
-            unsafe { self.xget(call, t.world_pe(root as usize), soff, self.mine(call, doff), nbytes) };
+            unsafe { self.route.get(call, t.world_pe(root as usize), soff, self.mine(doff), nbytes, false) };
         }
         t.sync(self);
         t.done(self);
@@ -163,7 +126,7 @@ impl State {
     pub fn fcollect_in<G: Group>(
         &self, call: &str, t: &G, dest: *mut u8, source: *const u8, nbytes: usize,
     ) -> CollResult {
-        let total = nbytes.checked_mul(t.size()).unwrap_or(usize::MAX);
+        let total = nbytes.saturating_mul(t.size());
         let doff = self.sym_extent(call, "dest", dest, total);
         self.sym_extent(call, "source", source, nbytes);
         t.sync(self);
@@ -185,7 +148,7 @@ impl State {
     pub fn collect_in<G: Group>(
         &self, call: &str, t: &G, dest: *mut u8, source: *const u8, nelems: usize, elem: usize,
     ) -> CollResult {
-        let nbytes = nelems.checked_mul(elem).unwrap_or(usize::MAX);
+        let nbytes = nelems.saturating_mul(elem);
         self.sym_extent(call, "source", source, nbytes);
         t.publish(self, nbytes as u64);
         t.sync(self);
@@ -222,7 +185,7 @@ impl State {
         if dst < 1 || sst < 1 {
             crate::error::fatal(call, format_args!("strides must be at least 1 (dst {dst}, sst {sst})"))
         }
-        let n_all = nelems.checked_mul(t.size()).unwrap_or(usize::MAX);
+        let n_all = nelems.saturating_mul(t.size());
         let span = |stride: isize| -> usize {
             if n_all == 0 {
                 0
@@ -249,8 +212,8 @@ impl State {
                             nelems * elem,
                             false,
                         );
-                    } else if let Some(to) = self.shm.addr(pe, doff) {
-                        crate::core::strided_copy(
+                    } else if let Some(to) = self.route.local(pe, doff) {
+                        crate::rma::strided_copy(
                             to.offset(t.my_rank() as isize * nelems as isize * dst * elem as isize),
                             dst,
                             source.offset(j as isize * nelems as isize * sst * elem as isize),
@@ -283,70 +246,75 @@ impl State {
     pub unsafe fn reduce_in<G: Group, T: Copy>(
         &self, call: &str, t: &G, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
     ) -> CollResult {
-        let es = std::mem::size_of::<T>();
-        let nbytes = nreduce.checked_mul(es).unwrap_or(usize::MAX);
-        let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
-        let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-        t.sync(self);
-        if nreduce == 0 {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let es = std::mem::size_of::<T>();
+            let nbytes = nreduce.saturating_mul(es);
+            let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
+            let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
+            t.sync(self);
+            if nreduce == 0 {
+                t.sync(self);
+                t.done(self);
+                return 0;
+            }
+            let chunk = (CHUNK_BYTES / es).max(1);
+            let mut buf = [0u64; CHUNK_BYTES / 8];
+            let acc = buf.as_mut_ptr() as *mut T;
+            // Sources of members on other nodes are fetched here first.
+            let mut tmp = [0u64; CHUNK_BYTES / 8];
+            let tmp = tmp.as_mut_ptr() as *mut u8;
+            let src_chunk = |r: usize, i: usize, m: usize| {
+                self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T
+            };
+            let reduce_range = |lo: usize, hi: usize, out: &mut dyn FnMut(usize, usize)| {
+                let mut i = lo;
+                while i < hi {
+                    let m = chunk.min(hi - i);
+                    std::ptr::copy_nonoverlapping(src_chunk(0, i, m), acc, m);
+                    for r in 1..t.size() {
+                        let s = src_chunk(r, i, m);
+                        for k in 0..m {
+                            *acc.add(k) = op(*acc.add(k), *s.add(k));
+                        }
+                    }
+                    out(i, m);
+                    i += m;
+                }
+            };
+            if nbytes < SMALL_REDUCE_BYTES {
+                // Every member reduces everything into its own dest; in place,
+                // wait until every member has read this PE's source first.
+                let in_place = doff == soff;
+                let mine = self.mine(doff) as *mut T;
+                if in_place {
+                    reduce_range(0, nreduce, &mut |_, _| {});
+                    t.sync(self);
+                    std::ptr::copy_nonoverlapping(acc, mine, nreduce);
+                } else {
+                    reduce_range(0, nreduce, &mut |i, m| std::ptr::copy_nonoverlapping(acc, mine.add(i), m));
+                }
+            } else {
+                // Reduce-scatter + allgather: this member owns one slice, reads
+                // it from every source (nobody else reads it), and stores the
+                // result into every member's dest.
+                let per = nreduce.div_ceil(t.size());
+                let lo = (t.my_rank() * per).min(nreduce);
+                let hi = (lo + per).min(nreduce);
+                reduce_range(lo, hi, &mut |i, m| {
+                    for k in 0..t.size() {
+                        // acc is reused for the next chunk: remote stores are
+                        // blocking (the source is copied out before return).
+                        let pe = t.world_pe((t.my_rank() + k) % t.size());
+                        self.xput(call, pe, doff + i * es, acc as *const u8, m * es, true);
+                    }
+                });
+            }
             t.sync(self);
             t.done(self);
-            return 0;
+            0
         }
-        let chunk = (CHUNK_BYTES / es).max(1);
-        let mut buf = [0u64; CHUNK_BYTES / 8];
-        let acc = buf.as_mut_ptr() as *mut T;
-        // Sources of members on other nodes are fetched here first.
-        let mut tmp = [0u64; CHUNK_BYTES / 8];
-        let tmp = tmp.as_mut_ptr() as *mut u8;
-        let src_chunk =
-            |r: usize, i: usize, m: usize| self.xread(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T;
-        let reduce_range = |lo: usize, hi: usize, out: &mut dyn FnMut(usize, usize)| {
-            let mut i = lo;
-            while i < hi {
-                let m = chunk.min(hi - i);
-                std::ptr::copy_nonoverlapping(src_chunk(0, i, m), acc, m);
-                for r in 1..t.size() {
-                    let s = src_chunk(r, i, m);
-                    for k in 0..m {
-                        *acc.add(k) = op(*acc.add(k), *s.add(k));
-                    }
-                }
-                out(i, m);
-                i += m;
-            }
-        };
-        if nbytes < SMALL_REDUCE_BYTES {
-            // Every member reduces everything into its own dest; in place,
-            // wait until every member has read this PE's source first.
-            let in_place = doff == soff;
-            let mine = self.mine(call, doff) as *mut T;
-            if in_place {
-                reduce_range(0, nreduce, &mut |_, _| {});
-                t.sync(self);
-                std::ptr::copy_nonoverlapping(acc, mine, nreduce);
-            } else {
-                reduce_range(0, nreduce, &mut |i, m| std::ptr::copy_nonoverlapping(acc, mine.add(i), m));
-            }
-        } else {
-            // Reduce-scatter + allgather: this member owns one slice, reads
-            // it from every source (nobody else reads it), and stores the
-            // result into every member's dest.
-            let per = nreduce.div_ceil(t.size());
-            let lo = (t.my_rank() * per).min(nreduce);
-            let hi = (lo + per).min(nreduce);
-            reduce_range(lo, hi, &mut |i, m| {
-                for k in 0..t.size() {
-                    // acc is reused for the next chunk: remote stores are
-                    // blocking (the source is copied out before return).
-                    let pe = t.world_pe((t.my_rank() + k) % t.size());
-                    self.xput(call, pe, doff + i * es, acc as *const u8, m * es, true);
-                }
-            });
-        }
-        t.sync(self);
-        t.done(self);
-        0
     }
 
     /// Intel SHMEM's `sum_inscan` (`exclusive == false`: member r gets the
@@ -359,48 +327,52 @@ impl State {
         &self, call: &str, t: &G, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
         add: impl Fn(T, T) -> T,
     ) -> CollResult {
-        let es = std::mem::size_of::<T>();
-        let nbytes = nelems.checked_mul(es).unwrap_or(usize::MAX);
-        let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
-        let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-        t.sync(self);
-        let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
-        // In place, results wait in `held` (the only allocation, and only
-        // for in-place scans) until every member has read this PE's source.
-        let in_place = doff == soff;
-        let mut held: Vec<T> = Vec::new();
-        let mine = self.mine(call, doff) as *mut T;
-        let chunk = (CHUNK_BYTES / es).max(1);
-        let mut buf = [0u64; CHUNK_BYTES / 8];
-        let acc = buf.as_mut_ptr() as *mut T;
-        let mut tmp = [0u64; CHUNK_BYTES / 8];
-        let tmp = tmp.as_mut_ptr() as *mut u8;
-        let mut i = 0;
-        while i < nelems {
-            let m = chunk.min(nelems - i);
-            for k in 0..m {
-                *acc.add(k) = zero;
-            }
-            for r in 0..upto {
-                let s = self.xread(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T;
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let es = std::mem::size_of::<T>();
+            let nbytes = nelems.saturating_mul(es);
+            let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
+            let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
+            t.sync(self);
+            let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
+            // In place, results wait in `held` (the only allocation, and only
+            // for in-place scans) until every member has read this PE's source.
+            let in_place = doff == soff;
+            let mut held: Vec<T> = Vec::new();
+            let mine = self.mine(doff) as *mut T;
+            let chunk = (CHUNK_BYTES / es).max(1);
+            let mut buf = [0u64; CHUNK_BYTES / 8];
+            let acc = buf.as_mut_ptr() as *mut T;
+            let mut tmp = [0u64; CHUNK_BYTES / 8];
+            let tmp = tmp.as_mut_ptr() as *mut u8;
+            let mut i = 0;
+            while i < nelems {
+                let m = chunk.min(nelems - i);
                 for k in 0..m {
-                    *acc.add(k) = add(*acc.add(k), *s.add(k));
+                    *acc.add(k) = zero;
                 }
+                for r in 0..upto {
+                    let s = self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T;
+                    for k in 0..m {
+                        *acc.add(k) = add(*acc.add(k), *s.add(k));
+                    }
+                }
+                if in_place {
+                    held.extend_from_slice(std::slice::from_raw_parts(acc, m));
+                } else {
+                    std::ptr::copy_nonoverlapping(acc, mine.add(i), m);
+                }
+                i += m;
             }
             if in_place {
-                held.extend_from_slice(std::slice::from_raw_parts(acc, m));
-            } else {
-                std::ptr::copy_nonoverlapping(acc, mine.add(i), m);
+                t.sync(self);
+                std::ptr::copy_nonoverlapping(held.as_ptr(), mine, nelems);
             }
-            i += m;
-        }
-        if in_place {
             t.sync(self);
-            std::ptr::copy_nonoverlapping(held.as_ptr(), mine, nelems);
+            t.done(self);
+            0
         }
-        t.sync(self);
-        t.done(self);
-        0
     }
     /// `broadcast` on a team (OpenSHMEM 1.5: the root's dest is written too).
     pub fn broadcast(
@@ -437,9 +409,13 @@ impl State {
     pub unsafe fn reduce<T: Copy>(
         &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
     ) -> CollResult {
-        match self.coll_team(call, team) {
-            Some(t) => self.reduce_in(call, &t, dest, source, nreduce, op),
-            None => -1,
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            match self.coll_team(call, team) {
+                Some(t) => self.reduce_in(call, &t, dest, source, nreduce, op),
+                None => -1,
+            }
         }
     }
 
@@ -452,9 +428,13 @@ impl State {
         &self, call: &str, team: i32, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
         add: impl Fn(T, T) -> T,
     ) -> CollResult {
-        match self.coll_team(call, team) {
-            Some(t) => self.sum_scan_in(call, &t, dest, source, nelems, exclusive, zero, add),
-            None => -1,
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            match self.coll_team(call, team) {
+                Some(t) => self.sum_scan_in(call, &t, dest, source, nelems, exclusive, zero, add),
+                None => -1,
+            }
         }
     }
 }

@@ -13,8 +13,8 @@
 //! with real asynchrony (#8, #9) will keep per-context outstanding counts in
 //! the table's slot.
 
-use crate::core::State;
 use crate::error::fatal;
+use crate::state::State;
 use crate::team::{Team, TEAM_INVALID, TEAM_WORLD};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,7 +45,7 @@ fn encode(slot: usize, gen: u64) -> usize {
 }
 
 fn decode(h: usize) -> Option<(usize, u64)> {
-    (h & 0xf == TAG).then(|| ((h >> 4) & 0xffff, (h >> 20) as u64)).filter(|(s, _)| *s < SLOTS)
+    (h & 0xf == TAG).then_some(((h >> 4) & 0xffff, (h >> 20) as u64)).filter(|(s, _)| *s < SLOTS)
 }
 
 impl State {

@@ -16,7 +16,7 @@
 //! other threads writing globals; PEs running different executables (sizes
 //! differ) get no symmetric data segment, with a warning.
 
-use crate::device::{map_shared_aligned, memfd};
+use crate::mem::{map_shared_aligned, memfd};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -35,62 +35,104 @@ unsafe impl Sync for DataSegment {}
 struct Found {
     start: usize,
     end: usize,
+    /// The writable segments inside `[start, end)`.
+    segs: Vec<(usize, usize)>,
+}
+
+/// The writable data of a loaded object from its program headers: the
+/// span of its writable `PT_LOAD` segments, page-aligned, without the pages
+/// the loader write-protects after relocation (`PT_GNU_RELRO`, which
+/// starts the first writable segment). Executables whose RELRO data has a
+/// load segment of its own (common for Rust programs) thus get the
+/// segment after it. `None` when nothing writable is left.
+fn writable_span(loads: &[(usize, usize, bool)], relro: Option<(usize, usize)>, page: usize) -> Option<(usize, usize)> {
+    let w = loads.iter().filter(|l| l.2);
+    let lo = w.clone().map(|l| l.0).min()? & !(page - 1);
+    let hi = (w.map(|l| l.1).max()? + page - 1) & !(page - 1);
+    // The loader write-protects whole pages below the RELRO end.
+    let lo = match relro {
+        Some((_, end)) => lo.max(end & !(page - 1)),
+        None => lo,
+    };
+    (hi > lo).then_some((lo, hi))
 }
 
 unsafe extern "C" fn find_main(
     info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut libc::c_void,
 ) -> libc::c_int {
-    let out = &mut *(data as *mut Option<Found>);
-    let info = &*info;
-    // The first object reported is the main program.
-    let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
-    let mut seg: Option<(usize, usize)> = None;
-    let mut relro_end = 0usize;
-    for i in 0..info.dlpi_phnum as usize {
-        let ph = &*info.dlpi_phdr.add(i);
-        let start = info.dlpi_addr as usize + ph.p_vaddr as usize;
-        let end = start + ph.p_memsz as usize;
-        if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_W != 0 && seg.is_none() {
-            seg = Some((start, end));
+    crate::error::callback_guard("ishmem_init (finding the program's data segment)", || {
+        // SAFETY: the loader passes a valid info whose phdr array has
+        // dlpi_phnum entries; `data` is the `Option<Found>` of main_data.
+        let (out, info) = unsafe { (&mut *(data as *mut Option<Found>), &*info) };
+        let mut loads = Vec::new();
+        let mut relro = None;
+        for i in 0..info.dlpi_phnum as usize {
+            // SAFETY: i < dlpi_phnum.
+            let ph = unsafe { &*info.dlpi_phdr.add(i) };
+            let start = info.dlpi_addr as usize + ph.p_vaddr as usize;
+            let end = start + ph.p_memsz as usize;
+            match ph.p_type {
+                libc::PT_LOAD => loads.push((start, end, ph.p_flags & libc::PF_W != 0)),
+                libc::PT_GNU_RELRO => relro = Some((start, end)),
+                _ => {}
+            }
         }
-        if ph.p_type == libc::PT_GNU_RELRO {
-            relro_end = end;
+        if let Some((start, end)) = writable_span(&loads, relro, crate::mem::page_size()) {
+            let segs = loads.iter().filter(|l| l.2).map(|l| (l.0, l.1)).collect();
+            *out = Some(Found { start, end, segs });
         }
-    }
-    if let Some((s, e)) = seg {
-        // The loader write-protects whole pages below the RELRO end.
-        let start = (s & !(page - 1)).max(relro_end & !(page - 1));
-        let end = (e + page - 1) & !(page - 1);
-        if end > start {
-            *out = Some(Found { start, end });
-        }
-    }
-    1 // stop after the main program
+        1 // stop after the main program (the first object reported)
+    })
+}
+
+/// True when the page at `addr` is mapped in this process.
+fn mapped(addr: usize, page: usize) -> bool {
+    // SAFETY: msync only inspects the range; ENOMEM means unmapped.
+    unsafe { libc::msync(addr as *mut libc::c_void, page, libc::MS_ASYNC) == 0 }
 }
 
 /// The main program's writable data (page-aligned, without RELRO), left
 /// where it is. A host OpenSHMEM library (the OpenSHMEM proxy) already
 /// treats it as symmetric, so it is used in place there.
 pub fn main_data() -> Option<DataSegment> {
+    let Found { start, end, .. } = find()?;
+    Some(DataSegment { base: start as *mut u8, size: end - start, fd: None })
+}
+
+fn find() -> Option<Found> {
     let mut found: Option<Found> = None;
     // SAFETY: the callback only reads the program headers it is given and
     // writes `found`, which outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(find_main), &mut found as *mut _ as *mut libc::c_void) };
-    let Found { start, end } = found?;
-    Some(DataSegment { base: start as *mut u8, size: end - start, fd: None })
+    found
 }
 
 /// Moves the main program's writable data onto a shareable memfd. Returns
 /// `None` when the program has no such segment.
 pub fn share_main_data() -> io::Result<Option<DataSegment>> {
-    let Some(DataSegment { base, size, .. }) = main_data() else { return Ok(None) };
-    let start = base as usize;
+    let Some(Found { start, end, segs }) = find() else { return Ok(None) };
+    let size = end - start;
     let fd = memfd("ishmem-data", size)?;
-    let page = 4096usize;
+    let page = crate::mem::page_size();
+    let in_segment = |a: usize| segs.iter().any(|&(s, e)| a + page > (s & !(page - 1)) && a < e);
     let mut off = 0;
     while off < size {
         let n = page.min(size - off);
-        // SAFETY: the range is mapped readable (it is the program's data).
+        // Pages between two writable segments are normally unmapped: they
+        // read as zeros (and become shared memory like the rest). Anything
+        // else mapped there is not ours to replace.
+        if !in_segment(start + off) {
+            if mapped(start + off, n) {
+                return Err(io::Error::other(format!(
+                    "the page at {:#x}, between the program's writable segments, is mapped by something else",
+                    start + off
+                )));
+            }
+            off += n;
+            continue;
+        }
+        // SAFETY: the page is mapped, and readable: it belongs to one of
+        // the program's writable segments.
         let chunk = unsafe { std::slice::from_raw_parts((start + off) as *const u8, n) };
         if chunk.iter().any(|&b| b != 0) {
             // SAFETY: valid fd and buffer.
@@ -123,4 +165,31 @@ pub fn share_main_data() -> io::Result<Option<DataSegment>> {
 /// Maps a peer's data segment.
 pub fn map_peer_data(fd: &OwnedFd, size: usize) -> io::Result<*mut u8> {
     map_shared_aligned(fd, size, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::writable_span;
+    const P: usize = 4096;
+
+    #[test]
+    fn one_segment_minus_relro() {
+        // .data.rel.ro and .got at the start of the one writable segment.
+        let loads = [(0x1000, 0x5000, false), (0x6100, 0x9800, true)];
+        assert_eq!(writable_span(&loads, Some((0x6100, 0x7400)), P), Some((0x7000, 0xa000)));
+    }
+
+    #[test]
+    fn relro_in_its_own_segment() {
+        // The first writable segment is RELRO entirely; the data follows.
+        let loads = [(0x1000, 0x5000, false), (0x6000, 0x8000, true), (0x9000, 0xb800, true)];
+        assert_eq!(writable_span(&loads, Some((0x6000, 0x8000)), P), Some((0x8000, 0xc000)));
+    }
+
+    #[test]
+    fn nothing_writable_left() {
+        let loads = [(0x1000, 0x5000, false), (0x6000, 0x8000, true)];
+        assert_eq!(writable_span(&loads, Some((0x6000, 0x8000)), P), None);
+        assert_eq!(writable_span(&[(0x1000, 0x2000, false)], None, P), None);
+    }
 }

@@ -1,8 +1,12 @@
 //! The one table of `ISHMEM_*` environment variables.
 //!
-//! Everything that reads the environment goes through [`VARS`]: the parser
-//! ([`Config::from_env`]), the generated `docs/env.md` (see `bindings/gen`),
-//! and later `ishmem-info`. Adding a variable means adding a row here.
+//! This module is the only part of the runtime that reads (or writes) the
+//! process environment. Every `ISHMEM_*`, `ISHMRUN_*` and `SHMEM_*` variable
+//! is a row of [`VARS`], and its row's [`Kind`] decides how it is parsed
+//! ([`Config::from_env`], [`ishmrun_launch`]); the generated `docs/env.md`
+//! (see `bindings/gen`) and `ishmem-info` read the same table. Adding a
+//! variable means adding a row here. The other variables read here are
+//! foreign launchers' (how a job was started) and are not ours to document.
 
 use std::fmt;
 
@@ -86,6 +90,13 @@ pub const VARS: &[EnvVar] = &[
         kind: Kind::Text,
         default: "",
         help: "When set (to anything), PE 0 prints every environment variable of this table with its value and help at initialization.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_DEVICE",
+        kind: Kind::Text,
+        default: "cpu",
+        help: "The device backend, chosen once at initialization: cpu (heaps in shared memory, kernels on a CPU OpenCL runtime loaded at first device use).",
         internal: false,
     },
     EnvVar {
@@ -238,6 +249,34 @@ pub enum Source {
     Environment,
 }
 
+/// The device backends `ISHMEM_DEVICE` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// Heaps in shared memory, kernels on a CPU OpenCL runtime.
+    Cpu,
+}
+
+impl DeviceKind {
+    /// Every value `ISHMEM_DEVICE` accepts, as a user writes it.
+    pub const NAMES: &'static [&'static str] = &["cpu"];
+
+    fn parse(s: &str) -> Option<DeviceKind> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cpu" | "" => Some(DeviceKind::Cpu),
+            _ => None,
+        }
+    }
+}
+
+/// How the job bootstraps when `ishmrun` did not start it (`ISHMEM_RUNTIME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeChoice {
+    /// MPI when an MPI launcher is detected, else a singleton.
+    Auto,
+    Mpi,
+    OpenShmem,
+}
+
 /// The parsed user-facing configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -247,12 +286,14 @@ pub struct Config {
     pub print_version: bool,
     /// SHMEM_INFO is set.
     pub print_info: bool,
+    /// ISHMEM_DEVICE
+    pub device: DeviceKind,
+    /// ISHMEM_DEVICE_LIB
+    pub device_lib: Option<String>,
     /// ISHMEM_DEVICE_RING_ALL
     pub device_ring_all: bool,
-    /// ISHMEM_RUNTIME=MPI
-    pub runtime_mpi: bool,
-    /// ISHMEM_RUNTIME=OPENSHMEM
-    pub runtime_openshmem: bool,
+    /// ISHMEM_RUNTIME
+    pub runtime: RuntimeChoice,
     /// ISHMEM_SHMEM_LIB_NAME
     pub shmem_lib_name: Option<String>,
     /// ISHMEM_ENABLE_SHM
@@ -261,6 +302,75 @@ pub struct Config {
     pub mpi_proxy: Option<String>,
     /// ISHMEM_PROXY_PROGRESS_THREAD
     pub progress_thread: bool,
+    /// ISHMEM_ROOT
+    pub root: Option<String>,
+}
+
+const BOOL_EXPECTED: &str = "0/1, true/false, yes/no or on/off";
+
+/// Reads variables by their table row: the row's kind decides the parser.
+struct Reader<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Reader<'_> {
+    /// The row of `name`, which must be of `kind` (a programming error
+    /// otherwise, caught by the unit tests).
+    fn row(name: &'static str, kind: Kind) -> &'static EnvVar {
+        let v = var(name);
+        assert_eq!(v.kind, kind, "{name} is read as {kind:?} but its table row says {:?}", v.kind);
+        v
+    }
+
+    /// The value of `name` (else of `alias`) and the name it came from,
+    /// or the table's default.
+    fn value(&self, name: &'static str, alias: Option<&'static str>, kind: Kind) -> (String, &'static str, bool) {
+        Self::row(name, kind);
+        if let Some(a) = alias {
+            Self::row(a, kind);
+        }
+        match read(name, alias, self.lookup) {
+            (v, from) if (self.lookup)(from).is_some() => (v, from, true),
+            (v, from) => (v, from, false),
+        }
+    }
+
+    fn size(&self, name: &'static str, alias: Option<&'static str>) -> Result<u64, EnvError> {
+        let (v, from, _) = self.value(name, alias, Kind::Size);
+        parse_size(&v).filter(|&n| n > 0).ok_or(EnvError {
+            name: from,
+            value: v.clone(),
+            expected: "a positive size such as 1073741824, 512m or 2g",
+        })
+    }
+
+    fn bool(&self, name: &'static str, alias: Option<&'static str>) -> Result<bool, EnvError> {
+        let (v, from, _) = self.value(name, alias, Kind::Bool);
+        parse_bool(&v).ok_or(EnvError { name: from, value: v.clone(), expected: BOOL_EXPECTED })
+    }
+
+    fn uint(&self, name: &'static str) -> Result<Option<u64>, EnvError> {
+        let (v, from, set) = self.value(name, None, Kind::Uint);
+        if !set {
+            return Ok(None);
+        }
+        v.trim().parse::<u64>().map(Some).map_err(|_| EnvError {
+            name: from,
+            value: v,
+            expected: "a non-negative integer",
+        })
+    }
+
+    /// Text; `None` when unset or empty.
+    fn text(&self, name: &'static str) -> Option<String> {
+        let (v, _, set) = self.value(name, None, Kind::Text);
+        (set && !v.is_empty()).then_some(v)
+    }
+
+    /// A text variable that counts only by being set (`SHMEM_VERSION`).
+    fn present(&self, name: &'static str) -> bool {
+        self.value(name, None, Kind::Text).2
+    }
 }
 
 impl Config {
@@ -271,61 +381,134 @@ impl Config {
 
     /// Parses from an arbitrary lookup (tests use a map).
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Config, EnvError> {
-        let (size, from) = read("ISHMEM_SYMMETRIC_SIZE", Some("SHMEM_SYMMETRIC_SIZE"), lookup);
-        let symmetric_size = parse_size(&size).filter(|&n| n > 0).ok_or(EnvError {
-            name: from,
-            value: size.clone(),
-            expected: "a positive size such as 1073741824, 512m or 2g",
-        })?;
-        let (debug, from) = read("ISHMEM_DEBUG", Some("SHMEM_DEBUG"), lookup);
-        let debug = parse_bool(&debug).ok_or(EnvError {
-            name: from,
-            value: debug.clone(),
-            expected: "0/1, true/false, yes/no or on/off",
-        })?;
-        let (ring_all, from) = read("ISHMEM_DEVICE_RING_ALL", None, lookup);
-        let device_ring_all = parse_bool(&ring_all).ok_or(EnvError {
-            name: from,
-            value: ring_all.clone(),
-            expected: "0/1, true/false, yes/no or on/off",
-        })?;
-        let bool_var = |name: &'static str| -> Result<bool, EnvError> {
-            let (v, from) = read(name, None, lookup);
-            parse_bool(&v).ok_or(EnvError {
-                name: from,
-                value: v.clone(),
-                expected: "0/1, true/false, yes/no or on/off",
-            })
-        };
-        let (rt, from) = read("ISHMEM_RUNTIME", None, lookup);
-        let (runtime_mpi, runtime_openshmem) = match rt.trim().to_ascii_lowercase().as_str() {
-            "auto" | "" => (false, false),
-            "mpi" => (true, false),
-            "openshmem" => (false, true),
+        let r = Reader { lookup };
+        let (rt, from, _) = r.value("ISHMEM_RUNTIME", None, Kind::Text);
+        let runtime = match rt.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => RuntimeChoice::Auto,
+            "mpi" => RuntimeChoice::Mpi,
+            "openshmem" => RuntimeChoice::OpenShmem,
             _ => return Err(EnvError { name: from, value: rt, expected: "MPI, OPENSHMEM or auto" }),
         };
+        let (dev, from, _) = r.value("ISHMEM_DEVICE", None, Kind::Text);
+        let device = DeviceKind::parse(&dev).ok_or(EnvError {
+            name: from,
+            value: dev.clone(),
+            expected: "one of the device backends this build has: cpu",
+        })?;
         Ok(Config {
-            runtime_mpi,
-            runtime_openshmem,
-            shmem_lib_name: lookup("ISHMEM_SHMEM_LIB_NAME").filter(|p| !p.is_empty()),
-            enable_shm: bool_var("ISHMEM_ENABLE_SHM")?,
-            mpi_proxy: lookup("ISHMEM_MPI_PROXY").filter(|p| !p.is_empty()),
-            progress_thread: bool_var("ISHMEM_PROXY_PROGRESS_THREAD")?,
-            device_ring_all,
-            symmetric_size,
-            debug,
-            print_version: lookup("SHMEM_VERSION").is_some(),
-            print_info: lookup("SHMEM_INFO").is_some(),
+            symmetric_size: r.size("ISHMEM_SYMMETRIC_SIZE", Some("SHMEM_SYMMETRIC_SIZE"))?,
+            debug: r.bool("ISHMEM_DEBUG", Some("SHMEM_DEBUG"))?,
+            print_version: r.present("SHMEM_VERSION"),
+            print_info: r.present("SHMEM_INFO"),
+            device,
+            device_lib: r.text("ISHMEM_DEVICE_LIB"),
+            device_ring_all: r.bool("ISHMEM_DEVICE_RING_ALL", None)?,
+            runtime,
+            shmem_lib_name: r.text("ISHMEM_SHMEM_LIB_NAME"),
+            enable_shm: r.bool("ISHMEM_ENABLE_SHM", None)?,
+            mpi_proxy: r.text("ISHMEM_MPI_PROXY"),
+            progress_thread: r.bool("ISHMEM_PROXY_PROGRESS_THREAD", None)?,
+            root: r.text("ISHMEM_ROOT"),
         })
     }
 }
 
-/// Names of `ISHMEM_*` variables set in the environment that the table does
-/// not know (likely typos); the runtime warns about them.
+/// What `ishmrun` told one of its PEs (`ISHMRUN_FD`, `ISHMRUN_PE`,
+/// `ISHMRUN_NPES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IshmrunLaunch {
+    /// This PE's end of its bootstrap socket.
+    pub fd: i32,
+    pub pe: usize,
+    pub n_pes: usize,
+}
+
+/// The launch `ishmrun` described, `None` when it did not start this
+/// process, or an error naming the variable that is inconsistent.
+pub fn ishmrun_launch() -> Result<Option<IshmrunLaunch>, EnvError> {
+    ishmrun_launch_from(&|n| std::env::var(n).ok())
+}
+
+fn ishmrun_launch_from(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<IshmrunLaunch>, EnvError> {
+    let r = Reader { lookup };
+    let Some(fd) = r.uint("ISHMRUN_FD")? else { return Ok(None) };
+    let fd = i32::try_from(fd).ok().filter(|&f| f >= 3).ok_or(EnvError {
+        name: "ISHMRUN_FD",
+        value: fd.to_string(),
+        expected: "a file descriptor number from 3 to 2147483647 (set by ishmrun)",
+    })?;
+    let missing = |name: &'static str| EnvError { name, value: String::new(), expected: "a value: ISHMRUN_FD is set" };
+    let pe = r.uint("ISHMRUN_PE")?.ok_or_else(|| missing("ISHMRUN_PE"))?;
+    let n = r.uint("ISHMRUN_NPES")?.ok_or_else(|| missing("ISHMRUN_NPES"))?;
+    if n == 0 || n > i32::MAX as u64 {
+        return Err(EnvError {
+            name: "ISHMRUN_NPES",
+            value: n.to_string(),
+            expected: "a PE count from 1 to 2147483647",
+        });
+    }
+    if pe >= n {
+        return Err(EnvError { name: "ISHMRUN_PE", value: pe.to_string(), expected: "a PE number below ISHMRUN_NPES" });
+    }
+    Ok(Some(IshmrunLaunch { fd, pe: pe as usize, n_pes: n as usize }))
+}
+
+/// True when `ishmrun` started this process (it set `ISHMRUN_FD`).
+pub fn under_ishmrun() -> bool {
+    std::env::var_os("ISHMRUN_FD").is_some()
+}
+
+/// MPI ABI families the MPI proxy is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MpiFamily {
+    OpenMpi,
+    Mpich,
+}
+
+/// The MPI family whose launcher started this process, from the
+/// launcher's environment.
+pub fn mpi_launcher_family() -> Option<MpiFamily> {
+    let has = |v: &str| std::env::var_os(v).is_some();
+    if has("OMPI_COMM_WORLD_SIZE") || has("OMPI_UNIVERSE_SIZE") {
+        return Some(MpiFamily::OpenMpi);
+    }
+    if has("PMI_RANK") || has("PMI_SIZE") || has("MPI_LOCALNRANKS") || has("HYDI_CONTROL_FD") {
+        return Some(MpiFamily::Mpich);
+    }
+    None
+}
+
+/// True when the environment looks like an MPI launcher started us.
+pub fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+/// The job size a foreign launcher announces (before any library started).
+pub fn launcher_job_size() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// Sets the symmetric heap size a host OpenSHMEM library reads at its init
+/// (`SHMEM_SYMMETRIC_SIZE`, and SOS's `SMA_SYMMETRIC_SIZE`), in MiB. Called
+/// during our own init, before that library starts; the program's threads
+/// must not be reading the environment meanwhile (glibc's environment is
+/// not thread-safe).
+pub fn set_library_heap_size(mib: usize) {
+    std::env::set_var("SHMEM_SYMMETRIC_SIZE", format!("{mib}M"));
+    std::env::set_var("SMA_SYMMETRIC_SIZE", format!("{mib}M"));
+}
+
+/// Names of `ISHMEM_*` and `ISHMRUN_*` variables set in the environment
+/// that the table does not know (likely typos); the runtime warns about
+/// them.
 pub fn unknown_vars() -> Vec<String> {
     std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| k.starts_with("ISHMEM_") && !VARS.iter().any(|v| v.name == k))
+        .filter(|k| (k.starts_with("ISHMEM_") || k.starts_with("ISHMRUN_")) && !VARS.iter().any(|v| v.name == k))
         .collect()
 }
 

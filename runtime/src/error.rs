@@ -6,12 +6,13 @@
 //! rest when it sees a PE exit with a non-zero status.
 
 use crate::ctrl::Ctrl;
+use crate::phase;
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// This PE's number once known (-1 before init), for error tags.
-pub(crate) static MY_PE: AtomicI32 = AtomicI32::new(-1);
+pub use crate::phase::pe_tag;
+
 /// The control segment once mapped, for the abort flag.
 static CTRL: AtomicPtr<Ctrl> = AtomicPtr::new(std::ptr::null_mut());
 
@@ -46,14 +47,6 @@ fn ctrl() -> Option<&'static Ctrl> {
     unsafe { p.as_ref() }
 }
 
-/// The PE tag used in messages: `PE 3`, or `PE ?` before init.
-pub fn pe_tag() -> String {
-    match MY_PE.load(Ordering::Relaxed) {
-        pe if pe >= 0 => format!("PE {pe}"),
-        _ => "PE ?".to_string(),
-    }
-}
-
 /// Prints a warning tagged with the PE.
 pub fn warn(msg: fmt::Arguments<'_>) {
     emit(&format!("ishmem: {}: warning: {}\n", pe_tag(), msg));
@@ -85,7 +78,7 @@ pub(crate) fn claim_report() -> bool {
     match ctrl() {
         None => true,
         Some(c) => {
-            let me = MY_PE.load(Ordering::Relaxed).max(0) + 1;
+            let me = phase::my_pe().map_or(0, |p| p as i32) + 1;
             c.header().abort_reporter.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire).is_ok()
         }
     }
@@ -102,7 +95,7 @@ pub fn abort_job(code: i32) -> ! {
     let _ = std::io::stderr().flush();
     // Across nodes: the MPI launcher ends every process. Some MPIs call
     // exit() inside MPI_Abort: no collective finalize from atexit then.
-    crate::core::mark_exiting();
+    phase::mark_exiting();
     run_abort_hook(code);
     // SAFETY: _exit is always safe to call; it does not return.
     unsafe { libc::_exit(code & 0xff) }
@@ -130,14 +123,14 @@ pub fn global_exit(status: i32) -> ! {
     if let Some(c) = ctrl() {
         let h = c.header();
         h.exit_status.store(status, Ordering::Relaxed);
-        let me = MY_PE.load(Ordering::Relaxed).max(0) + 1;
+        let me = phase::my_pe().map_or(0, |p| p as i32) + 1;
         let _ = h.exit_caller.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire);
     }
     if !ABORT_HOOK.load(Ordering::Acquire).is_null() {
         // PEs on other nodes see no control segment: the launcher ends them
         // (and the job's exit status is `status` where MPI can pass it on).
         let _ = std::io::stdout().flush();
-        crate::core::mark_exiting();
+        phase::mark_exiting();
         run_abort_hook(status);
     }
     exit_with(status)
@@ -145,7 +138,7 @@ pub fn global_exit(status: i32) -> ! {
 
 #[cold]
 fn exit_with(status: i32) -> ! {
-    crate::core::mark_exiting();
+    phase::mark_exiting();
     let _ = std::io::stdout().flush();
     // SAFETY: exit runs atexit handlers (ours now does nothing) and flushes
     // C stdio, as exit(status) in the program would.
@@ -157,4 +150,21 @@ fn exit_for_peer_abort(code: i32) -> ! {
     let _ = std::io::stdout().flush();
     // SAFETY: as in abort_job.
     unsafe { libc::_exit(code & 0xff) }
+}
+
+/// Runs the body of one of the runtime's own `extern "C"` callbacks (exit
+/// handlers, loader iteration callbacks) so that a panic cannot unwind into
+/// C: it becomes a PE-tagged fatal error naming `what`.
+pub fn callback_guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            fatal(what, format_args!("internal error (panic): {msg}"))
+        }
+    }
 }

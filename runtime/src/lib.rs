@@ -1,14 +1,25 @@
-//! ishmem-rs runtime: the layers under every binding.
+//! ishmem-rs runtime: the layers under every binding, bottom to top (each
+//! module uses only modules on its own level or below; the `layers` test
+//! checks the import graph against this list):
 //!
-//! * plain types: [`env`], [`device_state`], [`ctrl`];
-//! * unsafe backends behind traits: [`device::Device`] (where heaps live),
-//!   [`transport::Transport`] (how peers are reached);
-//! * bootstrap with the `ishmrun` launcher: [`bootstrap`];
-//! * the validating core: [`core`] (lifecycle, RMA, ordering, barriers,
-//!   symmetric heap management), with errors reported by [`error`].
+//! 1. plain types and system calls: [`phase`] (lifecycle phase, this PE's
+//!    number), [`env`] (the one environment table), [`types`], [`ctrl`]
+//!    (control segment layout), [`device_state`], [`alloc`], [`mem`];
+//! 2. errors and waiting: [`error`], [`wait`], [`dataseg`], [`ring`] (the
+//!    reverse-offload ring's layout and messages);
+//! 3. backends behind traits: [`remote`] (`RemoteOps`: the MPI plugin and
+//!    a host OpenSHMEM library) and [`device`] (`Device`: heaps, kernel
+//!    runtime, ring server, device queues);
+//! 4. bootstrap: [`boot`] (one module per way a job starts, each returning
+//!    a `JobLayout`);
+//! 5. the routing decision: [`route`] (local pointer or proxy);
+//! 6. the validating core: [`state`] (the running PE and its checks) and
+//!    the operations on it: [`rma`], [`amo`], [`symheap`], [`team`],
+//!    [`coll`], [`activeset`], [`lock`], [`ctx`], [`queue`], [`serve`];
+//! 7. the lifecycle: [`core`] (init, finalize, the running state).
 //!
 //! The C ABI (`bindings/c`) and the safe Rust crate (`bindings/rust`) are
-//! thin layers over [`core`]. See `docs/architecture.md`.
+//! thin layers over [`core`] and [`state`]. See `docs/architecture.md`.
 
 // The core's entry points take the user's raw pointers and dereference
 // them only after checking that the whole range lies inside a mapped
@@ -17,25 +28,36 @@
 // OpenSHMEM routines they implement.
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
 
-pub mod activeset;
 pub mod alloc;
-pub mod amo;
-pub mod bootstrap;
-pub mod coll;
-pub mod core;
 pub mod ctrl;
-pub mod ctx;
-pub mod dataseg;
-pub mod device;
 pub mod device_state;
 pub mod env;
+pub mod mem;
+pub mod phase;
+pub mod types;
+
+pub mod dataseg;
 pub mod error;
-pub mod lock;
-pub mod node;
-pub mod opencl;
-pub mod proxy;
 pub mod ring;
-pub mod shmem_proxy;
-pub mod team;
-pub mod transport;
 pub mod wait;
+
+pub mod device;
+pub mod remote;
+
+pub mod boot;
+
+pub mod route;
+
+pub mod activeset;
+pub mod amo;
+pub mod coll;
+pub mod ctx;
+pub mod lock;
+pub mod queue;
+pub mod rma;
+pub mod serve;
+pub mod state;
+pub mod symheap;
+pub mod team;
+
+pub mod core;

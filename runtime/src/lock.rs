@@ -18,9 +18,9 @@
 //! wait bit. The lock variable must start at 0, as the spec requires.
 //! Up to 65535 PEs take part in one lock.
 
-use crate::core::State;
 use crate::error::fatal;
-use crate::transport::AmoOp;
+use crate::state::State;
+use crate::types::AmoOp;
 use crate::wait::wait_until;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,7 +41,7 @@ impl State {
             fatal(call, format_args!("lock {lock:p} is not aligned to 8 bytes"))
         }
         // Our own copy, for local spinning.
-        self.shm.addr(self.my_pe, off).unwrap_or_else(|| self.unreachable_pe(call, self.my_pe)) as *const AtomicU64
+        self.mine(off) as *const AtomicU64
     }
 
     fn lock_amo(&self, call: &str, lock: *mut i64, op: AmoOp, value: u64, cond: u64, pe: i32) -> u64 {

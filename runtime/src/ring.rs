@@ -21,13 +21,15 @@
 //!   every request posted so far ([`drain`]), so a kernel's requests are
 //!   ordered before the host's later operations.
 //!
-//! The layout is `#[repr(C)]` and mirrored in the device library's
-//! generated `device_state.h`, with size/offset asserts on both sides.
+//! This module is the ring's layout and message decoding (plain types);
+//! the thread that serves it belongs to the device (`device/ring_server.rs`)
+//! and performs each request through a [`crate::device::RingHandler`].
+//! The layout is `#[repr(C)]` and exported to the device libraries'
+//! generated headers, every field offset with a static assert on both
+//! sides ([`layout`]).
 
-use crate::core::State;
-use crate::transport::AmoOp;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::types::AmoOp;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const RING_SLOTS: usize = 4096;
 
@@ -86,7 +88,7 @@ pub struct RingCompletion {
     pub value: AtomicU64,
     pub sequence: AtomicU64,
     pub ack: AtomicU64,
-    _pad: u64,
+    pub pad: u64,
 }
 
 /// Request flag: nobody waits for the completion.
@@ -115,22 +117,51 @@ const _: () = {
     assert!(std::mem::offset_of!(RingMsg, sequence) == 56);
 };
 
-/// `(field, offset)` of the ring layout, for the device header asserts.
+/// The fields of [`RingMsg`] and [`RingCompletion`] with their kinds, in
+/// order: the device libraries' declarations of the structs are generated
+/// from these lists (and asserted against [`layout`]).
+pub const MSG_FIELDS: &[(&str, &str)] = &[
+    ("dest", "u64"),
+    ("source", "u64"),
+    ("value", "u64"),
+    ("cond", "u64"),
+    ("sig", "u64"),
+    ("pe", "u32"),
+    ("op", "u32"),
+    ("amo", "u32"),
+    ("flags", "u32"),
+    ("sequence", "u64"),
+];
+pub const COMPLETION_FIELDS: &[(&str, &str)] = &[("value", "u64"), ("sequence", "u64"), ("ack", "u64"), ("pad", "u64")];
+
+/// `(name, offset)` of every ring field the device libraries use: the
+/// generator writes them into the device headers with static asserts, and
+/// device code addresses fields only through these names.
 pub fn layout() -> Vec<(&'static str, usize)> {
-    use std::mem::offset_of;
+    use std::mem::{offset_of, size_of};
     vec![
+        ("msgs", offset_of!(Ring, msgs)),
         ("completions", offset_of!(Ring, completions)),
-        ("completion_size", std::mem::size_of::<RingCompletion>()),
+        ("completion_size", size_of::<RingCompletion>()),
         ("next_send", offset_of!(Ring, next_send)),
         ("completed", offset_of!(Ring, completed)),
-        ("size", std::mem::size_of::<Ring>()),
+        ("size", size_of::<Ring>()),
+        ("msg_size", size_of::<RingMsg>()),
+        ("msg_dest", offset_of!(RingMsg, dest)),
+        ("msg_source", offset_of!(RingMsg, source)),
+        ("msg_value", offset_of!(RingMsg, value)),
+        ("msg_cond", offset_of!(RingMsg, cond)),
+        ("msg_sig", offset_of!(RingMsg, sig)),
+        ("msg_pe", offset_of!(RingMsg, pe)),
+        ("msg_op", offset_of!(RingMsg, op)),
+        ("msg_amo", offset_of!(RingMsg, amo)),
+        ("msg_flags", offset_of!(RingMsg, flags)),
+        ("msg_sequence", offset_of!(RingMsg, sequence)),
+        ("cpl_value", offset_of!(RingCompletion, value)),
+        ("cpl_sequence", offset_of!(RingCompletion, sequence)),
+        ("cpl_ack", offset_of!(RingCompletion, ack)),
+        ("cpl_pad", offset_of!(RingCompletion, pad)),
     ]
-}
-
-/// The proxy thread serving one PE's ring.
-pub struct Proxy {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// A new, empty ring.
@@ -141,172 +172,181 @@ pub fn new_ring() -> &'static Ring {
     unsafe { &*(std::alloc::alloc_zeroed(layout) as *const Ring) }
 }
 
-impl Proxy {
-    /// Starts the proxy thread serving `st`'s ring.
-    pub fn start(st: &'static State) -> Proxy {
-        let ring = st.ring();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s2 = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("ishmem-proxy".into())
-            .spawn(move || serve(st, ring, &s2))
-            .expect("spawn the proxy thread");
-        Proxy { stop, thread: Some(thread) }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 thread_local! {
-    /// Set on the proxy thread: it must never wait for its own ring.
-    static ON_PROXY_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set on the ring's server thread: it must never wait for its own ring.
+    static ON_SERVER_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Waits until the proxy thread has served every request posted to `ring`
-/// so far. Host-side quiet and team syncs call it so that requests a kernel
+/// Marks the calling thread as a ring server (see [`drain`]).
+pub fn mark_server_thread() {
+    ON_SERVER_THREAD.with(|c| c.set(true));
+}
+
+/// Waits until the server has performed every request posted to `ring` so
+/// far. Host-side quiet and team syncs call it so that requests a kernel
 /// posted (e.g. a sync flag store, which the device posts without waiting)
 /// are performed before the host's own later stores to the same words: a
 /// device sync's late flag store of epoch `e` could otherwise overwrite the
 /// host's `e + 1` and hang the next sync. Returns at once when nothing is
-/// outstanding, and on the proxy thread itself.
+/// outstanding, and on the server thread itself.
+#[inline]
 pub fn drain(ring: &Ring) {
     let posted = ring.next_send.load(Ordering::Acquire);
-    if ring.completed.load(Ordering::Acquire) >= posted || ON_PROXY_THREAD.with(|c| c.get()) {
+    if ring.completed.load(Ordering::Acquire) >= posted || ON_SERVER_THREAD.with(|c| c.get()) {
         return;
     }
     crate::wait::wait_until(|| ring.completed.load(Ordering::Acquire) >= posted);
 }
 
-fn serve(st: &State, ring: &Ring, stop: &AtomicBool) {
-    let call = "ishmem device request";
-    ON_PROXY_THREAD.with(|c| c.set(true));
-    let mut next: u64 = 0;
-    let mut idle: u32 = 0;
-    loop {
-        let slot = &ring.msgs[(next % RING_SLOTS as u64) as usize];
-        if slot.sequence.load(Ordering::Acquire) != next + 1 {
-            if stop.load(Ordering::Acquire) {
-                return;
+/// What a ring message asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingOp {
+    Put,
+    Get,
+    Amo,
+    PutSignal,
+    /// Get of up to 8 bytes returned in the completion.
+    G,
+    /// Put of up to 8 bytes carried in the message.
+    P,
+    CtrlSet,
+    CtrlGet,
+    /// A device-side argument check failed.
+    Error,
+}
+
+/// A decoded ring message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub op: RingOp,
+    pub pe: i32,
+    pub dest: u64,
+    pub source: u64,
+    pub value: u64,
+    pub cond: u64,
+    pub sig: u64,
+    /// The AMO (for `Amo`; for `PutSignal`, `Set` or `FetchAdd`).
+    pub amo: AmoOp,
+    /// AMO size in bytes (1, 2, 4 or 8) for `Amo`.
+    pub size: usize,
+    /// Nobody waits for the completion.
+    pub nbi: bool,
+}
+
+/// A ring message that does not decode (a corrupt or foreign message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    UnknownOp(u32),
+    BadAmo { code: u32, size: u32 },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::UnknownOp(op) => write!(f, "unknown device request {op} (corrupt ring message)"),
+            DecodeError::BadAmo { code, size } => {
+                write!(f, "device atomic request with operation {code} on {size} bytes (corrupt ring message)")
             }
-            // Spin (without giving the core away) for about a millisecond:
-            // device work-items usually spin on their completions, and a
-            // yield can lose the core to them for a whole time slice. Then
-            // back off so an idle device costs nothing.
-            idle = idle.saturating_add(1);
-            if idle < 1 << 16 {
-                std::hint::spin_loop();
-            } else if idle < (1 << 16) + 64 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(50));
-            }
-            continue;
         }
-        idle = 0;
-        let pe = slot.pe.load(Ordering::Relaxed) as i32;
-        let dest = slot.dest.load(Ordering::Relaxed) as *mut u8;
-        let source = slot.source.load(Ordering::Relaxed) as *const u8;
-        let value = slot.value.load(Ordering::Relaxed);
-        let cond = slot.cond.load(Ordering::Relaxed);
-        let amo = slot.amo.load(Ordering::Relaxed);
-        let amo_op = amo_op(amo & 0xff);
-        let size = (amo >> 8) as usize;
-        // SAFETY: the device passed symmetric destinations and its own
-        // buffers; the core checks symmetric ranges and PEs like any call.
-        let result = unsafe {
-            match slot.op.load(Ordering::Relaxed) {
-                RING_PUT => {
-                    st.put(call, dest, source, value as usize, pe);
-                    0
-                }
-                RING_GET => {
-                    st.get(call, dest, source, value as usize, pe);
-                    0
-                }
-                RING_P => {
-                    st.put(call, dest, (&value as *const u64).cast(), (cond as usize).min(8), pe);
-                    0
-                }
-                RING_G => {
-                    let mut v = 0u64;
-                    st.get(call, (&mut v as *mut u64).cast(), source, (value as usize).min(8), pe);
-                    v
-                }
-                RING_AMO if size == 1 => st.amo(call, dest as *const u8, amo_op, value as u8, cond as u8, pe) as u64,
-                RING_AMO if size == 4 => st.amo(call, dest as *const u32, amo_op, value as u32, cond as u32, pe) as u64,
-                RING_AMO => st.amo(call, dest as *const u64, amo_op, value, cond, pe),
-                RING_PUT_SIGNAL => {
-                    let sig_op = if amo_op == AmoOp::Set { crate::amo::SIGNAL_SET } else { crate::amo::SIGNAL_ADD };
-                    st.put_signal(
-                        call,
-                        dest,
-                        source,
-                        value as usize,
-                        slot.sig.load(Ordering::Relaxed) as *mut u64,
-                        cond,
-                        sig_op,
-                        pe,
-                    );
-                    0
-                }
-                RING_CTRL_SET => {
-                    st.device_ctrl_set(call, pe, dest as usize, value);
-                    0
-                }
-                RING_CTRL_GET => st.device_ctrl_get(call, pe, source as usize),
-                RING_ERROR => device_error(st, value, cond as u32, dest as u64, pe),
-                op => crate::error::fatal(call, format_args!("unknown device request {op} (corrupt ring message)")),
-            }
+    }
+}
+
+/// The raw fields of one message, as read from the ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawMsg {
+    pub dest: u64,
+    pub source: u64,
+    pub value: u64,
+    pub cond: u64,
+    pub sig: u64,
+    pub pe: u32,
+    pub op: u32,
+    pub amo: u32,
+    pub flags: u32,
+}
+
+impl RawMsg {
+    /// Decodes the message; every field value is accepted or named in the
+    /// error (never a panic: this parses what device code wrote).
+    pub fn decode(&self) -> Result<Request, DecodeError> {
+        let op = match self.op {
+            RING_PUT => RingOp::Put,
+            RING_GET => RingOp::Get,
+            RING_AMO => RingOp::Amo,
+            RING_PUT_SIGNAL => RingOp::PutSignal,
+            RING_G => RingOp::G,
+            RING_P => RingOp::P,
+            RING_CTRL_SET => RingOp::CtrlSet,
+            RING_CTRL_GET => RingOp::CtrlGet,
+            RING_ERROR => RingOp::Error,
+            other => return Err(DecodeError::UnknownOp(other)),
         };
-        let c = &ring.completions[(next % RING_SLOTS as u64) as usize];
-        c.value.store(result, Ordering::Relaxed);
-        c.sequence.store(next + 1, Ordering::Release);
-        if slot.flags.load(Ordering::Relaxed) & RING_NBI != 0 {
-            c.ack.store(next + 1, Ordering::Release);
+        let code = self.amo & 0xff;
+        let size = self.amo >> 8;
+        let amo = match (op, AmoOp::from_code(code)) {
+            (RingOp::Amo, Some(a)) if matches!(size, 1 | 2 | 4 | 8) => a,
+            (RingOp::Amo, _) => return Err(DecodeError::BadAmo { code, size }),
+            (RingOp::PutSignal, Some(a @ (AmoOp::Set | AmoOp::FetchAdd))) => a,
+            (RingOp::PutSignal, _) => return Err(DecodeError::BadAmo { code, size }),
+            _ => AmoOp::Fetch,
+        };
+        Ok(Request {
+            op,
+            pe: self.pe as i32,
+            dest: self.dest,
+            source: self.source,
+            value: self.value,
+            cond: self.cond,
+            sig: self.sig,
+            amo,
+            size: size as usize,
+            nbi: self.flags & RING_NBI != 0,
+        })
+    }
+}
+
+impl RingMsg {
+    /// Reads the fields of a message whose `sequence` the reader has seen
+    /// (acquire) as published.
+    pub fn read(&self) -> RawMsg {
+        RawMsg {
+            dest: self.dest.load(Ordering::Relaxed),
+            source: self.source.load(Ordering::Relaxed),
+            value: self.value.load(Ordering::Relaxed),
+            cond: self.cond.load(Ordering::Relaxed),
+            sig: self.sig.load(Ordering::Relaxed),
+            pe: self.pe.load(Ordering::Relaxed),
+            op: self.op.load(Ordering::Relaxed),
+            amo: self.amo.load(Ordering::Relaxed),
+            flags: self.flags.load(Ordering::Relaxed),
         }
-        ring.completed.store(next + 1, Ordering::Release);
-        next += 1;
     }
 }
 
-/// Aborts the job for a failed device-side argument check.
-fn device_error(st: &State, kind: u64, op: u32, bad: u64, pe: i32) -> ! {
-    let call = match op {
-        RING_PUT => "ishmem device put",
-        RING_GET => "ishmem device get",
-        RING_AMO => "ishmem device atomic",
-        RING_PUT_SIGNAL => "ishmem device put_signal",
-        RING_G => "ishmem device g",
-        RING_P => "ishmem device p",
-        _ => "ishmem device call",
-    };
-    let n = st.n_pes;
-    let (base, size) = (st.heap_base() as u64, st.heap_size() as u64);
-    match kind {
-        DEVICE_BAD_PE => crate::error::fatal(call, format_args!("target PE {pe} is out of range [0, {n})")),
-        _ => crate::error::fatal(
-            call,
-            format_args!("address {bad:#x} (to PE {pe}) is not in the symmetric heap [{base:#x}, {:#x})", base + size),
-        ),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn amo_op(code: u32) -> AmoOp {
-    match code {
-        0 => AmoOp::Fetch,
-        1 => AmoOp::Set,
-        2 => AmoOp::Swap,
-        3 => AmoOp::CompareSwap,
-        4 => AmoOp::FetchAdd,
-        5 => AmoOp::FetchAnd,
-        6 => AmoOp::FetchOr,
-        _ => AmoOp::FetchXor,
+    #[test]
+    fn decode_accepts_what_devices_send_and_names_the_rest() {
+        let put = RawMsg { op: RING_PUT, pe: 1, value: 64, ..Default::default() };
+        assert_eq!(put.decode().unwrap().op, RingOp::Put);
+        let amo = RawMsg { op: RING_AMO, amo: AmoOp::FetchAdd as u32 | 8 << 8, ..Default::default() };
+        let r = amo.decode().unwrap();
+        assert_eq!((r.amo, r.size), (AmoOp::FetchAdd, 8));
+        assert_eq!(RawMsg { op: 77, ..Default::default() }.decode(), Err(DecodeError::UnknownOp(77)));
+        assert!(RawMsg { op: RING_AMO, amo: 9 | 8 << 8, ..Default::default() }.decode().is_err());
+        assert!(RawMsg { op: RING_AMO, amo: 3 << 8, ..Default::default() }.decode().is_err());
+        let sig = RawMsg { op: RING_PUT_SIGNAL, amo: AmoOp::Swap as u32, ..Default::default() };
+        assert!(sig.decode().is_err());
+    }
+
+    #[test]
+    fn layout_is_what_the_device_headers_assert() {
+        let l = layout();
+        let get = |n: &str| l.iter().find(|(k, _)| *k == n).unwrap().1;
+        assert_eq!(get("msg_size"), 64);
+        assert_eq!(get("msg_sequence"), 56);
+        assert_eq!(get("completion_size"), 32);
     }
 }

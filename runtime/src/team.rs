@@ -16,65 +16,13 @@
 //!
 //! [`TeamCtrl`]: crate::ctrl::TeamCtrl
 
-use crate::core::State;
 use crate::ctrl::TEAM_SLOTS;
 use crate::error::{fatal, warn};
-use crate::transport::AmoOp;
+use crate::state::State;
 use crate::wait::wait_until;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 
-/// Predefined team handles (Intel SHMEM's values).
-pub const TEAM_WORLD: i32 = 0;
-pub const TEAM_SHARED: i32 = 1;
-pub const TEAM_NODE: i32 = 2;
-pub const TEAM_INVALID: i32 = -1;
-/// Slots 0..PREDEFINED are the predefined teams.
-pub const PREDEFINED: usize = 3;
-
-/// A team as this PE knows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Team {
-    pub slot: usize,
-    /// World PE of team rank 0.
-    pub start: usize,
-    /// World-PE distance between consecutive ranks.
-    pub stride: isize,
-    pub size: usize,
-    /// This PE's rank in the team.
-    pub my_rank: usize,
-    /// `num_contexts` from the creation config (§9.4.3).
-    pub num_contexts: i32,
-}
-
-impl Team {
-    /// World PE of team rank `rank`.
-    #[inline]
-    pub fn world(&self, rank: usize) -> usize {
-        (self.start as isize + rank as isize * self.stride) as usize
-    }
-
-    /// Team rank of world PE `pe`, if it is a member.
-    pub fn rank_of(&self, pe: usize) -> Option<usize> {
-        let d = pe as isize - self.start as isize;
-        if self.stride == 0 {
-            return (d == 0).then_some(0);
-        }
-        if d % self.stride != 0 {
-            return None;
-        }
-        let r = d / self.stride;
-        (r >= 0 && (r as usize) < self.size).then_some(r as usize)
-    }
-}
-
-/// A new team's shape, as one member computes it.
-#[derive(Clone, Copy, Debug)]
-pub struct Shape {
-    pub start: usize,
-    pub stride: isize,
-    pub size: usize,
-    pub my_rank: usize,
-}
+pub use crate::types::{Shape, Team, PREDEFINED, TEAM_INVALID, TEAM_NODE, TEAM_SHARED, TEAM_WORLD};
 
 impl State {
     /// The team behind `handle`; `None` for `TEAM_INVALID`; a fatal error
@@ -144,69 +92,6 @@ impl State {
         self.teams.read().unwrap_or_else(|e| e.into_inner())[0].expect("world team exists while running")
     }
 
-    /// Stores `v` into control word `word` of PE `pe`'s record: directly
-    /// on this node, through the proxy (an AMO the target applies with a
-    /// CPU atomic, after this PE's earlier operations to it complete)
-    /// otherwise.
-    pub(crate) fn ctrl_store(&self, call: &str, pe: usize, word: &AtomicU64, v: u64) {
-        if self.is_local(pe) {
-            word.store(v, Ordering::Release);
-        } else {
-            let off = word as *const AtomicU64 as usize - self.ctrl.base() as usize;
-            let p = self.proxy_for(call, pe);
-            p.amo(call, ishmem_proxy_abi::REGION_CTRL, pe, off, 8, AmoOp::Set as u32, v, 0, true);
-        }
-    }
-
-    /// A device team sync's flag store to `pe`, which the device cannot
-    /// reach (the ring's `RING_CTRL_SET`): `addr` is the flag's address in
-    /// this node's control segment. Like the host's sync, this PE's
-    /// outstanding operations complete first.
-    pub(crate) fn device_ctrl_set(&self, call: &str, pe: i32, addr: usize, value: u64) {
-        let pe = self.check_pe(call, pe);
-        let word = self.device_ctrl_word(call, addr);
-        if let Some(p) = self.proxy {
-            p.flush(call, None);
-        }
-        self.ctrl_store(call, pe, word, value);
-    }
-
-    /// A device collective's read of team-sync scratch word `addr` (its
-    /// address in this node's control segment) of `pe`, which the device
-    /// cannot reach (the ring's `RING_CTRL_GET`).
-    pub(crate) fn device_ctrl_get(&self, call: &str, pe: i32, addr: usize) -> u64 {
-        let pe = self.check_pe(call, pe);
-        let word = self.device_ctrl_word(call, addr);
-        self.ctrl_load(call, pe, word)
-    }
-
-    /// The control word at device-supplied address `addr`, checked to lie
-    /// in the control segment and aligned.
-    fn device_ctrl_word(&self, call: &str, addr: usize) -> &AtomicU64 {
-        let base = self.ctrl.base() as usize;
-        let end = base + crate::ctrl::ctrl_size(self.n_pes);
-        if addr < base || addr + 8 > end || addr % 8 != 0 {
-            fatal(call, format_args!("device control word address {addr:#x} is not in the control segment"))
-        }
-        // SAFETY: checked inside the mapped control segment and aligned.
-        unsafe { &*(addr as *const AtomicU64) }
-    }
-
-    /// Reads control word `word` of PE `pe`'s record (a value that does not
-    /// change while it is read).
-    pub(crate) fn ctrl_load(&self, call: &str, pe: usize, word: &AtomicU64) -> u64 {
-        if self.is_local(pe) {
-            word.load(Ordering::Acquire)
-        } else {
-            let off = word as *const AtomicU64 as usize - self.ctrl.base() as usize;
-            let p = self.proxy_for(call, pe);
-            let mut v = 0u64;
-            // SAFETY: an 8-byte word inside the control region.
-            unsafe { p.get(call, ishmem_proxy_abi::REGION_CTRL, pe, off, &mut v as *mut u64 as *mut u8, 8, false) };
-            v
-        }
-    }
-
     /// Synchronizes the members of `team` (dissemination: ceil(log2 size)
     /// rounds, each one flag store to a member and one wait). Through the
     /// proxy, this PE's outstanding operations are completed first, so the
@@ -218,9 +103,7 @@ impl State {
         // flag stores (see `ring::drain`).
         crate::ring::drain(self.ring());
         if n > 1 {
-            if let Some(p) = self.proxy {
-                p.flush(CALL, None);
-            }
+            self.route.flush(CALL, None);
         }
         let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
         let epoch = mine.epoch.load(Ordering::Relaxed) + 1;
@@ -229,7 +112,7 @@ impl State {
         let mut round = 0usize;
         while dist < n {
             let to = team.world((team.my_rank + dist) % n);
-            self.ctrl_store(CALL, to, &self.ctrl.pe(to).teams[team.slot].barrier[round], epoch);
+            self.route.ctrl_store(CALL, to, &self.ctrl.pe(to).teams[team.slot].barrier[round], epoch);
             let flag = &mine.barrier[round];
             wait_until(|| flag.load(Ordering::Acquire) >= epoch);
             dist <<= 1;
@@ -254,7 +137,7 @@ impl State {
     pub(crate) fn read_scratch(&self, team: &Team, rank: usize) -> u64 {
         let e = self.ctrl.pe(self.my_pe).teams[team.slot].epoch.load(Ordering::Relaxed);
         let pe = team.world(rank);
-        self.ctrl_load("team collective", pe, &self.ctrl.pe(pe).teams[team.slot].scratch[(e % 2) as usize])
+        self.route.ctrl_load("team collective", pe, &self.ctrl.pe(pe).teams[team.slot].scratch[(e % 2) as usize])
     }
 
     /// Creates teams collectively over `parent`: every parent member passes
@@ -274,7 +157,7 @@ impl State {
             (Some(s), Some(shape)) => (0..shape.size)
                 .map(|r| {
                     let pe = (shape.start as isize + r as isize * shape.stride) as usize;
-                    self.ctrl_load("team creation", pe, &self.ctrl.pe(pe).teams[s].epoch)
+                    self.route.ctrl_load("team creation", pe, &self.ctrl.pe(pe).teams[s].epoch)
                 })
                 .max()
                 .unwrap_or(0),

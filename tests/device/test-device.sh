@@ -43,6 +43,14 @@ for ring in 0 1; do
         echo "$log" | grep -q "device sweep ok on $n PEs" || { echo "$log" >&2; fail "device sweep on $n PEs (ring-all $ring)"; }
     done
 done
+# The device-queue operations from the safe Rust API (ishmem crate).
+for ring in 0 1; do
+    for n in 1 2 4; do
+        log="$(ISHMEM_DEVICE_RING_ALL=$ring "$target/debug/ishmrun" -n "$n" -t 300 "$target/debug/rust_on_queue" 2>&1)" \
+            || { echo "$log" >&2; fail "Rust on_queue on $n PEs (ring-all $ring)"; }
+        echo "$log" | grep -q "rust on_queue ok on $n PEs" || { echo "$log" >&2; fail "Rust on_queue on $n PEs printed no result"; }
+    done
+done
 # Device-side argument checks: a kernel on the last PE passes a bad PE or
 # a non-symmetric address; the job must end with the library's message
 # naming the operation and the value, on the load/store path and the ring.

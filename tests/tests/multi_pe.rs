@@ -312,6 +312,11 @@ fn c_teams_and_collectives() {
 }
 
 #[test]
+fn rust_globals() {
+    on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_globals")), &[]);
+}
+
+#[test]
 fn rust_coll() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_coll")), &[]);
 }

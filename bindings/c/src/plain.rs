@@ -65,14 +65,17 @@ const _: () = assert!(std::mem::size_of::<ishmemx_attr_t>() == 16);
 /// `runtime`.
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
-    const CALL: &str = "ishmemx_init_attr";
-    guard(CALL, || {
-        if attr.is_null() {
-            fatal(CALL, format_args!("attr is a null pointer"))
-        }
-        let a = &*attr;
-        let under_ishmrun = std::env::var_os("ISHMRUN_FD").is_some();
-        match a.runtime {
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        const CALL: &str = "ishmemx_init_attr";
+        guard(CALL, || {
+            if attr.is_null() {
+                fatal(CALL, format_args!("attr is a null pointer"))
+            }
+            let a = &*attr;
+            let under_ishmrun = ishmem_runtime::env::under_ishmrun();
+            match a.runtime {
             ISHMEMX_RUNTIME_MPI | ISHMEMX_RUNTIME_OPENSHMEM | ISHMEMX_RUNTIME_ISHMRUN | ISHMEMX_RUNTIME_SINGLETON => {}
             ISHMEMX_RUNTIME_PMI => fatal(
                 CALL,
@@ -83,30 +86,36 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
             ),
             r => fatal(CALL, format_args!("runtime {r} is not an ishmemx_runtime_type_t value")),
         }
-        if a.runtime == ISHMEMX_RUNTIME_MPI && !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
-            fatal(
-                CALL,
-                format_args!("initialize_runtime is false but mpi_comm is null: pass the application's communicator"),
-            )
-        }
-        if under_ishmrun && !a.mpi_comm.is_null() {
-            fatal(CALL, format_args!("mpi_comm was given, but this job was started by ishmrun (start it with mpiexec)"))
-        }
-        let opts = core::InitOptions {
-            force_mpi: a.runtime == ISHMEMX_RUNTIME_MPI && !under_ishmrun && launched_or_comm(a),
-            force_openshmem: a.runtime == ISHMEMX_RUNTIME_OPENSHMEM && !under_ishmrun,
-            app_comm: a.mpi_comm as *const c_void,
-            requested_thread: ISHMEM_THREAD_MULTIPLE,
-        };
-        init_opts_or_die(CALL, &opts);
-    })
+            if a.runtime == ISHMEMX_RUNTIME_MPI && !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
+                fatal(
+                    CALL,
+                    format_args!(
+                        "initialize_runtime is false but mpi_comm is null: pass the application's communicator"
+                    ),
+                )
+            }
+            if under_ishmrun && !a.mpi_comm.is_null() {
+                fatal(
+                    CALL,
+                    format_args!("mpi_comm was given, but this job was started by ishmrun (start it with mpiexec)"),
+                )
+            }
+            let opts = core::InitOptions {
+                force_mpi: a.runtime == ISHMEMX_RUNTIME_MPI && !under_ishmrun && launched_or_comm(a),
+                force_openshmem: a.runtime == ISHMEMX_RUNTIME_OPENSHMEM && !under_ishmrun,
+                app_comm: a.mpi_comm as *const c_void,
+                requested_thread: ISHMEM_THREAD_MULTIPLE,
+            };
+            init_opts_or_die(CALL, &opts);
+        })
+    }
 }
 
 /// Intel's default attributes ask for MPI: honour that when MPI is there
 /// (a communicator, or an MPI launcher); a program started without any
 /// launcher stays a singleton.
 fn launched_or_comm(a: &ishmemx_attr_t) -> bool {
-    !a.mpi_comm.is_null() || ishmem_runtime::proxy::launched_by_mpi()
+    !a.mpi_comm.is_null() || ishmem_runtime::env::launched_by_mpi()
 }
 
 /// How the job bootstrapped (`ishmemx_runtime_type_t`).
@@ -141,37 +150,49 @@ pub extern "C" fn ishmem_n_pes() -> c_int {
 }
 
 pub(crate) unsafe fn info_get_version(call: &'static str, major: *mut c_int, minor: *mut c_int) {
-    guard(call, || {
-        if major.is_null() || minor.is_null() {
-            fatal(call, format_args!("major or minor is a null pointer"))
-        }
-        *major = core::SPEC_MAJOR;
-        *minor = core::SPEC_MINOR;
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            if major.is_null() || minor.is_null() {
+                fatal(call, format_args!("major or minor is a null pointer"))
+            }
+            *major = core::SPEC_MAJOR;
+            *minor = core::SPEC_MINOR;
+        })
+    }
 }
 
 pub(crate) unsafe fn info_get_name(call: &'static str, name: *mut c_char) {
-    guard(call, || {
-        if name.is_null() {
-            fatal(call, format_args!("name is a null pointer"))
-        }
-        let v = core::VENDOR.as_bytes();
-        let n = v.len().min(ISHMEM_MAX_NAME_LEN as usize - 1);
-        std::ptr::copy_nonoverlapping(v.as_ptr(), name as *mut u8, n);
-        *name.add(n) = 0;
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            if name.is_null() {
+                fatal(call, format_args!("name is a null pointer"))
+            }
+            let v = core::VENDOR.as_bytes();
+            let n = v.len().min(ISHMEM_MAX_NAME_LEN as usize - 1);
+            std::ptr::copy_nonoverlapping(v.as_ptr(), name as *mut u8, n);
+            *name.add(n) = 0;
+        })
+    }
 }
 
 /// Writes the implemented specification version (§9.1.7).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
-    info_get_version("ishmem_info_get_version", major, minor)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { info_get_version("ishmem_info_get_version", major, minor) }
 }
 
 /// Writes the vendor string, at most ISHMEM_MAX_NAME_LEN bytes (§9.1.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_info_get_name(name: *mut c_char) {
-    info_get_name("ishmem_info_get_name", name)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { info_get_name("ishmem_info_get_name", name) }
 }
 
 /// Address of symmetric `dest` on `pe` for direct loads and stores, or
@@ -316,10 +337,14 @@ pub struct ishmem_team_config_t {
 }
 
 pub(crate) unsafe fn config_contexts(config: *const ishmem_team_config_t, mask: c_long) -> c_int {
-    if !config.is_null() && mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
-        (*config).num_contexts
-    } else {
-        0
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        if !config.is_null() && mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
+            (*config).num_contexts
+        } else {
+            0
+        }
     }
 }
 
@@ -352,28 +377,36 @@ pub unsafe extern "C" fn ishmem_team_split_strided(
     parent: ishmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const ishmem_team_config_t,
     config_mask: c_long, new_team: *mut ishmem_team_t,
 ) -> c_int {
-    split_strided(
-        "ishmem_team_split_strided",
-        parent,
-        start,
-        stride,
-        size,
-        config_contexts(config, config_mask),
-        new_team,
-    )
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        split_strided(
+            "ishmem_team_split_strided",
+            parent,
+            start,
+            stride,
+            size,
+            config_contexts(config, config_mask),
+            new_team,
+        )
+    }
 }
 
 pub(crate) unsafe fn split_strided(
     call: &'static str, parent: c_int, start: c_int, stride: c_int, size: c_int, contexts: c_int, new_team: *mut c_int,
 ) -> c_int {
-    guard(call, || {
-        if new_team.is_null() {
-            fatal(call, format_args!("new_team is a null pointer"))
-        }
-        let (rc, h) = state(call).team_split_strided(call, parent, start, stride, size, contexts);
-        *new_team = h;
-        rc
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            if new_team.is_null() {
+                fatal(call, format_args!("new_team is a null pointer"))
+            }
+            let (rc, h) = state(call).team_split_strided(call, parent, start, stride, size, contexts);
+            *new_team = h;
+            rc
+        })
+    }
 }
 
 /// Collective over `parent`: splits it as a grid of `xrange` columns into
@@ -384,22 +417,30 @@ pub unsafe extern "C" fn ishmem_team_split_2d(
     xaxis_team: *mut ishmem_team_t, yaxis_config: *const ishmem_team_config_t, yaxis_mask: c_long,
     yaxis_team: *mut ishmem_team_t,
 ) -> c_int {
-    let contexts = (config_contexts(xaxis_config, xaxis_mask), config_contexts(yaxis_config, yaxis_mask));
-    split_2d("ishmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        let contexts = (config_contexts(xaxis_config, xaxis_mask), config_contexts(yaxis_config, yaxis_mask));
+        split_2d("ishmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
+    }
 }
 
 pub(crate) unsafe fn split_2d(
     call: &'static str, parent: c_int, xrange: c_int, contexts: (c_int, c_int), x: *mut c_int, y: *mut c_int,
 ) -> c_int {
-    guard(call, || {
-        if x.is_null() || y.is_null() {
-            fatal(call, format_args!("xaxis_team or yaxis_team is a null pointer"))
-        }
-        let (rc, xh, yh) = state(call).team_split_2d(call, parent, xrange, contexts);
-        *x = xh;
-        *y = yh;
-        rc
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            if x.is_null() || y.is_null() {
+                fatal(call, format_args!("xaxis_team or yaxis_team is a null pointer"))
+            }
+            let (rc, xh, yh) = state(call).team_split_2d(call, parent, xrange, contexts);
+            *x = xh;
+            *y = yh;
+            rc
+        })
+    }
 }
 
 /// Writes the team's configuration selected by `config_mask` (§9.4.4).
@@ -408,24 +449,30 @@ pub(crate) unsafe fn split_2d(
 pub unsafe extern "C" fn ishmem_team_get_config(
     team: ishmem_team_t, config_mask: c_long, config: *mut ishmem_team_config_t,
 ) -> c_int {
-    get_config("ishmem_team_get_config", team, config_mask, config as *mut c_int)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { get_config("ishmem_team_get_config", team, config_mask, config as *mut c_int) }
 }
 
 pub(crate) unsafe fn get_config(call: &'static str, team: c_int, mask: c_long, num_contexts: *mut c_int) -> c_int {
-    guard(call, || {
-        if num_contexts.is_null() {
-            fatal(call, format_args!("config is a null pointer"))
-        }
-        match state(call).team(call, team) {
-            Some(t) => {
-                if mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
-                    *num_contexts = t.num_contexts;
-                }
-                0
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            if num_contexts.is_null() {
+                fatal(call, format_args!("config is a null pointer"))
             }
-            None => -1,
-        }
-    })
+            match state(call).team(call, team) {
+                Some(t) => {
+                    if mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
+                        *num_contexts = t.num_contexts;
+                    }
+                    0
+                }
+                None => -1,
+            }
+        })
+    }
 }
 
 /// Collective over the team: destroys it; its slot can be reused (§9.4.9).
@@ -466,33 +513,44 @@ pub const ISHMEM_MALLOC_SIGNAL_REMOTE: c_long = 2;
 static THREAD_LEVEL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(ISHMEM_THREAD_MULTIPLE);
 
 pub(crate) unsafe fn init_thread(call: &'static str, requested: c_int, provided: *mut c_int) -> c_int {
-    guard(call, || {
-        if !(ISHMEM_THREAD_SINGLE..=ISHMEM_THREAD_MULTIPLE).contains(&requested) {
-            fatal(call, format_args!("requested thread level {requested} is not one of the THREAD_* constants (0..3)"))
-        }
-        init_opts_or_die(call, &core::InitOptions { requested_thread: requested, ..Default::default() });
-        // Every level is supported on one node (RMA, AMO and wait paths take
-        // no locks, so MULTIPLE is also the light path). Across nodes, an
-        // application that initialized MPI below MPI_THREAD_MULTIPLE limits
-        // us to the thread that initialized (FUNNELED).
-        let level = requested.min(state(call).max_thread_level());
-        THREAD_LEVEL.store(level, std::sync::atomic::Ordering::Relaxed);
-        if !provided.is_null() {
-            *provided = level;
-        }
-        0
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            if !(ISHMEM_THREAD_SINGLE..=ISHMEM_THREAD_MULTIPLE).contains(&requested) {
+                fatal(
+                    call,
+                    format_args!("requested thread level {requested} is not one of the THREAD_* constants (0..3)"),
+                )
+            }
+            init_opts_or_die(call, &core::InitOptions { requested_thread: requested, ..Default::default() });
+            // Every level is supported on one node (RMA, AMO and wait paths take
+            // no locks, so MULTIPLE is also the light path). Across nodes, an
+            // application that initialized MPI below MPI_THREAD_MULTIPLE limits
+            // us to the thread that initialized (FUNNELED).
+            let level = requested.min(state(call).max_thread_level());
+            THREAD_LEVEL.store(level, std::sync::atomic::Ordering::Relaxed);
+            if !provided.is_null() {
+                *provided = level;
+            }
+            0
+        })
+    }
 }
 
 pub(crate) unsafe fn query_thread(call: &'static str, provided: *mut c_int) {
-    guard(call, || {
-        state(call);
-        if provided.is_null() {
-            fatal(call, format_args!("provided is a null pointer"))
-        }
-        let st = state(call);
-        *provided = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed).min(st.max_thread_level());
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            state(call);
+            if provided.is_null() {
+                fatal(call, format_args!("provided is a null pointer"))
+            }
+            let st = state(call);
+            *provided = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed).min(st.max_thread_level());
+        })
+    }
 }
 
 /// Initializes the library at a thread level; `*provided` gets the level
@@ -501,13 +559,17 @@ pub(crate) unsafe fn query_thread(call: &'static str, provided: *mut c_int) {
 /// Returns 0 (§9.1.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    init_thread("ishmem_init_thread", requested, provided)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { init_thread("ishmem_init_thread", requested, provided) }
 }
 
 /// The thread level the library was initialized with (§9.1.3).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_query_thread(provided: *mut c_int) {
-    query_thread("ishmem_query_thread", provided)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { query_thread("ishmem_query_thread", provided) }
 }
 
 /// Ends every PE of the job with `status` (§9.1.6).
@@ -566,132 +628,141 @@ pub extern "C" fn ishmemx_test_lock(lock: *mut c_long) -> c_int {
     guard("ishmemx_test_lock", || state("ishmemx_test_lock").test_lock("ishmemx_test_lock", lock.cast()))
 }
 
-// ----- CPU device backend: OpenCL (issue #9, load/store path) --------------
+// ----- device backend: native handles, programs, device queues ----------
 
-fn cl_device(call: &'static str) -> &'static ishmem_runtime::opencl::ClDevice {
-    match state(call).cl_device() {
-        Ok(d) => d,
-        Err(e) => fatal(call, format_args!("{e}")),
-    }
-}
+use ishmem_runtime::device::{Native, QueueOp};
 
 /// This PE's OpenCL context (a `cl_context`), opened on first use together
 /// with the device library; the OpenCL runtime is loaded only then.
 #[no_mangle]
 pub extern "C" fn ishmemx_cl_context() -> *mut c_void {
-    guard("ishmemx_cl_context", || cl_device("ishmemx_cl_context").context)
+    const CALL: &str = "ishmemx_cl_context";
+    guard(CALL, || state(CALL).device_native(CALL, Native::Context))
 }
 
 /// This PE's OpenCL device (a `cl_device_id`).
 #[no_mangle]
 pub extern "C" fn ishmemx_cl_device() -> *mut c_void {
-    guard("ishmemx_cl_device", || cl_device("ishmemx_cl_device").device)
+    const CALL: &str = "ishmemx_cl_device";
+    guard(CALL, || state(CALL).device_native(CALL, Native::Device))
 }
 
 /// This PE's in-order OpenCL queue (a `cl_command_queue`).
 #[no_mangle]
 pub extern "C" fn ishmemx_cl_queue() -> *mut c_void {
-    guard("ishmemx_cl_queue", || cl_device("ishmemx_cl_queue").queue)
+    const CALL: &str = "ishmemx_cl_queue";
+    guard(CALL, || state(CALL).device_native(CALL, Native::Queue))
 }
 
 /// Compiles a program given as SPIR-V, links it with the device library
 /// (`ishmem_device.spv`) and installs this PE's device state in it; returns
 /// the linked `cl_program`, whose kernels may call the device API
 /// (`ishmem_device.h`). Errors (compile or link logs) stop the job.
+///
+/// # Safety
+/// `spirv` points to `len` readable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_cl_link_program(spirv: *const c_void, len: usize) -> *mut c_void {
-    let call = "ishmemx_cl_link_program";
-    guard(call, || {
+    const CALL: &str = "ishmemx_cl_link_program";
+    guard(CALL, || {
         if spirv.is_null() || len == 0 {
-            fatal(call, format_args!("spirv is empty or a null pointer"))
+            fatal(CALL, format_args!("spirv is empty or a null pointer"))
         }
-        let dev = cl_device(call);
-        let bytes = std::slice::from_raw_parts(spirv as *const u8, len);
-        let st = state(call);
-        match dev.link(bytes, st.device_state() as *const _ as *const c_void) {
-            Ok(p) => p,
-            Err(e) => fatal(call, format_args!("{e}")),
-        }
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { std::slice::from_raw_parts(spirv as *const u8, len) };
+        state(CALL).link_device_program(CALL, bytes)
     })
 }
 
+/// Enqueues `op` on `queue` after `deps` (the C calling convention of the
+/// `_on_queue` routines).
+///
+/// # Safety
+/// `deps` points to `num_deps` events when `num_deps > 0`.
 unsafe fn on_queue(
-    call: &'static str, kernel: &str, args: &[ishmem_runtime::opencl::KernelArg], queue: *mut c_void, num_deps: u32,
-    deps: *const *mut c_void,
+    call: &'static str, op: QueueOp, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
 ) -> *mut c_void {
     guard(call, || {
-        if queue.is_null() {
-            fatal(call, format_args!("queue is a null pointer"))
-        }
         if num_deps > 0 && deps.is_null() {
             fatal(call, format_args!("deps is a null pointer with num_deps {num_deps}"))
         }
-        let dev = cl_device(call);
-        let deps = if num_deps == 0 { &[][..] } else { std::slice::from_raw_parts(deps, num_deps as usize) };
-        let st = state(call);
-        match dev.enqueue(queue, kernel, args, deps, st.device_state() as *const _ as *const c_void) {
-            Ok(ev) => ev,
-            Err(e) => fatal(call, format_args!("{e}")),
-        }
+        let deps = if num_deps == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { std::slice::from_raw_parts(deps, num_deps as usize) }
+        };
+        state(call).on_queue(call, op, queue, deps)
     })
 }
 
 /// Enqueues a put (`put == true`) or get of `nbytes` on `queue` after
 /// `deps`, for `ishmemx_putmem_on_queue`/`getmem` and their typed forms
 /// (`call` names the routine in errors).
+///
+/// # Safety
+/// As [`on_queue`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn rma_on_queue(
     call: &'static str, put: bool, dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int,
     queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
 ) -> *mut c_void {
-    guard(call, || {
-        let st = state(call);
-        st.check_pe(call, pe);
-        if nbytes > 0 {
-            if put {
-                st.sym_offset(call, "dest", dest.cast(), nbytes);
-            } else {
-                st.sym_offset(call, "source", source.cast(), nbytes);
-            }
-        }
-    });
-    use ishmem_runtime::opencl::KernelArg::*;
-    let kernel = if put { "ishmemi_putmem_kernel" } else { "ishmemi_getmem_kernel" };
-    on_queue(call, kernel, &[Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)], queue, num_deps, deps)
+    let op = if put { QueueOp::Put { dest, source, nbytes, pe } } else { QueueOp::Get { dest, source, nbytes, pe } };
+    // SAFETY: the caller's contract.
+    unsafe { on_queue(call, op, queue, num_deps, deps) }
 }
 
 /// Enqueues a putmem on the OpenCL `queue` (a `cl_command_queue` of this
 /// PE's context) after the `num_deps` events in `deps`; returns its
 /// `cl_event` (release it with clReleaseEvent). The put is complete when the
 /// event is.
+///
+/// # Safety
+/// `deps` points to `num_deps` events; `source` stays valid until the
+/// event completes.
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_putmem_on_queue(
     dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, queue: *mut c_void, num_deps: u32,
     deps: *const *mut c_void,
 ) -> *mut c_void {
-    rma_on_queue("ishmemx_putmem_on_queue", true, dest, source, nbytes, pe, queue, num_deps, deps)
+    // SAFETY: the caller's contract.
+    unsafe { rma_on_queue("ishmemx_putmem_on_queue", true, dest, source, nbytes, pe, queue, num_deps, deps) }
 }
 
 /// Enqueues a getmem on `queue` after `deps`; returns its `cl_event`.
+///
+/// # Safety
+/// `deps` points to `num_deps` events; `dest` stays valid until the event
+/// completes.
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_getmem_on_queue(
     dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, queue: *mut c_void, num_deps: u32,
     deps: *const *mut c_void,
 ) -> *mut c_void {
-    rma_on_queue("ishmemx_getmem_on_queue", false, dest, source, nbytes, pe, queue, num_deps, deps)
+    // SAFETY: the caller's contract.
+    unsafe { rma_on_queue("ishmemx_getmem_on_queue", false, dest, source, nbytes, pe, queue, num_deps, deps) }
 }
 
 /// Enqueues a barrier_all on `queue` after `deps`; returns its `cl_event`.
+///
+/// # Safety
+/// `deps` points to `num_deps` events.
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_barrier_all_on_queue(
     queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
 ) -> *mut c_void {
-    on_queue("ishmemx_barrier_all_on_queue", "ishmemi_barrier_all_kernel", &[], queue, num_deps, deps)
+    // SAFETY: the caller's contract.
+    unsafe { on_queue("ishmemx_barrier_all_on_queue", QueueOp::BarrierAll, queue, num_deps, deps) }
 }
 
 /// Enqueues a quiet on `queue` after `deps`; returns its `cl_event`.
+///
+/// # Safety
+/// `deps` points to `num_deps` events.
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_quiet_on_queue(
     queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
 ) -> *mut c_void {
-    on_queue("ishmemx_quiet_on_queue", "ishmemi_quiet_kernel", &[], queue, num_deps, deps)
+    // SAFETY: the caller's contract.
+    unsafe { on_queue("ishmemx_quiet_on_queue", QueueOp::Quiet, queue, num_deps, deps) }
 }

@@ -47,13 +47,17 @@ pub extern "C" fn shmem_n_pes() -> c_int {
 /// Writes the implemented specification version (§9.1.7).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
-    info_get_version("shmem_info_get_version", major, minor)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { info_get_version("shmem_info_get_version", major, minor) }
 }
 
 /// Writes the vendor string (§9.1.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
-    info_get_name("shmem_info_get_name", name)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { info_get_name("shmem_info_get_name", name) }
 }
 
 /// Load/store address of symmetric `dest` on `pe`, or NULL (§9.2.5).
@@ -210,8 +214,12 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     parent: shmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const shmem_team_config_t,
     config_mask: c_long, new_team: *mut shmem_team_t,
 ) -> c_int {
-    let contexts = crate::plain::config_contexts(config.cast(), config_mask);
-    crate::plain::split_strided("shmem_team_split_strided", parent, start, stride, size, contexts, new_team)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        let contexts = crate::plain::config_contexts(config.cast(), config_mask);
+        crate::plain::split_strided("shmem_team_split_strided", parent, start, stride, size, contexts, new_team)
+    }
 }
 
 /// Collective over `parent`: 2-D split (§9.4.7).
@@ -221,11 +229,15 @@ pub unsafe extern "C" fn shmem_team_split_2d(
     xaxis_team: *mut shmem_team_t, yaxis_config: *const shmem_team_config_t, yaxis_mask: c_long,
     yaxis_team: *mut shmem_team_t,
 ) -> c_int {
-    let contexts = (
-        crate::plain::config_contexts(xaxis_config.cast(), xaxis_mask),
-        crate::plain::config_contexts(yaxis_config.cast(), yaxis_mask),
-    );
-    crate::plain::split_2d("shmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        let contexts = (
+            crate::plain::config_contexts(xaxis_config.cast(), xaxis_mask),
+            crate::plain::config_contexts(yaxis_config.cast(), yaxis_mask),
+        );
+        crate::plain::split_2d("shmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
+    }
 }
 
 /// Writes the team's configuration (§9.4.4).
@@ -233,7 +245,9 @@ pub unsafe extern "C" fn shmem_team_split_2d(
 pub unsafe extern "C" fn shmem_team_get_config(
     team: shmem_team_t, config_mask: c_long, config: *mut shmem_team_config_t,
 ) -> c_int {
-    crate::plain::get_config("shmem_team_get_config", team, config_mask, config as *mut c_int)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { crate::plain::get_config("shmem_team_get_config", team, config_mask, config as *mut c_int) }
 }
 
 /// Collective: destroys the team (§9.4.9).
@@ -277,13 +291,17 @@ const _: () = {
 /// Initializes the library at a thread level (§9.1.2).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    crate::plain::init_thread("shmem_init_thread", requested, provided)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { crate::plain::init_thread("shmem_init_thread", requested, provided) }
 }
 
 /// The thread level provided (§9.1.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
-    crate::plain::query_thread("shmem_query_thread", provided)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { crate::plain::query_thread("shmem_query_thread", provided) }
 }
 
 /// Ends every PE of the job with `status` (§9.1.6).
@@ -355,34 +373,42 @@ const _: () = {
 };
 
 unsafe fn create_ctx(call: &'static str, team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
-    guard(call, || {
-        if ctx.is_null() {
-            ishmem_runtime::error::fatal(call, format_args!("ctx is a null pointer"))
-        }
-        match state(call).ctx_create(call, team, options) {
-            Some(h) => {
-                *ctx = h as shmem_ctx_t;
-                0
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            if ctx.is_null() {
+                ishmem_runtime::error::fatal(call, format_args!("ctx is a null pointer"))
             }
-            None => {
-                *ctx = ishmem_runtime::ctx::CTX_INVALID as shmem_ctx_t;
-                -1
+            match state(call).ctx_create(call, team, options) {
+                Some(h) => {
+                    *ctx = h as shmem_ctx_t;
+                    0
+                }
+                None => {
+                    *ctx = ishmem_runtime::ctx::CTX_INVALID as shmem_ctx_t;
+                    -1
+                }
             }
-        }
-    })
+        })
+    }
 }
 
 /// Creates a context on the world team; 0 on success (§9.5.1).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
-    create_ctx("shmem_ctx_create", SHMEM_TEAM_WORLD, options, ctx)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { create_ctx("shmem_ctx_create", SHMEM_TEAM_WORLD, options, ctx) }
 }
 
 /// Creates a context on `team`; PE numbers of its operations are team PEs;
 /// non-zero (and SHMEM_CTX_INVALID) for SHMEM_TEAM_INVALID (§9.4.8).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_create_ctx(team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
-    create_ctx("shmem_team_create_ctx", team, options, ctx)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { create_ctx("shmem_team_create_ctx", team, options, ctx) }
 }
 
 /// Completes the context's operations and destroys it (§9.5.2).
@@ -396,18 +422,22 @@ pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
 /// SHMEM_CTX_INVALID (§9.5.3).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, team: *mut shmem_team_t) -> c_int {
-    let call = "shmem_ctx_get_team";
-    guard(call, || {
-        if team.is_null() {
-            ishmem_runtime::error::fatal(call, format_args!("team is a null pointer"))
-        }
-        if ctx as usize == ishmem_runtime::ctx::CTX_INVALID {
-            *team = ishmem_runtime::ctx::NO_TEAM;
-            return -1;
-        }
-        *team = state(call).ctx_team_handle(call, ctx as usize);
-        0
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        let call = "shmem_ctx_get_team";
+        guard(call, || {
+            if team.is_null() {
+                ishmem_runtime::error::fatal(call, format_args!("team is a null pointer"))
+            }
+            if ctx as usize == ishmem_runtime::ctx::CTX_INVALID {
+                *team = ishmem_runtime::ctx::NO_TEAM;
+                return -1;
+            }
+            *team = state(call).ctx_team_handle(call, ctx as usize);
+            0
+        })
+    }
 }
 
 /// Orders the context's puts and AMOs to each PE (§9.10.1).
@@ -486,7 +516,9 @@ pub extern "C" fn shmem_barrier(PE_start: c_int, logPE_stride: c_int, PE_size: c
 /// Deprecated: waits until `*ivar != cmp_value`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_wait(ivar: *mut c_long, cmp_value: c_long) {
-    crate::typed_impl::wait_ne("shmem_wait", ivar, cmp_value)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { crate::typed_impl::wait_ne("shmem_wait", ivar, cmp_value) }
 }
 
 /// Deprecated: no effect (caches are coherent here).

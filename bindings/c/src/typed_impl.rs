@@ -21,50 +21,74 @@ pub unsafe fn rma_on_queue<T>(
     call: &'static str, put: bool, dest: *mut T, src: *const T, nelems: usize, pe: c_int, queue: *mut std::ffi::c_void,
     num_deps: u32, deps: *const *mut std::ffi::c_void,
 ) -> *mut std::ffi::c_void {
-    let nbytes = guard(call, || bytes::<T>(call, nelems));
-    crate::plain::rma_on_queue(call, put, dest.cast(), src.cast(), nbytes, pe, queue, num_deps, deps)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        let nbytes = guard(call, || bytes::<T>(call, nelems));
+        crate::plain::rma_on_queue(call, put, dest.cast(), src.cast(), nbytes, pe, queue, num_deps, deps)
+    }
 }
 
 #[inline(always)]
 pub unsafe fn put<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    guard(call, || {
-        let st = state(call);
-        st.put(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            let st = state(call);
+            st.put(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
+        })
+    }
 }
 
 #[inline(always)]
 pub unsafe fn get<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    guard(call, || {
-        let st = state(call);
-        st.get(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            let st = state(call);
+            st.get(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
+        })
+    }
 }
 
 #[inline(always)]
 pub unsafe fn put_nbi<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    guard(call, || {
-        let st = state(call);
-        st.put_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            let st = state(call);
+            st.put_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
+        })
+    }
 }
 
 #[inline(always)]
 pub unsafe fn get_nbi<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    guard(call, || {
-        let st = state(call);
-        st.get_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            let st = state(call);
+            st.get_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
+        })
+    }
 }
 
 #[inline(always)]
 pub unsafe fn p<T: Copy>(call: &'static str, dest: *mut T, value: T, pe: c_int) {
-    guard(call, || state(call).p(call, dest, value, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).p(call, dest, value, pe)) }
 }
 
 #[inline(always)]
 pub unsafe fn g<T: Copy>(call: &'static str, src: *const T, pe: c_int) -> T {
-    guard(call, || state(call).g(call, src, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).g(call, src, pe)) }
 }
 
 #[inline(always)]
@@ -72,14 +96,18 @@ pub unsafe fn g<T: Copy>(call: &'static str, src: *const T, pe: c_int) -> T {
 pub unsafe fn iput<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
 ) {
-    guard(call, || state(call).iput(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).iput(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe)) }
 }
 
 #[inline(always)]
 pub unsafe fn iget<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
 ) {
-    guard(call, || state(call).iget(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).iget(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe)) }
 }
 
 #[inline(always)]
@@ -87,7 +115,11 @@ pub unsafe fn iget<T>(
 pub unsafe fn ibput<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int,
 ) {
-    guard(call, || state(call).ibput(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), bsize, nblocks, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || state(call).ibput(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), bsize, nblocks, pe))
+    }
 }
 
 #[inline(always)]
@@ -95,7 +127,11 @@ pub unsafe fn ibput<T>(
 pub unsafe fn ibget<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int,
 ) {
-    guard(call, || state(call).ibget(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), bsize, nblocks, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || state(call).ibget(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), bsize, nblocks, pe))
+    }
 }
 
 /// The 128-bit element of the `*128` sized routines.
@@ -106,7 +142,7 @@ pub struct Bits128([u64; 2]);
 // ----- AMOs, signals, point-to-point synchronization ----------------------
 
 use ishmem_runtime::amo::{from_bits, CmpValues, SyncMode};
-use ishmem_runtime::transport::AmoOp;
+use ishmem_runtime::types::AmoOp;
 
 #[inline(always)]
 pub fn one<T: Copy>() -> T {
@@ -120,38 +156,52 @@ pub fn zero<T: Copy>() -> T {
 
 #[inline(always)]
 pub unsafe fn amo<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int) -> T {
-    guard(call, || state(call).amo(call, dest, op, value, cond, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).amo(call, dest, op, value, cond, pe)) }
 }
 
 /// A non-fetching AMO (set, inc, add, and, or, xor).
 #[inline(always)]
 pub unsafe fn post<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, pe: c_int) {
-    guard(call, || state(call).amo_post(call, dest, op, value, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).amo_post(call, dest, op, value, pe)) }
 }
 
 #[inline(always)]
 pub unsafe fn fetch<T: Copy>(call: &'static str, source: *const T, pe: c_int) -> T {
-    amo(call, source, AmoOp::Fetch, zero(), zero(), pe)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { amo(call, source, AmoOp::Fetch, zero(), zero(), pe) }
 }
 
 #[inline(always)]
 pub unsafe fn op<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, pe: c_int) -> T {
-    amo(call, dest, op, value, zero(), pe)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { amo(call, dest, op, value, zero(), pe) }
 }
 
 #[inline(always)]
 pub unsafe fn inc<T: Copy>(call: &'static str, dest: *const T, pe: c_int) -> T {
-    amo(call, dest, AmoOp::FetchAdd, one(), zero(), pe)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { amo(call, dest, AmoOp::FetchAdd, one(), zero(), pe) }
 }
 
 #[inline(always)]
 pub unsafe fn compare_swap<T: Copy>(call: &'static str, dest: *const T, cond: T, value: T, pe: c_int) -> T {
-    amo(call, dest, AmoOp::CompareSwap, value, cond, pe)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { amo(call, dest, AmoOp::CompareSwap, value, cond, pe) }
 }
 
 #[inline(always)]
 pub unsafe fn nbi<T: Copy>(call: &'static str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int) {
-    guard(call, || state(call).amo_nbi(call, fetch, dest, op, value, cond, pe))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).amo_nbi(call, fetch, dest, op, value, cond, pe)) }
 }
 
 #[inline(always)]
@@ -160,20 +210,28 @@ pub unsafe fn put_signal<T>(
     call: &'static str, dest: *mut T, src: *const T, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int,
     pe: c_int,
 ) {
-    guard(call, || {
-        let st = state(call);
-        st.put_signal(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), sig_addr, signal, sig_op, pe)
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            let st = state(call);
+            st.put_signal(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), sig_addr, signal, sig_op, pe)
+        })
+    }
 }
 
 #[inline(always)]
 pub unsafe fn wait_until<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, cmp: c_int, value: T) {
-    guard(call, || state(call).wait_until(call, ivar, cmp, value))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).wait_until(call, ivar, cmp, value)) }
 }
 
 #[inline(always)]
 pub unsafe fn test<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, cmp: c_int, value: T) -> c_int {
-    guard(call, || c_int::from(state(call).test(call, ivar, cmp, value)))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || c_int::from(state(call).test(call, ivar, cmp, value))) }
 }
 
 #[inline(always)]
@@ -182,38 +240,54 @@ unsafe fn many<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: CmpValues<T>,
     mode: SyncMode, blocking: bool,
 ) -> usize {
-    guard(call, || state(call).sync_many(call, ivars, nelems, status, cmp, values, mode, blocking))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).sync_many(call, ivars, nelems, status, cmp, values, mode, blocking)) }
 }
 
 pub unsafe fn wait_all<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) {
-    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, true);
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, true);
+    }
 }
 
 pub unsafe fn wait_any<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, true)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, true) }
 }
 
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn wait_some<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), true)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), true) }
 }
 
 pub unsafe fn wait_all_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) {
-    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, true);
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, true);
+    }
 }
 
 pub unsafe fn wait_any_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, true)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, true) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -221,38 +295,50 @@ pub unsafe fn wait_some_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
     values: *const T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), true)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), true) }
 }
 
 pub unsafe fn test_all<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) -> c_int {
-    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, false) as c_int
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, false) as c_int }
 }
 
 pub unsafe fn test_any<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, false)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, false) }
 }
 
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn test_some<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), false)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), false) }
 }
 
 pub unsafe fn test_all_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) -> c_int {
-    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, false) as c_int
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, false) as c_int }
 }
 
 pub unsafe fn test_any_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, false)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, false) }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -260,7 +346,9 @@ pub unsafe fn test_some_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
     values: *const T,
 ) -> usize {
-    many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), false)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), false) }
 }
 
 // ----- collectives ----------------------------------------------------------
@@ -314,14 +402,18 @@ float_ops!(f32, f64);
 pub unsafe fn reduce<T: Copy>(
     call: &'static str, team: c_int, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
 ) -> c_int {
-    guard(call, || state(call).reduce(call, team, dest, source, nreduce, op))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).reduce(call, team, dest, source, nreduce, op)) }
 }
 
 #[inline(always)]
 pub unsafe fn scan<T: Arith>(
     call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize, exclusive: bool,
 ) -> c_int {
-    guard(call, || state(call).sum_scan(call, team, dest, source, nelems, exclusive, zero(), T::add))
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { guard(call, || state(call).sum_scan(call, team, dest, source, nelems, exclusive, zero(), T::add)) }
 }
 
 #[inline(always)]
@@ -371,11 +463,15 @@ pub unsafe fn to_all<T: Copy>(
     call: &'static str, dest: *mut T, source: *const T, nreduce: c_int, pe_start: c_int, log_stride: c_int,
     pe_size: c_int, psync: *mut std::ffi::c_long, op: impl Fn(T, T) -> T,
 ) {
-    guard(call, || {
-        let st = state(call);
-        let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
-        st.reduce_in(call, &a, dest, source, nelems_of(call, nreduce), op);
-    })
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        guard(call, || {
+            let st = state(call);
+            let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
+            st.reduce_in(call, &a, dest, source, nelems_of(call, nreduce), op);
+        })
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -424,5 +520,7 @@ pub unsafe fn aset_alltoalls<T>(
 
 /// Deprecated `shmem_TYPE_wait(ivar, value)`: waits until `*ivar != value`.
 pub unsafe fn wait_ne<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, value: T) {
-    wait_until(call, ivar, ishmem_runtime::amo::CMP_NE, value)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { wait_until(call, ivar, ishmem_runtime::amo::CMP_NE, value) }
 }

@@ -80,7 +80,8 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
     let c = |n: &str| format!("c_{prefix}_{n}");
 
     // ----- plain routines
-    let plain: &[(&str, &[(&str, &str)], Option<&str>)] = &[
+    type Plain<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<&'a str>);
+    let plain: &[Plain] = &[
         ("init", &[], None),
         ("finalize", &[], None),
         ("my_pe", &[], Some("integer(c_int)")),
@@ -257,7 +258,8 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
         let scalar = |n: &'static str| (n, format!("{decl}, intent(inout)"));
         let val = |n: &'static str| (n, format!("{decl}, value"));
         let pe = ("pe", "integer(c_int), value".to_string());
-        let amos: Vec<(&str, Vec<(&str, String)>, bool)> = {
+        type Amo<'a> = (&'a str, Vec<(&'a str, String)>, bool);
+        let amos: Vec<Amo> = {
             let mut v = vec![
                 ("atomic_fetch", vec![scalar("source"), pe.clone()], true),
                 ("atomic_set", vec![scalar("dest"), val("value"), pe.clone()], false),
@@ -419,7 +421,7 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
     pubs.push(format!("{prefix}_team_split_strided"));
     pubs.push(format!("{prefix}_team_split_2d"));
     pubs.extend(g.generics.iter().map(|(n, _)| n.clone()));
-    s.push_str(&wrap(&pubs.join(", ")).trim_start().to_string());
+    s.push_str(wrap(&pubs.join(", ")).trim_start());
     s.push_str("\n  interface\n");
     s.push_str(&g.ifaces);
     s.push_str("  end interface\n\n");
@@ -439,7 +441,8 @@ pub fn module(prefix: &str, constants: &[(&str, i64)]) -> String {
 /// Contiguous RMA with a default-integer count.
 fn rma(g: &mut Gen, prefix: &str, op: &str, c_name: &str, decl: &str, suf: &str) {
     let cf = format!("c_{prefix}_{op}_{suf}");
-    let (d_int, s_int) = if op.starts_with("put") { ("inout", "in") } else { ("inout", "in") };
+    // dest is written (inout keeps a caller's array intent), source only read.
+    let (d_int, s_int) = ("inout", "in");
     g.iface(
         "subroutine",
         &cf,

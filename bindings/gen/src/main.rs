@@ -959,7 +959,7 @@ fn rust_fn(r: &Routine) -> String {
         body.replace_range(at..at + 3, &format!("ti::ctx_pe(\"{}\", ctx, pe))", r.name));
     }
     format!(
-        "/// {}\n#[no_mangle]\npub unsafe extern \"C\" fn {}({}){ret} {{\n    {body}\n}}\n",
+        "/// {}\n///\n/// # Safety\n/// Pointer arguments are valid for the element counts given, as the\n/// OpenSHMEM specification requires (the runtime checks symmetric ranges).\n#[no_mangle]\npub unsafe extern \"C\" fn {}({}){ret} {{\n    // SAFETY: the caller's contract (above), forwarded.\n    unsafe {{ {body} }}\n}}\n",
         r.doc,
         r.name,
         params.join(", ")
@@ -1136,10 +1136,9 @@ fn cxx_h(f: &Family) -> String {
 fn typed_rs() -> String {
     let mut s = format!(
         "// {BANNER}\n\n//! Typed RMA families under both naming families.\n\n\
-         #![allow(clippy::missing_safety_doc)]\n\n\
          use crate::typed_impl as ti;\n\
          #[allow(unused_imports)]\n\
-         use ishmem_runtime::transport::AmoOp;\n\
+         use ishmem_runtime::types::AmoOp;\n\
          #[allow(unused_imports)]\n\
          use std::ffi::{{c_char, c_int, c_long, c_longlong, c_schar, c_short, c_uchar, c_uint, c_ulong, c_ulonglong, c_ushort, c_void}};\n\n"
     );

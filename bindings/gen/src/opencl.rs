@@ -37,6 +37,30 @@ pub fn device_state_h() -> String {
     for (name, off) in layout() {
         let _ = writeln!(s, "#define ISHMEMI_RING_{} {off}", name.to_uppercase());
     }
+    // The message and completion structs, every field asserted at the
+    // offset the runtime uses.
+    for (ty, fields, prefix, size) in [
+        ("ishmemi_ring_msg_t", MSG_FIELDS, "MSG", "MSG_SIZE"),
+        ("ishmemi_ring_completion_t", COMPLETION_FIELDS, "CPL", "COMPLETION_SIZE"),
+    ] {
+        s.push_str("\ntypedef struct {\n");
+        for (f, kind) in fields {
+            let t = match *kind {
+                "u32" => "uint",
+                _ => "ulong",
+            };
+            let _ = writeln!(s, "    {t} {f};");
+        }
+        let _ = writeln!(s, "}} {ty};");
+        let _ = writeln!(s, "_Static_assert(sizeof({ty}) == ISHMEMI_RING_{size}, \"{ty} size\");");
+        for (f, _) in fields {
+            let _ = writeln!(
+                s,
+                "_Static_assert(__builtin_offsetof({ty}, {f}) == ISHMEMI_RING_{prefix}_{}, \"{ty}.{f}\");",
+                f.to_uppercase()
+            );
+        }
+    }
     for (name, v) in [
         ("PUT", RING_PUT),
         ("GET", RING_GET),
@@ -528,7 +552,7 @@ pub fn sycl_h() -> String {
             }
         }
         flush(&mut word, &mut out);
-        out.replace("  ", " ").replace("( ", "(").replace(", ", ", ")
+        out.replace("  ", " ").replace("( ", "(")
     };
     for f in funs().into_iter().chain(sync_funs()) {
         let _ = writeln!(s, "SYCL_EXTERNAL {} {}({});", cxx(&f.ret), f.name, cxx(&f.params).trim_start());

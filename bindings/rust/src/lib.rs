@@ -29,8 +29,9 @@
 //! synchronization that orders those puts (a barrier, a wait on a flag).
 
 use ishmem_runtime::amo::{self as amo_rt, CmpValues, SyncMode};
-use ishmem_runtime::core::{self, state, State};
-use ishmem_runtime::transport::AmoOp;
+use ishmem_runtime::core::{self, state};
+use ishmem_runtime::state::State;
+use ishmem_runtime::types::AmoOp;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -167,7 +168,7 @@ impl Ishmem {
         }
         core::init().map_err(|e| {
             HANDLE_TAKEN.store(false, std::sync::atomic::Ordering::SeqCst);
-            Error::Init(e)
+            Error::Init(e.to_string())
         })?;
         Ok(Ishmem { st: state("Ishmem::init"), _not_send: PhantomData })
     }
@@ -192,7 +193,7 @@ impl Ishmem {
     /// bytes (a power of two).
     pub fn alloc_aligned<T: Symmetric>(&self, len: usize, align: usize) -> Result<SymmVec<'_, T>> {
         if len == 0 || size_of::<T>() == 0 {
-            return Ok(SymmVec { ptr: NonNull::dangling(), len, shmem: self });
+            return Ok(SymmVec { ptr: NonNull::dangling(), len, shmem: self, owned: true });
         }
         let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory { requested: usize::MAX })?;
         let align = align.max(std::mem::align_of::<T>()).max(size_of::<usize>());
@@ -211,8 +212,40 @@ impl Ishmem {
             p
         };
         match NonNull::new(p as *mut T) {
-            Some(ptr) => Ok(SymmVec { ptr, len, shmem: self }),
+            Some(ptr) => Ok(SymmVec { ptr, len, shmem: self, owned: true }),
             None => Err(Error::OutOfMemory { requested: bytes }),
+        }
+    }
+
+    /// A symmetric view of `len` elements of a global of the program (a
+    /// `static` or `static mut` of the executable, which every PE runs):
+    /// other PEs' copies are reached with the same calls as a symmetric
+    /// allocation's. Dropping the view frees nothing.
+    ///
+    /// ```
+    /// static mut COUNTER: u64 = 0;
+    /// let shmem = ishmem::Ishmem::init().unwrap();
+    /// // SAFETY: COUNTER is a global of this program, accessed only through
+    /// // the view while it exists.
+    /// let c = unsafe { shmem.global(std::ptr::addr_of_mut!(COUNTER), 1) };
+    /// c.atomic_add(0, 2, 0);
+    /// shmem.barrier_all();
+    /// ```
+    ///
+    /// # Safety
+    /// `ptr` points to `len` elements of a global of the main executable,
+    /// and the program does not otherwise access them in ways that race
+    /// with other PEs' operations on them (as for any symmetric object).
+    pub unsafe fn global<T: Symmetric>(&self, ptr: *mut T, len: usize) -> SymmVec<'_, T> {
+        let call = "ishmem::Ishmem::global";
+        let bytes = len.saturating_mul(size_of::<T>());
+        if bytes > 0 {
+            // Fatal, naming the address, when the range is not symmetric.
+            self.st.sym_offset(call, "ptr", ptr as *const u8, bytes);
+        }
+        match NonNull::new(ptr) {
+            Some(ptr) => SymmVec { ptr, len, shmem: self, owned: false },
+            None => ishmem_runtime::error::fatal(call, format_args!("ptr is a null pointer")),
         }
     }
 
@@ -261,6 +294,9 @@ pub struct SymmVec<'a, T: Symmetric> {
     ptr: NonNull<T>,
     len: usize,
     shmem: &'a Ishmem,
+    /// Allocated by the library (freed on drop); false for a view of a
+    /// program global ([`Ishmem::global`]).
+    owned: bool,
 }
 
 fn pe_i32(pe: usize) -> i32 {
@@ -426,14 +462,18 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
     /// any PE) overlaps the returned borrow.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn peer_slice_mut(&self, pe: usize) -> Option<&mut [T]> {
-        let p = self.shmem.st.ptr("ishmem::SymmVec::peer_slice_mut", self.ptr.as_ptr().cast(), pe_i32(pe));
-        NonNull::new(p as *mut T).map(|p| std::slice::from_raw_parts_mut(p.as_ptr(), self.len))
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let p = self.shmem.st.ptr("ishmem::SymmVec::peer_slice_mut", self.ptr.as_ptr().cast(), pe_i32(pe));
+            NonNull::new(p as *mut T).map(|p| std::slice::from_raw_parts_mut(p.as_ptr(), self.len))
+        }
     }
 }
 
 impl<T: Symmetric> Drop for SymmVec<'_, T> {
     fn drop(&mut self) {
-        if self.len != 0 && size_of::<T>() != 0 {
+        if self.owned && self.len != 0 && size_of::<T>() != 0 {
             self.shmem.st.free("ishmem::SymmVec::drop", self.ptr.as_ptr().cast());
         }
     }
@@ -1009,9 +1049,9 @@ pub struct Ctx<'a> {
 impl<'a> Team<'a> {
     /// A context on this team.
     pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'a>> {
-        let bits = i64::from(options.serialized) * ishmem_runtime::ctx::CTX_SERIALIZED
-            | i64::from(options.private) * ishmem_runtime::ctx::CTX_PRIVATE
-            | i64::from(options.nostore) * ishmem_runtime::ctx::CTX_NOSTORE;
+        let bits = (i64::from(options.serialized) * ishmem_runtime::ctx::CTX_SERIALIZED)
+            | (i64::from(options.private) * ishmem_runtime::ctx::CTX_PRIVATE)
+            | (i64::from(options.nostore) * ishmem_runtime::ctx::CTX_NOSTORE);
         self.shmem
             .st
             .ctx_create("ishmem::Team::create_ctx", self.handle, bits)
@@ -1054,5 +1094,119 @@ impl Ctx<'_> {
 impl Drop for Ctx<'_> {
     fn drop(&mut self) {
         self.shmem.st.ctx_destroy("ishmem::Ctx::drop", self.handle);
+    }
+}
+
+/// A queue of this PE's device runtime (for the CPU device, an OpenCL
+/// `cl_command_queue` of this PE's context), on which the `*_on_queue`
+/// operations are enqueued in order with the program's own kernels.
+///
+/// Events are the runtime's (`cl_event`): an operation is complete when its
+/// event is; the program waits for and releases them with the runtime's
+/// calls.
+#[derive(Clone, Copy)]
+pub struct DeviceQueue<'a> {
+    raw: *mut std::ffi::c_void,
+    shmem: &'a Ishmem,
+}
+
+/// An event of the device runtime (a `cl_event` on the CPU device).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueEvent(pub *mut std::ffi::c_void);
+
+impl Ishmem {
+    /// This PE's own in-order device queue, opening the device runtime on
+    /// first use.
+    pub fn device_queue(&self) -> DeviceQueue<'_> {
+        let call = "ishmem::Ishmem::device_queue";
+        let raw = self.st.device_native(call, ishmem_runtime::device::Native::Queue);
+        DeviceQueue { raw, shmem: self }
+    }
+
+    /// A queue the program created on this PE's device context.
+    ///
+    /// # Safety
+    /// `raw` is a live queue of this PE's device runtime context.
+    pub unsafe fn device_queue_from_raw(&self, raw: *mut std::ffi::c_void) -> DeviceQueue<'_> {
+        DeviceQueue { raw, shmem: self }
+    }
+}
+
+impl DeviceQueue<'_> {
+    /// The runtime's queue handle.
+    pub fn raw(&self) -> *mut std::ffi::c_void {
+        self.raw
+    }
+
+    fn enqueue(&self, call: &str, op: ishmem_runtime::device::QueueOp, deps: &[QueueEvent]) -> QueueEvent {
+        let deps: Vec<*mut std::ffi::c_void> = deps.iter().map(|e| e.0).collect();
+        QueueEvent(self.shmem.st.on_queue(call, op, self.raw, &deps))
+    }
+
+    /// `barrier_all` on the queue, after `deps`.
+    pub fn barrier_all(&self, deps: &[QueueEvent]) -> QueueEvent {
+        self.enqueue("ishmem::DeviceQueue::barrier_all", ishmem_runtime::device::QueueOp::BarrierAll, deps)
+    }
+
+    /// `quiet` on the queue, after `deps`.
+    pub fn quiet(&self, deps: &[QueueEvent]) -> QueueEvent {
+        self.enqueue("ishmem::DeviceQueue::quiet", ishmem_runtime::device::QueueOp::Quiet, deps)
+    }
+
+    /// Waits until `events` are complete and releases them.
+    pub fn wait(&self, events: &[QueueEvent]) {
+        let raw: Vec<*mut std::ffi::c_void> = events.iter().map(|e| e.0).collect();
+        self.shmem.st.wait_device_events("ishmem::DeviceQueue::wait", &raw)
+    }
+}
+
+impl<T: Symmetric> SymmVec<'_, T> {
+    fn queue_range(&self, call: &str, offset: usize, n: usize) -> usize {
+        match offset.checked_add(n) {
+            Some(end) if end <= self.len => n * size_of::<T>(),
+            _ => ishmem_runtime::error::fatal(
+                call,
+                format_args!("elements {offset}..{offset}+{n} are outside a symmetric vector of {}", self.len),
+            ),
+        }
+    }
+
+    /// Enqueues a put of `src` into elements `offset..` of this vector on
+    /// `pe`, on `queue` after `deps` (`ishmemx_putmem_on_queue`).
+    ///
+    /// # Safety
+    /// `src` stays valid and unchanged until the returned event completes.
+    pub unsafe fn put_on_queue(
+        &self, offset: usize, src: &[T], pe: usize, queue: &DeviceQueue<'_>, deps: &[QueueEvent],
+    ) -> QueueEvent {
+        let call = "ishmem::SymmVec::put_on_queue";
+        let nbytes = self.queue_range(call, offset, src.len());
+        let op = ishmem_runtime::device::QueueOp::Put {
+            dest: self.ptr.as_ptr().wrapping_add(offset).cast(),
+            source: src.as_ptr().cast(),
+            nbytes,
+            pe: pe_i32(pe),
+        };
+        queue.enqueue(call, op, deps)
+    }
+
+    /// Enqueues a get of elements `offset..` of this vector on `pe` into
+    /// `dst`, on `queue` after `deps` (`ishmemx_getmem_on_queue`).
+    ///
+    /// # Safety
+    /// `dst` stays valid, and is not read, until the returned event
+    /// completes.
+    pub unsafe fn get_on_queue(
+        &self, offset: usize, dst: &mut [T], pe: usize, queue: &DeviceQueue<'_>, deps: &[QueueEvent],
+    ) -> QueueEvent {
+        let call = "ishmem::SymmVec::get_on_queue";
+        let nbytes = self.queue_range(call, offset, dst.len());
+        let op = ishmem_runtime::device::QueueOp::Get {
+            dest: dst.as_mut_ptr().cast(),
+            source: self.ptr.as_ptr().wrapping_add(offset).cast(),
+            nbytes,
+            pe: pe_i32(pe),
+        };
+        queue.enqueue(call, op, deps)
     }
 }

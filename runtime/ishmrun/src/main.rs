@@ -3,9 +3,9 @@
 //! exit status, and when one PE fails, stops the others and says which PE
 //! failed and how.
 
-use ishmem_runtime::bootstrap;
+use ishmem_runtime::boot::wire as bootstrap;
 use ishmem_runtime::ctrl::{ctrl_size, Ctrl};
-use ishmem_runtime::device;
+use ishmem_runtime::mem as device;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
@@ -106,6 +106,9 @@ macro_rules! say {
 /// PIDs of the started PEs, for the signal handler.
 static PIDS: OnceLock<Vec<libc::pid_t>> = OnceLock::new();
 
+/// Signal handler. It has no panic boundary on purpose: `catch_unwind` is
+/// not async-signal-safe, and nothing here can panic (a lock-free read and
+/// `kill`); an unwind would abort the process (Rust 1.81 and later).
 extern "C" fn forward_signal(sig: libc::c_int) {
     if let Some(pids) = PIDS.get() {
         for &p in pids {

@@ -20,6 +20,9 @@
 
 #![no_std]
 
+#[cfg(feature = "std")]
+extern crate std;
+
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
@@ -41,15 +44,172 @@ pub const REGIONS: usize = 3;
 /// completes at the next `flush`).
 pub const FLAG_NBI: u32 = 1;
 
-/// AMO opcodes (the core's `AmoOp` values).
-pub const AMO_FETCH: u32 = 0;
-pub const AMO_SET: u32 = 1;
-pub const AMO_SWAP: u32 = 2;
-pub const AMO_COMPARE_SWAP: u32 = 3;
-pub const AMO_FETCH_ADD: u32 = 4;
-pub const AMO_FETCH_AND: u32 = 5;
-pub const AMO_FETCH_OR: u32 = 6;
-pub const AMO_FETCH_XOR: u32 = 7;
+/// An atomic memory operation. Non-fetching API forms use the fetching op
+/// and drop the result. The discriminants are the ABI's AMO codes (and the
+/// device ring's), so `op as u32` is what crosses the C boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum AmoOp {
+    Fetch = 0,
+    Set = 1,
+    Swap = 2,
+    CompareSwap = 3,
+    FetchAdd = 4,
+    FetchAnd = 5,
+    FetchOr = 6,
+    FetchXor = 7,
+}
+
+impl AmoOp {
+    /// The operation with ABI code `code`, if there is one.
+    pub const fn from_code(code: u32) -> Option<AmoOp> {
+        Some(match code {
+            0 => AmoOp::Fetch,
+            1 => AmoOp::Set,
+            2 => AmoOp::Swap,
+            3 => AmoOp::CompareSwap,
+            4 => AmoOp::FetchAdd,
+            5 => AmoOp::FetchAnd,
+            6 => AmoOp::FetchOr,
+            7 => AmoOp::FetchXor,
+            _ => return None,
+        })
+    }
+
+    /// The new value of a word holding `old` after this operation with
+    /// `operand` (and compare value `cond`), all in the low `bits` bits.
+    pub const fn apply_to(self, old: u64, operand: u64, cond: u64, bits: u32) -> u64 {
+        let lane = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        (match self {
+            AmoOp::Fetch => old,
+            AmoOp::Set | AmoOp::Swap => operand,
+            AmoOp::CompareSwap => {
+                if old & lane == cond & lane {
+                    operand
+                } else {
+                    old
+                }
+            }
+            AmoOp::FetchAdd => old.wrapping_add(operand),
+            AmoOp::FetchAnd => old & operand,
+            AmoOp::FetchOr => old | operand,
+            AmoOp::FetchXor => old ^ operand,
+        }) & lane
+    }
+}
+
+/// AMO codes as carried by [`ProxyOps::amo`].
+pub const AMO_FETCH: u32 = AmoOp::Fetch as u32;
+pub const AMO_SET: u32 = AmoOp::Set as u32;
+pub const AMO_SWAP: u32 = AmoOp::Swap as u32;
+pub const AMO_COMPARE_SWAP: u32 = AmoOp::CompareSwap as u32;
+pub const AMO_FETCH_ADD: u32 = AmoOp::FetchAdd as u32;
+pub const AMO_FETCH_AND: u32 = AmoOp::FetchAnd as u32;
+pub const AMO_FETCH_OR: u32 = AmoOp::FetchOr as u32;
+pub const AMO_FETCH_XOR: u32 = AmoOp::FetchXor as u32;
+
+/// The AMO helpers every implementation shares: the core's load/store path
+/// and the MPI plugin's AMO server apply operations to local memory with
+/// the same CPU atomics (so both are atomic with each other); a proxy whose
+/// library only has 64-bit atomics builds narrower ones from them.
+pub mod atomic {
+    use super::AmoOp;
+    use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
+
+    /// Applies `op` to the naturally aligned `size`-byte (1, 2, 4 or 8)
+    /// unsigned integer at `addr` with a sequentially consistent CPU
+    /// atomic; `operand` and `cond` carry the value in their low `size`
+    /// bytes. Returns the old value (0 for `Set`).
+    ///
+    /// # Safety
+    /// `addr` is aligned to `size` and valid for reads and writes of it, and
+    /// every concurrent access to those bytes is atomic.
+    #[inline(always)]
+    pub unsafe fn apply(addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64 {
+        macro_rules! rmw {
+            ($atomic:ty, $t:ty) => {{
+                // SAFETY: the caller guarantees alignment, validity and that
+                // every concurrent access is atomic.
+                let at = unsafe { &*(addr as *const $atomic) };
+                let v = operand as $t;
+                (match op {
+                    AmoOp::Fetch => at.load(SeqCst),
+                    AmoOp::Set => {
+                        at.store(v, SeqCst);
+                        0
+                    }
+                    AmoOp::Swap => at.swap(v, SeqCst),
+                    AmoOp::CompareSwap => match at.compare_exchange(cond as $t, v, SeqCst, SeqCst) {
+                        Ok(x) | Err(x) => x,
+                    },
+                    AmoOp::FetchAdd => at.fetch_add(v, SeqCst),
+                    AmoOp::FetchAnd => at.fetch_and(v, SeqCst),
+                    AmoOp::FetchOr => at.fetch_or(v, SeqCst),
+                    AmoOp::FetchXor => at.fetch_xor(v, SeqCst),
+                }) as u64
+            }};
+        }
+        match size {
+            1 => rmw!(AtomicU8, u8),
+            2 => rmw!(AtomicU16, u16),
+            4 => rmw!(AtomicU32, u32),
+            _ => rmw!(AtomicU64, u64),
+        }
+    }
+
+    /// An 8-, 16- or 32-bit AMO at `addr` performed as a compare-and-swap
+    /// loop on the aligned 64-bit word containing it (little-endian lanes),
+    /// for a library that only offers 64-bit atomics. `fetch(word)` reads
+    /// the word atomically, `cas(word, expected, new)` is the library's
+    /// compare-and-swap returning the old word. Returns the old lane value.
+    pub fn narrow_by_word(
+        addr: usize, size: usize, op: AmoOp, operand: u64, cond: u64, fetch: &mut dyn FnMut(usize) -> u64,
+        cas: &mut dyn FnMut(usize, u64, u64) -> u64,
+    ) -> u64 {
+        let word = addr & !7;
+        let bits = (size * 8) as u32;
+        let shift = ((addr & 7) * 8) as u32;
+        let lane: u64 = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mask = lane << shift;
+        let mut old_word = fetch(word);
+        loop {
+            let old = (old_word & mask) >> shift;
+            if op == AmoOp::Fetch {
+                return old;
+            }
+            let new = op.apply_to(old, operand & lane, cond & lane, bits);
+            let new_word = (old_word & !mask) | (new << shift);
+            if new_word == old_word {
+                return old;
+            }
+            let got = cas(word, old_word, new_word);
+            if got == old_word {
+                return old;
+            }
+            old_word = got;
+        }
+    }
+}
+
+/// Runs the body of an `extern "C"` function of a plugin so that a Rust
+/// panic does not unwind into C: it becomes the error return `on_panic`
+/// (and the panic message goes to `report`, e.g. the plugin's last error).
+#[cfg(feature = "std")]
+pub fn ffi_guard<R>(on_panic: R, report: impl FnOnce(&str), f: impl FnOnce() -> R) -> R {
+    use std::string::ToString;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<std::string::String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            report(&what);
+            on_panic
+        }
+    }
+}
 
 /// Thread levels (OpenSHMEM's and MPI's, in the same order).
 pub const THREAD_SINGLE: c_int = 0;

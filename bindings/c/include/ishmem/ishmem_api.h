@@ -515,6 +515,9 @@ void *ishmemx_cl_queue(void);
  * (`ishmem_device.spv`) and installs this PE's device state in it; returns
  * the linked `cl_program`, whose kernels may call the device API
  * (`ishmem_device.h`). Errors (compile or link logs) stop the job.
+ *
+ * # Safety
+ * `spirv` points to `len` readable bytes.
  */
 void *ishmemx_cl_link_program(const void *spirv, uintptr_t len);
 
@@ -523,6 +526,10 @@ void *ishmemx_cl_link_program(const void *spirv, uintptr_t len);
  * PE's context) after the `num_deps` events in `deps`; returns its
  * `cl_event` (release it with clReleaseEvent). The put is complete when the
  * event is.
+ *
+ * # Safety
+ * `deps` points to `num_deps` events; `source` stays valid until the
+ * event completes.
  */
 void *ishmemx_putmem_on_queue(void *dest,
                               const void *source,
@@ -534,6 +541,10 @@ void *ishmemx_putmem_on_queue(void *dest,
 
 /**
  * Enqueues a getmem on `queue` after `deps`; returns its `cl_event`.
+ *
+ * # Safety
+ * `deps` points to `num_deps` events; `dest` stays valid until the event
+ * completes.
  */
 void *ishmemx_getmem_on_queue(void *dest,
                               const void *source,
@@ -545,11 +556,17 @@ void *ishmemx_getmem_on_queue(void *dest,
 
 /**
  * Enqueues a barrier_all on `queue` after `deps`; returns its `cl_event`.
+ *
+ * # Safety
+ * `deps` points to `num_deps` events.
  */
 void *ishmemx_barrier_all_on_queue(void *queue, uint32_t num_deps, void *const *deps);
 
 /**
  * Enqueues a quiet on `queue` after `deps`; returns its `cl_event`.
+ *
+ * # Safety
+ * `deps` points to `num_deps` events.
  */
 void *ishmemx_quiet_on_queue(void *queue, uint32_t num_deps, void *const *deps);
 

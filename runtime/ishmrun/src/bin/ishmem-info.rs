@@ -32,7 +32,8 @@ fn components() -> Vec<Component> {
         .iter()
         .map(|&(kind, name, available, detail)| Component { kind, name, available, detail: detail.to_string() })
         .collect();
-    let plugins = ishmem_runtime::proxy::installed_plugins();
+    let root = Config::from_env().ok().and_then(|c| c.root);
+    let plugins = ishmem_runtime::remote::plugin::installed_plugins(root.as_deref());
     let detail = if plugins.is_empty() {
         "no plugin found (libishmem_proxy_oshmpi-<openmpi|mpich>.so beside libishmem or in lib/ishmem/); \
          build them with proxy-oshmpi/build-plugins.sh"

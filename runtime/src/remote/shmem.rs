@@ -1,15 +1,14 @@
-//! The second proxy (issue #11): a host OpenSHMEM library loaded at run
-//! time — Sandia OpenSHMEM's `libsma`, Open MPI's `liboshmem`, or any
-//! library named by `ISHMEM_SHMEM_LIB_NAME` — reached through the same
-//! function table ([`ishmem_proxy_abi::ProxyOps`]) as the MPI plugins, so
-//! the core cannot tell them apart.
+//! The host-OpenSHMEM remote (issue #11): a host OpenSHMEM library loaded
+//! at run time — Sandia OpenSHMEM's `libsma`, Open MPI's `liboshmem`, or any
+//! library named by `ISHMEM_SHMEM_LIB_NAME` — called directly from Rust
+//! behind the [`RemoteOps`] trait.
 //!
 //! * The loaded library bootstraps the job (its launcher, `oshrun`, `srun`
 //!   or `mpiexec`, started the PEs): rank and size are its `shmem_my_pe`
 //!   and `shmem_n_pes`.
 //! * Memory: OpenSHMEM libraries can only reach their own symmetric
-//!   objects, so the table's optional `alloc` hands the core memory from
-//!   the library's `shmem_align`, and the core places its heap and control
+//!   objects, so [`RemoteOps::alloc`] hands the core memory from the
+//!   library's `shmem_align`, and the core places its heap and control
 //!   segment there. A remote address is then the *local* address of the
 //!   same symmetric offset (every OpenSHMEM library translates local
 //!   symmetric addresses). The program's globals are symmetric in the
@@ -19,9 +18,9 @@
 //! * AMOs: the library's 64-bit atomics (OpenSHMEM 1.4
 //!   `shmem_uint64_atomic_*`, else `shmem_ulong_atomic_*`, else the 1.3
 //!   `shmem_long_*` names); operations a library lacks, and 8/16/32-bit
-//!   AMOs, are compare-and-swap loops on the containing 64-bit word. The core sends every
-//!   AMO through here, including a PE's AMOs on its own memory, so all
-//!   AMOs to a location use one mechanism (the library's).
+//!   AMOs, are compare-and-swap loops on the containing 64-bit word. The
+//!   core sends every AMO through here, including a PE's AMOs on its own
+//!   memory, so all AMOs to a location use one mechanism (the library's).
 //! * Progress: Open MPI's OSHMEM over UCX needs the target of an atomic
 //!   or of an access to the program's globals to progress, so wait loops
 //!   and the proxy progress thread call its `opal_progress`; other
@@ -32,9 +31,10 @@
 //! under one lock, so a `SHMEM_THREAD_SERIALIZED` library serves a
 //! multi-threaded program.
 
-use ishmem_proxy_abi as abi;
-use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void, CString};
+use super::{Region, RemoteError, RemoteOps, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
+use crate::types::AmoOp;
+use ishmem_proxy_abi::atomic::narrow_by_word;
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -90,7 +90,9 @@ struct Lib {
 /// # Safety
 /// `T` is the function pointer type of the symbol's C declaration.
 unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
-    lib.get::<T>(name.as_bytes()).ok().map(|s| *s)
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe { lib.get::<T>(name.as_bytes()).ok().map(|s| *s) }
 }
 
 /// The 64-bit atomics of `l`: the OpenSHMEM 1.4 fixed-width names, then
@@ -122,7 +124,7 @@ const DEFAULT_NAMES: &[&str] = &["libsma.so", "liboshmem.so", "liboshmem.so.40"]
 impl Lib {
     /// Loads the first library of `names` that has every required symbol;
     /// the error lists every name tried and why it failed.
-    fn load(names: &[String]) -> Result<(Lib, libloading::Library), String> {
+    fn load(names: &[String]) -> Result<(Lib, libloading::Library), RemoteError> {
         let mut tried = Vec::new();
         for name in names {
             // SAFETY: loading a host OpenSHMEM library. RTLD_GLOBAL so the
@@ -194,305 +196,308 @@ impl Lib {
             };
             return Ok((l, lib));
         }
-        Err(format!(
-            "cannot load a host OpenSHMEM library (set ISHMEM_SHMEM_LIB_NAME to its name or path); tried:\n    {}",
-            tried.join("\n    ")
-        ))
+        Err(RemoteError::Load {
+            what: "a host OpenSHMEM library",
+            hint: "set ISHMEM_SHMEM_LIB_NAME to its name or path",
+            tried,
+        })
     }
 }
 
-/// State behind the table's context pointer.
-struct ShmemProxy {
+/// A loaded, initialized host OpenSHMEM library.
+pub struct ShmemRemote {
     lib: Lib,
+    rank: usize,
+    size: usize,
     /// (local base, size) of each exposed region, set once at init (before
     /// any transfer names the region; 0 = not exposed).
-    regions: [(AtomicUsize, AtomicUsize); abi::REGIONS],
-    /// Serializes calls into the library.
+    regions: [(AtomicUsize, AtomicUsize); 3],
     /// Serializes calls into a library that is not THREAD_MULTIPLE; `None`
     /// when it is (its own locking is then all that is needed).
     lock: Option<Mutex<()>>,
-    name: CString,
+    thread_level: c_int,
+    name: String,
 }
 
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+fn lib_err(call: &'static str, detail: impl Into<String>) -> RemoteError {
+    RemoteError::Library { call, detail: detail.into() }
 }
 
-fn fail(msg: String) -> c_int {
-    LAST_ERROR.with(|e| *e.borrow_mut() = CString::new(msg.replace('\0', " ")).unwrap_or_default());
-    1
-}
-
-fn ctx<'a>(c: *mut c_void) -> &'a ShmemProxy {
-    // SAFETY: c is the pointer `load` put in the table; it is never freed
-    // (the process keeps the library loaded until exit).
-    unsafe { &*(c as *const ShmemProxy) }
-}
-
-impl ShmemProxy {
+impl ShmemRemote {
     fn guard(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
         self.lock.as_ref().map(|l| l.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Local address of `offset` in `region` (the library maps it to `pe`).
-    fn addr(&self, region: u32, offset: usize, len: usize) -> Result<usize, String> {
-        let (base, size) = self.regions.get(region as usize).ok_or_else(|| format!("no region {region}"))?;
+    fn addr(&self, region: Region, offset: usize, len: usize) -> Result<usize, RemoteError> {
+        let (base, size) = &self.regions[region.index()];
         let (base, size) = (base.load(Ordering::Acquire), size.load(Ordering::Acquire));
         if base == 0 || offset.checked_add(len).is_none_or(|end| end > size) {
-            return Err(format!("{len} bytes at offset {offset} are outside region {region} ({size} bytes)"));
+            return Err(RemoteError::OutOfRegion { region, offset, len, size });
         }
         Ok(base + offset)
     }
-}
 
-/// One AMO on the 64-bit word at `addr` on `pe`; returns the old value.
-///
-/// # Safety
-/// `addr` is an 8-byte aligned symmetric address of the library.
-unsafe fn amo64(p: &ShmemProxy, addr: usize, pe: c_int, op: u32, v: u64, cond: u64, nbi: bool) -> u64 {
-    let a = &p.lib.a64;
-    let w = addr as *mut u64;
-    let fetch = || match a.fetch {
-        Some(f) => f(w, pe),
-        None => (a.cswap)(w, 0, 0, pe),
-    };
-    let cas_loop = |f: &dyn Fn(u64) -> u64| {
-        let mut old = fetch();
-        loop {
-            let got = (a.cswap)(w, old, f(old), pe);
-            if got == old {
-                return old;
+    /// One AMO on the 64-bit word at `addr` on `pe`; returns the old value.
+    ///
+    /// # Safety
+    /// `addr` is an 8-byte aligned symmetric address of the library.
+    unsafe fn amo64(&self, addr: usize, pe: c_int, op: AmoOp, v: u64, cond: u64, nbi: bool) -> u64 {
+        let a = &self.lib.a64;
+        let w = addr as *mut u64;
+        // SAFETY: the library's atomics on a symmetric, aligned 64-bit word,
+        // as the caller guarantees.
+        let fetch = || unsafe {
+            match a.fetch {
+                Some(f) => f(w, pe),
+                None => (a.cswap)(w, 0, 0, pe),
             }
-            old = got;
-        }
-    };
-    match op {
-        abi::AMO_FETCH => fetch(),
-        abi::AMO_SET => match (a.set, a.swap) {
-            (Some(f), _) => {
-                f(w, v, pe);
-                0
-            }
-            (None, Some(f)) => f(w, v, pe),
-            (None, None) => cas_loop(&|_| v),
-        },
-        abi::AMO_SWAP => match a.swap {
-            Some(f) => f(w, v, pe),
-            None => cas_loop(&|_| v),
-        },
-        abi::AMO_COMPARE_SWAP => (a.cswap)(w, cond, v, pe),
-        abi::AMO_FETCH_ADD => match (nbi, a.add, a.fetch_add) {
-            (true, Some(f), _) => {
-                f(w, v, pe);
-                0
-            }
-            (_, _, Some(f)) => f(w, v, pe),
-            _ => cas_loop(&|o| o.wrapping_add(v)),
-        },
-        abi::AMO_FETCH_AND => cas_loop(&|o| o & v),
-        abi::AMO_FETCH_OR => cas_loop(&|o| o | v),
-        _ => cas_loop(&|o| o ^ v),
-    }
-}
-
-/// An 8-, 16- or 32-bit AMO as a compare-and-swap loop on the aligned
-/// 64-bit word that contains it (little-endian lanes). The library's
-/// 32-bit atomics are not used at all: Open MPI 4.1's 32-bit
-/// compare-and-swap corrupts its caller's stack, and one mechanism per word
-/// keeps mixed-width AMOs on it atomic.
-///
-/// # Safety
-/// As for `amo64`; the containing word lies in the same region.
-unsafe fn amo_narrow(p: &ShmemProxy, addr: usize, size: u32, pe: c_int, op: u32, v: u64, cond: u64) -> u64 {
-    let word = addr & !7;
-    let shift = ((addr & 7) * 8) as u32;
-    let lane: u64 = (1u64 << (size * 8)) - 1;
-    let mask = lane << shift;
-    let (v, cond) = (v & lane, cond & lane);
-    let mut old_word = amo64(p, word, pe, abi::AMO_FETCH, 0, 0, false);
-    loop {
-        let old = (old_word & mask) >> shift;
-        let new = match op {
-            abi::AMO_FETCH => return old,
-            abi::AMO_SET | abi::AMO_SWAP => v,
-            abi::AMO_COMPARE_SWAP if old != cond => return old,
-            abi::AMO_COMPARE_SWAP => v,
-            abi::AMO_FETCH_ADD => old.wrapping_add(v) & lane,
-            abi::AMO_FETCH_AND => old & v,
-            abi::AMO_FETCH_OR => old | v,
-            _ => old ^ v,
         };
-        let new_word = (old_word & !mask) | (new << shift);
-        if new_word == old_word {
-            return old;
+        let cas_loop = |f: &dyn Fn(u64) -> u64| {
+            let mut old = fetch();
+            loop {
+                // SAFETY: as for `fetch`.
+                let got = unsafe { (a.cswap)(w, old, f(old), pe) };
+                if got == old {
+                    return old;
+                }
+                old = got;
+            }
+        };
+        // SAFETY: as for `fetch`.
+        unsafe {
+            match op {
+                AmoOp::Fetch => fetch(),
+                AmoOp::Set => match (a.set, a.swap) {
+                    (Some(f), _) => {
+                        f(w, v, pe);
+                        0
+                    }
+                    (None, Some(f)) => f(w, v, pe),
+                    (None, None) => cas_loop(&|_| v),
+                },
+                AmoOp::Swap => match a.swap {
+                    Some(f) => f(w, v, pe),
+                    None => cas_loop(&|_| v),
+                },
+                AmoOp::CompareSwap => (a.cswap)(w, cond, v, pe),
+                AmoOp::FetchAdd => match (nbi, a.add, a.fetch_add) {
+                    (true, Some(f), _) => {
+                        f(w, v, pe);
+                        0
+                    }
+                    (_, _, Some(f)) => f(w, v, pe),
+                    _ => cas_loop(&|o| o.wrapping_add(v)),
+                },
+                AmoOp::FetchAnd => cas_loop(&|o| o & v),
+                AmoOp::FetchOr => cas_loop(&|o| o | v),
+                AmoOp::FetchXor => cas_loop(&|o| o ^ v),
+            }
         }
-        let got = amo64(p, word, pe, abi::AMO_COMPARE_SWAP, new_word, old_word, false);
-        if got == old_word {
-            return old;
+    }
+}
+
+impl RemoteOps for ShmemRemote {
+    fn kind(&self) -> &'static str {
+        "OpenSHMEM proxy"
+    }
+
+    fn describe(&self) -> String {
+        format!("{} via {}", self.name, self.lib.path)
+    }
+
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn thread_level(&self) -> c_int {
+        self.thread_level
+    }
+
+    fn owns_runtime(&self) -> bool {
+        true
+    }
+
+    fn self_progressing(&self) -> bool {
+        self.lib.progress.is_none()
+    }
+
+    fn provides_memory(&self) -> bool {
+        true
+    }
+
+    fn alloc(&self, size: usize, align: usize) -> Result<*mut u8, RemoteError> {
+        let _g = self.guard();
+        // SAFETY: the standard's signatures; collective, as our caller is.
+        let m = unsafe {
+            match self.lib.align {
+                Some(f) => f(align, size),
+                None => (self.lib.malloc)(size),
+            }
+        };
+        if m.is_null() || (m as usize) % align != 0 {
+            return Err(lib_err(
+                "shmem_align",
+                format!(
+                    "{} could not allocate {size} bytes of symmetric memory aligned to {align}; \
+                     raise its symmetric heap size (SHMEM_SYMMETRIC_SIZE), which ishmem sets from ISHMEM_SYMMETRIC_SIZE",
+                    self.lib.path
+                ),
+            ));
         }
-        old_word = got;
+        Ok(m as *mut u8)
     }
-}
 
-unsafe extern "C" fn op_allgather(c: *mut c_void, send: *const c_void, recv: *mut c_void, len: usize) -> c_int {
-    let p = ctx(c);
-    let _g = p.guard();
-    let (me, n) = ((p.lib.my_pe)() as usize, (p.lib.n_pes)() as usize);
-    let Some(total) = len.checked_mul(n) else { return fail(format!("allgather of {n} x {len} bytes")) };
-    // Symmetric scratch from the library: everyone puts its block into
-    // slot `me` of everyone's buffer.
-    let buf = (p.lib.malloc)(total.max(1)) as *mut u8;
-    if buf.is_null() {
-        return fail(format!("shmem_malloc({total}) for the bootstrap allgather returned NULL"));
+    fn allgather(&self, mine: &[u8], all: &mut [u8]) -> Result<(), RemoteError> {
+        let _g = self.guard();
+        let (me, n, len) = (self.rank, self.size, mine.len());
+        let total =
+            len.checked_mul(n).ok_or_else(|| lib_err("shmem_malloc", format!("allgather of {n} x {len} bytes")))?;
+        // SAFETY: the standard's signatures; symmetric scratch from the
+        // library: everyone puts its block into slot `me` of everyone's
+        // buffer, then reads its own after the barrier.
+        unsafe {
+            let buf = (self.lib.malloc)(total.max(1)) as *mut u8;
+            if buf.is_null() {
+                return Err(lib_err(
+                    "shmem_malloc",
+                    format!("shmem_malloc({total}) for the bootstrap allgather returned NULL"),
+                ));
+            }
+            for pe in 0..n {
+                (self.lib.putmem)(buf.add(me * len) as *mut c_void, mine.as_ptr() as *const c_void, len, pe as c_int);
+            }
+            (self.lib.quiet)();
+            (self.lib.barrier_all)();
+            std::ptr::copy_nonoverlapping(buf, all.as_mut_ptr(), total.min(all.len()));
+            (self.lib.free)(buf as *mut c_void); // collective, with a barrier
+        }
+        Ok(())
     }
-    for pe in 0..n {
-        (p.lib.putmem)(buf.add(me * len) as *mut c_void, send, len, pe as c_int);
+
+    fn barrier(&self) -> Result<(), RemoteError> {
+        let _g = self.guard();
+        // SAFETY: the standard's signatures.
+        unsafe {
+            (self.lib.quiet)();
+            (self.lib.barrier_all)();
+        }
+        Ok(())
     }
-    (p.lib.quiet)();
-    (p.lib.barrier_all)();
-    std::ptr::copy_nonoverlapping(buf, recv as *mut u8, total);
-    (p.lib.free)(buf as *mut c_void); // collective, with a barrier
-    0
-}
 
-unsafe extern "C" fn op_barrier(c: *mut c_void) -> c_int {
-    let p = ctx(c);
-    let _g = p.guard();
-    (p.lib.quiet)();
-    (p.lib.barrier_all)();
-    0
-}
-
-unsafe extern "C" fn op_expose(c: *mut c_void, region: u32, base: *mut c_void, size: usize) -> c_int {
-    let p = ctx(c);
-    if region as usize >= abi::REGIONS {
-        return fail(format!("no region {region}"));
+    fn expose(&self, region: Region, base: *mut u8, size: usize) -> Result<(), RemoteError> {
+        let r = &self.regions[region.index()];
+        r.1.store(size, Ordering::Release);
+        r.0.store(base as usize, Ordering::Release);
+        Ok(())
     }
-    let r = &p.regions[region as usize];
-    r.1.store(size, Ordering::Release);
-    r.0.store(base as usize, Ordering::Release);
-    0
-}
 
-unsafe extern "C" fn op_alloc(c: *mut c_void, size: usize, align: usize, out: *mut *mut c_void) -> c_int {
-    let p = ctx(c);
-    let _g = p.guard();
-    let m = match p.lib.align {
-        Some(f) => f(align, size),
-        None => (p.lib.malloc)(size),
-    };
-    if m.is_null() || (m as usize) % align != 0 {
-        return fail(format!(
-            "{} could not allocate {size} bytes of symmetric memory aligned to {align}; \
-             raise its symmetric heap size (SHMEM_SYMMETRIC_SIZE), which ishmem sets from ISHMEM_SYMMETRIC_SIZE",
-            p.lib.path
-        ));
+    unsafe fn put(
+        &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        let a = self.addr(region, offset, len)?;
+        let _g = self.guard();
+        // SAFETY: a symmetric address of the library; src valid as the
+        // caller guarantees.
+        unsafe {
+            match (nbi, self.lib.putmem_nbi) {
+                (true, Some(f)) => f(a as *mut c_void, src as *const c_void, len, pe as c_int),
+                _ => (self.lib.putmem)(a as *mut c_void, src as *const c_void, len, pe as c_int),
+            }
+        }
+        Ok(())
     }
-    *out = m;
-    0
-}
 
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn op_put(
-    c: *mut c_void, region: u32, pe: u32, offset: usize, src: *const c_void, len: usize, flags: u32,
-) -> c_int {
-    let p = ctx(c);
-    let a = match p.addr(region, offset, len) {
-        Ok(a) => a,
-        Err(e) => return fail(e),
-    };
-    let _g = p.guard();
-    match (flags & abi::FLAG_NBI != 0, p.lib.putmem_nbi) {
-        (true, Some(f)) => f(a as *mut c_void, src, len, pe as c_int),
-        _ => (p.lib.putmem)(a as *mut c_void, src, len, pe as c_int),
+    unsafe fn get(
+        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        let a = self.addr(region, offset, len)?;
+        let _g = self.guard();
+        // SAFETY: as for put.
+        unsafe {
+            match (nbi, self.lib.getmem_nbi) {
+                (true, Some(f)) => f(dst as *mut c_void, a as *const c_void, len, pe as c_int),
+                _ => (self.lib.getmem)(dst as *mut c_void, a as *const c_void, len, pe as c_int),
+            }
+        }
+        Ok(())
     }
-    0
-}
 
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn op_get(
-    c: *mut c_void, region: u32, pe: u32, offset: usize, dst: *mut c_void, len: usize, flags: u32,
-) -> c_int {
-    let p = ctx(c);
-    let a = match p.addr(region, offset, len) {
-        Ok(a) => a,
-        Err(e) => return fail(e),
-    };
-    let _g = p.guard();
-    match (flags & abi::FLAG_NBI != 0, p.lib.getmem_nbi) {
-        (true, Some(f)) => f(dst, a as *const c_void, len, pe as c_int),
-        _ => (p.lib.getmem)(dst, a as *const c_void, len, pe as c_int),
+    fn amo(
+        &self, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
+    ) -> Result<u64, RemoteError> {
+        let a = self.addr(region, offset, size)?;
+        if !matches!(size, 1 | 2 | 4 | 8) || a % size != 0 {
+            return Err(RemoteError::Unsupported(format!("AMO {op:?} on {size} bytes at {a:#x}")));
+        }
+        // The containing word of a narrow AMO lies in the region too: the
+        // regions are 8-byte aligned and sized.
+        let _g = self.guard();
+        let pe = pe as c_int;
+        // SAFETY: an aligned symmetric address of the library (checked).
+        Ok(unsafe {
+            match size {
+                8 => self.amo64(a, pe, op, operand, cond, nbi),
+                _ => narrow_by_word(
+                    a,
+                    size,
+                    op,
+                    operand,
+                    cond,
+                    &mut |w| self.amo64(w, pe, AmoOp::Fetch, 0, 0, false),
+                    &mut |w, expect, new| self.amo64(w, pe, AmoOp::CompareSwap, new, expect, false),
+                ),
+            }
+        })
     }
-    0
-}
 
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn op_amo(
-    c: *mut c_void, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64, old: *mut u64,
-    flags: u32,
-) -> c_int {
-    let p = ctx(c);
-    let a = match p.addr(region, offset, size as usize) {
-        Ok(a) => a,
-        Err(e) => return fail(e),
-    };
-    if op > abi::AMO_FETCH_XOR || !matches!(size, 1 | 2 | 4 | 8) || a % size as usize != 0 {
-        return fail(format!("AMO op {op} on {size} bytes at {a:#x} is not supported"));
+    fn flush(&self, _pe: Option<usize>) -> Result<(), RemoteError> {
+        let _g = self.guard();
+        // SAFETY: the standard's signature.
+        unsafe { (self.lib.quiet)() };
+        Ok(())
     }
-    let nbi = flags & abi::FLAG_NBI != 0;
-    let _g = p.guard();
-    let v = match size {
-        8 => amo64(p, a, pe as c_int, op, operand, cond, nbi),
-        _ => amo_narrow(p, a, size, pe as c_int, op, operand, cond),
-    };
-    if !old.is_null() {
-        *old = v;
-    }
-    0
-}
 
-unsafe extern "C" fn op_flush(c: *mut c_void, _pe: c_int) -> c_int {
-    let p = ctx(c);
-    let _g = p.guard();
-    (p.lib.quiet)();
-    0
-}
-
-unsafe extern "C" fn op_progress(c: *mut c_void) -> c_int {
-    let p = ctx(c);
-    if let Some(f) = p.lib.progress {
-        // A thread already in the library progresses it.
-        match &p.lock {
-            None => f(),
-            Some(l) => {
-                if let Ok(_g) = l.try_lock() {
-                    f();
+    fn progress(&self) -> Result<usize, RemoteError> {
+        if let Some(f) = self.lib.progress {
+            // A thread already in the library progresses it.
+            match &self.lock {
+                // SAFETY: opal_progress takes no arguments and may be
+                // called by any thread of a THREAD_MULTIPLE library.
+                None => unsafe { f() },
+                Some(l) => {
+                    if let Ok(_g) = l.try_lock() {
+                        // SAFETY: as above, serialized by our lock.
+                        unsafe { f() };
+                    }
                 }
             }
         }
+        Ok(0)
     }
-    0
-}
 
-unsafe extern "C" fn op_abort(c: *mut c_void, code: c_int) {
-    let p = ctx(c);
-    // No lock: another thread may hold it, blocked on a dead peer.
-    if let Some(f) = p.lib.global_exit {
-        f(code);
+    fn abort(&self, code: c_int) {
+        // No lock: another thread may hold it, blocked on a dead peer.
+        if let Some(f) = self.lib.global_exit {
+            // SAFETY: the standard's signature.
+            unsafe { f(code) };
+        }
     }
-}
 
-unsafe extern "C" fn op_finalize(c: *mut c_void) -> c_int {
-    let p = ctx(c);
-    let _g = p.guard();
-    (p.lib.quiet)();
-    (p.lib.barrier_all)();
-    (p.lib.finalize)();
-    0
-}
-
-unsafe extern "C" fn op_last_error(_c: *mut c_void) -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    fn finalize(&self) -> Result<(), RemoteError> {
+        let _g = self.guard();
+        // SAFETY: the standard's signatures; collective.
+        unsafe {
+            (self.lib.quiet)();
+            (self.lib.barrier_all)();
+            (self.lib.finalize)();
+        }
+        Ok(())
+    }
 }
 
 /// Open MPI's OSHMEM finds the program's globals (its "static" symmetric
@@ -553,7 +558,7 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
     unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, out: *mut c_void) -> c_int {
         // SAFETY: the loader passes a valid info whose phdr array has
         // dlpi_phnum entries; `out` is the Vec below.
-        unsafe {
+        crate::error::callback_guard("ishmem_init (walking the loaded objects)", || unsafe {
             let info = &*info;
             let mut o = Obj { bias: info.dlpi_addr as usize, loads: Vec::new(), dynamic: 0, relro: (0, 0) };
             for i in 0..info.dlpi_phnum as usize {
@@ -567,8 +572,8 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
                 }
             }
             (*(out as *mut Vec<Obj>)).push(o);
-        }
-        0
+            0
+        })
     }
     let mut objs: Vec<Obj> = Vec::new();
     // SAFETY: `each` matches the callback type and only pushes to `objs`.
@@ -642,109 +647,74 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
     }
 }
 
-/// The job size the launcher announces, before the library starts (to size
-/// the library's symmetric heap for our control segment).
-fn launcher_size() -> Option<usize> {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
-}
-
-/// Loads and starts the host OpenSHMEM library and returns the proxy table.
-/// `lib_name` is `ISHMEM_SHMEM_LIB_NAME`; `need` is the symmetric memory the
-/// core will allocate from it for `n_pes` PEs (a function, since the job
-/// size is known only once the library has started); the library's heap
-/// size (`SHMEM_SYMMETRIC_SIZE`, read by SOS and OSHMEM at init) is set
-/// from it.
-pub fn load(
-    lib_name: Option<&str>, requested_thread: c_int, need: &dyn Fn(usize) -> usize,
-) -> Result<(abi::ProxyOps, String), String> {
+/// Loads and starts the host OpenSHMEM library. `lib_name` is
+/// `ISHMEM_SHMEM_LIB_NAME`; `need(n_pes)` is the symmetric memory the core
+/// will allocate from it for `n_pes` PEs (a function, since the job size is
+/// known only once the library has started); the library's heap size
+/// (`SHMEM_SYMMETRIC_SIZE`, read by SOS and OSHMEM at init) is set from it.
+pub fn load(lib_name: Option<&str>, need: &dyn Fn(usize) -> usize) -> Result<ShmemRemote, RemoteError> {
     let names: Vec<String> = match lib_name.filter(|n| !n.is_empty()) {
         Some(n) => vec![n.to_string()],
         None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
     };
     let (lib, handle) = Lib::load(&names)?;
-    point_end_at_program(lib.my_pe as usize).map_err(|e| format!("{}: {e}", lib.path))?;
+    point_end_at_program(lib.my_pe as usize).map_err(|e| RemoteError::Init(format!("{}: {e}", lib.path)))?;
     // Room for the heap, the control segment for the announced job size
     // (1024 PEs when unknown), alignment slack, and the library's own use.
-    let bytes = need(launcher_size().unwrap_or(1024)) + (64 << 20);
-    let mib = bytes.div_ceil(1 << 20);
-    // Init time: no thread of ours reads the environment concurrently.
-    std::env::set_var("SHMEM_SYMMETRIC_SIZE", format!("{mib}M"));
-    std::env::set_var("SMA_SYMMETRIC_SIZE", format!("{mib}M"));
+    let bytes = need(crate::env::launcher_job_size().unwrap_or(1024)) + (64 << 20);
+    crate::env::set_library_heap_size(bytes.div_ceil(1 << 20));
     // SERIALIZED whatever the program asked for: calls into the library
     // from our threads (the program's, the progress thread, the device
     // ring's proxy thread) are serialized by our lock, which costs less
     // than a THREAD_MULTIPLE library's own locking (Open MPI 4.1 over UCX:
     // see docs/cluster.md).
-    let _ = requested_thread;
-    let mut provided = abi::THREAD_SINGLE;
+    let mut provided = THREAD_SINGLE;
     // SAFETY: the standard's signatures.
     unsafe {
         match sym::<InitThreadFn>(&handle, "shmem_init_thread") {
             Some(f) => {
-                if f(abi::THREAD_SERIALIZED, &mut provided) != 0 {
-                    return Err(format!("{}: shmem_init_thread failed", lib.path));
+                if f(THREAD_SERIALIZED, &mut provided) != 0 {
+                    return Err(RemoteError::Init(format!("{}: shmem_init_thread failed", lib.path)));
                 }
             }
             None => match sym::<VoidFn>(&handle, "shmem_init").or_else(|| sym::<VoidFn>(&handle, "start_pes")) {
                 Some(f) => f(),
-                None => return Err(format!("{}: has neither shmem_init_thread nor shmem_init", lib.path)),
+                None => {
+                    return Err(RemoteError::Init(format!(
+                        "{}: has neither shmem_init_thread nor shmem_init",
+                        lib.path
+                    )))
+                }
             },
         }
     }
     // SAFETY: the library is initialized.
     let (rank, size) = unsafe { ((lib.my_pe)(), (lib.n_pes)()) };
     if rank < 0 || size <= 0 || rank >= size {
-        return Err(format!("{}: reports PE {rank} of {size}", lib.path));
+        return Err(RemoteError::Init(format!("{}: reports PE {rank} of {size}", lib.path)));
     }
-    let path = lib.path.clone();
     // The library's own name for itself (OpenSHMEM 1.5 §9.1.8), when it says.
     let mut vendor = vec![0u8; 1024];
     // SAFETY: the buffer is larger than SHMEM_MAX_NAME_LEN (256) of every
     // known library; the standard's signature.
     if let Some(f) = unsafe { sym::<unsafe extern "C" fn(*mut c_char)>(&handle, "shmem_info_get_name") } {
+        // SAFETY: as above.
         unsafe { f(vendor.as_mut_ptr() as *mut c_char) };
     }
     let vendor =
         std::ffi::CStr::from_bytes_until_nul(&vendor).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
-    let name =
-        CString::new(if vendor.is_empty() { "host OpenSHMEM library".to_string() } else { vendor }).unwrap_or_default();
-    // Our lock serializes every call, so SERIALIZED below is MULTIPLE above.
-    let level = if provided >= abi::THREAD_SERIALIZED { abi::THREAD_MULTIPLE } else { provided };
-    let proxy = Box::leak(Box::new(ShmemProxy {
-        lib,
-        regions: std::array::from_fn(|_| (AtomicUsize::new(0), AtomicUsize::new(0))),
-        lock: (provided < abi::THREAD_MULTIPLE).then(|| Mutex::new(())),
-        name,
-    }));
     // The library stays loaded for the life of the process.
     std::mem::forget(handle);
-    let ops = abi::ProxyOps {
-        abi_version: abi::ABI_VERSION,
-        rank: rank as u32,
-        size: size as u32,
-        thread_level: level,
-        owns_runtime: 1,
-        reserved: 0,
-        ctx: proxy as *mut ShmemProxy as *mut c_void,
-        name: proxy.name.as_ptr(),
-        allgather: op_allgather,
-        barrier: op_barrier,
-        expose: op_expose,
-        put: op_put,
-        get: op_get,
-        amo: op_amo,
-        flush: op_flush,
-        progress: op_progress,
-        abort: op_abort,
-        finalize: op_finalize,
-        last_error: op_last_error,
-        alloc: Some(op_alloc),
-        self_progressing: proxy.lib.progress.is_none() as u32,
-        reserved2: 0,
-    };
-    Ok((ops, path))
+    Ok(ShmemRemote {
+        lib,
+        rank: rank as usize,
+        size: size as usize,
+        regions: std::array::from_fn(|_| (AtomicUsize::new(0), AtomicUsize::new(0))),
+        lock: (provided < THREAD_MULTIPLE).then(|| Mutex::new(())),
+        // Our lock serializes every call, so SERIALIZED below is MULTIPLE above.
+        thread_level: if provided >= THREAD_SERIALIZED { THREAD_MULTIPLE } else { provided },
+        name: if vendor.is_empty() { "host OpenSHMEM library".to_string() } else { vendor },
+    })
 }
 
 // The 64-bit fallbacks use the `long` and `unsigned long` names (LP64).

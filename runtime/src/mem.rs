@@ -1,10 +1,8 @@
-//! Where the symmetric heap lives and who runs device code.
-//!
-//! The [`Device`] trait is the seam for device backends: the CPU backend
-//! here (always built) keeps heaps in anonymous shared memory; the Level Zero
-//! and CUDA backends of later issues allocate device memory and export IPC
-//! handles instead. A heap is described by a [`HeapRegion`]: a mapping in
-//! this process plus an optional handle other local PEs can map.
+//! Memory the runtime maps: shared-memory files (memfd) that travel between
+//! processes as descriptors, aligned mappings of them, and the
+//! [`HeapRegion`] that owns a mapping. Plain system calls, no policy: the
+//! device backends (`device/`) and the bootstraps (`boot/`) decide what
+//! goes where.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -58,22 +56,6 @@ impl Drop for HeapRegion {
         }
     }
 }
-
-/// A device backend.
-pub trait Device: Send + Sync {
-    /// Short name for diagnostics (`cpu`, `level-zero`, `cuda`).
-    fn name(&self) -> &'static str;
-    /// Creates this PE's symmetric heap of `size` bytes, shareable with
-    /// local peers.
-    fn create_heap(&self, size: usize, pe: i32) -> io::Result<HeapRegion>;
-    /// Maps a peer's heap from the handle it shared.
-    fn map_peer_heap(&self, handle: &OwnedFd, size: usize) -> io::Result<HeapRegion>;
-}
-
-/// The embedded default: heaps in shared memory (memfd), device code on the
-/// host CPU.
-#[derive(Debug, Default)]
-pub struct CpuDevice;
 
 /// Creates an anonymous, owner-only, close-on-exec memfd of `size` bytes.
 /// It has no name in any file system, so nothing is left behind when the
@@ -184,23 +166,23 @@ pub fn map_private(size: usize) -> io::Result<HeapRegion> {
     Ok(HeapRegion { base: p as *mut u8, size, handle: None, foreign: false })
 }
 
+/// A region over memory this process mapped itself.
+pub fn owned(base: *mut u8, size: usize, handle: Option<OwnedFd>) -> HeapRegion {
+    HeapRegion { base, size, handle, foreign: false }
+}
+
 /// Maps a shared-memory handle as a [`HeapRegion`] that does not keep the fd.
 pub fn map_region(fd: &OwnedFd, size: usize) -> io::Result<HeapRegion> {
     Ok(HeapRegion { base: map_shared(fd, size)?, size, handle: None, foreign: false })
 }
 
-impl Device for CpuDevice {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
-
-    fn create_heap(&self, size: usize, pe: i32) -> io::Result<HeapRegion> {
-        let fd = memfd(&format!("ishmem-heap-pe{pe}"), size)?;
-        let base = map_shared_aligned(&fd, size, HEAP_BASE_ALIGN)?;
-        Ok(HeapRegion { base, size, handle: Some(fd), foreign: false })
-    }
-
-    fn map_peer_heap(&self, handle: &OwnedFd, size: usize) -> io::Result<HeapRegion> {
-        map_region(handle, size)
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
     }
 }

@@ -14,29 +14,30 @@
 //! namespaces, are on different nodes. With `ISHMEM_ENABLE_SHM=0` every PE
 //! is alone on its node.
 
-use crate::bootstrap;
+use super::{private_ctrl, shared_data, warn_data_not_symmetric, wire, InitError, InitOptions, JobLayout, Runtime};
 use crate::ctrl::{ctrl_size, Ctrl};
-use crate::dataseg::DataSegment;
-use crate::device::{self, CpuDevice, Device, HeapRegion};
-use crate::error::warn;
-use crate::proxy::Proxy;
+use crate::device::Device;
+use crate::env::Config;
+use crate::mem;
+use crate::remote::{plugin, Remote};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// What this PE learned about the job.
-pub struct NodeJob {
-    pub ctrl_region: HeapRegion,
-    /// Mappings of local peers' heaps and data segments.
-    pub peer_maps: Vec<HeapRegion>,
-    /// Heap address of every PE in this process; null for remote PEs.
-    pub peer_base: Vec<*mut u8>,
-    /// Data-segment address of every PE; null when remote or not shared.
-    pub data_base: Vec<*mut u8>,
-    /// World PEs on this node, ascending (this PE included).
-    pub node_pes: Vec<usize>,
-    /// Every PE has a data segment of the same size: globals are symmetric
-    /// across the job.
-    pub data_symmetric: bool,
+/// Loads the MPI proxy, takes rank and size from it, creates this PE's heap
+/// and runs the node-local exchange.
+pub fn start(
+    config: &Config, opts: &InitOptions, device: &dyn Device, heap_size: usize,
+) -> Result<JobLayout, InitError> {
+    let ops = plugin::load(config.mpi_proxy.as_deref(), config.root.as_deref(), opts.app_comm, opts.requested_thread)?;
+    let r: &'static Remote = Box::leak(Box::new(Remote::new(Box::new(ops))));
+    let (my_pe, n_pes) = (r.rank(), r.size());
+    if n_pes == 0 || n_pes > i32::MAX as usize || my_pe >= n_pes {
+        return Err(format!("MPI reports rank {my_pe} of {n_pes} processes").into());
+    }
+    crate::phase::set_my_pe(my_pe);
+    let heap = device.create_heap(heap_size, my_pe)?;
+    let data = shared_data();
+    exchange(r, my_pe, n_pes, device, heap, heap_size, data, config.enable_shm)
 }
 
 const RECORD: usize = 48;
@@ -141,15 +142,15 @@ fn accept(l: &OwnedFd) -> io::Result<OwnedFd> {
 
 /// The node-local bootstrap under `proxy` (collective over the job).
 #[allow(clippy::too_many_arguments)]
-pub fn exchange(
-    proxy: &Proxy, my_pe: usize, n_pes: usize, dev: &CpuDevice, heap: &HeapRegion, heap_size: usize,
-    data: Option<&DataSegment>, enable_shm: bool,
-) -> Result<NodeJob, String> {
+fn exchange(
+    proxy: &'static Remote, my_pe: usize, n_pes: usize, dev: &dyn Device, heap: mem::HeapRegion, heap_size: usize,
+    data: Option<crate::dataseg::DataSegment>, enable_shm: bool,
+) -> Result<JobLayout, InitError> {
     const CALL: &str = "ishmem_init";
     let mut rec = [0u8; RECORD];
     rec[0..8].copy_from_slice(&fnv(&node_identity()).to_le_bytes());
     rec[8..16].copy_from_slice(&(heap_size as u64).to_le_bytes());
-    rec[16..24].copy_from_slice(&(data.map_or(0, |d| d.size) as u64).to_le_bytes());
+    rec[16..24].copy_from_slice(&(data.as_ref().map_or(0, |d| d.size) as u64).to_le_bytes());
     rec[24..40].copy_from_slice(&random_token().to_le_bytes());
     rec[40..44].copy_from_slice(&std::process::id().to_le_bytes());
     let all = proxy.allgather(CALL, &rec);
@@ -160,24 +161,25 @@ pub fn exchange(
             return Err(format!(
                 "PE {pe} has a {}-byte heap and this PE a {heap_size}-byte one: ISHMEM_SYMMETRIC_SIZE must be the same on every PE",
                 field(pe, 8)
-            ));
+            )
+            .into());
         }
     }
     let token = u128::from_le_bytes(all[24..40].try_into().unwrap());
     let my_node = field(my_pe, 0);
     let node_pes: Vec<usize> =
         if enable_shm { (0..n_pes).filter(|&p| field(p, 0) == my_node).collect() } else { vec![my_pe] };
-    let data_size = data.map_or(0, |d| d.size) as u64;
+    let data_size = data.as_ref().map_or(0, |d| d.size) as u64;
     let data_symmetric = data_size > 0 && (0..n_pes).all(|p| field(p, 16) == data_size);
-    if data.is_some() && !data_symmetric && my_pe == 0 {
-        warn(format_args!("the PEs run different executables: global and static variables are not symmetric"));
+    if data.is_some() && !data_symmetric {
+        warn_data_not_symmetric(my_pe);
     }
 
     let mut peer_base = vec![std::ptr::null_mut(); n_pes];
     let mut data_base = vec![std::ptr::null_mut(); n_pes];
     peer_base[my_pe] = heap.base();
     if data_symmetric {
-        data_base[my_pe] = data.unwrap().base;
+        data_base[my_pe] = data.as_ref().map_or(std::ptr::null_mut(), |d| d.base);
     }
     let mut peer_maps = Vec::new();
     let local_idx = node_pes.iter().position(|&p| p == my_pe).expect("this PE is on its node");
@@ -191,11 +193,11 @@ pub fn exchange(
         // serves the exchange from a thread while taking part itself.
         let server = if my_pe == leader {
             let l = listen(&name, n_local).map_err(|e| format!("cannot listen on the node's bootstrap socket: {e}"))?;
-            let ctrl_fd = device::memfd("ishmem-ctrl", ctrl_len)
-                .map_err(|e| format!("cannot create the control segment: {e}"))?;
+            let ctrl_fd =
+                mem::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
             {
-                let r = device::map_region(&ctrl_fd, ctrl_len)
-                    .map_err(|e| format!("cannot map the control segment: {e}"))?;
+                let r =
+                    mem::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
                 // SAFETY: fresh zeroed mapping of ctrl_size(n_pes) bytes.
                 unsafe { Ctrl::new(r.base(), n_pes) }.initialize();
             }
@@ -206,7 +208,7 @@ pub fn exchange(
                     socks.push(s);
                 }
                 drop(l);
-                bootstrap::serve(&socks, &ctrl_fd, ctrl_len)
+                wire::serve(&socks, &ctrl_fd, ctrl_len)
             }))
         } else {
             None
@@ -215,8 +217,8 @@ pub fn exchange(
         let sock =
             connect(&name).map_err(|e| format!("cannot reach the node's bootstrap socket (PE {leader}): {e}"))?;
         let shared_data =
-            if data_symmetric { data.and_then(|d| d.fd.as_ref().map(|fd| (fd, d.size as u64))) } else { None };
-        let job = bootstrap::pe_exchange(
+            if data_symmetric { data.as_ref().and_then(|d| d.fd.as_ref().map(|fd| (fd, d.size as u64))) } else { None };
+        let job = wire::pe_exchange(
             sock.as_raw_fd(),
             local_idx as u32,
             heap.handle().expect("new heap has a handle"),
@@ -229,31 +231,42 @@ pub fn exchange(
             h.join().map_err(|_| "the node's bootstrap server panicked".to_string())??;
         }
         if job.n_pes != n_local || job.ctrl_size < ctrl_len {
-            return Err("node-local bootstrap returned an inconsistent job".into());
+            return Err(InitError::Bootstrap("node-local bootstrap returned an inconsistent job".into()));
         }
         for (i, seg) in job.peers.iter().enumerate() {
             let pe = node_pes[i];
             if pe == my_pe {
                 continue;
             }
-            let r = dev
-                .map_peer_heap(&seg.heap_fd, heap_size)
-                .map_err(|e| format!("cannot map the heap of PE {pe}: {e}"))?;
+            let r = dev.map_peer_heap(&seg.heap_fd, heap_size, pe)?;
             peer_base[pe] = r.base();
             peer_maps.push(r);
             if let Some((fd, size)) = &seg.data {
-                let r = device::map_region(fd, *size as usize)
+                let r = mem::map_region(fd, *size as usize)
                     .map_err(|e| format!("cannot map the data segment of PE {pe}: {e}"))?;
                 data_base[pe] = r.base();
                 peer_maps.push(r);
             }
         }
-        device::map_region(&job.ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?
+        mem::map_region(&job.ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?
     } else {
-        let r = device::map_private(ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
-        // SAFETY: fresh zeroed mapping of ctrl_size(n_pes) bytes.
-        unsafe { Ctrl::new(r.base(), n_pes) }.initialize();
-        r
+        private_ctrl(n_pes)?
     };
-    Ok(NodeJob { ctrl_region, peer_maps, peer_base, data_base, node_pes, data_symmetric })
+    Ok(JobLayout {
+        runtime: Runtime::Mpi,
+        my_pe,
+        n_pes,
+        heap,
+        heap_size,
+        heap_align: dev.heap_align(),
+        data,
+        data_base,
+        peer_base,
+        ctrl_region,
+        peer_maps,
+        node_pes,
+        boot_remote: Some(proxy),
+        route_remote: None,
+        amo_remote_all: false,
+    })
 }

@@ -7,7 +7,6 @@
 //! lists every path tried. Verified facts about the runtime are in
 //! `device-lib/README.md`.
 
-use crate::core::State;
 use std::ffi::{c_char, c_void, CString};
 use std::ptr::null_mut;
 use std::sync::Mutex;
@@ -65,6 +64,8 @@ struct Cl {
     ) -> i32,
     finish: unsafe extern "C" fn(Handle) -> i32,
     release_kernel: unsafe extern "C" fn(Handle) -> i32,
+    wait_for_events: unsafe extern "C" fn(u32, *const Handle) -> i32,
+    release_event: unsafe extern "C" fn(Handle) -> i32,
 }
 
 // SAFETY: OpenCL objects and entry points are thread-safe (OpenCL 1.1+),
@@ -115,6 +116,8 @@ impl Cl {
             enqueue_nd_range_kernel: sym!("clEnqueueNDRangeKernel"),
             finish: sym!("clFinish"),
             release_kernel: sym!("clReleaseKernel"),
+            wait_for_events: sym!("clWaitForEvents"),
+            release_event: sym!("clReleaseEvent"),
             _lib: lib,
         })
     }
@@ -146,11 +149,11 @@ unsafe impl Send for ClDevice {}
 // SAFETY: see `Cl`.
 unsafe impl Sync for ClDevice {}
 
-/// Where the device library is looked for: ISHMEM_DEVICE_LIB, then
-/// `<dir of libishmem>/ishmem/ishmem_device.spv` (the installed layout).
-fn library_paths() -> Vec<std::path::PathBuf> {
+/// Where the device library is looked for: `explicit` (ISHMEM_DEVICE_LIB),
+/// then `<dir of libishmem>/ishmem/ishmem_device.spv` (the installed layout).
+fn library_paths(explicit: Option<&str>) -> Vec<std::path::PathBuf> {
     let mut v = Vec::new();
-    if let Ok(p) = std::env::var("ISHMEM_DEVICE_LIB") {
+    if let Some(p) = explicit {
         v.push(p.into());
     }
     // SAFETY: dladdr on the address of one of our own functions.
@@ -175,7 +178,7 @@ fn check(what: &str, err: i32) -> Result<(), String> {
 }
 
 impl ClDevice {
-    fn open() -> Result<ClDevice, String> {
+    pub(super) fn open(device_lib: Option<&str>) -> Result<ClDevice, String> {
         let cl = Cl::load()?;
         let mut err = 0;
         let mut n = 0u32;
@@ -201,7 +204,7 @@ impl ClDevice {
             check("clCreateCommandQueueWithProperties", err)?;
             let mut tried = Vec::new();
             let mut spirv = None;
-            for p in library_paths() {
+            for p in library_paths(device_lib) {
                 match std::fs::read(&p) {
                     Ok(b) => {
                         spirv = Some(b);
@@ -325,6 +328,22 @@ impl ClDevice {
         }
     }
 
+    /// Waits until every event of `events` is complete, then releases them.
+    pub fn wait(&self, events: &[Handle]) -> Result<(), String> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the events are live events of this context (the caller's
+        // contract), each released once here.
+        unsafe {
+            let r = (self.cl.wait_for_events)(events.len() as u32, events.as_ptr());
+            for &e in events {
+                (self.cl.release_event)(e);
+            }
+            check("clWaitForEvents", r)
+        }
+    }
+
     fn link_programs(&self, progs: &[Handle], state: *const c_void) -> Result<Handle, String> {
         let mut err = 0;
         // SAFETY: valid objects and out-pointers.
@@ -369,27 +388,4 @@ impl ClDevice {
             Ok(linked)
         }
     }
-}
-
-static DEVICE: Mutex<Option<&'static ClDevice>> = Mutex::new(None);
-static PROXY: Mutex<Option<crate::ring::Proxy>> = Mutex::new(None);
-
-impl State {
-    /// This PE's OpenCL device, opened on first use, with the proxy thread
-    /// that serves its reverse-offload ring.
-    pub fn cl_device(&'static self) -> Result<&'static ClDevice, String> {
-        let mut d = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(dev) = *d {
-            return Ok(dev);
-        }
-        let dev: &'static ClDevice = Box::leak(Box::new(ClDevice::open()?));
-        *PROXY.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::ring::Proxy::start(self));
-        *d = Some(dev);
-        Ok(dev)
-    }
-}
-
-/// Stops the proxy thread (finalize).
-pub(crate) fn stop_proxy() {
-    PROXY.lock().unwrap_or_else(|e| e.into_inner()).take();
 }

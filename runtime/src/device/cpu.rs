@@ -1,0 +1,113 @@
+//! The CPU device, the embedded default: heaps in anonymous shared memory
+//! (memfd, owner-only, no name in any file system), device code on a CPU
+//! OpenCL runtime that consumes SPIR-V (`opencl.rs`), opened at the first
+//! device call together with the thread that serves the PE's ring.
+
+use super::opencl::{ClDevice, KernelArg};
+use super::ring_server::RingServer;
+use super::{Attach, Device, DeviceError, Native, QueueOp};
+use crate::mem::{self, HeapRegion, HEAP_BASE_ALIGN};
+use std::ffi::c_void;
+use std::os::fd::OwnedFd;
+use std::sync::{Mutex, OnceLock};
+
+/// Heaps in shared memory; kernels on the CPU through OpenCL.
+pub struct CpuDevice {
+    /// `ISHMEM_DEVICE_LIB`: where the SPIR-V device library is.
+    device_lib: Option<String>,
+    attach: OnceLock<Attach>,
+    /// The OpenCL device, opened at first use (and then kept: programs may
+    /// hold its handles until exit).
+    cl: Mutex<Option<&'static ClDevice>>,
+    server: Mutex<Option<RingServer>>,
+}
+
+impl CpuDevice {
+    pub fn new(device_lib: Option<String>) -> CpuDevice {
+        CpuDevice { device_lib, attach: OnceLock::new(), cl: Mutex::new(None), server: Mutex::new(None) }
+    }
+
+    fn attached(&self) -> Result<&Attach, DeviceError> {
+        self.attach.get().ok_or_else(|| DeviceError::Runtime("the device is not attached to a running PE".into()))
+    }
+
+    /// This PE's OpenCL device, opened on first use, with the thread that
+    /// serves its reverse-offload ring.
+    fn cl(&self) -> Result<&'static ClDevice, DeviceError> {
+        let mut d = self.cl.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(dev) = *d {
+            return Ok(dev);
+        }
+        let a = *self.attached()?;
+        let dev: &'static ClDevice =
+            Box::leak(Box::new(ClDevice::open(self.device_lib.as_deref()).map_err(DeviceError::Unavailable)?));
+        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
+        *d = Some(dev);
+        Ok(dev)
+    }
+}
+
+impl Device for CpuDevice {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn heap_align(&self) -> usize {
+        HEAP_BASE_ALIGN
+    }
+
+    fn create_heap(&self, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
+        let heap_err =
+            |source| DeviceError::Heap { what: format!("cannot create a symmetric heap of {size} bytes"), source };
+        let fd = mem::memfd(&format!("ishmem-heap-pe{pe}"), size).map_err(heap_err)?;
+        let base = mem::map_shared_aligned(&fd, size, HEAP_BASE_ALIGN).map_err(heap_err)?;
+        Ok(mem::owned(base, size, Some(fd)))
+    }
+
+    fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
+        mem::map_region(handle, size)
+            .map_err(|source| DeviceError::Heap { what: format!("cannot map the heap of PE {pe}"), source })
+    }
+
+    fn attach(&self, a: Attach) {
+        let _ = self.attach.set(a);
+    }
+
+    fn detach(&self) {
+        self.server.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn native(&self, what: Native) -> Result<*mut c_void, DeviceError> {
+        let d = self.cl()?;
+        Ok(match what {
+            Native::Context => d.context,
+            Native::Device => d.device,
+            Native::Queue => d.queue,
+        })
+    }
+
+    fn link_program(&self, il: &[u8]) -> Result<*mut c_void, DeviceError> {
+        let d = self.cl()?;
+        d.link(il, self.attached()?.state as *const c_void).map_err(DeviceError::Runtime)
+    }
+
+    fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
+        use KernelArg::*;
+        let d = self.cl()?;
+        let (kernel, args) = match op {
+            QueueOp::Put { dest, source, nbytes, pe } => {
+                ("ishmemi_putmem_kernel", vec![Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)])
+            }
+            QueueOp::Get { dest, source, nbytes, pe } => {
+                ("ishmemi_getmem_kernel", vec![Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)])
+            }
+            QueueOp::BarrierAll => ("ishmemi_barrier_all_kernel", vec![]),
+            QueueOp::Quiet => ("ishmemi_quiet_kernel", vec![]),
+        };
+        d.enqueue(queue, kernel, &args, deps, self.attached()?.state as *const c_void).map_err(DeviceError::Runtime)
+    }
+
+    fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError> {
+        self.cl()?.wait(events).map_err(DeviceError::Runtime)
+    }
+}

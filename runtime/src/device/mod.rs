@@ -1,0 +1,135 @@
+//! The device seam: a [`Device`] owns where the symmetric heap lives, the
+//! kernel runtime that runs device code, the reverse-offload ring's server
+//! thread, and the device-queue operations (`ishmemx_*_on_queue`).
+//!
+//! One device is chosen at init from `ISHMEM_DEVICE` ([`select`]); the core
+//! reaches it only through this trait. The CPU device ([`cpu::CpuDevice`],
+//! the embedded default) keeps heaps in shared memory (memfd) and runs
+//! kernels on a CPU OpenCL runtime that consumes SPIR-V, loaded at the
+//! first device call. A GPU device fits the same shape: its heap is device
+//! memory exported as a file descriptor (so the bootstraps pass it between
+//! processes like a memfd), its ring lives where kernels and the host
+//! thread both reach it, and its queue operations take the GPU's stream or
+//! command list.
+//!
+//! The ring server performs each device request through a [`RingHandler`]
+//! the core gives the device when the PE is up ([`Device::attach`]); this
+//! module knows nothing of the core.
+
+pub mod cpu;
+pub mod opencl;
+pub mod ring_server;
+
+use crate::device_state::ishmemx_device_state_t;
+use crate::env::{Config, DeviceKind};
+use crate::mem::HeapRegion;
+use crate::ring::{DecodeError, Request, Ring};
+use std::ffi::c_void;
+use std::fmt;
+use std::os::fd::OwnedFd;
+
+/// What went wrong in a device backend.
+#[derive(Debug)]
+pub enum DeviceError {
+    /// The device's runtime or hardware is not there: what was tried, and
+    /// what to install.
+    Unavailable(String),
+    /// The device runtime reported an error.
+    Runtime(String),
+    /// A heap could not be created or mapped.
+    Heap { what: String, source: std::io::Error },
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceError::Unavailable(m) | DeviceError::Runtime(m) => f.write_str(m),
+            DeviceError::Heap { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+/// A native handle of the device's kernel runtime, for programs that drive
+/// it themselves (`ishmemx_cl_context` and friends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Native {
+    Context,
+    Device,
+    Queue,
+}
+
+/// An operation enqueued on a device queue after its dependencies; the
+/// core has checked its arguments.
+#[derive(Clone, Copy, Debug)]
+pub enum QueueOp {
+    Put { dest: *mut c_void, source: *const c_void, nbytes: usize, pe: i32 },
+    Get { dest: *mut c_void, source: *const c_void, nbytes: usize, pe: i32 },
+    BarrierAll,
+    Quiet,
+}
+
+/// Performs device requests for the ring server: the running PE's host
+/// operations, with every check and every transport (implemented by the
+/// core).
+pub trait RingHandler: Send + Sync {
+    /// Performs one request; returns the completion value.
+    fn serve(&self, req: &Request) -> u64;
+    /// A message that does not decode: ends the job with the message.
+    fn corrupt(&self, e: DecodeError) -> !;
+}
+
+/// What a device needs of the running PE.
+#[derive(Clone, Copy)]
+pub struct Attach {
+    /// Performs the ring's requests.
+    pub handler: &'static dyn RingHandler,
+    /// This PE's reverse-offload ring.
+    pub ring: &'static Ring,
+    /// The state device code reads (installed into device programs).
+    pub state: *const ishmemx_device_state_t,
+}
+
+// SAFETY: `state` points to the PE's device state, which lives until the
+// device is detached and is only read.
+unsafe impl Send for Attach {}
+// SAFETY: as above.
+unsafe impl Sync for Attach {}
+
+/// A device backend.
+pub trait Device: Send + Sync {
+    /// Short name for diagnostics (`cpu`, `cuda`, `ze`).
+    fn name(&self) -> &'static str;
+    /// Alignment of the heap bases this device creates: the largest
+    /// alignment `align` can honour.
+    fn heap_align(&self) -> usize;
+    /// Creates this PE's symmetric heap of `size` bytes, with a handle
+    /// local peers can map (a file descriptor).
+    fn create_heap(&self, size: usize, pe: usize) -> Result<HeapRegion, DeviceError>;
+    /// Maps peer `pe`'s heap from the handle it shared.
+    fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError>;
+    /// Connects the device to the running PE (once, at the end of init).
+    fn attach(&self, a: Attach);
+    /// Stops the ring server and releases the kernel runtime's hold on the
+    /// PE (finalize), while the PE's memory is still mapped.
+    fn detach(&self);
+    /// A native handle of the kernel runtime, opening it on first use.
+    fn native(&self, what: Native) -> Result<*mut c_void, DeviceError>;
+    /// Builds a program from `il` (SPIR-V for OpenCL) linked with the
+    /// device library, with this PE's state installed; returns the
+    /// runtime's program handle.
+    fn link_program(&self, il: &[u8]) -> Result<*mut c_void, DeviceError>;
+    /// Enqueues `op` on `queue` (the runtime's queue) after `deps` (its
+    /// events); returns the operation's event.
+    fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError>;
+    /// Waits until the runtime's `events` are complete and releases them.
+    fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError>;
+}
+
+/// The device `ISHMEM_DEVICE` names.
+pub fn select(config: &Config) -> Result<Box<dyn Device>, DeviceError> {
+    match config.device {
+        DeviceKind::Cpu => Ok(Box::new(cpu::CpuDevice::new(config.device_lib.clone()))),
+    }
+}

@@ -1,0 +1,52 @@
+//! Device-queue operations (Intel SHMEM's `ishmemx_*_on_queue`): the
+//! arguments are checked here as for the host call, then the device
+//! enqueues the operation on the program's queue after its dependencies.
+//! The C ABI and the Rust crate both call these.
+
+use crate::device::{Native, QueueOp};
+use crate::error::fatal;
+use crate::state::State;
+use std::ffi::c_void;
+
+impl State {
+    /// Enqueues `op` on `queue` (the device runtime's queue, e.g. a
+    /// `cl_command_queue` of this PE's context) after the events in `deps`;
+    /// returns the operation's event (the program releases it).
+    pub fn on_queue(&self, call: &str, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> *mut c_void {
+        if queue.is_null() {
+            fatal(call, format_args!("queue is a null pointer"))
+        }
+        match op {
+            QueueOp::Put { dest, nbytes, pe, .. } => {
+                self.check_pe(call, pe);
+                self.sym_extent(call, "dest", dest as *const u8, nbytes);
+            }
+            QueueOp::Get { source, nbytes, pe, .. } => {
+                self.check_pe(call, pe);
+                self.sym_extent(call, "source", source as *const u8, nbytes);
+            }
+            QueueOp::BarrierAll | QueueOp::Quiet => {}
+        }
+        self.device.enqueue(op, queue, deps).unwrap_or_else(|e| fatal(call, format_args!("{e}")))
+    }
+
+    /// Waits for device-runtime events (as returned by [`State::on_queue`])
+    /// and releases them.
+    pub fn wait_device_events(&self, call: &str, events: &[*mut c_void]) {
+        self.device.wait(events).unwrap_or_else(|e| fatal(call, format_args!("{e}")))
+    }
+
+    /// A native handle of this PE's device runtime (opened on first use).
+    pub fn device_native(&self, call: &str, what: Native) -> *mut c_void {
+        self.device.native(what).unwrap_or_else(|e| fatal(call, format_args!("{e}")))
+    }
+
+    /// Builds a device program from `il` linked with the device library,
+    /// with this PE's state installed.
+    pub fn link_device_program(&self, call: &str, il: &[u8]) -> *mut c_void {
+        if il.is_empty() {
+            fatal(call, format_args!("the program is empty"))
+        }
+        self.device.link_program(il).unwrap_or_else(|e| fatal(call, format_args!("{e}")))
+    }
+}

@@ -1,0 +1,434 @@
+//! The remote seam: how this PE reaches PEs it cannot map (PEs on other
+//! nodes, or every other PE with `ISHMEM_ENABLE_SHM=0` or through a host
+//! OpenSHMEM library), and how a job that no `ishmrun` started bootstraps.
+//!
+//! [`RemoteOps`] is the trait a way of reaching remote PEs implements; there
+//! are two:
+//!
+//! * [`plugin::PluginRemote`]: the MPI-3 RMA proxy, a plugin loaded at run
+//!   time through one C function table (`ishmem_proxy_abi::ProxyOps`), so
+//!   `libishmem` links no MPI. It is the only place that crosses that table.
+//! * [`shmem::ShmemRemote`]: a host OpenSHMEM library loaded at run time and
+//!   called directly from Rust.
+//!
+//! [`Remote`] wraps the one in use with what does not depend on it: which
+//! threads may call (MPI's thread level), the progress thread, the hooks
+//! that let wait loops progress it and a fatal error end the job through
+//! it, and turning its typed errors into PE-tagged fatal errors that name
+//! the API call. The routing step (`route.rs`) is its only user after init.
+//!
+//! Threads: with a runtime below at `THREAD_MULTIPLE`, or one the proxy
+//! initialized itself at `THREAD_SERIALIZED` or more (the proxy serializes
+//! its own calls), any thread may call, and a progress thread serves other
+//! PEs' requests while this PE computes. Otherwise (an application that
+//! owns MPI at `FUNNELED` or `SERIALIZED`) only the thread that initialized
+//! the library may; another thread that needs a remote PE gets a clear
+//! error, and requests from other PEs are served whenever that thread is
+//! inside the library.
+
+pub mod plugin;
+pub mod shmem;
+
+use crate::error::fatal;
+use crate::types::AmoOp;
+use std::ffi::c_int;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::thread::ThreadId;
+
+/// Thread levels (OpenSHMEM's and MPI's, in the same order).
+pub use ishmem_proxy_abi::{THREAD_FUNNELED, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
+
+/// The symmetric regions a PE exposes to remote PEs; a remote address is a
+/// region and an offset in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// The symmetric heap.
+    Heap,
+    /// The symmetric data segment (the program's globals).
+    Data,
+    /// The node's control segment (barrier flags, collective scratch).
+    Ctrl,
+}
+
+impl Region {
+    pub const ALL: [Region; 3] = [Region::Heap, Region::Data, Region::Ctrl];
+
+    /// Index of the region in per-region tables.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What went wrong in a remote operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoteError {
+    /// The plugin reported a failure (its own description).
+    Plugin(String),
+    /// A call into a host OpenSHMEM library failed.
+    Library { call: &'static str, detail: String },
+    /// A transfer outside an exposed region.
+    OutOfRegion { region: Region, offset: usize, len: usize, size: usize },
+    /// An operation the implementation cannot perform.
+    Unsupported(String),
+    /// Nothing could be loaded: every candidate tried, and why each failed.
+    Load { what: &'static str, hint: &'static str, tried: Vec<String> },
+    /// Loaded, but initialization failed.
+    Init(String),
+}
+
+impl fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RemoteError::Plugin(m) | RemoteError::Unsupported(m) | RemoteError::Init(m) => f.write_str(m),
+            RemoteError::Library { call, detail } => write!(f, "{call}: {detail}"),
+            RemoteError::OutOfRegion { region, offset, len, size } => {
+                write!(f, "{len} bytes at offset {offset} are outside the {region:?} region ({size} bytes)")
+            }
+            RemoteError::Load { what, hint, tried } => {
+                write!(f, "cannot load {what} ({hint}); tried:\n    {}", tried.join("\n    "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for RemoteError {}
+
+/// A way of reaching remote PEs. Offsets are relative to the start of the
+/// region on the target; the caller (the routing step) has checked them
+/// against the region's size on this PE, which is the same on every PE.
+pub trait RemoteOps: Send + Sync {
+    /// Which proxy this is, for messages ("MPI proxy", "OpenSHMEM proxy").
+    fn kind(&self) -> &'static str;
+    /// Description for reports (the MPI or OpenSHMEM library, the path).
+    fn describe(&self) -> String;
+    /// This process's PE number and the job size.
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// The thread level of the runtime below (`THREAD_*`).
+    fn thread_level(&self) -> c_int;
+    /// The proxy initialized the runtime below (and finalizes it).
+    fn owns_runtime(&self) -> bool;
+    /// The runtime below completes operations without `progress` calls
+    /// from a separate thread.
+    fn self_progressing(&self) -> bool;
+    /// True when the proxy provides the job's symmetric memory: the core
+    /// then allocates its heap and control segment with [`RemoteOps::alloc`].
+    fn provides_memory(&self) -> bool;
+    /// Collective: `size` bytes aligned to `align` that the proxy reaches on
+    /// every PE (only when it [`provides_memory`](RemoteOps::provides_memory)).
+    fn alloc(&self, size: usize, align: usize) -> Result<*mut u8, RemoteError>;
+    /// Collective: every PE's `mine`, concatenated in PE order, into `all`.
+    fn allgather(&self, mine: &[u8], all: &mut [u8]) -> Result<(), RemoteError>;
+    /// Collective barrier over the job.
+    fn barrier(&self) -> Result<(), RemoteError>;
+    /// Collective: exposes `size` bytes at `base` as `region` of this PE.
+    fn expose(&self, region: Region, base: *mut u8, size: usize) -> Result<(), RemoteError>;
+    /// Copies `len` bytes from local `src` to `offset` in `region` of `pe`.
+    ///
+    /// # Safety
+    /// `src` is valid for `len` bytes, until the next flush with `nbi`.
+    unsafe fn put(
+        &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
+    ) -> Result<(), RemoteError>;
+    /// Copies `len` bytes from `offset` in `region` of `pe` to local `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes, until the next flush with `nbi`.
+    unsafe fn get(
+        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
+    ) -> Result<(), RemoteError>;
+    /// `op` on the naturally aligned `size`-byte value at `offset` in
+    /// `region` of `pe`; returns the old value (0 with `nbi`, which
+    /// completes by the next flush). AMOs from every PE to one location are
+    /// atomic with each other and with the node's load/store AMOs.
+    #[allow(clippy::too_many_arguments)]
+    fn amo(
+        &self, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
+    ) -> Result<u64, RemoteError>;
+    /// Completes every operation issued to `pe` (`None`: to every PE).
+    fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError>;
+    /// Serves other PEs' requests and lets the runtime below progress;
+    /// returns the number of events handled. Must be cheap.
+    fn progress(&self) -> Result<usize, RemoteError>;
+    /// Ends the whole job with `code` (does not return when it works).
+    fn abort(&self, code: c_int);
+    /// Collective: releases the exposed regions and finalizes the runtime
+    /// below if the proxy initialized it.
+    fn finalize(&self) -> Result<(), RemoteError>;
+}
+
+/// The proxy of the running job (for wait loops and job abort).
+static CURRENT: AtomicPtr<Remote> = AtomicPtr::new(std::ptr::null_mut());
+
+thread_local! {
+    /// This thread is inside a call into the proxy.
+    static IN_CALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True while this thread is inside the proxy (where an MPI library may
+/// call `exit`, e.g. when another process aborted the job).
+pub fn in_call() -> bool {
+    IN_CALL.with(|c| c.get())
+}
+
+/// Marks this thread as inside the proxy until dropped.
+pub(crate) struct InCall(bool);
+impl InCall {
+    #[inline]
+    pub(crate) fn enter() -> InCall {
+        InCall(IN_CALL.with(|c| c.replace(true)))
+    }
+}
+impl Drop for InCall {
+    #[inline]
+    fn drop(&mut self) {
+        let prev = self.0;
+        IN_CALL.with(|c| c.set(prev));
+    }
+}
+
+/// The proxy in use, with thread rules and error reporting.
+pub struct Remote {
+    ops: Box<dyn RemoteOps>,
+    /// Every thread may call (see the module docs).
+    any_thread: bool,
+    init_thread: ThreadId,
+    progress_stop: AtomicBool,
+    progress_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Remote {
+    /// Wraps a loaded, initialized proxy.
+    pub fn new(ops: Box<dyn RemoteOps>) -> Remote {
+        let any_thread =
+            ops.thread_level() == THREAD_MULTIPLE || (ops.owns_runtime() && ops.thread_level() >= THREAD_SERIALIZED);
+        Remote {
+            ops,
+            any_thread,
+            init_thread: std::thread::current().id(),
+            progress_stop: AtomicBool::new(false),
+            progress_thread: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The proxy below.
+    pub fn ops(&self) -> &dyn RemoteOps {
+        &*self.ops
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.ops.kind()
+    }
+
+    pub fn describe(&self) -> String {
+        self.ops.describe()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.ops.rank()
+    }
+
+    pub fn size(&self) -> usize {
+        self.ops.size()
+    }
+
+    pub fn provides_memory(&self) -> bool {
+        self.ops.provides_memory()
+    }
+
+    /// Any thread may call (else only the one that initialized the library).
+    pub fn any_thread(&self) -> bool {
+        self.any_thread
+    }
+
+    #[inline]
+    fn check_thread(&self, call: &str) {
+        if !self.any_thread && std::thread::current().id() != self.init_thread {
+            self.wrong_thread(call)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wrong_thread(&self, call: &str) -> ! {
+        fatal(
+            call,
+            format_args!(
+                "this operation needs MPI (a PE on another node), but MPI was initialized by the application with {} and this is not the thread that initialized ishmem; initialize MPI with MPI_THREAD_MULTIPLE",
+                ["MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"]
+                    [self.ops.thread_level().clamp(0, 3) as usize]
+            ),
+        )
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, call: &str, what: fmt::Arguments<'_>, e: RemoteError) -> ! {
+        fatal(call, format_args!("{}: {what}: {e}", self.kind()))
+    }
+
+    /// Collective: `size` bytes of the proxy's symmetric memory.
+    pub fn alloc(&self, call: &str, size: usize, align: usize) -> *mut u8 {
+        let _in = InCall::enter();
+        self.ops.alloc(size, align).unwrap_or_else(|e| self.failed(call, format_args!("allocation"), e))
+    }
+
+    /// Collective over the job: all PEs' `mine` concatenated in PE order.
+    pub fn allgather(&self, call: &str, mine: &[u8]) -> Vec<u8> {
+        let _in = InCall::enter();
+        let mut all = vec![0u8; mine.len() * self.size()];
+        self.ops.allgather(mine, &mut all).unwrap_or_else(|e| self.failed(call, format_args!("allgather"), e));
+        all
+    }
+
+    pub fn barrier(&self, call: &str) {
+        let _in = InCall::enter();
+        self.ops.barrier().unwrap_or_else(|e| self.failed(call, format_args!("barrier"), e))
+    }
+
+    /// Collective: exposes `size` bytes at `base` as `region`.
+    pub fn expose(&self, call: &str, region: Region, base: *mut u8, size: usize) {
+        let _in = InCall::enter();
+        self.ops
+            .expose(region, base, size)
+            .unwrap_or_else(|e| self.failed(call, format_args!("exposing the {region:?} region ({size} bytes)"), e))
+    }
+
+    /// # Safety
+    /// As [`RemoteOps::put`]; `offset + len` lies inside `region`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put(
+        &self, call: &str, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
+    ) {
+        let _in = InCall::enter();
+        self.check_thread(call);
+        // SAFETY: forwarded from the caller.
+        if let Err(e) = unsafe { self.ops.put(region, pe, offset, src, len, nbi) } {
+            self.failed(call, format_args!("put of {len} bytes to PE {pe}"), e)
+        }
+    }
+
+    /// # Safety
+    /// As [`RemoteOps::get`]; `offset + len` lies inside `region`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn get(
+        &self, call: &str, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
+    ) {
+        let _in = InCall::enter();
+        self.check_thread(call);
+        // SAFETY: forwarded from the caller.
+        if let Err(e) = unsafe { self.ops.get(region, pe, offset, dst, len, nbi) } {
+            self.failed(call, format_args!("get of {len} bytes from PE {pe}"), e)
+        }
+    }
+
+    /// An AMO at `offset` of `region` on `pe`; with `nbi` the result is not
+    /// waited for (0 is returned) and the operation completes by `flush`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn amo(
+        &self, call: &str, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64,
+        nbi: bool,
+    ) -> u64 {
+        let _in = InCall::enter();
+        self.check_thread(call);
+        // The proxy waits for the answer (serving others meanwhile).
+        let _w = (!nbi).then(crate::wait::Waiting::enter);
+        self.ops
+            .amo(region, pe, offset, size, op, operand, cond, nbi)
+            .unwrap_or_else(|e| self.failed(call, format_args!("atomic operation on PE {pe}"), e))
+    }
+
+    /// Completes every operation issued to `pe` (`None`: to every PE).
+    pub fn flush(&self, call: &str, pe: Option<usize>) {
+        let _in = InCall::enter();
+        let _w = crate::wait::Waiting::enter();
+        self.check_thread(call);
+        self.ops.flush(pe).unwrap_or_else(|e| self.failed(call, format_args!("completing outstanding operations"), e))
+    }
+
+    /// Serves other PEs' requests; a no-op on threads that may not call.
+    #[inline]
+    pub fn progress(&self) -> usize {
+        if !self.any_thread && std::thread::current().id() != self.init_thread {
+            return 0;
+        }
+        let _in = InCall::enter();
+        self.ops.progress().unwrap_or_else(|e| self.failed("ishmem progress", format_args!("serving requests"), e))
+    }
+
+    /// Makes this the job's proxy for wait loops and abort, and starts the
+    /// progress thread when allowed and enabled.
+    pub fn install(&'static self, progress_thread: bool) {
+        self.install_abort();
+        crate::wait::set_progress(Some(progress_hook));
+        if progress_thread && self.any_thread && !self.ops.self_progressing() {
+            let h = std::thread::Builder::new()
+                .name("ishmem-progress".into())
+                .spawn(move || self.progress_loop())
+                .expect("spawn the progress thread");
+            *self.progress_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        }
+    }
+
+    /// Makes a fatal error on this PE end the whole job through the proxy.
+    pub fn install_abort(&'static self) {
+        CURRENT.store(self as *const Remote as *mut Remote, Ordering::Release);
+        crate::error::set_abort_hook(Some(abort_hook));
+    }
+
+    /// Polls the proxy while idle: spins while requests keep arriving, then
+    /// sleeps longer and longer (up to 200 µs) so an idle PE costs little.
+    fn progress_loop(&self) {
+        let mut idle: u32 = 0;
+        while !self.progress_stop.load(Ordering::Acquire) {
+            if crate::wait::WAITERS.load(Ordering::Relaxed) > 0 {
+                // A thread waiting in the library progresses; stay out of
+                // its way (one core may be all there is).
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                continue;
+            }
+            if self.progress() > 0 {
+                idle = 0;
+                continue;
+            }
+            idle = idle.saturating_add(1);
+            if idle < 64 {
+                std::thread::yield_now();
+            } else {
+                let us = (idle as u64 - 63).min(200);
+                std::thread::sleep(std::time::Duration::from_micros(us));
+            }
+        }
+    }
+
+    /// Collective: stops the progress thread, releases the exposed regions
+    /// and finalizes the runtime below if the proxy initialized it.
+    pub fn finalize(&self) {
+        let _in = InCall::enter();
+        self.progress_stop.store(true, Ordering::Release);
+        if let Some(h) = self.progress_thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = h.join();
+        }
+        crate::wait::set_progress(None);
+        crate::error::set_abort_hook(None);
+        CURRENT.store(std::ptr::null_mut(), Ordering::Release);
+        self.ops.finalize().unwrap_or_else(|e| self.failed("ishmem_finalize", format_args!("finalize"), e))
+    }
+}
+
+fn progress_hook() {
+    // SAFETY: CURRENT is null or points to the installed proxy, which lives
+    // until after it is cleared.
+    if let Some(p) = unsafe { CURRENT.load(Ordering::Acquire).as_ref() } {
+        p.progress();
+    }
+}
+
+fn abort_hook(code: c_int) {
+    // SAFETY: as in progress_hook.
+    if let Some(p) = unsafe { CURRENT.load(Ordering::Acquire).as_ref() } {
+        let _in = InCall::enter();
+        p.ops.abort(code);
+    }
+}

@@ -1,0 +1,368 @@
+//! The MPI proxy plugin: a shared object built once per MPI ABI family
+//! (`libishmem_proxy_oshmpi-openmpi.so`, `libishmem_proxy_oshmpi-mpich.so`,
+//! the latter also serving MPICH-ABI libraries such as Intel MPI and
+//! MVAPICH), loaded at run time. [`load`] picks the one matching the MPI in
+//! use and reports every path it tried when none loads.
+//!
+//! This is the only module that crosses the plugin's C function table
+//! ([`ishmem_proxy_abi::ProxyOps`]): [`PluginRemote`] turns it into the
+//! [`RemoteOps`] trait, with a typed error built from the plugin's
+//! `last_error` on every failure.
+
+use super::{Region, RemoteError, RemoteOps};
+use crate::env::{self, MpiFamily};
+use crate::types::AmoOp;
+use ishmem_proxy_abi as abi;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::PathBuf;
+
+/// A loaded, initialized MPI proxy plugin.
+pub struct PluginRemote {
+    ops: abi::ProxyOps,
+    path: PathBuf,
+}
+
+// SAFETY: the plugin's functions are thread-safe under the thread rules the
+// `Remote` wrapper enforces; ctx is only passed back to them.
+unsafe impl Send for PluginRemote {}
+// SAFETY: as above.
+unsafe impl Sync for PluginRemote {}
+
+/// Every MPI family a plugin is built for, with its file-name suffix.
+const FAMILIES: [(MpiFamily, &str); 2] = [(MpiFamily::OpenMpi, "openmpi"), (MpiFamily::Mpich, "mpich")];
+
+/// The MPI ABI family in use: from the MPI library already loaded into the
+/// process (an application that linked MPI), else from the launcher's
+/// environment. `None`: unknown (try every family).
+fn detect_family() -> Option<MpiFamily> {
+    type GetVersion = unsafe extern "C" fn(*mut c_char, *mut c_int) -> c_int;
+    // SAFETY: dlsym on the global scope with a NUL-terminated name.
+    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"MPI_Get_library_version".as_ptr()) };
+    if !f.is_null() {
+        // SAFETY: the symbol is MPI's, with the standard signature; MPI
+        // allows it before MPI_Init. The buffer exceeds every MPI's maximum.
+        let s = unsafe {
+            let g: GetVersion = std::mem::transmute::<*mut c_void, GetVersion>(f);
+            let mut buf = vec![0u8; 8192];
+            let mut len = 0;
+            g(buf.as_mut_ptr() as *mut c_char, &mut len);
+            buf.truncate(len.clamp(0, 8192) as usize);
+            String::from_utf8_lossy(&buf).to_string()
+        };
+        if s.contains("Open MPI") {
+            return Some(MpiFamily::OpenMpi);
+        }
+        if ["MPICH", "Intel(R) MPI", "MVAPICH", "CRAY MPICH"].iter().any(|m| s.contains(m)) {
+            return Some(MpiFamily::Mpich);
+        }
+    }
+    env::mpi_launcher_family()
+}
+
+/// Directories searched for plugins: beside the library holding this code
+/// (libishmem.so, or the executable when linked statically), in its
+/// `ishmem/` subdirectory first, then beside the executable, then
+/// `$ISHMEM_ROOT/lib/ishmem`.
+fn plugin_dirs(root: Option<&str>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    // SAFETY: dladdr on the address of one of our own functions.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(plugin_dirs as *const c_void, &mut info) != 0 && !info.dli_fname.is_null() {
+            let me = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+            let me = std::fs::canonicalize(&me).unwrap_or_else(|_| PathBuf::from(me));
+            if let Some(d) = me.parent() {
+                dirs.push(d.join("ishmem"));
+                dirs.push(d.to_path_buf());
+                dirs.push(d.join("../lib/ishmem"));
+            }
+        }
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(d) = exe.parent() {
+            // `../ishmem`: cargo's examples/ and deps/ beside target/<profile>/ishmem.
+            for p in [d.join("ishmem"), d.to_path_buf(), d.join("../lib/ishmem"), d.join("../ishmem")] {
+                if !dirs.contains(&p) {
+                    dirs.push(p);
+                }
+            }
+        }
+    }
+    // The installation the module files point at (a static link has no
+    // library file to look beside).
+    if let Some(root) = root {
+        let p = PathBuf::from(root).join("lib/ishmem");
+        if !dirs.contains(&p) {
+            dirs.push(p);
+        }
+    }
+    dirs
+}
+
+/// File name of the MPI proxy plugin for MPI family suffix `family`.
+fn plugin_file(family: &str) -> String {
+    format!("libishmem_proxy_oshmpi-{family}.so")
+}
+
+fn candidate_paths(explicit: Option<&str>, root: Option<&str>) -> Vec<PathBuf> {
+    if let Some(p) = explicit.filter(|p| !p.is_empty()) {
+        return vec![PathBuf::from(p)];
+    }
+    let families: Vec<&str> = match detect_family() {
+        Some(f) => FAMILIES.iter().filter(|(k, _)| *k == f).map(|(_, s)| *s).collect(),
+        None => FAMILIES.iter().map(|(_, s)| *s).collect(),
+    };
+    let mut v = Vec::new();
+    for d in plugin_dirs(root) {
+        for f in &families {
+            v.push(d.join(plugin_file(f)));
+        }
+    }
+    v
+}
+
+/// The MPI proxy plugins this installation has, for `ishmem-info`: every
+/// family's file found in the directories [`load`] searches.
+pub fn installed_plugins(root: Option<&str>) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for d in plugin_dirs(root) {
+        for (_, f) in FAMILIES {
+            let p = d.join(plugin_file(f));
+            if p.is_file() {
+                let p = std::fs::canonicalize(&p).unwrap_or(p);
+                if !found.contains(&p) {
+                    found.push(p);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Loads and initializes the MPI proxy: `explicit` (`ISHMEM_MPI_PROXY`) or
+/// the plugin for the MPI in use, searched beside the library and in
+/// `root` (`ISHMEM_ROOT`). `app_comm` points to the application's
+/// `MPI_Comm` when it owns MPI.
+pub fn load(
+    explicit: Option<&str>, root: Option<&str>, app_comm: *const c_void, requested_thread: c_int,
+) -> Result<PluginRemote, RemoteError> {
+    let mut tried = Vec::new();
+    for path in candidate_paths(explicit, root) {
+        if !path.exists() {
+            tried.push(format!("{} (no such file)", path.display()));
+            continue;
+        }
+        // SAFETY: loading our own plugin; its initializers only set up the
+        // MPI library it links.
+        let lib = match unsafe { libloading::Library::new(&path) } {
+            Ok(l) => l,
+            Err(e) => {
+                tried.push(format!("{} ({e})", path.display()));
+                continue;
+            }
+        };
+        // SAFETY: the symbol has the ABI's init signature.
+        let init: abi::ProxyInitFn = match unsafe { lib.get::<abi::ProxyInitFn>(abi::INIT_SYMBOL) } {
+            Ok(f) => *f,
+            Err(e) => {
+                tried.push(format!("{} (not a proxy plugin: {e})", path.display()));
+                continue;
+            }
+        };
+        let mut err = vec![0u8; 2048];
+        let args = abi::ProxyInitArgs {
+            abi_version: abi::ABI_VERSION,
+            flags: 0,
+            app_comm,
+            requested_thread,
+            err: err.as_mut_ptr() as *mut c_char,
+            err_len: err.len(),
+        };
+        let mut ops = std::mem::MaybeUninit::<abi::ProxyOps>::uninit();
+        let _in = super::InCall::enter();
+        // SAFETY: valid pointers for the duration of the call.
+        let rc = unsafe { init(&args, ops.as_mut_ptr()) };
+        if rc != 0 {
+            let msg = CStr::from_bytes_until_nul(&err).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+            return Err(RemoteError::Init(format!("the MPI proxy {} failed to initialize: {msg}", path.display())));
+        }
+        // SAFETY: init returned 0, so it filled the table.
+        let ops = unsafe { ops.assume_init() };
+        if ops.abi_version != abi::ABI_VERSION {
+            return Err(RemoteError::Init(format!(
+                "{} speaks proxy ABI {}, this library {}",
+                path.display(),
+                ops.abi_version,
+                abi::ABI_VERSION
+            )));
+        }
+        // The MPI library stays loaded for the life of the process.
+        std::mem::forget(lib);
+        return Ok(PluginRemote { ops, path });
+    }
+    Err(RemoteError::Load {
+        what: "the MPI proxy plugin",
+        hint: "build it with proxy-oshmpi/build-plugins.sh, or set ISHMEM_MPI_PROXY",
+        tried,
+    })
+}
+
+fn region_id(r: Region) -> u32 {
+    match r {
+        Region::Heap => abi::REGION_HEAP,
+        Region::Data => abi::REGION_DATA,
+        Region::Ctrl => abi::REGION_CTRL,
+    }
+}
+
+impl PluginRemote {
+    /// The plugin's description of its latest failure on this thread.
+    fn error(&self) -> RemoteError {
+        // SAFETY: last_error returns a NUL-terminated string of this thread.
+        let e = unsafe { CStr::from_ptr((self.ops.last_error)(self.ops.ctx)) };
+        RemoteError::Plugin(e.to_string_lossy().into_owned())
+    }
+
+    fn check(&self, rc: c_int) -> Result<(), RemoteError> {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(self.error())
+        }
+    }
+}
+
+impl RemoteOps for PluginRemote {
+    fn kind(&self) -> &'static str {
+        "MPI proxy"
+    }
+
+    fn describe(&self) -> String {
+        // SAFETY: the plugin's name is a static NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(self.ops.name) }.to_string_lossy();
+        format!("{name} via {}", self.path.display())
+    }
+
+    fn rank(&self) -> usize {
+        self.ops.rank as usize
+    }
+
+    fn size(&self) -> usize {
+        self.ops.size as usize
+    }
+
+    fn thread_level(&self) -> c_int {
+        self.ops.thread_level
+    }
+
+    fn owns_runtime(&self) -> bool {
+        self.ops.owns_runtime != 0
+    }
+
+    fn self_progressing(&self) -> bool {
+        self.ops.self_progressing != 0
+    }
+
+    fn provides_memory(&self) -> bool {
+        self.ops.alloc.is_some()
+    }
+
+    fn alloc(&self, size: usize, align: usize) -> Result<*mut u8, RemoteError> {
+        let f = self.ops.alloc.ok_or_else(|| RemoteError::Unsupported("the MPI proxy provides no memory".into()))?;
+        let mut out: *mut c_void = std::ptr::null_mut();
+        // SAFETY: out is writable; the plugin keeps the memory until finalize.
+        self.check(unsafe { f(self.ops.ctx, size, align, &mut out) })?;
+        if out.is_null() {
+            return Err(RemoteError::Plugin(format!("allocation of {size} bytes returned NULL")));
+        }
+        Ok(out as *mut u8)
+    }
+
+    fn allgather(&self, mine: &[u8], all: &mut [u8]) -> Result<(), RemoteError> {
+        assert_eq!(all.len(), mine.len() * self.size(), "allgather buffer");
+        // SAFETY: buffers sized as the ABI requires.
+        self.check(unsafe {
+            (self.ops.allgather)(
+                self.ops.ctx,
+                mine.as_ptr() as *const c_void,
+                all.as_mut_ptr() as *mut c_void,
+                mine.len(),
+            )
+        })
+    }
+
+    fn barrier(&self) -> Result<(), RemoteError> {
+        // SAFETY: plain call on the plugin's context.
+        self.check(unsafe { (self.ops.barrier)(self.ops.ctx) })
+    }
+
+    fn expose(&self, region: Region, base: *mut u8, size: usize) -> Result<(), RemoteError> {
+        // SAFETY: the core keeps the memory mapped until `finalize`.
+        self.check(unsafe { (self.ops.expose)(self.ops.ctx, region_id(region), base as *mut c_void, size) })
+    }
+
+    unsafe fn put(
+        &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        let flags = if nbi { abi::FLAG_NBI } else { 0 };
+        // SAFETY: the caller guarantees src for len bytes; the plugin
+        // checks the remote range.
+        self.check(unsafe {
+            (self.ops.put)(self.ops.ctx, region_id(region), pe as u32, offset, src as *const c_void, len, flags)
+        })
+    }
+
+    unsafe fn get(
+        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        let flags = if nbi { abi::FLAG_NBI } else { 0 };
+        // SAFETY: as for put.
+        self.check(unsafe {
+            (self.ops.get)(self.ops.ctx, region_id(region), pe as u32, offset, dst as *mut c_void, len, flags)
+        })
+    }
+
+    fn amo(
+        &self, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
+    ) -> Result<u64, RemoteError> {
+        let mut old = 0u64;
+        let flags = if nbi { abi::FLAG_NBI } else { 0 };
+        // SAFETY: the core checked offset and alignment; old is writable.
+        self.check(unsafe {
+            (self.ops.amo)(
+                self.ops.ctx,
+                region_id(region),
+                pe as u32,
+                offset,
+                size as u32,
+                op as u32,
+                operand,
+                cond,
+                &mut old,
+                flags,
+            )
+        })?;
+        Ok(old)
+    }
+
+    fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError> {
+        // SAFETY: plain call.
+        self.check(unsafe { (self.ops.flush)(self.ops.ctx, pe.map_or(-1, |p| p as c_int)) })
+    }
+
+    fn progress(&self) -> Result<usize, RemoteError> {
+        // SAFETY: plain call.
+        let n = unsafe { (self.ops.progress)(self.ops.ctx) };
+        usize::try_from(n).map_err(|_| self.error())
+    }
+
+    fn abort(&self, code: c_int) {
+        // SAFETY: abort may be called from any thread at any time.
+        unsafe { (self.ops.abort)(self.ops.ctx, code) }
+    }
+
+    fn finalize(&self) -> Result<(), RemoteError> {
+        // SAFETY: last call on the context.
+        self.check(unsafe { (self.ops.finalize)(self.ops.ctx) })
+    }
+}

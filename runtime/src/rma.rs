@@ -1,0 +1,361 @@
+//! Host RMA and ordering (OpenSHMEM 1.5 §9.5, §9.6, §9.10, §9.9.1-3):
+//! contiguous, element and strided puts and gets, `ptr`, fence, quiet and
+//! the world barrier.
+//!
+//! Every routine checks its arguments (PE range, symmetric bounds, null
+//! local buffers) and moves data through the routing step: a `memcpy` to
+//! or from a mapped peer, the proxy for the rest.
+
+use crate::error::fatal;
+use crate::state::State;
+
+impl State {
+    // ----- contiguous RMA ------------------------------------------------
+
+    /// `put`: copies `len` bytes from local `src` to symmetric `dest` on `pe`.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `len` bytes.
+    #[inline(always)]
+    pub unsafe fn put(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe { self.put_impl(call, dest, src, len, pe, false) }
+    }
+
+    /// `put_nbi`: as [`State::put`]; remote transfers complete at quiet.
+    ///
+    /// # Safety
+    /// `src` must stay valid and unchanged until the next quiet.
+    #[inline(always)]
+    pub unsafe fn put_nbi(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe { self.put_impl(call, dest, src, len, pe, true) }
+    }
+
+    #[inline(always)]
+    unsafe fn put_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            if len == 0 {
+                return;
+            }
+            let off = self.sym_offset(call, "dest", dest, len);
+            self.check_local(call, "source", src);
+            self.route.put(call, pe, off, src, len, nbi)
+        }
+    }
+
+    /// `get`: copies `len` bytes from symmetric `src` on `pe` to local `dest`.
+    ///
+    /// # Safety
+    /// `dest` must be valid for writes of `len` bytes.
+    #[inline(always)]
+    pub unsafe fn get(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe { self.get_impl(call, dest, src, len, pe, false) }
+    }
+
+    /// `get_nbi`: as [`State::get`]; remote transfers complete at quiet.
+    ///
+    /// # Safety
+    /// `dest` must stay valid until the next quiet.
+    #[inline(always)]
+    pub unsafe fn get_nbi(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe { self.get_impl(call, dest, src, len, pe, true) }
+    }
+
+    #[inline(always)]
+    unsafe fn get_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            if len == 0 {
+                return;
+            }
+            let off = self.sym_offset(call, "source", src, len);
+            self.check_local(call, "dest", dest);
+            self.route.get(call, pe, off, dest, len, nbi)
+        }
+    }
+
+    /// `p`: stores one element to symmetric `dest` on `pe`.
+    ///
+    /// # Safety
+    /// `T` must be a plain value type.
+    #[inline(always)]
+    pub unsafe fn p<T: Copy>(&self, call: &str, dest: *mut T, value: T, pe: i32) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            let off = self.sym_offset(call, "dest", dest as *const u8, std::mem::size_of::<T>());
+            match self.route.local(pe, off) {
+                Some(a) => std::ptr::write_volatile(a as *mut T, value),
+                None => self.route.remote_put(
+                    call,
+                    pe,
+                    off,
+                    &value as *const T as *const u8,
+                    std::mem::size_of::<T>(),
+                    false,
+                ),
+            }
+        }
+    }
+
+    /// `g`: loads one element from symmetric `src` on `pe`.
+    ///
+    /// # Safety
+    /// `T` must be a plain value type.
+    #[inline(always)]
+    pub unsafe fn g<T: Copy>(&self, call: &str, src: *const T, pe: i32) -> T {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            let off = self.sym_offset(call, "source", src as *const u8, std::mem::size_of::<T>());
+            match self.route.local(pe, off) {
+                Some(a) => std::ptr::read_volatile(a as *const T),
+                None => {
+                    let mut v = std::mem::MaybeUninit::<T>::uninit();
+                    self.route.remote_get(call, pe, off, v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>(), false);
+                    v.assume_init()
+                }
+            }
+        }
+    }
+
+    // ----- strided RMA ---------------------------------------------------
+
+    /// `iput`: element `i` of `src` (stride `sst` elements) goes to element
+    /// `i * dst` of symmetric `dest` on `pe`.
+    ///
+    /// # Safety
+    /// `src` must be valid for the strided reads.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn iput(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, nelems: usize, pe: i32,
+    ) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe { self.ibput(call, dest, src, dst, sst, elem, 1, nelems, pe) }
+    }
+
+    /// `iget`: element `i * sst` of symmetric `src` on `pe` goes to element
+    /// `i * dst` of local `dest`.
+    ///
+    /// # Safety
+    /// `dest` must be valid for the strided writes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn iget(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, nelems: usize, pe: i32,
+    ) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe { self.ibget(call, dest, src, dst, sst, elem, 1, nelems, pe) }
+    }
+
+    /// `ibput`: block `b` (`bsize` contiguous elements) of `src`, starting at
+    /// element `b * sst`, goes to element `b * dst` of symmetric `dest`.
+    ///
+    /// # Safety
+    /// `src` must be valid for the block-strided reads.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ibput(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, bsize: usize,
+        nblocks: usize, pe: i32,
+    ) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            if bsize == 0 || nblocks == 0 {
+                return;
+            }
+            let (lo, span) = extent(call, "dest", dst, elem, bsize, nblocks);
+            let off = self.sym_offset(call, "dest", dest.wrapping_offset(lo), span);
+            let _ = extent(call, "source", sst, elem, bsize, nblocks);
+            self.check_local(call, "source", src);
+            let base = match self.route.local(pe, off) {
+                Some(a) => a.wrapping_offset(-lo),
+                None => {
+                    // One transfer per block, completed together.
+                    for b in 0..nblocks as isize {
+                        let d = (off as isize - lo + b * dst * elem as isize) as usize;
+                        let s = src.wrapping_offset(b * sst * elem as isize);
+                        self.route.remote_put(call, pe, d, s, bsize * elem, true);
+                    }
+                    self.route.flush(call, Some(pe));
+                    return;
+                }
+            };
+            strided_copy(base, dst, src, sst, elem, bsize, nblocks);
+        }
+    }
+
+    /// `ibget`: the mirror of [`State::ibput`].
+    ///
+    /// # Safety
+    /// `dest` must be valid for the block-strided writes.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ibget(
+        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, bsize: usize,
+        nblocks: usize, pe: i32,
+    ) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let pe = self.check_pe(call, pe);
+            if bsize == 0 || nblocks == 0 {
+                return;
+            }
+            let (lo, span) = extent(call, "source", sst, elem, bsize, nblocks);
+            let off = self.sym_offset(call, "source", src.wrapping_offset(lo), span);
+            let _ = extent(call, "dest", dst, elem, bsize, nblocks);
+            self.check_local(call, "dest", dest);
+            let base = match self.route.local(pe, off) {
+                Some(a) => a.wrapping_offset(-lo) as *const u8,
+                None => {
+                    for b in 0..nblocks as isize {
+                        let s = (off as isize - lo + b * sst * elem as isize) as usize;
+                        let d = dest.wrapping_offset(b * dst * elem as isize);
+                        self.route.remote_get(call, pe, s, d, bsize * elem, true);
+                    }
+                    self.route.flush(call, Some(pe));
+                    return;
+                }
+            };
+            strided_copy(dest, dst, base, sst, elem, bsize, nblocks);
+        }
+    }
+
+    // ----- ordering and synchronization ------------------------------------
+
+    /// `fence`: orders this PE's puts and AMOs to each PE. Through the
+    /// proxy, ordering costs completion (MPI orders nothing between
+    /// puts), so fence is quiet there.
+    #[inline]
+    pub fn fence(&self) {
+        self.route.fence("shmem_fence");
+    }
+
+    /// `quiet`: completes all of this PE's outstanding operations.
+    #[inline]
+    pub fn quiet(&self) {
+        // Requests this PE's kernels posted complete first (`ring::drain`).
+        crate::ring::drain(self.ring);
+        self.route.quiet("shmem_quiet");
+    }
+
+    /// `sync_all`: waits until every PE has arrived (the world team's
+    /// dissemination barrier, see `team.rs`).
+    pub fn sync_all(&self) {
+        let world = self.world_team();
+        self.team_sync_with(&world);
+    }
+
+    /// `barrier_all`: `quiet` then `sync_all`.
+    pub fn barrier_all(&self) {
+        self.quiet();
+        self.sync_all();
+    }
+
+    /// `ptr`: the address of symmetric `addr` on `pe` usable by loads and
+    /// stores from this PE, or null when `pe` cannot be reached that way or
+    /// `addr` is not symmetric.
+    pub fn ptr(&self, call: &str, addr: *const u8, pe: i32) -> *mut u8 {
+        let pe = self.check_pe(call, pe);
+        let off = (addr as usize).wrapping_sub(self.heap_base);
+        let off = if off < self.heap_size {
+            off
+        } else {
+            match self.data_offset(addr, 1) {
+                Some(o) => o,
+                None => return std::ptr::null_mut(),
+            }
+        };
+        self.route.local(pe, off).unwrap_or(std::ptr::null_mut())
+    }
+
+    /// True when `addr` (one byte) is inside the symmetric heap or the
+    /// symmetric data segment.
+    pub fn is_symmetric(&self, addr: *const u8) -> bool {
+        (addr as usize).wrapping_sub(self.heap_base) < self.heap_size || self.data_offset(addr, 1).is_some()
+    }
+}
+
+/// Byte extent `(lowest offset, span)` touched by `nblocks` blocks of
+/// `bsize` elements of `elem` bytes whose starts are `stride` elements apart.
+fn extent(call: &str, what: &str, stride: isize, elem: usize, bsize: usize, nblocks: usize) -> (isize, usize) {
+    let calc = || -> Option<(isize, usize)> {
+        let last = (nblocks as i128 - 1) * stride as i128 * elem as i128;
+        let lo = last.min(0);
+        let hi = last.max(0) + bsize as i128 * elem as i128;
+        Some((isize::try_from(lo).ok()?, usize::try_from(hi - lo).ok()?))
+    };
+    match calc() {
+        Some(v) => v,
+        None => fatal(
+            call,
+            format_args!(
+                "{what} stride {stride} with {nblocks} blocks of {bsize} elements overflows the address space"
+            ),
+        ),
+    }
+}
+
+/// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`
+/// starts at element `b * sst` of `src` and `b * dst` of `dest`.
+///
+/// # Safety
+/// Every block of both sides is valid for `bsize * elem` bytes (reads of
+/// `src`, writes of `dest`).
+pub(crate) unsafe fn strided_copy(
+    dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize, nblocks: usize,
+) {
+    #[inline(always)]
+    unsafe fn each<T: Copy>(dest: *mut u8, dst: isize, src: *const u8, sst: isize, bsize: usize, nblocks: usize) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let (d, s) = (dest as *mut T, src as *const T);
+            for b in 0..nblocks as isize {
+                let db = d.wrapping_offset(b * dst);
+                let sb = s.wrapping_offset(b * sst);
+                if bsize == 1 {
+                    db.write_unaligned(sb.read_unaligned());
+                } else {
+                    std::ptr::copy(sb, db, bsize);
+                }
+            }
+        }
+    }
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        match elem {
+            1 => each::<u8>(dest, dst, src, sst, bsize, nblocks),
+            2 => each::<u16>(dest, dst, src, sst, bsize, nblocks),
+            4 => each::<u32>(dest, dst, src, sst, bsize, nblocks),
+            8 => each::<u64>(dest, dst, src, sst, bsize, nblocks),
+            16 => each::<[u64; 2]>(dest, dst, src, sst, bsize, nblocks),
+            _ => {
+                for b in 0..nblocks as isize {
+                    std::ptr::copy(
+                        src.wrapping_offset(b * sst * elem as isize),
+                        dest.wrapping_offset(b * dst * elem as isize),
+                        bsize * elem,
+                    );
+                }
+            }
+        }
+    }
+}

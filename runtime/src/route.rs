@@ -1,0 +1,365 @@
+//! The one routing decision: given a PE and a symmetric offset, is the
+//! target mapped here (a local pointer, reached by load/store and CPU
+//! atomics) or remote (the proxy, a region and an offset in it)?
+//!
+//! Symmetric offsets address one space per PE: `[0, heap_size)` is the
+//! symmetric heap, `[heap_size, heap_size + data_size)` the symmetric data
+//! segment (the program's globals; `dataseg.rs`). The control segment is
+//! addressed by its words ([`Router::ctrl_store`], [`Router::ctrl_load`]).
+//!
+//! Every data movement, AMO, signal and control word of RMA, AMOs, teams,
+//! collectives and locks goes through the [`Router`]; no other module knows
+//! region ids or the proxy's AMO codes. The local path is inlined and
+//! monomorphic (a put to a mapped PE is the checks and a copy); only the
+//! remote path, out of line, calls the proxy through its trait.
+
+use crate::remote::{Region, Remote};
+use crate::types::AmoOp;
+use ishmem_proxy_abi::atomic;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Where an operation on a symmetric offset of a PE goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The address of the target in this process.
+    Local(*mut u8),
+    /// Through the proxy: region and offset in it on the target PE.
+    Remote(Region, usize),
+}
+
+/// The routing tables of one PE (immutable after init).
+pub struct Router {
+    my_pe: usize,
+    heap_size: usize,
+    /// Address of each PE's heap in this process; null when not mapped.
+    heap_base: Box<[*mut u8]>,
+    /// Address of each PE's data segment in this process; null when not
+    /// mapped (or when the job has no symmetric data segment).
+    data_base: Box<[*mut u8]>,
+    /// This node's control segment (offsets of its words are the same on
+    /// every node).
+    ctrl_base: usize,
+    ctrl_size: usize,
+    /// Reaches the PEs not mapped here; `None` when every PE is mapped.
+    remote: Option<&'static Remote>,
+    /// Every AMO goes through `remote`, this PE's own included.
+    amo_remote_all: bool,
+}
+
+// SAFETY: the tables are immutable after init; targets are shared memory.
+unsafe impl Send for Router {}
+// SAFETY: as above.
+unsafe impl Sync for Router {}
+
+impl Router {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        my_pe: usize, heap_size: usize, heap_base: Box<[*mut u8]>, data_base: Box<[*mut u8]>, ctrl_base: *mut u8,
+        ctrl_size: usize, remote: Option<&'static Remote>, amo_remote_all: bool,
+    ) -> Router {
+        Router {
+            my_pe,
+            heap_size,
+            heap_base,
+            data_base,
+            ctrl_base: ctrl_base as usize,
+            ctrl_size,
+            remote,
+            amo_remote_all: amo_remote_all && remote.is_some(),
+        }
+    }
+
+    /// Address of symmetric offset `offset` on `pe`, if `pe` is mapped here.
+    #[inline(always)]
+    pub fn local(&self, pe: usize, offset: usize) -> Option<*mut u8> {
+        let (b, off) = if offset < self.heap_size {
+            (self.heap_base[pe], offset)
+        } else {
+            (self.data_base[pe], offset - self.heap_size)
+        };
+        if b.is_null() {
+            None
+        } else {
+            // The caller checked offset against the segment.
+            Some(b.wrapping_add(off))
+        }
+    }
+
+    /// Where an operation on `offset` of `pe` goes.
+    #[inline(always)]
+    pub fn resolve(&self, pe: usize, offset: usize) -> Target {
+        match self.local(pe, offset) {
+            Some(p) => Target::Local(p),
+            None => {
+                let (r, o) = self.region_of(offset);
+                Target::Remote(r, o)
+            }
+        }
+    }
+
+    /// Address of symmetric offset `offset` on this PE (always mapped).
+    #[inline]
+    pub fn mine(&self, offset: usize) -> *mut u8 {
+        self.local(self.my_pe, offset).expect("this PE's own segments are mapped")
+    }
+
+    /// True when `pe`'s memory is mapped here (same node).
+    #[inline]
+    pub fn is_local(&self, pe: usize) -> bool {
+        !self.heap_base[pe].is_null()
+    }
+
+    /// True when some PE is reached through the proxy.
+    #[inline]
+    pub fn has_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// The proxy, for what is not data movement (its description, thread
+    /// level).
+    pub fn remote(&self) -> Option<&'static Remote> {
+        self.remote
+    }
+
+    /// Heap address table (device state).
+    pub fn heap_bases(&self) -> &[*mut u8] {
+        &self.heap_base
+    }
+
+    #[inline]
+    fn region_of(&self, off: usize) -> (Region, usize) {
+        if off < self.heap_size {
+            (Region::Heap, off)
+        } else {
+            (Region::Data, off - self.heap_size)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unreachable(&self, call: &str, pe: usize) -> ! {
+        crate::error::fatal(call, format_args!("PE {pe} is not reachable: no transport reaches it"))
+    }
+
+    #[inline]
+    fn proxy(&self, call: &str, pe: usize) -> &'static Remote {
+        match self.remote {
+            Some(r) => r,
+            None => self.unreachable(call, pe),
+        }
+    }
+
+    // ----- data movement --------------------------------------------------
+
+    /// Copies `len` bytes from local `src` to `offset` on `pe`; with `nbi`
+    /// a remote transfer completes by the next flush.
+    ///
+    /// # Safety
+    /// `src` is valid for `len` bytes (until the next flush with `nbi`);
+    /// `offset + len` lies inside one symmetric segment.
+    #[inline(always)]
+    pub unsafe fn put(&self, call: &str, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
+        match self.local(pe, offset) {
+            // SAFETY: the caller's contract; the target is mapped here.
+            Some(d) => unsafe { std::ptr::copy(src, d, len) },
+            // SAFETY: the caller's contract.
+            None => unsafe { self.remote_put(call, pe, offset, src, len, nbi) },
+        }
+    }
+
+    /// Copies `len` bytes at `offset` on `pe` to local `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes (until the next flush with `nbi`);
+    /// `offset + len` lies inside one symmetric segment.
+    #[inline(always)]
+    pub unsafe fn get(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
+        match self.local(pe, offset) {
+            // SAFETY: the caller's contract; the source is mapped here.
+            Some(s) => unsafe { std::ptr::copy(s as *const u8, dst, len) },
+            // SAFETY: the caller's contract.
+            None => unsafe { self.remote_get(call, pe, offset, dst, len, nbi) },
+        }
+    }
+
+    /// # Safety
+    /// As [`Router::put`].
+    #[inline(never)]
+    pub unsafe fn remote_put(&self, call: &str, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
+        let (region, roff) = self.region_of(offset);
+        // SAFETY: the caller's contract.
+        unsafe { self.proxy(call, pe).put(call, region, pe, roff, src, len, nbi) }
+    }
+
+    /// # Safety
+    /// As [`Router::get`].
+    #[inline(never)]
+    pub unsafe fn remote_get(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
+        let (region, roff) = self.region_of(offset);
+        // SAFETY: the caller's contract.
+        unsafe { self.proxy(call, pe).get(call, region, pe, roff, dst, len, nbi) }
+    }
+
+    /// `len` bytes at `offset` on `pe`, readable here: the mapped address,
+    /// else a copy fetched into `tmp`.
+    ///
+    /// # Safety
+    /// `tmp` is valid for `len` bytes; `offset + len` lies inside one
+    /// symmetric segment.
+    #[inline]
+    pub unsafe fn read(&self, call: &str, pe: usize, offset: usize, len: usize, tmp: *mut u8) -> *const u8 {
+        match self.local(pe, offset) {
+            Some(s) => s,
+            None => {
+                // SAFETY: the caller's contract.
+                unsafe { self.remote_get(call, pe, offset, tmp, len, false) };
+                tmp
+            }
+        }
+    }
+
+    // ----- atomics ---------------------------------------------------------
+
+    /// An AMO on the naturally aligned `size`-byte value at `offset` on
+    /// `pe`; returns the old value (0 for `Set`). Local targets take one
+    /// CPU atomic, sequentially consistent (ordered after this PE's earlier
+    /// stores); remote ones wait for the answer.
+    ///
+    /// # Safety
+    /// `offset` is aligned to `size` and `offset + size` lies inside one
+    /// symmetric segment.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn amo(
+        &self, call: &str, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64,
+    ) -> u64 {
+        if !self.amo_remote_all {
+            if let Some(a) = self.local(pe, offset) {
+                // SAFETY: aligned and inside a mapped segment (the caller);
+                // AMO targets are only accessed atomically.
+                return unsafe { atomic::apply(a, size, op, operand, cond) };
+            }
+        }
+        self.remote_amo(call, pe, offset, size, op, operand, cond, false)
+    }
+
+    /// A non-fetching AMO: to a remote PE it is not waited for (it
+    /// completes by quiet, and stays ordered with this PE's later AMOs to
+    /// that PE).
+    ///
+    /// # Safety
+    /// As [`Router::amo`].
+    #[inline(always)]
+    pub unsafe fn amo_post(&self, call: &str, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64) {
+        if !self.amo_remote_all {
+            if let Some(a) = self.local(pe, offset) {
+                // SAFETY: as in `amo`.
+                unsafe { atomic::apply(a, size, op, operand, 0) };
+                return;
+            }
+        }
+        self.remote_amo(call, pe, offset, size, op, operand, 0, true);
+    }
+
+    /// The signal of a `put_signal` to `pe`, after its data: local, one
+    /// atomic (ordered after the data's stores); remote, the data is
+    /// completed at the target first, then the signal is posted.
+    ///
+    /// # Safety
+    /// As [`Router::amo`] for an 8-byte value.
+    #[inline]
+    pub unsafe fn signal(&self, call: &str, pe: usize, offset: usize, op: AmoOp, value: u64) {
+        if !self.amo_remote_all {
+            if let Some(a) = self.local(pe, offset) {
+                // SAFETY: as in `amo`.
+                unsafe { atomic::apply(a, 8, op, value, 0) };
+                return;
+            }
+        }
+        self.flush(call, Some(pe));
+        self.remote_amo(call, pe, offset, 8, op, value, 0, true);
+    }
+
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn remote_amo(
+        &self, call: &str, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
+    ) -> u64 {
+        let (region, roff) = self.region_of(offset);
+        self.proxy(call, pe).amo(call, region, pe, roff, size, op, operand, cond, nbi)
+    }
+
+    // ----- control words ---------------------------------------------------
+
+    /// Offset of `word` (a word of this node's control segment) in the
+    /// segment.
+    fn ctrl_offset(&self, word: &AtomicU64) -> usize {
+        let a = word as *const AtomicU64 as usize;
+        debug_assert!(a >= self.ctrl_base && a + 8 <= self.ctrl_base + self.ctrl_size);
+        a - self.ctrl_base
+    }
+
+    /// True when `addr` is an aligned word inside this node's control
+    /// segment.
+    pub fn is_ctrl_word(&self, addr: usize) -> bool {
+        addr >= self.ctrl_base
+            && addr.checked_add(8).is_some_and(|end| end <= self.ctrl_base + self.ctrl_size)
+            && addr % 8 == 0
+    }
+
+    /// Stores `v` into control word `word` of PE `pe`'s record (`word` is
+    /// the word's address in this node's segment): directly on this node,
+    /// through the proxy otherwise (an AMO the target applies with a CPU
+    /// atomic, after this PE's earlier operations to it complete).
+    pub fn ctrl_store(&self, call: &str, pe: usize, word: &AtomicU64, v: u64) {
+        if self.is_local(pe) {
+            word.store(v, Ordering::Release);
+        } else {
+            let off = self.ctrl_offset(word);
+            self.proxy(call, pe).amo(call, Region::Ctrl, pe, off, 8, AmoOp::Set, v, 0, true);
+        }
+    }
+
+    /// Reads control word `word` of PE `pe`'s record (a value that does not
+    /// change while it is read).
+    pub fn ctrl_load(&self, call: &str, pe: usize, word: &AtomicU64) -> u64 {
+        if self.is_local(pe) {
+            word.load(Ordering::Acquire)
+        } else {
+            let off = self.ctrl_offset(word);
+            let mut v = 0u64;
+            // SAFETY: an 8-byte word inside the control region.
+            unsafe { self.proxy(call, pe).get(call, Region::Ctrl, pe, off, &mut v as *mut u64 as *mut u8, 8, false) };
+            v
+        }
+    }
+
+    // ----- completion --------------------------------------------------------
+
+    /// Completes this PE's remote operations to `pe` (`None`: to every PE);
+    /// nothing to do when every PE is mapped.
+    #[inline]
+    pub fn flush(&self, call: &str, pe: Option<usize>) {
+        if let Some(r) = self.remote {
+            r.flush(call, pe);
+        }
+    }
+
+    /// `fence`: orders this PE's puts and AMOs to each PE. Through the
+    /// proxy, ordering costs completion (MPI orders nothing between puts),
+    /// so fence is a flush there.
+    #[inline]
+    pub fn fence(&self, call: &str) {
+        // Stores to shared memory are complete when issued; a release fence
+        // keeps the compiler and CPU from moving later stores before them.
+        std::sync::atomic::fence(Ordering::Release);
+        self.flush(call, None);
+    }
+
+    /// `quiet`: completes every operation this PE issued.
+    #[inline]
+    pub fn quiet(&self, call: &str) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.flush(call, None);
+    }
+}

@@ -1,0 +1,122 @@
+//! Device requests performed through the core: the [`RingHandler`] the
+//! running PE gives its device, so every ring request (RMA, AMO, signal,
+//! team-sync control words, device-side argument errors) takes the same
+//! checks and the same routing as a host call.
+
+use crate::amo::{SIGNAL_ADD, SIGNAL_SET};
+use crate::device::RingHandler;
+use crate::error::fatal;
+use crate::ring::{DecodeError, Request, RingOp};
+use crate::state::State;
+use crate::types::AmoOp;
+use std::sync::atomic::AtomicU64;
+
+const CALL: &str = "ishmem device request";
+
+impl RingHandler for State {
+    fn serve(&self, r: &Request) -> u64 {
+        let (pe, dest, source) = (r.pe, r.dest as *mut u8, r.source as *const u8);
+        // SAFETY: the device passed symmetric destinations and its own
+        // buffers; the core checks symmetric ranges and PEs like any call.
+        unsafe {
+            match r.op {
+                RingOp::Put => {
+                    self.put(CALL, dest, source, r.value as usize, pe);
+                    0
+                }
+                RingOp::Get => {
+                    self.get(CALL, dest, source, r.value as usize, pe);
+                    0
+                }
+                RingOp::P => {
+                    self.put(CALL, dest, (&r.value as *const u64).cast(), (r.cond as usize).min(8), pe);
+                    0
+                }
+                RingOp::G => {
+                    let mut v = 0u64;
+                    self.get(CALL, (&mut v as *mut u64).cast(), source, (r.value as usize).min(8), pe);
+                    v
+                }
+                RingOp::Amo => match r.size {
+                    1 => self.amo(CALL, dest as *const u8, r.amo, r.value as u8, r.cond as u8, pe) as u64,
+                    2 => self.amo(CALL, dest as *const u16, r.amo, r.value as u16, r.cond as u16, pe) as u64,
+                    4 => self.amo(CALL, dest as *const u32, r.amo, r.value as u32, r.cond as u32, pe) as u64,
+                    _ => self.amo(CALL, dest as *const u64, r.amo, r.value, r.cond, pe),
+                },
+                RingOp::PutSignal => {
+                    let sig_op = if r.amo == AmoOp::Set { SIGNAL_SET } else { SIGNAL_ADD };
+                    self.put_signal(CALL, dest, source, r.value as usize, r.sig as *mut u64, r.cond, sig_op, pe);
+                    0
+                }
+                RingOp::CtrlSet => {
+                    self.device_ctrl_set(pe, r.dest as usize, r.value);
+                    0
+                }
+                RingOp::CtrlGet => self.device_ctrl_get(pe, r.source as usize),
+                RingOp::Error => self.device_error(r.value, r.cond as u32, r.dest, pe),
+            }
+        }
+    }
+
+    fn corrupt(&self, e: DecodeError) -> ! {
+        fatal(CALL, format_args!("{e}"))
+    }
+}
+
+impl State {
+    /// A device team sync's flag store to `pe`, which the device cannot
+    /// reach (the ring's `CTRL_SET`): `addr` is the flag's address in this
+    /// node's control segment. Like the host's sync, this PE's outstanding
+    /// operations complete first.
+    fn device_ctrl_set(&self, pe: i32, addr: usize, value: u64) {
+        let pe = self.check_pe(CALL, pe);
+        let word = self.device_ctrl_word(addr);
+        self.route.flush(CALL, None);
+        self.route.ctrl_store(CALL, pe, word, value);
+    }
+
+    /// A device collective's read of team-sync scratch word `addr` (its
+    /// address in this node's control segment) of `pe`, which the device
+    /// cannot reach (the ring's `CTRL_GET`).
+    fn device_ctrl_get(&self, pe: i32, addr: usize) -> u64 {
+        let pe = self.check_pe(CALL, pe);
+        let word = self.device_ctrl_word(addr);
+        self.route.ctrl_load(CALL, pe, word)
+    }
+
+    /// The control word at device-supplied address `addr`, checked to lie
+    /// in the control segment and aligned.
+    fn device_ctrl_word(&self, addr: usize) -> &AtomicU64 {
+        if !self.route.is_ctrl_word(addr) {
+            fatal(CALL, format_args!("device control word address {addr:#x} is not in the control segment"))
+        }
+        // SAFETY: checked inside the mapped control segment and aligned.
+        unsafe { &*(addr as *const AtomicU64) }
+    }
+
+    /// Aborts the job for a failed device-side argument check.
+    fn device_error(&self, kind: u64, op: u32, bad: u64, pe: i32) -> ! {
+        use crate::ring::*;
+        let call = match op {
+            RING_PUT => "ishmem device put",
+            RING_GET => "ishmem device get",
+            RING_AMO => "ishmem device atomic",
+            RING_PUT_SIGNAL => "ishmem device put_signal",
+            RING_G => "ishmem device g",
+            RING_P => "ishmem device p",
+            _ => "ishmem device call",
+        };
+        let n = self.n_pes;
+        let (base, size) = (self.heap_base() as u64, self.heap_size() as u64);
+        match kind {
+            DEVICE_BAD_PE => fatal(call, format_args!("target PE {pe} is out of range [0, {n})")),
+            _ => fatal(
+                call,
+                format_args!(
+                    "address {bad:#x} (to PE {pe}) is not in the symmetric heap [{base:#x}, {:#x})",
+                    base + size
+                ),
+            ),
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! The runtime's structural rules, checked by machine: the module import
+//! graph follows the layer list of `src/lib.rs` and `docs/architecture.md`
+//! (no cycles, nothing imports the lifecycle), and the concerns that have
+//! one home stay there (the environment, the proxy's C table and region
+//! ids, CPU atomics on remote memory).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Layers, bottom first. A module may use modules of its own layer or
+/// below; within a layer the graph must still be acyclic.
+const LAYERS: &[&[&str]] = &[
+    &["phase", "env", "types", "ctrl", "device_state", "alloc", "mem"],
+    &["error", "wait", "dataseg", "ring"],
+    &["remote", "device"],
+    &["boot"],
+    &["route"],
+    &["state", "rma", "amo", "symheap", "team", "coll", "activeset", "lock", "ctx", "queue", "serve"],
+    &["core"],
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `dir`.
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The top-level module a source file belongs to (`remote/plugin.rs` ->
+/// `remote`).
+fn module_of(p: &Path) -> String {
+    let rel = p.strip_prefix(src()).unwrap();
+    let first = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// The file's code without comments (doc links are not imports).
+fn code(p: &Path) -> String {
+    let text = std::fs::read_to_string(p).unwrap();
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+/// Module -> the top-level modules its code names through `crate::`.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &all {
+        let m = module_of(f);
+        if m == "lib" {
+            continue;
+        }
+        let c = code(f);
+        let deps = g.entry(m.clone()).or_default();
+        for (i, _) in c.match_indices("crate::") {
+            let rest = &c[i + "crate::".len()..];
+            let name: String = rest.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').collect();
+            if !name.is_empty() && name != m {
+                deps.insert(name);
+            }
+        }
+        // `use super::x` inside a directory module stays inside it.
+    }
+    g
+}
+
+fn layer(m: &str) -> usize {
+    LAYERS.iter().position(|l| l.contains(&m)).unwrap_or_else(|| panic!("module {m} is in no layer of LAYERS"))
+}
+
+#[test]
+fn every_module_is_in_a_layer_and_imports_only_downwards() {
+    let g = graph();
+    let mut bad = Vec::new();
+    for (m, deps) in &g {
+        for d in deps {
+            if layer(d) > layer(m) {
+                bad.push(format!("{m} (layer {}) uses {d} (layer {})", layer(m) + 1, layer(d) + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "imports against the layering:\n{}", bad.join("\n"));
+    for l in LAYERS {
+        for m in *l {
+            assert!(g.contains_key(*m), "LAYERS names {m}, which is not a module of src/");
+        }
+    }
+}
+
+#[test]
+fn the_import_graph_has_no_cycle() {
+    let g = graph();
+    // Depth-first search with colours; report one cycle.
+    fn visit(
+        m: &str, g: &BTreeMap<String, BTreeSet<String>>, state: &mut BTreeMap<String, u8>, path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        match state.get(m) {
+            Some(1) => {
+                let at = path.iter().position(|p| p == m).unwrap();
+                let mut cycle = path[at..].to_vec();
+                cycle.push(m.to_string());
+                return Some(cycle);
+            }
+            Some(2) => return None,
+            _ => {}
+        }
+        state.insert(m.to_string(), 1);
+        path.push(m.to_string());
+        for d in g.get(m).into_iter().flatten() {
+            if let Some(c) = visit(d, g, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(m.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for m in g.keys() {
+        if let Some(c) = visit(m, &g, &mut state, &mut Vec::new()) {
+            panic!("import cycle: {}", c.join(" -> "));
+        }
+    }
+    for (m, deps) in &g {
+        assert!(!deps.contains("core"), "{m} imports core (the lifecycle is the top of the runtime)");
+    }
+}
+
+/// True when `text` contains `needle` as a whole word (not preceded by an
+/// identifier character).
+fn has_word(text: &str, needle: &str) -> bool {
+    text.match_indices(needle)
+        .any(|(i, _)| !text[..i].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_'))
+}
+
+/// Files (relative to src/) whose code contains `needle` as a word.
+fn containing(needle: &str) -> Vec<String> {
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    let mut v: Vec<String> = all
+        .iter()
+        .filter(|f| has_word(&code(f), needle))
+        .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn only_env_reads_the_environment() {
+    for needle in ["env::var(", "env::var_os(", "env::vars(", "env::vars_os(", "env::set_var(", "env::remove_var("] {
+        let found = containing(needle);
+        assert!(found.iter().all(|f| f == "env.rs"), "{needle} outside env.rs: {found:?}");
+    }
+}
+
+#[test]
+fn only_the_plugin_crosses_the_c_table_and_knows_region_ids() {
+    for needle in ["REGION_HEAP", "REGION_DATA", "REGION_CTRL", "ProxyOps", "AMO_FETCH", "FLAG_NBI"] {
+        let found = containing(needle);
+        assert!(found.iter().all(|f| f == "remote/plugin.rs"), "{needle} outside remote/plugin.rs: {found:?}");
+    }
+    // The regions by name: the routing step, the proxies, and the
+    // bootstrap that exposes them.
+    let found = containing("Region::");
+    let allowed = ["route.rs", "boot/mod.rs"];
+    assert!(
+        found.iter().all(|f| f.starts_with("remote/") || allowed.contains(&f.as_str())),
+        "Region:: outside route, remote and boot: {found:?}"
+    );
+}
+
+#[test]
+fn cpu_atomics_on_symmetric_memory_only_in_the_routing_step() {
+    let found = containing("atomic::apply(");
+    assert_eq!(found, vec!["route.rs".to_string()], "the shared AMO helper is applied only by the routing step");
+}
