@@ -569,6 +569,55 @@ mod tests {
     }
 
     #[test]
+    fn ishmrun_variables_are_checked() {
+        let get = |m: &[(&str, &str)]| {
+            let m: HashMap<String, String> = m.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            ishmrun_launch_from(&move |n| m.get(n).cloned())
+        };
+        assert_eq!(get(&[]), Ok(None));
+        let ok = get(&[("ISHMRUN_FD", "5"), ("ISHMRUN_PE", "1"), ("ISHMRUN_NPES", "4")]).unwrap().unwrap();
+        assert_eq!((ok.fd, ok.pe, ok.n_pes), (5, 1, 4));
+        // 2^32 + 1 would wrap to descriptor 1 (stdout) if truncated.
+        let e = get(&[("ISHMRUN_FD", "4294967297"), ("ISHMRUN_PE", "0"), ("ISHMRUN_NPES", "1")]).unwrap_err();
+        assert_eq!(e.name, "ISHMRUN_FD");
+        assert_eq!(
+            get(&[("ISHMRUN_FD", "1"), ("ISHMRUN_PE", "0"), ("ISHMRUN_NPES", "1")]).unwrap_err().name,
+            "ISHMRUN_FD"
+        );
+        assert_eq!(
+            get(&[("ISHMRUN_FD", "5"), ("ISHMRUN_PE", "4"), ("ISHMRUN_NPES", "4")]).unwrap_err().name,
+            "ISHMRUN_PE"
+        );
+        assert_eq!(get(&[("ISHMRUN_FD", "5"), ("ISHMRUN_NPES", "4")]).unwrap_err().name, "ISHMRUN_PE");
+        assert_eq!(
+            get(&[("ISHMRUN_FD", "5"), ("ISHMRUN_PE", "0"), ("ISHMRUN_NPES", "0")]).unwrap_err().name,
+            "ISHMRUN_NPES"
+        );
+    }
+
+    #[test]
+    fn every_variable_read_has_a_row_of_its_kind() {
+        // Parsing reads every row through Reader, which asserts the kind:
+        // a full parse with everything set exercises each.
+        let all: HashMap<&str, &str> = VARS
+            .iter()
+            .map(|v| {
+                let val = match v.kind {
+                    Kind::Size => "1m",
+                    Kind::Bool => "1",
+                    Kind::Uint => "7",
+                    Kind::Text => "x",
+                };
+                (v.name, val)
+            })
+            .chain([("ISHMEM_RUNTIME", "auto"), ("ISHMEM_DEVICE", "cpu")])
+            .collect();
+        Config::from_lookup(&|n| all.get(n).map(|s| s.to_string())).unwrap();
+        let e = Config::from_lookup(&|n| (n == "ISHMEM_DEVICE").then(|| "cuda9".to_string())).unwrap_err();
+        assert_eq!(e.name, "ISHMEM_DEVICE");
+    }
+
+    #[test]
     fn table_defaults_parse() {
         for v in VARS.iter().filter(|v| !v.internal && !v.default.is_empty()) {
             let ok = match v.kind {

@@ -158,13 +158,8 @@ fn exit_for_peer_abort(code: i32) -> ! {
 pub fn callback_guard<R>(what: &str, f: impl FnOnce() -> R) -> R {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            fatal(what, format_args!("internal error (panic): {msg}"))
-        }
+        Err(p) => fatal(what, format_args!("internal error (panic): {}", panic_message(&*p))),
     }
 }
+
+pub use ishmem_proxy_abi::panic_message;

@@ -633,6 +633,13 @@ fn error_active_set() {
 #[test]
 fn error_bad_environment() {
     expect_failure("ok", 2, 1, &["ISHMEM_SYMMETRIC_SIZE=\"lots\" is not valid"], &[("ISHMEM_SYMMETRIC_SIZE", "lots")]);
+    expect_failure(
+        "ok",
+        2,
+        1,
+        &["ISHMEM_DEVICE=\"gpu9\" is not valid: expected one of the device backends this build has"],
+        &[("ISHMEM_DEVICE", "gpu9")],
+    );
 }
 
 #[test]

@@ -33,10 +33,6 @@ pub(crate) fn guard<R>(call: &'static str, f: impl FnOnce() -> R) -> R {
 #[cold]
 #[inline(never)]
 fn panicked(call: &'static str, p: Box<dyn std::any::Any + Send>) -> ! {
-    let what = p
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string());
+    let what = ishmem_runtime::error::panic_message(&*p);
     ishmem_runtime::error::fatal(call, format_args!("internal error (panic): {what}"))
 }

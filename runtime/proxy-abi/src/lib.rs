@@ -191,21 +191,25 @@ pub mod atomic {
     }
 }
 
+/// The text of a panic's payload (`panic!` with a literal or a format).
+#[cfg(feature = "std")]
+pub fn panic_message(p: &(dyn core::any::Any + Send)) -> std::string::String {
+    use std::string::ToString;
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<std::string::String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
 /// Runs the body of an `extern "C"` function of a plugin so that a Rust
 /// panic does not unwind into C: it becomes the error return `on_panic`
 /// (and the panic message goes to `report`, e.g. the plugin's last error).
 #[cfg(feature = "std")]
 pub fn ffi_guard<R>(on_panic: R, report: impl FnOnce(&str), f: impl FnOnce() -> R) -> R {
-    use std::string::ToString;
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<std::string::String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            report(&what);
+            report(&panic_message(&*p));
             on_panic
         }
     }
