@@ -1,16 +1,18 @@
 /* Non-typed device routines and the state install kernel. */
 #include "core.h"
 
-ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
+ISHMEMI_VAR ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
 
+#ifndef __CUDACC__
 kernel void ishmemi_install_state(ISHMEMI_GLOBAL ishmemx_device_state_t *s) {
     ishmemi_state = s;
 }
+#endif
 
-int ishmem_my_pe(void) { return ishmemi_state->my_pe; }
-int ishmem_n_pes(void) { return ishmemi_state->n_pes; }
+ISHMEMI_API int ishmem_my_pe(void) { return ishmemi_state->my_pe; }
+ISHMEMI_API int ishmem_n_pes(void) { return ishmemi_state->n_pes; }
 
-ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int pe) {
+ISHMEMI_API ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int pe) {
     ISHMEMI_GLOBAL uchar *is_local = (ISHMEMI_GLOBAL uchar *)ishmemi_state->peer_is_local;
     ulong off = (ulong)dest - ishmemi_state->heap_base;
     if (pe < 0 || pe >= ishmemi_state->n_pes || off >= ishmemi_state->heap_size || !is_local[pe]) return 0;
@@ -20,27 +22,27 @@ ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int pe) {
 /* The load/store path completes every operation before returning, and the
  * single proxy serves ring requests in order: fence orders memory only;
  * quiet also waits for outstanding ring requests (none: no round trip). */
-void ishmem_fence(void) { ishmemi_fence_all(); }
-void ishmem_quiet(void) { ishmemi_ring_quiet(); ishmemi_fence_all(); }
-void ishmem_sync_all(void) { ishmemi_sync_world(); }
-void ishmem_barrier_all(void) { ishmem_quiet(); ishmemi_sync_world(); }
+ISHMEMI_API void ishmem_fence(void) { ishmemi_fence_all(); }
+ISHMEMI_API void ishmem_quiet(void) { ishmemi_ring_quiet(); ishmemi_fence_all(); }
+ISHMEMI_API void ishmem_sync_all(void) { ishmemi_sync_world(); }
+ISHMEMI_API void ishmem_barrier_all(void) { ishmem_quiet(); ishmemi_sync_world(); }
 
-void ishmem_putmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_putmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_put_bytes(dest, source, nelems, pe, 0);
 }
-void ishmem_getmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_getmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_get_bytes(dest, source, nelems, pe, 0);
 }
-void ishmem_putmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_putmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_put_bytes(dest, source, nelems, pe, 1);
 }
-void ishmem_getmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_getmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_get_bytes(dest, source, nelems, pe, 1);
 }
 
 /* put_signal: the data, then the signal as a sequentially consistent AMO;
  * through the ring, the host performs both in that order. */
-void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
+ISHMEMI_API void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
                           ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, dest, nelems, pe);
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
@@ -52,10 +54,10 @@ void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *
     ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_PUT_SIGNAL, (ulong)dest, (ulong)source, nelems, signal,
                                         (ulong)sig_addr, pe, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, 0));
 }
-ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
+ISHMEMI_API ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
     return (ulong)ishmemi_load64((ISHMEMI_GLOBAL void *)sig_addr);
 }
-ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
+ISHMEMI_API ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
     ulong v;
     while (!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value)) ;
     return v;
@@ -63,19 +65,19 @@ ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cm
 
 /* Work-group forms of the non-typed routines (Intel SHMEM's
  * ishmemx_*_work_group; the group is the calling work-group). */
-void ishmemx_putmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_putmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
 }
-void ishmemx_getmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_getmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_wg_get_bytes(dest, source, nelems, pe, 0);
 }
-void ishmemx_putmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_putmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 1);
 }
-void ishmemx_getmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_getmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_wg_get_bytes(dest, source, nelems, pe, 1);
 }
-void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
+ISHMEMI_API void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
                                       ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
     /* The data by the whole group, then the signal by the leader. */
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
@@ -88,28 +90,29 @@ void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
     }
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
-void ishmemx_fence_work_group(void) {
+ISHMEMI_API void ishmemx_fence_work_group(void) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (get_local_linear_id() == 0) ishmem_fence();
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
-void ishmemx_quiet_work_group(void) {
+ISHMEMI_API void ishmemx_quiet_work_group(void) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (get_local_linear_id() == 0) ishmem_quiet();
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
-void ishmemx_barrier_all_work_group(void) {
+ISHMEMI_API void ishmemx_barrier_all_work_group(void) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (get_local_linear_id() == 0) ishmem_barrier_all();
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
-void ishmemx_sync_all_work_group(void) {
+ISHMEMI_API void ishmemx_sync_all_work_group(void) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (get_local_linear_id() == 0) ishmem_sync_all();
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
 /* Kernels behind the host's ishmemx_*_on_queue routines (one work-item). */
+#ifndef __CUDACC__
 kernel void ishmemi_putmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, ulong nbytes, int pe) {
     ishmem_putmem(dest, source, nbytes, pe);
     ishmem_quiet();
@@ -119,58 +122,82 @@ kernel void ishmemi_getmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL cons
 }
 kernel void ishmemi_barrier_all_kernel(void) { ishmem_barrier_all(); }
 kernel void ishmemi_quiet_kernel(void) { ishmem_quiet(); }
+#endif
 
 /* Teams and the non-typed collectives. */
-int ishmem_team_my_pe(int team) {
+ISHMEMI_API int ishmem_team_my_pe(int team) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     return t ? t->my_rank : -1;
 }
-int ishmem_team_n_pes(int team) {
+ISHMEMI_API int ishmem_team_n_pes(int team) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     return t ? t->size : -1;
 }
-int ishmem_team_sync(int team) {
+ISHMEMI_API int ishmem_team_sync(int team) {
     if (!ishmemi_get_team(team)) return -1;
     ishmemi_sync_team(team);
     return 0;
 }
-int ishmem_broadcastmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
+ISHMEMI_API int ishmem_broadcastmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
     return ishmemi_broadcast_bytes(team, dest, source, nelems, root);
 }
-int ishmem_fcollectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmem_fcollectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     return ishmemi_fcollect_bytes(team, dest, source, nelems);
 }
-int ishmem_collectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmem_collectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     return ishmemi_collect_bytes(team, dest, source, nelems, 1);
 }
-int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     return ishmemi_alltoall_bytes(team, dest, source, nelems);
 }
 
 /* Work-group forms of the team sync and the byte collectives. */
-int ishmemx_team_sync_work_group(int team) { ISHMEMI_WG_COLL(team, 0, ishmem_team_sync(team)) }
-int ishmemx_broadcastmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
+ISHMEMI_API int ishmemx_team_sync_work_group(int team) { ISHMEMI_WG_COLL(team, 0, ishmem_team_sync(team)) }
+ISHMEMI_API int ishmemx_broadcastmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
     ISHMEMI_WG_COLL(team, root, ishmemi_broadcast_bytes(team, dest, source, nelems, root))
 }
-int ishmemx_collectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmemx_collectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     ISHMEMI_WG_COLL(team, 0, ishmemi_collect_bytes(team, dest, source, nelems, 1))
 }
-int ishmemx_fcollectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmemx_fcollectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     ISHMEMI_WG_COLL(team, 0, ishmemi_fcollect_bytes(team, dest, source, nelems))
 }
-int ishmemx_alltoallmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmemx_alltoallmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     ISHMEMI_WG_COLL(team, 0, ishmemi_alltoall_bytes(team, dest, source, nelems))
 }
 
 /* Sub-group forms (every work-item of the calling sub-group calls them). */
-void ishmemx_putmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_putmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);
 }
-void ishmemx_getmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_getmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_sg_get_bytes(dest, source, nelems, pe, 0);
 }
-void ishmemx_quiet_sub_group(void) {
-    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    if (get_sub_group_local_id() == 0) ishmem_quiet();
+ISHMEMI_API void ishmemx_putmem_nbi_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_sg_put_bytes(dest, source, nelems, pe, 1);
+}
+ISHMEMI_API void ishmemx_getmem_nbi_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+    ishmemi_sg_get_bytes(dest, source, nelems, pe, 1);
+}
+ISHMEMI_API void ishmemx_putmem_signal_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
+                                      ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+    /* The data by the whole sub-group, then the signal by its leader. */
+    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
+    ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);
+    if (get_sub_group_local_id() == 0) {
+        if (ishmemi_is_local(pe))
+            ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
+        else
+            ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
+    }
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
+/* The sub-group's leader runs `CALL` between sub-group barriers. */
+#define ISHMEMI_SG_ONE(CALL)                             \
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);             \
+    if (get_sub_group_local_id() == 0) CALL;             \
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+ISHMEMI_API void ishmemx_quiet_sub_group(void) { ISHMEMI_SG_ONE(ishmem_quiet()) }
+ISHMEMI_API void ishmemx_fence_sub_group(void) { ISHMEMI_SG_ONE(ishmem_fence()) }
+ISHMEMI_API void ishmemx_barrier_all_sub_group(void) { ISHMEMI_SG_ONE(ishmem_barrier_all()) }
+ISHMEMI_API void ishmemx_sync_all_sub_group(void) { ISHMEMI_SG_ONE(ishmem_sync_all()) }

@@ -4,11 +4,16 @@
 #ifndef ISHMEMI_CORE_H
 #define ISHMEMI_CORE_H
 
+#ifdef __CUDACC__
+#include "target_cuda.h"
+#else
 #include "target_opencl.h"
+#endif
 #include "device_state.h"
 
-/* Installed once per program by the runtime (kernel ishmemi_install_state). */
-extern ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
+/* Installed once per program by the runtime (OpenCL: the kernel
+ * ishmemi_install_state; CUDA: the library's registered install hook). */
+extern ISHMEMI_VAR ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
 
 /* Address of symmetric `sym` on `pe`, for loads and stores from here. */
 ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_peer(ISHMEMI_GLOBAL const void *sym, int pe) {

@@ -17,7 +17,7 @@ use crate::error::fatal;
 use crate::state::State;
 use crate::types::AmoOp;
 use crate::wait::wait_until;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`).
 pub const SYNC_SIZE: usize = 64;
@@ -31,6 +31,8 @@ pub struct ActiveSet<'a> {
     size: usize,
     my_rank: usize,
     psync: *mut i64,
+    /// Symmetric offset of `psync`.
+    psync_off: usize,
 }
 
 impl State {
@@ -56,11 +58,11 @@ impl State {
         if d < 0 || d as usize % stride != 0 || d as usize / stride >= size {
             fatal(call, format_args!("this PE is not in the active set (PE_start {pe_start}, logPE_stride {log_stride}, PE_size {pe_size})"))
         }
-        self.sym_offset(call, "pSync", psync as *const u8, SYNC_SIZE * 8);
+        let psync_off = self.sym_offset(call, "pSync", psync as *const u8, SYNC_SIZE * 8);
         if (psync as usize) % 8 != 0 {
             fatal(call, format_args!("pSync {psync:p} is not aligned to 8 bytes"))
         }
-        ActiveSet { call, start, stride, size, my_rank: d as usize / stride, psync }
+        ActiveSet { call, start, stride, size, my_rank: d as usize / stride, psync, psync_off }
     }
 
     fn psync_amo(&self, a: &ActiveSet<'_>, word: usize, op: AmoOp, v: i64, pe: usize) -> i64 {
@@ -86,13 +88,12 @@ impl Group for ActiveSet<'_> {
         }
         let mut dist = 1usize;
         let mut round = 0usize;
-        // SAFETY: our own pSync word, symmetric and aligned (checked).
-        let own = |k: usize| unsafe { &*(self.psync.add(k) as *const AtomicI64) };
+        // Our own pSync word k, symmetric and aligned (checked).
+        let own = |k: usize| st.route.load_mine(self.call, self.psync_off + 8 * k, 8) as i64;
         while dist < self.size {
             let to = self.world_pe((self.my_rank + dist) % self.size);
             st.psync_amo(self, round, AmoOp::FetchAdd, 1, to);
-            let w = own(round);
-            wait_until(|| w.load(Ordering::Acquire) >= 1);
+            wait_until(|| own(round) >= 1);
             // Through the AMO path, not a CPU atomic: under a host
             // OpenSHMEM library the partner's add is the library's atomic
             // (a NIC's, on a network), which CPU atomics on the same word

@@ -18,7 +18,6 @@ use crate::types::AmoOp;
 use crate::wait::wait_until;
 use std::ffi::c_int;
 use std::mem::size_of;
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Comparison operators (`ISHMEM_CMP_*`, `SHMEM_CMP_*`; Intel SHMEM values).
 pub const CMP_EQ: c_int = 1;
@@ -59,23 +58,6 @@ pub fn from_bits<T: Copy>(b: u64) -> T {
             8 => std::mem::transmute_copy::<u64, T>(&b),
             n => unreachable!("atomic type of {n} bytes"),
         }
-    }
-}
-
-/// Atomic load (acquire) of a local naturally aligned value.
-#[inline(always)]
-unsafe fn load_atomic<T: Copy>(p: *const T) -> T {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        let b = match size_of::<T>() {
-            1 => (*(p as *const AtomicU8)).load(Ordering::Acquire) as u64,
-            2 => (*(p as *const AtomicU16)).load(Ordering::Acquire) as u64,
-            4 => (*(p as *const AtomicU32)).load(Ordering::Acquire) as u64,
-            8 => (*(p as *const AtomicU64)).load(Ordering::Acquire),
-            n => unreachable!("atomic type of {n} bytes"),
-        };
-        from_bits(b)
     }
 }
 
@@ -216,32 +198,40 @@ impl State {
         unsafe { self.amo_post(call, sig_addr, op, signal, pe) };
     }
 
-    fn local_ivars<T>(&self, call: &str, what: &str, p: *const T, nelems: usize) {
+    /// Checks this PE's symmetric variables `p[..nelems]` and returns the
+    /// symmetric offset of `p` (0 for none).
+    fn local_ivars<T>(&self, call: &str, what: &str, p: *const T, nelems: usize) -> usize {
         let bytes = match nelems.checked_mul(size_of::<T>()) {
             Some(b) if b > 0 => b,
-            _ => return,
+            _ => return 0,
         };
-        self.sym_offset(call, what, p as *const u8, bytes);
+        let off = self.sym_offset(call, what, p as *const u8, bytes);
         self.check_aligned(call, what, p as *const u8, size_of::<T>());
+        off
+    }
+
+    /// Acquire load of this PE's symmetric value at offset `off` (checked
+    /// and aligned), wherever its memory is.
+    #[inline]
+    fn load_mine<T: Copy>(&self, call: &str, off: usize) -> T {
+        from_bits(self.route.load_mine(call, off, size_of::<T>()))
     }
 
     /// `signal_fetch`: atomic read of a local signal.
     pub fn signal_fetch(&self, call: &str, sig_addr: *const u64) -> u64 {
-        self.local_ivars(call, "sig_addr", sig_addr, 1);
+        let off = self.local_ivars(call, "sig_addr", sig_addr, 1);
         crate::wait::progress();
-        // SAFETY: checked symmetric and aligned.
-        unsafe { load_atomic(sig_addr) }
+        self.load_mine(call, off)
     }
 
     /// `signal_wait_until`: waits until the local signal satisfies the
     /// comparison; returns the value that did.
     pub fn signal_wait_until(&self, call: &str, sig_addr: *const u64, cmp: c_int, cmp_value: u64) -> u64 {
         check_cmp(call, cmp);
-        self.local_ivars(call, "sig_addr", sig_addr, 1);
+        let off = self.local_ivars(call, "sig_addr", sig_addr, 1);
         let mut seen = 0;
         wait_until(|| {
-            // SAFETY: checked symmetric and aligned.
-            seen = unsafe { load_atomic(sig_addr) };
+            seen = self.load_mine(call, off);
             compare(cmp, seen, cmp_value)
         });
         seen
@@ -252,13 +242,9 @@ impl State {
     /// # Safety
     /// `T` is a plain integer type.
     pub unsafe fn wait_until<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            check_cmp(call, cmp);
-            self.local_ivars(call, "ivar", ivar, 1);
-            wait_until(|| compare(cmp, load_atomic(ivar), cmp_value));
-        }
+        check_cmp(call, cmp);
+        let off = self.local_ivars(call, "ivar", ivar, 1);
+        wait_until(|| compare(cmp, self.load_mine::<T>(call, off), cmp_value));
     }
 
     /// `test` (single variable).
@@ -266,15 +252,11 @@ impl State {
     /// # Safety
     /// `T` is a plain integer type.
     pub unsafe fn test<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) -> bool {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            check_cmp(call, cmp);
-            self.local_ivars(call, "ivar", ivar, 1);
-            // A loop of tests must let remote updates through.
-            crate::wait::progress();
-            compare(cmp, load_atomic(ivar), cmp_value)
-        }
+        check_cmp(call, cmp);
+        let off = self.local_ivars(call, "ivar", ivar, 1);
+        // A loop of tests must let remote updates through.
+        crate::wait::progress();
+        compare(cmp, self.load_mine::<T>(call, off), cmp_value)
     }
 
     /// The multi-element waits and tests (`_all`, `_any`, `_some`, and their
@@ -297,7 +279,7 @@ impl State {
         // covers every unsafe operation below.
         unsafe {
             check_cmp(call, cmp);
-            self.local_ivars(call, "ivars", ivars, nelems);
+            let off = self.local_ivars(call, "ivars", ivars, nelems);
             if let CmpValues::Each(p) = values {
                 if nelems > 0 && p.is_null() {
                     crate::state::null_local(call, "cmp_values")
@@ -314,7 +296,7 @@ impl State {
                     CmpValues::One(v) => v,
                     CmpValues::Each(p) => *p.add(i),
                 };
-                compare(cmp, load_atomic(ivars.add(i)), v)
+                compare(cmp, self.load_mine::<T>(call, off + i * size_of::<T>()), v)
             };
             let any_included = (0..nelems).any(included);
             let mut result = 0usize;

@@ -213,7 +213,8 @@ impl State {
                             false,
                         );
                     } else if let Some(to) = self.route.local(pe, doff) {
-                        crate::rma::strided_copy(
+                        self.route.strided(
+                            call,
                             to.offset(t.my_rank() as isize * nelems as isize * dst * elem as isize),
                             dst,
                             source.offset(j as isize * nelems as isize * sst * elem as isize),
@@ -287,13 +288,15 @@ impl State {
                 // Every member reduces everything into its own dest; in place,
                 // wait until every member has read this PE's source first.
                 let in_place = doff == soff;
-                let mine = self.mine(doff) as *mut T;
+                let me = self.my_pe;
                 if in_place {
                     reduce_range(0, nreduce, &mut |_, _| {});
                     t.sync(self);
-                    std::ptr::copy_nonoverlapping(acc, mine, nreduce);
+                    self.route.put(call, me, doff, acc as *const u8, nbytes, false);
                 } else {
-                    reduce_range(0, nreduce, &mut |i, m| std::ptr::copy_nonoverlapping(acc, mine.add(i), m));
+                    reduce_range(0, nreduce, &mut |i, m| {
+                        self.route.put(call, me, doff + i * es, acc as *const u8, m * es, false)
+                    });
                 }
             } else {
                 // Reduce-scatter + allgather: this member owns one slice, reads
@@ -340,7 +343,7 @@ impl State {
             // for in-place scans) until every member has read this PE's source.
             let in_place = doff == soff;
             let mut held: Vec<T> = Vec::new();
-            let mine = self.mine(doff) as *mut T;
+            let me = self.my_pe;
             let chunk = (CHUNK_BYTES / es).max(1);
             let mut buf = [0u64; CHUNK_BYTES / 8];
             let acc = buf.as_mut_ptr() as *mut T;
@@ -361,13 +364,13 @@ impl State {
                 if in_place {
                     held.extend_from_slice(std::slice::from_raw_parts(acc, m));
                 } else {
-                    std::ptr::copy_nonoverlapping(acc, mine.add(i), m);
+                    self.route.put(call, me, doff + i * es, acc as *const u8, m * es, false);
                 }
                 i += m;
             }
             if in_place {
                 t.sync(self);
-                std::ptr::copy_nonoverlapping(held.as_ptr(), mine, nelems);
+                self.route.put(call, me, doff, held.as_ptr() as *const u8, nbytes, false);
             }
             t.sync(self);
             t.done(self);

@@ -97,17 +97,32 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
         Phase::New => {}
     }
     let config = Config::from_env()?;
+    // Messages before the bootstrap already know the PE (under ishmrun).
+    if let Ok(Some(l)) = env::ishmrun_launch() {
+        phase::set_my_pe(l.pe);
+    }
     for name in env::unknown_vars() {
         warn(format_args!("unknown environment variable {name} is ignored"));
     }
     let device = device::select(&config)?;
-    let job = boot::start(&config, opts, &*device)?;
+    let job = boot::start(&config, opts, device)?;
+    if device.memory().is_some() && job.peer_base.iter().any(|p| p.is_null()) {
+        return Err(InitError::Bootstrap(format!(
+            "ISHMEM_DEVICE={}: every PE must be on one node and share its memory (a proxy cannot reach GPU heaps yet); this job has PEs this one cannot map",
+            device.name()
+        )));
+    }
     let st = build_state(config, device, job)?;
     st.install_predefined_teams();
     let st: &'static State = Box::leak(st);
     STATE.store(st as *const State as *mut State, Ordering::Release);
     phase::set(Phase::Running);
-    st.device.attach(Attach { handler: st, ring: st.ring, state: &*st.device_state });
+    st.device.attach(Attach {
+        handler: st,
+        ring: st.ring,
+        state: &*st.device_state,
+        ctrl: (st._mem.ctrl_region.base(), ctrl_size(st.n_pes)),
+    })?;
     static ATEXIT: std::sync::Once = std::sync::Once::new();
     // SAFETY: registering a plain extern "C" fn.
     ATEXIT.call_once(|| unsafe {
@@ -122,7 +137,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
 
 /// The running state from a bootstrapped job: routing tables, the control
 /// segment, the device-visible state.
-fn build_state(config: Config, device: Box<dyn device::Device>, job: JobLayout) -> Result<Box<State>, InitError> {
+fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayout) -> Result<Box<State>, InitError> {
     let JobLayout {
         runtime,
         my_pe,
@@ -197,6 +212,7 @@ fn build_state(config: Config, device: Box<dyn device::Device>, job: JobLayout) 
         ctrl_size(n_pes),
         route_remote,
         amo_remote_all,
+        device.memory(),
     );
     Ok(Box::new(State {
         my_pe,

@@ -95,8 +95,15 @@ pub const VARS: &[EnvVar] = &[
     EnvVar {
         name: "ISHMEM_DEVICE",
         kind: Kind::Text,
-        default: "cpu",
-        help: "The device backend, chosen once at initialization: cpu (heaps in shared memory, kernels on a CPU OpenCL runtime loaded at first device use).",
+        default: "auto",
+        help: "The device backend, chosen once at initialization: cpu (heaps in shared memory, kernels on a CPU OpenCL runtime loaded at first device use), cuda (heaps in NVIDIA GPU memory, kernels in CUDA; initialization fails, naming what was tried, without a driver or a GPU), or auto (cuda when the program links the CUDA device library libishmem_device.a, else cpu).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_CUDA_DEVICE",
+        kind: Kind::Uint,
+        default: "",
+        help: "With the cuda device: the GPU (ordinal among the visible ones, after CUDA_VISIBLE_DEVICES) this PE uses. Default: the PE's rank among the PEs of its node, modulo the number of visible GPUs.",
         internal: false,
     },
     EnvVar {
@@ -252,17 +259,23 @@ pub enum Source {
 /// The device backends `ISHMEM_DEVICE` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceKind {
+    /// CUDA when the program links the CUDA device library, else the CPU.
+    Auto,
     /// Heaps in shared memory, kernels on a CPU OpenCL runtime.
     Cpu,
+    /// Heaps in NVIDIA GPU memory, kernels in CUDA.
+    Cuda,
 }
 
 impl DeviceKind {
     /// Every value `ISHMEM_DEVICE` accepts, as a user writes it.
-    pub const NAMES: &'static [&'static str] = &["cpu"];
+    pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda"];
 
     fn parse(s: &str) -> Option<DeviceKind> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "cpu" | "" => Some(DeviceKind::Cpu),
+            "auto" | "" => Some(DeviceKind::Auto),
+            "cpu" => Some(DeviceKind::Cpu),
+            "cuda" => Some(DeviceKind::Cuda),
             _ => None,
         }
     }
@@ -290,6 +303,8 @@ pub struct Config {
     pub device: DeviceKind,
     /// ISHMEM_DEVICE_LIB
     pub device_lib: Option<String>,
+    /// ISHMEM_CUDA_DEVICE
+    pub cuda_device: Option<u64>,
     /// ISHMEM_DEVICE_RING_ALL
     pub device_ring_all: bool,
     /// ISHMEM_RUNTIME
@@ -393,7 +408,7 @@ impl Config {
         let device = DeviceKind::parse(&dev).ok_or(EnvError {
             name: from,
             value: dev.clone(),
-            expected: "one of the device backends this build has: cpu",
+            expected: "one of the device backends: auto, cpu or cuda",
         })?;
         Ok(Config {
             symmetric_size: r.size("ISHMEM_SYMMETRIC_SIZE", Some("SHMEM_SYMMETRIC_SIZE"))?,
@@ -402,6 +417,7 @@ impl Config {
             print_info: r.present("SHMEM_INFO"),
             device,
             device_lib: r.text("ISHMEM_DEVICE_LIB"),
+            cuda_device: r.uint("ISHMEM_CUDA_DEVICE")?,
             device_ring_all: r.bool("ISHMEM_DEVICE_RING_ALL", None)?,
             runtime,
             shmem_lib_name: r.text("ISHMEM_SHMEM_LIB_NAME"),
@@ -456,6 +472,11 @@ fn ishmrun_launch_from(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option
 /// True when `ishmrun` started this process (it set `ISHMRUN_FD`).
 pub fn under_ishmrun() -> bool {
     std::env::var_os("ISHMRUN_FD").is_some()
+}
+
+/// `CUDA_VISIBLE_DEVICES`, for messages (the CUDA driver applies it).
+pub fn cuda_visible_devices() -> Option<String> {
+    std::env::var("CUDA_VISIBLE_DEVICES").ok()
 }
 
 /// MPI ABI families the MPI proxy is built for.

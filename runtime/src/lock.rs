@@ -22,7 +22,7 @@ use crate::error::fatal;
 use crate::state::State;
 use crate::types::AmoOp;
 use crate::wait::wait_until;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 const TAIL_MASK: u64 = 0xffff_ffff;
 const NEXT_SHIFT: u32 = 32;
@@ -32,7 +32,9 @@ const WAITING: u64 = 1 << 48;
 const TAIL_PE: i32 = 0;
 
 impl State {
-    fn lock_word(&self, call: &str, lock: *mut i64) -> *const AtomicU64 {
+    /// Checks the lock variable and returns its symmetric offset (this PE
+    /// spins on its own copy there).
+    fn lock_word(&self, call: &str, lock: *mut i64) -> usize {
         if self.n_pes > 0xffff {
             fatal(call, format_args!("locks support at most 65535 PEs (this job has {})", self.n_pes))
         }
@@ -40,8 +42,7 @@ impl State {
         if (lock as usize) % 8 != 0 {
             fatal(call, format_args!("lock {lock:p} is not aligned to 8 bytes"))
         }
-        // Our own copy, for local spinning.
-        self.mine(off) as *const AtomicU64
+        off
     }
 
     fn lock_amo(&self, call: &str, lock: *mut i64, op: AmoOp, value: u64, cond: u64, pe: i32) -> u64 {
@@ -78,8 +79,7 @@ impl State {
             self.lock_amo(call, lock, AmoOp::FetchAnd, !WAITING, 0, me);
         } else {
             self.lock_amo(call, lock, AmoOp::FetchOr, me1 << NEXT_SHIFT, 0, (prev - 1) as i32);
-            // SAFETY: lock_word returned our mapped, aligned copy.
-            wait_until(|| unsafe { (*mine).load(Ordering::Acquire) } & WAITING == 0);
+            wait_until(|| self.route.load_mine(call, mine, 8) & WAITING == 0);
         }
         std::sync::atomic::fence(Ordering::SeqCst);
     }
@@ -100,8 +100,7 @@ impl State {
         let me = self.my_pe as i32;
         let me1 = self.my_pe as u64 + 1;
         self.quiet();
-        // SAFETY: lock_word returned our mapped, aligned copy.
-        let next = || (unsafe { (*mine).load(Ordering::Acquire) } & NEXT_MASK) >> NEXT_SHIFT;
+        let next = || (self.route.load_mine(call, mine, 8) & NEXT_MASK) >> NEXT_SHIFT;
         if next() == 0 {
             if self.swap_tail(call, lock, Some(me1), 0) == me1 {
                 return;

@@ -8,16 +8,36 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr;
 
-/// A mapped region of memory, unmapped on drop.
+/// How a [`HeapRegion`]'s memory is given back.
+pub enum Release {
+    /// `munmap` (memory this process mapped itself).
+    Unmap,
+    /// Nothing: someone else owns it (a proxy's symmetric heap) and
+    /// releases it.
+    Foreign,
+    /// The device that made it releases it (GPU memory mappings).
+    Device(Box<dyn FnOnce(*mut u8, usize) + Send + Sync>),
+}
+
+impl std::fmt::Debug for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Release::Unmap => "Unmap",
+            Release::Foreign => "Foreign",
+            Release::Device(_) => "Device",
+        })
+    }
+}
+
+/// A mapped region of memory, released on drop.
 #[derive(Debug)]
 pub struct HeapRegion {
     base: *mut u8,
     size: usize,
-    /// A handle peers can map (for the CPU backend, a memfd).
+    /// A handle peers can map (for the CPU backend, a memfd; for a GPU, the
+    /// allocation exported as a file descriptor).
     handle: Option<OwnedFd>,
-    /// Memory someone else owns (a proxy's symmetric heap): not unmapped
-    /// here.
-    foreign: bool,
+    release: Option<Release>,
 }
 
 // SAFETY: the region is plain shared memory; synchronization is the user's
@@ -39,7 +59,11 @@ impl HeapRegion {
     /// Memory provided by someone else (a proxy's `alloc`) that lives at
     /// least as long as the region and is released by its owner.
     pub fn foreign(base: *mut u8, size: usize) -> HeapRegion {
-        HeapRegion { base, size, handle: None, foreign: true }
+        HeapRegion { base, size, handle: None, release: Some(Release::Foreign) }
+    }
+    /// Memory a device mapped; `release` gives it back.
+    pub fn device(base: *mut u8, size: usize, handle: Option<OwnedFd>, release: Release) -> HeapRegion {
+        HeapRegion { base, size, handle, release: Some(release) }
     }
     /// Drops the shareable handle once peers have their copies; the mapping
     /// stays valid.
@@ -50,9 +74,16 @@ impl HeapRegion {
 
 impl Drop for HeapRegion {
     fn drop(&mut self) {
-        if !self.foreign && !self.base.is_null() && self.size > 0 {
-            // SAFETY: base/size came from a successful mmap owned by us.
-            unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
+        if self.base.is_null() || self.size == 0 {
+            return;
+        }
+        match self.release.take() {
+            Some(Release::Unmap) | None => {
+                // SAFETY: base/size came from a successful mmap owned by us.
+                unsafe { libc::munmap(self.base as *mut libc::c_void, self.size) };
+            }
+            Some(Release::Foreign) => {}
+            Some(Release::Device(f)) => f(self.base, self.size),
         }
     }
 }
@@ -163,17 +194,17 @@ pub fn map_private(size: usize) -> io::Result<HeapRegion> {
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    Ok(HeapRegion { base: p as *mut u8, size, handle: None, foreign: false })
+    Ok(HeapRegion { base: p as *mut u8, size, handle: None, release: Some(Release::Unmap) })
 }
 
 /// A region over memory this process mapped itself.
 pub fn owned(base: *mut u8, size: usize, handle: Option<OwnedFd>) -> HeapRegion {
-    HeapRegion { base, size, handle, foreign: false }
+    HeapRegion { base, size, handle, release: Some(Release::Unmap) }
 }
 
 /// Maps a shared-memory handle as a [`HeapRegion`] that does not keep the fd.
 pub fn map_region(fd: &OwnedFd, size: usize) -> io::Result<HeapRegion> {
-    Ok(HeapRegion { base: map_shared(fd, size)?, size, handle: None, foreign: false })
+    Ok(HeapRegion { base: map_shared(fd, size)?, size, handle: None, release: Some(Release::Unmap) })
 }
 
 /// The system page size.

@@ -164,12 +164,26 @@ pub fn layout() -> Vec<(&'static str, usize)> {
     ]
 }
 
-/// A new, empty ring.
+/// A new, empty ring, in page-aligned memory of its own (a GPU device
+/// registers it with its driver). It is never freed: device programs may
+/// hold its address until exit.
 pub fn new_ring() -> &'static Ring {
-    let layout = std::alloc::Layout::new::<Ring>();
-    // SAFETY: Ring is atomics only: all-zero is a valid (empty) ring. It is
-    // leaked on purpose: device programs may hold its address until exit.
-    unsafe { &*(std::alloc::alloc_zeroed(layout) as *const Ring) }
+    let size = std::mem::size_of::<Ring>();
+    // SAFETY: a fresh anonymous mapping: zeroed, page-aligned, ours.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(p != libc::MAP_FAILED, "cannot map the reverse-offload ring: {}", std::io::Error::last_os_error());
+    // SAFETY: Ring is atomics only: all-zero is a valid (empty) ring, and
+    // the mapping is large enough and aligned (pages are 64-byte aligned).
+    unsafe { &*(p as *const Ring) }
 }
 
 thread_local! {

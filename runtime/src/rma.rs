@@ -98,15 +98,8 @@ impl State {
             let pe = self.check_pe(call, pe);
             let off = self.sym_offset(call, "dest", dest as *const u8, std::mem::size_of::<T>());
             match self.route.local(pe, off) {
-                Some(a) => std::ptr::write_volatile(a as *mut T, value),
-                None => self.route.remote_put(
-                    call,
-                    pe,
-                    off,
-                    &value as *const T as *const u8,
-                    std::mem::size_of::<T>(),
-                    false,
-                ),
+                Some(a) if self.route.host_direct() => std::ptr::write_volatile(a as *mut T, value),
+                _ => self.route.put(call, pe, off, &value as *const T as *const u8, std::mem::size_of::<T>(), false),
             }
         }
     }
@@ -123,10 +116,10 @@ impl State {
             let pe = self.check_pe(call, pe);
             let off = self.sym_offset(call, "source", src as *const u8, std::mem::size_of::<T>());
             match self.route.local(pe, off) {
-                Some(a) => std::ptr::read_volatile(a as *const T),
-                None => {
+                Some(a) if self.route.host_direct() => std::ptr::read_volatile(a as *const T),
+                _ => {
                     let mut v = std::mem::MaybeUninit::<T>::uninit();
-                    self.route.remote_get(call, pe, off, v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>(), false);
+                    self.route.get(call, pe, off, v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>(), false);
                     v.assume_init()
                 }
             }
@@ -197,7 +190,7 @@ impl State {
                     return;
                 }
             };
-            strided_copy(base, dst, src, sst, elem, bsize, nblocks);
+            self.route.strided(call, base, dst, src, sst, elem, bsize, nblocks);
         }
     }
 
@@ -233,7 +226,7 @@ impl State {
                     return;
                 }
             };
-            strided_copy(dest, dst, base, sst, elem, bsize, nblocks);
+            self.route.strided(call, dest, dst, base, sst, elem, bsize, nblocks);
         }
     }
 
@@ -309,53 +302,5 @@ fn extent(call: &str, what: &str, stride: isize, elem: usize, bsize: usize, nblo
                 "{what} stride {stride} with {nblocks} blocks of {bsize} elements overflows the address space"
             ),
         ),
-    }
-}
-
-/// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`
-/// starts at element `b * sst` of `src` and `b * dst` of `dest`.
-///
-/// # Safety
-/// Every block of both sides is valid for `bsize * elem` bytes (reads of
-/// `src`, writes of `dest`).
-pub(crate) unsafe fn strided_copy(
-    dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize, nblocks: usize,
-) {
-    #[inline(always)]
-    unsafe fn each<T: Copy>(dest: *mut u8, dst: isize, src: *const u8, sst: isize, bsize: usize, nblocks: usize) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let (d, s) = (dest as *mut T, src as *const T);
-            for b in 0..nblocks as isize {
-                let db = d.wrapping_offset(b * dst);
-                let sb = s.wrapping_offset(b * sst);
-                if bsize == 1 {
-                    db.write_unaligned(sb.read_unaligned());
-                } else {
-                    std::ptr::copy(sb, db, bsize);
-                }
-            }
-        }
-    }
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        match elem {
-            1 => each::<u8>(dest, dst, src, sst, bsize, nblocks),
-            2 => each::<u16>(dest, dst, src, sst, bsize, nblocks),
-            4 => each::<u32>(dest, dst, src, sst, bsize, nblocks),
-            8 => each::<u64>(dest, dst, src, sst, bsize, nblocks),
-            16 => each::<[u64; 2]>(dest, dst, src, sst, bsize, nblocks),
-            _ => {
-                for b in 0..nblocks as isize {
-                    std::ptr::copy(
-                        src.wrapping_offset(b * sst * elem as isize),
-                        dest.wrapping_offset(b * dst * elem as isize),
-                        bsize * elem,
-                    );
-                }
-            }
-        }
     }
 }

@@ -9,10 +9,18 @@
 //!
 //! Every data movement, AMO, signal and control word of RMA, AMOs, teams,
 //! collectives and locks goes through the [`Router`]; no other module knows
-//! region ids or the proxy's AMO codes. The local path is inlined and
-//! monomorphic (a put to a mapped PE is the checks and a copy); only the
-//! remote path, out of line, calls the proxy through its trait.
+//! region ids or the proxy's AMO codes, or touches symmetric memory itself.
+//! The local path is inlined and monomorphic (a put to a mapped PE is the
+//! checks and a copy); only the remote path, out of line, calls the proxy
+//! through its trait.
+//!
+//! Heaps the host cannot load from or store to (GPU memory: the device's
+//! [`DeviceMemory`]) are reached through the device instead: copies for
+//! data, the device's atomics for AMOs and for reading a value a PE waits
+//! on. That is one branch on the local path, taken the same way on every
+//! call.
 
+use crate::device::DeviceMemory;
 use crate::remote::{Region, Remote};
 use crate::types::AmoOp;
 use ishmem_proxy_abi::atomic;
@@ -44,6 +52,9 @@ pub struct Router {
     remote: Option<&'static Remote>,
     /// Every AMO goes through `remote`, this PE's own included.
     amo_remote_all: bool,
+    /// Host access to heaps in device memory; `None` when the host reaches
+    /// the heaps by loads and stores.
+    mem: Option<&'static dyn DeviceMemory>,
 }
 
 // SAFETY: the tables are immutable after init; targets are shared memory.
@@ -56,6 +67,7 @@ impl Router {
     pub fn new(
         my_pe: usize, heap_size: usize, heap_base: Box<[*mut u8]>, data_base: Box<[*mut u8]>, ctrl_base: *mut u8,
         ctrl_size: usize, remote: Option<&'static Remote>, amo_remote_all: bool,
+        mem: Option<&'static dyn DeviceMemory>,
     ) -> Router {
         Router {
             my_pe,
@@ -66,6 +78,40 @@ impl Router {
             ctrl_size,
             remote,
             amo_remote_all: amo_remote_all && remote.is_some(),
+            mem,
+        }
+    }
+
+    /// True when the host reaches the heaps by loads and stores.
+    #[inline]
+    pub fn host_direct(&self) -> bool {
+        self.mem.is_none()
+    }
+
+    /// The device memory `offset` lies in, when the host cannot touch it.
+    #[inline(always)]
+    fn device_mem(&self, offset: usize) -> Option<&'static dyn DeviceMemory> {
+        match self.mem {
+            Some(m) if offset < self.heap_size => Some(m),
+            _ => None,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn device_failed(&self, call: &str, e: crate::device::DeviceError) -> ! {
+        crate::error::fatal(call, format_args!("{e}"))
+    }
+
+    /// Copies between local memories when a device heap is involved.
+    ///
+    /// # Safety
+    /// Both ranges are valid for `len` bytes.
+    #[inline(never)]
+    unsafe fn device_copy(&self, call: &str, m: &dyn DeviceMemory, dst: *mut u8, src: *const u8, len: usize) {
+        // SAFETY: the caller's contract.
+        if let Err(e) = unsafe { m.copy(dst, src, len) } {
+            self.device_failed(call, e)
         }
     }
 
@@ -159,11 +205,13 @@ impl Router {
     /// `offset + len` lies inside one symmetric segment.
     #[inline(always)]
     pub unsafe fn put(&self, call: &str, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
-        match self.local(pe, offset) {
+        match (self.local(pe, offset), self.mem) {
             // SAFETY: the caller's contract; the target is mapped here.
-            Some(d) => unsafe { std::ptr::copy(src, d, len) },
+            (Some(d), None) => unsafe { std::ptr::copy(src, d, len) },
+            // SAFETY: as above; a device heap is involved.
+            (Some(d), Some(m)) => unsafe { self.device_copy(call, m, d, src, len) },
             // SAFETY: the caller's contract.
-            None => unsafe { self.remote_put(call, pe, offset, src, len, nbi) },
+            (None, _) => unsafe { self.remote_put(call, pe, offset, src, len, nbi) },
         }
     }
 
@@ -174,11 +222,13 @@ impl Router {
     /// `offset + len` lies inside one symmetric segment.
     #[inline(always)]
     pub unsafe fn get(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
-        match self.local(pe, offset) {
+        match (self.local(pe, offset), self.mem) {
             // SAFETY: the caller's contract; the source is mapped here.
-            Some(s) => unsafe { std::ptr::copy(s as *const u8, dst, len) },
+            (Some(s), None) => unsafe { std::ptr::copy(s as *const u8, dst, len) },
+            // SAFETY: as above; a device heap is involved.
+            (Some(s), Some(m)) => unsafe { self.device_copy(call, m, dst, s, len) },
             // SAFETY: the caller's contract.
-            None => unsafe { self.remote_get(call, pe, offset, dst, len, nbi) },
+            (None, _) => unsafe { self.remote_get(call, pe, offset, dst, len, nbi) },
         }
     }
 
@@ -208,12 +258,82 @@ impl Router {
     /// symmetric segment.
     #[inline]
     pub unsafe fn read(&self, call: &str, pe: usize, offset: usize, len: usize, tmp: *mut u8) -> *const u8 {
-        match self.local(pe, offset) {
-            Some(s) => s,
-            None => {
+        match (self.local(pe, offset), self.mem) {
+            (Some(s), None) => s,
+            _ => {
                 // SAFETY: the caller's contract.
-                unsafe { self.remote_get(call, pe, offset, tmp, len, false) };
+                unsafe { self.get(call, pe, offset, tmp, len, false) };
                 tmp
+            }
+        }
+    }
+
+    /// Copies `nblocks` blocks of `bsize` elements of `elem` bytes between
+    /// local memory and a mapped symmetric range (an address from
+    /// [`Router::local`]): block `b` is at element `b * dst` of `dest` and
+    /// `b * sst` of `src`.
+    ///
+    /// # Safety
+    /// Every block of both sides is valid.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn strided(
+        &self, call: &str, dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize,
+        nblocks: usize,
+    ) {
+        match self.mem {
+            // SAFETY: the caller's contract.
+            None => unsafe { strided_copy(dest, dst, src, sst, elem, bsize, nblocks) },
+            Some(m) => {
+                for b in 0..nblocks as isize {
+                    let d = dest.wrapping_offset(b * dst * elem as isize);
+                    let s = src.wrapping_offset(b * sst * elem as isize);
+                    // SAFETY: the caller's contract, block by block.
+                    unsafe { self.device_copy(call, m, d, s, bsize * elem) };
+                }
+            }
+        }
+    }
+
+    /// Zeroes `len` bytes at `offset` on this PE.
+    pub fn zero_mine(&self, call: &str, offset: usize, len: usize) {
+        let p = self.mine(offset);
+        match self.device_mem(offset) {
+            Some(m) => {
+                // SAFETY: a checked range of this PE's heap.
+                if let Err(e) = unsafe { m.zero(p, len) } {
+                    self.device_failed(call, e)
+                }
+            }
+            // SAFETY: a checked range of this PE's symmetric memory.
+            None => unsafe { std::ptr::write_bytes(p, 0, len) },
+        }
+    }
+
+    /// Reads the naturally aligned `size`-byte value at `offset` on this PE
+    /// with an acquire load (a value the PE waits on, or a lock word).
+    #[inline]
+    pub fn load_mine(&self, call: &str, offset: usize, size: usize) -> u64 {
+        let p = self.mine(offset);
+        match self.device_mem(offset) {
+            None => {
+                use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU8};
+                // SAFETY: aligned and inside this PE's mapped memory (the
+                // caller checked); symmetric values are accessed atomically.
+                unsafe {
+                    match size {
+                        1 => (*(p as *const AtomicU8)).load(Ordering::Acquire) as u64,
+                        2 => (*(p as *const AtomicU16)).load(Ordering::Acquire) as u64,
+                        4 => (*(p as *const AtomicU32)).load(Ordering::Acquire) as u64,
+                        _ => (*(p as *const AtomicU64)).load(Ordering::Acquire),
+                    }
+                }
+            }
+            Some(m) => {
+                let mut v = 0u64;
+                // SAFETY: as above; a copy of up to 8 aligned bytes is one
+                // read of the word.
+                unsafe { self.device_copy(call, m, (&mut v as *mut u64).cast(), p, size) };
+                v
             }
         }
     }
@@ -235,12 +355,29 @@ impl Router {
     ) -> u64 {
         if !self.amo_remote_all {
             if let Some(a) = self.local(pe, offset) {
+                if let Some(m) = self.device_mem(offset) {
+                    // SAFETY: as below, on device memory.
+                    return unsafe { self.device_amo(call, m, a, size, op, operand, cond) };
+                }
                 // SAFETY: aligned and inside a mapped segment (the caller);
                 // AMO targets are only accessed atomically.
                 return unsafe { atomic::apply(a, size, op, operand, cond) };
             }
         }
         self.remote_amo(call, pe, offset, size, op, operand, cond, false)
+    }
+
+    /// An AMO on device memory, with the device's atomics.
+    ///
+    /// # Safety
+    /// `a` is aligned device memory valid for `size` bytes.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn device_amo(
+        &self, call: &str, m: &dyn DeviceMemory, a: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
+    ) -> u64 {
+        // SAFETY: the caller's contract.
+        unsafe { m.atomic(a, size, op, operand, cond) }.unwrap_or_else(|e| self.device_failed(call, e))
     }
 
     /// A non-fetching AMO: to a remote PE it is not waited for (it
@@ -253,8 +390,12 @@ impl Router {
     pub unsafe fn amo_post(&self, call: &str, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64) {
         if !self.amo_remote_all {
             if let Some(a) = self.local(pe, offset) {
-                // SAFETY: as in `amo`.
-                unsafe { atomic::apply(a, size, op, operand, 0) };
+                match self.device_mem(offset) {
+                    // SAFETY: as in `amo`.
+                    Some(m) => unsafe { self.device_amo(call, m, a, size, op, operand, 0) },
+                    // SAFETY: as in `amo`.
+                    None => unsafe { atomic::apply(a, size, op, operand, 0) },
+                };
                 return;
             }
         }
@@ -271,8 +412,12 @@ impl Router {
     pub unsafe fn signal(&self, call: &str, pe: usize, offset: usize, op: AmoOp, value: u64) {
         if !self.amo_remote_all {
             if let Some(a) = self.local(pe, offset) {
-                // SAFETY: as in `amo`.
-                unsafe { atomic::apply(a, 8, op, value, 0) };
+                match self.device_mem(offset) {
+                    // SAFETY: as in `amo` (the data's copies completed).
+                    Some(m) => unsafe { self.device_amo(call, m, a, 8, op, value, 0) },
+                    // SAFETY: as in `amo`.
+                    None => unsafe { atomic::apply(a, 8, op, value, 0) },
+                };
                 return;
             }
         }
@@ -361,5 +506,53 @@ impl Router {
     pub fn quiet(&self, call: &str) {
         std::sync::atomic::fence(Ordering::SeqCst);
         self.flush(call, None);
+    }
+}
+
+/// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`
+/// starts at element `b * sst` of `src` and `b * dst` of `dest`.
+///
+/// # Safety
+/// Every block of both sides is valid for `bsize * elem` bytes (reads of
+/// `src`, writes of `dest`).
+unsafe fn strided_copy(
+    dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize, nblocks: usize,
+) {
+    #[inline(always)]
+    unsafe fn each<T: Copy>(dest: *mut u8, dst: isize, src: *const u8, sst: isize, bsize: usize, nblocks: usize) {
+        // SAFETY: the caller upholds this function's `# Safety` contract, which
+        // covers every unsafe operation below.
+        unsafe {
+            let (d, s) = (dest as *mut T, src as *const T);
+            for b in 0..nblocks as isize {
+                let db = d.wrapping_offset(b * dst);
+                let sb = s.wrapping_offset(b * sst);
+                if bsize == 1 {
+                    db.write_unaligned(sb.read_unaligned());
+                } else {
+                    std::ptr::copy(sb, db, bsize);
+                }
+            }
+        }
+    }
+    // SAFETY: the caller upholds this function's `# Safety` contract, which
+    // covers every unsafe operation below.
+    unsafe {
+        match elem {
+            1 => each::<u8>(dest, dst, src, sst, bsize, nblocks),
+            2 => each::<u16>(dest, dst, src, sst, bsize, nblocks),
+            4 => each::<u32>(dest, dst, src, sst, bsize, nblocks),
+            8 => each::<u64>(dest, dst, src, sst, bsize, nblocks),
+            16 => each::<[u64; 2]>(dest, dst, src, sst, bsize, nblocks),
+            _ => {
+                for b in 0..nblocks as isize {
+                    std::ptr::copy(
+                        src.wrapping_offset(b * sst * elem as isize),
+                        dest.wrapping_offset(b * dst * elem as isize),
+                        bsize * elem,
+                    );
+                }
+            }
+        }
     }
 }

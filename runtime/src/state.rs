@@ -50,7 +50,7 @@ pub struct State {
     pub(crate) ctrl: Ctrl,
     /// The proxy this job bootstrapped with (finalized at the end).
     pub(crate) boot_remote: Option<&'static Remote>,
-    pub(crate) device: Box<dyn Device>,
+    pub(crate) device: &'static dyn Device,
     pub(crate) alloc: Mutex<SymAllocator>,
     pub(crate) alloc_seq: AtomicU64,
     pub(crate) teams: RwLock<Vec<Option<Team>>>,
@@ -79,8 +79,13 @@ impl State {
         self.device.name()
     }
     /// The device backend.
-    pub fn device(&self) -> &dyn Device {
-        &*self.device
+    pub fn device(&self) -> &'static dyn Device {
+        self.device
+    }
+    /// True when the host reaches the symmetric heap by loads and stores
+    /// (not a heap in GPU memory).
+    pub fn heap_host_direct(&self) -> bool {
+        self.route.host_direct()
     }
     /// How the job bootstrapped.
     pub fn runtime(&self) -> Runtime {

@@ -153,9 +153,9 @@ impl State {
         };
         let mine = self.publish(kind, arg0, arg1, res.as_ref().map_or(NO_RESULT, |&o| o as u64));
         if let (Ok(off), true) = (&res, zero) {
-            // SAFETY: the block lies inside our heap; no peer may use it yet
-            // (they are still before the barrier below).
-            unsafe { std::ptr::write_bytes(self.heap_base().add(*off), 0, size.unwrap()) };
+            // The block lies inside our heap; no peer may use it yet (they
+            // are still before the barrier below).
+            self.route.zero_mine(call, *off, size.unwrap());
         }
         self.barrier_all();
         self.verify(call, mine);
@@ -267,13 +267,7 @@ impl State {
             Ok((new_off, moved)) => {
                 if moved {
                     // SAFETY: both blocks are inside our heap and disjoint.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            self.heap_base().add(off),
-                            self.heap_base().add(new_off),
-                            old_len.min(size),
-                        )
-                    };
+                    unsafe { self.route.put(call, self.my_pe, new_off, self.mine(off), old_len.min(size), false) };
                     a.free(off);
                 }
                 self.heap_base().wrapping_add(new_off)

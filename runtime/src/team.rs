@@ -52,6 +52,10 @@ impl State {
         };
         self.device_teams[2 * slot].store(a, Ordering::Release);
         self.device_teams[2 * slot + 1].store(b, Ordering::Release);
+        // A device that keeps its own copy of the table updates it.
+        if let Err(e) = self.device.teams_changed() {
+            fatal("ishmem team table", format_args!("{e}"))
+        }
     }
 
     pub(crate) fn install_predefined_teams(&self) {

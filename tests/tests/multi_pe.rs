@@ -637,7 +637,7 @@ fn error_bad_environment() {
         "ok",
         2,
         1,
-        &["ISHMEM_DEVICE=\"gpu9\" is not valid: expected one of the device backends this build has"],
+        &["ISHMEM_DEVICE=\"gpu9\" is not valid: expected one of the device backends: auto, cpu or cuda"],
         &[("ISHMEM_DEVICE", "gpu9")],
     );
 }

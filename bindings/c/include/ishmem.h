@@ -5,6 +5,7 @@
 #include <ishmem/ishmem_api.h>
 #include <ishmem/ishmem_typed.h>
 #include <ishmem/ishmem_cxx.h>
+#include <ishmem/ishmem_cuda.h>
 
 #define ISHMEM_VENDOR_STRING "ishmem-rs 0.1.0"
 #define ISHMEM_VENDOR_MAJOR_VERSION 0

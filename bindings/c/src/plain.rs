@@ -766,3 +766,26 @@ pub unsafe extern "C" fn ishmemx_quiet_on_queue(
     // SAFETY: the caller's contract.
     unsafe { on_queue("ishmemx_quiet_on_queue", QueueOp::Quiet, queue, num_deps, deps) }
 }
+
+// ----- the CUDA device library's registration ----------------------------
+
+pub use ishmem_runtime::device::cuda::ishmemx_cuda_device_library_t;
+
+/// Called by the CUDA device library (`libishmem_device.a`) from a
+/// constructor of the program that links it, before `main`: tells the
+/// runtime how to install each PE's device state into the program's device
+/// code. Not for programs to call.
+///
+/// # Safety
+/// `lib` points to a static description that lives until exit.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_cuda_register_device_library(lib: *const ishmemx_cuda_device_library_t) {
+    const CALL: &str = "ishmemx_cuda_register_device_library";
+    guard(CALL, || {
+        // SAFETY: the caller's contract.
+        let Some(lib) = (unsafe { lib.as_ref() }) else { fatal(CALL, format_args!("lib is a null pointer")) };
+        if let Err(e) = ishmem_runtime::device::cuda::register_library(lib) {
+            fatal(CALL, format_args!("{e}"))
+        }
+    })
+}

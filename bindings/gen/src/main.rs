@@ -14,6 +14,7 @@ mod fortran;
 mod opencl;
 mod types;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use types::{Ty, RMA, SIZED};
@@ -1151,7 +1152,7 @@ fn typed_rs() -> String {
     s
 }
 
-fn typed_h(f: &Family) -> String {
+fn typed_h(f: &Family, dual: &BTreeSet<String>) -> String {
     let guard = format!("{}_TYPED_H", f.prefix.to_uppercase());
     let mut s = format!(
         "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n#include <{}>\n\n\
@@ -1159,7 +1160,14 @@ fn typed_h(f: &Family) -> String {
         f.api_header
     );
     for r in routines(f) {
-        s.push_str(&c_decl(&r, f));
+        let d = c_decl(&r, f);
+        if dual.contains(&r.name) {
+            // The doc comment line, then the declaration with the marker.
+            let (doc, decl) = d.split_once('\n').expect("declarations have a doc line");
+            let _ = write!(s, "{doc}\nISHMEMI_HOSTDEV {decl}");
+        } else {
+            s.push_str(&d);
+        }
     }
     s.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n");
     s.push_str(&generics(f));
@@ -1172,6 +1180,16 @@ fn typed_h(f: &Family) -> String {
 /// `plain.rs` has the same layout (asserted on both sides).
 const ATTR_TYPES: &str = r#"
 #include <stdbool.h>
+
+/* Routines that exist both on the host (libishmem) and in CUDA device code
+ * (the CUDA device library) are declared __host__ __device__ under nvcc. */
+#ifndef ISHMEMI_HOSTDEV
+#if defined(__CUDACC__)
+#define ISHMEMI_HOSTDEV __host__ __device__
+#else
+#define ISHMEMI_HOSTDEV
+#endif
+#endif
 
 /* Bootstrap runtimes (ishmemx_runtime_type_t). */
 typedef int ishmemx_runtime_type_t;
@@ -1341,25 +1359,37 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         ishmem_runtime::ctx::CTX_INVALID,
         deprecated_constants(),
     );
+    // The Intel-name host API, and which of its routines CUDA device code
+    // has too (declared __host__ __device__).
+    let ishmem_api = cbindgen_header(
+        root,
+        "ISHMEM_API_H",
+        &["runtime/src/device_state.rs", "runtime/src/device/cuda/library.rs", "bindings/c/src/plain.rs"],
+        Some(device_state_asserts()),
+    );
+    let mut host = declared_functions(&ishmem_api);
+    for r in routines(&FAMILIES[0]) {
+        host.insert(r.name.clone(), params_of(&r).len());
+    }
+    let dual = opencl::dual_names(&host);
     vec![
         (root.join("bindings/c/src/typed.rs"), typed_rs()),
-        (inc.join("ishmem/ishmem_typed.h"), typed_h(&FAMILIES[0])),
+        (inc.join("ishmem/ishmem_typed.h"), typed_h(&FAMILIES[0], &dual)),
         (inc.join("ishmem/ishmem_cxx.h"), cxx_h(&FAMILIES[0])),
         (inc.join("shmem/shmem_cxx.h"), cxx_h(&FAMILIES[1])),
-        (inc.join("shmem/shmem_typed.h"), typed_h(&FAMILIES[1])),
-        (
-            inc.join("ishmem/ishmem_api.h"),
-            cbindgen_header(
-                root,
-                "ISHMEM_API_H",
-                &["runtime/src/device_state.rs", "bindings/c/src/plain.rs"],
-                Some(device_state_asserts()),
-            ),
-        ),
+        (inc.join("shmem/shmem_typed.h"), typed_h(&FAMILIES[1], &BTreeSet::new())),
+        (inc.join("ishmem/ishmem_api.h"), mark_dual(ishmem_api, &dual)),
+        (inc.join("ishmem/ishmem_cuda.h"), opencl::cuda_h(&host)),
+        (root.join("device-lib/cuda/names.h"), opencl::cuda_names_h()),
+        (root.join("device-lib/cuda/decls.h"), opencl::cuda_decls_h()),
         (inc.join("shmem/shmem_api.h"), cbindgen_header(root, "SHMEM_API_H", &["bindings/c/src/plain_shmem.rs"], None)),
         (
             inc.join("ishmem.h"),
-            umbrella("ishmem", &["ishmem/ishmem_api.h", "ishmem/ishmem_typed.h", "ishmem/ishmem_cxx.h"], &vendor),
+            umbrella(
+                "ishmem",
+                &["ishmem/ishmem_api.h", "ishmem/ishmem_typed.h", "ishmem/ishmem_cxx.h", "ishmem/ishmem_cuda.h"],
+                &vendor,
+            ),
         ),
         (inc.join("ishmemx.h"), umbrella("ishmemx", &["ishmem.h"], "")),
         (
@@ -1427,4 +1457,54 @@ fn main() {
     if check {
         println!("ishmem-gen --check: all generated files are up to date");
     }
+}
+
+/// `name -> parameter count` of every function a C header declares
+/// (comments and preprocessor lines skipped).
+fn declared_functions(header: &str) -> BTreeMap<String, usize> {
+    let mut text = String::new();
+    let mut rest = header;
+    while let Some(a) = rest.find("/*") {
+        text.push_str(&rest[..a]);
+        rest = rest[a..].find("*/").map_or("", |b| &rest[a + b + 2..]);
+    }
+    text.push_str(rest);
+    let code: String = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
+    let mut out = BTreeMap::new();
+    for stmt in code.split(';') {
+        let st = stmt.trim();
+        if st.starts_with("typedef") || !st.ends_with(')') {
+            continue;
+        }
+        let Some(open) = st.find('(') else { continue };
+        let name = st[..open].rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("");
+        if !(name.starts_with("ishmem") || name.starts_with("shmem")) || st[..open].contains('=') {
+            continue;
+        }
+        let params = st[open + 1..st.len() - 1].trim();
+        let n = if params.is_empty() || params == "void" { 0 } else { params.split(',').count() };
+        out.insert(name.to_string(), n);
+    }
+    out
+}
+
+/// Marks the declarations of `dual` routines in a cbindgen header
+/// `ISHMEMI_HOSTDEV` (the declaration's first line names the function).
+fn mark_dual(header: String, dual: &BTreeSet<String>) -> String {
+    let mut out = String::new();
+    for line in header.lines() {
+        let t = line.trim_start();
+        let is_decl = !t.starts_with('*') && !t.starts_with('/') && !t.starts_with('#') && !t.starts_with("typedef");
+        let named = is_decl
+            && t.find('(').is_some_and(|open| {
+                let name = t[..open].rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("");
+                dual.contains(name) && !t[..open].contains('=')
+            });
+        if named {
+            out.push_str("ISHMEMI_HOSTDEV ");
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }

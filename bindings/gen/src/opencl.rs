@@ -449,67 +449,257 @@ fn sync_funs() -> Vec<Fun> {
     v
 }
 
+/// The OpenCL address-space keyword as the target header's macro (empty
+/// for CUDA), word by word.
+fn address_space(line: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    for ch in line.chars().chain(std::iter::once('\0')) {
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        out.push_str(if word == "global" { "ISHMEMI_GLOBAL" } else { &word });
+        word.clear();
+        if ch != '\0' {
+            out.push(ch);
+        }
+    }
+    out
+}
+
 pub fn sync_cl() -> String {
-    let mut s = format!("/* {BANNER} */\n#include \"core.h\"\n#include \"ishmem_device.h\"\n\n");
+    let mut s =
+        format!("/* {BANNER} */\n#include \"core.h\"\n#ifndef __CUDACC__\n#include \"ishmem_device.h\"\n#endif\n\n");
     for f in sync_funs() {
-        let _ = writeln!(s, "{} {}({}) {{ {} }}", f.ret, f.name, f.params, f.body);
+        let line = format!("ISHMEMI_API {} {}({}) {{ {} }}", f.ret, f.name, f.params, f.body);
+        let _ = writeln!(s, "{}", address_space(&line));
     }
     s
 }
 
 pub fn typed_cl() -> String {
-    let mut s = format!("/* {BANNER} */\n#include \"core.h\"\n#include \"ishmem_device.h\"\n\n");
+    let mut s =
+        format!("/* {BANNER} */\n#include \"core.h\"\n#ifndef __CUDACC__\n#include \"ishmem_device.h\"\n#endif\n\n");
     for f in funs() {
-        let _ = writeln!(s, "{} {}({}) {{ {} }}", f.ret, f.name, f.params, f.body);
+        let line = format!("ISHMEMI_API {} {}({}) {{ {} }}", f.ret, f.name, f.params, f.body);
+        let _ = writeln!(s, "{}", address_space(&line));
     }
     s
 }
 
+/// The hand-written routines of `core.cl` (declared in `ishmem_device.h`,
+/// and for CUDA in `ishmem_cuda.h`), in OpenCL C.
+const CORE_DECLS: &str = "\
+int ishmem_my_pe(void);
+int ishmem_n_pes(void);
+global void *ishmem_ptr(global const void *dest, int pe);
+void ishmem_fence(void);
+void ishmem_quiet(void);
+void ishmem_barrier_all(void);
+void ishmem_sync_all(void);
+void ishmem_putmem(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmem_getmem(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmem_putmem_nbi(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmem_getmem_nbi(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmem_putmem_signal(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
+ulong ishmem_signal_fetch(global const ulong *sig_addr);
+ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);
+int ishmem_team_my_pe(int team);
+int ishmem_team_n_pes(int team);
+int ishmem_team_sync(int team);
+int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);
+int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);
+int ishmem_collectmem(int team, global void *dest, global const void *source, size_t nelems);
+int ishmem_alltoallmem(int team, global void *dest, global const void *source, size_t nelems);
+void ishmemx_putmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_getmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_putmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_getmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_putmem_signal_work_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
+void ishmemx_fence_work_group(void);
+void ishmemx_quiet_work_group(void);
+void ishmemx_barrier_all_work_group(void);
+void ishmemx_sync_all_work_group(void);
+int ishmemx_team_sync_work_group(int team);
+int ishmemx_broadcastmem_work_group(int team, global void *dest, global const void *source, size_t nelems, int root);
+int ishmemx_collectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);
+int ishmemx_fcollectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);
+int ishmemx_alltoallmem_work_group(int team, global void *dest, global const void *source, size_t nelems);
+void ishmemx_putmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_getmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_putmem_nbi_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_getmem_nbi_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
+void ishmemx_putmem_signal_sub_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
+void ishmemx_quiet_sub_group(void);
+void ishmemx_fence_sub_group(void);
+void ishmemx_barrier_all_sub_group(void);
+void ishmemx_sync_all_sub_group(void);
+";
+
+/// [`CORE_DECLS`] as routines (no bodies).
+fn core_funs() -> Vec<Fun> {
+    CORE_DECLS
+        .lines()
+        .map(|l| {
+            let l = l.trim().trim_end_matches(';');
+            let open = l.find('(').expect("declaration has parameters");
+            let head = &l[..open];
+            let at = head.rfind([' ', '*']).expect("return type") + 1;
+            Fun {
+                name: head[at..].to_string(),
+                ret: head[..at].trim().to_string(),
+                params: l[open + 1..l.len() - 1].to_string(),
+                body: String::new(),
+            }
+        })
+        .collect()
+}
+
+/// Every device routine, in OpenCL C: the hand-written ones, then the
+/// generated typed and synchronization families.
+fn all_funs() -> Vec<Fun> {
+    core_funs().into_iter().chain(funs()).chain(sync_funs()).collect()
+}
+
 pub fn device_h() -> String {
     let mut s = format!(
-        "/* {BANNER} */\n/* Device-callable ishmem-rs API for OpenCL C kernels (OpenCL C 3.0; pointers\n   are global: symmetric objects live in the symmetric heap). Link the kernel's\n   SPIR-V with ishmem_device.spv through ishmemx_cl_link_program(). */\n\
+        "/* {BANNER} */\n/* Device-callable ishmem-rs API for OpenCL C kernels (OpenCL C 3.0; pointers\n   are global: symmetric objects live in the symmetric heap). Link the kernel's\n   SPIR-V with ishmem_device.spv through ishmemx_cl_link_program(). Work-group\n   forms: every work-item of the calling work-group calls them; sub-group forms\n   likewise for the calling sub-group. Team handles are the host's. */\n\
          #ifndef ISHMEM_DEVICE_H\n#define ISHMEM_DEVICE_H\n\n\
          #define ISHMEM_CMP_EQ 1\n#define ISHMEM_CMP_NE 2\n#define ISHMEM_CMP_GT 3\n#define ISHMEM_CMP_GE 4\n\
          #define ISHMEM_CMP_LT 5\n#define ISHMEM_CMP_LE 6\n#define ISHMEM_SIGNAL_SET 0\n#define ISHMEM_SIGNAL_ADD 1\n\
-         #ifndef SIZE_MAX\n#define SIZE_MAX ((size_t)-1)\n#endif\n\n\
-         int ishmem_my_pe(void);\nint ishmem_n_pes(void);\nglobal void *ishmem_ptr(global const void *dest, int pe);\n\
-         void ishmem_fence(void);\nvoid ishmem_quiet(void);\nvoid ishmem_barrier_all(void);\nvoid ishmem_sync_all(void);\n\
-         void ishmem_putmem(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmem_getmem(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmem_putmem_nbi(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmem_getmem_nbi(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmem_putmem_signal(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);\n\
-         ulong ishmem_signal_fetch(global const ulong *sig_addr);\n\
-         ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);\n\n\
-         /* Teams (handles are the host's) and non-typed collectives. */\n\
-         #define ISHMEM_TEAM_WORLD 0\n#define ISHMEM_TEAM_SHARED 1\n#define ISHMEMX_TEAM_NODE 2\n#define ISHMEM_TEAM_INVALID (-1)\n\
-         int ishmem_team_my_pe(int team);\nint ishmem_team_n_pes(int team);\nint ishmem_team_sync(int team);\n\
-         int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);\n\
-         int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);\n\
-         int ishmem_collectmem(int team, global void *dest, global const void *source, size_t nelems);\n\
-         int ishmem_alltoallmem(int team, global void *dest, global const void *source, size_t nelems);\n\n\
-         /* Work-group forms: every work-item of the calling work-group calls them. */\n\
-         void ishmemx_putmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmemx_getmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmemx_putmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmemx_getmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmemx_putmem_signal_work_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);\n\
-         void ishmemx_fence_work_group(void);\nvoid ishmemx_quiet_work_group(void);\n\
-         void ishmemx_barrier_all_work_group(void);\nvoid ishmemx_sync_all_work_group(void);\n\
-         int ishmemx_team_sync_work_group(int team);\n\
-         int ishmemx_broadcastmem_work_group(int team, global void *dest, global const void *source, size_t nelems, int root);\n\
-         int ishmemx_collectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);\n\
-         int ishmemx_fcollectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);\n\
-         int ishmemx_alltoallmem_work_group(int team, global void *dest, global const void *source, size_t nelems);\n\
-         /* Sub-group forms: every work-item of the calling sub-group calls them. */\n\
-         void ishmemx_putmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmemx_getmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);\n\
-         void ishmemx_quiet_sub_group(void);\n\n"
+         #ifndef SIZE_MAX\n#define SIZE_MAX ((size_t)-1)\n#endif\n\
+         #define ISHMEM_TEAM_WORLD 0\n#define ISHMEM_TEAM_SHARED 1\n#define ISHMEMX_TEAM_NODE 2\n#define ISHMEM_TEAM_INVALID (-1)\n\n"
     );
-    for f in funs().into_iter().chain(sync_funs()) {
+    for f in all_funs() {
         let _ = writeln!(s, "{} {}({});", f.ret, f.name, f.params);
     }
     s.push_str("\n#endif\n");
+    s
+}
+
+/// OpenCL C types to C++ ones, word by word; address spaces dropped.
+fn cxx(t: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    let flush = |w: &mut String, out: &mut String| {
+        out.push_str(match w.as_str() {
+            "global" => "",
+            "ulong" => "unsigned long",
+            "uint" => "unsigned int",
+            "ushort" => "unsigned short",
+            "uchar" => "unsigned char",
+            other => other,
+        });
+        w.clear();
+    };
+    for ch in t.chars() {
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut word, &mut out);
+    out.replace("  ", " ").replace("( ", "(").trim().to_string()
+}
+
+/// The CUDA name of a device routine: work-group forms are block forms,
+/// sub-group forms warp forms (NVSHMEM's spelling, our prefix).
+pub fn cuda_name(name: &str) -> String {
+    if let Some(b) = name.strip_suffix("_work_group") {
+        format!("{b}_block")
+    } else if let Some(b) = name.strip_suffix("_sub_group") {
+        format!("{b}_warp")
+    } else {
+        name.to_string()
+    }
+}
+
+/// `device-lib/cuda/names.h`: the CUDA build of the device library defines
+/// the block and warp forms under their CUDA names.
+pub fn cuda_names_h() -> String {
+    let mut s = format!("/* {BANNER} */\n/* CUDA names of the device library's group forms. */\n#ifndef ISHMEMI_CUDA_NAMES_H\n#define ISHMEMI_CUDA_NAMES_H\n");
+    for f in all_funs() {
+        let c = cuda_name(&f.name);
+        if c != f.name {
+            let _ = writeln!(s, "#define {} {c}", f.name);
+        }
+    }
+    s.push_str("#endif\n");
+    s
+}
+
+/// `device-lib/cuda/decls.h`: every routine declared ahead of the sources
+/// (OpenCL C resolves them through `ishmem_device.h`; CUDA C++ needs them
+/// declared before use).
+pub fn cuda_decls_h() -> String {
+    let mut s = format!("/* {BANNER} */\n#ifndef ISHMEMI_CUDA_DECLS_H\n#define ISHMEMI_CUDA_DECLS_H\n");
+    for f in all_funs() {
+        let _ = writeln!(s, "{}", address_space(&format!("ISHMEMI_API {} {}({});", f.ret, f.name, f.params)));
+    }
+    s.push_str("#endif\n");
+    s
+}
+
+/// Names of device routines that also exist on the host under the same
+/// name (`host`): declared `__host__ __device__` in the host headers.
+pub fn dual_names(host: &std::collections::BTreeMap<String, usize>) -> std::collections::BTreeSet<String> {
+    let mut v = std::collections::BTreeSet::new();
+    for f in all_funs() {
+        let c = cuda_name(&f.name);
+        if let Some(&n) = host.get(&c) {
+            let dn = if f.params.trim() == "void" { 0 } else { f.params.split(',').count() };
+            assert_eq!(n, dn, "{c}: the host declares {n} parameters, the device library {dn}");
+            v.insert(c);
+        }
+    }
+    v
+}
+
+/// `include/ishmem/ishmem_cuda.h`: the device API for CUDA C++ code. The
+/// routines that also exist on the host are declared once, `__host__
+/// __device__`, in the host headers; this header declares the device-only
+/// ones (block and warp forms, ...) and makes a program that includes it
+/// link the CUDA device library.
+pub fn cuda_h(host: &std::collections::BTreeMap<String, usize>) -> String {
+    let dual = dual_names(host);
+    let mut s = format!(
+        "/* {BANNER} */\n/* The device API for CUDA kernels: included by ishmem.h when compiled by\n   nvcc. Link the device library (nvcc -rdc=true ... $(pkg-config --cflags\n   --libs ishmem-cuda)). Block forms: every thread of the calling block calls\n   them; warp forms: every thread of the calling (full) warp. */\n\
+         #ifndef ISHMEM_CUDA_H\n#define ISHMEM_CUDA_H\n#if defined(__CUDACC__)\n\n\
+         /* A program whose CUDA code includes this header links the device library:\n   the reference makes the linker take the part of it that registers\n   itself with libishmem (define ISHMEM_NO_CUDA_DEVICE_LIBRARY to opt out). */\n\
+         #ifndef ISHMEM_NO_CUDA_DEVICE_LIBRARY\n#ifdef __cplusplus\nextern \"C\"\n#endif\nint ishmemi_cuda_device_library_anchor;\n\
+         static int *const ishmemi_cuda_device_library_ref __attribute__((used)) = &ishmemi_cuda_device_library_anchor;\n#endif\n\n\
+         #ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
+    );
+    for f in all_funs() {
+        let c = cuda_name(&f.name);
+        if dual.contains(&c) {
+            continue;
+        }
+        // Element types as the host spells them (`long long` for longlong,
+        // not OpenCL's 64-bit `long`): the type table's C type of the
+        // routine's TYPENAME.
+        let mut params = cxx(&f.params);
+        if let Some(t) = RMA.iter().find(|t| c.contains(&format!("_{}_", t.name))) {
+            let ocl = cxx(opencl(t.name));
+            params = params
+                .split(", ")
+                .map(|p| {
+                    match p.strip_prefix(&format!("{ocl} *")).or_else(|| p.strip_prefix(&format!("const {ocl} *"))) {
+                        Some(rest) if p.starts_with("const ") => format!("const {} *{rest}", t.c),
+                        Some(rest) => format!("{} *{rest}", t.c),
+                        None => p.to_string(),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+        }
+        let _ =
+            writeln!(s, "__device__ {} {c}({});", cxx(&f.ret), if params.is_empty() { "void".into() } else { params });
+    }
+    s.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif /* __CUDACC__ */\n#endif\n");
     s
 }
 
@@ -528,34 +718,8 @@ pub fn sycl_h() -> String {
          SYCL_EXTERNAL void ishmem_putmem(void *dest, const void *source, size_t nelems, int pe);\n\
          SYCL_EXTERNAL void ishmem_getmem(void *dest, const void *source, size_t nelems, int pe);\n\n"
     );
-    // OpenCL C types to C++ ones, word by word; address spaces dropped.
-    let cxx = |t: &str| -> String {
-        let mut out = String::new();
-        let mut word = String::new();
-        let flush = |w: &mut String, out: &mut String| {
-            out.push_str(match w.as_str() {
-                "global" => "",
-                "ulong" => "unsigned long",
-                "uint" => "unsigned int",
-                "ushort" => "unsigned short",
-                "uchar" => "unsigned char",
-                other => other,
-            });
-            w.clear();
-        };
-        for ch in t.chars() {
-            if ch.is_alphanumeric() || ch == '_' {
-                word.push(ch);
-            } else {
-                flush(&mut word, &mut out);
-                out.push(ch);
-            }
-        }
-        flush(&mut word, &mut out);
-        out.replace("  ", " ").replace("( ", "(")
-    };
     for f in funs().into_iter().chain(sync_funs()) {
-        let _ = writeln!(s, "SYCL_EXTERNAL {} {}({});", cxx(&f.ret), f.name, cxx(&f.params).trim_start());
+        let _ = writeln!(s, "SYCL_EXTERNAL {} {}({});", cxx(&f.ret), f.name, cxx(&f.params));
     }
     s.push_str("\n#endif\n");
     s

@@ -332,16 +332,34 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
     }
 
     /// This PE's copy.
+    ///
+    /// Only where the host reaches the heap by loads and stores (not a heap
+    /// in GPU memory: read it with [`SymmVec::get`] there; asking is a
+    /// PE-tagged error).
     pub fn local(&self) -> &[T] {
+        self.host_view("ishmem::SymmVec::local");
         // SAFETY: ptr/len describe our live allocation (see the crate docs
-        // on when remote writes may change it).
+        // on when remote writes may change it), in host memory.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
-    /// This PE's copy, mutably.
+    /// This PE's copy, mutably (as [`SymmVec::local`]).
     pub fn local_mut(&mut self) -> &mut [T] {
+        self.host_view("ishmem::SymmVec::local_mut");
         // SAFETY: as in `local`; `&mut self` excludes other local borrows.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn host_view(&self, call: &str) {
+        if self.owned && !self.shmem.st.heap_host_direct() {
+            ishmem_runtime::error::fatal(
+                call,
+                format_args!(
+                    "the symmetric heap is in {} memory, which the host cannot read directly: use get() and put()",
+                    self.shmem.st.device_name()
+                ),
+            )
+        }
     }
 
     /// Copies `src` into elements `offset..` of this vector on `pe` (§9.5.1).
@@ -450,6 +468,9 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
     /// `shmem_ptr` as a slice: `pe`'s copy of this vector, readable by plain
     /// loads, when `pe` shares memory with this PE (§9.2.5).
     pub fn peer_slice(&self, pe: usize) -> Option<&[T]> {
+        if self.owned && !self.shmem.st.heap_host_direct() {
+            return None; // GPU memory: not for host loads.
+        }
         let p = self.shmem.st.ptr("ishmem::SymmVec::peer_slice", self.ptr.as_ptr().cast(), pe_i32(pe));
         // SAFETY: a non-null result maps the same allocation on `pe`.
         NonNull::new(p as *mut T).map(|p| unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) })
@@ -465,6 +486,9 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         // SAFETY: the caller upholds this function's `# Safety` contract, which
         // covers every unsafe operation below.
         unsafe {
+            if self.owned && !self.shmem.st.heap_host_direct() {
+                return None; // GPU memory: not for host stores.
+            }
             let p = self.shmem.st.ptr("ishmem::SymmVec::peer_slice_mut", self.ptr.as_ptr().cast(), pe_i32(pe));
             NonNull::new(p as *mut T).map(|p| std::slice::from_raw_parts_mut(p.as_ptr(), self.len))
         }

@@ -4,7 +4,7 @@
 
 use super::{shared_data, warn_data_not_symmetric, InitError, JobLayout, Runtime};
 use crate::ctrl::ctrl_size;
-use crate::device::Device;
+use crate::device::{Device, LocalRank};
 use crate::env::IshmrunLaunch;
 use crate::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 pub fn start(launch: IshmrunLaunch, device: &dyn Device, heap_size: usize) -> Result<JobLayout, InitError> {
     let IshmrunLaunch { fd, pe: my_pe, n_pes } = launch;
     crate::phase::set_my_pe(my_pe);
-    let heap = device.create_heap(heap_size, my_pe)?;
+    let heap = device.create_heap(heap_size, my_pe, LocalRank { rank: my_pe, size: n_pes })?;
     let data = shared_data();
     // SAFETY: ishmrun passed this descriptor for us to own; nothing else in
     // the process uses it.

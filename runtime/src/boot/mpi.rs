@@ -16,7 +16,7 @@
 
 use super::{private_ctrl, shared_data, warn_data_not_symmetric, wire, InitError, InitOptions, JobLayout, Runtime};
 use crate::ctrl::{ctrl_size, Ctrl};
-use crate::device::Device;
+use crate::device::{Device, LocalRank};
 use crate::env::Config;
 use crate::mem;
 use crate::remote::{plugin, Remote};
@@ -35,9 +35,8 @@ pub fn start(
         return Err(format!("MPI reports rank {my_pe} of {n_pes} processes").into());
     }
     crate::phase::set_my_pe(my_pe);
-    let heap = device.create_heap(heap_size, my_pe)?;
     let data = shared_data();
-    exchange(r, my_pe, n_pes, device, heap, heap_size, data, config.enable_shm)
+    exchange(r, my_pe, n_pes, device, heap_size, data, config.enable_shm)
 }
 
 const RECORD: usize = 48;
@@ -143,7 +142,7 @@ fn accept(l: &OwnedFd) -> io::Result<OwnedFd> {
 /// The node-local bootstrap under `proxy` (collective over the job).
 #[allow(clippy::too_many_arguments)]
 fn exchange(
-    proxy: &'static Remote, my_pe: usize, n_pes: usize, dev: &dyn Device, heap: mem::HeapRegion, heap_size: usize,
+    proxy: &'static Remote, my_pe: usize, n_pes: usize, dev: &dyn Device, heap_size: usize,
     data: Option<crate::dataseg::DataSegment>, enable_shm: bool,
 ) -> Result<JobLayout, InitError> {
     const CALL: &str = "ishmem_init";
@@ -175,6 +174,11 @@ fn exchange(
         warn_data_not_symmetric(my_pe);
     }
 
+    let local_idx = node_pes.iter().position(|&p| p == my_pe).expect("this PE is on its node");
+    let n_local = node_pes.len();
+    // The heap, now that this PE's place on its node is known (a GPU device
+    // picks its GPU by it).
+    let heap = dev.create_heap(heap_size, my_pe, LocalRank { rank: local_idx, size: n_local })?;
     let mut peer_base = vec![std::ptr::null_mut(); n_pes];
     let mut data_base = vec![std::ptr::null_mut(); n_pes];
     peer_base[my_pe] = heap.base();
@@ -182,8 +186,6 @@ fn exchange(
         data_base[my_pe] = data.as_ref().map_or(std::ptr::null_mut(), |d| d.base);
     }
     let mut peer_maps = Vec::new();
-    let local_idx = node_pes.iter().position(|&p| p == my_pe).expect("this PE is on its node");
-    let n_local = node_pes.len();
     let ctrl_len = ctrl_size(n_pes);
 
     let ctrl_region = if n_local > 1 {

@@ -2,11 +2,11 @@
 //! symmetric trivially, in place.
 
 use super::{private_ctrl, InitError, JobLayout, Runtime};
-use crate::device::Device;
+use crate::device::{Device, LocalRank};
 
 pub fn start(device: &dyn Device, heap_size: usize) -> Result<JobLayout, InitError> {
     crate::phase::set_my_pe(0);
-    let heap = device.create_heap(heap_size, 0)?;
+    let heap = device.create_heap(heap_size, 0, LocalRank { rank: 0, size: 1 })?;
     let data = crate::dataseg::main_data();
     let data_base = vec![data.as_ref().map_or(std::ptr::null_mut(), |d| d.base)];
     Ok(JobLayout {

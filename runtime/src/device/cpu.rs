@@ -5,7 +5,7 @@
 
 use super::opencl::{ClDevice, KernelArg};
 use super::ring_server::RingServer;
-use super::{Attach, Device, DeviceError, Native, QueueOp};
+use super::{Attach, Device, DeviceError, LocalRank, Native, QueueOp};
 use crate::mem::{self, HeapRegion, HEAP_BASE_ALIGN};
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
@@ -56,7 +56,11 @@ impl Device for CpuDevice {
         HEAP_BASE_ALIGN
     }
 
-    fn create_heap(&self, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
+    fn heap_granularity(&self) -> usize {
+        mem::page_size()
+    }
+
+    fn create_heap(&self, size: usize, pe: usize, _local: LocalRank) -> Result<HeapRegion, DeviceError> {
         let heap_err =
             |source| DeviceError::Heap { what: format!("cannot create a symmetric heap of {size} bytes"), source };
         let fd = mem::memfd(&format!("ishmem-heap-pe{pe}"), size).map_err(heap_err)?;
@@ -69,8 +73,9 @@ impl Device for CpuDevice {
             .map_err(|source| DeviceError::Heap { what: format!("cannot map the heap of PE {pe}"), source })
     }
 
-    fn attach(&self, a: Attach) {
+    fn attach(&self, a: Attach) -> Result<(), DeviceError> {
         let _ = self.attach.set(a);
+        Ok(())
     }
 
     fn detach(&self) {

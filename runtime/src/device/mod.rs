@@ -17,6 +17,7 @@
 //! module knows nothing of the core.
 
 pub mod cpu;
+pub mod cuda;
 pub mod opencl;
 pub mod ring_server;
 
@@ -24,6 +25,7 @@ use crate::device_state::ishmemx_device_state_t;
 use crate::env::{Config, DeviceKind};
 use crate::mem::HeapRegion;
 use crate::ring::{DecodeError, Request, Ring};
+use crate::types::AmoOp;
 use std::ffi::c_void;
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -87,8 +89,44 @@ pub struct Attach {
     pub handler: &'static dyn RingHandler,
     /// This PE's reverse-offload ring.
     pub ring: &'static Ring,
-    /// The state device code reads (installed into device programs).
+    /// The state device code reads (installed into device programs); its
+    /// address fields point at the peer tables and the team table.
     pub state: *const ishmemx_device_state_t,
+    /// The node's control segment (host memory device code synchronizes
+    /// through): base and size.
+    pub ctrl: (*mut u8, usize),
+}
+
+/// This PE's place among the PEs of its node (a GPU is chosen by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalRank {
+    pub rank: usize,
+    pub size: usize,
+}
+
+/// Host access to the memory a device's heaps live in, for devices whose
+/// heaps the host cannot load from or store to (GPU memory). The routing
+/// step uses it for every host operation on such a heap.
+pub trait DeviceMemory: Send + Sync {
+    /// Copies `len` bytes; either side may be host memory or device memory
+    /// of this process (unified addressing).
+    ///
+    /// # Safety
+    /// Both ranges are valid for `len` bytes.
+    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError>;
+    /// Zeroes `len` bytes of device memory.
+    ///
+    /// # Safety
+    /// The range is valid device memory.
+    unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError>;
+    /// `op` on the naturally aligned `size`-byte value at `addr` (device
+    /// memory), atomic with device code's system-scope atomics on it;
+    /// returns the old value (0 for `Set`).
+    ///
+    /// # Safety
+    /// `addr` is aligned device memory valid for `size` bytes.
+    unsafe fn atomic(&self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64)
+        -> Result<u64, DeviceError>;
 }
 
 // SAFETY: `state` points to the PE's device state, which lives until the
@@ -104,13 +142,27 @@ pub trait Device: Send + Sync {
     /// Alignment of the heap bases this device creates: the largest
     /// alignment `align` can honour.
     fn heap_align(&self) -> usize;
+    /// Heap sizes are multiples of this (the bootstrap rounds
+    /// `ISHMEM_SYMMETRIC_SIZE` up to it).
+    fn heap_granularity(&self) -> usize;
     /// Creates this PE's symmetric heap of `size` bytes, with a handle
-    /// local peers can map (a file descriptor).
-    fn create_heap(&self, size: usize, pe: usize) -> Result<HeapRegion, DeviceError>;
+    /// local peers can map (a file descriptor). `local` is this PE's place
+    /// on its node.
+    fn create_heap(&self, size: usize, pe: usize, local: LocalRank) -> Result<HeapRegion, DeviceError>;
     /// Maps peer `pe`'s heap from the handle it shared.
     fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError>;
+    /// Host access to heap memory the host cannot load from or store to;
+    /// `None` when plain loads and stores reach it (the CPU device).
+    fn memory(&self) -> Option<&dyn DeviceMemory> {
+        None
+    }
     /// Connects the device to the running PE (once, at the end of init).
-    fn attach(&self, a: Attach);
+    fn attach(&self, a: Attach) -> Result<(), DeviceError>;
+    /// The device-visible team table changed (a team was created or
+    /// destroyed): devices that keep a copy of it update the copy.
+    fn teams_changed(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
     /// Stops the ring server and releases the kernel runtime's hold on the
     /// PE (finalize), while the PE's memory is still mapped.
     fn detach(&self);
@@ -127,9 +179,18 @@ pub trait Device: Send + Sync {
     fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError>;
 }
 
-/// The device `ISHMEM_DEVICE` names.
-pub fn select(config: &Config) -> Result<Box<dyn Device>, DeviceError> {
-    match config.device {
-        DeviceKind::Cpu => Ok(Box::new(cpu::CpuDevice::new(config.device_lib.clone()))),
-    }
+/// The device `ISHMEM_DEVICE` names; `auto` is CUDA when the program
+/// linked the CUDA device library (it registered itself), else the CPU.
+/// A device that is asked for and is not there fails here, naming what
+/// was tried.
+pub fn select(config: &Config) -> Result<&'static dyn Device, DeviceError> {
+    let kind = match config.device {
+        DeviceKind::Auto if cuda::library_linked() => DeviceKind::Cuda,
+        DeviceKind::Auto => DeviceKind::Cpu,
+        k => k,
+    };
+    Ok(match kind {
+        DeviceKind::Cuda => Box::leak(Box::new(cuda::CudaDevice::new(config)?)),
+        _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone()))),
+    })
 }

@@ -11,927 +11,927 @@ extern "C" {
 #endif
 
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_float_put(float *dest, const float *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_put(float *dest, const float *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_float_get(float *dest, const float *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_get(float *dest, const float *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_float_put_nbi(float *dest, const float *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_put_nbi(float *dest, const float *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_float_get_nbi(float *dest, const float *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_get_nbi(float *dest, const float *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_float_p(float *dest, float value, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_p(float *dest, float value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-float ishmem_float_g(const float *source, int pe);
+ISHMEMI_HOSTDEV float ishmem_float_g(const float *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_float_iput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_iput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_float_iget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_iget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_float_ibput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_float_ibput(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_float_ibget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_float_ibget(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_float_put_signal(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_put_signal(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_float_put_signal_nbi(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_double_put(double *dest, const double *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_put(double *dest, const double *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_double_get(double *dest, const double *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_get(double *dest, const double *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_double_put_nbi(double *dest, const double *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_put_nbi(double *dest, const double *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_double_get_nbi(double *dest, const double *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_get_nbi(double *dest, const double *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_double_p(double *dest, double value, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_p(double *dest, double value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-double ishmem_double_g(const double *source, int pe);
+ISHMEMI_HOSTDEV double ishmem_double_g(const double *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_double_iput(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_iput(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_double_iget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_iget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_double_ibput(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_double_ibput(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_double_ibget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_double_ibget(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_double_put_signal(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_put_signal(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_double_put_signal_nbi(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_char_put(char *dest, const char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_put(char *dest, const char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_char_get(char *dest, const char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_get(char *dest, const char *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_char_put_nbi(char *dest, const char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_put_nbi(char *dest, const char *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_char_get_nbi(char *dest, const char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_get_nbi(char *dest, const char *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_char_p(char *dest, char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_p(char *dest, char value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-char ishmem_char_g(const char *source, int pe);
+ISHMEMI_HOSTDEV char ishmem_char_g(const char *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_char_iput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_iput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_char_iget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_iget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_char_ibput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_char_ibput(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_char_ibget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_char_ibget(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_char_put_signal(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_char_put_signal(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_char_put_signal_nbi(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_schar_put(signed char *dest, const signed char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_put(signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_schar_get(signed char *dest, const signed char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_get(signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_schar_put_nbi(signed char *dest, const signed char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_put_nbi(signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_schar_get_nbi(signed char *dest, const signed char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_get_nbi(signed char *dest, const signed char *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_schar_p(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_p(signed char *dest, signed char value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-signed char ishmem_schar_g(const signed char *source, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_g(const signed char *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_schar_iput(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_iput(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_schar_iget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_iget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_schar_ibput(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_schar_ibput(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_schar_ibget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_schar_ibget(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_schar_put_signal(signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_put_signal(signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_schar_put_signal_nbi(signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_short_put(short *dest, const short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_put(short *dest, const short *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_short_get(short *dest, const short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_get(short *dest, const short *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_short_put_nbi(short *dest, const short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_put_nbi(short *dest, const short *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_short_get_nbi(short *dest, const short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_get_nbi(short *dest, const short *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_short_p(short *dest, short value, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_p(short *dest, short value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-short ishmem_short_g(const short *source, int pe);
+ISHMEMI_HOSTDEV short ishmem_short_g(const short *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_short_iput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_iput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_short_iget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_iget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_short_ibput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_short_ibput(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_short_ibget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_short_ibget(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_short_put_signal(short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_short_put_signal(short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_short_put_signal_nbi(short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_int_put(int *dest, const int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_put(int *dest, const int *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_int_get(int *dest, const int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_get(int *dest, const int *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_int_put_nbi(int *dest, const int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_put_nbi(int *dest, const int *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_int_get_nbi(int *dest, const int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_get_nbi(int *dest, const int *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_int_p(int *dest, int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_p(int *dest, int value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-int ishmem_int_g(const int *source, int pe);
+ISHMEMI_HOSTDEV int ishmem_int_g(const int *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_int_iput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_iput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_int_iget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_iget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_int_ibput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int_ibput(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_int_ibget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int_ibget(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_int_put_signal(int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_put_signal(int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_int_put_signal_nbi(int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_long_put(long *dest, const long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_put(long *dest, const long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_long_get(long *dest, const long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_get(long *dest, const long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_long_put_nbi(long *dest, const long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_put_nbi(long *dest, const long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_long_get_nbi(long *dest, const long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_get_nbi(long *dest, const long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_long_p(long *dest, long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_p(long *dest, long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-long ishmem_long_g(const long *source, int pe);
+ISHMEMI_HOSTDEV long ishmem_long_g(const long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_long_iput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_iput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_long_iget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_iget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_long_ibput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_long_ibput(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_long_ibget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_long_ibget(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_long_put_signal(long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_put_signal(long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_long_put_signal_nbi(long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_longlong_put(long long *dest, const long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_put(long long *dest, const long long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_longlong_get(long long *dest, const long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_get(long long *dest, const long long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_longlong_put_nbi(long long *dest, const long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_put_nbi(long long *dest, const long long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_longlong_get_nbi(long long *dest, const long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_get_nbi(long long *dest, const long long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_longlong_p(long long *dest, long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_p(long long *dest, long long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-long long ishmem_longlong_g(const long long *source, int pe);
+ISHMEMI_HOSTDEV long long ishmem_longlong_g(const long long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_longlong_iput(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_iput(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_longlong_iget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_iget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_longlong_ibput(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_longlong_ibput(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_longlong_ibget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_longlong_ibget(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_longlong_put_signal(long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_put_signal(long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_longlong_put_signal_nbi(long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_uchar_put(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_put(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_uchar_get(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_get(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_uchar_put_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_put_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_uchar_get_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_get_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_uchar_p(unsigned char *dest, unsigned char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_p(unsigned char *dest, unsigned char value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-unsigned char ishmem_uchar_g(const unsigned char *source, int pe);
+ISHMEMI_HOSTDEV unsigned char ishmem_uchar_g(const unsigned char *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_uchar_iput(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_iput(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_uchar_iget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_iget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_uchar_ibput(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uchar_ibput(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_uchar_ibget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uchar_ibget(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_uchar_put_signal(unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_uchar_put_signal(unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_uchar_put_signal_nbi(unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_ushort_put(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_put(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_ushort_get(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_get(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_ushort_put_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_put_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_ushort_get_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_get_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_ushort_p(unsigned short *dest, unsigned short value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_p(unsigned short *dest, unsigned short value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-unsigned short ishmem_ushort_g(const unsigned short *source, int pe);
+ISHMEMI_HOSTDEV unsigned short ishmem_ushort_g(const unsigned short *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_ushort_iput(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_iput(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_ushort_iget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_iget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_ushort_ibput(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ushort_ibput(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_ushort_ibget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ushort_ibget(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_ushort_put_signal(unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_ushort_put_signal(unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_ushort_put_signal_nbi(unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_uint_put(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_put(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_uint_get(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_get(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_uint_put_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_put_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_uint_get_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_get_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_uint_p(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_p(unsigned int *dest, unsigned int value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-unsigned int ishmem_uint_g(const unsigned int *source, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_g(const unsigned int *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_uint_iput(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_iput(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_uint_iget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_iget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_uint_ibput(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint_ibput(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_uint_ibget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint_ibget(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_uint_put_signal(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_put_signal(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_uint_put_signal_nbi(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_ulong_put(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_put(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_ulong_get(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_get(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_ulong_put_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_put_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_ulong_get_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_get_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_ulong_p(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_p(unsigned long *dest, unsigned long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-unsigned long ishmem_ulong_g(const unsigned long *source, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_g(const unsigned long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_ulong_iput(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_iput(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_ulong_iget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_iget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_ulong_ibput(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ulong_ibput(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_ulong_ibget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ulong_ibget(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_ulong_put_signal(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_put_signal(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_ulong_put_signal_nbi(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_ulonglong_put(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_put(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_ulonglong_get(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_get(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_ulonglong_put_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_put_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_ulonglong_get_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_get_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_ulonglong_p(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_p(unsigned long long *dest, unsigned long long value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-unsigned long long ishmem_ulonglong_g(const unsigned long long *source, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_g(const unsigned long long *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_ulonglong_iput(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_iput(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_ulonglong_iget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_iget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_ulonglong_ibput(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ulonglong_ibput(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_ulonglong_ibget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ulonglong_ibget(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_ulonglong_put_signal(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_put_signal(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_ulonglong_put_signal_nbi(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_int8_put(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_put(int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_int8_get(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_get(int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_int8_put_nbi(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_put_nbi(int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_int8_get_nbi(int8_t *dest, const int8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_get_nbi(int8_t *dest, const int8_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_int8_p(int8_t *dest, int8_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_p(int8_t *dest, int8_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-int8_t ishmem_int8_g(const int8_t *source, int pe);
+ISHMEMI_HOSTDEV int8_t ishmem_int8_g(const int8_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_int8_iput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_iput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_int8_iget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_iget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_int8_ibput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int8_ibput(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_int8_ibget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int8_ibget(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_int8_put_signal(int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_int8_put_signal(int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_int8_put_signal_nbi(int8_t *dest, const int8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_int16_put(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_put(int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_int16_get(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_get(int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_int16_put_nbi(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_put_nbi(int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_int16_get_nbi(int16_t *dest, const int16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_get_nbi(int16_t *dest, const int16_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_int16_p(int16_t *dest, int16_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_p(int16_t *dest, int16_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-int16_t ishmem_int16_g(const int16_t *source, int pe);
+ISHMEMI_HOSTDEV int16_t ishmem_int16_g(const int16_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_int16_iput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_iput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_int16_iget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_iget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_int16_ibput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int16_ibput(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_int16_ibget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int16_ibget(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_int16_put_signal(int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_int16_put_signal(int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_int16_put_signal_nbi(int16_t *dest, const int16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_int32_put(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_put(int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_int32_get(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_get(int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_int32_put_nbi(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_put_nbi(int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_int32_get_nbi(int32_t *dest, const int32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_get_nbi(int32_t *dest, const int32_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_int32_p(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_p(int32_t *dest, int32_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-int32_t ishmem_int32_g(const int32_t *source, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_g(const int32_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_int32_iput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_iput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_int32_iget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_iget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_int32_ibput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int32_ibput(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_int32_ibget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int32_ibget(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_int32_put_signal(int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_put_signal(int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_int32_put_signal_nbi(int32_t *dest, const int32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_int64_put(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_put(int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_int64_get(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_get(int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_int64_put_nbi(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_put_nbi(int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_int64_get_nbi(int64_t *dest, const int64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_get_nbi(int64_t *dest, const int64_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_int64_p(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_p(int64_t *dest, int64_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-int64_t ishmem_int64_g(const int64_t *source, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_g(const int64_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_int64_iput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_iput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_int64_iget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_iget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_int64_ibput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int64_ibput(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_int64_ibget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_int64_ibget(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_int64_put_signal(int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_put_signal(int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_int64_put_signal_nbi(int64_t *dest, const int64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_uint8_put(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_put(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_uint8_get(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_get(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_uint8_put_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_put_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_uint8_get_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_get_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_uint8_p(uint8_t *dest, uint8_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_p(uint8_t *dest, uint8_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-uint8_t ishmem_uint8_g(const uint8_t *source, int pe);
+ISHMEMI_HOSTDEV uint8_t ishmem_uint8_g(const uint8_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_uint8_iput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_iput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_uint8_iget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_iget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_uint8_ibput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint8_ibput(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_uint8_ibget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint8_ibget(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_uint8_put_signal(uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint8_put_signal(uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_uint8_put_signal_nbi(uint8_t *dest, const uint8_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_uint16_put(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_put(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_uint16_get(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_get(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_uint16_put_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_put_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_uint16_get_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_get_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_uint16_p(uint16_t *dest, uint16_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_p(uint16_t *dest, uint16_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-uint16_t ishmem_uint16_g(const uint16_t *source, int pe);
+ISHMEMI_HOSTDEV uint16_t ishmem_uint16_g(const uint16_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_uint16_iput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_iput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_uint16_iget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_iget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_uint16_ibput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint16_ibput(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_uint16_ibget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint16_ibget(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_uint16_put_signal(uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint16_put_signal(uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_uint16_put_signal_nbi(uint16_t *dest, const uint16_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_uint32_put(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_put(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_uint32_get(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_get(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_uint32_put_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_put_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_uint32_get_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_get_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_uint32_p(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_p(uint32_t *dest, uint32_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-uint32_t ishmem_uint32_g(const uint32_t *source, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_g(const uint32_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_uint32_iput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_iput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_uint32_iget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_iget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_uint32_ibput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint32_ibput(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_uint32_ibget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint32_ibget(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_uint32_put_signal(uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_put_signal(uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_uint32_put_signal_nbi(uint32_t *dest, const uint32_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_uint64_put(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_put(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_uint64_get(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_get(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_uint64_put_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_put_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_uint64_get_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_get_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_uint64_p(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_p(uint64_t *dest, uint64_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-uint64_t ishmem_uint64_g(const uint64_t *source, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_g(const uint64_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_uint64_iput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_iput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_uint64_iget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_iget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_uint64_ibput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint64_ibput(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_uint64_ibget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_uint64_ibget(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_uint64_put_signal(uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_put_signal(uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_uint64_put_signal_nbi(uint64_t *dest, const uint64_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_size_put(size_t *dest, const size_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_put(size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_size_get(size_t *dest, const size_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_get(size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_size_put_nbi(size_t *dest, const size_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_put_nbi(size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_size_get_nbi(size_t *dest, const size_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_get_nbi(size_t *dest, const size_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_size_p(size_t *dest, size_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_p(size_t *dest, size_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-size_t ishmem_size_g(const size_t *source, int pe);
+ISHMEMI_HOSTDEV size_t ishmem_size_g(const size_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_size_iput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_iput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_size_iget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_iget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_size_ibput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_size_ibput(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_size_ibget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_size_ibget(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_size_put_signal(size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_put_signal(size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_size_put_signal_nbi(size_t *dest, const size_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
-void ishmem_ptrdiff_put(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_put(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Copies nelems elements from source on pe (§9.5.4). */
-void ishmem_ptrdiff_get(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_get(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Non-blocking put, complete at quiet (§9.6.1). */
-void ishmem_ptrdiff_put_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_put_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Non-blocking get, complete at quiet (§9.6.2). */
-void ishmem_ptrdiff_get_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_get_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe);
 /** Stores one element to dest on pe (§9.5.2). */
-void ishmem_ptrdiff_p(ptrdiff_t *dest, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_p(ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Loads one element from source on pe (§9.5.5). */
-ptrdiff_t ishmem_ptrdiff_g(const ptrdiff_t *source, int pe);
+ISHMEMI_HOSTDEV ptrdiff_t ishmem_ptrdiff_g(const ptrdiff_t *source, int pe);
 /** Strided put: strides in elements (§9.5.3). */
-void ishmem_ptrdiff_iput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_iput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Strided get: strides in elements (§9.5.6). */
-void ishmem_ptrdiff_iget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_iget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 /** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
-void ishmemx_ptrdiff_ibput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ptrdiff_ibput(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Block-strided get (OpenSHMEM 1.6). */
-void ishmemx_ptrdiff_ibget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+ISHMEMI_HOSTDEV void ishmemx_ptrdiff_ibget(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 /** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
-void ishmem_ptrdiff_put_signal(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_put_signal(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void ishmem_ptrdiff_put_signal_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-float ishmem_float_atomic_fetch(const float *source, int pe);
+ISHMEMI_HOSTDEV float ishmem_float_atomic_fetch(const float *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_float_atomic_set(float *dest, float value, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_atomic_set(float *dest, float value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-float ishmem_float_atomic_swap(float *dest, float value, int pe);
+ISHMEMI_HOSTDEV float ishmem_float_atomic_swap(float *dest, float value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_float_atomic_fetch_nbi(float *fetch, const float *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_atomic_fetch_nbi(float *fetch, const float *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_float_atomic_swap_nbi(float *fetch, float *dest, float value, int pe);
+ISHMEMI_HOSTDEV void ishmem_float_atomic_swap_nbi(float *fetch, float *dest, float value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-double ishmem_double_atomic_fetch(const double *source, int pe);
+ISHMEMI_HOSTDEV double ishmem_double_atomic_fetch(const double *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_double_atomic_set(double *dest, double value, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_atomic_set(double *dest, double value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-double ishmem_double_atomic_swap(double *dest, double value, int pe);
+ISHMEMI_HOSTDEV double ishmem_double_atomic_swap(double *dest, double value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_double_atomic_fetch_nbi(double *fetch, const double *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_atomic_fetch_nbi(double *fetch, const double *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_double_atomic_swap_nbi(double *fetch, double *dest, double value, int pe);
+ISHMEMI_HOSTDEV void ishmem_double_atomic_swap_nbi(double *fetch, double *dest, double value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-signed char ishmem_schar_atomic_fetch(const signed char *source, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_fetch(const signed char *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_schar_atomic_set(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_set(signed char *dest, signed char value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-signed char ishmem_schar_atomic_swap(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_swap(signed char *dest, signed char value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_schar_atomic_fetch_nbi(signed char *fetch, const signed char *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_fetch_nbi(signed char *fetch, const signed char *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_schar_atomic_swap_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_swap_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-int ishmem_int_atomic_fetch(const int *source, int pe);
+ISHMEMI_HOSTDEV int ishmem_int_atomic_fetch(const int *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_int_atomic_set(int *dest, int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_set(int *dest, int value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-int ishmem_int_atomic_swap(int *dest, int value, int pe);
+ISHMEMI_HOSTDEV int ishmem_int_atomic_swap(int *dest, int value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_int_atomic_fetch_nbi(int *fetch, const int *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_fetch_nbi(int *fetch, const int *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_int_atomic_swap_nbi(int *fetch, int *dest, int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_swap_nbi(int *fetch, int *dest, int value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-long ishmem_long_atomic_fetch(const long *source, int pe);
+ISHMEMI_HOSTDEV long ishmem_long_atomic_fetch(const long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_long_atomic_set(long *dest, long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_set(long *dest, long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-long ishmem_long_atomic_swap(long *dest, long value, int pe);
+ISHMEMI_HOSTDEV long ishmem_long_atomic_swap(long *dest, long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_long_atomic_fetch_nbi(long *fetch, const long *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_fetch_nbi(long *fetch, const long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_long_atomic_swap_nbi(long *fetch, long *dest, long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_swap_nbi(long *fetch, long *dest, long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-long long ishmem_longlong_atomic_fetch(const long long *source, int pe);
+ISHMEMI_HOSTDEV long long ishmem_longlong_atomic_fetch(const long long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_longlong_atomic_set(long long *dest, long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_set(long long *dest, long long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-long long ishmem_longlong_atomic_swap(long long *dest, long long value, int pe);
+ISHMEMI_HOSTDEV long long ishmem_longlong_atomic_swap(long long *dest, long long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_longlong_atomic_fetch_nbi(long long *fetch, const long long *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_fetch_nbi(long long *fetch, const long long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_longlong_atomic_swap_nbi(long long *fetch, long long *dest, long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_swap_nbi(long long *fetch, long long *dest, long long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-unsigned int ishmem_uint_atomic_fetch(const unsigned int *source, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_fetch(const unsigned int *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_uint_atomic_set(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_set(unsigned int *dest, unsigned int value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-unsigned int ishmem_uint_atomic_swap(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_swap(unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_uint_atomic_fetch_nbi(unsigned int *fetch, const unsigned int *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_fetch_nbi(unsigned int *fetch, const unsigned int *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_uint_atomic_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-unsigned long ishmem_ulong_atomic_fetch(const unsigned long *source, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_fetch(const unsigned long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_ulong_atomic_set(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_set(unsigned long *dest, unsigned long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-unsigned long ishmem_ulong_atomic_swap(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_swap(unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_ulong_atomic_fetch_nbi(unsigned long *fetch, const unsigned long *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_fetch_nbi(unsigned long *fetch, const unsigned long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_ulong_atomic_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-unsigned long long ishmem_ulonglong_atomic_fetch(const unsigned long long *source, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_fetch(const unsigned long long *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_ulonglong_atomic_set(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_set(unsigned long long *dest, unsigned long long value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-unsigned long long ishmem_ulonglong_atomic_swap(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_swap(unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_ulonglong_atomic_fetch_nbi(unsigned long long *fetch, const unsigned long long *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_fetch_nbi(unsigned long long *fetch, const unsigned long long *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_ulonglong_atomic_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-int32_t ishmem_int32_atomic_fetch(const int32_t *source, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_fetch(const int32_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_int32_atomic_set(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_set(int32_t *dest, int32_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-int32_t ishmem_int32_atomic_swap(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_swap(int32_t *dest, int32_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_int32_atomic_fetch_nbi(int32_t *fetch, const int32_t *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_fetch_nbi(int32_t *fetch, const int32_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_int32_atomic_swap_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_swap_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-int64_t ishmem_int64_atomic_fetch(const int64_t *source, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_fetch(const int64_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_int64_atomic_set(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_set(int64_t *dest, int64_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-int64_t ishmem_int64_atomic_swap(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_swap(int64_t *dest, int64_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_int64_atomic_fetch_nbi(int64_t *fetch, const int64_t *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_fetch_nbi(int64_t *fetch, const int64_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_int64_atomic_swap_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_swap_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-uint32_t ishmem_uint32_atomic_fetch(const uint32_t *source, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_fetch(const uint32_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_uint32_atomic_set(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_set(uint32_t *dest, uint32_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-uint32_t ishmem_uint32_atomic_swap(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_swap(uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_uint32_atomic_fetch_nbi(uint32_t *fetch, const uint32_t *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_fetch_nbi(uint32_t *fetch, const uint32_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_uint32_atomic_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-uint64_t ishmem_uint64_atomic_fetch(const uint64_t *source, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_fetch(const uint64_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_uint64_atomic_set(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_set(uint64_t *dest, uint64_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-uint64_t ishmem_uint64_atomic_swap(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_swap(uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_uint64_atomic_fetch_nbi(uint64_t *fetch, const uint64_t *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_fetch_nbi(uint64_t *fetch, const uint64_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_uint64_atomic_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-size_t ishmem_size_atomic_fetch(const size_t *source, int pe);
+ISHMEMI_HOSTDEV size_t ishmem_size_atomic_fetch(const size_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_size_atomic_set(size_t *dest, size_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_set(size_t *dest, size_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-size_t ishmem_size_atomic_swap(size_t *dest, size_t value, int pe);
+ISHMEMI_HOSTDEV size_t ishmem_size_atomic_swap(size_t *dest, size_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_size_atomic_fetch_nbi(size_t *fetch, const size_t *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_fetch_nbi(size_t *fetch, const size_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_size_atomic_swap_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_swap_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
 /** Atomically reads source on pe (§9.7.1). */
-ptrdiff_t ishmem_ptrdiff_atomic_fetch(const ptrdiff_t *source, int pe);
+ISHMEMI_HOSTDEV ptrdiff_t ishmem_ptrdiff_atomic_fetch(const ptrdiff_t *source, int pe);
 /** Atomically writes value to dest on pe (§9.7.2). */
-void ishmem_ptrdiff_atomic_set(ptrdiff_t *dest, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_set(ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Atomically writes value, returns the old value (§9.7.4). */
-ptrdiff_t ishmem_ptrdiff_atomic_swap(ptrdiff_t *dest, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV ptrdiff_t ishmem_ptrdiff_atomic_swap(ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Non-blocking fetch into local fetch, complete at quiet (§9.7.1). */
-void ishmem_ptrdiff_atomic_fetch_nbi(ptrdiff_t *fetch, const ptrdiff_t *source, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_fetch_nbi(ptrdiff_t *fetch, const ptrdiff_t *source, int pe);
 /** Non-blocking swap (§9.7.4). */
-void ishmem_ptrdiff_atomic_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-signed char ishmem_schar_atomic_compare_swap(signed char *dest, signed char cond, signed char value, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_compare_swap(signed char *dest, signed char cond, signed char value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-signed char ishmem_schar_atomic_fetch_inc(signed char *dest, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_fetch_inc(signed char *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_schar_atomic_inc(signed char *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_inc(signed char *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-signed char ishmem_schar_atomic_fetch_add(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_fetch_add(signed char *dest, signed char value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_schar_atomic_add(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_add(signed char *dest, signed char value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_schar_atomic_compare_swap_nbi(signed char *fetch, signed char *dest, signed char cond, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_compare_swap_nbi(signed char *fetch, signed char *dest, signed char cond, signed char value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_schar_atomic_fetch_inc_nbi(signed char *fetch, signed char *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_fetch_inc_nbi(signed char *fetch, signed char *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_schar_atomic_fetch_add_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_fetch_add_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-int ishmem_int_atomic_compare_swap(int *dest, int cond, int value, int pe);
+ISHMEMI_HOSTDEV int ishmem_int_atomic_compare_swap(int *dest, int cond, int value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-int ishmem_int_atomic_fetch_inc(int *dest, int pe);
+ISHMEMI_HOSTDEV int ishmem_int_atomic_fetch_inc(int *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_int_atomic_inc(int *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_inc(int *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-int ishmem_int_atomic_fetch_add(int *dest, int value, int pe);
+ISHMEMI_HOSTDEV int ishmem_int_atomic_fetch_add(int *dest, int value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_int_atomic_add(int *dest, int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_add(int *dest, int value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_int_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_int_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_int_atomic_fetch_add_nbi(int *fetch, int *dest, int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int_atomic_fetch_add_nbi(int *fetch, int *dest, int value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-long ishmem_long_atomic_compare_swap(long *dest, long cond, long value, int pe);
+ISHMEMI_HOSTDEV long ishmem_long_atomic_compare_swap(long *dest, long cond, long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-long ishmem_long_atomic_fetch_inc(long *dest, int pe);
+ISHMEMI_HOSTDEV long ishmem_long_atomic_fetch_inc(long *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_long_atomic_inc(long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_inc(long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-long ishmem_long_atomic_fetch_add(long *dest, long value, int pe);
+ISHMEMI_HOSTDEV long ishmem_long_atomic_fetch_add(long *dest, long value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_long_atomic_add(long *dest, long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_add(long *dest, long value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_long_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_long_atomic_fetch_inc_nbi(long *fetch, long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_fetch_inc_nbi(long *fetch, long *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_long_atomic_fetch_add_nbi(long *fetch, long *dest, long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_long_atomic_fetch_add_nbi(long *fetch, long *dest, long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-long long ishmem_longlong_atomic_compare_swap(long long *dest, long long cond, long long value, int pe);
+ISHMEMI_HOSTDEV long long ishmem_longlong_atomic_compare_swap(long long *dest, long long cond, long long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-long long ishmem_longlong_atomic_fetch_inc(long long *dest, int pe);
+ISHMEMI_HOSTDEV long long ishmem_longlong_atomic_fetch_inc(long long *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_longlong_atomic_inc(long long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_inc(long long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-long long ishmem_longlong_atomic_fetch_add(long long *dest, long long value, int pe);
+ISHMEMI_HOSTDEV long long ishmem_longlong_atomic_fetch_add(long long *dest, long long value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_longlong_atomic_add(long long *dest, long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_add(long long *dest, long long value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_longlong_atomic_compare_swap_nbi(long long *fetch, long long *dest, long long cond, long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_compare_swap_nbi(long long *fetch, long long *dest, long long cond, long long value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_longlong_atomic_fetch_inc_nbi(long long *fetch, long long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_fetch_inc_nbi(long long *fetch, long long *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_longlong_atomic_fetch_add_nbi(long long *fetch, long long *dest, long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_longlong_atomic_fetch_add_nbi(long long *fetch, long long *dest, long long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-unsigned int ishmem_uint_atomic_compare_swap(unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_compare_swap(unsigned int *dest, unsigned int cond, unsigned int value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-unsigned int ishmem_uint_atomic_fetch_inc(unsigned int *dest, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_fetch_inc(unsigned int *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_uint_atomic_inc(unsigned int *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_inc(unsigned int *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-unsigned int ishmem_uint_atomic_fetch_add(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_fetch_add(unsigned int *dest, unsigned int value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_uint_atomic_add(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_add(unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_uint_atomic_compare_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_compare_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int cond, unsigned int value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_uint_atomic_fetch_inc_nbi(unsigned int *fetch, unsigned int *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_fetch_inc_nbi(unsigned int *fetch, unsigned int *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_uint_atomic_fetch_add_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_fetch_add_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-unsigned long ishmem_ulong_atomic_compare_swap(unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_compare_swap(unsigned long *dest, unsigned long cond, unsigned long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-unsigned long ishmem_ulong_atomic_fetch_inc(unsigned long *dest, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_fetch_inc(unsigned long *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_ulong_atomic_inc(unsigned long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_inc(unsigned long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-unsigned long ishmem_ulong_atomic_fetch_add(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_fetch_add(unsigned long *dest, unsigned long value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_ulong_atomic_add(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_add(unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_ulong_atomic_compare_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_compare_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long cond, unsigned long value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_ulong_atomic_fetch_inc_nbi(unsigned long *fetch, unsigned long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_fetch_inc_nbi(unsigned long *fetch, unsigned long *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_ulong_atomic_fetch_add_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_fetch_add_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-unsigned long long ishmem_ulonglong_atomic_compare_swap(unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_compare_swap(unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-unsigned long long ishmem_ulonglong_atomic_fetch_inc(unsigned long long *dest, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_fetch_inc(unsigned long long *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_ulonglong_atomic_inc(unsigned long long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_inc(unsigned long long *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-unsigned long long ishmem_ulonglong_atomic_fetch_add(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_fetch_add(unsigned long long *dest, unsigned long long value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_ulonglong_atomic_add(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_add(unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_ulonglong_atomic_compare_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_compare_swap_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long cond, unsigned long long value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_ulonglong_atomic_fetch_inc_nbi(unsigned long long *fetch, unsigned long long *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_fetch_inc_nbi(unsigned long long *fetch, unsigned long long *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_ulonglong_atomic_fetch_add_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_fetch_add_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-int32_t ishmem_int32_atomic_compare_swap(int32_t *dest, int32_t cond, int32_t value, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_compare_swap(int32_t *dest, int32_t cond, int32_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-int32_t ishmem_int32_atomic_fetch_inc(int32_t *dest, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_fetch_inc(int32_t *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_int32_atomic_inc(int32_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_inc(int32_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-int32_t ishmem_int32_atomic_fetch_add(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_fetch_add(int32_t *dest, int32_t value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_int32_atomic_add(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_add(int32_t *dest, int32_t value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_int32_atomic_compare_swap_nbi(int32_t *fetch, int32_t *dest, int32_t cond, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_compare_swap_nbi(int32_t *fetch, int32_t *dest, int32_t cond, int32_t value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_int32_atomic_fetch_inc_nbi(int32_t *fetch, int32_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_fetch_inc_nbi(int32_t *fetch, int32_t *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_int32_atomic_fetch_add_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_fetch_add_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-int64_t ishmem_int64_atomic_compare_swap(int64_t *dest, int64_t cond, int64_t value, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_compare_swap(int64_t *dest, int64_t cond, int64_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-int64_t ishmem_int64_atomic_fetch_inc(int64_t *dest, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_fetch_inc(int64_t *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_int64_atomic_inc(int64_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_inc(int64_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-int64_t ishmem_int64_atomic_fetch_add(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_fetch_add(int64_t *dest, int64_t value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_int64_atomic_add(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_add(int64_t *dest, int64_t value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_int64_atomic_compare_swap_nbi(int64_t *fetch, int64_t *dest, int64_t cond, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_compare_swap_nbi(int64_t *fetch, int64_t *dest, int64_t cond, int64_t value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_int64_atomic_fetch_inc_nbi(int64_t *fetch, int64_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_fetch_inc_nbi(int64_t *fetch, int64_t *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_int64_atomic_fetch_add_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_fetch_add_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-uint32_t ishmem_uint32_atomic_compare_swap(uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_compare_swap(uint32_t *dest, uint32_t cond, uint32_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-uint32_t ishmem_uint32_atomic_fetch_inc(uint32_t *dest, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_fetch_inc(uint32_t *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_uint32_atomic_inc(uint32_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_inc(uint32_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-uint32_t ishmem_uint32_atomic_fetch_add(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_fetch_add(uint32_t *dest, uint32_t value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_uint32_atomic_add(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_add(uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_uint32_atomic_compare_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_compare_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t cond, uint32_t value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_uint32_atomic_fetch_inc_nbi(uint32_t *fetch, uint32_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_fetch_inc_nbi(uint32_t *fetch, uint32_t *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_uint32_atomic_fetch_add_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_fetch_add_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-uint64_t ishmem_uint64_atomic_compare_swap(uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_compare_swap(uint64_t *dest, uint64_t cond, uint64_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-uint64_t ishmem_uint64_atomic_fetch_inc(uint64_t *dest, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_fetch_inc(uint64_t *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_uint64_atomic_inc(uint64_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_inc(uint64_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-uint64_t ishmem_uint64_atomic_fetch_add(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_fetch_add(uint64_t *dest, uint64_t value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_uint64_atomic_add(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_add(uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_uint64_atomic_compare_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_compare_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t cond, uint64_t value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_uint64_atomic_fetch_inc_nbi(uint64_t *fetch, uint64_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_fetch_inc_nbi(uint64_t *fetch, uint64_t *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_uint64_atomic_fetch_add_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_fetch_add_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-size_t ishmem_size_atomic_compare_swap(size_t *dest, size_t cond, size_t value, int pe);
+ISHMEMI_HOSTDEV size_t ishmem_size_atomic_compare_swap(size_t *dest, size_t cond, size_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-size_t ishmem_size_atomic_fetch_inc(size_t *dest, int pe);
+ISHMEMI_HOSTDEV size_t ishmem_size_atomic_fetch_inc(size_t *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_size_atomic_inc(size_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_inc(size_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-size_t ishmem_size_atomic_fetch_add(size_t *dest, size_t value, int pe);
+ISHMEMI_HOSTDEV size_t ishmem_size_atomic_fetch_add(size_t *dest, size_t value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_size_atomic_add(size_t *dest, size_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_add(size_t *dest, size_t value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_size_atomic_compare_swap_nbi(size_t *fetch, size_t *dest, size_t cond, size_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_compare_swap_nbi(size_t *fetch, size_t *dest, size_t cond, size_t value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_size_atomic_fetch_inc_nbi(size_t *fetch, size_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_fetch_inc_nbi(size_t *fetch, size_t *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_size_atomic_fetch_add_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_size_atomic_fetch_add_nbi(size_t *fetch, size_t *dest, size_t value, int pe);
 /** Writes value if dest equals cond; returns the old value (§9.7.3). */
-ptrdiff_t ishmem_ptrdiff_atomic_compare_swap(ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV ptrdiff_t ishmem_ptrdiff_atomic_compare_swap(ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
 /** Increments, returns the old value (§9.7.5). */
-ptrdiff_t ishmem_ptrdiff_atomic_fetch_inc(ptrdiff_t *dest, int pe);
+ISHMEMI_HOSTDEV ptrdiff_t ishmem_ptrdiff_atomic_fetch_inc(ptrdiff_t *dest, int pe);
 /** Increments (§9.7.6). */
-void ishmem_ptrdiff_atomic_inc(ptrdiff_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_inc(ptrdiff_t *dest, int pe);
 /** Adds value, returns the old value (§9.7.7). */
-ptrdiff_t ishmem_ptrdiff_atomic_fetch_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV ptrdiff_t ishmem_ptrdiff_atomic_fetch_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Adds value (§9.7.8). */
-void ishmem_ptrdiff_atomic_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_add(ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Non-blocking compare_swap. */
-void ishmem_ptrdiff_atomic_compare_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_compare_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value, int pe);
 /** Non-blocking fetch_inc. */
-void ishmem_ptrdiff_atomic_fetch_inc_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_fetch_inc_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, int pe);
 /** Non-blocking fetch_add. */
-void ishmem_ptrdiff_atomic_fetch_add_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_atomic_fetch_add_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-signed char ishmem_schar_atomic_fetch_and(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_fetch_and(signed char *dest, signed char value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_schar_atomic_and(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_and(signed char *dest, signed char value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-signed char ishmem_schar_atomic_fetch_or(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_fetch_or(signed char *dest, signed char value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_schar_atomic_or(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_or(signed char *dest, signed char value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-signed char ishmem_schar_atomic_fetch_xor(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV signed char ishmem_schar_atomic_fetch_xor(signed char *dest, signed char value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_schar_atomic_xor(signed char *dest, signed char value, int pe);
+ISHMEMI_HOSTDEV void ishmem_schar_atomic_xor(signed char *dest, signed char value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_schar_atomic_fetch_and_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
 /** Non-blocking fetch_or. */
@@ -939,17 +939,17 @@ void ishmem_schar_atomic_fetch_or_nbi(signed char *fetch, signed char *dest, sig
 /** Non-blocking fetch_xor. */
 void ishmem_schar_atomic_fetch_xor_nbi(signed char *fetch, signed char *dest, signed char value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-unsigned int ishmem_uint_atomic_fetch_and(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_fetch_and(unsigned int *dest, unsigned int value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_uint_atomic_and(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_and(unsigned int *dest, unsigned int value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-unsigned int ishmem_uint_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_uint_atomic_or(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_or(unsigned int *dest, unsigned int value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-unsigned int ishmem_uint_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV unsigned int ishmem_uint_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_uint_atomic_xor(unsigned int *dest, unsigned int value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint_atomic_xor(unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_uint_atomic_fetch_and_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Non-blocking fetch_or. */
@@ -957,17 +957,17 @@ void ishmem_uint_atomic_fetch_or_nbi(unsigned int *fetch, unsigned int *dest, un
 /** Non-blocking fetch_xor. */
 void ishmem_uint_atomic_fetch_xor_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-unsigned long ishmem_ulong_atomic_fetch_and(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_fetch_and(unsigned long *dest, unsigned long value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_ulong_atomic_and(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_and(unsigned long *dest, unsigned long value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-unsigned long ishmem_ulong_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_ulong_atomic_or(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_or(unsigned long *dest, unsigned long value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-unsigned long ishmem_ulong_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV unsigned long ishmem_ulong_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_ulong_atomic_xor(unsigned long *dest, unsigned long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulong_atomic_xor(unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_ulong_atomic_fetch_and_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Non-blocking fetch_or. */
@@ -975,17 +975,17 @@ void ishmem_ulong_atomic_fetch_or_nbi(unsigned long *fetch, unsigned long *dest,
 /** Non-blocking fetch_xor. */
 void ishmem_ulong_atomic_fetch_xor_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-unsigned long long ishmem_ulonglong_atomic_fetch_and(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_fetch_and(unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_ulonglong_atomic_and(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_and(unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-unsigned long long ishmem_ulonglong_atomic_fetch_or(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_fetch_or(unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_ulonglong_atomic_or(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_or(unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-unsigned long long ishmem_ulonglong_atomic_fetch_xor(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV unsigned long long ishmem_ulonglong_atomic_fetch_xor(unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_ulonglong_atomic_xor(unsigned long long *dest, unsigned long long value, int pe);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_atomic_xor(unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_ulonglong_atomic_fetch_and_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Non-blocking fetch_or. */
@@ -993,17 +993,17 @@ void ishmem_ulonglong_atomic_fetch_or_nbi(unsigned long long *fetch, unsigned lo
 /** Non-blocking fetch_xor. */
 void ishmem_ulonglong_atomic_fetch_xor_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-int32_t ishmem_int32_atomic_fetch_and(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_fetch_and(int32_t *dest, int32_t value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_int32_atomic_and(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_and(int32_t *dest, int32_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-int32_t ishmem_int32_atomic_fetch_or(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_fetch_or(int32_t *dest, int32_t value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_int32_atomic_or(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_or(int32_t *dest, int32_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-int32_t ishmem_int32_atomic_fetch_xor(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV int32_t ishmem_int32_atomic_fetch_xor(int32_t *dest, int32_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_int32_atomic_xor(int32_t *dest, int32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int32_atomic_xor(int32_t *dest, int32_t value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_int32_atomic_fetch_and_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Non-blocking fetch_or. */
@@ -1011,17 +1011,17 @@ void ishmem_int32_atomic_fetch_or_nbi(int32_t *fetch, int32_t *dest, int32_t val
 /** Non-blocking fetch_xor. */
 void ishmem_int32_atomic_fetch_xor_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-int64_t ishmem_int64_atomic_fetch_and(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_fetch_and(int64_t *dest, int64_t value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_int64_atomic_and(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_and(int64_t *dest, int64_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-int64_t ishmem_int64_atomic_fetch_or(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_fetch_or(int64_t *dest, int64_t value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_int64_atomic_or(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_or(int64_t *dest, int64_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-int64_t ishmem_int64_atomic_fetch_xor(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV int64_t ishmem_int64_atomic_fetch_xor(int64_t *dest, int64_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_int64_atomic_xor(int64_t *dest, int64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_int64_atomic_xor(int64_t *dest, int64_t value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_int64_atomic_fetch_and_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Non-blocking fetch_or. */
@@ -1029,17 +1029,17 @@ void ishmem_int64_atomic_fetch_or_nbi(int64_t *fetch, int64_t *dest, int64_t val
 /** Non-blocking fetch_xor. */
 void ishmem_int64_atomic_fetch_xor_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-uint32_t ishmem_uint32_atomic_fetch_and(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_fetch_and(uint32_t *dest, uint32_t value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_uint32_atomic_and(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_and(uint32_t *dest, uint32_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-uint32_t ishmem_uint32_atomic_fetch_or(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_fetch_or(uint32_t *dest, uint32_t value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_uint32_atomic_or(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_or(uint32_t *dest, uint32_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-uint32_t ishmem_uint32_atomic_fetch_xor(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV uint32_t ishmem_uint32_atomic_fetch_xor(uint32_t *dest, uint32_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_uint32_atomic_xor(uint32_t *dest, uint32_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint32_atomic_xor(uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_uint32_atomic_fetch_and_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Non-blocking fetch_or. */
@@ -1047,17 +1047,17 @@ void ishmem_uint32_atomic_fetch_or_nbi(uint32_t *fetch, uint32_t *dest, uint32_t
 /** Non-blocking fetch_xor. */
 void ishmem_uint32_atomic_fetch_xor_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe);
 /** Bitwise AND, returns the old value (§9.7.9). */
-uint64_t ishmem_uint64_atomic_fetch_and(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_fetch_and(uint64_t *dest, uint64_t value, int pe);
 /** Bitwise AND (§9.7.10). */
-void ishmem_uint64_atomic_and(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_and(uint64_t *dest, uint64_t value, int pe);
 /** Bitwise OR, returns the old value (§9.7.11). */
-uint64_t ishmem_uint64_atomic_fetch_or(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_fetch_or(uint64_t *dest, uint64_t value, int pe);
 /** Bitwise OR (§9.7.12). */
-void ishmem_uint64_atomic_or(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_or(uint64_t *dest, uint64_t value, int pe);
 /** Bitwise XOR, returns the old value (§9.7.13). */
-uint64_t ishmem_uint64_atomic_fetch_xor(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV uint64_t ishmem_uint64_atomic_fetch_xor(uint64_t *dest, uint64_t value, int pe);
 /** Bitwise XOR (§9.7.14). */
-void ishmem_uint64_atomic_xor(uint64_t *dest, uint64_t value, int pe);
+ISHMEMI_HOSTDEV void ishmem_uint64_atomic_xor(uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking fetch_and. */
 void ishmem_uint64_atomic_fetch_and_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Non-blocking fetch_or. */
@@ -1065,937 +1065,937 @@ void ishmem_uint64_atomic_fetch_or_nbi(uint64_t *fetch, uint64_t *dest, uint64_t
 /** Non-blocking fetch_xor. */
 void ishmem_uint64_atomic_fetch_xor_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_int_wait_until(int *ivar, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV void ishmem_int_wait_until(int *ivar, int cmp, int cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_int_wait_until_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV void ishmem_int_wait_until_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int_wait_until_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int_wait_until_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_int_wait_until_all_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_int_wait_until_all_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_int_wait_until_any_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int_wait_until_any_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_int_wait_until_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int_wait_until_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_int_test(int *ivar, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV int ishmem_int_test(int *ivar, int cmp, int cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_int_test_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV int ishmem_int_test_all(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int_test_any(int *ivars, size_t nelems, const int *status, int cmp, int cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int_test_some(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_int_test_all_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_int_test_all_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_int_test_any_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int_test_any_vector(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_int_test_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int_test_some_vector(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_long_wait_until(long *ivar, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_long_wait_until(long *ivar, int cmp, long cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_long_wait_until_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_long_wait_until_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_long_wait_until_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_long_wait_until_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_long_wait_until_all_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_long_wait_until_all_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_long_wait_until_any_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_long_wait_until_any_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_long_wait_until_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_long_wait_until_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_long_test(long *ivar, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_long_test(long *ivar, int cmp, long cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_long_test_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_long_test_all(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_long_test_any(long *ivars, size_t nelems, const int *status, int cmp, long cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_long_test_some(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_long_test_all_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_long_test_all_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_long_test_any_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_long_test_any_vector(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_long_test_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_long_test_some_vector(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_longlong_wait_until(long long *ivar, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_longlong_wait_until(long long *ivar, int cmp, long long cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_longlong_wait_until_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_longlong_wait_until_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_wait_until_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_wait_until_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_longlong_wait_until_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_longlong_wait_until_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_longlong_wait_until_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_wait_until_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_longlong_wait_until_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_wait_until_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_longlong_test(long long *ivar, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_longlong_test(long long *ivar, int cmp, long long cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_longlong_test_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_longlong_test_all(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_test_any(long long *ivars, size_t nelems, const int *status, int cmp, long long cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_test_some(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_longlong_test_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_longlong_test_all_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_longlong_test_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_test_any_vector(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_longlong_test_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_longlong_test_some_vector(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_uint_wait_until(unsigned int *ivar, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV void ishmem_uint_wait_until(unsigned int *ivar, int cmp, unsigned int cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_uint_wait_until_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV void ishmem_uint_wait_until_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint_wait_until_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint_wait_until_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_uint_wait_until_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_uint_wait_until_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_uint_wait_until_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint_wait_until_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_uint_wait_until_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint_wait_until_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_uint_test(unsigned int *ivar, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV int ishmem_uint_test(unsigned int *ivar, int cmp, unsigned int cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_uint_test_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV int ishmem_uint_test_all(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint_test_any(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint_test_some(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_uint_test_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_uint_test_all_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_uint_test_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint_test_any_vector(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_uint_test_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint_test_some_vector(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_ulong_wait_until(unsigned long *ivar, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_ulong_wait_until(unsigned long *ivar, int cmp, unsigned long cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_ulong_wait_until_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_ulong_wait_until_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_wait_until_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_wait_until_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_ulong_wait_until_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_ulong_wait_until_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_ulong_wait_until_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_wait_until_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_ulong_wait_until_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_wait_until_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_ulong_test(unsigned long *ivar, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_ulong_test(unsigned long *ivar, int cmp, unsigned long cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_ulong_test_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_ulong_test_all(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_test_any(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_test_some(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_ulong_test_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_ulong_test_all_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_ulong_test_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_test_any_vector(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_ulong_test_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulong_test_some_vector(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_ulonglong_wait_until(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_wait_until(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_ulonglong_wait_until_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_wait_until_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_wait_until_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_wait_until_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_ulonglong_wait_until_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_ulonglong_wait_until_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_ulonglong_wait_until_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_wait_until_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_ulonglong_wait_until_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_wait_until_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_ulonglong_test(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_test(unsigned long long *ivar, int cmp, unsigned long long cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_ulonglong_test_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_test_all(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_test_any(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_test_some(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_ulonglong_test_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_test_all_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_ulonglong_test_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_test_any_vector(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_ulonglong_test_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ulonglong_test_some_vector(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_int32_wait_until(int32_t *ivar, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_int32_wait_until(int32_t *ivar, int cmp, int32_t cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_int32_wait_until_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_int32_wait_until_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int32_wait_until_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int32_wait_until_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_int32_wait_until_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_int32_wait_until_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_int32_wait_until_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int32_wait_until_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_int32_wait_until_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int32_wait_until_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_int32_test(int32_t *ivar, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_int32_test(int32_t *ivar, int cmp, int32_t cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_int32_test_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_int32_test_all(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int32_test_any(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int32_test_some(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_int32_test_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_int32_test_all_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_int32_test_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int32_test_any_vector(int32_t *ivars, size_t nelems, const int *status, int cmp, int32_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_int32_test_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int32_test_some_vector(int32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int32_t *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_int64_wait_until(int64_t *ivar, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_int64_wait_until(int64_t *ivar, int cmp, int64_t cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_int64_wait_until_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_int64_wait_until_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int64_wait_until_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int64_wait_until_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_int64_wait_until_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_int64_wait_until_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_int64_wait_until_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int64_wait_until_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_int64_wait_until_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int64_wait_until_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_int64_test(int64_t *ivar, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_int64_test(int64_t *ivar, int cmp, int64_t cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_int64_test_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_int64_test_all(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int64_test_any(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_int64_test_some(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_int64_test_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_int64_test_all_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_int64_test_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int64_test_any_vector(int64_t *ivars, size_t nelems, const int *status, int cmp, int64_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_int64_test_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_int64_test_some_vector(int64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int64_t *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_uint32_wait_until(uint32_t *ivar, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_uint32_wait_until(uint32_t *ivar, int cmp, uint32_t cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_uint32_wait_until_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_uint32_wait_until_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_wait_until_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_wait_until_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_uint32_wait_until_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_uint32_wait_until_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_uint32_wait_until_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_wait_until_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_uint32_wait_until_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_wait_until_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_uint32_test(uint32_t *ivar, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_uint32_test(uint32_t *ivar, int cmp, uint32_t cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_uint32_test_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_uint32_test_all(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_test_any(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_test_some(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_uint32_test_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_uint32_test_all_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_uint32_test_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_test_any_vector(uint32_t *ivars, size_t nelems, const int *status, int cmp, uint32_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_uint32_test_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint32_test_some_vector(uint32_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint32_t *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_uint64_wait_until(uint64_t *ivar, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_uint64_wait_until(uint64_t *ivar, int cmp, uint64_t cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_uint64_wait_until_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_uint64_wait_until_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_wait_until_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_wait_until_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_uint64_wait_until_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_uint64_wait_until_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_uint64_wait_until_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_wait_until_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_uint64_wait_until_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_wait_until_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_uint64_test(uint64_t *ivar, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_uint64_test(uint64_t *ivar, int cmp, uint64_t cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_uint64_test_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_uint64_test_all(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_test_any(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_test_some(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_uint64_test_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_uint64_test_all_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_uint64_test_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_test_any_vector(uint64_t *ivars, size_t nelems, const int *status, int cmp, uint64_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_uint64_test_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_uint64_test_some_vector(uint64_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, uint64_t *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_size_wait_until(size_t *ivar, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_size_wait_until(size_t *ivar, int cmp, size_t cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_size_wait_until_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_size_wait_until_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_size_wait_until_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_size_wait_until_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_size_wait_until_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_size_wait_until_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_size_wait_until_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_size_wait_until_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_size_wait_until_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_size_wait_until_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_size_test(size_t *ivar, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_size_test(size_t *ivar, int cmp, size_t cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_size_test_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_size_test_all(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_size_test_any(size_t *ivars, size_t nelems, const int *status, int cmp, size_t cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_size_test_some(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_size_test_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_size_test_all_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_size_test_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_size_test_any_vector(size_t *ivars, size_t nelems, const int *status, int cmp, size_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_size_test_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_size_test_some_vector(size_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, size_t *cmp_values);
 /** Waits until the local ivar satisfies the comparison (§9.11.1). */
-void ishmem_ptrdiff_wait_until(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_wait_until(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
 /** Waits until every included element satisfies the comparison (§9.11.2). */
-void ishmem_ptrdiff_wait_until_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_wait_until_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
 /** Waits until an included element does; returns its index, or SIZE_MAX when none is included (§9.11.3). */
-size_t ishmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_wait_until_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
 /** Waits until at least one included element does; writes their indices, returns the count (§9.11.4). */
-size_t ishmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_wait_until_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
 /** wait_until_all with one comparison value per element (§9.11.5). */
-void ishmem_ptrdiff_wait_until_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+ISHMEMI_HOSTDEV void ishmem_ptrdiff_wait_until_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** wait_until_any with one comparison value per element (§9.11.6). */
-size_t ishmem_ptrdiff_wait_until_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_wait_until_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** wait_until_some with one comparison value per element (§9.11.7). */
-size_t ishmem_ptrdiff_wait_until_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_wait_until_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** 1 if the local ivar satisfies the comparison, else 0 (§9.11.8). */
-int ishmem_ptrdiff_test(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_test(ptrdiff_t *ivar, int cmp, ptrdiff_t cmp_value);
 /** 1 if every included element satisfies the comparison (§9.11.9). */
-int ishmem_ptrdiff_test_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_test_all(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
 /** Index of an included element that satisfies it, or SIZE_MAX (§9.11.10). */
-size_t ishmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_test_any(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t cmp_value);
 /** Writes the indices of included elements that satisfy it; returns the count (§9.11.11). */
-size_t ishmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_test_some(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t cmp_value);
 /** test_all with one comparison value per element (§9.11.12). */
-int ishmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_test_all_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** test_any with one comparison value per element (§9.11.13). */
-size_t ishmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_test_any_vector(ptrdiff_t *ivars, size_t nelems, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** test_some with one comparison value per element (§9.11.14). */
-size_t ishmem_ptrdiff_test_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
+ISHMEMI_HOSTDEV size_t ishmem_ptrdiff_test_some_vector(ptrdiff_t *ivars, size_t nelems, size_t *indices, const int *status, int cmp, ptrdiff_t *cmp_values);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_float_broadcast(ishmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_float_broadcast(ishmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_float_collect(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_float_collect(ishmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_float_fcollect(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_float_fcollect(ishmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_float_alltoall(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_float_alltoall(ishmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_float_alltoalls(ishmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_float_max_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_float_max_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_float_min_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_float_min_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_float_sum_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_float_sum_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_float_prod_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_float_prod_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_float_sum_inscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_float_sum_inscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_float_sum_exscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_float_sum_exscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_double_broadcast(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_double_broadcast(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_double_collect(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_double_collect(ishmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_double_fcollect(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_double_fcollect(ishmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_double_alltoall(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_double_alltoall(ishmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_double_alltoalls(ishmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_double_max_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_double_max_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_double_min_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_double_min_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_double_sum_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_double_sum_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_double_prod_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_double_prod_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_double_sum_inscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_double_sum_inscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_double_sum_exscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_double_sum_exscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_char_broadcast(ishmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_char_broadcast(ishmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_char_collect(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_char_collect(ishmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_char_fcollect(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_char_fcollect(ishmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_char_alltoall(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_char_alltoall(ishmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_char_alltoalls(ishmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_char_max_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_char_max_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_char_min_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_char_min_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_char_sum_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_char_sum_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_char_prod_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_char_prod_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_char_sum_inscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_char_sum_inscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_char_sum_exscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_char_sum_exscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_schar_broadcast(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_schar_broadcast(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_schar_collect(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_schar_collect(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_schar_fcollect(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_schar_fcollect(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_schar_alltoall(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_schar_alltoall(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_schar_alltoalls(ishmem_team_t team, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_schar_max_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_schar_max_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_schar_min_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_schar_min_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_schar_sum_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_schar_sum_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_schar_prod_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_schar_prod_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_schar_sum_inscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_schar_sum_inscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_schar_sum_exscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_schar_sum_exscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_short_broadcast(ishmem_team_t team, short *dest, const short *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_short_broadcast(ishmem_team_t team, short *dest, const short *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_short_collect(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_short_collect(ishmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_short_fcollect(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_short_fcollect(ishmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_short_alltoall(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_short_alltoall(ishmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_short_alltoalls(ishmem_team_t team, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_short_max_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_short_max_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_short_min_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_short_min_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_short_sum_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_short_sum_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_short_prod_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_short_prod_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_short_sum_inscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_short_sum_inscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_short_sum_exscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_short_sum_exscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_int_broadcast(ishmem_team_t team, int *dest, const int *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_int_broadcast(ishmem_team_t team, int *dest, const int *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_int_collect(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int_collect(ishmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_int_fcollect(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int_fcollect(ishmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_int_alltoall(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int_alltoall(ishmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int_alltoalls(ishmem_team_t team, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_int_max_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int_max_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_int_min_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int_min_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_int_sum_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int_sum_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_int_prod_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int_prod_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_int_sum_inscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int_sum_inscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_int_sum_exscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int_sum_exscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_long_broadcast(ishmem_team_t team, long *dest, const long *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_long_broadcast(ishmem_team_t team, long *dest, const long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_long_collect(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_long_collect(ishmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_long_fcollect(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_long_fcollect(ishmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_long_alltoall(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_long_alltoall(ishmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_long_alltoalls(ishmem_team_t team, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_long_max_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_long_max_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_long_min_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_long_min_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_long_sum_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_long_sum_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_long_prod_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_long_prod_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_long_sum_inscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_long_sum_inscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_long_sum_exscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_long_sum_exscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_longlong_broadcast(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_longlong_broadcast(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_longlong_collect(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_longlong_collect(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_longlong_fcollect(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_longlong_fcollect(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_longlong_alltoall(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_longlong_alltoall(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_longlong_alltoalls(ishmem_team_t team, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_longlong_max_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_longlong_max_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_longlong_min_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_longlong_min_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_longlong_sum_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_longlong_sum_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_longlong_prod_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_longlong_prod_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_longlong_sum_inscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_longlong_sum_inscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_longlong_sum_exscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_longlong_sum_exscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_uchar_broadcast(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_uchar_broadcast(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_uchar_collect(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uchar_collect(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_uchar_fcollect(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uchar_fcollect(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_uchar_alltoall(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uchar_alltoall(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uchar_alltoalls(ishmem_team_t team, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_uchar_max_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uchar_max_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_uchar_min_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uchar_min_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_uchar_sum_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uchar_sum_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_uchar_prod_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uchar_prod_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_uchar_sum_inscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uchar_sum_inscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_uchar_sum_exscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uchar_sum_exscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_ushort_broadcast(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_ushort_broadcast(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_ushort_collect(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ushort_collect(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_ushort_fcollect(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ushort_fcollect(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_ushort_alltoall(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ushort_alltoall(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ushort_alltoalls(ishmem_team_t team, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_ushort_max_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ushort_max_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_ushort_min_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ushort_min_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_ushort_sum_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ushort_sum_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_ushort_prod_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ushort_prod_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_ushort_sum_inscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ushort_sum_inscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_ushort_sum_exscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ushort_sum_exscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_uint_broadcast(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_uint_broadcast(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_uint_collect(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint_collect(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_uint_fcollect(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint_fcollect(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_uint_alltoall(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint_alltoall(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint_alltoalls(ishmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_uint_max_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint_max_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_uint_min_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint_min_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_uint_sum_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint_sum_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_uint_prod_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint_prod_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_uint_sum_inscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint_sum_inscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_uint_sum_exscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint_sum_exscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_ulong_broadcast(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_ulong_broadcast(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_ulong_collect(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulong_collect(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_ulong_fcollect(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulong_fcollect(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_ulong_alltoall(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulong_alltoall(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ulong_alltoalls(ishmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_ulong_max_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulong_max_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_ulong_min_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulong_min_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_ulong_sum_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulong_sum_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_ulong_prod_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulong_prod_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_ulong_sum_inscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulong_sum_inscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_ulong_sum_exscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulong_sum_exscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_ulonglong_broadcast(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_broadcast(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_ulonglong_collect(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_collect(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_ulonglong_fcollect(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_fcollect(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_ulonglong_alltoall(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_alltoall(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ulonglong_alltoalls(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_ulonglong_max_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_max_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_ulonglong_min_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_min_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_ulonglong_sum_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_ulonglong_prod_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_prod_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_ulonglong_sum_inscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_inscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_ulonglong_sum_exscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_exscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_int8_broadcast(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_int8_broadcast(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_int8_collect(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int8_collect(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_int8_fcollect(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int8_fcollect(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_int8_alltoall(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int8_alltoall(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int8_alltoalls(ishmem_team_t team, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_int8_max_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int8_max_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_int8_min_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int8_min_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_int8_sum_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int8_sum_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_int8_prod_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int8_prod_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_int8_sum_inscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int8_sum_inscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_int8_sum_exscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int8_sum_exscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_int16_broadcast(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_int16_broadcast(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_int16_collect(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int16_collect(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_int16_fcollect(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int16_fcollect(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_int16_alltoall(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int16_alltoall(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int16_alltoalls(ishmem_team_t team, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_int16_max_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int16_max_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_int16_min_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int16_min_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_int16_sum_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int16_sum_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_int16_prod_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int16_prod_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_int16_sum_inscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int16_sum_inscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_int16_sum_exscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int16_sum_exscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_int32_broadcast(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_int32_broadcast(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_int32_collect(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int32_collect(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_int32_fcollect(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int32_fcollect(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_int32_alltoall(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int32_alltoall(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int32_alltoalls(ishmem_team_t team, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_int32_max_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int32_max_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_int32_min_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int32_min_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_int32_sum_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int32_sum_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_int32_prod_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int32_prod_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_int32_sum_inscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int32_sum_inscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_int32_sum_exscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int32_sum_exscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_int64_broadcast(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_int64_broadcast(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_int64_collect(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int64_collect(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_int64_fcollect(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int64_fcollect(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_int64_alltoall(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int64_alltoall(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int64_alltoalls(ishmem_team_t team, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_int64_max_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int64_max_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_int64_min_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int64_min_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_int64_sum_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int64_sum_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_int64_prod_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int64_prod_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_int64_sum_inscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int64_sum_inscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_int64_sum_exscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_int64_sum_exscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_uint8_broadcast(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_uint8_broadcast(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_uint8_collect(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint8_collect(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_uint8_fcollect(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint8_fcollect(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_uint8_alltoall(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint8_alltoall(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint8_alltoalls(ishmem_team_t team, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_uint8_max_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint8_max_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_uint8_min_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint8_min_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_uint8_sum_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint8_sum_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_uint8_prod_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint8_prod_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_uint8_sum_inscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint8_sum_inscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_uint8_sum_exscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint8_sum_exscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_uint16_broadcast(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_uint16_broadcast(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_uint16_collect(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint16_collect(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_uint16_fcollect(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint16_fcollect(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_uint16_alltoall(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint16_alltoall(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint16_alltoalls(ishmem_team_t team, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_uint16_max_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint16_max_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_uint16_min_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint16_min_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_uint16_sum_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint16_sum_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_uint16_prod_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint16_prod_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_uint16_sum_inscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint16_sum_inscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_uint16_sum_exscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint16_sum_exscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_uint32_broadcast(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_uint32_broadcast(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_uint32_collect(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint32_collect(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_uint32_fcollect(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint32_fcollect(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_uint32_alltoall(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint32_alltoall(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint32_alltoalls(ishmem_team_t team, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_uint32_max_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint32_max_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_uint32_min_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint32_min_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_uint32_sum_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint32_sum_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_uint32_prod_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint32_prod_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_uint32_sum_inscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint32_sum_inscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_uint32_sum_exscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint32_sum_exscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_uint64_broadcast(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_uint64_broadcast(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_uint64_collect(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint64_collect(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_uint64_fcollect(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint64_fcollect(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_uint64_alltoall(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint64_alltoall(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint64_alltoalls(ishmem_team_t team, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_uint64_max_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint64_max_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_uint64_min_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint64_min_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_uint64_sum_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint64_sum_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_uint64_prod_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint64_prod_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_uint64_sum_inscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint64_sum_inscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_uint64_sum_exscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_uint64_sum_exscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_size_broadcast(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_size_broadcast(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_size_collect(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_size_collect(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_size_fcollect(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_size_fcollect(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_size_alltoall(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_size_alltoall(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_size_alltoalls(ishmem_team_t team, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_size_max_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_size_max_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_size_min_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_size_min_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_size_sum_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_size_sum_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_size_prod_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_size_prod_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_size_sum_inscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_size_sum_inscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_size_sum_exscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_size_sum_exscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
-int ishmem_ptrdiff_broadcast(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_broadcast(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
-int ishmem_ptrdiff_collect(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_collect(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
 /** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
-int ishmem_ptrdiff_fcollect(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_fcollect(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
 /** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
-int ishmem_ptrdiff_alltoall(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_alltoall(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ptrdiff_alltoalls(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int ishmem_ptrdiff_max_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_max_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
-int ishmem_ptrdiff_min_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_min_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
-int ishmem_ptrdiff_sum_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_sum_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
-int ishmem_ptrdiff_prod_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_prod_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int ishmem_ptrdiff_sum_inscan(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_sum_inscan(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int ishmem_ptrdiff_sum_exscan(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_ptrdiff_sum_exscan(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_schar_and_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_schar_and_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_schar_or_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_schar_or_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_schar_xor_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_schar_xor_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_uchar_and_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uchar_and_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_uchar_or_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uchar_or_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_uchar_xor_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uchar_xor_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_ushort_and_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ushort_and_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_ushort_or_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ushort_or_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_ushort_xor_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ushort_xor_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_uint_and_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint_and_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_uint_or_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint_or_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_uint_xor_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint_xor_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_ulong_and_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulong_and_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_ulong_or_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulong_or_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_ulong_xor_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulong_xor_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_ulonglong_and_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_and_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_ulonglong_or_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_or_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_ulonglong_xor_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_ulonglong_xor_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_int8_and_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int8_and_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_int8_or_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int8_or_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_int8_xor_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int8_xor_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_int16_and_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int16_and_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_int16_or_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int16_or_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_int16_xor_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int16_xor_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_int32_and_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int32_and_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_int32_or_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int32_or_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_int32_xor_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int32_xor_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_int64_and_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int64_and_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_int64_or_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int64_or_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_int64_xor_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_int64_xor_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_uint8_and_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint8_and_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_uint8_or_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint8_or_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_uint8_xor_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint8_xor_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_uint16_and_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint16_and_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_uint16_or_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint16_or_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_uint16_xor_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint16_xor_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_uint32_and_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint32_and_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_uint32_or_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint32_or_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_uint32_xor_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint32_xor_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_uint64_and_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint64_and_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_uint64_or_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint64_or_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_uint64_xor_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_uint64_xor_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
-int ishmem_size_and_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_size_and_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
-int ishmem_size_or_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_size_or_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise bitwise XOR over the team (§9.9.11). */
-int ishmem_size_xor_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+ISHMEMI_HOSTDEV int ishmem_size_xor_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event. */
 void *ishmemx_float_put_on_queue(float *dest, const float *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
 /** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
@@ -2089,9 +2089,9 @@ void *ishmemx_ptrdiff_put_on_queue(ptrdiff_t *dest, const ptrdiff_t *source, siz
 /** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
 void *ishmemx_ptrdiff_get_on_queue(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
 /** Put of 8-bit elements. */
-void ishmem_put8(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_put8(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 8-bit elements. */
-void ishmem_get8(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_get8(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 8-bit elements. */
 void ishmem_put8_nbi(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 8-bit elements. */
@@ -2109,9 +2109,9 @@ void ishmem_put8_signal(void *dest, const void *source, size_t nelems, uint64_t 
 /** Non-blocking put_signal of 8-bit elements. */
 void ishmem_put8_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Put of 16-bit elements. */
-void ishmem_put16(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_put16(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 16-bit elements. */
-void ishmem_get16(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_get16(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 16-bit elements. */
 void ishmem_put16_nbi(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 16-bit elements. */
@@ -2129,9 +2129,9 @@ void ishmem_put16_signal(void *dest, const void *source, size_t nelems, uint64_t
 /** Non-blocking put_signal of 16-bit elements. */
 void ishmem_put16_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Put of 32-bit elements. */
-void ishmem_put32(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_put32(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 32-bit elements. */
-void ishmem_get32(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_get32(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 32-bit elements. */
 void ishmem_put32_nbi(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 32-bit elements. */
@@ -2149,9 +2149,9 @@ void ishmem_put32_signal(void *dest, const void *source, size_t nelems, uint64_t
 /** Non-blocking put_signal of 32-bit elements. */
 void ishmem_put32_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Put of 64-bit elements. */
-void ishmem_put64(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_put64(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 64-bit elements. */
-void ishmem_get64(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_get64(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking put of 64-bit elements. */
 void ishmem_put64_nbi(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking get of 64-bit elements. */
@@ -2189,25 +2189,25 @@ void ishmem_put128_signal(void *dest, const void *source, size_t nelems, uint64_
 /** Non-blocking put_signal of 128-bit elements. */
 void ishmem_put128_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Copies nelems bytes to dest on pe. */
-void ishmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_putmem(void *dest, const void *source, size_t nelems, int pe);
 /** Copies nelems bytes from source on pe. */
-void ishmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_getmem(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking putmem. */
-void ishmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 /** Non-blocking getmem. */
-void ishmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+ISHMEMI_HOSTDEV void ishmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
 /** put_signal of nelems bytes. */
-void ishmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+ISHMEMI_HOSTDEV void ishmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking putmem_signal. */
 void ishmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** broadcast of nelems bytes (§9.9.6). */
-int ishmem_broadcastmem(ishmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
+ISHMEMI_HOSTDEV int ishmem_broadcastmem(ishmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
 /** collect of nelems bytes per member (§9.9.7). */
-int ishmem_collectmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_collectmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
 /** fcollect of nelems bytes per member (§9.9.8). */
-int ishmem_fcollectmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_fcollectmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
 /** alltoall of nelems-byte blocks (§9.9.9). */
-int ishmem_alltoallmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
+ISHMEMI_HOSTDEV int ishmem_alltoallmem(ishmem_team_t team, void *dest, const void *source, size_t nelems);
 /** alltoalls of bytes; strides in bytes (§9.9.10). */
 int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the CUDA device library libishmem_device.a into OUTDIR from the
+# shared device sources (device-lib/src, built with target_cuda.h):
+#   device-lib/cuda/build.sh OUTDIR
+# NVCC names the compiler (default: nvcc on PATH); ISHMEM_CUDA_ARCHS the
+# GPU architectures (default "80 90": A100, H100/H200, plus PTX for later).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:?usage: build.sh OUTDIR}"
+nvcc="${NVCC:-nvcc}"
+archs="${ISHMEM_CUDA_ARCHS:-80 90}"
+mkdir -p "$out"
+gencode=()
+last=""
+for a in $archs; do
+    gencode+=(-gencode "arch=compute_$a,code=sm_$a")
+    last=$a
+done
+gencode+=(-gencode "arch=compute_$last,code=compute_$last")
+"$nvcc" -rdc=true -O3 -std=c++17 "${gencode[@]}" -Xcompiler -fPIC \
+    -I "$here/../src" -c "$here/ishmem_device.cu" -o "$out/ishmem_device.o"
+"$nvcc" -lib "$out/ishmem_device.o" -o "$out/libishmem_device.a"
+rm -f "$out/ishmem_device.o"

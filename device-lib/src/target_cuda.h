@@ -1,0 +1,128 @@
+/* Target header: CUDA C++ (nvcc, sm_70 and later). The portable core
+ * (core.h) and the generated families use only these names, so the same
+ * sources build the OpenCL library (target_opencl.h) and this one.
+ *
+ * Memory model: symmetric memory of peers is reached by plain loads and
+ * stores (NVLink or the same GPU); synchronization words, the ring and
+ * AMOs use system-scope atomics (libcu++ cuda::atomic_ref), so they order
+ * with the host proxy thread and with other GPUs. */
+#ifndef ISHMEMI_TARGET_CUDA_H
+#define ISHMEMI_TARGET_CUDA_H
+
+#include <cuda/atomic>
+#include <cstddef>
+#include <cstdint>
+
+#define ISHMEMI_GLOBAL
+#define ISHMEMI_INLINE static __device__ inline
+#define ISHMEMI_API extern "C" __device__
+#define ISHMEMI_VAR __device__
+
+typedef unsigned long ulong;
+typedef unsigned int uint;
+typedef unsigned short ushort;
+typedef unsigned char uchar;
+
+/* C11 spelling in the shared layout header. */
+#ifndef _Static_assert
+#define _Static_assert static_assert
+#endif
+
+#define ISHMEMI_SYS cuda::thread_scope_system
+template <typename T> using ishmemi_ref = cuda::atomic_ref<T, ISHMEMI_SYS>;
+
+ISHMEMI_INLINE int ishmemi_load32(void *p) {
+    return ishmemi_ref<int>(*(int *)p).load(cuda::memory_order_acquire);
+}
+ISHMEMI_INLINE long ishmemi_load64(void *p) {
+    return ishmemi_ref<long>(*(long *)p).load(cuda::memory_order_acquire);
+}
+ISHMEMI_INLINE long ishmemi_load64(const void *p) { return ishmemi_load64((void *)p); }
+ISHMEMI_INLINE void ishmemi_store64(void *p, long v) {
+    ishmemi_ref<long>(*(long *)p).store(v, cuda::memory_order_release);
+}
+ISHMEMI_INLINE void ishmemi_fence_all(void) {
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, ISHMEMI_SYS);
+}
+
+/* AMO opcodes (the same numbering as the runtime's AmoOp). */
+#define ISHMEMI_FETCH 0
+#define ISHMEMI_SET 1
+#define ISHMEMI_SWAP 2
+#define ISHMEMI_CSWAP 3
+#define ISHMEMI_FADD 4
+#define ISHMEMI_FAND 5
+#define ISHMEMI_FOR 6
+#define ISHMEMI_FXOR 7
+
+template <typename T> ISHMEMI_INLINE T ishmemi_amo(void *p, int op, T v, T cond) {
+    ishmemi_ref<T> a(*(T *)p);
+    switch (op) {
+    case ISHMEMI_FETCH: return a.load();
+    case ISHMEMI_SET: a.store(v); return 0;
+    case ISHMEMI_SWAP: return a.exchange(v);
+    case ISHMEMI_CSWAP: a.compare_exchange_strong(cond, v); return cond;
+    case ISHMEMI_FADD: return a.fetch_add(v);
+    case ISHMEMI_FAND: return a.fetch_and(v);
+    case ISHMEMI_FOR: return a.fetch_or(v);
+    default: return a.fetch_xor(v);
+    }
+}
+ISHMEMI_INLINE int ishmemi_amo32(void *p, int op, int v, int cond) { return ishmemi_amo<int>(p, op, v, cond); }
+ISHMEMI_INLINE long ishmemi_amo64(void *p, int op, long v, long cond) { return ishmemi_amo<long>(p, op, v, cond); }
+
+/* 8-bit AMOs: a compare-and-swap loop on the aligned 32-bit word that holds
+ * the byte (little-endian), as the OpenCL target does. */
+ISHMEMI_INLINE char ishmemi_amo8(void *p, int op, char v, char cond) {
+    ulong a = (ulong)p;
+    ishmemi_ref<int> w(*(int *)(a & ~(ulong)3));
+    int shift = (int)(a & 3) * 8;
+    int old = w.load();
+    if (op == ISHMEMI_FETCH) return (char)(old >> shift);
+    for (;;) {
+        char o = (char)(old >> shift), n;
+        switch (op) {
+        case ISHMEMI_CSWAP: if (o != cond) return o; n = v; break;
+        case ISHMEMI_FADD: n = (char)(o + v); break;
+        case ISHMEMI_FAND: n = o & v; break;
+        case ISHMEMI_FOR: n = o | v; break;
+        case ISHMEMI_FXOR: n = o ^ v; break;
+        default: n = v; break; /* set, swap */
+        }
+        int nw = (old & ~(0xff << shift)) | ((int)(uchar)n << shift);
+        if (w.compare_exchange_weak(old, nw)) return o;
+    }
+}
+
+/* Thread groups: an OpenCL work-group is a CUDA block, a sub-group a warp
+ * (the library's _work_group and _sub_group forms are built as _block and
+ * _warp, see names.h). Warp forms expect the whole warp to call. */
+#define CLK_GLOBAL_MEM_FENCE 0
+ISHMEMI_INLINE size_t get_local_size(int d) { return d == 0 ? blockDim.x : d == 1 ? blockDim.y : blockDim.z; }
+ISHMEMI_INLINE size_t get_local_linear_id(void) {
+    return threadIdx.x + (size_t)blockDim.x * (threadIdx.y + (size_t)blockDim.y * threadIdx.z);
+}
+ISHMEMI_INLINE void work_group_barrier(int) { __syncthreads(); }
+ISHMEMI_INLINE uint get_sub_group_local_id(void) { return (uint)(get_local_linear_id() % warpSize); }
+ISHMEMI_INLINE uint get_sub_group_size(void) { return warpSize; }
+ISHMEMI_INLINE void sub_group_barrier(int) { __syncwarp(); }
+
+/* OpenCL's reinterpreting conversions (same size, bits kept). */
+template <typename To, typename From> ISHMEMI_INLINE To ishmemi_bits(From f) {
+    static_assert(sizeof(To) == sizeof(From), "as_type needs equal sizes");
+    To t;
+    __builtin_memcpy(&t, &f, sizeof t);
+    return t;
+}
+#define as_char(x) ishmemi_bits<char>(x)
+#define as_uchar(x) ishmemi_bits<uchar>(x)
+#define as_short(x) ishmemi_bits<short>(x)
+#define as_ushort(x) ishmemi_bits<ushort>(x)
+#define as_int(x) ishmemi_bits<int>(x)
+#define as_uint(x) ishmemi_bits<uint>(x)
+#define as_long(x) ishmemi_bits<long>(x)
+#define as_ulong(x) ishmemi_bits<ulong>(x)
+#define as_float(x) ishmemi_bits<float>(x)
+#define as_double(x) ishmemi_bits<double>(x)
+
+#endif

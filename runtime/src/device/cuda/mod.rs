@@ -1,0 +1,564 @@
+//! The CUDA device: symmetric heaps in NVIDIA GPU memory, device code in
+//! CUDA kernels linked with the CUDA device library (`libishmem_device.a`).
+//!
+//! * Heap: a CUDA virtual-memory allocation (`cuMemCreate`) exported as a
+//!   POSIX file descriptor, which the bootstraps pass to the node's other
+//!   PEs exactly like a memfd; each maps it (`cuMemImportFromShareableHandle`,
+//!   `cuMemMap`) and gives its own GPU access (`cuMemSetAccess`), so kernels
+//!   reach peers' heaps by loads and stores (NVLink, or the same GPU).
+//! * GPU choice: `ISHMEM_CUDA_DEVICE`, else the PE's rank on its node modulo
+//!   the visible GPUs (`CUDA_VISIBLE_DEVICES` is the driver's business). The
+//!   primary context of that GPU is the one the program's CUDA runtime uses.
+//! * Device code reaches the control segment and the reverse-offload ring in
+//!   host memory registered with the driver (mapped, same address on both
+//!   sides); the state it reads (and the peer and team tables) is copied to
+//!   GPU memory, installed into the program by the device library's hook.
+//! * Host operations on GPU memory ([`DeviceMemory`]) are copies on an
+//!   internal non-blocking stream (so they never wait for the program's
+//!   kernels on the legacy default stream), and AMOs are a one-thread kernel
+//!   with system-scope atomics (`host_amo.ptx`): correct against device
+//!   AMOs, at the cost of a kernel launch (several microseconds) each.
+//!
+//! Driver calls go through one function table (`driver.rs`), loaded when
+//! the device is selected: without a driver or a GPU, init fails at once,
+//! naming what was tried.
+
+pub mod driver;
+pub mod library;
+
+use library::library;
+pub use library::{
+    ishmemx_cuda_device_library_t, library_linked, register_library, ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION,
+};
+
+use super::ring_server::RingServer;
+use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
+use crate::ctrl::TEAM_SLOTS;
+use crate::device_state::ishmemx_device_state_t;
+use crate::env::Config;
+use crate::mem::{HeapRegion, Release, HEAP_BASE_ALIGN};
+use crate::types::AmoOp;
+use driver::*;
+use std::ffi::{c_int, c_void, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{Mutex, OnceLock};
+
+/// The PTX of the host-AMO kernel (generated from device-lib/cuda/host_amo.cu).
+const HOST_AMO_PTX: &str = include_str!("host_amo.ptx");
+
+/// The GPU this PE uses, once chosen.
+struct Open {
+    ordinal: usize,
+    dev: CUdevice,
+    ctx: CUcontext,
+    name: String,
+    /// The internal stream for host copies and AMO kernels; the lock
+    /// serializes its users (application threads, the ring server).
+    stream: Mutex<CUstream>,
+    /// The host-AMO kernel and its result word (registered host memory),
+    /// loaded at the first host AMO on GPU memory.
+    amo: OnceLock<Result<AmoKernel, String>>,
+}
+
+struct AmoKernel {
+    func: CUfunction,
+    result: *mut u64,
+}
+
+/// What attach set up, undone by detach.
+struct Attached {
+    /// Host ranges registered with the driver (ring, control segment).
+    registered: Vec<*mut c_void>,
+    /// The GPU copy of the device state and its tables.
+    mirror: CUdeviceptr,
+    /// Where the team table lives in the mirror, and its host original.
+    teams_dst: CUdeviceptr,
+    teams_src: *const u8,
+}
+
+// SAFETY: driver handles and addresses are plain values usable from any
+// thread with the context current; the driver API is thread-safe.
+unsafe impl Send for Open {}
+// SAFETY: as above.
+unsafe impl Sync for Open {}
+// SAFETY: as above.
+unsafe impl Send for Attached {}
+
+/// NVIDIA GPUs through the CUDA driver.
+pub struct CudaDevice {
+    drv: &'static Driver,
+    count: usize,
+    /// `ISHMEM_CUDA_DEVICE`.
+    wanted: Option<u64>,
+    granularity: usize,
+    open: OnceLock<Open>,
+    attached: Mutex<Option<Attached>>,
+    server: Mutex<Option<RingServer>>,
+}
+
+fn unavailable(msg: String) -> DeviceError {
+    DeviceError::Unavailable(msg)
+}
+
+impl CudaDevice {
+    /// Loads the driver and checks there is a GPU (fail fast).
+    pub fn new(config: &Config) -> Result<CudaDevice, DeviceError> {
+        let drv: &'static Driver = Box::leak(Box::new(Driver::load().map_err(unavailable)?));
+        let e = |m: String| unavailable(format!("ISHMEM_DEVICE=cuda: {m}"));
+        // SAFETY: plain driver calls with valid out-pointers.
+        unsafe {
+            drv.check("cuInit", (drv.init)(0))
+                .map_err(|m| e(format!("the CUDA driver {} did not start: {m}", drv.path)))?;
+            let mut n = 0;
+            let r = (drv.device_get_count)(&mut n);
+            if r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && n == 0) {
+                let vis = crate::env::cuda_visible_devices()
+                    .map_or(String::new(), |v| format!(" (CUDA_VISIBLE_DEVICES={v})"));
+                return Err(e(format!("the CUDA driver {} sees no GPU{vis}", drv.path)));
+            }
+            drv.check("cuDeviceGetCount", r).map_err(e)?;
+            let mut dev0 = 0;
+            drv.check("cuDeviceGet", (drv.device_get)(&mut dev0, 0)).map_err(e)?;
+            let prop = alloc_prop(dev0);
+            let mut g = 0usize;
+            drv.check(
+                "cuMemGetAllocationGranularity",
+                (drv.mem_get_allocation_granularity)(&mut g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            )
+            .map_err(e)?;
+            Ok(CudaDevice {
+                drv,
+                count: n as usize,
+                wanted: config.cuda_device,
+                granularity: g.max(crate::mem::page_size()),
+                open: OnceLock::new(),
+                attached: Mutex::new(None),
+                server: Mutex::new(None),
+            })
+        }
+    }
+
+    fn err(&self, r: Result<(), String>) -> Result<(), DeviceError> {
+        r.map_err(DeviceError::Runtime)
+    }
+
+    /// The opened GPU (after `create_heap`).
+    fn gpu(&self) -> Result<&Open, DeviceError> {
+        let o = self.open.get().ok_or_else(|| DeviceError::Runtime("the CUDA device is not open yet".into()))?;
+        // SAFETY: the primary context is retained for the life of the process.
+        self.err(self.drv.check("cuCtxSetCurrent", unsafe { (self.drv.ctx_set_current)(o.ctx) }))?;
+        Ok(o)
+    }
+
+    /// Chooses and opens this PE's GPU (once).
+    fn open(&self, local: LocalRank) -> Result<&Open, DeviceError> {
+        if let Some(o) = self.open.get() {
+            return Ok(o);
+        }
+        let ordinal = match self.wanted {
+            Some(w) if w as usize >= self.count => {
+                return Err(unavailable(format!(
+                    "ISHMEM_CUDA_DEVICE={w}, but the CUDA driver sees {} GPU(s) (0..{})",
+                    self.count,
+                    self.count - 1
+                )))
+            }
+            Some(w) => w as usize,
+            None => local.rank % self.count,
+        };
+        let d = self.drv;
+        let e = |r: Result<(), String>| r.map_err(|m| unavailable(format!("GPU {ordinal}: {m}")));
+        // SAFETY: driver calls with valid out-pointers; the primary context
+        // is retained (never released: programs may use it until exit).
+        unsafe {
+            let mut dev = 0;
+            e(d.check("cuDeviceGet", (d.device_get)(&mut dev, ordinal as c_int)))?;
+            let attr = |a: c_int| -> Result<c_int, DeviceError> {
+                let mut v = 0;
+                e(d.check("cuDeviceGetAttribute", (d.device_get_attribute)(&mut v, a, dev)))?;
+                Ok(v)
+            };
+            let mut name = [0 as std::ffi::c_char; 256];
+            e(d.check("cuDeviceGetName", (d.device_get_name)(name.as_mut_ptr(), 256, dev)))?;
+            let name = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
+            let need = [
+                (CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, "unified addressing"),
+                (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, "virtual memory management"),
+                (
+                    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                    "export of memory as file descriptors",
+                ),
+                (
+                    CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+                    "registered host memory at the host's addresses",
+                ),
+            ];
+            for (a, what) in need {
+                if attr(a)? == 0 {
+                    return Err(unavailable(format!("GPU {ordinal} ({name}) does not support {what}")));
+                }
+            }
+            let mut ctx = std::ptr::null_mut();
+            e(d.check("cuDevicePrimaryCtxRetain", (d.primary_ctx_retain)(&mut ctx, dev)))?;
+            e(d.check("cuCtxSetCurrent", (d.ctx_set_current)(ctx)))?;
+            let mut stream = std::ptr::null_mut();
+            e(d.check("cuStreamCreate", (d.stream_create)(&mut stream, CU_STREAM_NON_BLOCKING)))?;
+            let _ = self.open.set(Open { ordinal, dev, ctx, name, stream: Mutex::new(stream), amo: OnceLock::new() });
+        }
+        self.gpu()
+    }
+
+    /// Reserves address space aligned like CPU heaps, maps allocation `h`
+    /// of `size` bytes there and gives this PE's GPU read-write access.
+    /// The handle is released (the mapping keeps the memory).
+    fn map(&self, o: &Open, h: CUmemGenericAllocationHandle, size: usize, what: &str) -> Result<*mut u8, DeviceError> {
+        let d = self.drv;
+        // SAFETY: driver calls on a handle we hold and a range we reserve.
+        unsafe {
+            let mut va: CUdeviceptr = 0;
+            let r = (d.mem_address_reserve)(&mut va, size, HEAP_BASE_ALIGN, 0, 0);
+            if let Err(m) = d.check("cuMemAddressReserve", r) {
+                (d.mem_release)(h);
+                return Err(DeviceError::Runtime(format!("{what}: {m}")));
+            }
+            let r = (d.mem_map)(va, size, 0, h, 0);
+            (d.mem_release)(h);
+            if let Err(m) = d.check("cuMemMap", r) {
+                (d.mem_address_free)(va, size);
+                return Err(DeviceError::Runtime(format!("{what}: {m}")));
+            }
+            let access = CUmemAccessDesc {
+                location: CUmemLocation { type_: CU_MEM_LOCATION_TYPE_DEVICE, id: o.dev },
+                flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            };
+            let r = (d.mem_set_access)(va, size, &access, 1);
+            if let Err(m) = d.check("cuMemSetAccess", r) {
+                (d.mem_unmap)(va, size);
+                (d.mem_address_free)(va, size);
+                return Err(DeviceError::Runtime(format!(
+                    "{what}: GPU {} ({}) cannot access this memory (can the GPUs map each other's memory?): {m}",
+                    o.ordinal, o.name
+                )));
+            }
+            Ok(va as *mut u8)
+        }
+    }
+
+    /// How a mapping is given back when its region drops.
+    fn release(&self) -> Release {
+        let d = self.drv;
+        let ctx = self.open.get().map_or(std::ptr::null_mut(), |o| o.ctx) as usize;
+        Release::Device(Box::new(move |base, size| {
+            // SAFETY: the range was reserved and mapped by `map`; nothing
+            // uses it after its region is dropped.
+            unsafe {
+                (d.ctx_set_current)(ctx as CUcontext);
+                (d.mem_unmap)(base as CUdeviceptr, size);
+                (d.mem_address_free)(base as CUdeviceptr, size);
+            }
+        }))
+    }
+
+    /// Runs `f` with the internal stream, then waits for it.
+    fn on_stream(&self, what: &str, f: impl FnOnce(CUstream) -> CUresult) -> Result<(), DeviceError> {
+        let o = self.gpu()?;
+        let s = o.stream.lock().unwrap_or_else(|e| e.into_inner());
+        self.err(self.drv.check(what, f(*s)))?;
+        // SAFETY: our own stream.
+        self.err(self.drv.check("cuStreamSynchronize", unsafe { (self.drv.stream_synchronize)(*s) }))
+    }
+
+    fn amo_kernel<'a>(&self, o: &'a Open) -> Result<&'a AmoKernel, DeviceError> {
+        let d = self.drv;
+        o.amo
+            .get_or_init(|| {
+                // SAFETY: loading our PTX into the current (primary) context;
+                // the result word is one registered page of our own.
+                unsafe {
+                    let ptx = CString::new(HOST_AMO_PTX).map_err(|e| e.to_string())?;
+                    let mut m = std::ptr::null_mut();
+                    d.check("cuModuleLoadData (host AMO kernel)", (d.module_load_data)(&mut m, ptx.as_ptr().cast()))?;
+                    let mut func = std::ptr::null_mut();
+                    d.check(
+                        "cuModuleGetFunction",
+                        (d.module_get_function)(&mut func, m, c"ishmemi_host_amo".as_ptr()),
+                    )?;
+                    let page = crate::mem::page_size();
+                    let p = libc::mmap(
+                        std::ptr::null_mut(),
+                        page,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    );
+                    if p == libc::MAP_FAILED {
+                        return Err(std::io::Error::last_os_error().to_string());
+                    }
+                    d.check(
+                        "cuMemHostRegister (host AMO result)",
+                        (d.mem_host_register)(p, page, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+                    )?;
+                    Ok(AmoKernel { func, result: p as *mut u64 })
+                }
+            })
+            .as_ref()
+            .map_err(|m| DeviceError::Runtime(m.clone()))
+    }
+
+    /// Registers host memory for device access at the same address.
+    fn register(&self, base: *mut u8, size: usize, what: &str) -> Result<*mut c_void, DeviceError> {
+        let d = self.drv;
+        // SAFETY: the range is mapped host memory the caller keeps until
+        // detach unregisters it.
+        unsafe {
+            self.err(d.check(
+                &format!("cuMemHostRegister ({what})"),
+                (d.mem_host_register)(base.cast(), size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+            ))?;
+            let mut dp: CUdeviceptr = 0;
+            self.err(d.check("cuMemHostGetDevicePointer", (d.mem_host_get_device_pointer)(&mut dp, base.cast(), 0)))?;
+            if dp != base as u64 {
+                return Err(DeviceError::Runtime(format!(
+                    "the {what} is mapped for the GPU at {dp:#x}, not at its host address {base:p}"
+                )));
+            }
+        }
+        Ok(base.cast())
+    }
+
+    /// Copies `len` host bytes to GPU address `dst`.
+    fn upload(&self, dst: CUdeviceptr, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        let d = self.drv;
+        // SAFETY: src is valid host memory for len bytes; dst our allocation.
+        self.on_stream("cuMemcpyAsync (device state)", |s| unsafe { (d.memcpy_async)(dst, src as u64, len, s) })
+    }
+}
+
+/// The allocation properties of a heap on GPU `dev`.
+fn alloc_prop(dev: CUdevice) -> CUmemAllocationProp {
+    CUmemAllocationProp {
+        type_: CU_MEM_ALLOCATION_TYPE_PINNED,
+        requested_handle_types: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        location: CUmemLocation { type_: CU_MEM_LOCATION_TYPE_DEVICE, id: dev },
+        win32_handle_meta_data: std::ptr::null_mut(),
+        alloc_flags: CUmemAllocFlags::default(),
+    }
+}
+
+impl DeviceMemory for CudaDevice {
+    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let d = self.drv;
+        // SAFETY: the caller's contract (both ranges valid; unified
+        // addressing makes every pointer of the process a CUdeviceptr).
+        self.on_stream("cuMemcpyAsync", |s| unsafe { (d.memcpy_async)(dst as u64, src as u64, len, s) })
+    }
+
+    unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let d = self.drv;
+        // SAFETY: the caller's contract.
+        self.on_stream("cuMemsetD8Async", |s| unsafe { (d.memset_d8_async)(dst as u64, 0, len, s) })
+    }
+
+    unsafe fn atomic(
+        &self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
+    ) -> Result<u64, DeviceError> {
+        let o = self.gpu()?;
+        let k = self.amo_kernel(o)?;
+        let d = self.drv;
+        let (mut a, mut sz, mut opc, mut v, mut c, mut out) =
+            (addr as u64, size as u32, op as u32, operand, cond, k.result as u64);
+        let mut params: [*mut c_void; 6] = [
+            (&mut a as *mut u64).cast(),
+            (&mut sz as *mut u32).cast(),
+            (&mut opc as *mut u32).cast(),
+            (&mut v as *mut u64).cast(),
+            (&mut c as *mut u64).cast(),
+            (&mut out as *mut u64).cast(),
+        ];
+        let s = o.stream.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: our kernel with its six parameters; the stream is ours
+        // and held; the result word is read after the kernel completed.
+        unsafe {
+            self.err(d.check(
+                "cuLaunchKernel (host AMO)",
+                (d.launch_kernel)(k.func, 1, 1, 1, 1, 1, 1, 0, *s, params.as_mut_ptr(), std::ptr::null_mut()),
+            ))?;
+            self.err(d.check("cuStreamSynchronize", (d.stream_synchronize)(*s)))?;
+            Ok(std::ptr::read_volatile(k.result))
+        }
+    }
+}
+
+impl Device for CudaDevice {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn heap_align(&self) -> usize {
+        HEAP_BASE_ALIGN
+    }
+
+    fn heap_granularity(&self) -> usize {
+        self.granularity
+    }
+
+    fn create_heap(&self, size: usize, pe: usize, local: LocalRank) -> Result<HeapRegion, DeviceError> {
+        let o = self.open(local)?;
+        let d = self.drv;
+        let what = format!("cannot create a {size}-byte symmetric heap on GPU {} ({}) for PE {pe}", o.ordinal, o.name);
+        let e = |r: Result<(), String>| r.map_err(|m| DeviceError::Runtime(format!("{what}: {m}")));
+        // SAFETY: driver calls with valid out-pointers; the exported
+        // descriptor is ours to own.
+        unsafe {
+            let prop = alloc_prop(o.dev);
+            let mut h: CUmemGenericAllocationHandle = 0;
+            e(d.check("cuMemCreate", (d.mem_create)(&mut h, size, &prop, 0)))?;
+            let mut fd: c_int = -1;
+            let r = (d.mem_export_to_shareable_handle)(
+                (&mut fd as *mut c_int).cast(),
+                h,
+                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                0,
+            );
+            if let Err(m) = d.check("cuMemExportToShareableHandle", r) {
+                (d.mem_release)(h);
+                return Err(DeviceError::Runtime(format!("{what}: {m}")));
+            }
+            let fd = OwnedFd::from_raw_fd(fd);
+            let base = self.map(o, h, size, &what)?;
+            let region = HeapRegion::device(base, size, Some(fd), self.release());
+            // Zeroed, as CPU heaps are.
+            self.zero(base, size)?;
+            Ok(region)
+        }
+    }
+
+    fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
+        let o = self.gpu()?;
+        let d = self.drv;
+        let what = format!("cannot map the heap of PE {pe} for GPU {} ({})", o.ordinal, o.name);
+        let mut h: CUmemGenericAllocationHandle = 0;
+        // SAFETY: importing a descriptor the peer exported; the descriptor
+        // stays ours (the driver does not take it).
+        let r = unsafe {
+            (d.mem_import_from_shareable_handle)(
+                &mut h,
+                handle.as_raw_fd() as usize as *mut c_void,
+                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            )
+        };
+        d.check("cuMemImportFromShareableHandle", r).map_err(|m| DeviceError::Runtime(format!("{what}: {m}")))?;
+        let base = self.map(o, h, size, &what)?;
+        Ok(HeapRegion::device(base, size, None, self.release()))
+    }
+
+    fn memory(&self) -> Option<&dyn DeviceMemory> {
+        Some(self)
+    }
+
+    fn attach(&self, a: Attach) -> Result<(), DeviceError> {
+        let o = self.gpu()?;
+        let d = self.drv;
+        let mut registered = Vec::new();
+        let ring_size = std::mem::size_of::<crate::ring::Ring>().next_multiple_of(crate::mem::page_size());
+        registered.push(self.register(a.ring as *const _ as *mut u8, ring_size, "reverse-offload ring")?);
+        let ctrl_size = a.ctrl.1.next_multiple_of(crate::mem::page_size());
+        registered.push(self.register(a.ctrl.0, ctrl_size, "control segment")?);
+        // The state and its tables, copied to GPU memory: device code reads
+        // them on every operation.
+        // SAFETY: the state and the tables it points to live as long as
+        // the running PE (the caller's contract of Attach).
+        let st: ishmemx_device_state_t = unsafe { *a.state };
+        let n = st.n_pes as usize;
+        let head = std::mem::size_of::<ishmemx_device_state_t>().next_multiple_of(64);
+        let bases = head;
+        let locals = bases + 8 * n;
+        let teams = (locals + n).next_multiple_of(64);
+        let teams_len = 2 * TEAM_SLOTS * 8;
+        let total = teams + teams_len;
+        let mut mirror: CUdeviceptr = 0;
+        // SAFETY: an allocation of ours.
+        self.err(d.check("cuMemAlloc (device state)", unsafe { (d.mem_alloc)(&mut mirror, total) }))?;
+        let mut copy = st;
+        copy.peer_heap_base = mirror + bases as u64;
+        copy.peer_is_local = mirror + locals as u64;
+        copy.teams = mirror + teams as u64;
+        self.upload(mirror, (&copy as *const ishmemx_device_state_t).cast(), std::mem::size_of_val(&copy))?;
+        self.upload(mirror + bases as u64, st.peer_heap_base as *const u8, 8 * n)?;
+        self.upload(mirror + locals as u64, st.peer_is_local as *const u8, n)?;
+        self.upload(mirror + teams as u64, st.teams as *const u8, teams_len)?;
+        if let Some(lib) = library() {
+            // SAFETY: the library's hook, with the GPU ordinal and the GPU
+            // address of the state.
+            let rc = unsafe { (lib.install)(o.ordinal as c_int, mirror as *mut c_void) };
+            if rc != 0 {
+                return Err(DeviceError::Runtime(format!(
+                    "the CUDA device library could not install the device state on GPU {} (CUDA runtime error {rc})",
+                    o.ordinal
+                )));
+            }
+        }
+        *self.attached.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(Attached { registered, mirror, teams_dst: mirror + teams as u64, teams_src: st.teams as *const u8 });
+        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
+        Ok(())
+    }
+
+    fn teams_changed(&self) -> Result<(), DeviceError> {
+        let g = self.attached.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_ref() {
+            Some(a) => self.upload(a.teams_dst, a.teams_src, 2 * TEAM_SLOTS * 8),
+            None => Ok(()),
+        }
+    }
+
+    fn detach(&self) {
+        self.server.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(a) = self.attached.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if self.gpu().is_ok() {
+                // SAFETY: undoing attach's registrations and allocation; no
+                // device code runs any more (the program finalizes).
+                unsafe {
+                    for p in a.registered {
+                        (self.drv.mem_host_unregister)(p);
+                    }
+                    (self.drv.mem_free)(a.mirror);
+                }
+            }
+        }
+    }
+
+    fn native(&self, what: Native) -> Result<*mut c_void, DeviceError> {
+        let o = self.gpu()?;
+        match what {
+            Native::Context => Ok(o.ctx),
+            _ => Err(DeviceError::Runtime(format!(
+                "the cuda device has no OpenCL {what:?}: CUDA programs use the GPU's own (ordinal {})",
+                o.ordinal
+            ))),
+        }
+    }
+
+    fn link_program(&self, _il: &[u8]) -> Result<*mut c_void, DeviceError> {
+        Err(DeviceError::Runtime(
+            "the cuda device links device code at build time (nvcc -rdc=true ... $(pkg-config --libs ishmem-cuda)), not from SPIR-V".into(),
+        ))
+    }
+
+    fn enqueue(&self, _op: QueueOp, _q: *mut c_void, _deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
+        Err(DeviceError::Runtime(
+            "the *_on_queue routines take OpenCL queues (the cpu device); the cuda device has no queue operations in this version".into(),
+        ))
+    }
+
+    fn wait(&self, _events: &[*mut c_void]) -> Result<(), DeviceError> {
+        Err(DeviceError::Runtime("the cuda device has no queue events in this version".into()))
+    }
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the CUDA device library and the GPU tests into OUTDIR with a CUDA
+# 13 nvcc (NVCC; tests/cuda/nvcc.sh installs one from PyPI where there is
+# none). Needs no GPU: CI builds them to check they compile.
+#   tests/cuda/build.sh OUTDIR
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${1:?usage: build.sh OUTDIR}"
+nvcc="${NVCC:-nvcc}"
+lib="${ISHMEM_LIBDIR:-$root/target/release}"
+mkdir -p "$out"
+NVCC="$nvcc" "$root/device-lib/cuda/build.sh" "$out"
+cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
+"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/test_cuda.cu" -I "$root/bindings/c/include" \
+    -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/test_cuda"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU test suite (tests/cuda/test_cuda.cu) on the GPUs of this machine:
+# 2 PEs, one GPU each when there are two or more, and 2 PEs sharing GPU 0;
+# each with load/store to peers and with every device operation through the
+# reverse-offload ring (ISHMEM_DEVICE_RING_ALL=1).
+#
+#   tests/cuda/run.sh [BUILD_DIR]
+#
+# Needs libishmem.so and ishmrun (ISHMEM_LIBDIR, ISHMEM_BINDIR; default
+# target/release) and a CUDA 13 nvcc (NVCC, default nvcc on PATH), unless
+# BUILD_DIR already holds libishmem_device.a and test_cuda (built by
+# tests/cuda/build.sh, as CI does without a GPU).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${1:-$root/target/cuda-test}"
+lib="${ISHMEM_LIBDIR:-$root/target/release}"
+bin="${ISHMEM_BINDIR:-$root/target/release}"
+fail() { echo "cuda tests: FAIL: $*" >&2; exit 1; }
+[ -f "$build/test_cuda" ] || "$root/tests/cuda/build.sh" "$build"
+[ -e "$lib/libishmem.so.0" ] || ln -sf libishmem.so "$lib/libishmem.so.0"
+export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+ngpu="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
+[ "$ngpu" -ge 1 ] || fail "no GPU (nvidia-smi -L lists none)"
+run() { # label, env..., then mode
+    local label="$1"; shift
+    local t0=$SECONDS
+    if ! out="$(env "$@" "$bin/ishmrun" -n 2 -t 600 "$build/test_cuda" all 2>&1)"; then
+        echo "$out" >&2; fail "$label"
+    fi
+    echo "$out" | grep -q "cuda all ok on 2 PEs" || { echo "$out" >&2; fail "$label printed no result"; }
+    echo "ok: $label ($((SECONDS - t0)) s)"
+}
+for ring in 0 1; do
+    if [ "$ngpu" -ge 2 ]; then
+        run "2 PEs on 2 GPUs, ring-all $ring" ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0,1
+    fi
+    run "2 PEs sharing GPU 0, ring-all $ring" ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0
+done
+echo "cuda tests: ok ($ngpu GPU(s))"
