@@ -9,7 +9,7 @@
 #define ISHMEMI_INLINE static inline
 /* An exported routine of the library, and its program-scope state. */
 #define ISHMEMI_API
-#define ISHMEMI_VAR ISHMEMI_GLOBAL
+#define ISHMEMI_VAR
 
 #define ISHMEMI_SCOPE memory_scope_all_svm_devices
 
