@@ -194,12 +194,15 @@ __global__ void amo_storm(long *ctr, int *ictr, uint64_t *cas_ctr, uint64_t *bit
         if (k == 0) fetched[tid] = old;
         ishmem_int_atomic_inc(ictr, pe);
     }
-    // A compare-and-swap increment on PE 0 (retries until it wins).
-    uint64_t v = ishmem_uint64_atomic_fetch(cas_ctr, 0);
-    for (;;) {
-        uint64_t seen = ishmem_uint64_atomic_compare_swap(cas_ctr, v, v + 1, 0);
-        if (seen == v) break;
-        v = seen;
+    // A compare-and-swap increment on PE 0 by one thread per block
+    // (retries until it wins; every thread would make it quadratic).
+    if (threadIdx.x == 0) {
+        uint64_t v = ishmem_uint64_atomic_fetch(cas_ctr, 0);
+        for (;;) {
+            uint64_t seen = ishmem_uint64_atomic_compare_swap(cas_ctr, v, v + 1, 0);
+            if (seen == v) break;
+            v = seen;
+        }
     }
     // Each thread of each PE sets one distinct bit on the last PE.
     size_t bit = (size_t)me * gridDim.x * blockDim.x + tid;
@@ -229,7 +232,7 @@ static void test_amo() {
     long want = (long)(nthreads * iters);
     CHECK(c == want, "fetch_add total %ld, want %ld", c, want);
     CHECK(ic == (int)want, "inc total %d, want %ld", ic, want);
-    if (me == 0) CHECK(cc == nthreads * npes, "compare_swap counter %lu, want %zu", (unsigned long)cc, nthreads * npes);
+    if (me == 0) CHECK(cc == (uint64_t)blocks * npes, "compare_swap counter %lu, want %d", (unsigned long)cc, blocks * npes);
     // The host's AMOs on GPU memory (a kernel each) are atomic with the
     // device's: add from the host too.
     for (int i = 0; i < 100; i++) ishmem_long_atomic_add(ctr, 1, (me + 1) % npes);
