@@ -19,5 +19,13 @@ done
 gencode+=(-gencode "arch=compute_$last,code=compute_$last")
 "$nvcc" -rdc=true -O3 -std=c++17 "${gencode[@]}" -Xcompiler -fPIC \
     -I "$here/../src" -c "$here/ishmem_device.cu" -o "$out/ishmem_device.o"
+# nvcc gives every __device__ function a host-side stub (which calls exit)
+# under the same name. The routines that also exist on the host must
+# resolve to libishmem's, so the stubs become local symbols of the object.
+objcopy --wildcard --localize-symbol='ishmem_*' --localize-symbol='ishmemx_*' "$out/ishmem_device.o"
+if nm "$out/ishmem_device.o" | grep -qE ' [TDB] ishmemx?_'; then
+    echo "device-lib/cuda/build.sh: host stubs of device routines are still global" >&2
+    exit 1
+fi
 "$nvcc" -lib "$out/ishmem_device.o" -o "$out/libishmem_device.a"
 rm -f "$out/ishmem_device.o"
