@@ -91,7 +91,10 @@ template <typename T> static void test_rma_type(const char *name, void (*kernel)
     for (int how = 0; how < 8; how++) {
         for (size_t n : sizes) {
             for (size_t off : {(size_t)0, (size_t)3}) {
+                // cudaMemset is asynchronous: complete it before a peer
+                // may write here (its kernel can run first, on this GPU).
                 CK(cudaMemset(dst, 0, (maxn + 2 * pad) * sizeof(T)));
+                CK(cudaDeviceSynchronize());
                 ishmem_barrier_all();
                 int put = how % 2 == 0;
                 int threads = how == 2 || how == 3 ? 256 : how == 4 || how == 5 ? 32 : 1;
@@ -315,6 +318,7 @@ static void test_fence() {
     long *bad = nullptr;
     CK(cudaMalloc(&bad, sizeof(long)));
     CK(cudaMemset(bad, 0, sizeof(long)));
+    CK(cudaDeviceSynchronize());
     ishmem_barrier_all();
     if (npes >= 2 && me == 0) fence_writer<<<1, 1>>>(data, flag, iters, 1);
     if (npes >= 2 && me == 1) fence_reader<<<1, 1>>>(data, flag, bad, iters, 0);
@@ -354,6 +358,7 @@ static void test_barrier() {
     for (int form = 0; form < 2; form++) {
         CK(cudaMemset(bad, 0, sizeof(long)));
         CK(cudaMemset(ctr, 0, sizeof(long)));
+        CK(cudaDeviceSynchronize());
         ishmem_barrier_all();
         barrier_rounds<<<1, form ? 128 : 1>>>(ctr, bad, 200, form);
         sync_kernel();
