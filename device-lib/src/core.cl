@@ -51,6 +51,12 @@ ISHMEMI_API void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
         ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
         return;
     }
+    if (!ISHMEMI_HOST_REACHES(source)) {
+        /* The data in the messages, then the signal: served in order. */
+        ishmemi_ring_put_inline(dest, source, nelems, pe, 0);
+        ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
+        return;
+    }
     ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_PUT_SIGNAL, (ulong)dest, (ulong)source, nelems, signal,
                                         (ulong)sig_addr, pe, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, 0));
 }

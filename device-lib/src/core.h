@@ -115,10 +115,48 @@ ISHMEMI_INLINE void ishmemi_check_strided(uint op, ISHMEMI_GLOBAL const void *sy
     if (nelems > 1) ishmemi_check(op, (ISHMEMI_GLOBAL const char *)sym + (long)(nelems - 1) * stride * (long)elem, elem, pe);
 }
 
+/* Whether the host proxy can read or write a local buffer the device
+ * passes through the ring (CUDA: not a thread's local or a block's shared
+ * memory; OpenCL: every pointer here is global). */
+#ifndef ISHMEMI_HOST_REACHES
+#define ISHMEMI_HOST_REACHES(p) 1
+#endif
+
+/* A put whose source the host cannot read (device-local memory): the bytes
+ * travel in the ring messages, 8 at a time; the server performs them in
+ * order, so waiting for the last one completes them all. */
+ISHMEMI_INLINE void ishmemi_ring_put_inline(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe,
+                                           int nbi) {
+    ISHMEMI_GLOBAL const uchar *s = (ISHMEMI_GLOBAL const uchar *)src;
+    for (size_t i = 0; i < n; i += 8) {
+        size_t k = n - i < 8 ? n - i : 8;
+        ulong bits = 0;
+        for (size_t b = 0; b < k; b++) bits |= (ulong)s[i + b] << (8 * b);
+        int last = i + 8 >= n;
+        ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)dest + i, 0, bits, k, 0, pe, 0,
+                                    last && !nbi ? 0 : ISHMEMI_RING_OP_FLAG_NBI);
+        if (last && !nbi) ishmemi_ring_wait(t);
+    }
+}
+
+/* A get into a buffer the host cannot write: 8 bytes per round trip. */
+ISHMEMI_INLINE void ishmemi_ring_get_inline(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe) {
+    ISHMEMI_GLOBAL uchar *d = (ISHMEMI_GLOBAL uchar *)dest;
+    for (size_t i = 0; i < n; i += 8) {
+        size_t k = n - i < 8 ? n - i : 8;
+        ulong bits = ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_G, 0, (ulong)src + i, k, 0, 0, pe, 0, 0));
+        for (size_t b = 0; b < k; b++) d[i + b] = (uchar)(bits >> (8 * b));
+    }
+}
+
 ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
+        return;
+    }
+    if (!ISHMEMI_HOST_REACHES(src)) {
+        ishmemi_ring_put_inline(dest, src, n, pe, nbi);
         return;
     }
     ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_PUT, (ulong)dest, (ulong)src, n, 0, 0, pe, 0, nbi ? ISHMEMI_RING_OP_FLAG_NBI : 0);
@@ -129,6 +167,10 @@ ISHMEMI_INLINE void ishmemi_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
     ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
+        return;
+    }
+    if (!ISHMEMI_HOST_REACHES(dest)) {
+        ishmemi_ring_get_inline(dest, src, n, pe);
         return;
     }
     ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_GET, (ulong)dest, (ulong)src, n, 0, 0, pe, 0, nbi ? ISHMEMI_RING_OP_FLAG_NBI : 0);

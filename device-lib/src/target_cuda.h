@@ -28,6 +28,10 @@ typedef unsigned char uchar;
 #define _Static_assert static_assert
 #endif
 
+/* The host proxy reaches global memory (and registered host memory), not a
+ * thread's local memory or a block's shared memory. */
+#define ISHMEMI_HOST_REACHES(p) __isGlobal((const void *)(p))
+
 #define ISHMEMI_SYS cuda::thread_scope_system
 template <typename T> using ishmemi_ref = cuda::atomic_ref<T, ISHMEMI_SYS>;
 
