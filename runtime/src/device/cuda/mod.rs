@@ -466,6 +466,10 @@ impl Device for CudaDevice {
     fn attach(&self, a: Attach) -> Result<(), DeviceError> {
         let o = self.gpu()?;
         let d = self.drv;
+        // The host-AMO kernel is loaded now, before any program kernel runs:
+        // loading a module can wait for the GPU's running kernels, and a
+        // kernel waiting on the ring for a host AMO would never finish.
+        self.amo_kernel(o)?;
         let mut registered = Vec::new();
         let ring_size = std::mem::size_of::<crate::ring::Ring>().next_multiple_of(crate::mem::page_size());
         registered.push(self.register(a.ring as *const _ as *mut u8, ring_size, "reverse-offload ring")?);
