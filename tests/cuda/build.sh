@@ -13,3 +13,5 @@ NVCC="$nvcc" "$root/device-lib/cuda/build.sh" "$out"
 cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
 "$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/test_cuda.cu" -I "$root/bindings/c/include" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/test_cuda"
+"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/bench_cuda.cu" -I "$root/bindings/c/include" \
+    -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/bench_cuda"
