@@ -94,7 +94,7 @@ int main() {
     // Put bandwidth: 32 blocks x 1024 threads for large sizes.
     for (size_t bytes = 8; bytes <= maxb; bytes *= 4) {
         int blocks = bytes >= ((size_t)1 << 20) ? 32 : 1;
-        int threads = bytes >= 4096 ? 1024 : 32;
+        int threads = bytes >= 4096 ? 512 : 32; // 1024 exceeds the registers per block
         int iters = bytes <= ((size_t)1 << 20) ? 200 : bytes <= ((size_t)16 << 20) ? 20 : 5;
         ishmem_barrier_all();
         if (me == 0) {
