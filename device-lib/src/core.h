@@ -235,11 +235,27 @@ ISHMEMI_INLINE long ishmemi_amo64_pe(ISHMEMI_GLOBAL void *dest, int op, long v, 
 
 ISHMEMI_INLINE size_t ishmemi_wg_size(void) { return get_local_size(0) * get_local_size(1) * get_local_size(2); }
 
-ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
-    size_t lid = get_local_linear_id(), lsz = ishmemi_wg_size();
+/* A group copy by `lsz` work-items, this one being `lid`. Interleaved 16-byte
+ * pieces where the target coalesces them (GPUs: neighbouring work-items
+ * touch neighbouring bytes), else one contiguous chunk each (CPU caches). */
+ISHMEMI_INLINE void ishmemi_group_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
+                                      size_t lsz) {
+#ifdef ISHMEMI_COALESCED_COPY
+    if ((((ulong)dst | (ulong)src) & 15) == 0) {
+        size_t vecs = n / 16;
+        for (size_t i = lid; i < vecs; i += lsz)
+            *(ISHMEMI_GLOBAL long2 *)(dst + 16 * i) = *(ISHMEMI_GLOBAL const long2 *)(src + 16 * i);
+        for (size_t i = 16 * vecs + lid; i < n; i += lsz) dst[i] = src[i];
+        return;
+    }
+#endif
     size_t chunk = ((n + lsz - 1) / lsz + 15) & ~(size_t)15;
     size_t lo = lid * chunk;
     if (lo < n) ishmemi_copy(dst + lo, src + lo, min(chunk, n - lo));
+}
+
+ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
+    ishmemi_group_copy(dst, src, n, get_local_linear_id(), ishmemi_wg_size());
 }
 
 ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
@@ -265,10 +281,7 @@ ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
 /* ----- sub-group forms: the same sharing over the calling sub-group ----- */
 
 ISHMEMI_INLINE void ishmemi_sg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
-    size_t lid = get_sub_group_local_id(), lsz = get_sub_group_size();
-    size_t chunk = ((n + lsz - 1) / lsz + 15) & ~(size_t)15;
-    size_t lo = lid * chunk;
-    if (lo < n) ishmemi_copy(dst + lo, src + lo, min(chunk, n - lo));
+    ishmemi_group_copy(dst, src, n, get_sub_group_local_id(), get_sub_group_size());
 }
 
 ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {

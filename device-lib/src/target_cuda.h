@@ -32,6 +32,9 @@ typedef unsigned char uchar;
  * thread's local memory or a block's shared memory. */
 #define ISHMEMI_HOST_REACHES(p) __isGlobal((const void *)(p))
 
+/* Group copies interleave 16-byte pieces across the threads (coalesced). */
+#define ISHMEMI_COALESCED_COPY 1
+
 #define ISHMEMI_SYS cuda::thread_scope_system
 template <typename T> using ishmemi_ref = cuda::atomic_ref<T, ISHMEMI_SYS>;
 

@@ -6,7 +6,7 @@
 // with ISHMEM_DEVICE_RING_ALL=1 every device operation goes through the
 // reverse-offload ring (thousands of requests: the ring wraps around).
 //
-//   test_cuda MODE      MODE: rma | amo | pingpong | fence | barrier | mixed | all
+//   test_cuda MODE [small]   MODE: rma | amo | pingpong | fence | barrier | mixed | all
 #include <ishmem.h>
 #include <ishmemx.h>
 
@@ -18,6 +18,10 @@
 
 static int me, npes;
 static int failures;
+// "small": the AMO storm with fewer threads (for 2 PEs sharing one GPU with
+// every operation through the ring: the two processes time-slice the GPU,
+// so each host-performed request waits for a context switch).
+static bool small;
 
 #define CK(call)                                                                                    \
     do {                                                                                           \
@@ -213,7 +217,7 @@ __global__ void amo_storm(long *ctr, int *ictr, uint64_t *cas_ctr, uint64_t *bit
 }
 
 static void test_amo() {
-    const int blocks = 32, threads = 256, iters = 4;
+    const int blocks = small ? 4 : 32, threads = 256, iters = small ? 1 : 4;
     const size_t nthreads = (size_t)blocks * threads;
     long *ctr = (long *)ishmem_calloc(1, sizeof(long));
     int *ictr = (int *)ishmem_calloc(1, sizeof(int));
@@ -429,6 +433,7 @@ static void test_mixed() {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "all";
+    small = argc > 2 && strcmp(argv[2], "small") == 0;
     ishmem_init();
     me = ishmem_my_pe();
     npes = ishmem_n_pes();
