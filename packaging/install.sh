@@ -74,6 +74,16 @@ if command -v clang-14 >/dev/null 2>&1 && command -v llvm-spirv-14 >/dev/null 2>
 else
     echo "install.sh: clang-14/llvm-spirv-14 not found: device library not built" >&2
 fi
+# The CUDA device library (when a CUDA 13 nvcc is here: NVCC, or nvcc on
+# PATH): libishmem_device.a for CUDA programs linked with -rdc=true, and its
+# pkg-config file for nvcc.
+nvcc="${NVCC:-$(command -v nvcc || true)}"
+if [ -n "$nvcc" ]; then
+    NVCC="$nvcc" device-lib/cuda/build.sh "$prefix/lib" >/dev/null
+    subst $t/ishmem-cuda.pc.in "$prefix/lib/pkgconfig/ishmem-cuda.pc"
+else
+    echo "install.sh: nvcc not found: CUDA device library not built (set NVCC to a CUDA 13 nvcc)" >&2
+fi
 # MPI proxy plugins (PEs on other nodes, through MPI-3 RMA), one per MPI ABI
 # family whose compiler wrapper is here, into <libdir>/ishmem/ where the
 # library looks. Building them needs libclang (the mpi crate's bindings).

@@ -87,15 +87,23 @@ else
 fi
 # The installable SDK: prefix install, relocation, Lmod and Tcl modules,
 # pkg-config and CMake, shared and static, ishmem-info, release tarball.
-ISHMEM_TCL_MODULECMD="$modulecmd" tests/sdk/test-sdk.sh
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+nvcc="$(tests/cuda/nvcc.sh)"
+NVCC="$nvcc" ISHMEM_TCL_MODULECMD="$modulecmd" tests/sdk/test-sdk.sh
 echo "sdk: 1 passed, 0 failed"
 # Device-initiated operations from OpenCL C kernels on the CPU device.
 TEST_DEVICE_MPI=1 ISHMEM_TEST_OPENCL_VENV="$oclvenv" tests/device/test-device.sh
 echo "device: 1 passed, 0 failed"
+# The CUDA device library and the GPU tests (tests/cuda), compiled with a
+# CUDA 13.0 nvcc from PyPI; the checked-in host-AMO PTX must be what that
+# compiler makes. No GPU here: they are not run (tests/cuda/run.sh runs them
+# on a machine with NVIDIA GPUs; docs/device.md).
+NVCC="$nvcc" device-lib/cuda/gen-host-amo.sh --check
+NVCC="$nvcc" ISHMEM_LIBDIR="$target/debug" tests/cuda/build.sh "$target/cuda-test" >/dev/null
+echo "cuda: device library, GPU tests and benchmark built; NOT run (no GPU on this machine: tests/cuda/run.sh on a GPU machine)"
 # Benchmarks, smoke mode (they must run; no timing is asserted): ishmem-perf
 # on 2 PEs, its charts, and the side-by-side C benchmark against Open MPI's
 # OSHMEM.
-target="${CARGO_TARGET_DIR:-$PWD/target}"
 rm -f "$target/perf-smoke.csv"
 "$target/debug/ishmrun" -n 2 -t 300 "$target/debug/ishmem-perf" run --quick --csv "$target/perf-smoke.csv" > /dev/null
 "$target/debug/ishmem-perf" plot --input "$target/perf-smoke.csv" --out "$target/perf-smoke-plots" > /dev/null

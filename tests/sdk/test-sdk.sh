@@ -55,6 +55,20 @@ build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
 echo "== Lmod"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; $check_env; $build_run" \
     || fail "Lmod: module load, build or run"
+if [ -n "${NVCC:-}" ]; then
+    # The CUDA device library and the nvcc pkg-config file (no GPU here:
+    # the -L names the CUDA runtime of a PyPI nvcc, which a CUDA install's
+    # nvcc finds itself; the program is built, and its run must fail at once naming what it
+    # tried; tests/cuda/run.sh runs CUDA programs on a GPU machine).
+    echo "== CUDA (build with nvcc; run without a GPU fails fast)"
+    [ -f "$P/lib/libishmem_device.a" ] && [ -f "$P/lib/pkgconfig/ishmem-cuda.pc" ] || fail "the CUDA device library is not installed"
+    cp "$root/packaging/examples/cuda_ring.cu" "$tmp/"
+    clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; cd $tmp
+        $NVCC -rdc=true -arch=sm_90 cuda_ring.cu \$(pkg-config --cflags --libs ishmem-cuda) -L$(dirname "$NVCC")/../lib -o cuda_ring
+        if out=\$(timeout 20 ishmrun -n 2 ./cuda_ring 2>&1); then echo \"\$out\"; exit 1; fi
+        echo \"\$out\" | grep -q 'ishmem_init: no CUDA driver: tried libcuda.so.1' || { echo \"\$out\"; exit 1; }" \
+        || fail "CUDA: build with pkg-config ishmem-cuda, or the no-driver message"
+fi
 echo "== Environment Modules (Tcl)"
 clean "export MODULEPATH=$P/share/modulefiles/tcl; eval \"\$(tclsh $modulecmd_tcl bash load ishmem)\"; $check_env; $build_run" \
     || fail "Tcl modules: module load, build or run"
