@@ -37,6 +37,11 @@ install -m 755 "$target/libishmem.so" "$prefix/lib/libishmem.so.$version"
 ln -sf "libishmem.so.$version" "$prefix/lib/libishmem.so.$major"
 ln -sf "libishmem.so.$major" "$prefix/lib/libishmem.so"
 install -m 644 "$target/libishmem.a" "$prefix/lib/"
+# The profiling interface (OpenSHMEM 1.5 §10): in the static library the
+# shmem_ names are weak, so a program's own shmem_ wrappers replace them and
+# reach the library through the pshmem_ names (in the shared library, the
+# program's definitions take precedence anyway).
+objcopy --wildcard --weaken-symbol='shmem_*' "$prefix/lib/libishmem.a"
 cp -R bindings/c/include/. "$prefix/include/"
 subst() {
     sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" \

@@ -234,7 +234,9 @@ impl Inner {
                 let r = *self.recvs[i].buf;
                 let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
                 let sz = r.size as usize;
-                if !matches!(sz, 1 | 2 | 4 | 8) || r.offset as usize % sz != 0 || !in_region(r.offset as usize, sz, len)
+                if !matches!(sz, 1 | 2 | 4 | 8)
+                    || !(r.offset as usize).is_multiple_of(sz)
+                    || !in_region(r.offset as usize, sz, len)
                 {
                     return Err(format!(
                         "AMO request from PE {} is out of bounds (region {}, offset {}, size {})",

@@ -55,11 +55,11 @@ impl State {
         }
         let (start, stride, size) = (pe_start as usize, 1usize << log_stride, pe_size as usize);
         let d = self.my_pe as isize - start as isize;
-        if d < 0 || d as usize % stride != 0 || d as usize / stride >= size {
+        if d < 0 || !(d as usize).is_multiple_of(stride) || d as usize / stride >= size {
             fatal(call, format_args!("this PE is not in the active set (PE_start {pe_start}, logPE_stride {log_stride}, PE_size {pe_size})"))
         }
         let psync_off = self.sym_offset(call, "pSync", psync as *const u8, SYNC_SIZE * 8);
-        if (psync as usize) % 8 != 0 {
+        if !(psync as usize).is_multiple_of(8) {
             fatal(call, format_args!("pSync {psync:p} is not aligned to 8 bytes"))
         }
         ActiveSet { call, start, stride, size, my_rank: d as usize / stride, psync, psync_off }

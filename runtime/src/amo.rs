@@ -96,10 +96,49 @@ pub enum CmpValues<T> {
 pub enum SyncMode {
     /// Every included element satisfies the condition.
     All,
-    /// Some included element does: report its index.
+    /// Some included element does: report its index. Fair: see
+    /// [`AnyCursor`].
     Any,
     /// Some do: report all their indices into the array.
     Some(*mut usize),
+}
+
+/// Where the next `*_any` search on an array starts. OpenSHMEM asks that
+/// repeated `test_any`/`wait_until_any` calls not starve satisfied
+/// elements; each thread remembers, per ivars array (the last
+/// [`AnyCursor::SLOTS`] arrays it searched), the index after the one it last
+/// returned, and the next search starts there and wraps around. A program
+/// that calls `test_any` until every index has been returned sees every
+/// satisfied index in turn, in ascending order from where it left off.
+struct AnyCursor {
+    /// (ivars address, next start index); address 0 is an empty slot.
+    slots: [(usize, usize); AnyCursor::SLOTS],
+    /// Slot to replace when an array not in the table comes.
+    victim: usize,
+}
+
+impl AnyCursor {
+    const SLOTS: usize = 8;
+
+    /// The start index for a search over `nelems` elements at `ivars`.
+    fn start(&self, ivars: usize, nelems: usize) -> usize {
+        self.slots.iter().find(|s| s.0 == ivars).map_or(0, |s| if nelems == 0 { 0 } else { s.1 % nelems })
+    }
+
+    /// Records that a search at `ivars` returned `found`.
+    fn returned(&mut self, ivars: usize, found: usize) {
+        if let Some(s) = self.slots.iter_mut().find(|s| s.0 == ivars) {
+            s.1 = found + 1;
+            return;
+        }
+        self.slots[self.victim] = (ivars, found + 1);
+        self.victim = (self.victim + 1) % Self::SLOTS;
+    }
+}
+
+thread_local! {
+    static ANY_CURSOR: std::cell::RefCell<AnyCursor> =
+        const { std::cell::RefCell::new(AnyCursor { slots: [(0, 0); AnyCursor::SLOTS], victim: 0 }) };
 }
 
 impl State {
@@ -299,6 +338,11 @@ impl State {
                 compare(cmp, self.load_mine::<T>(call, off + i * size_of::<T>()), v)
             };
             let any_included = (0..nelems).any(included);
+            let start = if matches!(mode, SyncMode::Any) {
+                ANY_CURSOR.with(|c| c.borrow().start(ivars as usize, nelems))
+            } else {
+                0
+            };
             let mut result = 0usize;
             let mut poll = || -> bool {
                 match mode {
@@ -307,7 +351,8 @@ impl State {
                         (0..nelems).all(|i| !included(i) || holds(i))
                     }
                     SyncMode::Any => {
-                        result = (0..nelems).find(|&i| included(i) && holds(i)).unwrap_or(usize::MAX);
+                        result =
+                            (start..nelems).chain(0..start).find(|&i| included(i) && holds(i)).unwrap_or(usize::MAX);
                         result != usize::MAX
                     }
                     SyncMode::Some(indices) => {
@@ -345,9 +390,33 @@ impl State {
                     } else {
                         poll();
                     }
+                    if matches!(mode, SyncMode::Any) && result != usize::MAX {
+                        ANY_CURSOR.with(|c| c.borrow_mut().returned(ivars as usize, result));
+                    }
                     result
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AnyCursor;
+
+    #[test]
+    fn any_cursor_rotates_per_array() {
+        let mut c = AnyCursor { slots: [(0, 0); AnyCursor::SLOTS], victim: 0 };
+        assert_eq!(c.start(0x1000, 4), 0);
+        c.returned(0x1000, 2);
+        assert_eq!(c.start(0x1000, 4), 3);
+        c.returned(0x1000, 3);
+        assert_eq!(c.start(0x1000, 4), 0, "wraps past the end");
+        assert_eq!(c.start(0x2000, 4), 0, "another array starts at 0");
+        for k in 0..AnyCursor::SLOTS {
+            c.returned(0x3000 + k * 8, 1);
+        }
+        assert_eq!(c.start(0x1000, 4), 0, "the oldest array was replaced");
+        assert_eq!(c.start(0x3000, 4), 2);
     }
 }

@@ -31,6 +31,17 @@ pub const SMALL_REDUCE_BYTES: usize = 2048;
 /// Reduction work buffer (on the stack: no allocation per call).
 const CHUNK_BYTES: usize = 16 * 1024;
 
+/// A reduction work buffer, aligned for every element type (long double
+/// and the complex types need 16 bytes).
+#[repr(C, align(64))]
+struct Chunk([u8; CHUNK_BYTES]);
+
+impl Chunk {
+    fn new() -> Self {
+        Chunk([0; CHUNK_BYTES])
+    }
+}
+
 /// Result of a collective: 0, or non-zero for `TEAM_INVALID` (§9.9).
 pub type CollResult = i32;
 
@@ -261,11 +272,11 @@ impl State {
                 return 0;
             }
             let chunk = (CHUNK_BYTES / es).max(1);
-            let mut buf = [0u64; CHUNK_BYTES / 8];
-            let acc = buf.as_mut_ptr() as *mut T;
+            let mut buf = Chunk::new();
+            let acc = buf.0.as_mut_ptr() as *mut T;
             // Sources of members on other nodes are fetched here first.
-            let mut tmp = [0u64; CHUNK_BYTES / 8];
-            let tmp = tmp.as_mut_ptr() as *mut u8;
+            let mut tmp = Chunk::new();
+            let tmp = tmp.0.as_mut_ptr();
             let src_chunk = |r: usize, i: usize, m: usize| {
                 self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T
             };
@@ -273,11 +284,14 @@ impl State {
                 let mut i = lo;
                 while i < hi {
                     let m = chunk.min(hi - i);
-                    std::ptr::copy_nonoverlapping(src_chunk(0, i, m), acc, m);
+                    std::ptr::copy_nonoverlapping(src_chunk(0, i, m) as *const u8, acc as *mut u8, m * es);
                     for r in 1..t.size() {
                         let s = src_chunk(r, i, m);
                         for k in 0..m {
-                            *acc.add(k) = op(*acc.add(k), *s.add(k));
+                            // A source that is not aligned for T (the C
+                            // compiler aligns T arrays; a packed one is not)
+                            // is read as bytes.
+                            *acc.add(k) = op(*acc.add(k), s.add(k).read_unaligned());
                         }
                     }
                     out(i, m);
@@ -345,10 +359,10 @@ impl State {
             let mut held: Vec<T> = Vec::new();
             let me = self.my_pe;
             let chunk = (CHUNK_BYTES / es).max(1);
-            let mut buf = [0u64; CHUNK_BYTES / 8];
-            let acc = buf.as_mut_ptr() as *mut T;
-            let mut tmp = [0u64; CHUNK_BYTES / 8];
-            let tmp = tmp.as_mut_ptr() as *mut u8;
+            let mut buf = Chunk::new();
+            let acc = buf.0.as_mut_ptr() as *mut T;
+            let mut tmp = Chunk::new();
+            let tmp = tmp.0.as_mut_ptr();
             let mut i = 0;
             while i < nelems {
                 let m = chunk.min(nelems - i);
@@ -358,7 +372,7 @@ impl State {
                 for r in 0..upto {
                     let s = self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T;
                     for k in 0..m {
-                        *acc.add(k) = add(*acc.add(k), *s.add(k));
+                        *acc.add(k) = add(*acc.add(k), s.add(k).read_unaligned());
                     }
                 }
                 if in_place {

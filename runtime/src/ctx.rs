@@ -115,8 +115,12 @@ impl State {
         t.world(pe as usize) as i32
     }
 
-    /// `ctx_destroy`: completes the context's operations and frees it.
+    /// `ctx_destroy`: completes the context's operations and frees it;
+    /// no effect on `SHMEM_CTX_INVALID`.
     pub fn ctx_destroy(&self, call: &str, ctx: usize) {
+        if ctx == CTX_INVALID {
+            return; // "no operation is performed" (OpenSHMEM 1.5 §9.5.2)
+        }
         if ctx == CTX_DEFAULT {
             fatal(call, format_args!("SHMEM_CTX_DEFAULT cannot be destroyed"))
         }
@@ -125,8 +129,11 @@ impl State {
         let _ = TABLE[slot].compare_exchange(e, e & !LIVE, Ordering::AcqRel, Ordering::Acquire);
     }
 
-    /// `ctx_fence` / `ctx_quiet` on a valid context.
+    /// `ctx_fence` / `ctx_quiet`; no effect on `SHMEM_CTX_INVALID`.
     pub fn ctx_order(&self, call: &str, ctx: usize, quiet: bool) {
+        if ctx == CTX_INVALID {
+            return; // "no operation is performed" (§9.10.1, §9.10.2)
+        }
         if ctx != CTX_DEFAULT {
             self.ctx_entry(call, ctx);
         }

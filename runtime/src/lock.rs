@@ -39,7 +39,7 @@ impl State {
             fatal(call, format_args!("locks support at most 65535 PEs (this job has {})", self.n_pes))
         }
         let off = self.sym_offset(call, "lock", lock as *const u8, 8);
-        if (lock as usize) % 8 != 0 {
+        if !(lock as usize).is_multiple_of(8) {
             fatal(call, format_args!("lock {lock:p} is not aligned to 8 bytes"))
         }
         off

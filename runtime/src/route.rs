@@ -449,7 +449,7 @@ impl Router {
     pub fn is_ctrl_word(&self, addr: usize) -> bool {
         addr >= self.ctrl_base
             && addr.checked_add(8).is_some_and(|end| end <= self.ctrl_base + self.ctrl_size)
-            && addr % 8 == 0
+            && addr.is_multiple_of(8)
     }
 
     /// Stores `v` into control word `word` of PE `pe`'s record (`word` is

@@ -207,7 +207,7 @@ impl State {
     }
 
     pub(crate) fn check_aligned(&self, call: &str, what: &str, addr: *const u8, size: usize) {
-        if (addr as usize) % size != 0 {
+        if !(addr as usize).is_multiple_of(size) {
             fatal(call, format_args!("{what} {addr:p} is not aligned to {size} bytes"))
         }
     }

@@ -186,17 +186,14 @@ impl State {
     }
 
     /// `align`: `size` bytes at a multiple of `alignment`, which must be a
-    /// power of two and a multiple of `sizeof(void *)`.
+    /// power of two. Alignments below `sizeof(void *)` (which the
+    /// specification leaves undefined) are rounded up to it, as other
+    /// OpenSHMEM libraries do.
     pub fn align(&self, call: &str, alignment: usize, size: usize) -> *mut u8 {
-        if !alignment.is_power_of_two() || alignment < std::mem::size_of::<*const u8>() {
-            fatal(
-                call,
-                format_args!(
-                    "alignment {alignment} is not a power of two multiple of sizeof(void *) ({})",
-                    std::mem::size_of::<*const u8>()
-                ),
-            )
+        if !alignment.is_power_of_two() {
+            fatal(call, format_args!("alignment {alignment} is not a power of two"))
         }
+        let alignment = alignment.max(std::mem::size_of::<*const u8>());
         if alignment > self.heap_align {
             fatal(
                 call,

@@ -72,7 +72,7 @@ fn wait_slow(ready: &mut dyn FnMut() -> bool) {
         if polls < SPIN_POLLS {
             std::hint::spin_loop();
         } else {
-            if polls % 64 == 0 {
+            if polls.is_multiple_of(64) {
                 crate::error::check_abort();
             }
             if polls < YIELD_POLLS {

@@ -76,6 +76,8 @@ int main(int argc, char **argv) {
         shmem_ctx_create(0, &c);
         shmem_ctx_destroy(c);
         if (me == 0) shmem_ctx_long_put(c, x, &local, 1, 0);
+    } else if (!strcmp(mode, "ctx_invalid_put")) {
+        if (me == 0) shmem_ctx_long_put(SHMEM_CTX_INVALID, x, &local, 1, 0);
     } else if (!strcmp(mode, "ctx_bad_pe")) {
         shmem_ctx_t c;
         shmem_ctx_create(0, &c);

@@ -24,7 +24,7 @@ mv "$tmp/staging" "$tmp/moved"   # relocatable: nothing may point at the old pat
 P="$tmp/moved"
 grep -rq "$tmp/staging" "$P" && fail "the installed prefix mentions its original path"
 [ -f "$P/lib/ishmem/ishmem_device.spv" ] && [ -f "$P/include/ishmem_device.h" ] || fail "the device library is not installed"
-cp "$root/packaging/examples/hello_ring.c" "$tmp/"
+cp "$root/packaging/examples/hello_ring.c" "$root/tests/c/profiling.c" "$tmp/"
 cp "$root/bindings/fortran/examples/heat.f90" "$root/bindings/cxx/examples/intel_style.cpp" "$tmp/"
 
 # A clean environment: no cargo, no target dir, nothing of ours on any path.
@@ -46,6 +46,10 @@ build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
         out="$(ishmrun -n 2 "$p")"; echo "$out" | grep -q "sum = 2001" || { echo "$p: $out"; exit 1; }
     done
     for p in ./pc_cxx cm/hello_cxx; do ishmrun -n 2 "$p" | grep -q "cxx sum 3"; done
+    # the profiling interface, static: the program'"'"'s shmem_ wrappers replace
+    # the weak library ones and call the pshmem_ names
+    cc -std=c11 ../profiling.c $(pkg-config --cflags --libs ishmem-static) -o prof_static
+    ishmrun -n 2 ./prof_static | grep -q "profiling ok"
     c++ -std=c++17 ../intel_style.cpp $(pkg-config --cflags --libs ishmem) -o intel_style
     ishmrun -n 2 ./intel_style | grep -q "intel-style C++ ok"
     gfortran ../heat.f90 $(pkg-config --cflags --libs ishmem-fortran) -o fheat

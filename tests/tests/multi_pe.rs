@@ -380,6 +380,42 @@ fn c_example_heat() {
 }
 
 #[test]
+fn c_conformance() {
+    on_1_to_4(&c_program("conformance"), &[]);
+}
+
+#[test]
+fn c_generics_every_selection() {
+    on_1_to_4(&c_program("generics"), &[]);
+}
+
+#[test]
+fn c_profiling_interface() {
+    let prog = c_program("profiling");
+    for n in [1, 3] {
+        let r = ishmrun(n, &prog, &[], &[]);
+        assert!(
+            r.code == Some(0) && r.stdout.contains("profiling ok"),
+            "{}",
+            r.report(&format!("profiling on {n} PEs"))
+        );
+    }
+}
+
+#[test]
+fn cxx_conformance() {
+    let prog = compile_cxx(&env().root.join("tests/cxx/conformance.cpp"), "cxx_conformance");
+    for n in 1..=4 {
+        let r = ishmrun(n, &prog, &[], &[]);
+        assert!(
+            r.code == Some(0) && r.stdout.contains("C++ conformance ok"),
+            "{}",
+            r.report(&format!("C++ conformance on {n} PEs"))
+        );
+    }
+}
+
+#[test]
 fn cxx_intel_style() {
     let prog = compile_cxx(&env().root.join("bindings/cxx/examples/intel_style.cpp"), "intel_style");
     for n in 1..=4 {
@@ -610,6 +646,9 @@ fn error_teams() {
 #[test]
 fn error_contexts() {
     expect_failure("ctx_destroyed", 2, 1, &["ishmem: PE 0: shmem_ctx_long_put: ctx 0x", "is not a live context"], &[]);
+    // RMA on SHMEM_CTX_INVALID is an error (only destroy, fence, quiet and
+    // get_team accept it).
+    expect_failure("ctx_invalid_put", 2, 1, &["ishmem: PE 0: shmem_ctx_long_put: ctx is SHMEM_CTX_INVALID"], &[]);
     expect_failure(
         "ctx_bad_pe",
         2,

@@ -43,4 +43,21 @@
 #define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
 #define _SHMEM_VENDOR_STRING SHMEM_VENDOR_STRING
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/** Profiling control (OpenSHMEM 1.5 §10.1): for profiling libraries that
+ * intercept it; the library itself ignores it. */
+void shmem_pcontrol(const int level, ...);
+#ifdef __cplusplus
+}
+#endif
+
+/* The extensions (shmemx_ names, SHMEMX_ constants) are declared in
+   shmemx.h, which this header includes unless ISHMEM_NO_SHMEMX is defined
+   (programs written for earlier releases of this library find them here). */
+#ifndef ISHMEM_NO_SHMEMX
+#include <shmemx.h>
+#endif
+
 #endif /* SHMEM_H */

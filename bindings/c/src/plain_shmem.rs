@@ -60,6 +60,18 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
     unsafe { info_get_name("shmem_info_get_name", name) }
 }
 
+/// Profiling control (OpenSHMEM 1.5 §10.1): `void shmem_pcontrol(const int
+/// level, ...)`. It exists for profiling libraries that intercept it (level
+/// 0 disables profiling, 1 is the default, 2 asks for more detail); the
+/// library itself has nothing to profile and ignores it, as the
+/// specification allows. Defined without the C variadic part, which it never
+/// reads: on x86-64 and AArch64 Linux a variadic call passes its named
+/// arguments exactly as a plain call does.
+#[no_mangle]
+pub extern "C" fn shmem_pcontrol(level: c_int) {
+    let _ = level;
+}
+
 /// Load/store address of symmetric `dest` on `pe`, or NULL (§9.2.5).
 #[no_mangle]
 pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
@@ -372,7 +384,9 @@ const _: () = {
     assert!(SHMEM_CTX_NOSTORE == c::CTX_NOSTORE);
 };
 
-unsafe fn create_ctx(call: &'static str, team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
+pub(crate) unsafe fn create_ctx(
+    call: &'static str, team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t,
+) -> c_int {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
     unsafe {

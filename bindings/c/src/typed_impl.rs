@@ -353,11 +353,16 @@ pub unsafe fn test_some_vector<T: Copy + PartialOrd>(
 
 // ----- collectives ----------------------------------------------------------
 
-/// Arithmetic of the reduction types: wrapping for integers, IEEE for
-/// floating point.
+/// Sum and product of the reduction types: wrapping for integers, IEEE for
+/// floating point, complex arithmetic for the complex types.
 pub trait Arith: Copy {
+    fn zero() -> Self;
     fn add(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
+}
+
+/// Maximum and minimum of the real reduction types.
+pub trait Order: Copy {
     fn max(self, o: Self) -> Self;
     fn min(self, o: Self) -> Self;
 }
@@ -372,8 +377,11 @@ pub trait Bits: Copy {
 macro_rules! int_ops {
     ($($t:ty),*) => { $(
         impl Arith for $t {
+            #[inline(always)] fn zero() -> Self { 0 }
             #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+        }
+        impl Order for $t {
             #[inline(always)] fn max(self, o: Self) -> Self { Ord::max(self, o) }
             #[inline(always)] fn min(self, o: Self) -> Self { Ord::min(self, o) }
         }
@@ -389,14 +397,204 @@ int_ops!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 macro_rules! float_ops {
     ($($t:ty),*) => { $(
         impl Arith for $t {
+            #[inline(always)] fn zero() -> Self { 0.0 }
             #[inline(always)] fn add(self, o: Self) -> Self { self + o }
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+        }
+        impl Order for $t {
             #[inline(always)] fn max(self, o: Self) -> Self { if o > self { o } else { self } }
             #[inline(always)] fn min(self, o: Self) -> Self { if o < self { o } else { self } }
         }
     )* };
 }
 float_ops!(f32, f64);
+
+/// C `float _Complex` / `double _Complex` (and C++ `std::complex`): real
+/// part, then imaginary part.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub struct Complex<T> {
+    re: T,
+    im: T,
+}
+
+impl<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + Arith> Arith
+    for Complex<T>
+{
+    #[inline(always)]
+    fn zero() -> Self {
+        Complex { re: T::zero(), im: T::zero() }
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        Complex { re: self.re + o.re, im: self.im + o.im }
+    }
+    /// (a + bi)(c + di) = (ac - bd) + (ad + bc)i, without C's Annex G
+    /// recovery of infinities from NaN results.
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        Complex { re: self.re * o.re - self.im * o.im, im: self.re * o.im + self.im * o.re }
+    }
+}
+
+/// C `long double` on x86-64: the x87 80-bit extended format in the low 10
+/// bytes of a 16-byte, 16-aligned slot. Rust has no such type; arithmetic
+/// goes through the x87 unit (`x87` below), and `p`/`g` through assembly
+/// trampolines (see `typed.rs`), since the C ABI passes these values in
+/// memory and returns them in st(0).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+pub struct LongDouble([u8; 16]);
+
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(size_of::<LongDouble>() == 16 && std::mem::align_of::<LongDouble>() == 16);
+
+#[cfg(target_arch = "x86_64")]
+mod x87 {
+    use super::LongDouble;
+    use std::arch::asm;
+
+    /// `op` (an x87 instruction that pops st(0) into st(1), e.g. `faddp`) on
+    /// `a` and `b`: loads b, then a, applies op, stores the result. The
+    /// padding bytes of the result are zero.
+    macro_rules! binary {
+        ($name:ident, $insn:literal) => {
+            #[inline]
+            pub fn $name(a: LongDouble, b: LongDouble) -> LongDouble {
+                let mut out = LongDouble([0; 16]);
+                // SAFETY: the three pointers address live 16-byte slots; the
+                // x87 stack is empty on entry (the ABI's state between
+                // calls), gets two pushes and two pops, and every st
+                // register is declared clobbered.
+                unsafe {
+                    asm!(
+                        "fld tbyte ptr [{b}]",
+                        "fld tbyte ptr [{a}]",
+                        $insn,
+                        "fstp tbyte ptr [{o}]",
+                        a = in(reg) a.0.as_ptr(),
+                        b = in(reg) b.0.as_ptr(),
+                        o = in(reg) out.0.as_mut_ptr(),
+                        out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                        out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                        options(nostack),
+                    );
+                }
+                out
+            }
+        };
+    }
+    binary!(add, "faddp st(1), st");
+    binary!(mul, "fmulp st(1), st");
+
+    /// `a > b` (false when either is a NaN).
+    #[inline]
+    pub fn gt(a: LongDouble, b: LongDouble) -> bool {
+        let r: u8;
+        // SAFETY: as in `binary`: two pushes (b, then a), fucomip pops one,
+        // fstp pops the other.
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{b}]",
+                "fld tbyte ptr [{a}]",
+                "fucomip st, st(1)",
+                "fstp st(0)",
+                "seta {r}",
+                a = in(reg) a.0.as_ptr(),
+                b = in(reg) b.0.as_ptr(),
+                r = out(reg_byte) r,
+                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                options(nostack),
+            );
+        }
+        r != 0
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Arith for LongDouble {
+    #[inline(always)]
+    fn zero() -> Self {
+        LongDouble([0; 16])
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        x87::add(self, o)
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        x87::mul(self, o)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Order for LongDouble {
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        if x87::gt(o, self) {
+            o
+        } else {
+            self
+        }
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        if x87::gt(self, o) {
+            o
+        } else {
+            self
+        }
+    }
+}
+
+/// `shmem_longdouble_p`, called by its trampoline with the value's address.
+///
+/// # Safety
+/// `value` points to the caller's long double argument; the rest as `p`.
+#[cfg(target_arch = "x86_64")]
+pub unsafe extern "C" fn longdouble_p(dest: *mut LongDouble, pe: c_int, value: *const LongDouble) {
+    // SAFETY: the trampoline passes the address of the argument slot.
+    unsafe { p("shmem_longdouble_p", dest, *value, pe) }
+}
+
+/// `shmem_ctx_longdouble_p`, called by its trampoline.
+///
+/// # Safety
+/// As [`longdouble_p`].
+#[cfg(target_arch = "x86_64")]
+pub unsafe extern "C" fn longdouble_ctx_p(
+    ctx: *mut std::ffi::c_void, dest: *mut LongDouble, pe: c_int, value: *const LongDouble,
+) {
+    const CALL: &str = "shmem_ctx_longdouble_p";
+    // SAFETY: as longdouble_p.
+    unsafe { p(CALL, dest, *value, ctx_pe(CALL, ctx, pe)) }
+}
+
+/// `shmem_longdouble_g`: writes the value to `out` for the trampoline to
+/// load into st(0).
+///
+/// # Safety
+/// `out` is the trampoline's 16-byte buffer; the rest as `g`.
+#[cfg(target_arch = "x86_64")]
+pub unsafe extern "C" fn longdouble_g(source: *const LongDouble, pe: c_int, out: *mut LongDouble) {
+    // SAFETY: as documented.
+    unsafe { *out = g("shmem_longdouble_g", source, pe) }
+}
+
+/// `shmem_ctx_longdouble_g`, called by its trampoline.
+///
+/// # Safety
+/// As [`longdouble_g`].
+#[cfg(target_arch = "x86_64")]
+pub unsafe extern "C" fn longdouble_ctx_g(
+    ctx: *mut std::ffi::c_void, source: *const LongDouble, pe: c_int, out: *mut LongDouble,
+) {
+    const CALL: &str = "shmem_ctx_longdouble_g";
+    // SAFETY: as longdouble_g.
+    unsafe { *out = g(CALL, source, ctx_pe(CALL, ctx, pe)) }
+}
 
 #[inline(always)]
 pub unsafe fn reduce<T: Copy>(
@@ -413,7 +611,7 @@ pub unsafe fn scan<T: Arith>(
 ) -> c_int {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).sum_scan(call, team, dest, source, nelems, exclusive, zero(), T::add)) }
+    unsafe { guard(call, || state(call).sum_scan(call, team, dest, source, nelems, exclusive, T::zero(), T::add)) }
 }
 
 #[inline(always)]

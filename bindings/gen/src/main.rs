@@ -574,8 +574,8 @@ const FCOLLECT: &str = "ti::fcollect::<{R}>(\"{n}\", team, dest.cast(), source.c
 const ALLTOALL: &str = "ti::alltoall::<{R}>(\"{n}\", team, dest.cast(), source.cast(), nelems)";
 const ALLTOALLS: &str = "ti::alltoalls::<{R}>(\"{n}\", team, dest.cast(), source.cast(), dst, sst, nelems)";
 
-/// Collectives on every RMA type (§9.9); all return 0, or non-zero for
-/// TEAM_INVALID.
+/// Data collectives on every standard RMA type (§9.9); all return 0, or
+/// non-zero for TEAM_INVALID.
 const COLL_OPS: &[Op] = &[
     op("{P}_{T}_broadcast", TBCAST, Some(K::Int), BCAST,
        "Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6).", Some("dest")),
@@ -586,22 +586,66 @@ const COLL_OPS: &[Op] = &[
     op("{P}_{T}_alltoall", TCOLL, Some(K::Int), ALLTOALL,
        "Block j of source goes to block (my team PE) of dest on member j (§9.9.9).", Some("dest")),
     op("{P}_{T}_alltoalls", TA2AS, Some(K::Int), ALLTOALLS, "Strided alltoall; strides in elements (§9.9.10).", Some("dest")),
-    op("{P}_{T}_max_reduce", TRED, Some(K::Int),
-       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::max)",
-       "Element-wise maximum over the team; dest may equal source (§9.9.11).", Some("dest")),
-    op("{P}_{T}_min_reduce", TRED, Some(K::Int),
-       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::min)",
-       "Element-wise minimum over the team (§9.9.11).", Some("dest")),
-    op("{P}_{T}_sum_reduce", TRED, Some(K::Int),
-       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::add)",
-       "Element-wise sum over the team, in team order (§9.9.11).", Some("dest")),
-    op("{P}_{T}_prod_reduce", TRED, Some(K::Int),
-       "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::mul)",
-       "Element-wise product over the team, in team order (§9.9.11).", Some("dest")),
-    op("{Y}_{T}_sum_inscan", TCOLL, Some(K::Int), "ti::scan::<{R}>(\"{n}\", team, dest, source, nelems, false)",
-       "Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).", Some("dest")),
-    op("{Y}_{T}_sum_exscan", TCOLL, Some(K::Int), "ti::scan::<{R}>(\"{n}\", team, dest, source, nelems, true)",
-       "Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).", Some("dest")),
+];
+
+/// max/min reductions (§9.9.11, Table 10).
+const MINMAX_OPS: &[Op] = &[
+    op(
+        "{P}_{T}_max_reduce",
+        TRED,
+        Some(K::Int),
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Order>::max)",
+        "Element-wise maximum over the team; dest may equal source (§9.9.11).",
+        Some("dest"),
+    ),
+    op(
+        "{P}_{T}_min_reduce",
+        TRED,
+        Some(K::Int),
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Order>::min)",
+        "Element-wise minimum over the team (§9.9.11).",
+        Some("dest"),
+    ),
+];
+
+/// sum/prod reductions (§9.9.11, Table 10: also the complex types).
+const SUMPROD_OPS: &[Op] = &[
+    op(
+        "{P}_{T}_sum_reduce",
+        TRED,
+        Some(K::Int),
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::add)",
+        "Element-wise sum over the team, in team order (§9.9.11).",
+        Some("dest"),
+    ),
+    op(
+        "{P}_{T}_prod_reduce",
+        TRED,
+        Some(K::Int),
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::mul)",
+        "Element-wise product over the team, in team order (§9.9.11).",
+        Some("dest"),
+    ),
+];
+
+/// Intel SHMEM's sum scans (real arithmetic types).
+const SCAN_OPS: &[Op] = &[
+    op(
+        "{Y}_{T}_sum_inscan",
+        TCOLL,
+        Some(K::Int),
+        "ti::scan::<{R}>(\"{n}\", team, dest, source, nelems, false)",
+        "Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).",
+        Some("dest"),
+    ),
+    op(
+        "{Y}_{T}_sum_exscan",
+        TCOLL,
+        Some(K::Int),
+        "ti::scan::<{R}>(\"{n}\", team, dest, source, nelems, true)",
+        "Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM).",
+        Some("dest"),
+    ),
 ];
 
 /// Bitwise reductions (§9.9.11).
@@ -652,8 +696,10 @@ macro_rules! to_all {
 /// Deprecated active-set reductions (OpenSHMEM 1.4 §9.9.7); pWrk is not
 /// needed and not touched.
 const DEPRED_OPS: &[Op] = &[
-    to_all!("max", "Arith", "max", "Deprecated: max reduction over an active set."),
-    to_all!("min", "Arith", "min", "Deprecated: min reduction over an active set."),
+    to_all!("max", "Order", "max", "Deprecated: max reduction over an active set."),
+    to_all!("min", "Order", "min", "Deprecated: min reduction over an active set."),
+];
+const DEPRED_SUMPROD_OPS: &[Op] = &[
     to_all!("sum", "Arith", "add", "Deprecated: sum reduction over an active set."),
     to_all!("prod", "Arith", "mul", "Deprecated: product reduction over an active set."),
 ];
@@ -670,7 +716,7 @@ const DEPAMO_OPS: &[Op] = &[
         Some(K::Val),
         "ti::op::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe)",
         "Deprecated: atomic_fetch_add.",
-        None,
+        Some("dest"),
     ),
     op(
         "{P}_{T}_finc",
@@ -678,7 +724,7 @@ const DEPAMO_OPS: &[Op] = &[
         Some(K::Val),
         "ti::inc::<{R}>(\"{n}\", dest, pe)",
         "Deprecated: atomic_fetch_inc.",
-        None,
+        Some("dest"),
     ),
     op(
         "{P}_{T}_add",
@@ -686,7 +732,7 @@ const DEPAMO_OPS: &[Op] = &[
         None,
         "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, value, pe)",
         "Deprecated: atomic_add.",
-        None,
+        Some("dest"),
     ),
     op(
         "{P}_{T}_inc",
@@ -694,7 +740,7 @@ const DEPAMO_OPS: &[Op] = &[
         None,
         "ti::post::<{R}>(\"{n}\", dest, AmoOp::FetchAdd, ti::one(), pe)",
         "Deprecated: atomic_inc.",
-        None,
+        Some("dest"),
     ),
     op(
         "{P}_{T}_cswap",
@@ -702,7 +748,7 @@ const DEPAMO_OPS: &[Op] = &[
         Some(K::Val),
         "ti::compare_swap::<{R}>(\"{n}\", dest, cond, value, pe)",
         "Deprecated: atomic_compare_swap.",
-        None,
+        Some("dest"),
     ),
 ];
 const DEPAMOF_OPS: &[Op] = &[
@@ -712,7 +758,7 @@ const DEPAMOF_OPS: &[Op] = &[
         Some(K::Val),
         "ti::op::<{R}>(\"{n}\", dest, AmoOp::Swap, value, pe)",
         "Deprecated: atomic_swap.",
-        None,
+        Some("dest"),
     ),
     op(
         "{P}_{T}_fetch",
@@ -720,7 +766,7 @@ const DEPAMOF_OPS: &[Op] = &[
         Some(K::Val),
         "ti::fetch::<{R}>(\"{n}\", source, pe)",
         "Deprecated: atomic_fetch.",
-        None,
+        Some("source"),
     ),
     op(
         "{P}_{T}_set",
@@ -728,7 +774,7 @@ const DEPAMOF_OPS: &[Op] = &[
         None,
         "ti::post::<{R}>(\"{n}\", dest, AmoOp::Set, value, pe)",
         "Deprecated: atomic_set.",
-        None,
+        Some("dest"),
     ),
 ];
 const DEPWAIT_OPS: &[Op] = &[op(
@@ -737,8 +783,28 @@ const DEPWAIT_OPS: &[Op] = &[op(
     None,
     "ti::wait_ne::<{R}>(\"{n}\", ivar, cmp_value)",
     "Deprecated: waits until *ivar != cmp_value.",
-    None,
+    Some("ivar"),
 )];
+/// Deprecated point-to-point synchronization on short and unsigned short
+/// (OpenSHMEM 1.4 §9.10; removed from the type table in 1.5).
+const DEPSYNC_OPS: &[Op] = &[
+    op(
+        "{P}_{T}_wait_until",
+        WAIT1,
+        None,
+        "ti::wait_until::<{R}>(\"{n}\", ivar, cmp, cmp_value)",
+        "Deprecated (short types): waits until the local ivar satisfies the comparison.",
+        Some("ivar"),
+    ),
+    op(
+        "{P}_{T}_test",
+        WAIT1,
+        Some(K::Int),
+        "ti::test::<{R}>(\"{n}\", ivar, cmp, cmp_value)",
+        "Deprecated (short types): 1 if the local ivar satisfies the comparison, else 0.",
+        Some("ivar"),
+    ),
+];
 /// Deprecated active-set data collectives on 32- and 64-bit elements.
 const DEP_SIZED_OPS: &[Op] = &[
     op("{P}_broadcast{B}", &[("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("PE_root", K::Int),
@@ -793,6 +859,9 @@ struct Family {
     deprecated: bool,
     /// Generate the typed `*_on_queue` forms (Intel SHMEM's names only).
     on_queue: bool,
+    /// Has the host-only types (long double, complex) and the `pshmem_`
+    /// profiling names (OpenSHMEM's names only).
+    openshmem: bool,
 }
 
 const FAMILIES: &[Family] = &[
@@ -805,6 +874,7 @@ const FAMILIES: &[Family] = &[
         contexts: false,
         deprecated: false,
         on_queue: true,
+        openshmem: false,
     },
     Family {
         prefix: "shmem",
@@ -815,6 +885,7 @@ const FAMILIES: &[Family] = &[
         contexts: true,
         deprecated: true,
         on_queue: false,
+        openshmem: true,
     },
 ];
 
@@ -827,23 +898,28 @@ fn expand(pattern: &str, f: &Family, tname: &str, bits: &str) -> String {
         .replace("{B}", bits)
 }
 
-/// Typed op groups with the class a type must have (0: every RMA type),
-/// and whether the group is deprecated (only in families that keep the old
-/// names; never in context form).
-const TYPED_GROUPS: &[(&[Op], u16, bool)] = &[
-    (RMA_OPS, 0, false),
+/// Typed op groups with the classes a type must have, and whether the group
+/// is deprecated (only in families that keep the old names; never in
+/// context form).
+const TYPED_GROUPS: &[(&[Op], u32, bool)] = &[
+    (RMA_OPS, types::RMAT, false),
     (AMO_EXT_OPS, types::EXT, false),
     (AMO_STD_OPS, types::STD, false),
     (AMO_BIT_OPS, types::BIT, false),
     (SYNC_OPS, types::SYNC, false),
-    (COLL_OPS, 0, false),
+    (COLL_OPS, types::RMAT, false),
+    (MINMAX_OPS, types::MINMAX, false),
+    (SUMPROD_OPS, types::SUMPROD, false),
+    (SCAN_OPS, types::MINMAX, false),
     (REDBIT_OPS, types::REDBIT, false),
-    (DEPRED_OPS, types::DEPRED, true),
+    (DEPRED_OPS, types::DEPRED | types::MINMAX, true),
+    (DEPRED_SUMPROD_OPS, types::DEPRED | types::SUMPROD, true),
     (DEPBIT_OPS, types::DEPBIT, true),
     (DEPAMO_OPS, types::DEPAMO, true),
     (DEPAMOF_OPS, types::DEPAMOF, true),
     (DEPWAIT_OPS, types::DEPWAIT, true),
-    (ONQ_OPS, 0, false),
+    (DEPSYNC_OPS, types::DEPSYNC, true),
+    (ONQ_OPS, types::RMAT, false),
 ];
 
 /// Whether a typed group is generated for family `f` (deprecated names and
@@ -852,13 +928,18 @@ fn group_in(f: &Family, ops: &[Op], deprecated: bool) -> bool {
     (!deprecated || f.deprecated) && (f.on_queue || !std::ptr::eq(ops, ONQ_OPS))
 }
 
+/// The types of a group in family `f`.
+fn group_types(f: &Family, class: u32) -> impl Iterator<Item = &'static Ty> + '_ {
+    RMA.iter().filter(move |t| t.has(class) && (f.openshmem || !t.host_only))
+}
+
 fn routines(f: &Family) -> Vec<Routine<'static>> {
     let mut out = Vec::new();
     for &(ops, class, deprecated) in TYPED_GROUPS {
         if !group_in(f, ops, deprecated) {
             continue;
         }
-        for ty in RMA.iter().filter(|t| class == 0 || t.classes & class != 0) {
+        for ty in group_types(f, class) {
             for o in ops {
                 for ctx in ctx_forms(f, o, deprecated) {
                     out.push(Routine {
@@ -948,7 +1029,20 @@ fn params_of(r: &Routine) -> Vec<(&'static str, K)> {
     p
 }
 
-fn rust_fn(r: &Routine) -> String {
+/// Whether a routine passes a long double by value (`p`, `g`).
+fn longdouble_by_value(r: &Routine) -> bool {
+    r.c_ty == Some("long double") && (r.op.ret == Some(K::Val) || r.op.params.iter().any(|(_, k)| *k == K::Val))
+}
+
+/// The Rust definition of routine `r`, exported as `export` (its own name,
+/// or its `pshmem_` profiling name: both have the whole body, so neither
+/// calls the other and a program's own `shmem_` wrapper can call the
+/// `pshmem_` one whether it links the shared or the static library).
+fn rust_fn(r: &Routine, export: &str) -> String {
+    let cfg = if r.c_ty == Some("long double") { "#[cfg(target_arch = \"x86_64\")]\n" } else { "" };
+    if longdouble_by_value(r) {
+        return longdouble_trampoline(r, export);
+    }
     let void = r.c_ty.is_none();
     let params: Vec<String> =
         params_of(r).iter().map(|(n, k)| format!("{n}: {}", rust_kind(*k, r.rust_elem, void))).collect();
@@ -960,11 +1054,38 @@ fn rust_fn(r: &Routine) -> String {
         body.replace_range(at..at + 3, &format!("ti::ctx_pe(\"{}\", ctx, pe))", r.name));
     }
     format!(
-        "/// {}\n///\n/// # Safety\n/// Pointer arguments are valid for the element counts given, as the\n/// OpenSHMEM specification requires (the runtime checks symmetric ranges).\n#[no_mangle]\npub unsafe extern \"C\" fn {}({}){ret} {{\n    // SAFETY: the caller's contract (above), forwarded.\n    unsafe {{ {body} }}\n}}\n",
+        "/// {}\n///\n/// # Safety\n/// Pointer arguments are valid for the element counts given, as the\n/// OpenSHMEM specification requires (the runtime checks symmetric ranges).\n{cfg}#[no_mangle]\npub unsafe extern \"C\" fn {export}({}){ret} {{\n    // SAFETY: the caller's contract (above), forwarded.\n    unsafe {{ {body} }}\n}}\n",
         r.doc,
-        r.name,
         params.join(", ")
     )
+}
+
+/// `p` and `g` of long double: x86-64 assembly trampolines. The C ABI passes
+/// a long double argument in memory and returns one in the x87 register
+/// st(0), neither of which Rust can express; the trampoline hands the
+/// value's address (p) or a result buffer it then loads (g) to a Rust
+/// function as the argument after the C ones.
+fn longdouble_trampoline(r: &Routine, export: &str) -> String {
+    let is_g = r.op.ret == Some(K::Val);
+    let imp = format!("ti::longdouble_{}{}", if r.ctx { "ctx_" } else { "" }, if is_g { "g" } else { "p" });
+    let reg = if r.ctx { "rcx" } else { "rdx" };
+    let asm = if is_g {
+        format!(
+            "\"sub rsp, 24\", \"mov {reg}, rsp\", \"call {{imp}}\", \"fld tbyte ptr [rsp]\", \"add rsp, 24\", \"ret\""
+        )
+    } else {
+        format!("\"lea {reg}, [rsp + 8]\", \"jmp {{imp}}\"")
+    };
+    format!(
+        "/// {}\n///\n/// An assembly trampoline to `{imp}` (long double is passed in memory\n/// and returned in st(0)).\n///\n/// # Safety\n/// As the C routine: pointer arguments are valid.\n#[cfg(target_arch = \"x86_64\")]\n#[unsafe(naked)]\n#[no_mangle]\npub unsafe extern \"C\" fn {export}() {{\n    core::arch::naked_asm!({asm}, imp = sym {imp})\n}}\n",
+        r.doc
+    )
+}
+
+/// The `pshmem_` profiling name of an OpenSHMEM routine (OpenSHMEM 1.5
+/// §10), or `None` for names that have none (Intel SHMEM's, extensions).
+fn profiling_name(f: &Family, name: &str) -> Option<String> {
+    (f.openshmem && name.starts_with("shmem_")).then(|| format!("p{name}"))
 }
 
 fn c_decl(r: &Routine, f: &Family) -> String {
@@ -984,68 +1105,175 @@ fn c_decl(r: &Routine, f: &Family) -> String {
     format!("/** {} */\n{ret}{sep}{}({});\n", r.doc, r.name, params.join(", "))
 }
 
+/// Whether a routine or generic name belongs in `shmemx.h` (the OpenSHMEM
+/// family's extensions) rather than `shmem.h`.
+fn is_ext(f: &Family, name: &str) -> bool {
+    f.openshmem && name.starts_with("shmemx_")
+}
+
+/// Which part of a family's names a header carries.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    /// Everything (the Intel SHMEM family) or the standard names.
+    Std,
+    /// The `shmemx_` extensions.
+    Ext,
+}
+
+fn in_part(f: &Family, name: &str, part: Part) -> bool {
+    is_ext(f, name) == (part == Part::Ext)
+}
+
+/// C preprocessor condition for a type that only some targets have.
+fn c_guard(t: &str) -> Option<&'static str> {
+    (t == "long double" || t == "longdouble").then_some("defined(__x86_64__)")
+}
+
+/// One generic name (a C11 `_Generic` macro and a C++ function template)
+/// and its selections: (C type, TYPENAME) in order, merged over every group
+/// with an op of that name (so the deprecated short `wait_until` joins the
+/// standard one).
+struct Generic {
+    gname: String,
+    op: &'static Op,
+    ctl: &'static str,
+    sels: Vec<(&'static str, &'static str)>,
+    deprecated: bool,
+}
+
+fn generic_table(f: &Family) -> Vec<Generic> {
+    let mut out: Vec<Generic> = Vec::new();
+    for &(ops, class, deprecated) in TYPED_GROUPS {
+        if !group_in(f, ops, deprecated) {
+            continue;
+        }
+        let mut sels: Vec<(&'static str, &'static str)> =
+            group_types(f, class).filter(|t| t.generic).map(|t| (t.c, t.name)).collect();
+        // Classes that list only a fixed-width type get its standard C type
+        // too (`int` selects the int32 routine).
+        for t in group_types(f, class).filter(|t| !t.generic) {
+            if let Some(c) = types::std_equivalent(t.name) {
+                if !sels.iter().any(|s| s.0 == c) {
+                    sels.push((c, t.name));
+                }
+            }
+        }
+        for o in ops {
+            let Some(ctl) = o.generic_on else { continue };
+            let gname = expand(o.name, f, "", "").replace("__", "_");
+            match out.iter_mut().find(|g| g.gname == gname) {
+                Some(g) => {
+                    assert!(g.op.params.len() == o.params.len(), "{gname}: groups disagree on the parameters");
+                    for s in &sels {
+                        if !g.sels.iter().any(|x| x.0 == s.0) {
+                            g.sels.push(*s);
+                        }
+                    }
+                }
+                None => out.push(Generic { gname, op: o, ctl, sels: sels.clone(), deprecated }),
+            }
+        }
+    }
+    out
+}
+
 /// C11 generic selections over the standard C types of each group. For a
 /// family with contexts, point-to-point generics take an optional leading
 /// `ctx` argument (OpenSHMEM 1.5 §9.5): the macro counts its arguments and
-/// picks the plain or the context selection.
-fn generics(f: &Family) -> String {
+/// picks the plain or the context selection. Selections of a type only some
+/// targets have come first, through a macro that is empty elsewhere.
+fn generics(f: &Family, part: Part) -> String {
     let mut s = String::from("#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n");
-    if f.contexts {
+    if f.contexts && part == Part::Std {
         s.push_str(
             "#define ISHMEMI_ARG10(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, ...) a10\n\
              #define ISHMEMI_NARGS(...) ISHMEMI_ARG10(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)\n\
              #define ISHMEMI_CAT_(a, b) a##b\n#define ISHMEMI_CAT(a, b) ISHMEMI_CAT_(a, b)\n",
         );
     }
-    for &(ops, class, deprecated) in TYPED_GROUPS {
-        if deprecated || !group_in(f, ops, deprecated) {
-            continue;
-        }
-        let types: Vec<&Ty> = RMA.iter().filter(|t| t.generic && (class == 0 || t.classes & class != 0)).collect();
-        for o in ops {
-            let Some(ctl) = o.generic_on else { continue };
-            let gname = expand(o.name, f, "", "").replace("__", "_");
-            let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
-            let n = args.len();
-            let args = args.join(", ");
-            let selection = |ctx: bool, target: &str, targs: &str, s: &mut String| {
-                let _ = write!(s, "#define {target}({targs}) \\\n    _Generic(*({ctl}), \\\n");
-                for (i, t) in types.iter().enumerate() {
-                    let sep = if i + 1 == types.len() { "" } else { "," };
-                    let name = ctx_name(expand(o.name, f, t.name, ""), f, ctx);
-                    let _ = writeln!(s, "        {}: {name}{sep} \\", t.c);
+    if f.openshmem && part == Part::Std {
+        s.push_str(
+            "#if defined(__x86_64__)\n#define ISHMEMI_LONGDOUBLE_SEL(f) long double: f,\n#else\n\
+             #define ISHMEMI_LONGDOUBLE_SEL(f)\n#endif\n",
+        );
+    }
+    for g in generic_table(f).iter().filter(|g| in_part(f, &g.gname, part)) {
+        let o = g.op;
+        let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
+        let n = args.len();
+        let args = args.join(", ");
+        let ctl = g.ctl;
+        let selection = |ctx: bool, target: &str, targs: &str, s: &mut String| {
+            let _ = write!(s, "#define {target}({targs}) \\\n    _Generic(*({ctl}), \\\n");
+            let mut sels: Vec<&(&str, &str)> = g.sels.iter().filter(|x| c_guard(x.0).is_some()).collect();
+            sels.extend(g.sels.iter().filter(|x| c_guard(x.0).is_none()));
+            for (i, (c, tname)) in sels.iter().enumerate() {
+                let name = ctx_name(expand(o.name, f, tname, ""), f, ctx);
+                if c_guard(c).is_some() {
+                    let _ = writeln!(s, "        ISHMEMI_LONGDOUBLE_SEL({name}) \\");
+                } else {
+                    let sep = if i + 1 == sels.len() { "" } else { "," };
+                    let _ = writeln!(s, "        {c}: {name}{sep} \\");
                 }
-                let _ = writeln!(s, "    )({targs})");
-            };
-            if has_ctx_form(f, o) {
-                let _ = writeln!(
-                    s,
-                    "#define {gname}(...) ISHMEMI_CAT(ishmemi_g_{gname}_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)"
-                );
-                selection(false, &format!("ishmemi_g_{gname}_{n}"), &args, &mut s);
-                selection(true, &format!("ishmemi_g_{gname}_{}", n + 1), &format!("ctx, {args}"), &mut s);
-            } else {
-                selection(false, &gname, &args, &mut s);
             }
+            let _ = writeln!(s, "    )({targs})");
+        };
+        let gname = &g.gname;
+        if has_ctx_form(f, o) && !g.deprecated {
+            let _ = writeln!(
+                s,
+                "#define {gname}(...) ISHMEMI_CAT(ishmemi_g_{gname}_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)"
+            );
+            selection(false, &format!("ishmemi_g_{gname}_{n}"), &args, &mut s);
+            selection(true, &format!("ishmemi_g_{gname}_{}", n + 1), &format!("ctx, {args}"), &mut s);
+        } else {
+            selection(false, gname, &args, &mut s);
         }
+    }
+    if f.openshmem && part == Part::Std {
+        s.push_str(
+            "/* shmem_sync: the team form (OpenSHMEM 1.5 §9.9.4) beside the deprecated\n   active-set form. */\n\
+             #define shmem_sync(...) ISHMEMI_CAT(ishmemi_g_shmem_sync_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)\n\
+             #define ishmemi_g_shmem_sync_1(team) shmem_team_sync(team)\n\
+             #define ishmemi_g_shmem_sync_4(PE_start, logPE_stride, PE_size, pSync) \\\n    \
+             shmem_sync(PE_start, logPE_stride, PE_size, pSync)\n",
+        );
     }
     s.push_str("#endif\n");
     s
 }
 
+/// Wraps `text` in `#if cond` when the type needs a guard.
+fn guarded(t: &str, text: String) -> String {
+    match c_guard(t) {
+        Some(cond) => format!("#if {cond}\n{text}#endif\n"),
+        None => text,
+    }
+}
+
 /// The C++ layer of a family (Intel SHMEM's host C++ API): function
 /// templates with one specialization per standard C type (the generic
-/// routines), and world-team overloads of every collective (Intel SHMEM
+/// routines, with context-first overloads where the C11 generics take a
+/// context), and world-team overloads of every collective (Intel SHMEM
 /// passes the team as an optional first argument). Header-only inline
 /// wrappers over the C ABI: nothing of C++ is in the library.
-fn cxx_h(f: &Family) -> String {
-    let guard = format!("{}_CXX_H", f.prefix.to_uppercase());
+fn cxx_h(f: &Family, part: Part) -> String {
+    let guard = if part == Part::Ext {
+        format!("{}X_CXX_H", f.prefix.to_uppercase())
+    } else {
+        format!("{}_CXX_H", f.prefix.to_uppercase())
+    };
     let world = format!("{}_TEAM_WORLD", f.prefix.to_uppercase());
     let mut s = format!(
-        "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n#ifdef __cplusplus\n#include <cstddef>\n#include <cstdint>\n\n\
-         namespace {p}i_cxx {{\ntemplate <typename T> struct identity {{ typedef T type; }};\n}}\n\n",
-        p = f.prefix
+        "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n#ifdef __cplusplus\n#include <cstddef>\n#include <cstdint>\n\n"
     );
+    if part == Part::Std {
+        let _ = write!(
+            s,
+            "namespace {p}i_cxx {{\ntemplate <typename T> struct identity {{ typedef T type; }};\n}}\n\n",
+            p = f.prefix
+        );
+    }
     let decl = |ps: &[(&str, K)], t: &str, f: &Family, nondeduced: bool| -> Vec<String> {
         ps.iter()
             .map(|(n, k)| {
@@ -1061,74 +1289,78 @@ fn cxx_h(f: &Family) -> String {
             })
             .collect()
     };
+    // Typed world-team overloads of collectives (every type of the group).
     for &(ops, class, deprecated) in TYPED_GROUPS {
         if deprecated || !group_in(f, ops, deprecated) {
             continue;
         }
-        let types: Vec<&Ty> = RMA.iter().filter(|t| t.generic && (class == 0 || t.classes & class != 0)).collect();
-        let all: Vec<&Ty> = RMA.iter().filter(|t| class == 0 || t.classes & class != 0).collect();
-        for o in ops {
-            let ret = |t: &str| o.ret.map(|k| c_kind(k, Some(t), f)).unwrap_or_else(|| "void".into());
+        for o in ops.iter().filter(|o| o.params.first().is_some_and(|(_, k)| *k == K::Team)) {
             let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
-            let is_coll = o.params.first().is_some_and(|(_, k)| *k == K::Team);
-            let world_params = &o.params[usize::from(is_coll)..];
-            let world_args = |a: &[&str]| -> String {
-                if is_coll {
-                    format!("{world}, {}", a[1..].join(", "))
-                } else {
-                    a.join(", ")
-                }
-            };
-            // Typed world-team overloads of collectives (every type).
-            if is_coll {
-                for t in &all {
-                    let name = expand(o.name, f, t.name, "");
-                    let _ = writeln!(
-                        s,
-                        "inline {} {name}({}) {{ return {name}({}); }}",
-                        ret(t.c),
-                        decl(world_params, t.c, f, false).join(", "),
-                        world_args(&args)
-                    );
-                }
-            }
-            let Some(_) = o.generic_on else { continue };
-            let gname = expand(o.name, f, "", "").replace("__", "_");
-            let nondeduced = o.params.iter().any(|(_, k)| *k == K::Ptr || *k == K::CPtr);
-            for (ps, world_form) in [(o.params, false), (world_params, true)] {
-                if world_form && !is_coll {
+            for t in group_types(f, class) {
+                let name = expand(o.name, f, t.name, "");
+                if !in_part(f, &name, part) {
                     continue;
                 }
-                let _ = writeln!(
-                    s,
-                    "template <typename T> {} {gname}({});",
-                    ret("T"),
-                    decl(ps, "T", f, nondeduced).join(", ")
+                let ret = o.ret.map(|k| c_kind(k, Some(t.c), f)).unwrap_or_else(|| "void".into());
+                let text = format!(
+                    "inline {ret} {name}({}) {{ return {name}({world}, {}); }}\n",
+                    decl(&o.params[1..], t.c, f, false).join(", "),
+                    args[1..].join(", ")
                 );
-                for t in &types {
-                    let call_args = if world_form { world_args(&args) } else { args.join(", ") };
-                    let _ = writeln!(
-                        s,
-                        "template <> inline {} {gname}<{}>({}) {{ return {}({call_args}); }}",
-                        ret(t.c),
-                        t.c,
-                        decl(ps, t.c, f, nondeduced).join(", "),
-                        expand(o.name, f, t.name, "")
-                    );
-                }
+                s.push_str(&guarded(t.c, text));
             }
         }
     }
-    // World-team overloads of the byte collectives.
-    for o in MEM_OPS.iter().filter(|o| o.params.first().is_some_and(|(_, k)| *k == K::Team)) {
-        let name = expand(o.name, f, "", "");
+    // Generic templates: plain, world-team and context-first forms.
+    for g in generic_table(f).iter().filter(|g| in_part(f, &g.gname, part)) {
+        let o = g.op;
+        let gname = &g.gname;
+        let ret = |t: &str| o.ret.map(|k| c_kind(k, Some(t), f)).unwrap_or_else(|| "void".into());
         let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
-        let _ = writeln!(
-            s,
-            "inline int {name}({}) {{ return {name}({world}, {}); }}",
-            decl(&o.params[1..], "void", f, false).join(", "),
-            args[1..].join(", ")
-        );
+        let is_coll = o.params.first().is_some_and(|(_, k)| *k == K::Team);
+        let nondeduced = o.params.iter().any(|(_, k)| *k == K::Ptr || *k == K::CPtr);
+        let ctx_params: Vec<(&str, K)> = std::iter::once(("ctx", K::Ctx)).chain(o.params.iter().copied()).collect();
+        // (parameters, call arguments, context form)
+        type Form<'a> = (&'a [(&'static str, K)], String, bool);
+        let mut forms: Vec<Form> = vec![(o.params, args.join(", "), false)];
+        if is_coll {
+            forms.push((&o.params[1..], format!("{world}, {}", args[1..].join(", ")), false));
+        }
+        if has_ctx_form(f, o) && !g.deprecated {
+            forms.push((&ctx_params, format!("ctx, {}", args.join(", ")), true));
+        }
+        for (ps, call_args, ctx) in forms {
+            let _ =
+                writeln!(s, "template <typename T> {} {gname}({});", ret("T"), decl(ps, "T", f, nondeduced).join(", "));
+            for (c, tname) in &g.sels {
+                let text = format!(
+                    "template <> inline {} {gname}<{c}>({}) {{ return {}({call_args}); }}\n",
+                    ret(c),
+                    decl(ps, c, f, nondeduced).join(", "),
+                    ctx_name(expand(o.name, f, tname, ""), f, ctx)
+                );
+                s.push_str(&guarded(c, text));
+            }
+        }
+    }
+    if part == Part::Std {
+        // World-team overloads of the byte collectives.
+        for o in MEM_OPS.iter().filter(|o| o.params.first().is_some_and(|(_, k)| *k == K::Team)) {
+            let name = expand(o.name, f, "", "");
+            let args: Vec<&str> = o.params.iter().map(|(n, _)| *n).collect();
+            let _ = writeln!(
+                s,
+                "inline int {name}({}) {{ return {name}({world}, {}); }}",
+                decl(&o.params[1..], "void", f, false).join(", "),
+                args[1..].join(", ")
+            );
+        }
+        if f.openshmem {
+            s.push_str(
+                "/* shmem_sync: the team form (OpenSHMEM 1.5 §9.9.4) beside the deprecated\n   active-set form. */\n\
+                 inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }\n",
+            );
+        }
     }
     let _ = write!(s, "\n#endif /* __cplusplus */\n#endif /* {guard} */\n");
     s
@@ -1136,7 +1368,7 @@ fn cxx_h(f: &Family) -> String {
 
 fn typed_rs() -> String {
     let mut s = format!(
-        "// {BANNER}\n\n//! Typed RMA families under both naming families.\n\n\
+        "// {BANNER}\n\n//! Typed RMA families under both naming families, and the profiling\n//! (`pshmem_`) names of the OpenSHMEM ones.\n\n\
          use crate::typed_impl as ti;\n\
          #[allow(unused_imports)]\n\
          use ishmem_runtime::types::AmoOp;\n\
@@ -1145,32 +1377,50 @@ fn typed_rs() -> String {
     );
     for f in FAMILIES {
         for r in routines(f) {
-            s.push_str(&rust_fn(&r));
+            s.push_str(&rust_fn(&r, &r.name));
             s.push('\n');
+            if let Some(p) = profiling_name(f, &r.name) {
+                s.push_str(&rust_fn(&r, &p));
+                s.push('\n');
+            }
         }
     }
     s
 }
 
-fn typed_h(f: &Family, dual: &BTreeSet<String>) -> String {
-    let guard = format!("{}_TYPED_H", f.prefix.to_uppercase());
+/// C declarations of the host-only element types (OpenSHMEM family).
+const HOST_TYPES: &str = "/* The complex reduction types: C99 _Complex in C, std::complex in C++ (the\n   same layout). */\n\
+#ifdef __cplusplus\n#include <complex>\n#define ISHMEMI_COMPLEXF std::complex<float>\n#define ISHMEMI_COMPLEXD std::complex<double>\n\
+#else\n#define ISHMEMI_COMPLEXF float _Complex\n#define ISHMEMI_COMPLEXD double _Complex\n#endif\n\n";
+
+/// The typed C declarations of a family (`part`: the standard names or the
+/// `shmemx_` extensions), then its C11 generics.
+fn typed_h(f: &Family, dual: &BTreeSet<String>, part: Part) -> String {
+    let guard = match part {
+        Part::Std => format!("{}_TYPED_H", f.prefix.to_uppercase()),
+        Part::Ext => format!("{}X_TYPED_H", f.prefix.to_uppercase()),
+    };
     let mut s = format!(
-        "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n#include <{}>\n\n\
-         #ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
+        "/* {BANNER} */\n#ifndef {guard}\n#define {guard}\n\n#include <stddef.h>\n#include <stdint.h>\n#include <{}>\n\n",
         f.api_header
     );
-    for r in routines(f) {
-        let d = c_decl(&r, f);
-        if dual.contains(&r.name) {
+    if f.openshmem && part == Part::Std {
+        s.push_str(HOST_TYPES);
+    }
+    s.push_str("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    for r in routines(f).iter().filter(|r| in_part(f, &r.name, part)) {
+        let d = c_decl(r, f);
+        let d = if dual.contains(&r.name) {
             // The doc comment line, then the declaration with the marker.
             let (doc, decl) = d.split_once('\n').expect("declarations have a doc line");
-            let _ = write!(s, "{doc}\nISHMEMI_HOSTDEV {decl}");
+            format!("{doc}\nISHMEMI_HOSTDEV {decl}")
         } else {
-            s.push_str(&d);
-        }
+            d
+        };
+        s.push_str(&guarded(r.c_ty.unwrap_or(""), d));
     }
     s.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n");
-    s.push_str(&generics(f));
+    s.push_str(&generics(f, part));
     let _ = write!(s, "\n#endif /* {guard} */\n");
     s
 }
@@ -1222,7 +1472,14 @@ fn cbindgen_header(root: &Path, guard: &str, srcs: &[&str], trailer: Option<Stri
     let config = cbindgen::Config {
         after_includes: attr.then(|| ATTR_TYPES.to_string()),
         export: cbindgen::ExportConfig {
-            exclude: if attr { vec!["ishmemx_attr_t".into()] } else { vec![] },
+            // ishmemx_attr_t: written by hand (ATTR_TYPES); SHMEMX_TEAM_NODE
+            // goes to shmemx.h; shmem_pcontrol is variadic in C (declared by
+            // hand in the trailer).
+            exclude: if attr {
+                vec!["ishmemx_attr_t".into()]
+            } else {
+                vec!["SHMEMX_TEAM_NODE".into(), "shmem_pcontrol".into()]
+            },
             ..Default::default()
         },
         language: cbindgen::Language::C,
@@ -1359,6 +1616,18 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         ishmem_runtime::ctx::CTX_INVALID,
         deprecated_constants(),
     );
+    let shmem_vendor = format!(
+        "{shmem_vendor}\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\
+         /** Profiling control (OpenSHMEM 1.5 §10.1): for profiling libraries that\n * intercept it; the library itself ignores it. */\n\
+         void shmem_pcontrol(const int level, ...);\n#ifdef __cplusplus\n}}\n#endif\n\
+         \n/* The extensions (shmemx_ names, SHMEMX_ constants) are declared in\n   shmemx.h, which this header includes unless ISHMEM_NO_SHMEMX is defined\n   (programs written for earlier releases of this library find them here). */\n\
+         #ifndef ISHMEM_NO_SHMEMX\n#include <shmemx.h>\n#endif\n"
+    );
+    let shmemx_extra = format!(
+        "\n/* The node team: the PEs of this node (an extension). */\n#define SHMEMX_TEAM_NODE ((shmem_team_t){})\n",
+        ishmem_runtime::team::TEAM_NODE
+    );
+    let shmem_api = cbindgen_header(root, "SHMEM_API_H", &["bindings/c/src/plain_shmem.rs"], None);
     // The Intel-name host API, and which of its routines CUDA device code
     // has too (declared __host__ __device__).
     let ishmem_api = cbindgen_header(
@@ -1374,15 +1643,19 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
     let dual = opencl::dual_names(&host);
     vec![
         (root.join("bindings/c/src/typed.rs"), typed_rs()),
-        (inc.join("ishmem/ishmem_typed.h"), typed_h(&FAMILIES[0], &dual)),
-        (inc.join("ishmem/ishmem_cxx.h"), cxx_h(&FAMILIES[0])),
-        (inc.join("shmem/shmem_cxx.h"), cxx_h(&FAMILIES[1])),
-        (inc.join("shmem/shmem_typed.h"), typed_h(&FAMILIES[1], &BTreeSet::new())),
+        (inc.join("ishmem/ishmem_typed.h"), typed_h(&FAMILIES[0], &dual, Part::Std)),
+        (inc.join("ishmem/ishmem_cxx.h"), cxx_h(&FAMILIES[0], Part::Std)),
+        (inc.join("shmem/shmem_cxx.h"), cxx_h(&FAMILIES[1], Part::Std)),
+        (inc.join("shmem/shmem_typed.h"), typed_h(&FAMILIES[1], &BTreeSet::new(), Part::Std)),
+        (inc.join("shmem/shmemx_typed.h"), typed_h(&FAMILIES[1], &BTreeSet::new(), Part::Ext)),
+        (inc.join("shmem/shmemx_cxx.h"), cxx_h(&FAMILIES[1], Part::Ext)),
+        (root.join("bindings/c/src/pshmem.rs"), pshmem_rs(root)),
+        (inc.join("pshmem.h"), pshmem_h(&shmem_api)),
         (inc.join("ishmem/ishmem_api.h"), mark_dual(ishmem_api, &dual)),
         (inc.join("ishmem/ishmem_cuda.h"), opencl::cuda_h(&host)),
         (root.join("device-lib/cuda/names.h"), opencl::cuda_names_h()),
         (root.join("device-lib/cuda/decls.h"), opencl::cuda_decls_h()),
-        (inc.join("shmem/shmem_api.h"), cbindgen_header(root, "SHMEM_API_H", &["bindings/c/src/plain_shmem.rs"], None)),
+        (inc.join("shmem/shmem_api.h"), shmem_api.clone()),
         (
             inc.join("ishmem.h"),
             umbrella(
@@ -1395,6 +1668,10 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (
             inc.join("shmem.h"),
             umbrella("shmem", &["shmem/shmem_api.h", "shmem/shmem_typed.h", "shmem/shmem_cxx.h"], &shmem_vendor),
+        ),
+        (
+            inc.join("shmemx.h"),
+            umbrella("shmemx", &["shmem.h", "shmem/shmemx_typed.h", "shmem/shmemx_cxx.h"], &shmemx_extra),
         ),
         (root.join("docs/env.md"), env_md()),
         (root.join("device-lib/src/device_state.h"), opencl::device_state_h()),
@@ -1457,6 +1734,124 @@ fn main() {
     if check {
         println!("ishmem-gen --check: all generated files are up to date");
     }
+}
+
+/// `bindings/c/src/pshmem.rs`: the `pshmem_` profiling names of the
+/// hand-written OpenSHMEM routines, copies of each `shmem_` definition in
+/// `plain_shmem.rs` under its `pshmem_` name (the whole body, so neither
+/// name calls the other: see `rust_fn`).
+fn pshmem_rs(root: &Path) -> String {
+    let src = std::fs::read_to_string(root.join("bindings/c/src/plain_shmem.rs")).expect("read plain_shmem.rs");
+    let lines: Vec<&str> = src.lines().collect();
+    let mut s = format!(
+        "// {BANNER}\n// (copied from bindings/c/src/plain_shmem.rs)\n\n\
+         //! The profiling names (`pshmem_`, OpenSHMEM 1.5 §10) of the routines in\n\
+         //! `plain_shmem.rs`; the typed ones are in `typed.rs`.\n\n\
+         #![allow(unused_imports)]\n\n\
+         use crate::plain_shmem::*;\n"
+    );
+    for l in lines.iter().filter(|l| l.starts_with("use ")) {
+        let _ = writeln!(s, "{l}");
+    }
+    s.push('\n');
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i] != "#[no_mangle]" {
+            i += 1;
+            continue;
+        }
+        // The item: its doc and attribute lines, the #[no_mangle], the fn
+        // through the closing brace in column 0.
+        let mut start = i;
+        while start > 0 && (lines[start - 1].starts_with("///") || lines[start - 1].starts_with("#[")) {
+            start -= 1;
+        }
+        let header = lines[i + 1];
+        let name = header
+            .split("fn ")
+            .nth(1)
+            .and_then(|r| r.split('(').next())
+            .unwrap_or_else(|| panic!("plain_shmem.rs: no fn after #[no_mangle]: {header}"));
+        // The fn ends on its header line (`{}`) or at a `}` in column 0.
+        let end = if header.ends_with('}') {
+            i + 1
+        } else {
+            (i + 1..lines.len()).find(|&j| lines[j] == "}").expect("fn ends with } in column 0")
+        };
+        if name.starts_with("shmem_") {
+            for (k, l) in lines[start..=end].iter().enumerate() {
+                if start + k == i + 1 {
+                    s.push_str(&l.replacen(&format!("fn {name}("), &format!("fn p{name}("), 1));
+                } else {
+                    s.push_str(l);
+                }
+                s.push('\n');
+            }
+            s.push('\n');
+        }
+        i = end + 1;
+    }
+    s
+}
+
+/// `pshmem.h`: the `pshmem_` names of every OpenSHMEM routine (§10).
+fn pshmem_h(shmem_api: &str) -> String {
+    let f = &FAMILIES[1];
+    let mut s = format!(
+        "/* {BANNER} */\n/* The profiling interface (OpenSHMEM 1.5 §10): every shmem_ routine also\n   exists as pshmem_, so a tool can define shmem_ wrappers that call the\n   library through the pshmem_ names. In the static library the shmem_\n   names are weak, so a program's own definitions replace them. */\n\
+         #ifndef PSHMEM_H\n#define PSHMEM_H\n\n#include <shmem.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
+    );
+    for d in function_declarations(shmem_api) {
+        let _ = writeln!(s, "{d};");
+    }
+    s.push_str("void pshmem_pcontrol(const int level, ...);\n");
+    for r in routines(f) {
+        if let Some(p) = profiling_name(f, &r.name) {
+            let d = c_decl(&r, f);
+            let decl = d.split_once('\n').expect("declarations have a doc line").1;
+            let decl = decl.replacen(&format!(" {}(", r.name), &format!(" {p}("), 1).replacen(
+                &format!("*{}(", r.name),
+                &format!("*{p}("),
+                1,
+            );
+            s.push_str(&guarded(r.c_ty.unwrap_or(""), decl));
+        }
+    }
+    s.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* PSHMEM_H */\n");
+    s
+}
+
+/// The `shmem_` function declarations of a cbindgen header, one line each,
+/// renamed `pshmem_`.
+fn function_declarations(header: &str) -> Vec<String> {
+    let mut text = String::new();
+    let mut rest = header;
+    while let Some(a) = rest.find("/*") {
+        text.push_str(&rest[..a]);
+        rest = rest[a..].find("*/").map_or("", |b| &rest[a + b + 2..]);
+    }
+    text.push_str(rest);
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .filter(|l| !l.trim_start().starts_with('#') && l.trim() != "extern \"C\" {" && l.trim() != "}")
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    for stmt in code.split(';') {
+        let st = stmt.split_whitespace().collect::<Vec<_>>().join(" ");
+        if st.starts_with("typedef") || !st.ends_with(')') {
+            continue;
+        }
+        let Some(open) = st.find('(') else { continue };
+        let name = st[..open].rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("");
+        if !name.starts_with("shmem_") || st[..open].contains('=') {
+            continue;
+        }
+        let at = open - name.len();
+        out.push(format!("{}p{}", &st[..at], &st[at..]));
+    }
+    out
 }
 
 /// `name -> parameter count` of every function a C header declares

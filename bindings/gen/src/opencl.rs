@@ -93,7 +93,7 @@ fn funs() -> Vec<Fun> {
     let mut v = Vec::new();
     let mut f =
         |name: String, ret: &str, params: String, body: String| v.push(Fun { name, ret: ret.into(), params, body });
-    for t in RMA {
+    for t in RMA.iter().filter(|t| !t.host_only) {
         let (n, c) = (t.name, opencl(t.name));
         let g = "global";
         for (op, dir) in [("put", true), ("get", false), ("put_nbi", true), ("get_nbi", false)] {
@@ -682,7 +682,7 @@ pub fn cuda_h(host: &std::collections::BTreeMap<String, usize>) -> String {
         // not OpenCL's 64-bit `long`): the type table's C type of the
         // routine's TYPENAME.
         let mut params = cxx(&f.params);
-        if let Some(t) = RMA.iter().find(|t| c.contains(&format!("_{}_", t.name))) {
+        if let Some(t) = RMA.iter().filter(|t| !t.host_only).find(|t| c.contains(&format!("_{}_", t.name))) {
             let ocl = cxx(opencl(t.name));
             params = params
                 .split(", ")

@@ -339,7 +339,7 @@ impl RemoteOps for ShmemRemote {
                 None => (self.lib.malloc)(size),
             }
         };
-        if m.is_null() || (m as usize) % align != 0 {
+        if m.is_null() || !(m as usize).is_multiple_of(align) {
             return Err(lib_err(
                 "shmem_align",
                 format!(

@@ -78,7 +78,7 @@ fn main() {
     check!(me, b.as_ptr() as usize == addr, "dropped vector's space reused");
     check!(me, matches!(shmem.alloc::<u8>(1 << 40), Err(Error::OutOfMemory { .. })), "exhaustion is an error");
     let al = shmem.alloc_aligned::<u8>(100, 1 << 16).expect("aligned");
-    check!(me, al.as_ptr() as usize % (1 << 16) == 0 && al.local().iter().all(|&x| x == 0), "aligned alloc");
+    check!(me, (al.as_ptr() as usize).is_multiple_of(1 << 16) && al.local().iter().all(|&x| x == 0), "aligned alloc");
     drop((b, al, s, w));
     if me == 0 {
         println!("rust_rma ok on {n} PEs");

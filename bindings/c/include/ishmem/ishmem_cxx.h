@@ -9,6 +9,304 @@ namespace ishmemi_cxx {
 template <typename T> struct identity { typedef T type; };
 }
 
+inline int ishmem_float_broadcast(float *dest, const float *source, size_t nelems, int PE_root) { return ishmem_float_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_double_broadcast(double *dest, const double *source, size_t nelems, int PE_root) { return ishmem_double_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_char_broadcast(char *dest, const char *source, size_t nelems, int PE_root) { return ishmem_char_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_schar_broadcast(signed char *dest, const signed char *source, size_t nelems, int PE_root) { return ishmem_schar_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_short_broadcast(short *dest, const short *source, size_t nelems, int PE_root) { return ishmem_short_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_int_broadcast(int *dest, const int *source, size_t nelems, int PE_root) { return ishmem_int_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_long_broadcast(long *dest, const long *source, size_t nelems, int PE_root) { return ishmem_long_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_longlong_broadcast(long long *dest, const long long *source, size_t nelems, int PE_root) { return ishmem_longlong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_uchar_broadcast(unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root) { return ishmem_uchar_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_ushort_broadcast(unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root) { return ishmem_ushort_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_uint_broadcast(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return ishmem_uint_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_ulong_broadcast(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return ishmem_ulong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_ulonglong_broadcast(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return ishmem_ulonglong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_int8_broadcast(int8_t *dest, const int8_t *source, size_t nelems, int PE_root) { return ishmem_int8_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_int16_broadcast(int16_t *dest, const int16_t *source, size_t nelems, int PE_root) { return ishmem_int16_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_int32_broadcast(int32_t *dest, const int32_t *source, size_t nelems, int PE_root) { return ishmem_int32_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_int64_broadcast(int64_t *dest, const int64_t *source, size_t nelems, int PE_root) { return ishmem_int64_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_uint8_broadcast(uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root) { return ishmem_uint8_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_uint16_broadcast(uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root) { return ishmem_uint16_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_uint32_broadcast(uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root) { return ishmem_uint32_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_uint64_broadcast(uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root) { return ishmem_uint64_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_size_broadcast(size_t *dest, const size_t *source, size_t nelems, int PE_root) { return ishmem_size_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_ptrdiff_broadcast(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root) { return ishmem_ptrdiff_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int ishmem_float_collect(float *dest, const float *source, size_t nelems) { return ishmem_float_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_double_collect(double *dest, const double *source, size_t nelems) { return ishmem_double_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_char_collect(char *dest, const char *source, size_t nelems) { return ishmem_char_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_schar_collect(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_short_collect(short *dest, const short *source, size_t nelems) { return ishmem_short_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int_collect(int *dest, const int *source, size_t nelems) { return ishmem_int_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_long_collect(long *dest, const long *source, size_t nelems) { return ishmem_long_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_longlong_collect(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uchar_collect(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ushort_collect(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint_collect(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulong_collect(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulonglong_collect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int8_collect(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int16_collect(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int32_collect(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int64_collect(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint8_collect(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint16_collect(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint32_collect(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint64_collect(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_size_collect(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ptrdiff_collect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_float_fcollect(float *dest, const float *source, size_t nelems) { return ishmem_float_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_double_fcollect(double *dest, const double *source, size_t nelems) { return ishmem_double_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_char_fcollect(char *dest, const char *source, size_t nelems) { return ishmem_char_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_schar_fcollect(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_short_fcollect(short *dest, const short *source, size_t nelems) { return ishmem_short_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int_fcollect(int *dest, const int *source, size_t nelems) { return ishmem_int_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_long_fcollect(long *dest, const long *source, size_t nelems) { return ishmem_long_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_longlong_fcollect(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uchar_fcollect(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ushort_fcollect(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint_fcollect(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulong_fcollect(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulonglong_fcollect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int8_fcollect(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int16_fcollect(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int32_fcollect(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int64_fcollect(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint8_fcollect(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint16_fcollect(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint32_fcollect(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint64_fcollect(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_size_fcollect(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ptrdiff_fcollect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_float_alltoall(float *dest, const float *source, size_t nelems) { return ishmem_float_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_double_alltoall(double *dest, const double *source, size_t nelems) { return ishmem_double_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_char_alltoall(char *dest, const char *source, size_t nelems) { return ishmem_char_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_schar_alltoall(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_short_alltoall(short *dest, const short *source, size_t nelems) { return ishmem_short_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int_alltoall(int *dest, const int *source, size_t nelems) { return ishmem_int_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_long_alltoall(long *dest, const long *source, size_t nelems) { return ishmem_long_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_longlong_alltoall(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uchar_alltoall(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ushort_alltoall(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint_alltoall(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulong_alltoall(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulonglong_alltoall(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int8_alltoall(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int16_alltoall(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int32_alltoall(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int64_alltoall(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint8_alltoall(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint16_alltoall(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint32_alltoall(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint64_alltoall(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_size_alltoall(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ptrdiff_alltoall(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_float_alltoalls(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_float_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_double_alltoalls(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_double_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_char_alltoalls(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_char_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_schar_alltoalls(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_schar_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_short_alltoalls(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_short_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_int_alltoalls(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_long_alltoalls(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_long_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_longlong_alltoalls(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_longlong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_uchar_alltoalls(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uchar_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_ushort_alltoalls(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ushort_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_uint_alltoalls(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_ulong_alltoalls(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_ulonglong_alltoalls(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulonglong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_int8_alltoalls(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int8_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_int16_alltoalls(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int16_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_int32_alltoalls(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int32_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_int64_alltoalls(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int64_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_uint8_alltoalls(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint8_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_uint16_alltoalls(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint16_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_uint32_alltoalls(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint32_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_uint64_alltoalls(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint64_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_size_alltoalls(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_size_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_ptrdiff_alltoalls(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ptrdiff_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int ishmem_float_max_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_double_max_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_char_max_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_schar_max_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_short_max_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int_max_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_long_max_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_longlong_max_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uchar_max_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ushort_max_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint_max_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulong_max_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulonglong_max_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int8_max_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int16_max_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int32_max_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int64_max_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint8_max_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint16_max_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint32_max_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint64_max_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_size_max_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ptrdiff_max_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_float_min_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_double_min_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_char_min_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_schar_min_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_short_min_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int_min_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_long_min_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_longlong_min_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uchar_min_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ushort_min_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint_min_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulong_min_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulonglong_min_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int8_min_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int16_min_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int32_min_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int64_min_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint8_min_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint16_min_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint32_min_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint64_min_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_size_min_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ptrdiff_min_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_float_sum_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_double_sum_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_char_sum_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_schar_sum_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_short_sum_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int_sum_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_long_sum_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_longlong_sum_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uchar_sum_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ushort_sum_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint_sum_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulong_sum_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulonglong_sum_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int8_sum_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int16_sum_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int32_sum_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int64_sum_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint8_sum_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint16_sum_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint32_sum_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint64_sum_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_size_sum_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ptrdiff_sum_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_float_prod_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_double_prod_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_char_prod_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_schar_prod_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_short_prod_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int_prod_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_long_prod_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_longlong_prod_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uchar_prod_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ushort_prod_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint_prod_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulong_prod_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulonglong_prod_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int8_prod_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int16_prod_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int32_prod_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int64_prod_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint8_prod_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint16_prod_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint32_prod_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint64_prod_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_size_prod_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ptrdiff_prod_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_float_sum_inscan(float *dest, const float *source, size_t nelems) { return ishmem_float_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_double_sum_inscan(double *dest, const double *source, size_t nelems) { return ishmem_double_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_char_sum_inscan(char *dest, const char *source, size_t nelems) { return ishmem_char_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_schar_sum_inscan(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_short_sum_inscan(short *dest, const short *source, size_t nelems) { return ishmem_short_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int_sum_inscan(int *dest, const int *source, size_t nelems) { return ishmem_int_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_long_sum_inscan(long *dest, const long *source, size_t nelems) { return ishmem_long_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_longlong_sum_inscan(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uchar_sum_inscan(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ushort_sum_inscan(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint_sum_inscan(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulong_sum_inscan(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulonglong_sum_inscan(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int8_sum_inscan(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int16_sum_inscan(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int32_sum_inscan(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int64_sum_inscan(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint8_sum_inscan(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint16_sum_inscan(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint32_sum_inscan(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint64_sum_inscan(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_size_sum_inscan(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ptrdiff_sum_inscan(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_float_sum_exscan(float *dest, const float *source, size_t nelems) { return ishmem_float_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_double_sum_exscan(double *dest, const double *source, size_t nelems) { return ishmem_double_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_char_sum_exscan(char *dest, const char *source, size_t nelems) { return ishmem_char_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_schar_sum_exscan(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_short_sum_exscan(short *dest, const short *source, size_t nelems) { return ishmem_short_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int_sum_exscan(int *dest, const int *source, size_t nelems) { return ishmem_int_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_long_sum_exscan(long *dest, const long *source, size_t nelems) { return ishmem_long_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_longlong_sum_exscan(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uchar_sum_exscan(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ushort_sum_exscan(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint_sum_exscan(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulong_sum_exscan(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ulonglong_sum_exscan(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int8_sum_exscan(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int16_sum_exscan(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int32_sum_exscan(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_int64_sum_exscan(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint8_sum_exscan(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint16_sum_exscan(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint32_sum_exscan(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_uint64_sum_exscan(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_size_sum_exscan(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_ptrdiff_sum_exscan(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int ishmem_schar_and_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uchar_and_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ushort_and_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint_and_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulong_and_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulonglong_and_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int8_and_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int16_and_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int32_and_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int64_and_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint8_and_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint16_and_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint32_and_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint64_and_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_size_and_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_schar_or_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uchar_or_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ushort_or_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint_or_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulong_or_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulonglong_or_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int8_or_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int16_or_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int32_or_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int64_or_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint8_or_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint16_or_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint32_or_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint64_or_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_size_or_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_schar_xor_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uchar_xor_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ushort_xor_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint_xor_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulong_xor_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_ulonglong_xor_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int8_xor_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int16_xor_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int32_xor_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_int64_xor_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint8_xor_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint16_xor_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint32_xor_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_uint64_xor_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int ishmem_size_xor_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> void ishmem_put(T *dest, const T *source, size_t nelems, int pe);
 template <> inline void ishmem_put<float>(float *dest, const float *source, size_t nelems, int pe) { return ishmem_float_put(dest, source, nelems, pe); }
 template <> inline void ishmem_put<double>(double *dest, const double *source, size_t nelems, int pe) { return ishmem_double_put(dest, source, nelems, pe); }
@@ -296,46 +594,64 @@ template <> inline signed char ishmem_atomic_fetch_and<signed char>(signed char 
 template <> inline unsigned int ishmem_atomic_fetch_and<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_and<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_and<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_and(dest, value, pe); }
+template <> inline int ishmem_atomic_fetch_and<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_and(dest, value, pe); }
+template <> inline long ishmem_atomic_fetch_and<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_and(dest, value, pe); }
 template <typename T> void ishmem_atomic_and(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline void ishmem_atomic_and<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_and(dest, value, pe); }
+template <> inline void ishmem_atomic_and<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_and(dest, value, pe); }
+template <> inline void ishmem_atomic_and<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_and(dest, value, pe); }
 template <typename T> T ishmem_atomic_fetch_or(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline signed char ishmem_atomic_fetch_or<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned int ishmem_atomic_fetch_or<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_or<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_or<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_or(dest, value, pe); }
+template <> inline int ishmem_atomic_fetch_or<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_or(dest, value, pe); }
+template <> inline long ishmem_atomic_fetch_or<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_or(dest, value, pe); }
 template <typename T> void ishmem_atomic_or(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline void ishmem_atomic_or<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_or(dest, value, pe); }
+template <> inline void ishmem_atomic_or<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_or(dest, value, pe); }
+template <> inline void ishmem_atomic_or<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_or(dest, value, pe); }
 template <typename T> T ishmem_atomic_fetch_xor(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline signed char ishmem_atomic_fetch_xor<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned int ishmem_atomic_fetch_xor<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_xor<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_xor<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_xor(dest, value, pe); }
+template <> inline int ishmem_atomic_fetch_xor<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_xor(dest, value, pe); }
+template <> inline long ishmem_atomic_fetch_xor<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_xor(dest, value, pe); }
 template <typename T> void ishmem_atomic_xor(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline void ishmem_atomic_xor<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_xor(dest, value, pe); }
+template <> inline void ishmem_atomic_xor<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_xor(dest, value, pe); }
+template <> inline void ishmem_atomic_xor<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_xor(dest, value, pe); }
 template <typename T> void ishmem_atomic_fetch_and_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline void ishmem_atomic_fetch_and_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+template <> inline void ishmem_atomic_fetch_and_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+template <> inline void ishmem_atomic_fetch_and_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <typename T> void ishmem_atomic_fetch_or_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline void ishmem_atomic_fetch_or_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+template <> inline void ishmem_atomic_fetch_or_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+template <> inline void ishmem_atomic_fetch_or_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <typename T> void ishmem_atomic_fetch_xor_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
 template <> inline void ishmem_atomic_fetch_xor_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+template <> inline void ishmem_atomic_fetch_xor_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+template <> inline void ishmem_atomic_fetch_xor_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <typename T> void ishmem_wait_until(T *ivar, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
 template <> inline void ishmem_wait_until<int>(int *ivar, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_wait_until(ivar, cmp, cmp_value); }
 template <> inline void ishmem_wait_until<long>(long *ivar, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_wait_until(ivar, cmp, cmp_value); }
@@ -434,29 +750,6 @@ template <> inline size_t ishmem_test_some_vector<long long>(long long *ivars, s
 template <> inline size_t ishmem_test_some_vector<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values) { return ishmem_uint_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_some_vector<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values) { return ishmem_ulong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_some_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values) { return ishmem_ulonglong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
-inline int ishmem_float_broadcast(float *dest, const float *source, size_t nelems, int PE_root) { return ishmem_float_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_double_broadcast(double *dest, const double *source, size_t nelems, int PE_root) { return ishmem_double_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_char_broadcast(char *dest, const char *source, size_t nelems, int PE_root) { return ishmem_char_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_schar_broadcast(signed char *dest, const signed char *source, size_t nelems, int PE_root) { return ishmem_schar_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_short_broadcast(short *dest, const short *source, size_t nelems, int PE_root) { return ishmem_short_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_int_broadcast(int *dest, const int *source, size_t nelems, int PE_root) { return ishmem_int_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_long_broadcast(long *dest, const long *source, size_t nelems, int PE_root) { return ishmem_long_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_longlong_broadcast(long long *dest, const long long *source, size_t nelems, int PE_root) { return ishmem_longlong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_uchar_broadcast(unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root) { return ishmem_uchar_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_ushort_broadcast(unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root) { return ishmem_ushort_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_uint_broadcast(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return ishmem_uint_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_ulong_broadcast(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return ishmem_ulong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_ulonglong_broadcast(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return ishmem_ulonglong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_int8_broadcast(int8_t *dest, const int8_t *source, size_t nelems, int PE_root) { return ishmem_int8_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_int16_broadcast(int16_t *dest, const int16_t *source, size_t nelems, int PE_root) { return ishmem_int16_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_int32_broadcast(int32_t *dest, const int32_t *source, size_t nelems, int PE_root) { return ishmem_int32_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_int64_broadcast(int64_t *dest, const int64_t *source, size_t nelems, int PE_root) { return ishmem_int64_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_uint8_broadcast(uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root) { return ishmem_uint8_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_uint16_broadcast(uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root) { return ishmem_uint16_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_uint32_broadcast(uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root) { return ishmem_uint32_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_uint64_broadcast(uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root) { return ishmem_uint64_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_size_broadcast(size_t *dest, const size_t *source, size_t nelems, int PE_root) { return ishmem_size_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_ptrdiff_broadcast(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root) { return ishmem_ptrdiff_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <typename T> int ishmem_broadcast(ishmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root);
 template <> inline int ishmem_broadcast<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root) { return ishmem_float_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root) { return ishmem_double_broadcast(team, dest, source, nelems, PE_root); }
@@ -485,29 +778,6 @@ template <> inline int ishmem_broadcast<unsigned short>(unsigned short *dest, co
 template <> inline int ishmem_broadcast<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return ishmem_uint_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return ishmem_ulong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return ishmem_ulonglong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int ishmem_float_collect(float *dest, const float *source, size_t nelems) { return ishmem_float_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_double_collect(double *dest, const double *source, size_t nelems) { return ishmem_double_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_char_collect(char *dest, const char *source, size_t nelems) { return ishmem_char_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_schar_collect(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_short_collect(short *dest, const short *source, size_t nelems) { return ishmem_short_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int_collect(int *dest, const int *source, size_t nelems) { return ishmem_int_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_long_collect(long *dest, const long *source, size_t nelems) { return ishmem_long_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_longlong_collect(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uchar_collect(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ushort_collect(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint_collect(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulong_collect(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulonglong_collect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int8_collect(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int16_collect(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int32_collect(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int64_collect(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint8_collect(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint16_collect(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint32_collect(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint64_collect(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_size_collect(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ptrdiff_collect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <typename T> int ishmem_collect(ishmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int ishmem_collect<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_collect(team, dest, source, nelems); }
 template <> inline int ishmem_collect<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_collect(team, dest, source, nelems); }
@@ -536,29 +806,6 @@ template <> inline int ishmem_collect<unsigned short>(unsigned short *dest, cons
 template <> inline int ishmem_collect<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_collect<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_collect<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_float_fcollect(float *dest, const float *source, size_t nelems) { return ishmem_float_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_double_fcollect(double *dest, const double *source, size_t nelems) { return ishmem_double_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_char_fcollect(char *dest, const char *source, size_t nelems) { return ishmem_char_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_schar_fcollect(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_short_fcollect(short *dest, const short *source, size_t nelems) { return ishmem_short_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int_fcollect(int *dest, const int *source, size_t nelems) { return ishmem_int_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_long_fcollect(long *dest, const long *source, size_t nelems) { return ishmem_long_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_longlong_fcollect(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uchar_fcollect(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ushort_fcollect(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint_fcollect(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulong_fcollect(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulonglong_fcollect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int8_fcollect(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int16_fcollect(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int32_fcollect(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int64_fcollect(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint8_fcollect(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint16_fcollect(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint32_fcollect(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint64_fcollect(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_size_fcollect(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ptrdiff_fcollect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <typename T> int ishmem_fcollect(ishmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int ishmem_fcollect<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_fcollect(team, dest, source, nelems); }
 template <> inline int ishmem_fcollect<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_fcollect(team, dest, source, nelems); }
@@ -587,29 +834,6 @@ template <> inline int ishmem_fcollect<unsigned short>(unsigned short *dest, con
 template <> inline int ishmem_fcollect<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_fcollect<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_fcollect<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_float_alltoall(float *dest, const float *source, size_t nelems) { return ishmem_float_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_double_alltoall(double *dest, const double *source, size_t nelems) { return ishmem_double_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_char_alltoall(char *dest, const char *source, size_t nelems) { return ishmem_char_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_schar_alltoall(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_short_alltoall(short *dest, const short *source, size_t nelems) { return ishmem_short_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int_alltoall(int *dest, const int *source, size_t nelems) { return ishmem_int_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_long_alltoall(long *dest, const long *source, size_t nelems) { return ishmem_long_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_longlong_alltoall(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uchar_alltoall(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ushort_alltoall(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint_alltoall(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulong_alltoall(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulonglong_alltoall(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int8_alltoall(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int16_alltoall(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int32_alltoall(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int64_alltoall(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint8_alltoall(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint16_alltoall(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint32_alltoall(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint64_alltoall(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_size_alltoall(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ptrdiff_alltoall(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <typename T> int ishmem_alltoall(ishmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int ishmem_alltoall<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_alltoall(team, dest, source, nelems); }
 template <> inline int ishmem_alltoall<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_alltoall(team, dest, source, nelems); }
@@ -638,29 +862,6 @@ template <> inline int ishmem_alltoall<unsigned short>(unsigned short *dest, con
 template <> inline int ishmem_alltoall<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_alltoall<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_alltoall<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_float_alltoalls(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_float_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_double_alltoalls(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_double_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_char_alltoalls(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_char_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_schar_alltoalls(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_schar_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_short_alltoalls(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_short_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_int_alltoalls(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_long_alltoalls(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_long_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_longlong_alltoalls(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_longlong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_uchar_alltoalls(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uchar_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_ushort_alltoalls(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ushort_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_uint_alltoalls(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_ulong_alltoalls(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_ulonglong_alltoalls(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulonglong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_int8_alltoalls(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int8_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_int16_alltoalls(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int16_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_int32_alltoalls(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int32_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_int64_alltoalls(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_int64_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_uint8_alltoalls(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint8_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_uint16_alltoalls(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint16_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_uint32_alltoalls(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint32_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_uint64_alltoalls(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint64_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_size_alltoalls(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_size_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_ptrdiff_alltoalls(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ptrdiff_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <typename T> int ishmem_alltoalls(ishmem_team_t team, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 template <> inline int ishmem_alltoalls<float>(ishmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_float_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<double>(ishmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_double_alltoalls(team, dest, source, dst, sst, nelems); }
@@ -689,29 +890,6 @@ template <> inline int ishmem_alltoalls<unsigned short>(unsigned short *dest, co
 template <> inline int ishmem_alltoalls<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulonglong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int ishmem_float_max_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_double_max_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_char_max_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_schar_max_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_short_max_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int_max_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_long_max_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_longlong_max_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uchar_max_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ushort_max_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint_max_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulong_max_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulonglong_max_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int8_max_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int16_max_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int32_max_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int64_max_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint8_max_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint16_max_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint32_max_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint64_max_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_size_max_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ptrdiff_max_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int ishmem_max_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_max_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_max_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_max_reduce(team, dest, source, nreduce); }
@@ -740,29 +918,6 @@ template <> inline int ishmem_max_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_max_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_float_min_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_double_min_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_char_min_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_schar_min_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_short_min_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int_min_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_long_min_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_longlong_min_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uchar_min_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ushort_min_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint_min_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulong_min_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulonglong_min_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int8_min_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int16_min_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int32_min_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int64_min_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint8_min_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint16_min_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint32_min_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint64_min_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_size_min_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ptrdiff_min_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int ishmem_min_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_min_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_min_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_min_reduce(team, dest, source, nreduce); }
@@ -791,29 +946,6 @@ template <> inline int ishmem_min_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_min_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_float_sum_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_double_sum_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_char_sum_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_schar_sum_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_short_sum_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int_sum_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_long_sum_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_longlong_sum_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uchar_sum_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ushort_sum_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint_sum_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulong_sum_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulonglong_sum_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int8_sum_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int16_sum_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int32_sum_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int64_sum_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint8_sum_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint16_sum_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint32_sum_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint64_sum_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_size_sum_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ptrdiff_sum_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int ishmem_sum_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_sum_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_sum_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_sum_reduce(team, dest, source, nreduce); }
@@ -842,29 +974,6 @@ template <> inline int ishmem_sum_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_sum_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_float_prod_reduce(float *dest, const float *source, size_t nreduce) { return ishmem_float_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_double_prod_reduce(double *dest, const double *source, size_t nreduce) { return ishmem_double_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_char_prod_reduce(char *dest, const char *source, size_t nreduce) { return ishmem_char_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_schar_prod_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_short_prod_reduce(short *dest, const short *source, size_t nreduce) { return ishmem_short_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int_prod_reduce(int *dest, const int *source, size_t nreduce) { return ishmem_int_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_long_prod_reduce(long *dest, const long *source, size_t nreduce) { return ishmem_long_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_longlong_prod_reduce(long long *dest, const long long *source, size_t nreduce) { return ishmem_longlong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uchar_prod_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ushort_prod_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint_prod_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulong_prod_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulonglong_prod_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int8_prod_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int16_prod_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int32_prod_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int64_prod_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint8_prod_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint16_prod_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint32_prod_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint64_prod_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_size_prod_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ptrdiff_prod_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return ishmem_ptrdiff_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int ishmem_prod_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_prod_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_prod_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_prod_reduce(team, dest, source, nreduce); }
@@ -893,29 +1002,6 @@ template <> inline int ishmem_prod_reduce<unsigned short>(unsigned short *dest, 
 template <> inline int ishmem_prod_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_float_sum_inscan(float *dest, const float *source, size_t nelems) { return ishmem_float_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_double_sum_inscan(double *dest, const double *source, size_t nelems) { return ishmem_double_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_char_sum_inscan(char *dest, const char *source, size_t nelems) { return ishmem_char_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_schar_sum_inscan(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_short_sum_inscan(short *dest, const short *source, size_t nelems) { return ishmem_short_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int_sum_inscan(int *dest, const int *source, size_t nelems) { return ishmem_int_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_long_sum_inscan(long *dest, const long *source, size_t nelems) { return ishmem_long_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_longlong_sum_inscan(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uchar_sum_inscan(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ushort_sum_inscan(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint_sum_inscan(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulong_sum_inscan(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulonglong_sum_inscan(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int8_sum_inscan(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int16_sum_inscan(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int32_sum_inscan(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int64_sum_inscan(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint8_sum_inscan(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint16_sum_inscan(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint32_sum_inscan(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint64_sum_inscan(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_size_sum_inscan(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ptrdiff_sum_inscan(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <typename T> int ishmem_sum_inscan(ishmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int ishmem_sum_inscan<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_sum_inscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_sum_inscan(team, dest, source, nelems); }
@@ -944,29 +1030,6 @@ template <> inline int ishmem_sum_inscan<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_sum_inscan<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_float_sum_exscan(float *dest, const float *source, size_t nelems) { return ishmem_float_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_double_sum_exscan(double *dest, const double *source, size_t nelems) { return ishmem_double_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_char_sum_exscan(char *dest, const char *source, size_t nelems) { return ishmem_char_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_schar_sum_exscan(signed char *dest, const signed char *source, size_t nelems) { return ishmem_schar_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_short_sum_exscan(short *dest, const short *source, size_t nelems) { return ishmem_short_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int_sum_exscan(int *dest, const int *source, size_t nelems) { return ishmem_int_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_long_sum_exscan(long *dest, const long *source, size_t nelems) { return ishmem_long_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_longlong_sum_exscan(long long *dest, const long long *source, size_t nelems) { return ishmem_longlong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uchar_sum_exscan(unsigned char *dest, const unsigned char *source, size_t nelems) { return ishmem_uchar_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ushort_sum_exscan(unsigned short *dest, const unsigned short *source, size_t nelems) { return ishmem_ushort_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint_sum_exscan(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulong_sum_exscan(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ulonglong_sum_exscan(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int8_sum_exscan(int8_t *dest, const int8_t *source, size_t nelems) { return ishmem_int8_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int16_sum_exscan(int16_t *dest, const int16_t *source, size_t nelems) { return ishmem_int16_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int32_sum_exscan(int32_t *dest, const int32_t *source, size_t nelems) { return ishmem_int32_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_int64_sum_exscan(int64_t *dest, const int64_t *source, size_t nelems) { return ishmem_int64_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint8_sum_exscan(uint8_t *dest, const uint8_t *source, size_t nelems) { return ishmem_uint8_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint16_sum_exscan(uint16_t *dest, const uint16_t *source, size_t nelems) { return ishmem_uint16_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint32_sum_exscan(uint32_t *dest, const uint32_t *source, size_t nelems) { return ishmem_uint32_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_uint64_sum_exscan(uint64_t *dest, const uint64_t *source, size_t nelems) { return ishmem_uint64_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_size_sum_exscan(size_t *dest, const size_t *source, size_t nelems) { return ishmem_size_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_ptrdiff_sum_exscan(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return ishmem_ptrdiff_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <typename T> int ishmem_sum_exscan(ishmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int ishmem_sum_exscan<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_sum_exscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_sum_exscan(team, dest, source, nelems); }
@@ -995,21 +1058,6 @@ template <> inline int ishmem_sum_exscan<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_sum_exscan<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int ishmem_schar_and_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uchar_and_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ushort_and_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint_and_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulong_and_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulonglong_and_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int8_and_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int16_and_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int32_and_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int64_and_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint8_and_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint16_and_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint32_and_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint64_and_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_size_and_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int ishmem_and_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_and_reduce<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_and_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_and_reduce(team, dest, source, nreduce); }
@@ -1017,6 +1065,9 @@ template <> inline int ishmem_and_reduce<unsigned short>(ishmem_team_t team, uns
 template <> inline int ishmem_and_reduce<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_and_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_and_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_and_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_and_reduce<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce) { return ishmem_int16_and_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_and_reduce<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce) { return ishmem_int32_and_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_and_reduce<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce) { return ishmem_int64_and_reduce(team, dest, source, nreduce); }
 template <typename T> int ishmem_and_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_and_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1024,21 +1075,9 @@ template <> inline int ishmem_and_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_and_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_schar_or_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uchar_or_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ushort_or_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint_or_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulong_or_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulonglong_or_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int8_or_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int16_or_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int32_or_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int64_or_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint8_or_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint16_or_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint32_or_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint64_or_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_size_or_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_and_reduce<short>(short *dest, const short *source, size_t nreduce) { return ishmem_int16_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_and_reduce<int>(int *dest, const int *source, size_t nreduce) { return ishmem_int32_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_and_reduce<long>(long *dest, const long *source, size_t nreduce) { return ishmem_int64_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int ishmem_or_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_or_reduce<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_or_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_or_reduce(team, dest, source, nreduce); }
@@ -1046,6 +1085,9 @@ template <> inline int ishmem_or_reduce<unsigned short>(ishmem_team_t team, unsi
 template <> inline int ishmem_or_reduce<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_or_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_or_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_or_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_or_reduce<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce) { return ishmem_int16_or_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_or_reduce<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce) { return ishmem_int32_or_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_or_reduce<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce) { return ishmem_int64_or_reduce(team, dest, source, nreduce); }
 template <typename T> int ishmem_or_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_or_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1053,21 +1095,9 @@ template <> inline int ishmem_or_reduce<unsigned short>(unsigned short *dest, co
 template <> inline int ishmem_or_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_schar_xor_reduce(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uchar_xor_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ushort_xor_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint_xor_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulong_xor_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_ulonglong_xor_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int8_xor_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return ishmem_int8_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int16_xor_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return ishmem_int16_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int32_xor_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return ishmem_int32_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_int64_xor_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return ishmem_int64_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint8_xor_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return ishmem_uint8_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint16_xor_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return ishmem_uint16_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint32_xor_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return ishmem_uint32_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_uint64_xor_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return ishmem_uint64_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int ishmem_size_xor_reduce(size_t *dest, const size_t *source, size_t nreduce) { return ishmem_size_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_or_reduce<short>(short *dest, const short *source, size_t nreduce) { return ishmem_int16_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_or_reduce<int>(int *dest, const int *source, size_t nreduce) { return ishmem_int32_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_or_reduce<long>(long *dest, const long *source, size_t nreduce) { return ishmem_int64_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int ishmem_xor_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_xor_reduce<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_xor_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_xor_reduce(team, dest, source, nreduce); }
@@ -1075,6 +1105,9 @@ template <> inline int ishmem_xor_reduce<unsigned short>(ishmem_team_t team, uns
 template <> inline int ishmem_xor_reduce<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_xor_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_xor_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_xor_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_xor_reduce<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce) { return ishmem_int16_xor_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_xor_reduce<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce) { return ishmem_int32_xor_reduce(team, dest, source, nreduce); }
+template <> inline int ishmem_xor_reduce<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce) { return ishmem_int64_xor_reduce(team, dest, source, nreduce); }
 template <typename T> int ishmem_xor_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int ishmem_xor_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1082,6 +1115,9 @@ template <> inline int ishmem_xor_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_xor_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_xor_reduce<short>(short *dest, const short *source, size_t nreduce) { return ishmem_int16_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_xor_reduce<int>(int *dest, const int *source, size_t nreduce) { return ishmem_int32_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int ishmem_xor_reduce<long>(long *dest, const long *source, size_t nreduce) { return ishmem_int64_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> void * ishmemx_put_on_queue(T *dest, const T *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
 template <> inline void * ishmemx_put_on_queue<float>(float *dest, const float *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_float_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_put_on_queue<double>(double *dest, const double *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_double_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }

@@ -1410,18 +1410,6 @@ ISHMEMI_HOSTDEV int ishmem_float_fcollect(ishmem_team_t team, float *dest, const
 ISHMEMI_HOSTDEV int ishmem_float_alltoall(ishmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_float_alltoalls(ishmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_float_max_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_float_min_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_float_sum_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_float_prod_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_float_sum_inscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_float_sum_exscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_double_broadcast(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1432,18 +1420,6 @@ ISHMEMI_HOSTDEV int ishmem_double_fcollect(ishmem_team_t team, double *dest, con
 ISHMEMI_HOSTDEV int ishmem_double_alltoall(ishmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_double_alltoalls(ishmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_double_max_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_double_min_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_double_sum_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_double_prod_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_double_sum_inscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_double_sum_exscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_char_broadcast(ishmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1454,18 +1430,6 @@ ISHMEMI_HOSTDEV int ishmem_char_fcollect(ishmem_team_t team, char *dest, const c
 ISHMEMI_HOSTDEV int ishmem_char_alltoall(ishmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_char_alltoalls(ishmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_char_max_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_char_min_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_char_sum_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_char_prod_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_char_sum_inscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_char_sum_exscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_schar_broadcast(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1476,18 +1440,6 @@ ISHMEMI_HOSTDEV int ishmem_schar_fcollect(ishmem_team_t team, signed char *dest,
 ISHMEMI_HOSTDEV int ishmem_schar_alltoall(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_schar_alltoalls(ishmem_team_t team, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_schar_max_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_schar_min_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_schar_sum_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_schar_prod_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_schar_sum_inscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_schar_sum_exscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_short_broadcast(ishmem_team_t team, short *dest, const short *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1498,18 +1450,6 @@ ISHMEMI_HOSTDEV int ishmem_short_fcollect(ishmem_team_t team, short *dest, const
 ISHMEMI_HOSTDEV int ishmem_short_alltoall(ishmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_short_alltoalls(ishmem_team_t team, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_short_max_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_short_min_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_short_sum_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_short_prod_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_short_sum_inscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_short_sum_exscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_int_broadcast(ishmem_team_t team, int *dest, const int *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1520,18 +1460,6 @@ ISHMEMI_HOSTDEV int ishmem_int_fcollect(ishmem_team_t team, int *dest, const int
 ISHMEMI_HOSTDEV int ishmem_int_alltoall(ishmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int_alltoalls(ishmem_team_t team, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int_max_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int_min_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int_sum_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int_prod_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int_sum_inscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int_sum_exscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_long_broadcast(ishmem_team_t team, long *dest, const long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1542,18 +1470,6 @@ ISHMEMI_HOSTDEV int ishmem_long_fcollect(ishmem_team_t team, long *dest, const l
 ISHMEMI_HOSTDEV int ishmem_long_alltoall(ishmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_long_alltoalls(ishmem_team_t team, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_long_max_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_long_min_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_long_sum_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_long_prod_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_long_sum_inscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_long_sum_exscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_longlong_broadcast(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1564,18 +1480,6 @@ ISHMEMI_HOSTDEV int ishmem_longlong_fcollect(ishmem_team_t team, long long *dest
 ISHMEMI_HOSTDEV int ishmem_longlong_alltoall(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_longlong_alltoalls(ishmem_team_t team, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_longlong_max_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_longlong_min_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_longlong_sum_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_longlong_prod_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_longlong_sum_inscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_longlong_sum_exscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_uchar_broadcast(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1586,18 +1490,6 @@ ISHMEMI_HOSTDEV int ishmem_uchar_fcollect(ishmem_team_t team, unsigned char *des
 ISHMEMI_HOSTDEV int ishmem_uchar_alltoall(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uchar_alltoalls(ishmem_team_t team, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uchar_max_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uchar_min_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uchar_sum_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uchar_prod_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uchar_sum_inscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uchar_sum_exscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_ushort_broadcast(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1608,18 +1500,6 @@ ISHMEMI_HOSTDEV int ishmem_ushort_fcollect(ishmem_team_t team, unsigned short *d
 ISHMEMI_HOSTDEV int ishmem_ushort_alltoall(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ushort_alltoalls(ishmem_team_t team, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ushort_max_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ushort_min_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ushort_sum_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ushort_prod_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_ushort_sum_inscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_ushort_sum_exscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_uint_broadcast(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1630,18 +1510,6 @@ ISHMEMI_HOSTDEV int ishmem_uint_fcollect(ishmem_team_t team, unsigned int *dest,
 ISHMEMI_HOSTDEV int ishmem_uint_alltoall(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint_alltoalls(ishmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint_max_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint_min_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint_sum_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint_prod_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint_sum_inscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint_sum_exscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_ulong_broadcast(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1652,18 +1520,6 @@ ISHMEMI_HOSTDEV int ishmem_ulong_fcollect(ishmem_team_t team, unsigned long *des
 ISHMEMI_HOSTDEV int ishmem_ulong_alltoall(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ulong_alltoalls(ishmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulong_max_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulong_min_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulong_sum_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulong_prod_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_ulong_sum_inscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_ulong_sum_exscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_ulonglong_broadcast(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1674,18 +1530,6 @@ ISHMEMI_HOSTDEV int ishmem_ulonglong_fcollect(ishmem_team_t team, unsigned long 
 ISHMEMI_HOSTDEV int ishmem_ulonglong_alltoall(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ulonglong_alltoalls(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulonglong_max_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulonglong_min_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_ulonglong_prod_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_inscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_exscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_int8_broadcast(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1696,18 +1540,6 @@ ISHMEMI_HOSTDEV int ishmem_int8_fcollect(ishmem_team_t team, int8_t *dest, const
 ISHMEMI_HOSTDEV int ishmem_int8_alltoall(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int8_alltoalls(ishmem_team_t team, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int8_max_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int8_min_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int8_sum_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int8_prod_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int8_sum_inscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int8_sum_exscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_int16_broadcast(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1718,18 +1550,6 @@ ISHMEMI_HOSTDEV int ishmem_int16_fcollect(ishmem_team_t team, int16_t *dest, con
 ISHMEMI_HOSTDEV int ishmem_int16_alltoall(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int16_alltoalls(ishmem_team_t team, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int16_max_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int16_min_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int16_sum_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int16_prod_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int16_sum_inscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int16_sum_exscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_int32_broadcast(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1740,18 +1560,6 @@ ISHMEMI_HOSTDEV int ishmem_int32_fcollect(ishmem_team_t team, int32_t *dest, con
 ISHMEMI_HOSTDEV int ishmem_int32_alltoall(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int32_alltoalls(ishmem_team_t team, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int32_max_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int32_min_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int32_sum_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int32_prod_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int32_sum_inscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int32_sum_exscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_int64_broadcast(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1762,18 +1570,6 @@ ISHMEMI_HOSTDEV int ishmem_int64_fcollect(ishmem_team_t team, int64_t *dest, con
 ISHMEMI_HOSTDEV int ishmem_int64_alltoall(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_int64_alltoalls(ishmem_team_t team, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int64_max_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int64_min_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int64_sum_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_int64_prod_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int64_sum_inscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_int64_sum_exscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_uint8_broadcast(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1784,18 +1580,6 @@ ISHMEMI_HOSTDEV int ishmem_uint8_fcollect(ishmem_team_t team, uint8_t *dest, con
 ISHMEMI_HOSTDEV int ishmem_uint8_alltoall(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint8_alltoalls(ishmem_team_t team, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint8_max_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint8_min_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint8_sum_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint8_prod_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint8_sum_inscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint8_sum_exscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_uint16_broadcast(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1806,18 +1590,6 @@ ISHMEMI_HOSTDEV int ishmem_uint16_fcollect(ishmem_team_t team, uint16_t *dest, c
 ISHMEMI_HOSTDEV int ishmem_uint16_alltoall(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint16_alltoalls(ishmem_team_t team, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint16_max_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint16_min_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint16_sum_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint16_prod_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint16_sum_inscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint16_sum_exscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_uint32_broadcast(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1828,18 +1600,6 @@ ISHMEMI_HOSTDEV int ishmem_uint32_fcollect(ishmem_team_t team, uint32_t *dest, c
 ISHMEMI_HOSTDEV int ishmem_uint32_alltoall(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint32_alltoalls(ishmem_team_t team, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint32_max_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint32_min_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint32_sum_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint32_prod_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint32_sum_inscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint32_sum_exscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_uint64_broadcast(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1850,18 +1610,6 @@ ISHMEMI_HOSTDEV int ishmem_uint64_fcollect(ishmem_team_t team, uint64_t *dest, c
 ISHMEMI_HOSTDEV int ishmem_uint64_alltoall(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_uint64_alltoalls(ishmem_team_t team, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint64_max_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint64_min_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint64_sum_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_uint64_prod_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint64_sum_inscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_uint64_sum_exscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_size_broadcast(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1872,18 +1620,6 @@ ISHMEMI_HOSTDEV int ishmem_size_fcollect(ishmem_team_t team, size_t *dest, const
 ISHMEMI_HOSTDEV int ishmem_size_alltoall(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_size_alltoalls(ishmem_team_t team, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_size_max_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_size_min_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_size_sum_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-ISHMEMI_HOSTDEV int ishmem_size_prod_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_size_sum_inscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-ISHMEMI_HOSTDEV int ishmem_size_sum_exscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 ISHMEMI_HOSTDEV int ishmem_ptrdiff_broadcast(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -1895,13 +1631,277 @@ ISHMEMI_HOSTDEV int ishmem_ptrdiff_alltoall(ishmem_team_t team, ptrdiff_t *dest,
 /** Strided alltoall; strides in elements (§9.9.10). */
 int ishmem_ptrdiff_alltoalls(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_float_max_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_float_min_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_double_max_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_double_min_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_char_max_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_char_min_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_schar_max_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_schar_min_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_short_max_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_short_min_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int_max_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int_min_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_long_max_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_long_min_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_longlong_max_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_longlong_min_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uchar_max_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uchar_min_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ushort_max_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ushort_min_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint_max_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint_min_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulong_max_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulong_min_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulonglong_max_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulonglong_min_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int8_max_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int8_min_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int16_max_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int16_min_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int32_max_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int32_min_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int64_max_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int64_min_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint8_max_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint8_min_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint16_max_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint16_min_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint32_max_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint32_min_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint64_max_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint64_min_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_size_max_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_size_min_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
 ISHMEMI_HOSTDEV int ishmem_ptrdiff_max_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
 ISHMEMI_HOSTDEV int ishmem_ptrdiff_min_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_float_sum_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_float_prod_reduce(ishmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_double_sum_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_double_prod_reduce(ishmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_char_sum_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_char_prod_reduce(ishmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_schar_sum_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_schar_prod_reduce(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_short_sum_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_short_prod_reduce(ishmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int_sum_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int_prod_reduce(ishmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_long_sum_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_long_prod_reduce(ishmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_longlong_sum_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_longlong_prod_reduce(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uchar_sum_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uchar_prod_reduce(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ushort_sum_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ushort_prod_reduce(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint_sum_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint_prod_reduce(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulong_sum_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulong_prod_reduce(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_ulonglong_prod_reduce(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int8_sum_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int8_prod_reduce(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int16_sum_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int16_prod_reduce(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int32_sum_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int32_prod_reduce(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int64_sum_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_int64_prod_reduce(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint8_sum_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint8_prod_reduce(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint16_sum_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint16_prod_reduce(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint32_sum_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint32_prod_reduce(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint64_sum_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_uint64_prod_reduce(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_size_sum_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+ISHMEMI_HOSTDEV int ishmem_size_prod_reduce(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
 ISHMEMI_HOSTDEV int ishmem_ptrdiff_sum_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
 ISHMEMI_HOSTDEV int ishmem_ptrdiff_prod_reduce(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_float_sum_inscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_float_sum_exscan(ishmem_team_t team, float *dest, const float *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_double_sum_inscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_double_sum_exscan(ishmem_team_t team, double *dest, const double *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_char_sum_inscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_char_sum_exscan(ishmem_team_t team, char *dest, const char *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_schar_sum_inscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_schar_sum_exscan(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_short_sum_inscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_short_sum_exscan(ishmem_team_t team, short *dest, const short *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int_sum_inscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int_sum_exscan(ishmem_team_t team, int *dest, const int *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_long_sum_inscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_long_sum_exscan(ishmem_team_t team, long *dest, const long *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_longlong_sum_inscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_longlong_sum_exscan(ishmem_team_t team, long long *dest, const long long *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uchar_sum_inscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uchar_sum_exscan(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_ushort_sum_inscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_ushort_sum_exscan(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint_sum_inscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint_sum_exscan(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_ulong_sum_inscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_ulong_sum_exscan(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_inscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_ulonglong_sum_exscan(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int8_sum_inscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int8_sum_exscan(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int16_sum_inscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int16_sum_exscan(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int32_sum_inscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int32_sum_exscan(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int64_sum_inscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_int64_sum_exscan(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint8_sum_inscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint8_sum_exscan(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint16_sum_inscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint16_sum_exscan(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint32_sum_inscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint32_sum_exscan(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint64_sum_inscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_uint64_sum_exscan(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
+/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_size_sum_inscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
+/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
+ISHMEMI_HOSTDEV int ishmem_size_sum_exscan(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
 ISHMEMI_HOSTDEV int ishmem_ptrdiff_sum_inscan(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
 /** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
@@ -2553,63 +2553,81 @@ int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrd
         signed char: ishmem_schar_atomic_fetch_and, \
         unsigned int: ishmem_uint_atomic_fetch_and, \
         unsigned long: ishmem_ulong_atomic_fetch_and, \
-        unsigned long long: ishmem_ulonglong_atomic_fetch_and \
+        unsigned long long: ishmem_ulonglong_atomic_fetch_and, \
+        int: ishmem_int32_atomic_fetch_and, \
+        long: ishmem_int64_atomic_fetch_and \
     )(dest, value, pe)
 #define ishmem_atomic_and(dest, value, pe) \
     _Generic(*(dest), \
         signed char: ishmem_schar_atomic_and, \
         unsigned int: ishmem_uint_atomic_and, \
         unsigned long: ishmem_ulong_atomic_and, \
-        unsigned long long: ishmem_ulonglong_atomic_and \
+        unsigned long long: ishmem_ulonglong_atomic_and, \
+        int: ishmem_int32_atomic_and, \
+        long: ishmem_int64_atomic_and \
     )(dest, value, pe)
 #define ishmem_atomic_fetch_or(dest, value, pe) \
     _Generic(*(dest), \
         signed char: ishmem_schar_atomic_fetch_or, \
         unsigned int: ishmem_uint_atomic_fetch_or, \
         unsigned long: ishmem_ulong_atomic_fetch_or, \
-        unsigned long long: ishmem_ulonglong_atomic_fetch_or \
+        unsigned long long: ishmem_ulonglong_atomic_fetch_or, \
+        int: ishmem_int32_atomic_fetch_or, \
+        long: ishmem_int64_atomic_fetch_or \
     )(dest, value, pe)
 #define ishmem_atomic_or(dest, value, pe) \
     _Generic(*(dest), \
         signed char: ishmem_schar_atomic_or, \
         unsigned int: ishmem_uint_atomic_or, \
         unsigned long: ishmem_ulong_atomic_or, \
-        unsigned long long: ishmem_ulonglong_atomic_or \
+        unsigned long long: ishmem_ulonglong_atomic_or, \
+        int: ishmem_int32_atomic_or, \
+        long: ishmem_int64_atomic_or \
     )(dest, value, pe)
 #define ishmem_atomic_fetch_xor(dest, value, pe) \
     _Generic(*(dest), \
         signed char: ishmem_schar_atomic_fetch_xor, \
         unsigned int: ishmem_uint_atomic_fetch_xor, \
         unsigned long: ishmem_ulong_atomic_fetch_xor, \
-        unsigned long long: ishmem_ulonglong_atomic_fetch_xor \
+        unsigned long long: ishmem_ulonglong_atomic_fetch_xor, \
+        int: ishmem_int32_atomic_fetch_xor, \
+        long: ishmem_int64_atomic_fetch_xor \
     )(dest, value, pe)
 #define ishmem_atomic_xor(dest, value, pe) \
     _Generic(*(dest), \
         signed char: ishmem_schar_atomic_xor, \
         unsigned int: ishmem_uint_atomic_xor, \
         unsigned long: ishmem_ulong_atomic_xor, \
-        unsigned long long: ishmem_ulonglong_atomic_xor \
+        unsigned long long: ishmem_ulonglong_atomic_xor, \
+        int: ishmem_int32_atomic_xor, \
+        long: ishmem_int64_atomic_xor \
     )(dest, value, pe)
 #define ishmem_atomic_fetch_and_nbi(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: ishmem_schar_atomic_fetch_and_nbi, \
         unsigned int: ishmem_uint_atomic_fetch_and_nbi, \
         unsigned long: ishmem_ulong_atomic_fetch_and_nbi, \
-        unsigned long long: ishmem_ulonglong_atomic_fetch_and_nbi \
+        unsigned long long: ishmem_ulonglong_atomic_fetch_and_nbi, \
+        int: ishmem_int32_atomic_fetch_and_nbi, \
+        long: ishmem_int64_atomic_fetch_and_nbi \
     )(fetch, dest, value, pe)
 #define ishmem_atomic_fetch_or_nbi(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: ishmem_schar_atomic_fetch_or_nbi, \
         unsigned int: ishmem_uint_atomic_fetch_or_nbi, \
         unsigned long: ishmem_ulong_atomic_fetch_or_nbi, \
-        unsigned long long: ishmem_ulonglong_atomic_fetch_or_nbi \
+        unsigned long long: ishmem_ulonglong_atomic_fetch_or_nbi, \
+        int: ishmem_int32_atomic_fetch_or_nbi, \
+        long: ishmem_int64_atomic_fetch_or_nbi \
     )(fetch, dest, value, pe)
 #define ishmem_atomic_fetch_xor_nbi(fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: ishmem_schar_atomic_fetch_xor_nbi, \
         unsigned int: ishmem_uint_atomic_fetch_xor_nbi, \
         unsigned long: ishmem_ulong_atomic_fetch_xor_nbi, \
-        unsigned long long: ishmem_ulonglong_atomic_fetch_xor_nbi \
+        unsigned long long: ishmem_ulonglong_atomic_fetch_xor_nbi, \
+        int: ishmem_int32_atomic_fetch_xor_nbi, \
+        long: ishmem_int64_atomic_fetch_xor_nbi \
     )(fetch, dest, value, pe)
 #define ishmem_wait_until(ivar, cmp, cmp_value) \
     _Generic(*(ivar), \
@@ -2920,7 +2938,10 @@ int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrd
         unsigned short: ishmem_ushort_and_reduce, \
         unsigned int: ishmem_uint_and_reduce, \
         unsigned long: ishmem_ulong_and_reduce, \
-        unsigned long long: ishmem_ulonglong_and_reduce \
+        unsigned long long: ishmem_ulonglong_and_reduce, \
+        short: ishmem_int16_and_reduce, \
+        int: ishmem_int32_and_reduce, \
+        long: ishmem_int64_and_reduce \
     )(team, dest, source, nreduce)
 #define ishmem_or_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
@@ -2929,7 +2950,10 @@ int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrd
         unsigned short: ishmem_ushort_or_reduce, \
         unsigned int: ishmem_uint_or_reduce, \
         unsigned long: ishmem_ulong_or_reduce, \
-        unsigned long long: ishmem_ulonglong_or_reduce \
+        unsigned long long: ishmem_ulonglong_or_reduce, \
+        short: ishmem_int16_or_reduce, \
+        int: ishmem_int32_or_reduce, \
+        long: ishmem_int64_or_reduce \
     )(team, dest, source, nreduce)
 #define ishmem_xor_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
@@ -2938,7 +2962,10 @@ int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrd
         unsigned short: ishmem_ushort_xor_reduce, \
         unsigned int: ishmem_uint_xor_reduce, \
         unsigned long: ishmem_ulong_xor_reduce, \
-        unsigned long long: ishmem_ulonglong_xor_reduce \
+        unsigned long long: ishmem_ulonglong_xor_reduce, \
+        short: ishmem_int16_xor_reduce, \
+        int: ishmem_int32_xor_reduce, \
+        long: ishmem_int64_xor_reduce \
     )(team, dest, source, nreduce)
 #define ishmemx_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps) \
     _Generic(*(dest), \

@@ -88,8 +88,6 @@ typedef void *shmem_ctx_t;
 
 #define SHMEM_TEAM_SHARED 1
 
-#define SHMEMX_TEAM_NODE 2
-
 #define SHMEM_TEAM_INVALID -1
 
 #ifdef __cplusplus

@@ -9,6 +9,289 @@ namespace shmemi_cxx {
 template <typename T> struct identity { typedef T type; };
 }
 
+inline int shmem_float_broadcast(float *dest, const float *source, size_t nelems, int PE_root) { return shmem_float_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_double_broadcast(double *dest, const double *source, size_t nelems, int PE_root) { return shmem_double_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_char_broadcast(char *dest, const char *source, size_t nelems, int PE_root) { return shmem_char_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_schar_broadcast(signed char *dest, const signed char *source, size_t nelems, int PE_root) { return shmem_schar_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_short_broadcast(short *dest, const short *source, size_t nelems, int PE_root) { return shmem_short_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_int_broadcast(int *dest, const int *source, size_t nelems, int PE_root) { return shmem_int_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_long_broadcast(long *dest, const long *source, size_t nelems, int PE_root) { return shmem_long_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_longlong_broadcast(long long *dest, const long long *source, size_t nelems, int PE_root) { return shmem_longlong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_uchar_broadcast(unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root) { return shmem_uchar_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_ushort_broadcast(unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root) { return shmem_ushort_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_uint_broadcast(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return shmem_uint_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_ulong_broadcast(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return shmem_ulong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_ulonglong_broadcast(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return shmem_ulonglong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_int8_broadcast(int8_t *dest, const int8_t *source, size_t nelems, int PE_root) { return shmem_int8_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_int16_broadcast(int16_t *dest, const int16_t *source, size_t nelems, int PE_root) { return shmem_int16_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_int32_broadcast(int32_t *dest, const int32_t *source, size_t nelems, int PE_root) { return shmem_int32_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_int64_broadcast(int64_t *dest, const int64_t *source, size_t nelems, int PE_root) { return shmem_int64_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_uint8_broadcast(uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root) { return shmem_uint8_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_uint16_broadcast(uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root) { return shmem_uint16_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_uint32_broadcast(uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root) { return shmem_uint32_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_uint64_broadcast(uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root) { return shmem_uint64_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_size_broadcast(size_t *dest, const size_t *source, size_t nelems, int PE_root) { return shmem_size_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+inline int shmem_ptrdiff_broadcast(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root) { return shmem_ptrdiff_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_broadcast(long double *dest, const long double *source, size_t nelems, int PE_root) { return shmem_longdouble_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+#endif
+inline int shmem_float_collect(float *dest, const float *source, size_t nelems) { return shmem_float_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_double_collect(double *dest, const double *source, size_t nelems) { return shmem_double_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_char_collect(char *dest, const char *source, size_t nelems) { return shmem_char_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_schar_collect(signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_short_collect(short *dest, const short *source, size_t nelems) { return shmem_short_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int_collect(int *dest, const int *source, size_t nelems) { return shmem_int_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_long_collect(long *dest, const long *source, size_t nelems) { return shmem_long_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_longlong_collect(long long *dest, const long long *source, size_t nelems) { return shmem_longlong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uchar_collect(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ushort_collect(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint_collect(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ulong_collect(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ulonglong_collect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int8_collect(int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int16_collect(int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int32_collect(int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int64_collect(int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint8_collect(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmem_uint8_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint16_collect(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmem_uint16_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint32_collect(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmem_uint32_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint64_collect(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmem_uint64_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_size_collect(size_t *dest, const size_t *source, size_t nelems) { return shmem_size_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ptrdiff_collect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmem_ptrdiff_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_collect(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#endif
+inline int shmem_float_fcollect(float *dest, const float *source, size_t nelems) { return shmem_float_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_double_fcollect(double *dest, const double *source, size_t nelems) { return shmem_double_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_char_fcollect(char *dest, const char *source, size_t nelems) { return shmem_char_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_schar_fcollect(signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_short_fcollect(short *dest, const short *source, size_t nelems) { return shmem_short_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int_fcollect(int *dest, const int *source, size_t nelems) { return shmem_int_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_long_fcollect(long *dest, const long *source, size_t nelems) { return shmem_long_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_longlong_fcollect(long long *dest, const long long *source, size_t nelems) { return shmem_longlong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uchar_fcollect(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ushort_fcollect(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint_fcollect(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ulong_fcollect(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ulonglong_fcollect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int8_fcollect(int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int16_fcollect(int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int32_fcollect(int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int64_fcollect(int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint8_fcollect(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmem_uint8_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint16_fcollect(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmem_uint16_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint32_fcollect(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmem_uint32_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint64_fcollect(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmem_uint64_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_size_fcollect(size_t *dest, const size_t *source, size_t nelems) { return shmem_size_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ptrdiff_fcollect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmem_ptrdiff_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_fcollect(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#endif
+inline int shmem_float_alltoall(float *dest, const float *source, size_t nelems) { return shmem_float_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_double_alltoall(double *dest, const double *source, size_t nelems) { return shmem_double_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_char_alltoall(char *dest, const char *source, size_t nelems) { return shmem_char_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_schar_alltoall(signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_short_alltoall(short *dest, const short *source, size_t nelems) { return shmem_short_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int_alltoall(int *dest, const int *source, size_t nelems) { return shmem_int_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_long_alltoall(long *dest, const long *source, size_t nelems) { return shmem_long_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_longlong_alltoall(long long *dest, const long long *source, size_t nelems) { return shmem_longlong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uchar_alltoall(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ushort_alltoall(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint_alltoall(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ulong_alltoall(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ulonglong_alltoall(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int8_alltoall(int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int16_alltoall(int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int32_alltoall(int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_int64_alltoall(int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint8_alltoall(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmem_uint8_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint16_alltoall(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmem_uint16_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint32_alltoall(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmem_uint32_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_uint64_alltoall(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmem_uint64_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_size_alltoall(size_t *dest, const size_t *source, size_t nelems) { return shmem_size_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+inline int shmem_ptrdiff_alltoall(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmem_ptrdiff_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_alltoall(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#endif
+inline int shmem_float_alltoalls(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_float_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_double_alltoalls(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_double_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_char_alltoalls(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_char_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_schar_alltoalls(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_schar_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_short_alltoalls(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_short_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_int_alltoalls(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_long_alltoalls(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_long_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_longlong_alltoalls(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longlong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_uchar_alltoalls(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uchar_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_ushort_alltoalls(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ushort_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_uint_alltoalls(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_ulong_alltoalls(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_ulonglong_alltoalls(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulonglong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_int8_alltoalls(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int8_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_int16_alltoalls(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int16_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_int32_alltoalls(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int32_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_int64_alltoalls(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int64_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_uint8_alltoalls(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint8_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_uint16_alltoalls(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint16_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_uint32_alltoalls(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint32_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_uint64_alltoalls(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint64_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_size_alltoalls(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_size_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+inline int shmem_ptrdiff_alltoalls(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ptrdiff_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_alltoalls(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longdouble_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+#endif
+inline int shmem_float_max_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_double_max_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_char_max_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_schar_max_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_short_max_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int_max_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_long_max_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_longlong_max_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uchar_max_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ushort_max_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint_max_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulong_max_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulonglong_max_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int8_max_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int16_max_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int32_max_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int64_max_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint8_max_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint16_max_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint32_max_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint64_max_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_size_max_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ptrdiff_max_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_max_reduce(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
+inline int shmem_float_min_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_double_min_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_char_min_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_schar_min_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_short_min_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int_min_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_long_min_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_longlong_min_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uchar_min_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ushort_min_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint_min_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulong_min_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulonglong_min_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int8_min_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int16_min_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int32_min_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int64_min_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint8_min_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint16_min_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint32_min_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint64_min_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_size_min_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ptrdiff_min_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_min_reduce(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
+inline int shmem_float_sum_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_double_sum_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_char_sum_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_schar_sum_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_short_sum_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int_sum_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_long_sum_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_longlong_sum_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uchar_sum_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ushort_sum_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint_sum_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulong_sum_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulonglong_sum_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int8_sum_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int16_sum_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int32_sum_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int64_sum_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint8_sum_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint16_sum_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint32_sum_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint64_sum_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_size_sum_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ptrdiff_sum_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_sum_reduce(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
+inline int shmem_complexf_sum_reduce(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_complexd_sum_reduce(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_float_prod_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_double_prod_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_char_prod_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_schar_prod_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_short_prod_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int_prod_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_long_prod_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_longlong_prod_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uchar_prod_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ushort_prod_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint_prod_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulong_prod_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulonglong_prod_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int8_prod_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int16_prod_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int32_prod_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int64_prod_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint8_prod_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint16_prod_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint32_prod_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint64_prod_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_size_prod_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ptrdiff_prod_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+inline int shmem_longdouble_prod_reduce(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
+inline int shmem_complexf_prod_reduce(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_complexd_prod_reduce(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_schar_and_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uchar_and_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ushort_and_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint_and_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulong_and_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulonglong_and_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int8_and_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int16_and_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int32_and_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int64_and_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint8_and_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint16_and_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint32_and_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint64_and_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_size_and_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_schar_or_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uchar_or_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ushort_or_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint_or_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulong_or_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulonglong_or_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int8_or_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int16_or_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int32_or_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int64_or_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint8_or_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint16_or_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint32_or_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint64_or_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_size_or_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_schar_xor_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uchar_xor_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ushort_xor_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint_xor_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulong_xor_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_ulonglong_xor_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int8_xor_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int16_xor_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int32_xor_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_int64_xor_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint8_xor_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint16_xor_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint32_xor_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_uint64_xor_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+inline int shmem_size_xor_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> void shmem_put(T *dest, const T *source, size_t nelems, int pe);
 template <> inline void shmem_put<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_put(dest, source, nelems, pe); }
 template <> inline void shmem_put<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_put(dest, source, nelems, pe); }
@@ -23,6 +306,26 @@ template <> inline void shmem_put<unsigned short>(unsigned short *dest, const un
 template <> inline void shmem_put<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_uint_put(dest, source, nelems, pe); }
 template <> inline void shmem_put<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ulong_put(dest, source, nelems, pe); }
 template <> inline void shmem_put<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ulonglong_put(dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_put(dest, source, nelems, pe); }
+#endif
+template <typename T> void shmem_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <> inline void shmem_put<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe) { return shmem_ctx_schar_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<short>(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe) { return shmem_ctx_short_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<int>(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe) { return shmem_ctx_int_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<long>(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe) { return shmem_ctx_long_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe) { return shmem_ctx_longlong_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe) { return shmem_ctx_uchar_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe) { return shmem_ctx_ushort_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_ctx_uint_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ctx_ulong_put(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ctx_ulonglong_put(ctx, dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_put(ctx, dest, source, nelems, pe); }
+#endif
 template <typename T> void shmem_get(T *dest, const T *source, size_t nelems, int pe);
 template <> inline void shmem_get<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_get(dest, source, nelems, pe); }
 template <> inline void shmem_get<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_get(dest, source, nelems, pe); }
@@ -37,6 +340,26 @@ template <> inline void shmem_get<unsigned short>(unsigned short *dest, const un
 template <> inline void shmem_get<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_uint_get(dest, source, nelems, pe); }
 template <> inline void shmem_get<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ulong_get(dest, source, nelems, pe); }
 template <> inline void shmem_get<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ulonglong_get(dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_get<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_get(dest, source, nelems, pe); }
+#endif
+template <typename T> void shmem_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <> inline void shmem_get<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe) { return shmem_ctx_schar_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<short>(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe) { return shmem_ctx_short_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<int>(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe) { return shmem_ctx_int_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<long>(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe) { return shmem_ctx_long_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe) { return shmem_ctx_longlong_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe) { return shmem_ctx_uchar_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe) { return shmem_ctx_ushort_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_ctx_uint_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ctx_ulong_get(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ctx_ulonglong_get(ctx, dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_get<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_get(ctx, dest, source, nelems, pe); }
+#endif
 template <typename T> void shmem_put_nbi(T *dest, const T *source, size_t nelems, int pe);
 template <> inline void shmem_put_nbi<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_put_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_put_nbi<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_put_nbi(dest, source, nelems, pe); }
@@ -51,6 +374,26 @@ template <> inline void shmem_put_nbi<unsigned short>(unsigned short *dest, cons
 template <> inline void shmem_put_nbi<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_uint_put_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_put_nbi<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ulong_put_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_put_nbi<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ulonglong_put_nbi(dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put_nbi<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_put_nbi(dest, source, nelems, pe); }
+#endif
+template <typename T> void shmem_put_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <> inline void shmem_put_nbi<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe) { return shmem_ctx_schar_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<short>(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe) { return shmem_ctx_short_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<int>(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe) { return shmem_ctx_int_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<long>(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe) { return shmem_ctx_long_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe) { return shmem_ctx_longlong_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe) { return shmem_ctx_uchar_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe) { return shmem_ctx_ushort_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_ctx_uint_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ctx_ulong_put_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_put_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ctx_ulonglong_put_nbi(ctx, dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put_nbi<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_put_nbi(ctx, dest, source, nelems, pe); }
+#endif
 template <typename T> void shmem_get_nbi(T *dest, const T *source, size_t nelems, int pe);
 template <> inline void shmem_get_nbi<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_get_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_get_nbi<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_get_nbi(dest, source, nelems, pe); }
@@ -65,6 +408,26 @@ template <> inline void shmem_get_nbi<unsigned short>(unsigned short *dest, cons
 template <> inline void shmem_get_nbi<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_uint_get_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_get_nbi<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ulong_get_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_get_nbi<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ulonglong_get_nbi(dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_get_nbi<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_get_nbi(dest, source, nelems, pe); }
+#endif
+template <typename T> void shmem_get_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <> inline void shmem_get_nbi<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, int pe) { return shmem_ctx_schar_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<short>(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, int pe) { return shmem_ctx_short_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<int>(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, int pe) { return shmem_ctx_int_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<long>(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, int pe) { return shmem_ctx_long_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, int pe) { return shmem_ctx_longlong_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, int pe) { return shmem_ctx_uchar_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, int pe) { return shmem_ctx_ushort_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return shmem_ctx_uint_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return shmem_ctx_ulong_get_nbi(ctx, dest, source, nelems, pe); }
+template <> inline void shmem_get_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return shmem_ctx_ulonglong_get_nbi(ctx, dest, source, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_get_nbi<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_get_nbi(ctx, dest, source, nelems, pe); }
+#endif
 template <typename T> void shmem_p(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_p<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_p(dest, value, pe); }
 template <> inline void shmem_p<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_p(dest, value, pe); }
@@ -79,6 +442,26 @@ template <> inline void shmem_p<unsigned short>(unsigned short *dest, typename s
 template <> inline void shmem_p<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_p(dest, value, pe); }
 template <> inline void shmem_p<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_p(dest, value, pe); }
 template <> inline void shmem_p<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_p(dest, value, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_p<long double>(long double *dest, typename shmemi_cxx::identity<long double>::type value, int pe) { return shmem_longdouble_p(dest, value, pe); }
+#endif
+template <typename T> void shmem_p(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_p<float>(shmem_ctx_t ctx, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<double>(shmem_ctx_t ctx, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<char>(shmem_ctx_t ctx, char *dest, typename shmemi_cxx::identity<char>::type value, int pe) { return shmem_ctx_char_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<short>(shmem_ctx_t ctx, short *dest, typename shmemi_cxx::identity<short>::type value, int pe) { return shmem_ctx_short_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<long long>(shmem_ctx_t ctx, long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, typename shmemi_cxx::identity<unsigned char>::type value, int pe) { return shmem_ctx_uchar_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, typename shmemi_cxx::identity<unsigned short>::type value, int pe) { return shmem_ctx_ushort_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_p(ctx, dest, value, pe); }
+template <> inline void shmem_p<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_p(ctx, dest, value, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_p<long double>(shmem_ctx_t ctx, long double *dest, typename shmemi_cxx::identity<long double>::type value, int pe) { return shmem_ctx_longdouble_p(ctx, dest, value, pe); }
+#endif
 template <typename T> T shmem_g(const T *source, int pe);
 template <> inline float shmem_g<float>(const float *source, int pe) { return shmem_float_g(source, pe); }
 template <> inline double shmem_g<double>(const double *source, int pe) { return shmem_double_g(source, pe); }
@@ -93,6 +476,26 @@ template <> inline unsigned short shmem_g<unsigned short>(const unsigned short *
 template <> inline unsigned int shmem_g<unsigned int>(const unsigned int *source, int pe) { return shmem_uint_g(source, pe); }
 template <> inline unsigned long shmem_g<unsigned long>(const unsigned long *source, int pe) { return shmem_ulong_g(source, pe); }
 template <> inline unsigned long long shmem_g<unsigned long long>(const unsigned long long *source, int pe) { return shmem_ulonglong_g(source, pe); }
+#if defined(__x86_64__)
+template <> inline long double shmem_g<long double>(const long double *source, int pe) { return shmem_longdouble_g(source, pe); }
+#endif
+template <typename T> T shmem_g(shmem_ctx_t ctx, const T *source, int pe);
+template <> inline float shmem_g<float>(shmem_ctx_t ctx, const float *source, int pe) { return shmem_ctx_float_g(ctx, source, pe); }
+template <> inline double shmem_g<double>(shmem_ctx_t ctx, const double *source, int pe) { return shmem_ctx_double_g(ctx, source, pe); }
+template <> inline char shmem_g<char>(shmem_ctx_t ctx, const char *source, int pe) { return shmem_ctx_char_g(ctx, source, pe); }
+template <> inline signed char shmem_g<signed char>(shmem_ctx_t ctx, const signed char *source, int pe) { return shmem_ctx_schar_g(ctx, source, pe); }
+template <> inline short shmem_g<short>(shmem_ctx_t ctx, const short *source, int pe) { return shmem_ctx_short_g(ctx, source, pe); }
+template <> inline int shmem_g<int>(shmem_ctx_t ctx, const int *source, int pe) { return shmem_ctx_int_g(ctx, source, pe); }
+template <> inline long shmem_g<long>(shmem_ctx_t ctx, const long *source, int pe) { return shmem_ctx_long_g(ctx, source, pe); }
+template <> inline long long shmem_g<long long>(shmem_ctx_t ctx, const long long *source, int pe) { return shmem_ctx_longlong_g(ctx, source, pe); }
+template <> inline unsigned char shmem_g<unsigned char>(shmem_ctx_t ctx, const unsigned char *source, int pe) { return shmem_ctx_uchar_g(ctx, source, pe); }
+template <> inline unsigned short shmem_g<unsigned short>(shmem_ctx_t ctx, const unsigned short *source, int pe) { return shmem_ctx_ushort_g(ctx, source, pe); }
+template <> inline unsigned int shmem_g<unsigned int>(shmem_ctx_t ctx, const unsigned int *source, int pe) { return shmem_ctx_uint_g(ctx, source, pe); }
+template <> inline unsigned long shmem_g<unsigned long>(shmem_ctx_t ctx, const unsigned long *source, int pe) { return shmem_ctx_ulong_g(ctx, source, pe); }
+template <> inline unsigned long long shmem_g<unsigned long long>(shmem_ctx_t ctx, const unsigned long long *source, int pe) { return shmem_ctx_ulonglong_g(ctx, source, pe); }
+#if defined(__x86_64__)
+template <> inline long double shmem_g<long double>(shmem_ctx_t ctx, const long double *source, int pe) { return shmem_ctx_longdouble_g(ctx, source, pe); }
+#endif
 template <typename T> void shmem_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 template <> inline void shmem_iput<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_float_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iput<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_double_iput(dest, source, dst, sst, nelems, pe); }
@@ -107,6 +510,26 @@ template <> inline void shmem_iput<unsigned short>(unsigned short *dest, const u
 template <> inline void shmem_iput<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_uint_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iput<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ulong_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iput<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ulonglong_iput(dest, source, dst, sst, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_iput<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_longdouble_iput(dest, source, dst, sst, nelems, pe); }
+#endif
+template <typename T> void shmem_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <> inline void shmem_iput<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_float_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_double_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_char_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_schar_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<short>(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_short_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<int>(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_int_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<long>(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_long_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_longlong_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_uchar_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_ushort_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_uint_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_ulong_iput(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iput<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_ulonglong_iput(ctx, dest, source, dst, sst, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_iput<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_longdouble_iput(ctx, dest, source, dst, sst, nelems, pe); }
+#endif
 template <typename T> void shmem_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
 template <> inline void shmem_iget<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_float_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iget<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_double_iget(dest, source, dst, sst, nelems, pe); }
@@ -121,6 +544,26 @@ template <> inline void shmem_iget<unsigned short>(unsigned short *dest, const u
 template <> inline void shmem_iget<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_uint_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iget<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ulong_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iget<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ulonglong_iget(dest, source, dst, sst, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_iget<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_longdouble_iget(dest, source, dst, sst, nelems, pe); }
+#endif
+template <typename T> void shmem_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <> inline void shmem_iget<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_float_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_double_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_char_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_schar_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<short>(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_short_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<int>(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_int_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<long>(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_long_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_longlong_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_uchar_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_ushort_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_uint_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_ulong_iget(ctx, dest, source, dst, sst, nelems, pe); }
+template <> inline void shmem_iget<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_ulonglong_iget(ctx, dest, source, dst, sst, nelems, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_iget<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_longdouble_iget(ctx, dest, source, dst, sst, nelems, pe); }
+#endif
 template <typename T> void shmem_ibput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 template <> inline void shmem_ibput<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_float_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibput<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_double_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
@@ -135,6 +578,26 @@ template <> inline void shmem_ibput<unsigned short>(unsigned short *dest, const 
 template <> inline void shmem_ibput<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_uint_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibput<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ulong_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibput<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ulonglong_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_ibput<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_longdouble_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
+#endif
+template <typename T> void shmem_ibput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <> inline void shmem_ibput<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_float_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_double_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_char_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_schar_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<short>(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_short_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<int>(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_int_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<long>(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_long_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_longlong_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_uchar_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_ushort_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_uint_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_ulong_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibput<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_ulonglong_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_ibput<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_longdouble_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+#endif
 template <typename T> void shmem_ibget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
 template <> inline void shmem_ibget<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_float_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibget<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_double_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
@@ -149,6 +612,26 @@ template <> inline void shmem_ibget<unsigned short>(unsigned short *dest, const 
 template <> inline void shmem_ibget<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_uint_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibget<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ulong_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibget<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ulonglong_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_ibget<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_longdouble_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
+#endif
+template <typename T> void shmem_ibget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <> inline void shmem_ibget<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_float_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_double_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_char_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_schar_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<short>(shmem_ctx_t ctx, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_short_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<int>(shmem_ctx_t ctx, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_int_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<long>(shmem_ctx_t ctx, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_long_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_longlong_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_uchar_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_ushort_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_uint_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_ulong_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+template <> inline void shmem_ibget<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_ulonglong_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_ibget<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_longdouble_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
+#endif
 template <typename T> void shmem_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 template <> inline void shmem_put_signal<float>(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_float_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal<double>(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_double_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -163,6 +646,26 @@ template <> inline void shmem_put_signal<unsigned short>(unsigned short *dest, c
 template <> inline void shmem_put_signal<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_uint_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ulong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ulonglong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put_signal<long double>(long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_longdouble_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#endif
+template <typename T> void shmem_put_signal(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <> inline void shmem_put_signal<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_float_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_double_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_char_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_schar_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<short>(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_short_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<int>(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_int_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<long>(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_long_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_longlong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_uchar_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_ushort_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_uint_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_ulong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_ulonglong_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put_signal<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_longdouble_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#endif
 template <typename T> void shmem_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 template <> inline void shmem_put_signal_nbi<float>(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_float_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal_nbi<double>(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_double_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -177,6 +680,26 @@ template <> inline void shmem_put_signal_nbi<unsigned short>(unsigned short *des
 template <> inline void shmem_put_signal_nbi<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_uint_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal_nbi<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ulong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal_nbi<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ulonglong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put_signal_nbi<long double>(long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_longdouble_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#endif
+template <typename T> void shmem_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <> inline void shmem_put_signal_nbi<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_float_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_double_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_char_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<signed char>(shmem_ctx_t ctx, signed char *dest, const signed char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_schar_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<short>(shmem_ctx_t ctx, short *dest, const short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_short_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<int>(shmem_ctx_t ctx, int *dest, const int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_int_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<long>(shmem_ctx_t ctx, long *dest, const long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_long_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<long long>(shmem_ctx_t ctx, long long *dest, const long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_longlong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<unsigned char>(shmem_ctx_t ctx, unsigned char *dest, const unsigned char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_uchar_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<unsigned short>(shmem_ctx_t ctx, unsigned short *dest, const unsigned short *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_ushort_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_uint_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_ulong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+template <> inline void shmem_put_signal_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_ulonglong_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#if defined(__x86_64__)
+template <> inline void shmem_put_signal_nbi<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_longdouble_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
+#endif
 template <typename T> T shmem_atomic_fetch(const T *source, int pe);
 template <> inline float shmem_atomic_fetch<float>(const float *source, int pe) { return shmem_float_atomic_fetch(source, pe); }
 template <> inline double shmem_atomic_fetch<double>(const double *source, int pe) { return shmem_double_atomic_fetch(source, pe); }
@@ -187,6 +710,16 @@ template <> inline long long shmem_atomic_fetch<long long>(const long long *sour
 template <> inline unsigned int shmem_atomic_fetch<unsigned int>(const unsigned int *source, int pe) { return shmem_uint_atomic_fetch(source, pe); }
 template <> inline unsigned long shmem_atomic_fetch<unsigned long>(const unsigned long *source, int pe) { return shmem_ulong_atomic_fetch(source, pe); }
 template <> inline unsigned long long shmem_atomic_fetch<unsigned long long>(const unsigned long long *source, int pe) { return shmem_ulonglong_atomic_fetch(source, pe); }
+template <typename T> T shmem_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe);
+template <> inline float shmem_atomic_fetch<float>(shmem_ctx_t ctx, const float *source, int pe) { return shmem_ctx_float_atomic_fetch(ctx, source, pe); }
+template <> inline double shmem_atomic_fetch<double>(shmem_ctx_t ctx, const double *source, int pe) { return shmem_ctx_double_atomic_fetch(ctx, source, pe); }
+template <> inline signed char shmem_atomic_fetch<signed char>(shmem_ctx_t ctx, const signed char *source, int pe) { return shmem_ctx_schar_atomic_fetch(ctx, source, pe); }
+template <> inline int shmem_atomic_fetch<int>(shmem_ctx_t ctx, const int *source, int pe) { return shmem_ctx_int_atomic_fetch(ctx, source, pe); }
+template <> inline long shmem_atomic_fetch<long>(shmem_ctx_t ctx, const long *source, int pe) { return shmem_ctx_long_atomic_fetch(ctx, source, pe); }
+template <> inline long long shmem_atomic_fetch<long long>(shmem_ctx_t ctx, const long long *source, int pe) { return shmem_ctx_longlong_atomic_fetch(ctx, source, pe); }
+template <> inline unsigned int shmem_atomic_fetch<unsigned int>(shmem_ctx_t ctx, const unsigned int *source, int pe) { return shmem_ctx_uint_atomic_fetch(ctx, source, pe); }
+template <> inline unsigned long shmem_atomic_fetch<unsigned long>(shmem_ctx_t ctx, const unsigned long *source, int pe) { return shmem_ctx_ulong_atomic_fetch(ctx, source, pe); }
+template <> inline unsigned long long shmem_atomic_fetch<unsigned long long>(shmem_ctx_t ctx, const unsigned long long *source, int pe) { return shmem_ctx_ulonglong_atomic_fetch(ctx, source, pe); }
 template <typename T> void shmem_atomic_set(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_set<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_atomic_set(dest, value, pe); }
 template <> inline void shmem_atomic_set<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_atomic_set(dest, value, pe); }
@@ -197,6 +730,16 @@ template <> inline void shmem_atomic_set<long long>(long long *dest, typename sh
 template <> inline void shmem_atomic_set<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_set(dest, value, pe); }
 template <> inline void shmem_atomic_set<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_set(dest, value, pe); }
 template <> inline void shmem_atomic_set<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_set(dest, value, pe); }
+template <typename T> void shmem_atomic_set(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_set<float>(shmem_ctx_t ctx, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<double>(shmem_ctx_t ctx, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<long long>(shmem_ctx_t ctx, long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_set(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_set<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_set(ctx, dest, value, pe); }
 template <typename T> T shmem_atomic_swap(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline float shmem_atomic_swap<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_atomic_swap(dest, value, pe); }
 template <> inline double shmem_atomic_swap<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_atomic_swap(dest, value, pe); }
@@ -207,6 +750,16 @@ template <> inline long long shmem_atomic_swap<long long>(long long *dest, typen
 template <> inline unsigned int shmem_atomic_swap<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_swap(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_swap<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_swap(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_swap<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_swap(dest, value, pe); }
+template <typename T> T shmem_atomic_swap(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline float shmem_atomic_swap<float>(shmem_ctx_t ctx, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_atomic_swap(ctx, dest, value, pe); }
+template <> inline double shmem_atomic_swap<double>(shmem_ctx_t ctx, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_atomic_swap(ctx, dest, value, pe); }
+template <> inline signed char shmem_atomic_swap<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_swap(ctx, dest, value, pe); }
+template <> inline int shmem_atomic_swap<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_swap(ctx, dest, value, pe); }
+template <> inline long shmem_atomic_swap<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_swap(ctx, dest, value, pe); }
+template <> inline long long shmem_atomic_swap<long long>(shmem_ctx_t ctx, long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_swap(ctx, dest, value, pe); }
+template <> inline unsigned int shmem_atomic_swap<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_swap(ctx, dest, value, pe); }
+template <> inline unsigned long shmem_atomic_swap<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_swap(ctx, dest, value, pe); }
+template <> inline unsigned long long shmem_atomic_swap<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_swap(ctx, dest, value, pe); }
 template <typename T> void shmem_atomic_fetch_nbi(T *fetch, const T *source, int pe);
 template <> inline void shmem_atomic_fetch_nbi<float>(float *fetch, const float *source, int pe) { return shmem_float_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<double>(double *fetch, const double *source, int pe) { return shmem_double_atomic_fetch_nbi(fetch, source, pe); }
@@ -217,6 +770,16 @@ template <> inline void shmem_atomic_fetch_nbi<long long>(long long *fetch, cons
 template <> inline void shmem_atomic_fetch_nbi<unsigned int>(unsigned int *fetch, const unsigned int *source, int pe) { return shmem_uint_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<unsigned long>(unsigned long *fetch, const unsigned long *source, int pe) { return shmem_ulong_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<unsigned long long>(unsigned long long *fetch, const unsigned long long *source, int pe) { return shmem_ulonglong_atomic_fetch_nbi(fetch, source, pe); }
+template <typename T> void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, T *fetch, const T *source, int pe);
+template <> inline void shmem_atomic_fetch_nbi<float>(shmem_ctx_t ctx, float *fetch, const float *source, int pe) { return shmem_ctx_float_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<double>(shmem_ctx_t ctx, double *fetch, const double *source, int pe) { return shmem_ctx_double_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, const signed char *source, int pe) { return shmem_ctx_schar_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<int>(shmem_ctx_t ctx, int *fetch, const int *source, int pe) { return shmem_ctx_int_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<long>(shmem_ctx_t ctx, long *fetch, const long *source, int pe) { return shmem_ctx_long_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<long long>(shmem_ctx_t ctx, long long *fetch, const long long *source, int pe) { return shmem_ctx_longlong_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, const unsigned int *source, int pe) { return shmem_ctx_uint_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, const unsigned long *source, int pe) { return shmem_ctx_ulong_atomic_fetch_nbi(ctx, fetch, source, pe); }
+template <> inline void shmem_atomic_fetch_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, const unsigned long long *source, int pe) { return shmem_ctx_ulonglong_atomic_fetch_nbi(ctx, fetch, source, pe); }
 template <typename T> void shmem_atomic_swap_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_swap_nbi<float>(float *fetch, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<double>(double *fetch, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_atomic_swap_nbi(fetch, dest, value, pe); }
@@ -227,6 +790,16 @@ template <> inline void shmem_atomic_swap_nbi<long long>(long long *fetch, long 
 template <> inline void shmem_atomic_swap_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_swap_nbi(fetch, dest, value, pe); }
+template <typename T> void shmem_atomic_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_swap_nbi<float>(shmem_ctx_t ctx, float *fetch, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<double>(shmem_ctx_t ctx, double *fetch, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<long long>(shmem_ctx_t ctx, long long *fetch, long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_swap_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
 template <typename T> T shmem_atomic_compare_swap(T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline signed char shmem_atomic_compare_swap<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline int shmem_atomic_compare_swap<int>(int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_compare_swap(dest, cond, value, pe); }
@@ -235,6 +808,14 @@ template <> inline long long shmem_atomic_compare_swap<long long>(long long *des
 template <> inline unsigned int shmem_atomic_compare_swap<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline unsigned long shmem_atomic_compare_swap<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline unsigned long long shmem_atomic_compare_swap<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_compare_swap(dest, cond, value, pe); }
+template <typename T> T shmem_atomic_compare_swap(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline signed char shmem_atomic_compare_swap<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_compare_swap(ctx, dest, cond, value, pe); }
+template <> inline int shmem_atomic_compare_swap<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_compare_swap(ctx, dest, cond, value, pe); }
+template <> inline long shmem_atomic_compare_swap<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_compare_swap(ctx, dest, cond, value, pe); }
+template <> inline long long shmem_atomic_compare_swap<long long>(shmem_ctx_t ctx, long long *dest, typename shmemi_cxx::identity<long long>::type cond, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_compare_swap(ctx, dest, cond, value, pe); }
+template <> inline unsigned int shmem_atomic_compare_swap<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_compare_swap(ctx, dest, cond, value, pe); }
+template <> inline unsigned long shmem_atomic_compare_swap<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_compare_swap(ctx, dest, cond, value, pe); }
+template <> inline unsigned long long shmem_atomic_compare_swap<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_compare_swap(ctx, dest, cond, value, pe); }
 template <typename T> T shmem_atomic_fetch_inc(T *dest, int pe);
 template <> inline signed char shmem_atomic_fetch_inc<signed char>(signed char *dest, int pe) { return shmem_schar_atomic_fetch_inc(dest, pe); }
 template <> inline int shmem_atomic_fetch_inc<int>(int *dest, int pe) { return shmem_int_atomic_fetch_inc(dest, pe); }
@@ -243,6 +824,14 @@ template <> inline long long shmem_atomic_fetch_inc<long long>(long long *dest, 
 template <> inline unsigned int shmem_atomic_fetch_inc<unsigned int>(unsigned int *dest, int pe) { return shmem_uint_atomic_fetch_inc(dest, pe); }
 template <> inline unsigned long shmem_atomic_fetch_inc<unsigned long>(unsigned long *dest, int pe) { return shmem_ulong_atomic_fetch_inc(dest, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_inc<unsigned long long>(unsigned long long *dest, int pe) { return shmem_ulonglong_atomic_fetch_inc(dest, pe); }
+template <typename T> T shmem_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe);
+template <> inline signed char shmem_atomic_fetch_inc<signed char>(shmem_ctx_t ctx, signed char *dest, int pe) { return shmem_ctx_schar_atomic_fetch_inc(ctx, dest, pe); }
+template <> inline int shmem_atomic_fetch_inc<int>(shmem_ctx_t ctx, int *dest, int pe) { return shmem_ctx_int_atomic_fetch_inc(ctx, dest, pe); }
+template <> inline long shmem_atomic_fetch_inc<long>(shmem_ctx_t ctx, long *dest, int pe) { return shmem_ctx_long_atomic_fetch_inc(ctx, dest, pe); }
+template <> inline long long shmem_atomic_fetch_inc<long long>(shmem_ctx_t ctx, long long *dest, int pe) { return shmem_ctx_longlong_atomic_fetch_inc(ctx, dest, pe); }
+template <> inline unsigned int shmem_atomic_fetch_inc<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, int pe) { return shmem_ctx_uint_atomic_fetch_inc(ctx, dest, pe); }
+template <> inline unsigned long shmem_atomic_fetch_inc<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, int pe) { return shmem_ctx_ulong_atomic_fetch_inc(ctx, dest, pe); }
+template <> inline unsigned long long shmem_atomic_fetch_inc<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, int pe) { return shmem_ctx_ulonglong_atomic_fetch_inc(ctx, dest, pe); }
 template <typename T> void shmem_atomic_inc(T *dest, int pe);
 template <> inline void shmem_atomic_inc<signed char>(signed char *dest, int pe) { return shmem_schar_atomic_inc(dest, pe); }
 template <> inline void shmem_atomic_inc<int>(int *dest, int pe) { return shmem_int_atomic_inc(dest, pe); }
@@ -251,6 +840,14 @@ template <> inline void shmem_atomic_inc<long long>(long long *dest, int pe) { r
 template <> inline void shmem_atomic_inc<unsigned int>(unsigned int *dest, int pe) { return shmem_uint_atomic_inc(dest, pe); }
 template <> inline void shmem_atomic_inc<unsigned long>(unsigned long *dest, int pe) { return shmem_ulong_atomic_inc(dest, pe); }
 template <> inline void shmem_atomic_inc<unsigned long long>(unsigned long long *dest, int pe) { return shmem_ulonglong_atomic_inc(dest, pe); }
+template <typename T> void shmem_atomic_inc(shmem_ctx_t ctx, T *dest, int pe);
+template <> inline void shmem_atomic_inc<signed char>(shmem_ctx_t ctx, signed char *dest, int pe) { return shmem_ctx_schar_atomic_inc(ctx, dest, pe); }
+template <> inline void shmem_atomic_inc<int>(shmem_ctx_t ctx, int *dest, int pe) { return shmem_ctx_int_atomic_inc(ctx, dest, pe); }
+template <> inline void shmem_atomic_inc<long>(shmem_ctx_t ctx, long *dest, int pe) { return shmem_ctx_long_atomic_inc(ctx, dest, pe); }
+template <> inline void shmem_atomic_inc<long long>(shmem_ctx_t ctx, long long *dest, int pe) { return shmem_ctx_longlong_atomic_inc(ctx, dest, pe); }
+template <> inline void shmem_atomic_inc<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, int pe) { return shmem_ctx_uint_atomic_inc(ctx, dest, pe); }
+template <> inline void shmem_atomic_inc<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, int pe) { return shmem_ctx_ulong_atomic_inc(ctx, dest, pe); }
+template <> inline void shmem_atomic_inc<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, int pe) { return shmem_ctx_ulonglong_atomic_inc(ctx, dest, pe); }
 template <typename T> T shmem_atomic_fetch_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline signed char shmem_atomic_fetch_add<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_add(dest, value, pe); }
 template <> inline int shmem_atomic_fetch_add<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_fetch_add(dest, value, pe); }
@@ -259,6 +856,14 @@ template <> inline long long shmem_atomic_fetch_add<long long>(long long *dest, 
 template <> inline unsigned int shmem_atomic_fetch_add<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_add(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_add<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_add(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_add<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_add(dest, value, pe); }
+template <typename T> T shmem_atomic_fetch_add(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline signed char shmem_atomic_fetch_add<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_add(ctx, dest, value, pe); }
+template <> inline int shmem_atomic_fetch_add<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_fetch_add(ctx, dest, value, pe); }
+template <> inline long shmem_atomic_fetch_add<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_fetch_add(ctx, dest, value, pe); }
+template <> inline long long shmem_atomic_fetch_add<long long>(shmem_ctx_t ctx, long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_fetch_add(ctx, dest, value, pe); }
+template <> inline unsigned int shmem_atomic_fetch_add<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_add(ctx, dest, value, pe); }
+template <> inline unsigned long shmem_atomic_fetch_add<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_add(ctx, dest, value, pe); }
+template <> inline unsigned long long shmem_atomic_fetch_add<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_add(ctx, dest, value, pe); }
 template <typename T> void shmem_atomic_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_add<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_add(dest, value, pe); }
 template <> inline void shmem_atomic_add<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_add(dest, value, pe); }
@@ -267,6 +872,14 @@ template <> inline void shmem_atomic_add<long long>(long long *dest, typename sh
 template <> inline void shmem_atomic_add<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_add(dest, value, pe); }
 template <> inline void shmem_atomic_add<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_add(dest, value, pe); }
 template <> inline void shmem_atomic_add<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_add(dest, value, pe); }
+template <typename T> void shmem_atomic_add(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_add<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_add(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_add<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_add(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_add<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_add(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_add<long long>(shmem_ctx_t ctx, long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_add(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_add<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_add(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_add<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_add(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_add<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_add(ctx, dest, value, pe); }
 template <typename T> void shmem_atomic_compare_swap_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_compare_swap_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
@@ -275,6 +888,14 @@ template <> inline void shmem_atomic_compare_swap_nbi<long long>(long long *fetc
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
+template <typename T> void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_compare_swap_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
+template <> inline void shmem_atomic_compare_swap_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
+template <> inline void shmem_atomic_compare_swap_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
+template <> inline void shmem_atomic_compare_swap_nbi<long long>(shmem_ctx_t ctx, long long *fetch, long long *dest, typename shmemi_cxx::identity<long long>::type cond, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
+template <> inline void shmem_atomic_compare_swap_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
+template <> inline void shmem_atomic_compare_swap_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
+template <> inline void shmem_atomic_compare_swap_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
 template <typename T> void shmem_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe);
 template <> inline void shmem_atomic_fetch_inc_nbi<signed char>(signed char *fetch, signed char *dest, int pe) { return shmem_schar_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<int>(int *fetch, int *dest, int pe) { return shmem_int_atomic_fetch_inc_nbi(fetch, dest, pe); }
@@ -283,6 +904,14 @@ template <> inline void shmem_atomic_fetch_inc_nbi<long long>(long long *fetch, 
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, int pe) { return shmem_uint_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, int pe) { return shmem_ulong_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, int pe) { return shmem_ulonglong_atomic_fetch_inc_nbi(fetch, dest, pe); }
+template <typename T> void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T *fetch, T *dest, int pe);
+template <> inline void shmem_atomic_fetch_inc_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, int pe) { return shmem_ctx_schar_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
+template <> inline void shmem_atomic_fetch_inc_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, int pe) { return shmem_ctx_int_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
+template <> inline void shmem_atomic_fetch_inc_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, int pe) { return shmem_ctx_long_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
+template <> inline void shmem_atomic_fetch_inc_nbi<long long>(shmem_ctx_t ctx, long long *fetch, long long *dest, int pe) { return shmem_ctx_longlong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
+template <> inline void shmem_atomic_fetch_inc_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, int pe) { return shmem_ctx_uint_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
+template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, int pe) { return shmem_ctx_ulong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
+template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, int pe) { return shmem_ctx_ulonglong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
 template <typename T> void shmem_atomic_fetch_add_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_fetch_add_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_fetch_add_nbi(fetch, dest, value, pe); }
@@ -291,51 +920,140 @@ template <> inline void shmem_atomic_fetch_add_nbi<long long>(long long *fetch, 
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_add_nbi(fetch, dest, value, pe); }
+template <typename T> void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_fetch_add_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_add_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_add_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_add_nbi<long long>(shmem_ctx_t ctx, long long *fetch, long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_ctx_longlong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_add_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_add_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_add_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
 template <typename T> T shmem_atomic_fetch_and(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline signed char shmem_atomic_fetch_and<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_and<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_and<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_and<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_and(dest, value, pe); }
+template <> inline int shmem_atomic_fetch_and<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_and(dest, value, pe); }
+template <> inline long shmem_atomic_fetch_and<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_and(dest, value, pe); }
+template <typename T> T shmem_atomic_fetch_and(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline signed char shmem_atomic_fetch_and<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_and(ctx, dest, value, pe); }
+template <> inline unsigned int shmem_atomic_fetch_and<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_and(ctx, dest, value, pe); }
+template <> inline unsigned long shmem_atomic_fetch_and<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_and(ctx, dest, value, pe); }
+template <> inline unsigned long long shmem_atomic_fetch_and<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_and(ctx, dest, value, pe); }
+template <> inline int shmem_atomic_fetch_and<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_and(ctx, dest, value, pe); }
+template <> inline long shmem_atomic_fetch_and<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_and(ctx, dest, value, pe); }
 template <typename T> void shmem_atomic_and(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_and<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_and(dest, value, pe); }
+template <> inline void shmem_atomic_and<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_and(dest, value, pe); }
+template <> inline void shmem_atomic_and<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_and(dest, value, pe); }
+template <typename T> void shmem_atomic_and(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_and<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_and(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_and<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_and(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_and<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_and(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_and<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_and(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_and<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_and(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_and<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_and(ctx, dest, value, pe); }
 template <typename T> T shmem_atomic_fetch_or(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline signed char shmem_atomic_fetch_or<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_or<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_or<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_or<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_or(dest, value, pe); }
+template <> inline int shmem_atomic_fetch_or<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_or(dest, value, pe); }
+template <> inline long shmem_atomic_fetch_or<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_or(dest, value, pe); }
+template <typename T> T shmem_atomic_fetch_or(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline signed char shmem_atomic_fetch_or<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_or(ctx, dest, value, pe); }
+template <> inline unsigned int shmem_atomic_fetch_or<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_or(ctx, dest, value, pe); }
+template <> inline unsigned long shmem_atomic_fetch_or<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_or(ctx, dest, value, pe); }
+template <> inline unsigned long long shmem_atomic_fetch_or<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_or(ctx, dest, value, pe); }
+template <> inline int shmem_atomic_fetch_or<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_or(ctx, dest, value, pe); }
+template <> inline long shmem_atomic_fetch_or<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_or(ctx, dest, value, pe); }
 template <typename T> void shmem_atomic_or(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_or<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_or(dest, value, pe); }
+template <> inline void shmem_atomic_or<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_or(dest, value, pe); }
+template <> inline void shmem_atomic_or<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_or(dest, value, pe); }
+template <typename T> void shmem_atomic_or(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_or<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_or(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_or<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_or(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_or<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_or(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_or<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_or(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_or<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_or(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_or<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_or(ctx, dest, value, pe); }
 template <typename T> T shmem_atomic_fetch_xor(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline signed char shmem_atomic_fetch_xor<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_xor<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_xor<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_xor<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_xor(dest, value, pe); }
+template <> inline int shmem_atomic_fetch_xor<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_xor(dest, value, pe); }
+template <> inline long shmem_atomic_fetch_xor<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_xor(dest, value, pe); }
+template <typename T> T shmem_atomic_fetch_xor(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline signed char shmem_atomic_fetch_xor<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_xor(ctx, dest, value, pe); }
+template <> inline unsigned int shmem_atomic_fetch_xor<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_xor(ctx, dest, value, pe); }
+template <> inline unsigned long shmem_atomic_fetch_xor<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_xor(ctx, dest, value, pe); }
+template <> inline unsigned long long shmem_atomic_fetch_xor<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_xor(ctx, dest, value, pe); }
+template <> inline int shmem_atomic_fetch_xor<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_xor(ctx, dest, value, pe); }
+template <> inline long shmem_atomic_fetch_xor<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_xor(ctx, dest, value, pe); }
 template <typename T> void shmem_atomic_xor(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_xor<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_xor(dest, value, pe); }
+template <> inline void shmem_atomic_xor<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_xor(dest, value, pe); }
+template <> inline void shmem_atomic_xor<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_xor(dest, value, pe); }
+template <typename T> void shmem_atomic_xor(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_xor<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_xor(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_xor<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_xor(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_xor<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_xor(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_xor<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_xor(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_xor<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_xor(ctx, dest, value, pe); }
+template <> inline void shmem_atomic_xor<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_xor(ctx, dest, value, pe); }
 template <typename T> void shmem_atomic_fetch_and_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_fetch_and_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_and_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_and_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+template <typename T> void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_fetch_and_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_and_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_and_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_and_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_and_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_and_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 template <typename T> void shmem_atomic_fetch_or_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_fetch_or_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_or_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_or_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+template <typename T> void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_fetch_or_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_or_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_or_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_or_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_or_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_or_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 template <typename T> void shmem_atomic_fetch_xor_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
 template <> inline void shmem_atomic_fetch_xor_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_xor_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_xor_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+template <typename T> void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_atomic_fetch_xor_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_xor_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_xor_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+template <> inline void shmem_atomic_fetch_xor_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 template <typename T> void shmem_wait_until(T *ivar, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
 template <> inline void shmem_wait_until<int>(int *ivar, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait_until(ivar, cmp, cmp_value); }
 template <> inline void shmem_wait_until<long>(long *ivar, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait_until(ivar, cmp, cmp_value); }
@@ -343,6 +1061,8 @@ template <> inline void shmem_wait_until<long long>(long long *ivar, int cmp, ty
 template <> inline void shmem_wait_until<unsigned int>(unsigned int *ivar, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_wait_until(ivar, cmp, cmp_value); }
 template <> inline void shmem_wait_until<unsigned long>(unsigned long *ivar, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_wait_until(ivar, cmp, cmp_value); }
 template <> inline void shmem_wait_until<unsigned long long>(unsigned long long *ivar, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_wait_until(ivar, cmp, cmp_value); }
+template <> inline void shmem_wait_until<short>(short *ivar, int cmp, typename shmemi_cxx::identity<short>::type cmp_value) { return shmem_short_wait_until(ivar, cmp, cmp_value); }
+template <> inline void shmem_wait_until<unsigned short>(unsigned short *ivar, int cmp, typename shmemi_cxx::identity<unsigned short>::type cmp_value) { return shmem_ushort_wait_until(ivar, cmp, cmp_value); }
 template <typename T> void shmem_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
 template <> inline void shmem_wait_until_all<int>(int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void shmem_wait_until_all<long>(long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
@@ -392,6 +1112,8 @@ template <> inline int shmem_test<long long>(long long *ivar, int cmp, typename 
 template <> inline int shmem_test<unsigned int>(unsigned int *ivar, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_test(ivar, cmp, cmp_value); }
 template <> inline int shmem_test<unsigned long>(unsigned long *ivar, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_test(ivar, cmp, cmp_value); }
 template <> inline int shmem_test<unsigned long long>(unsigned long long *ivar, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_test(ivar, cmp, cmp_value); }
+template <> inline int shmem_test<short>(short *ivar, int cmp, typename shmemi_cxx::identity<short>::type cmp_value) { return shmem_short_test(ivar, cmp, cmp_value); }
+template <> inline int shmem_test<unsigned short>(unsigned short *ivar, int cmp, typename shmemi_cxx::identity<unsigned short>::type cmp_value) { return shmem_ushort_test(ivar, cmp, cmp_value); }
 template <typename T> int shmem_test_all(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
 template <> inline int shmem_test_all<int>(int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int shmem_test_all<long>(long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_test_all(ivars, nelems, status, cmp, cmp_value); }
@@ -434,29 +1156,6 @@ template <> inline size_t shmem_test_some_vector<long long>(long long *ivars, si
 template <> inline size_t shmem_test_some_vector<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values) { return shmem_uint_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_some_vector<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values) { return shmem_ulong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_some_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values) { return shmem_ulonglong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
-inline int shmem_float_broadcast(float *dest, const float *source, size_t nelems, int PE_root) { return shmem_float_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_double_broadcast(double *dest, const double *source, size_t nelems, int PE_root) { return shmem_double_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_char_broadcast(char *dest, const char *source, size_t nelems, int PE_root) { return shmem_char_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_schar_broadcast(signed char *dest, const signed char *source, size_t nelems, int PE_root) { return shmem_schar_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_short_broadcast(short *dest, const short *source, size_t nelems, int PE_root) { return shmem_short_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_int_broadcast(int *dest, const int *source, size_t nelems, int PE_root) { return shmem_int_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_long_broadcast(long *dest, const long *source, size_t nelems, int PE_root) { return shmem_long_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_longlong_broadcast(long long *dest, const long long *source, size_t nelems, int PE_root) { return shmem_longlong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_uchar_broadcast(unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root) { return shmem_uchar_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_ushort_broadcast(unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root) { return shmem_ushort_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_uint_broadcast(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return shmem_uint_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_ulong_broadcast(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return shmem_ulong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_ulonglong_broadcast(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return shmem_ulonglong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_int8_broadcast(int8_t *dest, const int8_t *source, size_t nelems, int PE_root) { return shmem_int8_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_int16_broadcast(int16_t *dest, const int16_t *source, size_t nelems, int PE_root) { return shmem_int16_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_int32_broadcast(int32_t *dest, const int32_t *source, size_t nelems, int PE_root) { return shmem_int32_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_int64_broadcast(int64_t *dest, const int64_t *source, size_t nelems, int PE_root) { return shmem_int64_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_uint8_broadcast(uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root) { return shmem_uint8_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_uint16_broadcast(uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root) { return shmem_uint16_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_uint32_broadcast(uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root) { return shmem_uint32_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_uint64_broadcast(uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root) { return shmem_uint64_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_size_broadcast(size_t *dest, const size_t *source, size_t nelems, int PE_root) { return shmem_size_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_ptrdiff_broadcast(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root) { return shmem_ptrdiff_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <typename T> int shmem_broadcast(shmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root);
 template <> inline int shmem_broadcast<float>(shmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root) { return shmem_float_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<double>(shmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root) { return shmem_double_broadcast(team, dest, source, nelems, PE_root); }
@@ -471,6 +1170,9 @@ template <> inline int shmem_broadcast<unsigned short>(shmem_team_t team, unsign
 template <> inline int shmem_broadcast<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return shmem_uint_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return shmem_ulong_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return shmem_ulonglong_broadcast(team, dest, source, nelems, PE_root); }
+#if defined(__x86_64__)
+template <> inline int shmem_broadcast<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems, int PE_root) { return shmem_longdouble_broadcast(team, dest, source, nelems, PE_root); }
+#endif
 template <typename T> int shmem_broadcast(T *dest, const T *source, size_t nelems, int PE_root);
 template <> inline int shmem_broadcast<float>(float *dest, const float *source, size_t nelems, int PE_root) { return shmem_float_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<double>(double *dest, const double *source, size_t nelems, int PE_root) { return shmem_double_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
@@ -485,29 +1187,9 @@ template <> inline int shmem_broadcast<unsigned short>(unsigned short *dest, con
 template <> inline int shmem_broadcast<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return shmem_uint_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return shmem_ulong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return shmem_ulonglong_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-inline int shmem_float_collect(float *dest, const float *source, size_t nelems) { return shmem_float_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_double_collect(double *dest, const double *source, size_t nelems) { return shmem_double_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_char_collect(char *dest, const char *source, size_t nelems) { return shmem_char_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_schar_collect(signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_short_collect(short *dest, const short *source, size_t nelems) { return shmem_short_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int_collect(int *dest, const int *source, size_t nelems) { return shmem_int_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_long_collect(long *dest, const long *source, size_t nelems) { return shmem_long_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_longlong_collect(long long *dest, const long long *source, size_t nelems) { return shmem_longlong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uchar_collect(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ushort_collect(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint_collect(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ulong_collect(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ulonglong_collect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int8_collect(int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int16_collect(int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int32_collect(int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int64_collect(int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint8_collect(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmem_uint8_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint16_collect(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmem_uint16_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint32_collect(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmem_uint32_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint64_collect(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmem_uint64_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_size_collect(size_t *dest, const size_t *source, size_t nelems) { return shmem_size_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ptrdiff_collect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmem_ptrdiff_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_broadcast<long double>(long double *dest, const long double *source, size_t nelems, int PE_root) { return shmem_longdouble_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
+#endif
 template <typename T> int shmem_collect(shmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int shmem_collect<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_collect(team, dest, source, nelems); }
 template <> inline int shmem_collect<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_collect(team, dest, source, nelems); }
@@ -522,6 +1204,9 @@ template <> inline int shmem_collect<unsigned short>(shmem_team_t team, unsigned
 template <> inline int shmem_collect<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_collect(team, dest, source, nelems); }
 template <> inline int shmem_collect<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_collect(team, dest, source, nelems); }
 template <> inline int shmem_collect<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_collect(team, dest, source, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_collect<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_collect(team, dest, source, nelems); }
+#endif
 template <typename T> int shmem_collect(T *dest, const T *source, size_t nelems);
 template <> inline int shmem_collect<float>(float *dest, const float *source, size_t nelems) { return shmem_float_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_collect<double>(double *dest, const double *source, size_t nelems) { return shmem_double_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -536,29 +1221,9 @@ template <> inline int shmem_collect<unsigned short>(unsigned short *dest, const
 template <> inline int shmem_collect<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_collect<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_collect<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_float_fcollect(float *dest, const float *source, size_t nelems) { return shmem_float_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_double_fcollect(double *dest, const double *source, size_t nelems) { return shmem_double_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_char_fcollect(char *dest, const char *source, size_t nelems) { return shmem_char_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_schar_fcollect(signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_short_fcollect(short *dest, const short *source, size_t nelems) { return shmem_short_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int_fcollect(int *dest, const int *source, size_t nelems) { return shmem_int_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_long_fcollect(long *dest, const long *source, size_t nelems) { return shmem_long_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_longlong_fcollect(long long *dest, const long long *source, size_t nelems) { return shmem_longlong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uchar_fcollect(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ushort_fcollect(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint_fcollect(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ulong_fcollect(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ulonglong_fcollect(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int8_fcollect(int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int16_fcollect(int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int32_fcollect(int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int64_fcollect(int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint8_fcollect(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmem_uint8_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint16_fcollect(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmem_uint16_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint32_fcollect(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmem_uint32_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint64_fcollect(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmem_uint64_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_size_fcollect(size_t *dest, const size_t *source, size_t nelems) { return shmem_size_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ptrdiff_fcollect(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmem_ptrdiff_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_collect<long double>(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#endif
 template <typename T> int shmem_fcollect(shmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int shmem_fcollect<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_fcollect(team, dest, source, nelems); }
 template <> inline int shmem_fcollect<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_fcollect(team, dest, source, nelems); }
@@ -573,6 +1238,9 @@ template <> inline int shmem_fcollect<unsigned short>(shmem_team_t team, unsigne
 template <> inline int shmem_fcollect<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_fcollect(team, dest, source, nelems); }
 template <> inline int shmem_fcollect<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_fcollect(team, dest, source, nelems); }
 template <> inline int shmem_fcollect<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_fcollect(team, dest, source, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_fcollect<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_fcollect(team, dest, source, nelems); }
+#endif
 template <typename T> int shmem_fcollect(T *dest, const T *source, size_t nelems);
 template <> inline int shmem_fcollect<float>(float *dest, const float *source, size_t nelems) { return shmem_float_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_fcollect<double>(double *dest, const double *source, size_t nelems) { return shmem_double_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -587,29 +1255,9 @@ template <> inline int shmem_fcollect<unsigned short>(unsigned short *dest, cons
 template <> inline int shmem_fcollect<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_fcollect<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_fcollect<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_float_alltoall(float *dest, const float *source, size_t nelems) { return shmem_float_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_double_alltoall(double *dest, const double *source, size_t nelems) { return shmem_double_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_char_alltoall(char *dest, const char *source, size_t nelems) { return shmem_char_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_schar_alltoall(signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_short_alltoall(short *dest, const short *source, size_t nelems) { return shmem_short_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int_alltoall(int *dest, const int *source, size_t nelems) { return shmem_int_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_long_alltoall(long *dest, const long *source, size_t nelems) { return shmem_long_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_longlong_alltoall(long long *dest, const long long *source, size_t nelems) { return shmem_longlong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uchar_alltoall(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ushort_alltoall(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint_alltoall(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ulong_alltoall(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ulonglong_alltoall(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int8_alltoall(int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int16_alltoall(int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int32_alltoall(int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_int64_alltoall(int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint8_alltoall(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmem_uint8_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint16_alltoall(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmem_uint16_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint32_alltoall(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmem_uint32_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_uint64_alltoall(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmem_uint64_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_size_alltoall(size_t *dest, const size_t *source, size_t nelems) { return shmem_size_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_ptrdiff_alltoall(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmem_ptrdiff_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_fcollect<long double>(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#endif
 template <typename T> int shmem_alltoall(shmem_team_t team, T *dest, const T *source, size_t nelems);
 template <> inline int shmem_alltoall<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_alltoall(team, dest, source, nelems); }
 template <> inline int shmem_alltoall<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_alltoall(team, dest, source, nelems); }
@@ -624,6 +1272,9 @@ template <> inline int shmem_alltoall<unsigned short>(shmem_team_t team, unsigne
 template <> inline int shmem_alltoall<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_alltoall(team, dest, source, nelems); }
 template <> inline int shmem_alltoall<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_alltoall(team, dest, source, nelems); }
 template <> inline int shmem_alltoall<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_alltoall(team, dest, source, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_alltoall<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_alltoall(team, dest, source, nelems); }
+#endif
 template <typename T> int shmem_alltoall(T *dest, const T *source, size_t nelems);
 template <> inline int shmem_alltoall<float>(float *dest, const float *source, size_t nelems) { return shmem_float_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_alltoall<double>(double *dest, const double *source, size_t nelems) { return shmem_double_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -638,29 +1289,9 @@ template <> inline int shmem_alltoall<unsigned short>(unsigned short *dest, cons
 template <> inline int shmem_alltoall<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_alltoall<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_alltoall<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_float_alltoalls(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_float_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_double_alltoalls(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_double_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_char_alltoalls(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_char_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_schar_alltoalls(signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_schar_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_short_alltoalls(short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_short_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_int_alltoalls(int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_long_alltoalls(long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_long_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_longlong_alltoalls(long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longlong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_uchar_alltoalls(unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uchar_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_ushort_alltoalls(unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ushort_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_uint_alltoalls(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_ulong_alltoalls(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_ulonglong_alltoalls(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulonglong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_int8_alltoalls(int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int8_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_int16_alltoalls(int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int16_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_int32_alltoalls(int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int32_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_int64_alltoalls(int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_int64_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_uint8_alltoalls(uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint8_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_uint16_alltoalls(uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint16_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_uint32_alltoalls(uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint32_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_uint64_alltoalls(uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint64_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_size_alltoalls(size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_size_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_ptrdiff_alltoalls(ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ptrdiff_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_alltoall<long double>(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
+#endif
 template <typename T> int shmem_alltoalls(shmem_team_t team, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 template <> inline int shmem_alltoalls<float>(shmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_float_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<double>(shmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_double_alltoalls(team, dest, source, dst, sst, nelems); }
@@ -675,6 +1306,9 @@ template <> inline int shmem_alltoalls<unsigned short>(shmem_team_t team, unsign
 template <> inline int shmem_alltoalls<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulong_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulonglong_alltoalls(team, dest, source, dst, sst, nelems); }
+#if defined(__x86_64__)
+template <> inline int shmem_alltoalls<long double>(shmem_team_t team, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longdouble_alltoalls(team, dest, source, dst, sst, nelems); }
+#endif
 template <typename T> int shmem_alltoalls(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
 template <> inline int shmem_alltoalls<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_float_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_double_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
@@ -689,29 +1323,9 @@ template <> inline int shmem_alltoalls<unsigned short>(unsigned short *dest, con
 template <> inline int shmem_alltoalls<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_uint_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_ulonglong_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-inline int shmem_float_max_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_double_max_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_char_max_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_schar_max_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_short_max_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int_max_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_long_max_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_longlong_max_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uchar_max_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ushort_max_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint_max_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulong_max_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulonglong_max_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int8_max_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int16_max_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int32_max_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int64_max_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint8_max_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint16_max_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint32_max_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint64_max_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_size_max_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ptrdiff_max_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_alltoalls<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longdouble_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+#endif
 template <typename T> int shmem_max_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_max_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_max_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_max_reduce(team, dest, source, nreduce); }
@@ -726,6 +1340,9 @@ template <> inline int shmem_max_reduce<unsigned short>(shmem_team_t team, unsig
 template <> inline int shmem_max_reduce<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_max_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_max_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_max_reduce(team, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_max_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_max_reduce(team, dest, source, nreduce); }
+#endif
 template <typename T> int shmem_max_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_max_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -740,29 +1357,9 @@ template <> inline int shmem_max_reduce<unsigned short>(unsigned short *dest, co
 template <> inline int shmem_max_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_float_min_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_double_min_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_char_min_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_schar_min_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_short_min_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int_min_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_long_min_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_longlong_min_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uchar_min_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ushort_min_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint_min_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulong_min_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulonglong_min_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int8_min_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int16_min_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int32_min_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int64_min_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint8_min_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint16_min_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint32_min_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint64_min_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_size_min_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ptrdiff_min_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_max_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
 template <typename T> int shmem_min_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_min_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_min_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_min_reduce(team, dest, source, nreduce); }
@@ -777,6 +1374,9 @@ template <> inline int shmem_min_reduce<unsigned short>(shmem_team_t team, unsig
 template <> inline int shmem_min_reduce<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_min_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_min_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_min_reduce(team, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_min_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_min_reduce(team, dest, source, nreduce); }
+#endif
 template <typename T> int shmem_min_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_min_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -791,29 +1391,9 @@ template <> inline int shmem_min_reduce<unsigned short>(unsigned short *dest, co
 template <> inline int shmem_min_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_float_sum_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_double_sum_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_char_sum_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_schar_sum_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_short_sum_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int_sum_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_long_sum_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_longlong_sum_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uchar_sum_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ushort_sum_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint_sum_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulong_sum_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulonglong_sum_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int8_sum_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int16_sum_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int32_sum_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int64_sum_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint8_sum_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint16_sum_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint32_sum_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint64_sum_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_size_sum_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ptrdiff_sum_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_min_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
 template <typename T> int shmem_sum_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_sum_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_sum_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_sum_reduce(team, dest, source, nreduce); }
@@ -828,6 +1408,11 @@ template <> inline int shmem_sum_reduce<unsigned short>(shmem_team_t team, unsig
 template <> inline int shmem_sum_reduce<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_sum_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_sum_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_sum_reduce(team, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_sum_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_sum_reduce(team, dest, source, nreduce); }
+#endif
+template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXF>(shmem_team_t team, ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXD>(shmem_team_t team, ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(team, dest, source, nreduce); }
 template <typename T> int shmem_sum_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_sum_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -842,29 +1427,11 @@ template <> inline int shmem_sum_reduce<unsigned short>(unsigned short *dest, co
 template <> inline int shmem_sum_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_float_prod_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_double_prod_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_char_prod_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_schar_prod_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_short_prod_reduce(short *dest, const short *source, size_t nreduce) { return shmem_short_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int_prod_reduce(int *dest, const int *source, size_t nreduce) { return shmem_int_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_long_prod_reduce(long *dest, const long *source, size_t nreduce) { return shmem_long_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_longlong_prod_reduce(long long *dest, const long long *source, size_t nreduce) { return shmem_longlong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uchar_prod_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ushort_prod_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint_prod_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulong_prod_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulonglong_prod_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int8_prod_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int16_prod_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int32_prod_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int64_prod_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint8_prod_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint16_prod_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint32_prod_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint64_prod_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_size_prod_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ptrdiff_prod_reduce(ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce) { return shmem_ptrdiff_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_sum_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
+template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXF>(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXD>(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int shmem_prod_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_prod_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(team, dest, source, nreduce); }
@@ -879,6 +1446,11 @@ template <> inline int shmem_prod_reduce<unsigned short>(shmem_team_t team, unsi
 template <> inline int shmem_prod_reduce<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_prod_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_prod_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_prod_reduce(team, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_prod_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_prod_reduce(team, dest, source, nreduce); }
+#endif
+template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXF>(shmem_team_t team, ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXD>(shmem_team_t team, ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(team, dest, source, nreduce); }
 template <typename T> int shmem_prod_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_prod_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -893,123 +1465,11 @@ template <> inline int shmem_prod_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int shmem_prod_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmemx_float_sum_inscan(float *dest, const float *source, size_t nelems) { return shmemx_float_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_double_sum_inscan(double *dest, const double *source, size_t nelems) { return shmemx_double_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_char_sum_inscan(char *dest, const char *source, size_t nelems) { return shmemx_char_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_schar_sum_inscan(signed char *dest, const signed char *source, size_t nelems) { return shmemx_schar_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_short_sum_inscan(short *dest, const short *source, size_t nelems) { return shmemx_short_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int_sum_inscan(int *dest, const int *source, size_t nelems) { return shmemx_int_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_long_sum_inscan(long *dest, const long *source, size_t nelems) { return shmemx_long_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_longlong_sum_inscan(long long *dest, const long long *source, size_t nelems) { return shmemx_longlong_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uchar_sum_inscan(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmemx_uchar_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ushort_sum_inscan(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmemx_ushort_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint_sum_inscan(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmemx_uint_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ulong_sum_inscan(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmemx_ulong_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ulonglong_sum_inscan(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmemx_ulonglong_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int8_sum_inscan(int8_t *dest, const int8_t *source, size_t nelems) { return shmemx_int8_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int16_sum_inscan(int16_t *dest, const int16_t *source, size_t nelems) { return shmemx_int16_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int32_sum_inscan(int32_t *dest, const int32_t *source, size_t nelems) { return shmemx_int32_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int64_sum_inscan(int64_t *dest, const int64_t *source, size_t nelems) { return shmemx_int64_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint8_sum_inscan(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmemx_uint8_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint16_sum_inscan(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmemx_uint16_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint32_sum_inscan(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmemx_uint32_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint64_sum_inscan(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmemx_uint64_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_size_sum_inscan(size_t *dest, const size_t *source, size_t nelems) { return shmemx_size_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ptrdiff_sum_inscan(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmemx_ptrdiff_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <typename T> int shmemx_sum_inscan(shmem_team_t team, T *dest, const T *source, size_t nelems);
-template <> inline int shmemx_sum_inscan<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmemx_float_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmemx_double_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<char>(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmemx_char_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmemx_schar_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<short>(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmemx_short_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<int>(shmem_team_t team, int *dest, const int *source, size_t nelems) { return shmemx_int_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<long>(shmem_team_t team, long *dest, const long *source, size_t nelems) { return shmemx_long_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<long long>(shmem_team_t team, long long *dest, const long long *source, size_t nelems) { return shmemx_longlong_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmemx_uchar_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned short>(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmemx_ushort_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmemx_uint_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmemx_ulong_sum_inscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmemx_ulonglong_sum_inscan(team, dest, source, nelems); }
-template <typename T> int shmemx_sum_inscan(T *dest, const T *source, size_t nelems);
-template <> inline int shmemx_sum_inscan<float>(float *dest, const float *source, size_t nelems) { return shmemx_float_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<double>(double *dest, const double *source, size_t nelems) { return shmemx_double_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<char>(char *dest, const char *source, size_t nelems) { return shmemx_char_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<signed char>(signed char *dest, const signed char *source, size_t nelems) { return shmemx_schar_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<short>(short *dest, const short *source, size_t nelems) { return shmemx_short_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<int>(int *dest, const int *source, size_t nelems) { return shmemx_int_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<long>(long *dest, const long *source, size_t nelems) { return shmemx_long_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<long long>(long long *dest, const long long *source, size_t nelems) { return shmemx_longlong_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmemx_uchar_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmemx_ushort_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmemx_uint_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmemx_ulong_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_inscan<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmemx_ulonglong_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_float_sum_exscan(float *dest, const float *source, size_t nelems) { return shmemx_float_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_double_sum_exscan(double *dest, const double *source, size_t nelems) { return shmemx_double_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_char_sum_exscan(char *dest, const char *source, size_t nelems) { return shmemx_char_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_schar_sum_exscan(signed char *dest, const signed char *source, size_t nelems) { return shmemx_schar_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_short_sum_exscan(short *dest, const short *source, size_t nelems) { return shmemx_short_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int_sum_exscan(int *dest, const int *source, size_t nelems) { return shmemx_int_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_long_sum_exscan(long *dest, const long *source, size_t nelems) { return shmemx_long_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_longlong_sum_exscan(long long *dest, const long long *source, size_t nelems) { return shmemx_longlong_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uchar_sum_exscan(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmemx_uchar_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ushort_sum_exscan(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmemx_ushort_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint_sum_exscan(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmemx_uint_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ulong_sum_exscan(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmemx_ulong_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ulonglong_sum_exscan(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmemx_ulonglong_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int8_sum_exscan(int8_t *dest, const int8_t *source, size_t nelems) { return shmemx_int8_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int16_sum_exscan(int16_t *dest, const int16_t *source, size_t nelems) { return shmemx_int16_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int32_sum_exscan(int32_t *dest, const int32_t *source, size_t nelems) { return shmemx_int32_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_int64_sum_exscan(int64_t *dest, const int64_t *source, size_t nelems) { return shmemx_int64_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint8_sum_exscan(uint8_t *dest, const uint8_t *source, size_t nelems) { return shmemx_uint8_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint16_sum_exscan(uint16_t *dest, const uint16_t *source, size_t nelems) { return shmemx_uint16_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint32_sum_exscan(uint32_t *dest, const uint32_t *source, size_t nelems) { return shmemx_uint32_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_uint64_sum_exscan(uint64_t *dest, const uint64_t *source, size_t nelems) { return shmemx_uint64_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_size_sum_exscan(size_t *dest, const size_t *source, size_t nelems) { return shmemx_size_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmemx_ptrdiff_sum_exscan(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems) { return shmemx_ptrdiff_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <typename T> int shmemx_sum_exscan(shmem_team_t team, T *dest, const T *source, size_t nelems);
-template <> inline int shmemx_sum_exscan<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmemx_float_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmemx_double_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<char>(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmemx_char_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmemx_schar_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<short>(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmemx_short_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<int>(shmem_team_t team, int *dest, const int *source, size_t nelems) { return shmemx_int_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<long>(shmem_team_t team, long *dest, const long *source, size_t nelems) { return shmemx_long_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<long long>(shmem_team_t team, long long *dest, const long long *source, size_t nelems) { return shmemx_longlong_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmemx_uchar_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned short>(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmemx_ushort_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmemx_uint_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmemx_ulong_sum_exscan(team, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmemx_ulonglong_sum_exscan(team, dest, source, nelems); }
-template <typename T> int shmemx_sum_exscan(T *dest, const T *source, size_t nelems);
-template <> inline int shmemx_sum_exscan<float>(float *dest, const float *source, size_t nelems) { return shmemx_float_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<double>(double *dest, const double *source, size_t nelems) { return shmemx_double_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<char>(char *dest, const char *source, size_t nelems) { return shmemx_char_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<signed char>(signed char *dest, const signed char *source, size_t nelems) { return shmemx_schar_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<short>(short *dest, const short *source, size_t nelems) { return shmemx_short_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<int>(int *dest, const int *source, size_t nelems) { return shmemx_int_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<long>(long *dest, const long *source, size_t nelems) { return shmemx_long_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<long long>(long long *dest, const long long *source, size_t nelems) { return shmemx_longlong_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nelems) { return shmemx_uchar_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nelems) { return shmemx_ushort_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return shmemx_uint_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return shmemx_ulong_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-template <> inline int shmemx_sum_exscan<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmemx_ulonglong_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
-inline int shmem_schar_and_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uchar_and_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ushort_and_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint_and_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulong_and_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulonglong_and_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int8_and_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int16_and_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int32_and_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int64_and_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint8_and_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint16_and_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint32_and_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint64_and_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_size_and_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#if defined(__x86_64__)
+template <> inline int shmem_prod_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#endif
+template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXF>(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXD>(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int shmem_and_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_and_reduce<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_and_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(team, dest, source, nreduce); }
@@ -1017,6 +1477,9 @@ template <> inline int shmem_and_reduce<unsigned short>(shmem_team_t team, unsig
 template <> inline int shmem_and_reduce<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_and_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_and_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_and_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_and_reduce<short>(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_int16_and_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_and_reduce<int>(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int32_and_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_and_reduce<long>(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_int64_and_reduce(team, dest, source, nreduce); }
 template <typename T> int shmem_and_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_and_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1024,21 +1487,9 @@ template <> inline int shmem_and_reduce<unsigned short>(unsigned short *dest, co
 template <> inline int shmem_and_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_schar_or_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uchar_or_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ushort_or_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint_or_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulong_or_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulonglong_or_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int8_or_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int16_or_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int32_or_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int64_or_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint8_or_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint16_or_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint32_or_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint64_or_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_size_or_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_and_reduce<short>(short *dest, const short *source, size_t nreduce) { return shmem_int16_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_and_reduce<int>(int *dest, const int *source, size_t nreduce) { return shmem_int32_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_and_reduce<long>(long *dest, const long *source, size_t nreduce) { return shmem_int64_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int shmem_or_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_or_reduce<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_or_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_or_reduce(team, dest, source, nreduce); }
@@ -1046,6 +1497,9 @@ template <> inline int shmem_or_reduce<unsigned short>(shmem_team_t team, unsign
 template <> inline int shmem_or_reduce<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_or_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_or_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_or_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_or_reduce<short>(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_int16_or_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_or_reduce<int>(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int32_or_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_or_reduce<long>(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_int64_or_reduce(team, dest, source, nreduce); }
 template <typename T> int shmem_or_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_or_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1053,21 +1507,9 @@ template <> inline int shmem_or_reduce<unsigned short>(unsigned short *dest, con
 template <> inline int shmem_or_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_schar_xor_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uchar_xor_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ushort_xor_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint_xor_reduce(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulong_xor_reduce(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_ulonglong_xor_reduce(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int8_xor_reduce(int8_t *dest, const int8_t *source, size_t nreduce) { return shmem_int8_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int16_xor_reduce(int16_t *dest, const int16_t *source, size_t nreduce) { return shmem_int16_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int32_xor_reduce(int32_t *dest, const int32_t *source, size_t nreduce) { return shmem_int32_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_int64_xor_reduce(int64_t *dest, const int64_t *source, size_t nreduce) { return shmem_int64_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint8_xor_reduce(uint8_t *dest, const uint8_t *source, size_t nreduce) { return shmem_uint8_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint16_xor_reduce(uint16_t *dest, const uint16_t *source, size_t nreduce) { return shmem_uint16_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint32_xor_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_uint64_xor_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-inline int shmem_size_xor_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_or_reduce<short>(short *dest, const short *source, size_t nreduce) { return shmem_int16_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_or_reduce<int>(int *dest, const int *source, size_t nreduce) { return shmem_int32_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_or_reduce<long>(long *dest, const long *source, size_t nreduce) { return shmem_int64_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <typename T> int shmem_xor_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_xor_reduce<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_xor_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_xor_reduce(team, dest, source, nreduce); }
@@ -1075,6 +1517,9 @@ template <> inline int shmem_xor_reduce<unsigned short>(shmem_team_t team, unsig
 template <> inline int shmem_xor_reduce<unsigned int>(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_xor_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned long>(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_xor_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned long long>(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_xor_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_xor_reduce<short>(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_int16_xor_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_xor_reduce<int>(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int32_xor_reduce(team, dest, source, nreduce); }
+template <> inline int shmem_xor_reduce<long>(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_int64_xor_reduce(team, dest, source, nreduce); }
 template <typename T> int shmem_xor_reduce(T *dest, const T *source, size_t nreduce);
 template <> inline int shmem_xor_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1082,11 +1527,60 @@ template <> inline int shmem_xor_reduce<unsigned short>(unsigned short *dest, co
 template <> inline int shmem_xor_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return shmem_uint_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return shmem_ulong_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return shmem_ulonglong_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_xor_reduce<short>(short *dest, const short *source, size_t nreduce) { return shmem_int16_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_xor_reduce<int>(int *dest, const int *source, size_t nreduce) { return shmem_int32_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <> inline int shmem_xor_reduce<long>(long *dest, const long *source, size_t nreduce) { return shmem_int64_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+template <typename T> T shmem_fadd(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline int shmem_fadd<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_fadd(dest, value, pe); }
+template <> inline long shmem_fadd<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_fadd(dest, value, pe); }
+template <> inline long long shmem_fadd<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_fadd(dest, value, pe); }
+template <typename T> T shmem_finc(T *dest, int pe);
+template <> inline int shmem_finc<int>(int *dest, int pe) { return shmem_int_finc(dest, pe); }
+template <> inline long shmem_finc<long>(long *dest, int pe) { return shmem_long_finc(dest, pe); }
+template <> inline long long shmem_finc<long long>(long long *dest, int pe) { return shmem_longlong_finc(dest, pe); }
+template <typename T> void shmem_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_add<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_add(dest, value, pe); }
+template <> inline void shmem_add<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_add(dest, value, pe); }
+template <> inline void shmem_add<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_add(dest, value, pe); }
+template <typename T> void shmem_inc(T *dest, int pe);
+template <> inline void shmem_inc<int>(int *dest, int pe) { return shmem_int_inc(dest, pe); }
+template <> inline void shmem_inc<long>(long *dest, int pe) { return shmem_long_inc(dest, pe); }
+template <> inline void shmem_inc<long long>(long long *dest, int pe) { return shmem_longlong_inc(dest, pe); }
+template <typename T> T shmem_cswap(T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline int shmem_cswap<int>(int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_cswap(dest, cond, value, pe); }
+template <> inline long shmem_cswap<long>(long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_cswap(dest, cond, value, pe); }
+template <> inline long long shmem_cswap<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type cond, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_cswap(dest, cond, value, pe); }
+template <typename T> T shmem_swap(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline float shmem_swap<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_swap(dest, value, pe); }
+template <> inline double shmem_swap<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_swap(dest, value, pe); }
+template <> inline int shmem_swap<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_swap(dest, value, pe); }
+template <> inline long shmem_swap<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_swap(dest, value, pe); }
+template <> inline long long shmem_swap<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_swap(dest, value, pe); }
+template <typename T> T shmem_fetch(const T *source, int pe);
+template <> inline float shmem_fetch<float>(const float *source, int pe) { return shmem_float_fetch(source, pe); }
+template <> inline double shmem_fetch<double>(const double *source, int pe) { return shmem_double_fetch(source, pe); }
+template <> inline int shmem_fetch<int>(const int *source, int pe) { return shmem_int_fetch(source, pe); }
+template <> inline long shmem_fetch<long>(const long *source, int pe) { return shmem_long_fetch(source, pe); }
+template <> inline long long shmem_fetch<long long>(const long long *source, int pe) { return shmem_longlong_fetch(source, pe); }
+template <typename T> void shmem_set(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <> inline void shmem_set<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_set(dest, value, pe); }
+template <> inline void shmem_set<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_set(dest, value, pe); }
+template <> inline void shmem_set<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_set(dest, value, pe); }
+template <> inline void shmem_set<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_set(dest, value, pe); }
+template <> inline void shmem_set<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_set(dest, value, pe); }
+template <typename T> void shmem_wait(T *ivar, typename shmemi_cxx::identity<T>::type cmp_value);
+template <> inline void shmem_wait<short>(short *ivar, typename shmemi_cxx::identity<short>::type cmp_value) { return shmem_short_wait(ivar, cmp_value); }
+template <> inline void shmem_wait<int>(int *ivar, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait(ivar, cmp_value); }
+template <> inline void shmem_wait<long>(long *ivar, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait(ivar, cmp_value); }
+template <> inline void shmem_wait<long long>(long long *ivar, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_wait(ivar, cmp_value); }
 inline int shmem_broadcastmem(void *dest, const void *source, size_t nelems, int PE_root) { return shmem_broadcastmem(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 inline int shmem_collectmem(void *dest, const void *source, size_t nelems) { return shmem_collectmem(SHMEM_TEAM_WORLD, dest, source, nelems); }
 inline int shmem_fcollectmem(void *dest, const void *source, size_t nelems) { return shmem_fcollectmem(SHMEM_TEAM_WORLD, dest, source, nelems); }
 inline int shmem_alltoallmem(void *dest, const void *source, size_t nelems) { return shmem_alltoallmem(SHMEM_TEAM_WORLD, dest, source, nelems); }
 inline int shmem_alltoallsmem(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_alltoallsmem(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
+/* shmem_sync: the team form (OpenSHMEM 1.5 §9.9.4) beside the deprecated
+   active-set form. */
+inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 
 #endif /* __cplusplus */
 #endif /* SHMEM_CXX_H */

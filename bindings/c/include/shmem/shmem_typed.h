@@ -6,6 +6,17 @@
 #include <stdint.h>
 #include <shmem/shmem_api.h>
 
+/* The complex reduction types: C99 _Complex in C, std::complex in C++ (the
+   same layout). */
+#ifdef __cplusplus
+#include <complex>
+#define ISHMEMI_COMPLEXF std::complex<float>
+#define ISHMEMI_COMPLEXD std::complex<double>
+#else
+#define ISHMEMI_COMPLEXF float _Complex
+#define ISHMEMI_COMPLEXD double _Complex
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -1114,6 +1125,102 @@ void shmem_ctx_ptrdiff_put_signal(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdif
 void shmem_ptrdiff_put_signal_nbi(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 /** Non-blocking put_signal (§9.8.2). */
 void shmem_ctx_ptrdiff_put_signal_nbi(shmem_ctx_t ctx, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+#if defined(__x86_64__)
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_longdouble_put(long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Copies nelems elements to dest on pe (OpenSHMEM 1.5 §9.5.1). */
+void shmem_ctx_longdouble_put(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_longdouble_get(long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Copies nelems elements from source on pe (§9.5.4). */
+void shmem_ctx_longdouble_get(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_longdouble_put_nbi(long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Non-blocking put, complete at quiet (§9.6.1). */
+void shmem_ctx_longdouble_put_nbi(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_longdouble_get_nbi(long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Non-blocking get, complete at quiet (§9.6.2). */
+void shmem_ctx_longdouble_get_nbi(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_longdouble_p(long double *dest, long double value, int pe);
+#endif
+#if defined(__x86_64__)
+/** Stores one element to dest on pe (§9.5.2). */
+void shmem_ctx_longdouble_p(shmem_ctx_t ctx, long double *dest, long double value, int pe);
+#endif
+#if defined(__x86_64__)
+/** Loads one element from source on pe (§9.5.5). */
+long double shmem_longdouble_g(const long double *source, int pe);
+#endif
+#if defined(__x86_64__)
+/** Loads one element from source on pe (§9.5.5). */
+long double shmem_ctx_longdouble_g(shmem_ctx_t ctx, const long double *source, int pe);
+#endif
+#if defined(__x86_64__)
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_longdouble_iput(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Strided put: strides in elements (§9.5.3). */
+void shmem_ctx_longdouble_iput(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_longdouble_iget(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Strided get: strides in elements (§9.5.6). */
+void shmem_ctx_longdouble_iget(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+#endif
+#if defined(__x86_64__)
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_longdouble_ibput(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+#endif
+#if defined(__x86_64__)
+/** Block-strided put: nblocks blocks of bsize elements, block starts dst/sst elements apart (OpenSHMEM 1.6). */
+void shmem_ctx_longdouble_ibput(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+#endif
+#if defined(__x86_64__)
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_longdouble_ibget(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+#endif
+#if defined(__x86_64__)
+/** Block-strided get (OpenSHMEM 1.6). */
+void shmem_ctx_longdouble_ibget(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+#endif
+#if defined(__x86_64__)
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_longdouble_put_signal(long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+#endif
+#if defined(__x86_64__)
+/** Put, then update the signal at sig_addr on pe (SIGNAL_SET/ADD); a PE that sees the signal sees the data (§9.8.1). */
+void shmem_ctx_longdouble_put_signal(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+#endif
+#if defined(__x86_64__)
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_longdouble_put_signal_nbi(long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+#endif
+#if defined(__x86_64__)
+/** Non-blocking put_signal (§9.8.2). */
+void shmem_ctx_longdouble_put_signal_nbi(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+#endif
 /** Atomically reads source on pe (§9.7.1). */
 float shmem_float_atomic_fetch(const float *source, int pe);
 /** Atomically reads source on pe (§9.7.1). */
@@ -2464,18 +2571,6 @@ int shmem_float_fcollect(shmem_team_t team, float *dest, const float *source, si
 int shmem_float_alltoall(shmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_float_alltoalls(shmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_float_max_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_float_min_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_float_sum_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_float_prod_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_float_sum_inscan(shmem_team_t team, float *dest, const float *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_float_sum_exscan(shmem_team_t team, float *dest, const float *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_double_broadcast(shmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2486,18 +2581,6 @@ int shmem_double_fcollect(shmem_team_t team, double *dest, const double *source,
 int shmem_double_alltoall(shmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_double_alltoalls(shmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_double_max_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_double_min_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_double_sum_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_double_prod_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_double_sum_inscan(shmem_team_t team, double *dest, const double *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_double_sum_exscan(shmem_team_t team, double *dest, const double *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_char_broadcast(shmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2508,18 +2591,6 @@ int shmem_char_fcollect(shmem_team_t team, char *dest, const char *source, size_
 int shmem_char_alltoall(shmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_char_alltoalls(shmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_char_max_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_char_min_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_char_sum_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_char_prod_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_char_sum_inscan(shmem_team_t team, char *dest, const char *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_char_sum_exscan(shmem_team_t team, char *dest, const char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_schar_broadcast(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2530,18 +2601,6 @@ int shmem_schar_fcollect(shmem_team_t team, signed char *dest, const signed char
 int shmem_schar_alltoall(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_schar_alltoalls(shmem_team_t team, signed char *dest, const signed char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_schar_max_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_schar_min_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_schar_sum_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_schar_prod_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_schar_sum_inscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_schar_sum_exscan(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_short_broadcast(shmem_team_t team, short *dest, const short *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2552,18 +2611,6 @@ int shmem_short_fcollect(shmem_team_t team, short *dest, const short *source, si
 int shmem_short_alltoall(shmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_short_alltoalls(shmem_team_t team, short *dest, const short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_short_max_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_short_min_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_short_sum_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_short_prod_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_short_sum_inscan(shmem_team_t team, short *dest, const short *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_short_sum_exscan(shmem_team_t team, short *dest, const short *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_int_broadcast(shmem_team_t team, int *dest, const int *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2574,18 +2621,6 @@ int shmem_int_fcollect(shmem_team_t team, int *dest, const int *source, size_t n
 int shmem_int_alltoall(shmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_int_alltoalls(shmem_team_t team, int *dest, const int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_int_max_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_int_min_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_int_sum_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_int_prod_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_int_sum_inscan(shmem_team_t team, int *dest, const int *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_int_sum_exscan(shmem_team_t team, int *dest, const int *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_long_broadcast(shmem_team_t team, long *dest, const long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2596,18 +2631,6 @@ int shmem_long_fcollect(shmem_team_t team, long *dest, const long *source, size_
 int shmem_long_alltoall(shmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_long_alltoalls(shmem_team_t team, long *dest, const long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_long_max_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_long_min_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_long_sum_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_long_prod_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_long_sum_inscan(shmem_team_t team, long *dest, const long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_long_sum_exscan(shmem_team_t team, long *dest, const long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_longlong_broadcast(shmem_team_t team, long long *dest, const long long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2618,18 +2641,6 @@ int shmem_longlong_fcollect(shmem_team_t team, long long *dest, const long long 
 int shmem_longlong_alltoall(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_longlong_alltoalls(shmem_team_t team, long long *dest, const long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_longlong_max_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_longlong_min_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_longlong_sum_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_longlong_prod_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_longlong_sum_inscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_longlong_sum_exscan(shmem_team_t team, long long *dest, const long long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_uchar_broadcast(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2640,18 +2651,6 @@ int shmem_uchar_fcollect(shmem_team_t team, unsigned char *dest, const unsigned 
 int shmem_uchar_alltoall(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_uchar_alltoalls(shmem_team_t team, unsigned char *dest, const unsigned char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_uchar_max_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_uchar_min_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_uchar_sum_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_uchar_prod_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_uchar_sum_inscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_uchar_sum_exscan(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_ushort_broadcast(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2662,18 +2661,6 @@ int shmem_ushort_fcollect(shmem_team_t team, unsigned short *dest, const unsigne
 int shmem_ushort_alltoall(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_ushort_alltoalls(shmem_team_t team, unsigned short *dest, const unsigned short *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_ushort_max_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_ushort_min_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_ushort_sum_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_ushort_prod_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_ushort_sum_inscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_ushort_sum_exscan(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_uint_broadcast(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2684,18 +2671,6 @@ int shmem_uint_fcollect(shmem_team_t team, unsigned int *dest, const unsigned in
 int shmem_uint_alltoall(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_uint_alltoalls(shmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_uint_max_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_uint_min_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_uint_sum_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_uint_prod_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_uint_sum_inscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_uint_sum_exscan(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_ulong_broadcast(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2706,18 +2681,6 @@ int shmem_ulong_fcollect(shmem_team_t team, unsigned long *dest, const unsigned 
 int shmem_ulong_alltoall(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_ulong_alltoalls(shmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_ulong_max_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_ulong_min_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_ulong_sum_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_ulong_prod_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_ulong_sum_inscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_ulong_sum_exscan(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_ulonglong_broadcast(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2728,18 +2691,6 @@ int shmem_ulonglong_fcollect(shmem_team_t team, unsigned long long *dest, const 
 int shmem_ulonglong_alltoall(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_ulonglong_alltoalls(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_ulonglong_max_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_ulonglong_min_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_ulonglong_sum_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_ulonglong_prod_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_ulonglong_sum_inscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_ulonglong_sum_exscan(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_int8_broadcast(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2750,18 +2701,6 @@ int shmem_int8_fcollect(shmem_team_t team, int8_t *dest, const int8_t *source, s
 int shmem_int8_alltoall(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_int8_alltoalls(shmem_team_t team, int8_t *dest, const int8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_int8_max_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_int8_min_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_int8_sum_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_int8_prod_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_int8_sum_inscan(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_int8_sum_exscan(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_int16_broadcast(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2772,18 +2711,6 @@ int shmem_int16_fcollect(shmem_team_t team, int16_t *dest, const int16_t *source
 int shmem_int16_alltoall(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_int16_alltoalls(shmem_team_t team, int16_t *dest, const int16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_int16_max_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_int16_min_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_int16_sum_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_int16_prod_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_int16_sum_inscan(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_int16_sum_exscan(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_int32_broadcast(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2794,18 +2721,6 @@ int shmem_int32_fcollect(shmem_team_t team, int32_t *dest, const int32_t *source
 int shmem_int32_alltoall(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_int32_alltoalls(shmem_team_t team, int32_t *dest, const int32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_int32_max_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_int32_min_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_int32_sum_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_int32_prod_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_int32_sum_inscan(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_int32_sum_exscan(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_int64_broadcast(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2816,18 +2731,6 @@ int shmem_int64_fcollect(shmem_team_t team, int64_t *dest, const int64_t *source
 int shmem_int64_alltoall(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_int64_alltoalls(shmem_team_t team, int64_t *dest, const int64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_int64_max_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_int64_min_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_int64_sum_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_int64_prod_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_int64_sum_inscan(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_int64_sum_exscan(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_uint8_broadcast(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2838,18 +2741,6 @@ int shmem_uint8_fcollect(shmem_team_t team, uint8_t *dest, const uint8_t *source
 int shmem_uint8_alltoall(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_uint8_alltoalls(shmem_team_t team, uint8_t *dest, const uint8_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_uint8_max_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_uint8_min_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_uint8_sum_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_uint8_prod_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_uint8_sum_inscan(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_uint8_sum_exscan(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_uint16_broadcast(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2860,18 +2751,6 @@ int shmem_uint16_fcollect(shmem_team_t team, uint16_t *dest, const uint16_t *sou
 int shmem_uint16_alltoall(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_uint16_alltoalls(shmem_team_t team, uint16_t *dest, const uint16_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_uint16_max_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_uint16_min_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_uint16_sum_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_uint16_prod_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_uint16_sum_inscan(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_uint16_sum_exscan(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_uint32_broadcast(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2882,18 +2761,6 @@ int shmem_uint32_fcollect(shmem_team_t team, uint32_t *dest, const uint32_t *sou
 int shmem_uint32_alltoall(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_uint32_alltoalls(shmem_team_t team, uint32_t *dest, const uint32_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_uint32_max_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_uint32_min_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_uint32_sum_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_uint32_prod_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_uint32_sum_inscan(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_uint32_sum_exscan(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_uint64_broadcast(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2904,18 +2771,6 @@ int shmem_uint64_fcollect(shmem_team_t team, uint64_t *dest, const uint64_t *sou
 int shmem_uint64_alltoall(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_uint64_alltoalls(shmem_team_t team, uint64_t *dest, const uint64_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_uint64_max_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_uint64_min_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_uint64_sum_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_uint64_prod_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_uint64_sum_inscan(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_uint64_sum_exscan(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_size_broadcast(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2926,18 +2781,6 @@ int shmem_size_fcollect(shmem_team_t team, size_t *dest, const size_t *source, s
 int shmem_size_alltoall(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_size_alltoalls(shmem_team_t team, size_t *dest, const size_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
-int shmem_size_max_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Element-wise minimum over the team (§9.9.11). */
-int shmem_size_min_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Element-wise sum over the team, in team order (§9.9.11). */
-int shmem_size_sum_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Element-wise product over the team, in team order (§9.9.11). */
-int shmem_size_prod_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_size_sum_inscan(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_size_sum_exscan(shmem_team_t team, size_t *dest, const size_t *source, size_t nelems);
 /** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
 int shmem_ptrdiff_broadcast(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root);
 /** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
@@ -2948,18 +2791,234 @@ int shmem_ptrdiff_fcollect(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *
 int shmem_ptrdiff_alltoall(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
 /** Strided alltoall; strides in elements (§9.9.10). */
 int shmem_ptrdiff_alltoalls(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+#if defined(__x86_64__)
+/** Copies nelems elements of source on team PE PE_root to dest on every member, root included (§9.9.6). */
+int shmem_longdouble_broadcast(shmem_team_t team, long double *dest, const long double *source, size_t nelems, int PE_root);
+#endif
+#if defined(__x86_64__)
+/** Concatenates each member's nelems (which may differ) elements in team order into dest on every member (§9.9.7). */
+int shmem_longdouble_collect(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+#endif
+#if defined(__x86_64__)
+/** Concatenates each member's nelems elements in team order into dest on every member (§9.9.8). */
+int shmem_longdouble_fcollect(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+#endif
+#if defined(__x86_64__)
+/** Block j of source goes to block (my team PE) of dest on member j (§9.9.9). */
+int shmem_longdouble_alltoall(shmem_team_t team, long double *dest, const long double *source, size_t nelems);
+#endif
+#if defined(__x86_64__)
+/** Strided alltoall; strides in elements (§9.9.10). */
+int shmem_longdouble_alltoalls(shmem_team_t team, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+#endif
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_float_max_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_float_min_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_double_max_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_double_min_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_char_max_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_char_min_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_schar_max_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_schar_min_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_short_max_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_short_min_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int_max_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int_min_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_long_max_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_long_min_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_longlong_max_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_longlong_min_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uchar_max_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uchar_min_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_ushort_max_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_ushort_min_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint_max_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint_min_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_ulong_max_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_ulong_min_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_ulonglong_max_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_ulonglong_min_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int8_max_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int8_min_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int16_max_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int16_min_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int32_max_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int32_min_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_int64_max_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_int64_min_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint8_max_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint8_min_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint16_max_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint16_min_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint32_max_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint32_min_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_uint64_max_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_uint64_min_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_size_max_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_size_min_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise maximum over the team; dest may equal source (§9.9.11). */
 int shmem_ptrdiff_max_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise minimum over the team (§9.9.11). */
 int shmem_ptrdiff_min_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
+#if defined(__x86_64__)
+/** Element-wise maximum over the team; dest may equal source (§9.9.11). */
+int shmem_longdouble_max_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+#endif
+#if defined(__x86_64__)
+/** Element-wise minimum over the team (§9.9.11). */
+int shmem_longdouble_min_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+#endif
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_float_sum_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_float_prod_reduce(shmem_team_t team, float *dest, const float *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_double_sum_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_double_prod_reduce(shmem_team_t team, double *dest, const double *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_char_sum_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_char_prod_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_schar_sum_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_schar_prod_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_short_sum_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_short_prod_reduce(shmem_team_t team, short *dest, const short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int_sum_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int_prod_reduce(shmem_team_t team, int *dest, const int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_long_sum_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_long_prod_reduce(shmem_team_t team, long *dest, const long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_longlong_sum_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_longlong_prod_reduce(shmem_team_t team, long long *dest, const long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uchar_sum_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uchar_prod_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_ushort_sum_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_ushort_prod_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint_sum_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint_prod_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_ulong_sum_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_ulong_prod_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_ulonglong_sum_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_ulonglong_prod_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int8_sum_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int8_prod_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int16_sum_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int16_prod_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int32_sum_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int32_prod_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_int64_sum_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_int64_prod_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint8_sum_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint8_prod_reduce(shmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint16_sum_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint16_prod_reduce(shmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint32_sum_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint32_prod_reduce(shmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_uint64_sum_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_uint64_prod_reduce(shmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_size_sum_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_size_prod_reduce(shmem_team_t team, size_t *dest, const size_t *source, size_t nreduce);
 /** Element-wise sum over the team, in team order (§9.9.11). */
 int shmem_ptrdiff_sum_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 /** Element-wise product over the team, in team order (§9.9.11). */
 int shmem_ptrdiff_prod_reduce(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
-/** Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM). */
-int shmemx_ptrdiff_sum_inscan(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
-/** Exclusive prefix sum: member r gets the sum of members 0..r; member 0 gets zeros (Intel SHMEM). */
-int shmemx_ptrdiff_sum_exscan(shmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems);
+#if defined(__x86_64__)
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_longdouble_sum_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+#endif
+#if defined(__x86_64__)
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_longdouble_prod_reduce(shmem_team_t team, long double *dest, const long double *source, size_t nreduce);
+#endif
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_complexf_sum_reduce(shmem_team_t team, ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_complexf_prod_reduce(shmem_team_t team, ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce);
+/** Element-wise sum over the team, in team order (§9.9.11). */
+int shmem_complexd_sum_reduce(shmem_team_t team, ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce);
+/** Element-wise product over the team, in team order (§9.9.11). */
+int shmem_complexd_prod_reduce(shmem_team_t team, ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce);
 /** Element-wise bitwise AND over the team (§9.9.11). */
 int shmem_schar_and_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce);
 /** Element-wise bitwise OR over the team (§9.9.11). */
@@ -3054,50 +3113,74 @@ int shmem_size_xor_reduce(shmem_team_t team, size_t *dest, const size_t *source,
 void shmem_float_max_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
 /** Deprecated: min reduction over an active set. */
 void shmem_float_min_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
-/** Deprecated: sum reduction over an active set. */
-void shmem_float_sum_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
-/** Deprecated: product reduction over an active set. */
-void shmem_float_prod_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
 /** Deprecated: max reduction over an active set. */
 void shmem_double_max_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
 /** Deprecated: min reduction over an active set. */
 void shmem_double_min_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
-/** Deprecated: sum reduction over an active set. */
-void shmem_double_sum_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
-/** Deprecated: product reduction over an active set. */
-void shmem_double_prod_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
 /** Deprecated: max reduction over an active set. */
 void shmem_short_max_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
 /** Deprecated: min reduction over an active set. */
 void shmem_short_min_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
-/** Deprecated: sum reduction over an active set. */
-void shmem_short_sum_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
-/** Deprecated: product reduction over an active set. */
-void shmem_short_prod_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
 /** Deprecated: max reduction over an active set. */
 void shmem_int_max_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
 /** Deprecated: min reduction over an active set. */
 void shmem_int_min_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
-/** Deprecated: sum reduction over an active set. */
-void shmem_int_sum_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
-/** Deprecated: product reduction over an active set. */
-void shmem_int_prod_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
 /** Deprecated: max reduction over an active set. */
 void shmem_long_max_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
 /** Deprecated: min reduction over an active set. */
 void shmem_long_min_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
-/** Deprecated: sum reduction over an active set. */
-void shmem_long_sum_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
-/** Deprecated: product reduction over an active set. */
-void shmem_long_prod_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
 /** Deprecated: max reduction over an active set. */
 void shmem_longlong_max_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
 /** Deprecated: min reduction over an active set. */
 void shmem_longlong_min_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+#if defined(__x86_64__)
+/** Deprecated: max reduction over an active set. */
+void shmem_longdouble_max_to_all(long double *dest, const long double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync);
+#endif
+#if defined(__x86_64__)
+/** Deprecated: min reduction over an active set. */
+void shmem_longdouble_min_to_all(long double *dest, const long double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync);
+#endif
+/** Deprecated: sum reduction over an active set. */
+void shmem_float_sum_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_float_prod_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_double_sum_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_double_prod_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_short_sum_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_short_prod_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_int_sum_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_int_prod_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_long_sum_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_long_prod_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync);
 /** Deprecated: sum reduction over an active set. */
 void shmem_longlong_sum_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
 /** Deprecated: product reduction over an active set. */
 void shmem_longlong_prod_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync);
+#if defined(__x86_64__)
+/** Deprecated: sum reduction over an active set. */
+void shmem_longdouble_sum_to_all(long double *dest, const long double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync);
+#endif
+#if defined(__x86_64__)
+/** Deprecated: product reduction over an active set. */
+void shmem_longdouble_prod_to_all(long double *dest, const long double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long double *pWrk, long *pSync);
+#endif
+/** Deprecated: sum reduction over an active set. */
+void shmem_complexf_sum_to_all(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, int nreduce, int PE_start, int logPE_stride, int PE_size, ISHMEMI_COMPLEXF *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_complexf_prod_to_all(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, int nreduce, int PE_start, int logPE_stride, int PE_size, ISHMEMI_COMPLEXF *pWrk, long *pSync);
+/** Deprecated: sum reduction over an active set. */
+void shmem_complexd_sum_to_all(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, int nreduce, int PE_start, int logPE_stride, int PE_size, ISHMEMI_COMPLEXD *pWrk, long *pSync);
+/** Deprecated: product reduction over an active set. */
+void shmem_complexd_prod_to_all(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, int nreduce, int PE_start, int logPE_stride, int PE_size, ISHMEMI_COMPLEXD *pWrk, long *pSync);
 /** Deprecated: AND reduction over an active set. */
 void shmem_short_and_to_all(short *dest, const short *source, int nreduce, int PE_start, int logPE_stride, int PE_size, short *pWrk, long *pSync);
 /** Deprecated: OR reduction over an active set. */
@@ -3190,6 +3273,14 @@ void shmem_int_wait(int *ivar, int cmp_value);
 void shmem_long_wait(long *ivar, long cmp_value);
 /** Deprecated: waits until *ivar != cmp_value. */
 void shmem_longlong_wait(long long *ivar, long long cmp_value);
+/** Deprecated (short types): waits until the local ivar satisfies the comparison. */
+void shmem_short_wait_until(short *ivar, int cmp, short cmp_value);
+/** Deprecated (short types): 1 if the local ivar satisfies the comparison, else 0. */
+int shmem_short_test(short *ivar, int cmp, short cmp_value);
+/** Deprecated (short types): waits until the local ivar satisfies the comparison. */
+void shmem_ushort_wait_until(unsigned short *ivar, int cmp, unsigned short cmp_value);
+/** Deprecated (short types): 1 if the local ivar satisfies the comparison, else 0. */
+int shmem_ushort_test(unsigned short *ivar, int cmp, unsigned short cmp_value);
 /** Put of 8-bit elements. */
 void shmem_put8(void *dest, const void *source, size_t nelems, int pe);
 /** Put of 8-bit elements. */
@@ -3454,9 +3545,15 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define ISHMEMI_NARGS(...) ISHMEMI_ARG10(__VA_ARGS__, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define ISHMEMI_CAT_(a, b) a##b
 #define ISHMEMI_CAT(a, b) ISHMEMI_CAT_(a, b)
+#if defined(__x86_64__)
+#define ISHMEMI_LONGDOUBLE_SEL(f) long double: f,
+#else
+#define ISHMEMI_LONGDOUBLE_SEL(f)
+#endif
 #define shmem_put(...) ISHMEMI_CAT(ishmemi_g_shmem_put_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_put_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_put) \
         float: shmem_float_put, \
         double: shmem_double_put, \
         char: shmem_char_put, \
@@ -3473,6 +3570,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, nelems, pe)
 #define ishmemi_g_shmem_put_5(ctx, dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_put) \
         float: shmem_ctx_float_put, \
         double: shmem_ctx_double_put, \
         char: shmem_ctx_char_put, \
@@ -3490,6 +3588,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_get(...) ISHMEMI_CAT(ishmemi_g_shmem_get_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_get_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_get) \
         float: shmem_float_get, \
         double: shmem_double_get, \
         char: shmem_char_get, \
@@ -3506,6 +3605,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, nelems, pe)
 #define ishmemi_g_shmem_get_5(ctx, dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_get) \
         float: shmem_ctx_float_get, \
         double: shmem_ctx_double_get, \
         char: shmem_ctx_char_get, \
@@ -3523,6 +3623,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_put_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_put_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_put_nbi_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_put_nbi) \
         float: shmem_float_put_nbi, \
         double: shmem_double_put_nbi, \
         char: shmem_char_put_nbi, \
@@ -3539,6 +3640,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, nelems, pe)
 #define ishmemi_g_shmem_put_nbi_5(ctx, dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_put_nbi) \
         float: shmem_ctx_float_put_nbi, \
         double: shmem_ctx_double_put_nbi, \
         char: shmem_ctx_char_put_nbi, \
@@ -3556,6 +3658,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_get_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_get_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_get_nbi_4(dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_get_nbi) \
         float: shmem_float_get_nbi, \
         double: shmem_double_get_nbi, \
         char: shmem_char_get_nbi, \
@@ -3572,6 +3675,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, nelems, pe)
 #define ishmemi_g_shmem_get_nbi_5(ctx, dest, source, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_get_nbi) \
         float: shmem_ctx_float_get_nbi, \
         double: shmem_ctx_double_get_nbi, \
         char: shmem_ctx_char_get_nbi, \
@@ -3589,6 +3693,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_p(...) ISHMEMI_CAT(ishmemi_g_shmem_p_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_p_3(dest, value, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_p) \
         float: shmem_float_p, \
         double: shmem_double_p, \
         char: shmem_char_p, \
@@ -3605,6 +3710,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, value, pe)
 #define ishmemi_g_shmem_p_4(ctx, dest, value, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_p) \
         float: shmem_ctx_float_p, \
         double: shmem_ctx_double_p, \
         char: shmem_ctx_char_p, \
@@ -3622,6 +3728,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_g(...) ISHMEMI_CAT(ishmemi_g_shmem_g_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_g_2(source, pe) \
     _Generic(*(source), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_g) \
         float: shmem_float_g, \
         double: shmem_double_g, \
         char: shmem_char_g, \
@@ -3638,6 +3745,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(source, pe)
 #define ishmemi_g_shmem_g_3(ctx, source, pe) \
     _Generic(*(source), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_g) \
         float: shmem_ctx_float_g, \
         double: shmem_ctx_double_g, \
         char: shmem_ctx_char_g, \
@@ -3655,6 +3763,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_iput(...) ISHMEMI_CAT(ishmemi_g_shmem_iput_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_iput_6(dest, source, dst, sst, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_iput) \
         float: shmem_float_iput, \
         double: shmem_double_iput, \
         char: shmem_char_iput, \
@@ -3671,6 +3780,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, dst, sst, nelems, pe)
 #define ishmemi_g_shmem_iput_7(ctx, dest, source, dst, sst, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_iput) \
         float: shmem_ctx_float_iput, \
         double: shmem_ctx_double_iput, \
         char: shmem_ctx_char_iput, \
@@ -3688,6 +3798,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_iget(...) ISHMEMI_CAT(ishmemi_g_shmem_iget_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_iget_6(dest, source, dst, sst, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_iget) \
         float: shmem_float_iget, \
         double: shmem_double_iget, \
         char: shmem_char_iget, \
@@ -3704,6 +3815,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, dst, sst, nelems, pe)
 #define ishmemi_g_shmem_iget_7(ctx, dest, source, dst, sst, nelems, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_iget) \
         float: shmem_ctx_float_iget, \
         double: shmem_ctx_double_iget, \
         char: shmem_ctx_char_iget, \
@@ -3721,6 +3833,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_ibput(...) ISHMEMI_CAT(ishmemi_g_shmem_ibput_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_ibput_7(dest, source, dst, sst, bsize, nblocks, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_ibput) \
         float: shmem_float_ibput, \
         double: shmem_double_ibput, \
         char: shmem_char_ibput, \
@@ -3737,6 +3850,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, dst, sst, bsize, nblocks, pe)
 #define ishmemi_g_shmem_ibput_8(ctx, dest, source, dst, sst, bsize, nblocks, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_ibput) \
         float: shmem_ctx_float_ibput, \
         double: shmem_ctx_double_ibput, \
         char: shmem_ctx_char_ibput, \
@@ -3754,6 +3868,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_ibget(...) ISHMEMI_CAT(ishmemi_g_shmem_ibget_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_ibget_7(dest, source, dst, sst, bsize, nblocks, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_ibget) \
         float: shmem_float_ibget, \
         double: shmem_double_ibget, \
         char: shmem_char_ibget, \
@@ -3770,6 +3885,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, dst, sst, bsize, nblocks, pe)
 #define ishmemi_g_shmem_ibget_8(ctx, dest, source, dst, sst, bsize, nblocks, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_ibget) \
         float: shmem_ctx_float_ibget, \
         double: shmem_ctx_double_ibget, \
         char: shmem_ctx_char_ibget, \
@@ -3787,6 +3903,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_put_signal(...) ISHMEMI_CAT(ishmemi_g_shmem_put_signal_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_put_signal_7(dest, source, nelems, sig_addr, signal, sig_op, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_put_signal) \
         float: shmem_float_put_signal, \
         double: shmem_double_put_signal, \
         char: shmem_char_put_signal, \
@@ -3803,6 +3920,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, nelems, sig_addr, signal, sig_op, pe)
 #define ishmemi_g_shmem_put_signal_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_put_signal) \
         float: shmem_ctx_float_put_signal, \
         double: shmem_ctx_double_put_signal, \
         char: shmem_ctx_char_put_signal, \
@@ -3820,6 +3938,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 #define shmem_put_signal_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_put_signal_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_put_signal_nbi_7(dest, source, nelems, sig_addr, signal, sig_op, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_put_signal_nbi) \
         float: shmem_float_put_signal_nbi, \
         double: shmem_double_put_signal_nbi, \
         char: shmem_char_put_signal_nbi, \
@@ -3836,6 +3955,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(dest, source, nelems, sig_addr, signal, sig_op, pe)
 #define ishmemi_g_shmem_put_signal_nbi_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_ctx_longdouble_put_signal_nbi) \
         float: shmem_ctx_float_put_signal_nbi, \
         double: shmem_ctx_double_put_signal_nbi, \
         char: shmem_ctx_char_put_signal_nbi, \
@@ -4149,14 +4269,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_fetch_and, \
         unsigned int: shmem_uint_atomic_fetch_and, \
         unsigned long: shmem_ulong_atomic_fetch_and, \
-        unsigned long long: shmem_ulonglong_atomic_fetch_and \
+        unsigned long long: shmem_ulonglong_atomic_fetch_and, \
+        int: shmem_int32_atomic_fetch_and, \
+        long: shmem_int64_atomic_fetch_and \
     )(dest, value, pe)
 #define ishmemi_g_shmem_atomic_fetch_and_4(ctx, dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_ctx_schar_atomic_fetch_and, \
         unsigned int: shmem_ctx_uint_atomic_fetch_and, \
         unsigned long: shmem_ctx_ulong_atomic_fetch_and, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_and \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_and, \
+        int: shmem_ctx_int32_atomic_fetch_and, \
+        long: shmem_ctx_int64_atomic_fetch_and \
     )(ctx, dest, value, pe)
 #define shmem_atomic_and(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_and_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_and_3(dest, value, pe) \
@@ -4164,14 +4288,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_and, \
         unsigned int: shmem_uint_atomic_and, \
         unsigned long: shmem_ulong_atomic_and, \
-        unsigned long long: shmem_ulonglong_atomic_and \
+        unsigned long long: shmem_ulonglong_atomic_and, \
+        int: shmem_int32_atomic_and, \
+        long: shmem_int64_atomic_and \
     )(dest, value, pe)
 #define ishmemi_g_shmem_atomic_and_4(ctx, dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_ctx_schar_atomic_and, \
         unsigned int: shmem_ctx_uint_atomic_and, \
         unsigned long: shmem_ctx_ulong_atomic_and, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_and \
+        unsigned long long: shmem_ctx_ulonglong_atomic_and, \
+        int: shmem_ctx_int32_atomic_and, \
+        long: shmem_ctx_int64_atomic_and \
     )(ctx, dest, value, pe)
 #define shmem_atomic_fetch_or(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_or_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_fetch_or_3(dest, value, pe) \
@@ -4179,14 +4307,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_fetch_or, \
         unsigned int: shmem_uint_atomic_fetch_or, \
         unsigned long: shmem_ulong_atomic_fetch_or, \
-        unsigned long long: shmem_ulonglong_atomic_fetch_or \
+        unsigned long long: shmem_ulonglong_atomic_fetch_or, \
+        int: shmem_int32_atomic_fetch_or, \
+        long: shmem_int64_atomic_fetch_or \
     )(dest, value, pe)
 #define ishmemi_g_shmem_atomic_fetch_or_4(ctx, dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_ctx_schar_atomic_fetch_or, \
         unsigned int: shmem_ctx_uint_atomic_fetch_or, \
         unsigned long: shmem_ctx_ulong_atomic_fetch_or, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_or \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_or, \
+        int: shmem_ctx_int32_atomic_fetch_or, \
+        long: shmem_ctx_int64_atomic_fetch_or \
     )(ctx, dest, value, pe)
 #define shmem_atomic_or(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_or_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_or_3(dest, value, pe) \
@@ -4194,14 +4326,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_or, \
         unsigned int: shmem_uint_atomic_or, \
         unsigned long: shmem_ulong_atomic_or, \
-        unsigned long long: shmem_ulonglong_atomic_or \
+        unsigned long long: shmem_ulonglong_atomic_or, \
+        int: shmem_int32_atomic_or, \
+        long: shmem_int64_atomic_or \
     )(dest, value, pe)
 #define ishmemi_g_shmem_atomic_or_4(ctx, dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_ctx_schar_atomic_or, \
         unsigned int: shmem_ctx_uint_atomic_or, \
         unsigned long: shmem_ctx_ulong_atomic_or, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_or \
+        unsigned long long: shmem_ctx_ulonglong_atomic_or, \
+        int: shmem_ctx_int32_atomic_or, \
+        long: shmem_ctx_int64_atomic_or \
     )(ctx, dest, value, pe)
 #define shmem_atomic_fetch_xor(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_xor_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_fetch_xor_3(dest, value, pe) \
@@ -4209,14 +4345,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_fetch_xor, \
         unsigned int: shmem_uint_atomic_fetch_xor, \
         unsigned long: shmem_ulong_atomic_fetch_xor, \
-        unsigned long long: shmem_ulonglong_atomic_fetch_xor \
+        unsigned long long: shmem_ulonglong_atomic_fetch_xor, \
+        int: shmem_int32_atomic_fetch_xor, \
+        long: shmem_int64_atomic_fetch_xor \
     )(dest, value, pe)
 #define ishmemi_g_shmem_atomic_fetch_xor_4(ctx, dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_ctx_schar_atomic_fetch_xor, \
         unsigned int: shmem_ctx_uint_atomic_fetch_xor, \
         unsigned long: shmem_ctx_ulong_atomic_fetch_xor, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_xor \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_xor, \
+        int: shmem_ctx_int32_atomic_fetch_xor, \
+        long: shmem_ctx_int64_atomic_fetch_xor \
     )(ctx, dest, value, pe)
 #define shmem_atomic_xor(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_xor_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_xor_3(dest, value, pe) \
@@ -4224,14 +4364,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_xor, \
         unsigned int: shmem_uint_atomic_xor, \
         unsigned long: shmem_ulong_atomic_xor, \
-        unsigned long long: shmem_ulonglong_atomic_xor \
+        unsigned long long: shmem_ulonglong_atomic_xor, \
+        int: shmem_int32_atomic_xor, \
+        long: shmem_int64_atomic_xor \
     )(dest, value, pe)
 #define ishmemi_g_shmem_atomic_xor_4(ctx, dest, value, pe) \
     _Generic(*(dest), \
         signed char: shmem_ctx_schar_atomic_xor, \
         unsigned int: shmem_ctx_uint_atomic_xor, \
         unsigned long: shmem_ctx_ulong_atomic_xor, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_xor \
+        unsigned long long: shmem_ctx_ulonglong_atomic_xor, \
+        int: shmem_ctx_int32_atomic_xor, \
+        long: shmem_ctx_int64_atomic_xor \
     )(ctx, dest, value, pe)
 #define shmem_atomic_fetch_and_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_and_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_fetch_and_nbi_4(fetch, dest, value, pe) \
@@ -4239,14 +4383,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_fetch_and_nbi, \
         unsigned int: shmem_uint_atomic_fetch_and_nbi, \
         unsigned long: shmem_ulong_atomic_fetch_and_nbi, \
-        unsigned long long: shmem_ulonglong_atomic_fetch_and_nbi \
+        unsigned long long: shmem_ulonglong_atomic_fetch_and_nbi, \
+        int: shmem_int32_atomic_fetch_and_nbi, \
+        long: shmem_int64_atomic_fetch_and_nbi \
     )(fetch, dest, value, pe)
 #define ishmemi_g_shmem_atomic_fetch_and_nbi_5(ctx, fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_ctx_schar_atomic_fetch_and_nbi, \
         unsigned int: shmem_ctx_uint_atomic_fetch_and_nbi, \
         unsigned long: shmem_ctx_ulong_atomic_fetch_and_nbi, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_and_nbi \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_and_nbi, \
+        int: shmem_ctx_int32_atomic_fetch_and_nbi, \
+        long: shmem_ctx_int64_atomic_fetch_and_nbi \
     )(ctx, fetch, dest, value, pe)
 #define shmem_atomic_fetch_or_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_or_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_fetch_or_nbi_4(fetch, dest, value, pe) \
@@ -4254,14 +4402,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_fetch_or_nbi, \
         unsigned int: shmem_uint_atomic_fetch_or_nbi, \
         unsigned long: shmem_ulong_atomic_fetch_or_nbi, \
-        unsigned long long: shmem_ulonglong_atomic_fetch_or_nbi \
+        unsigned long long: shmem_ulonglong_atomic_fetch_or_nbi, \
+        int: shmem_int32_atomic_fetch_or_nbi, \
+        long: shmem_int64_atomic_fetch_or_nbi \
     )(fetch, dest, value, pe)
 #define ishmemi_g_shmem_atomic_fetch_or_nbi_5(ctx, fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_ctx_schar_atomic_fetch_or_nbi, \
         unsigned int: shmem_ctx_uint_atomic_fetch_or_nbi, \
         unsigned long: shmem_ctx_ulong_atomic_fetch_or_nbi, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_or_nbi \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_or_nbi, \
+        int: shmem_ctx_int32_atomic_fetch_or_nbi, \
+        long: shmem_ctx_int64_atomic_fetch_or_nbi \
     )(ctx, fetch, dest, value, pe)
 #define shmem_atomic_fetch_xor_nbi(...) ISHMEMI_CAT(ishmemi_g_shmem_atomic_fetch_xor_nbi_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define ishmemi_g_shmem_atomic_fetch_xor_nbi_4(fetch, dest, value, pe) \
@@ -4269,14 +4421,18 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         signed char: shmem_schar_atomic_fetch_xor_nbi, \
         unsigned int: shmem_uint_atomic_fetch_xor_nbi, \
         unsigned long: shmem_ulong_atomic_fetch_xor_nbi, \
-        unsigned long long: shmem_ulonglong_atomic_fetch_xor_nbi \
+        unsigned long long: shmem_ulonglong_atomic_fetch_xor_nbi, \
+        int: shmem_int32_atomic_fetch_xor_nbi, \
+        long: shmem_int64_atomic_fetch_xor_nbi \
     )(fetch, dest, value, pe)
 #define ishmemi_g_shmem_atomic_fetch_xor_nbi_5(ctx, fetch, dest, value, pe) \
     _Generic(*(fetch), \
         signed char: shmem_ctx_schar_atomic_fetch_xor_nbi, \
         unsigned int: shmem_ctx_uint_atomic_fetch_xor_nbi, \
         unsigned long: shmem_ctx_ulong_atomic_fetch_xor_nbi, \
-        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_xor_nbi \
+        unsigned long long: shmem_ctx_ulonglong_atomic_fetch_xor_nbi, \
+        int: shmem_ctx_int32_atomic_fetch_xor_nbi, \
+        long: shmem_ctx_int64_atomic_fetch_xor_nbi \
     )(ctx, fetch, dest, value, pe)
 #define shmem_wait_until(ivar, cmp, cmp_value) \
     _Generic(*(ivar), \
@@ -4285,7 +4441,9 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         long long: shmem_longlong_wait_until, \
         unsigned int: shmem_uint_wait_until, \
         unsigned long: shmem_ulong_wait_until, \
-        unsigned long long: shmem_ulonglong_wait_until \
+        unsigned long long: shmem_ulonglong_wait_until, \
+        short: shmem_short_wait_until, \
+        unsigned short: shmem_ushort_wait_until \
     )(ivar, cmp, cmp_value)
 #define shmem_wait_until_all(ivars, nelems, status, cmp, cmp_value) \
     _Generic(*(ivars), \
@@ -4348,7 +4506,9 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         long long: shmem_longlong_test, \
         unsigned int: shmem_uint_test, \
         unsigned long: shmem_ulong_test, \
-        unsigned long long: shmem_ulonglong_test \
+        unsigned long long: shmem_ulonglong_test, \
+        short: shmem_short_test, \
+        unsigned short: shmem_ushort_test \
     )(ivar, cmp, cmp_value)
 #define shmem_test_all(ivars, nelems, status, cmp, cmp_value) \
     _Generic(*(ivars), \
@@ -4406,6 +4566,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(ivars, nelems, indices, status, cmp, cmp_values)
 #define shmem_broadcast(team, dest, source, nelems, PE_root) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_broadcast) \
         float: shmem_float_broadcast, \
         double: shmem_double_broadcast, \
         char: shmem_char_broadcast, \
@@ -4422,6 +4583,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(team, dest, source, nelems, PE_root)
 #define shmem_collect(team, dest, source, nelems) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_collect) \
         float: shmem_float_collect, \
         double: shmem_double_collect, \
         char: shmem_char_collect, \
@@ -4438,6 +4600,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(team, dest, source, nelems)
 #define shmem_fcollect(team, dest, source, nelems) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_fcollect) \
         float: shmem_float_fcollect, \
         double: shmem_double_fcollect, \
         char: shmem_char_fcollect, \
@@ -4454,6 +4617,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(team, dest, source, nelems)
 #define shmem_alltoall(team, dest, source, nelems) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_alltoall) \
         float: shmem_float_alltoall, \
         double: shmem_double_alltoall, \
         char: shmem_char_alltoall, \
@@ -4470,6 +4634,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(team, dest, source, nelems)
 #define shmem_alltoalls(team, dest, source, dst, sst, nelems) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_alltoalls) \
         float: shmem_float_alltoalls, \
         double: shmem_double_alltoalls, \
         char: shmem_char_alltoalls, \
@@ -4486,6 +4651,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(team, dest, source, dst, sst, nelems)
 #define shmem_max_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_max_reduce) \
         float: shmem_float_max_reduce, \
         double: shmem_double_max_reduce, \
         char: shmem_char_max_reduce, \
@@ -4502,6 +4668,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(team, dest, source, nreduce)
 #define shmem_min_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_min_reduce) \
         float: shmem_float_min_reduce, \
         double: shmem_double_min_reduce, \
         char: shmem_char_min_reduce, \
@@ -4518,6 +4685,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
     )(team, dest, source, nreduce)
 #define shmem_sum_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_sum_reduce) \
         float: shmem_float_sum_reduce, \
         double: shmem_double_sum_reduce, \
         char: shmem_char_sum_reduce, \
@@ -4530,10 +4698,13 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned short: shmem_ushort_sum_reduce, \
         unsigned int: shmem_uint_sum_reduce, \
         unsigned long: shmem_ulong_sum_reduce, \
-        unsigned long long: shmem_ulonglong_sum_reduce \
+        unsigned long long: shmem_ulonglong_sum_reduce, \
+        ISHMEMI_COMPLEXF: shmem_complexf_sum_reduce, \
+        ISHMEMI_COMPLEXD: shmem_complexd_sum_reduce \
     )(team, dest, source, nreduce)
 #define shmem_prod_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
+        ISHMEMI_LONGDOUBLE_SEL(shmem_longdouble_prod_reduce) \
         float: shmem_float_prod_reduce, \
         double: shmem_double_prod_reduce, \
         char: shmem_char_prod_reduce, \
@@ -4546,40 +4717,10 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned short: shmem_ushort_prod_reduce, \
         unsigned int: shmem_uint_prod_reduce, \
         unsigned long: shmem_ulong_prod_reduce, \
-        unsigned long long: shmem_ulonglong_prod_reduce \
+        unsigned long long: shmem_ulonglong_prod_reduce, \
+        ISHMEMI_COMPLEXF: shmem_complexf_prod_reduce, \
+        ISHMEMI_COMPLEXD: shmem_complexd_prod_reduce \
     )(team, dest, source, nreduce)
-#define shmemx_sum_inscan(team, dest, source, nelems) \
-    _Generic(*(dest), \
-        float: shmemx_float_sum_inscan, \
-        double: shmemx_double_sum_inscan, \
-        char: shmemx_char_sum_inscan, \
-        signed char: shmemx_schar_sum_inscan, \
-        short: shmemx_short_sum_inscan, \
-        int: shmemx_int_sum_inscan, \
-        long: shmemx_long_sum_inscan, \
-        long long: shmemx_longlong_sum_inscan, \
-        unsigned char: shmemx_uchar_sum_inscan, \
-        unsigned short: shmemx_ushort_sum_inscan, \
-        unsigned int: shmemx_uint_sum_inscan, \
-        unsigned long: shmemx_ulong_sum_inscan, \
-        unsigned long long: shmemx_ulonglong_sum_inscan \
-    )(team, dest, source, nelems)
-#define shmemx_sum_exscan(team, dest, source, nelems) \
-    _Generic(*(dest), \
-        float: shmemx_float_sum_exscan, \
-        double: shmemx_double_sum_exscan, \
-        char: shmemx_char_sum_exscan, \
-        signed char: shmemx_schar_sum_exscan, \
-        short: shmemx_short_sum_exscan, \
-        int: shmemx_int_sum_exscan, \
-        long: shmemx_long_sum_exscan, \
-        long long: shmemx_longlong_sum_exscan, \
-        unsigned char: shmemx_uchar_sum_exscan, \
-        unsigned short: shmemx_ushort_sum_exscan, \
-        unsigned int: shmemx_uint_sum_exscan, \
-        unsigned long: shmemx_ulong_sum_exscan, \
-        unsigned long long: shmemx_ulonglong_sum_exscan \
-    )(team, dest, source, nelems)
 #define shmem_and_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
         signed char: shmem_schar_and_reduce, \
@@ -4587,7 +4728,10 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned short: shmem_ushort_and_reduce, \
         unsigned int: shmem_uint_and_reduce, \
         unsigned long: shmem_ulong_and_reduce, \
-        unsigned long long: shmem_ulonglong_and_reduce \
+        unsigned long long: shmem_ulonglong_and_reduce, \
+        short: shmem_int16_and_reduce, \
+        int: shmem_int32_and_reduce, \
+        long: shmem_int64_and_reduce \
     )(team, dest, source, nreduce)
 #define shmem_or_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
@@ -4596,7 +4740,10 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned short: shmem_ushort_or_reduce, \
         unsigned int: shmem_uint_or_reduce, \
         unsigned long: shmem_ulong_or_reduce, \
-        unsigned long long: shmem_ulonglong_or_reduce \
+        unsigned long long: shmem_ulonglong_or_reduce, \
+        short: shmem_int16_or_reduce, \
+        int: shmem_int32_or_reduce, \
+        long: shmem_int64_or_reduce \
     )(team, dest, source, nreduce)
 #define shmem_xor_reduce(team, dest, source, nreduce) \
     _Generic(*(dest), \
@@ -4605,8 +4752,78 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
         unsigned short: shmem_ushort_xor_reduce, \
         unsigned int: shmem_uint_xor_reduce, \
         unsigned long: shmem_ulong_xor_reduce, \
-        unsigned long long: shmem_ulonglong_xor_reduce \
+        unsigned long long: shmem_ulonglong_xor_reduce, \
+        short: shmem_int16_xor_reduce, \
+        int: shmem_int32_xor_reduce, \
+        long: shmem_int64_xor_reduce \
     )(team, dest, source, nreduce)
+#define shmem_fadd(dest, value, pe) \
+    _Generic(*(dest), \
+        int: shmem_int_fadd, \
+        long: shmem_long_fadd, \
+        long long: shmem_longlong_fadd \
+    )(dest, value, pe)
+#define shmem_finc(dest, pe) \
+    _Generic(*(dest), \
+        int: shmem_int_finc, \
+        long: shmem_long_finc, \
+        long long: shmem_longlong_finc \
+    )(dest, pe)
+#define shmem_add(dest, value, pe) \
+    _Generic(*(dest), \
+        int: shmem_int_add, \
+        long: shmem_long_add, \
+        long long: shmem_longlong_add \
+    )(dest, value, pe)
+#define shmem_inc(dest, pe) \
+    _Generic(*(dest), \
+        int: shmem_int_inc, \
+        long: shmem_long_inc, \
+        long long: shmem_longlong_inc \
+    )(dest, pe)
+#define shmem_cswap(dest, cond, value, pe) \
+    _Generic(*(dest), \
+        int: shmem_int_cswap, \
+        long: shmem_long_cswap, \
+        long long: shmem_longlong_cswap \
+    )(dest, cond, value, pe)
+#define shmem_swap(dest, value, pe) \
+    _Generic(*(dest), \
+        float: shmem_float_swap, \
+        double: shmem_double_swap, \
+        int: shmem_int_swap, \
+        long: shmem_long_swap, \
+        long long: shmem_longlong_swap \
+    )(dest, value, pe)
+#define shmem_fetch(source, pe) \
+    _Generic(*(source), \
+        float: shmem_float_fetch, \
+        double: shmem_double_fetch, \
+        int: shmem_int_fetch, \
+        long: shmem_long_fetch, \
+        long long: shmem_longlong_fetch \
+    )(source, pe)
+#define shmem_set(dest, value, pe) \
+    _Generic(*(dest), \
+        float: shmem_float_set, \
+        double: shmem_double_set, \
+        int: shmem_int_set, \
+        long: shmem_long_set, \
+        long long: shmem_longlong_set \
+    )(dest, value, pe)
+#define shmem_wait(ivar, cmp_value) \
+    _Generic(*(ivar), \
+        short: shmem_short_wait, \
+        int: shmem_int_wait, \
+        long: shmem_long_wait, \
+        long long: shmem_longlong_wait \
+    )(ivar, cmp_value)
+/* shmem_sync: the team form (OpenSHMEM 1.5 §9.9.4) beside the deprecated
+   active-set form. */
+#define shmem_sync(...) ISHMEMI_CAT(ishmemi_g_shmem_sync_, ISHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define ishmemi_g_shmem_sync_1(team) shmem_team_sync(team)
+#define ishmemi_g_shmem_sync_4(PE_start, logPE_stride, PE_size, pSync) \
+    shmem_sync(PE_start, logPE_stride, PE_size, pSync)
 #endif
 
 #endif /* SHMEM_TYPED_H */
