@@ -117,6 +117,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
     let st: &'static State = Box::leak(st);
     STATE.store(st as *const State as *mut State, Ordering::Release);
     phase::set(Phase::Running);
+    error::set_life(crate::ctrl::LIFE_RUNNING);
     st.device.attach(Attach {
         handler: st,
         ring: st.ring,
@@ -266,7 +267,9 @@ pub fn finalize() {
     let p = STATE.load(Ordering::Acquire);
     // SAFETY: Running implies a valid state pointer.
     let st = unsafe { &*p };
+    error::set_life(crate::ctrl::LIFE_FINALIZING);
     st.barrier_all();
+    error::set_life(crate::ctrl::LIFE_FINALIZED);
     // The ring server performs device requests with this state: stop it first.
     st.device.detach();
     // The proxy's windows cover our heap: release them while it is mapped.

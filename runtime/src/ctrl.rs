@@ -26,6 +26,14 @@ pub struct CtrlHeader {
     pub exit_caller: AtomicI32,
     /// The status passed to `global_exit`.
     pub exit_status: AtomicI32,
+    /// PE number + 1 of the first PE that ended while initialized and not
+    /// finalized (recorded by ishmrun), 0 if none.
+    pub lost_pe: AtomicI32,
+    /// How it ended: its exit status, or minus the signal that killed it.
+    pub lost_status: AtomicI32,
+    /// PE number + 1 of the first PE that finalized and ended while other
+    /// PEs had not started finalizing (recorded by ishmrun), 0 if none.
+    pub gone_pe: AtomicI32,
 }
 
 /// Arguments of one collective allocation call, published for the
@@ -69,7 +77,19 @@ pub struct PeCtrl {
     /// allocation ahead of the slowest PE still reading.
     pub alloc: [AllocSlot; 2],
     pub teams: [TeamCtrl; TEAM_SLOTS],
+    /// [`LIFE_RUNNING`] from the end of init, [`LIFE_FINALIZING`] from
+    /// the start of finalize, then [`LIFE_FINALIZED`] (0 before init).
+    /// ishmrun reads it when the PE ends: ending while running leaves the
+    /// others waiting for nothing.
+    pub life: AtomicU32,
 }
+
+/// [`PeCtrl::life`]: initialized, not finalized.
+pub const LIFE_RUNNING: u32 = 1;
+/// [`PeCtrl::life`]: finalized.
+pub const LIFE_FINALIZED: u32 = 2;
+/// [`PeCtrl::life`]: in `finalize`, before its barrier has completed.
+pub const LIFE_FINALIZING: u32 = 3;
 
 /// Bytes needed for the control segment of an `n_pes` job.
 pub fn ctrl_size(n_pes: usize) -> usize {
@@ -130,6 +150,38 @@ impl Ctrl {
         match h.exit_caller.load(Ordering::Acquire) {
             0 => None,
             pe => Some((pe - 1, h.exit_status.load(Ordering::Relaxed))),
+        }
+    }
+
+    /// Records that `pe` ended while running (`status`: exit status, or
+    /// minus the signal). Only the first such PE is kept.
+    pub fn mark_lost(&self, pe: usize, status: i32) {
+        let h = self.header();
+        if h.lost_pe.load(Ordering::Acquire) == 0 {
+            h.lost_status.store(status, Ordering::Relaxed);
+            let _ = h.lost_pe.compare_exchange(0, pe as i32 + 1, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// Records that `pe` finalized and ended (only the first is kept).
+    pub fn mark_gone(&self, pe: usize) {
+        let _ = self.header().gone_pe.compare_exchange(0, pe as i32 + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// A PE that finalized and ended, if one did.
+    pub fn gone(&self) -> Option<usize> {
+        match self.header().gone_pe.load(Ordering::Acquire) {
+            0 => None,
+            pe => Some((pe - 1) as usize),
+        }
+    }
+
+    /// `(PE, status)` of a PE that ended while running, if one did.
+    pub fn lost(&self) -> Option<(usize, i32)> {
+        let h = self.header();
+        match h.lost_pe.load(Ordering::Acquire) {
+            0 => None,
+            pe => Some(((pe - 1) as usize, h.lost_status.load(Ordering::Relaxed))),
         }
     }
 

@@ -145,7 +145,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_MPI_PROXY",
         kind: Kind::Text,
         default: "",
-        help: "Path of the MPI proxy plugin (default: libishmem_proxy_oshmpi-<openmpi|mpich>.so for the MPI in use, beside libishmem in ishmem/).",
+        help: "Path of the MPI proxy plugin, or of a directory holding libishmem_proxy_oshmpi-<openmpi|mpich>.so (default: that file for the MPI in use, in ishmem/ beside libishmem.so, then in $ISHMEM_ROOT/lib/ishmem; never beside the executable). A plugin file or directory others can write is refused.",
         internal: false,
     },
     EnvVar {
@@ -161,6 +161,13 @@ pub const VARS: &[EnvVar] = &[
         default: "",
         help: "Installation prefix; set by the ishmem module files. The library searches $ISHMEM_ROOT/lib/ishmem for the MPI proxy plugins after the directory beside itself (what a statically linked program needs).",
         internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_TEST_CONNECT_DELAY_MS",
+        kind: Kind::Uint,
+        default: "",
+        help: "Test hook: under an MPI launcher, PEs other than a node's first wait this long (ms, at most 10000) before connecting to its bootstrap socket.",
+        internal: true,
     },
     EnvVar {
         name: "ISHMRUN_PE",
@@ -238,11 +245,13 @@ fn var(name: &'static str) -> &'static EnvVar {
 fn read(
     name: &'static str, alias: Option<&'static str>, lookup: &dyn Fn(&str) -> Option<String>,
 ) -> (String, &'static str) {
-    if let Some(v) = lookup(name) {
+    // An empty value counts as unset (`SHMEM_DEBUG=` is the default, not
+    // a bad value); `present` still sees the variable.
+    if let Some(v) = lookup(name).filter(|v| !v.trim().is_empty()) {
         return (v, name);
     }
     if let Some(a) = alias {
-        if let Some(v) = lookup(a) {
+        if let Some(v) = lookup(a).filter(|v| !v.trim().is_empty()) {
             return (v, a);
         }
     }
@@ -513,14 +522,22 @@ pub fn launcher_job_size() -> Option<usize> {
         .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
-/// Sets the symmetric heap size a host OpenSHMEM library reads at its init
-/// (`SHMEM_SYMMETRIC_SIZE`, and SOS's `SMA_SYMMETRIC_SIZE`), in MiB. Called
-/// during our own init, before that library starts; the program's threads
-/// must not be reading the environment meanwhile (glibc's environment is
-/// not thread-safe).
+/// Makes sure the symmetric heap size a host OpenSHMEM library reads at its
+/// init (`SHMEM_SYMMETRIC_SIZE`, and SOS's `SMA_SYMMETRIC_SIZE`) is at least
+/// `mib` MiB. A variable already set that large (by the launcher: `oshrun
+/// -x SHMEM_SYMMETRIC_SIZE=...`) is left alone; only a missing or smaller
+/// one is set. Setting the environment is not safe while other threads read
+/// it (glibc's environment is not thread-safe), so a program that starts
+/// threads before `shmem_init` should set these in the launcher's
+/// environment (docs/cluster.md).
 pub fn set_library_heap_size(mib: usize) {
-    std::env::set_var("SHMEM_SYMMETRIC_SIZE", format!("{mib}M"));
-    std::env::set_var("SMA_SYMMETRIC_SIZE", format!("{mib}M"));
+    let want = (mib as u64) << 20;
+    for name in ["SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"] {
+        let have = std::env::var(name).ok().and_then(|v| parse_size(v.trim()));
+        if have.is_none_or(|h| h < want) {
+            std::env::set_var(name, format!("{mib}M"));
+        }
+    }
 }
 
 /// Names of `ISHMEM_*` and `ISHMRUN_*` variables set in the environment
@@ -547,6 +564,21 @@ pub fn effective() -> Vec<(&'static EnvVar, String, Source)> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn empty_values_are_defaults() {
+        let c =
+            Config::from_lookup(&|n| ["SHMEM_DEBUG", "ISHMEM_SYMMETRIC_SIZE"].contains(&n).then(String::new)).unwrap();
+        assert!(!c.debug);
+        assert_eq!(c.symmetric_size, 512 << 20);
+        let c = Config::from_lookup(&|n| match n {
+            "ISHMEM_DEBUG" => Some(" ".into()),
+            "SHMEM_DEBUG" => Some("1".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert!(c.debug);
+    }
 
     #[test]
     fn sizes() {

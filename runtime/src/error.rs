@@ -41,6 +41,14 @@ pub(crate) fn set_ctrl(ctrl: Option<Ctrl>) {
     CTRL.store(new, Ordering::Release);
 }
 
+/// Records this PE's place in its life ([`crate::ctrl::LIFE_RUNNING`],
+/// [`crate::ctrl::LIFE_FINALIZED`]) for ishmrun.
+pub(crate) fn set_life(v: u32) {
+    if let (Some(c), Some(pe)) = (ctrl(), phase::my_pe()) {
+        c.pe(pe).life.store(v, Ordering::Release);
+    }
+}
+
 fn ctrl() -> Option<&'static Ctrl> {
     let p = CTRL.load(Ordering::Acquire);
     // SAFETY: boxes stored in CTRL are never freed.
@@ -112,7 +120,35 @@ pub(crate) fn check_abort() {
         if let Some(code) = c.abort_code() {
             exit_for_peer_abort(code)
         }
+        if let Some((pe, status)) = c.lost() {
+            peer_lost(pe, status)
+        }
+        if let Some(pe) = c.gone() {
+            // Only a PE that has not started finalizing can be waiting for
+            // something the finalized PE would have done.
+            if phase::my_pe().is_some_and(|me| c.pe(me).life.load(Ordering::Acquire) == crate::ctrl::LIFE_RUNNING) {
+                fatal(
+                    "waiting in the library",
+                    format_args!(
+                        "PE {pe} called shmem_finalize and exited while this PE still waits for it: its finalize matched a barrier of this PE (every PE must call shmem_finalize, or return from main, at the same point)"
+                    ),
+                )
+            }
+        }
     }
+}
+
+/// A PE this one may be waiting for ended between init and finalize
+/// (ishmrun recorded it): nothing it would have done can come any more.
+#[cold]
+#[inline(never)]
+fn peer_lost(pe: usize, status: i32) -> ! {
+    let how =
+        if status >= 0 { format!("exited (status {status})") } else { format!("was killed by signal {}", -status) };
+    fatal(
+        "waiting in the library",
+        format_args!("PE {pe} {how} without calling shmem_finalize; what this PE waits for may never come"),
+    )
 }
 
 /// `global_exit` (OpenSHMEM 1.5 §9.1.6): every PE ends with `status`. This
@@ -131,9 +167,19 @@ pub fn global_exit(status: i32) -> ! {
         // (and the job's exit status is `status` where MPI can pass it on).
         let _ = std::io::stdout().flush();
         phase::mark_exiting();
-        run_abort_hook(status);
+        run_abort_hook(exit_status(status));
     }
     exit_with(status)
+}
+
+/// `status` as a process exit status: itself when it fits, else 255 (a
+/// non-zero status must not end the job with 0, as `exit(256)` would).
+fn exit_status(status: i32) -> i32 {
+    if (0..=255).contains(&status) {
+        status
+    } else {
+        255
+    }
 }
 
 #[cold]
@@ -142,7 +188,7 @@ fn exit_with(status: i32) -> ! {
     let _ = std::io::stdout().flush();
     // SAFETY: exit runs atexit handlers (ours now does nothing) and flushes
     // C stdio, as exit(status) in the program would.
-    unsafe { libc::exit(status) }
+    unsafe { libc::exit(exit_status(status)) }
 }
 
 #[cold]

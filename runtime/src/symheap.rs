@@ -135,7 +135,13 @@ impl State {
 
     fn out_of_space(&self, call: &str, requested: usize, e: Option<crate::alloc::OutOfSpace>) {
         if self.my_pe == 0 {
-            let (free, largest) = e.map_or((0, 0), |e| (e.free_total, e.largest_free));
+            let Some(e) = e else {
+                warn(format_args!(
+                    "{call}: the requested size does not fit in size_t (count times size overflows); no memory allocated"
+                ));
+                return;
+            };
+            let (free, largest) = (e.free_total, e.largest_free);
             warn(format_args!(
                 "{call}: out of symmetric memory: requested {requested} bytes, {free} bytes free (largest free block {largest}) of a {}-byte heap; raise ISHMEM_SYMMETRIC_SIZE",
                 self.heap_size
@@ -210,6 +216,12 @@ impl State {
         let off = self.sym_offset(call, "ptr", ptr, 1);
         match a.block_len(off) {
             Some(len) => (off, len),
+            None if off >= self.heap_size => fatal(
+                call,
+                format_args!(
+                    "ptr {ptr:p} is a global or static variable (the symmetric data segment), not memory from a symmetric allocation routine"
+                ),
+            ),
             None => fatal(
                 call,
                 format_args!(

@@ -10,6 +10,15 @@
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "child_init")) {
+        /* Started by a PE: inherits ISHMRUN_* but not the PE's socket, so it
+         * is a job of its own (a singleton). */
+        shmem_init();
+        int ok = shmem_n_pes() == 1 && shmem_my_pe() == 0;
+        printf("child: %d of %d\n", shmem_my_pe(), shmem_n_pes());
+        shmem_finalize();
+        return ok ? 0 : 3;
+    }
     if (!strcmp(mode, "before_init")) {
         shmem_barrier_all();
         return 0;
@@ -87,6 +96,43 @@ int main(int argc, char **argv) {
         if (me == 0) shmem_barrier(1, 0, 2, psync);
     } else if (!strcmp(mode, "coll_not_symmetric")) {
         shmem_long_broadcast(SHMEM_TEAM_WORLD, x, &local, 1, 0);
+    } else if (!strcmp(mode, "exit_without_finalize")) {
+        /* The last PE leaves without finalizing while the others wait. */
+        if (me == npes - 1) _exit(0);
+        shmem_barrier_all();
+    } else if (!strcmp(mode, "finalize_mismatch")) {
+        /* The last PE returns (finalize at exit, whose barrier matches the
+         * others' first barrier); the others then wait for it again. */
+        if (me == npes - 1) return 0;
+        shmem_barrier_all();
+        shmem_barrier_all();
+    } else if (!strcmp(mode, "ignore_term")) {
+        /* PEs that ignore SIGTERM: ishmrun must escalate. */
+        signal(SIGTERM, SIG_IGN);
+        if (me == 0) printf("ignoring SIGTERM\n");
+        fflush(stdout);
+        for (;;) sleep(1);
+    } else if (!strcmp(mode, "global_exit_256")) {
+        if (me == npes - 1) shmem_global_exit(256);
+        for (;;) sleep(1);
+    } else if (!strcmp(mode, "spawn_child")) {
+        if (me == 0) {
+            char cmd[4096];
+            snprintf(cmd, sizeof cmd, "'%s' child_init", argv[0]);
+            int rc = system(cmd);
+            if (rc != 0) {
+                fprintf(stderr, "child exited with %d\n", rc);
+                return 1;
+            }
+            printf("child ok\n");
+        }
+    } else if (!strcmp(mode, "calloc_overflow")) {
+        void *p = shmem_calloc(SIZE_MAX / 2, 4);
+        if (p != NULL) return 1;
+        if (me == 0) printf("calloc overflow gave NULL\n");
+    } else if (!strcmp(mode, "free_global")) {
+        static long global_var[4];
+        shmem_free(global_var);
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

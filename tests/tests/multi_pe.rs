@@ -193,6 +193,18 @@ fn under_mpi() -> bool {
 
 /// The command that starts `prog` on `n` PEs with `envs` set for them.
 fn launch(n: usize, prog: &Path, args: &[&str], envs: &[(&str, &str)], verbose: bool) -> Command {
+    // Under MPI, programs linked statically (the Rust ones) find the MPI
+    // proxy plugins of the build tree only through ISHMEM_MPI_PROXY: the
+    // library never looks beside the executable.
+    let proxy_dir = env().bin_dir.join("ishmem").display().to_string();
+    let mut envs: Vec<(&str, &str)> = envs.to_vec();
+    if matches!(launcher(), Launcher::OpenMpi | Launcher::Mpich)
+        && std::env::var_os("ISHMEM_MPI_PROXY").is_none()
+        && !envs.iter().any(|(k, _)| *k == "ISHMEM_MPI_PROXY")
+    {
+        envs.push(("ISHMEM_MPI_PROXY", &proxy_dir));
+    }
+    let envs = &envs[..];
     // Variables the PEs need besides `envs`.
     let passthrough: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k.starts_with("ISHMEM_") && k != "TEST_LAUNCHER")
@@ -781,4 +793,231 @@ fn mpi_application_owns_mpi() {
             r.report("put from a second thread under FUNNELED")
         );
     }
+}
+
+/// Security: the MPI proxy plugin is never taken from beside the
+/// executable, and a plugin file or directory others can write is refused.
+/// A planted plugin's constructor would write its marker file.
+#[test]
+fn mpi_planted_plugin_refused() {
+    if launcher() != Launcher::OpenMpi {
+        eprintln!("mpi_planted_plugin_refused: runs in the Open MPI pass of the suite");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("planted-plugin-test.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mark = dir.join("planted-ran");
+    let src = dir.join("plant.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void planted(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f); }}\nint ishmem_proxy_init(void) {{ return 1; }}\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let plugin = dir.join("libishmem_proxy_oshmpi-openmpi.so");
+    let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&plugin)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A statically linked program (the runtime is in the executable),
+    // copied beside the plant, as in a shared or temporary directory.
+    let prog = dir.join("rust_amo");
+    std::fs::copy(env!("CARGO_BIN_EXE_rust_amo"), &prog).unwrap();
+    let run = |extra: &[(&str, &str)]| {
+        let mut c = Command::new("mpirun.openmpi");
+        c.args(["--allow-run-as-root", "--oversubscribe", "-n", "1"]).arg(&prog);
+        c.env_remove("ISHMEM_MPI_PROXY").env_remove("ISHMEM_ROOT");
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        run_cmd(c, Duration::from_secs(60))
+    };
+    // Not searched at all: the executable's directory is not a plugin directory.
+    let r = run(&[]);
+    assert!(
+        r.code != Some(0) && r.stderr.contains("cannot load the MPI proxy plugin"),
+        "{}",
+        r.report("plant beside exe")
+    );
+    assert!(!r.stderr.contains(&plugin.display().to_string()), "{}", r.report("the exe dir must not be searched"));
+    assert!(!mark.exists(), "the planted plugin ran\n{}", r.report("plant beside exe"));
+    // Named explicitly but in a directory everyone can write: refused.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let r = run(&[("ISHMEM_MPI_PROXY", plugin.to_str().unwrap())]);
+    assert!(
+        r.code != Some(0) && r.stderr.contains("refused: its directory") && r.stderr.contains("writable by everyone"),
+        "{}",
+        r.report("world-writable plugin directory")
+    );
+    assert!(!mark.exists(), "the planted plugin ran\n{}", r.report("world-writable directory"));
+    // A group-writable plugin file in a safe directory: refused too.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let r = run(&[("ISHMEM_MPI_PROXY", dir.to_str().unwrap())]);
+    assert!(
+        r.code != Some(0) && r.stderr.contains("refused: the file") && r.stderr.contains("writable by its group"),
+        "{}",
+        r.report("group-writable plugin file")
+    );
+    assert!(!mark.exists(), "the planted plugin ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Security: other local processes that connect to a job's node bootstrap
+/// socket (read from /proc/net/unix) neither take a PE's place nor end the
+/// job: another user's connection (when the suite runs as root) and a
+/// same-user one with a wrong secret. The PEs other than the node's first
+/// connect late, so the racers are first.
+#[test]
+fn mpi_bootstrap_survives_racers() {
+    if !matches!(launcher(), Launcher::OpenMpi | Launcher::Mpich)
+        || std::env::var("ISHMEM_ENABLE_SHM").as_deref() == Ok("0")
+    {
+        eprintln!("mpi_bootstrap_survives_racers: runs in the MPI passes with node-local sharing");
+        return;
+    }
+    let racer = env!("CARGO_BIN_EXE_bootstrap_racer");
+    let mut racers = Vec::new();
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } == 0 {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", racer, "20"]);
+        racers.push(("another user", c));
+    } else {
+        eprintln!("mpi_bootstrap_survives_racers: not root, so no second user: only the same-user racer runs");
+    }
+    let mut c = Command::new(racer);
+    c.args(["20", "junk"]);
+    racers.push(("same user, wrong secret", c));
+    let mut children = Vec::new();
+    for (what, mut c) in racers {
+        let mut ch = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        use std::io::BufRead;
+        std::io::BufReader::new(ch.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert!(line.contains("racer ready"), "{what}: racer did not start: {line}");
+        children.push((what, ch));
+    }
+    let r = ishmrun(3, &c_program("rma_types"), &[], &[("ISHMEM_TEST_CONNECT_DELAY_MS", "1000")]);
+    for (what, mut ch) in children {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(ch.id() as i32, libc::SIGTERM) };
+        let _ = ch.wait();
+        let mut out = String::new();
+        let _ = ch.stdout.take().unwrap().read_to_string(&mut out);
+        assert!(r.code == Some(0), "{}", r.report(&format!("job raced by {what}")));
+        assert!(out.contains("racer: connected to ishmem-"), "{what}: the racer never connected: {out}");
+    }
+    assert!(r.code == Some(0), "{}", r.report("job with racers"));
+}
+
+/// Reliability: a PE that ends between init and finalize, or finalizes
+/// while the others still wait for it, ends the job within seconds with a
+/// message naming it, instead of a hang.
+#[test]
+fn pe_gone_ends_waits() {
+    if under_mpi() {
+        eprintln!("pe_gone_ends_waits: ishmrun records PE exits; the MPI launchers end such jobs themselves");
+        return;
+    }
+    for n in [2, 3] {
+        let last = n - 1;
+        expect_failure(
+            "exit_without_finalize",
+            n,
+            1,
+            &[
+                &format!("ishmrun: PE {last} (pid"),
+                "exited with status 0 without calling shmem_finalize",
+                &format!(": waiting in the library: PE {last} exited (status 0) without calling shmem_finalize"),
+            ],
+            &[],
+        );
+        expect_failure(
+            "finalize_mismatch",
+            n,
+            1,
+            &[&format!(
+                ": waiting in the library: PE {last} called shmem_finalize and exited while this PE still waits for it"
+            )],
+            &[],
+        );
+    }
+}
+
+/// ishmrun: a signal ends the job even when the PEs ignore it (SIGKILL
+/// after the grace period), with ishmrun's own report and 128 + signal.
+#[test]
+fn ishmrun_signal_escalates() {
+    if under_mpi() {
+        return;
+    }
+    let prog = c_program("errors");
+    let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
+    cmd.args(["-v", "-n", "2"]).arg(&prog).arg("ignore_term");
+    let start = Instant::now();
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    use std::io::BufRead;
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("ignoring SIGTERM"), "unexpected output {line:?}");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("ishmrun did not end within 20 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert!(err.contains("ishmrun: got SIGTERM; stopping the job"), "{err}");
+    assert!(!err.contains("failed; terminating"), "a signal to ishmrun is not a PE failure:\n{err}");
+    for (_, rest) in err.match_indices("started PE ").map(|(i, _)| err[i..].split_once("(pid ").unwrap()) {
+        let pid: i32 = rest[..rest.find(')').unwrap()].parse().unwrap();
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "PE process {pid} outlived the job\n{err}");
+    }
+}
+
+/// The smaller reliability defects: huge timeouts, global_exit statuses
+/// that do not fit, children of PEs that call shmem_init, an empty
+/// SHMEM_DEBUG, calloc overflow and freeing a global.
+#[test]
+fn small_reliability_defects() {
+    let prog = c_program("errors");
+    if !under_mpi() {
+        let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
+        cmd.args(["-n", "1", "-t", "1e30"]).arg(&prog).arg("ok");
+        let r = run_cmd(cmd, Duration::from_secs(10));
+        assert!(r.code == Some(2) && r.stderr.contains("bad timeout \"1e30\": too large"), "{}", r.report("-t 1e30"));
+        expect_failure("global_exit_256", 2, 255, &["ishmrun: PE 1 called shmem_global_exit(256)"], &[]);
+        let r = ishmrun(2, &prog, &["spawn_child"], &[]);
+        assert!(
+            r.code == Some(0) && r.stdout.contains("child: 0 of 1") && r.stdout.contains("child ok"),
+            "{}",
+            r.report("a PE's child calls shmem_init")
+        );
+    }
+    let r = ishmrun(2, &prog, &["ok"], &[("SHMEM_DEBUG", "")]);
+    assert!(r.code == Some(0), "{}", r.report("SHMEM_DEBUG empty"));
+    let r = ishmrun(2, &prog, &["calloc_overflow"], &[]);
+    assert!(
+        r.code == Some(0) && r.stderr.contains("shmem_calloc: the requested size does not fit in size_t"),
+        "{}",
+        r.report("calloc overflow")
+    );
+    expect_failure("free_global", 2, 1, &["is a global or static variable (the symmetric data segment)"], &[]);
 }

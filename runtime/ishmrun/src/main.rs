@@ -4,12 +4,12 @@
 //! failed and how.
 
 use ishmem_runtime::boot::wire as bootstrap;
-use ishmem_runtime::ctrl::{ctrl_size, Ctrl};
+use ishmem_runtime::ctrl::{ctrl_size, Ctrl, LIFE_FINALIZED, LIFE_RUNNING};
 use ishmem_runtime::mem as device;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -62,7 +62,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 if !(s > 0.0 && s.is_finite()) {
                     return Err(format!("bad timeout {v:?}: it must be a positive number of seconds"));
                 }
-                timeout = Some(Duration::from_secs_f64(s));
+                timeout = Some(Duration::try_from_secs_f64(s).map_err(|_| format!("bad timeout {v:?}: too large"))?);
                 i += 2;
             }
             "-v" | "--verbose" => {
@@ -105,11 +105,16 @@ macro_rules! say {
 
 /// PIDs of the started PEs, for the signal handler.
 static PIDS: OnceLock<Vec<libc::pid_t>> = OnceLock::new();
+/// The first terminating signal ishmrun received (0: none); a watcher
+/// thread turns it into the job's terminate path, which escalates to
+/// SIGKILL after [`KILL_GRACE`].
+static GOT_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// Signal handler. It has no panic boundary on purpose: `catch_unwind` is
 /// not async-signal-safe, and nothing here can panic (a lock-free read and
 /// `kill`); an unwind would abort the process (Rust 1.81 and later).
 extern "C" fn forward_signal(sig: libc::c_int) {
+    let _ = GOT_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     if let Some(pids) = PIDS.get() {
         for &p in pids {
             // SAFETY: kill is async-signal-safe.
@@ -158,6 +163,16 @@ struct Job {
 impl Job {
     /// Asks every live PE to stop, then kills those still alive after a grace.
     fn terminate(self: &Arc<Self>, why: &str) {
+        self.stop(Some(why))
+    }
+
+    /// As [`Job::terminate`], for a stop ishmrun was asked for (a signal):
+    /// the PEs already got the signal; no "PE failed" report.
+    fn terminate_quietly(self: &Arc<Self>) {
+        self.stop(None)
+    }
+
+    fn stop(self: &Arc<Self>, why: Option<&str>) {
         if self.terminating.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -165,7 +180,7 @@ impl Job {
             let alive = self.alive.lock().unwrap();
             self.pids.iter().enumerate().filter(|(i, _)| alive[*i]).map(|(i, &p)| (i, p)).collect()
         };
-        if !live.is_empty() {
+        if let (Some(why), false) = (why, live.is_empty()) {
             say!("{why}; terminating the other {} PE{}", live.len(), if live.len() == 1 { "" } else { "s" });
         }
         for &(_, p) in &live {
@@ -279,6 +294,21 @@ fn run(opts: Options) -> Result<u8, String> {
 
     let job =
         Arc::new(Job { pids: pids.clone(), alive: Mutex::new(vec![true; n]), terminating: AtomicBool::new(false) });
+    {
+        // A signal to ishmrun (forwarded to the PEs by the handler) ends the
+        // job through the terminate path: PEs that ignore it are killed
+        // after the grace period.
+        let job = Arc::clone(&job);
+        std::thread::spawn(move || loop {
+            let sig = GOT_SIGNAL.load(Ordering::SeqCst);
+            if sig != 0 {
+                say!("got {}; stopping the job", signal_name(sig));
+                job.terminate_quietly();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        });
+    }
     let timed_out = Arc::new(AtomicBool::new(false));
     if let Some(t) = opts.timeout {
         let job = Arc::clone(&job);
@@ -308,12 +338,20 @@ fn run(opts: Options) -> Result<u8, String> {
         let Some(pe) = pids.iter().position(|&p| p == pid) else { continue };
         job.alive.lock().unwrap()[pe] = false;
         remaining -= 1;
-        let (failed, code, how) = if libc::WIFEXITED(status) {
+        let signalled = GOT_SIGNAL.load(Ordering::SeqCst) != 0;
+        let (failed, code, how, lost_status) = if libc::WIFEXITED(status) {
             let c = libc::WEXITSTATUS(status);
-            (c != 0, c as u8, format!("exited with status {c}"))
+            (c != 0, c as u8, format!("exited with status {c}"), c)
         } else if libc::WIFSIGNALED(status) {
             let s = libc::WTERMSIG(status);
-            (true, 128u8.wrapping_add(s as u8), format!("was killed by signal {s} ({})", signal_name(s)))
+            let mut how = format!("was killed by signal {s} ({})", signal_name(s));
+            if s == libc::SIGKILL && !job.terminating.load(Ordering::SeqCst) {
+                how.push_str(
+                    " and ishmrun did not send it: out of memory? (the kernel's OOM killer or a cgroup memory \
+                     limit; each PE maps ISHMEM_SYMMETRIC_SIZE of heap, see dmesg)",
+                );
+            }
+            (true, 128u8.wrapping_add(s as u8), how, -s)
         } else {
             continue;
         };
@@ -325,10 +363,23 @@ fn run(opts: Options) -> Result<u8, String> {
                 say!("PE {caller} called shmem_global_exit({status})");
                 job.terminate("global exit");
             }
-            global_status.get_or_insert(status as u8);
+            global_status.get_or_insert(exit_code(status));
             continue;
         }
-        if failed && !job.terminating.load(Ordering::SeqCst) {
+        // A PE that ends between init and finalize leaves the others
+        // waiting for it: tell them (their waits fail with this PE's name).
+        let life = ctrl.pe(pe).life.load(Ordering::Acquire);
+        if life == LIFE_RUNNING && !job.terminating.load(Ordering::SeqCst) {
+            ctrl.mark_lost(pe, lost_status);
+            if !failed {
+                say!("PE {pe} (pid {pid}) {how} without calling shmem_finalize; PEs that wait for it will stop");
+            }
+        } else if life == LIFE_FINALIZED && !failed {
+            // Normal at the end of a job; PEs still running (not
+            // finalizing) and waiting for it end with a message.
+            ctrl.mark_gone(pe);
+        }
+        if failed && !job.terminating.load(Ordering::SeqCst) && !signalled {
             if !opts.verbose {
                 say!("PE {pe} (pid {pid}) {how}");
             }
@@ -345,7 +396,18 @@ fn run(opts: Options) -> Result<u8, String> {
     if let Some(s) = global_status {
         return Ok(s);
     }
+    let sig = GOT_SIGNAL.load(Ordering::SeqCst);
+    if sig != 0 {
+        return Ok(128u8.wrapping_add(sig as u8));
+    }
     Ok(first_failure.unwrap_or(0))
+}
+
+/// The exit status for `global_exit(status)`: as given when it fits an
+/// exit status, else 255 (never 0 for a non-zero status, as `exit(256)`
+/// would give).
+fn exit_code(status: i32) -> u8 {
+    u8::try_from(status).unwrap_or(255)
 }
 
 #[cfg(test)]

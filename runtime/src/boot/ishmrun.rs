@@ -85,3 +85,40 @@ pub fn start(launch: IshmrunLaunch, device: &dyn Device, heap_size: usize) -> Re
         amo_remote_all: false,
     })
 }
+
+/// Whether `fd` is this process's bootstrap socket from ishmrun: an open
+/// socket whose other end was created by an ancestor of this process
+/// (ishmrun makes the socket pair before it starts the PE, possibly
+/// through a wrapper script). A child a PE starts after its init inherits
+/// the variables but not the socket (the PE closed it after bootstrap).
+pub fn started_by_ishmrun(fd: i32) -> bool {
+    // SAFETY: zeroed ucred is valid; getsockopt writes at most len bytes
+    // and fails cleanly on a descriptor that is not an open socket.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: pointers to live locals.
+    let r =
+        unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut _ as *mut _, &mut len) };
+    if r != 0 || cred.pid <= 0 {
+        return false;
+    }
+    // SAFETY: getppid cannot fail.
+    let mut p = unsafe { libc::getppid() };
+    for _ in 0..64 {
+        if p == cred.pid {
+            return true;
+        }
+        if p <= 1 {
+            return false;
+        }
+        p = parent_of(p).unwrap_or(0);
+    }
+    false
+}
+
+/// The parent of process `pid`, from /proc.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}

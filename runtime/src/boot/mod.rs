@@ -184,7 +184,11 @@ pub fn start(config: &Config, opts: &InitOptions, device: &dyn Device) -> Result
         .ok()
         .and_then(|s| s.checked_next_multiple_of(device.heap_granularity().max(mem::page_size())))
         .ok_or_else(|| format!("ISHMEM_SYMMETRIC_SIZE={} is too large", config.symmetric_size))?;
-    let mut job = match env::ishmrun_launch()? {
+    // ISHMRUN_* inherited by a child of a PE (it ran a program that also
+    // calls shmem_init) describe the parent's socket, not ours: only a
+    // process ishmrun started itself takes part in its job.
+    let launch = env::ishmrun_launch()?.filter(|l| ishmrun::started_by_ishmrun(l.fd));
+    let mut job = match launch {
         Some(launch) => ishmrun::start(launch, device, heap_size)?,
         None if config.runtime == RuntimeChoice::OpenShmem || opts.force_openshmem => {
             openshmem::start(config, heap_size)?

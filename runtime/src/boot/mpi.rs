@@ -3,13 +3,17 @@
 //!
 //! Every PE contributes a record to one allgather through the proxy: a hash
 //! of its node identity (host name, kernel boot id, network namespace), its
-//! heap and data-segment sizes, and a random job token (PE 0's is used).
-//! PEs with the same node hash can pass memfds to each other, so they share
-//! heaps by load/store exactly as under ishmrun: the first PE of the node
-//! listens on an abstract Unix socket named after the token (nothing in the
-//! file system; peers are checked to run as the same user) and serves the
-//! same exchange ishmrun serves (`bootstrap::serve`), including the node's
-//! control segment. The node is detected, never assumed: two PEs whose
+//! heap and data-segment sizes, a random job secret and a random socket
+//! name (PE 0's are used). PEs with the same node hash can pass memfds to
+//! each other, so they share heaps by load/store exactly as under ishmrun:
+//! the first PE of the node listens on an abstract Unix socket with the
+//! random name (nothing in the file system, but visible in
+//! /proc/net/unix) and serves the same exchange ishmrun serves
+//! (`bootstrap::serve`), including the node's
+//! control segment. A connection counts only when its process runs as
+//! the same user (`SO_PEERCRED`) and sends the secret, which never appears
+//! in the name; others are closed and the wait goes on, to a deadline. The
+//! node is detected, never assumed: two PEs whose
 //! hosts report different names, or that live in different network
 //! namespaces, are on different nodes. With `ISHMEM_ENABLE_SHM=0` every PE
 //! is alone on its node.
@@ -22,6 +26,7 @@ use crate::mem;
 use crate::remote::{plugin, Remote};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 /// Loads the MPI proxy, takes rank and size from it, creates this PE's heap
 /// and runs the node-local exchange.
@@ -39,7 +44,7 @@ pub fn start(
     exchange(r, my_pe, n_pes, device, heap_size, data, config.enable_shm)
 }
 
-const RECORD: usize = 48;
+const RECORD: usize = 64;
 
 /// FNV-1a, enough to compare node identities.
 fn fnv(bytes: &[u8]) -> u64 {
@@ -64,16 +69,17 @@ fn node_identity() -> Vec<u8> {
     v
 }
 
-fn random_token() -> u128 {
+fn random_token() -> Result<u128, String> {
     let mut b = [0u8; 16];
     // SAFETY: the buffer is writable for 16 bytes.
     let n = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, 16, 0) };
     if n != 16 {
-        // Not secret, only unique per job: time and pid will do.
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        return t ^ ((std::process::id() as u128) << 64);
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut b))
+            .map_err(|e| format!("no random bytes for the node bootstrap's secret (getrandom, /dev/urandom: {e})"))?;
     }
-    u128::from_le_bytes(b)
+    Ok(u128::from_le_bytes(b))
 }
 
 fn abstract_addr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
@@ -123,20 +129,123 @@ fn connect(name: &str) -> io::Result<OwnedFd> {
     Ok(s)
 }
 
-fn accept(l: &OwnedFd) -> io::Result<OwnedFd> {
-    loop {
-        // SAFETY: accept on our listening socket.
-        let fd =
-            unsafe { libc::accept4(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
-        if fd >= 0 {
-            // SAFETY: fresh descriptor we own.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+/// How long the node's first PE waits for the others to connect.
+const ACCEPT_DEADLINE: Duration = Duration::from_secs(60);
+/// How long a connection may take to authenticate.
+const AUTH_DEADLINE: Duration = Duration::from_secs(5);
+const AUTH: u32 = u32::from_le_bytes(*b"AUTH");
+
+/// A test hook (internal variable): PEs other than the node's first wait
+/// this long before connecting, so a test can race the socket reliably.
+fn test_connect_delay() {
+    if let Some(ms) = std::env::var("ISHMEM_TEST_CONNECT_DELAY_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        std::thread::sleep(Duration::from_millis(ms.min(10_000)));
+    }
+}
+
+/// PE side: prove membership of the job with its secret.
+fn send_auth(sock: &OwnedFd, token: u128) -> io::Result<()> {
+    let mut m = AUTH.to_le_bytes().to_vec();
+    m.extend_from_slice(&token.to_le_bytes());
+    wire::send_msg(sock.as_raw_fd(), &m, &[])
+}
+
+/// Whether `m` is an AUTH message carrying `token` (compared in constant
+/// time).
+fn auth_ok(m: &[u8], token: u128) -> bool {
+    if m.len() != 20 || m[0..4] != AUTH.to_le_bytes() {
+        return false;
+    }
+    let want = token.to_le_bytes();
+    m[4..20].iter().zip(want.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+fn set_nonblocking(fd: &OwnedFd, on: bool) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if fl < 0 {
+            return Err(io::Error::last_os_error());
         }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
+        let fl = if on { fl | libc::O_NONBLOCK } else { fl & !libc::O_NONBLOCK };
+        if libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl) < 0 {
+            return Err(io::Error::last_os_error());
         }
     }
+    Ok(())
+}
+
+/// The node's first PE: accepts connections until `n` have authenticated
+/// (same user by `SO_PEERCRED`, then the job's secret), closing every
+/// connection that fails either check or stays silent for
+/// [`AUTH_DEADLINE`], so an outsider's connection neither takes a PE's
+/// place nor fails the job. Fails after `deadline` naming how many PEs
+/// arrived.
+fn accept_node_pes(l: &OwnedFd, n: usize, token: u128, deadline: Duration) -> Result<Vec<OwnedFd>, String> {
+    let start = Instant::now();
+    set_nonblocking(l, true).map_err(|e| format!("bootstrap socket: {e}"))?;
+    let mut pending: Vec<(OwnedFd, Instant)> = Vec::new();
+    let mut good: Vec<OwnedFd> = Vec::with_capacity(n);
+    let mut refused = 0usize;
+    while good.len() < n {
+        let now = Instant::now();
+        if now.duration_since(start) > deadline {
+            return Err(format!(
+                "only {} of the {n} PEs of this node reached its bootstrap socket within {} s ({refused} other connection(s) refused)",
+                good.len(),
+                deadline.as_secs()
+            ));
+        }
+        pending.retain(|(_, t)| now.duration_since(*t) < AUTH_DEADLINE);
+        let mut fds: Vec<libc::pollfd> = std::iter::once(l)
+            .chain(pending.iter().map(|(s, _)| s))
+            .map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 })
+            .collect();
+        // SAFETY: fds is a live array of pollfd of the given length.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(format!("poll on the node's bootstrap socket: {e}"));
+        }
+        // Authenticate the connections that spoke (back to front, so the
+        // indices stay valid while removing).
+        for i in (1..fds.len()).rev() {
+            if fds[i].revents == 0 {
+                continue;
+            }
+            let (s, _) = pending.remove(i - 1);
+            let ok = wire::check_peer_uid(s.as_raw_fd()).is_ok()
+                && matches!(wire::recv_msg(s.as_raw_fd()), Ok((m, f)) if f.is_empty() && auth_ok(&m, token))
+                && set_nonblocking(&s, false).is_ok();
+            if ok {
+                good.push(s);
+            } else {
+                refused += 1;
+            }
+        }
+        if fds[0].revents != 0 {
+            loop {
+                // SAFETY: accept on our (non-blocking) listening socket.
+                let fd = unsafe {
+                    libc::accept4(
+                        l.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                    )
+                };
+                if fd < 0 {
+                    break;
+                }
+                // SAFETY: fresh descriptor we own.
+                pending.push((unsafe { OwnedFd::from_raw_fd(fd) }, Instant::now()));
+            }
+        }
+    }
+    Ok(good)
 }
 
 /// The node-local bootstrap under `proxy` (collective over the job).
@@ -150,8 +259,9 @@ fn exchange(
     rec[0..8].copy_from_slice(&fnv(&node_identity()).to_le_bytes());
     rec[8..16].copy_from_slice(&(heap_size as u64).to_le_bytes());
     rec[16..24].copy_from_slice(&(data.as_ref().map_or(0, |d| d.size) as u64).to_le_bytes());
-    rec[24..40].copy_from_slice(&random_token().to_le_bytes());
+    rec[24..40].copy_from_slice(&random_token()?.to_le_bytes());
     rec[40..44].copy_from_slice(&std::process::id().to_le_bytes());
+    rec[48..64].copy_from_slice(&random_token()?.to_le_bytes());
     let all = proxy.allgather(CALL, &rec);
     let field =
         |pe: usize, at: usize| u64::from_le_bytes(all[pe * RECORD + at..pe * RECORD + at + 8].try_into().unwrap());
@@ -164,7 +274,11 @@ fn exchange(
             .into());
         }
     }
+    // PE 0's secret (it travels only over MPI) and its public socket name
+    // id: a process that reads the name in /proc/net/unix learns nothing
+    // it can authenticate with.
     let token = u128::from_le_bytes(all[24..40].try_into().unwrap());
+    let name_id = u128::from_le_bytes(all[48..64].try_into().unwrap());
     let my_node = field(my_pe, 0);
     let node_pes: Vec<usize> =
         if enable_shm { (0..n_pes).filter(|&p| field(p, 0) == my_node).collect() } else { vec![my_pe] };
@@ -190,11 +304,11 @@ fn exchange(
 
     let ctrl_region = if n_local > 1 {
         let leader = node_pes[0];
-        let name = format!("ishmem-{token:032x}-{leader}");
+        let name = format!("ishmem-{name_id:032x}-{leader}");
         // The leader listens before anyone connects (the barrier), and
         // serves the exchange from a thread while taking part itself.
         let server = if my_pe == leader {
-            let l = listen(&name, n_local).map_err(|e| format!("cannot listen on the node's bootstrap socket: {e}"))?;
+            let l = listen(&name, 128).map_err(|e| format!("cannot listen on the node's bootstrap socket: {e}"))?;
             let ctrl_fd =
                 mem::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
             {
@@ -204,11 +318,7 @@ fn exchange(
                 unsafe { Ctrl::new(r.base(), n_pes) }.initialize();
             }
             Some(std::thread::spawn(move || -> Result<(), String> {
-                let mut socks = Vec::with_capacity(n_local);
-                for _ in 0..n_local {
-                    let s = accept(&l).map_err(|e| format!("accept on the node's bootstrap socket: {e}"))?;
-                    socks.push(s);
-                }
+                let socks = accept_node_pes(&l, n_local, token, ACCEPT_DEADLINE)?;
                 drop(l);
                 wire::serve(&socks, &ctrl_fd, ctrl_len)
             }))
@@ -216,8 +326,12 @@ fn exchange(
             None
         };
         proxy.barrier(CALL);
+        if my_pe != leader {
+            test_connect_delay();
+        }
         let sock =
             connect(&name).map_err(|e| format!("cannot reach the node's bootstrap socket (PE {leader}): {e}"))?;
+        send_auth(&sock, token).map_err(|e| format!("cannot authenticate to the node's bootstrap socket: {e}"))?;
         let shared_data =
             if data_symmetric { data.as_ref().and_then(|d| d.fd.as_ref().map(|fd| (fd, d.size as u64))) } else { None };
         let job = wire::pe_exchange(

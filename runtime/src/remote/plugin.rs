@@ -59,10 +59,14 @@ fn detect_family() -> Option<MpiFamily> {
     env::mpi_launcher_family()
 }
 
-/// Directories searched for plugins: beside the library holding this code
-/// (libishmem.so, or the executable when linked statically), in its
-/// `ishmem/` subdirectory first, then beside the executable, then
-/// `$ISHMEM_ROOT/lib/ishmem`.
+/// Directories searched for plugins, in order: the installation's own
+/// plugin directory, `ishmem/` beside the shared library holding this code
+/// (found with `dladdr`: `<prefix>/lib/ishmem`, or `target/<profile>/ishmem`
+/// in a build tree), then `$ISHMEM_ROOT/lib/ishmem`. Never the executable's
+/// directory: a program in a directory others can write (a statically
+/// linked one in /tmp) must not load a plugin planted beside it. A program
+/// linked statically has no library file, so it finds plugins through
+/// `ISHMEM_ROOT` (set by the module files) or `ISHMEM_MPI_PROXY`.
 fn plugin_dirs(root: Option<&str>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     // SAFETY: dladdr on the address of one of our own functions.
@@ -71,26 +75,16 @@ fn plugin_dirs(root: Option<&str>) -> Vec<PathBuf> {
         if libc::dladdr(plugin_dirs as *const c_void, &mut info) != 0 && !info.dli_fname.is_null() {
             let me = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
             let me = std::fs::canonicalize(&me).unwrap_or_else(|_| PathBuf::from(me));
-            if let Some(d) = me.parent() {
-                dirs.push(d.join("ishmem"));
-                dirs.push(d.to_path_buf());
-                dirs.push(d.join("../lib/ishmem"));
-            }
-        }
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(d) = exe.parent() {
-            // `../ishmem`: cargo's examples/ and deps/ beside target/<profile>/ishmem.
-            for p in [d.join("ishmem"), d.to_path_buf(), d.join("../lib/ishmem"), d.join("../ishmem")] {
-                if !dirs.contains(&p) {
-                    dirs.push(p);
+            let exe = std::env::current_exe().ok().and_then(|e| std::fs::canonicalize(e).ok());
+            if exe.as_deref() != Some(me.as_path()) {
+                if let Some(d) = me.parent() {
+                    dirs.push(d.join("ishmem"));
                 }
             }
         }
     }
-    // The installation the module files point at (a static link has no
-    // library file to look beside).
-    if let Some(root) = root {
+    // The installation the module files point at.
+    if let Some(root) = root.filter(|r| !r.is_empty()) {
         let p = PathBuf::from(root).join("lib/ishmem");
         if !dirs.contains(&p) {
             dirs.push(p);
@@ -104,16 +98,21 @@ fn plugin_file(family: &str) -> String {
     format!("libishmem_proxy_oshmpi-{family}.so")
 }
 
+/// The plugin files to try: `explicit` (`ISHMEM_MPI_PROXY`, a file, or a
+/// directory holding the family's file) alone when given, else the
+/// family's file in each of [`plugin_dirs`].
 fn candidate_paths(explicit: Option<&str>, root: Option<&str>) -> Vec<PathBuf> {
-    if let Some(p) = explicit.filter(|p| !p.is_empty()) {
-        return vec![PathBuf::from(p)];
-    }
     let families: Vec<&str> = match detect_family() {
         Some(f) => FAMILIES.iter().filter(|(k, _)| *k == f).map(|(_, s)| *s).collect(),
         None => FAMILIES.iter().map(|(_, s)| *s).collect(),
     };
+    let dirs = match explicit.filter(|p| !p.is_empty()) {
+        Some(p) if !std::path::Path::new(p).is_dir() => return vec![PathBuf::from(p)],
+        Some(p) => vec![PathBuf::from(p)],
+        None => plugin_dirs(root),
+    };
     let mut v = Vec::new();
-    for d in plugin_dirs(root) {
+    for d in dirs {
         for f in &families {
             v.push(d.join(plugin_file(f)));
         }
@@ -121,11 +120,48 @@ fn candidate_paths(explicit: Option<&str>, root: Option<&str>) -> Vec<PathBuf> {
     v
 }
 
+/// Why `path` (a plugin file) must not be loaded, if it must not: the file
+/// or its directory (symbolic links resolved) is writable by group or
+/// others, or owned by someone other than this user or root. Anyone who can
+/// write there could make this job run their code.
+pub fn untrusted(path: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = match std::fs::canonicalize(path) {
+        Ok(p) => p,
+        Err(e) => return Some(format!("cannot resolve it: {e}")),
+    };
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    let dir = real.parent().map(|d| d.to_path_buf()).unwrap_or_else(|| PathBuf::from("/"));
+    for (what, p) in [("the file", &real), ("its directory", &dir)] {
+        let m = match std::fs::metadata(p) {
+            Ok(m) => m,
+            Err(e) => return Some(format!("cannot stat {}: {e}", p.display())),
+        };
+        if m.uid() != me && m.uid() != 0 {
+            return Some(format!(
+                "{what} {} is owned by uid {}, not by this user ({me}) or root",
+                p.display(),
+                m.uid()
+            ));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Some(format!(
+                "{what} {} is writable by {} (mode {:04o})",
+                p.display(),
+                if m.mode() & 0o002 != 0 { "everyone" } else { "its group" },
+                m.mode() & 0o7777
+            ));
+        }
+    }
+    None
+}
+
 /// The MPI proxy plugins this installation has, for `ishmem-info`: every
-/// family's file found in the directories [`load`] searches.
-pub fn installed_plugins(root: Option<&str>) -> Vec<PathBuf> {
+/// family's file found in the directories [`load`] searches and in `also`.
+pub fn installed_plugins(root: Option<&str>, also: &[PathBuf]) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for d in plugin_dirs(root) {
+    for d in plugin_dirs(root).into_iter().chain(also.iter().cloned()) {
         for (_, f) in FAMILIES {
             let p = d.join(plugin_file(f));
             if p.is_file() {
@@ -150,6 +186,10 @@ pub fn load(
     for path in candidate_paths(explicit, root) {
         if !path.exists() {
             tried.push(format!("{} (no such file)", path.display()));
+            continue;
+        }
+        if let Some(why) = untrusted(&path) {
+            tried.push(format!("{} (refused: {why})", path.display()));
             continue;
         }
         // SAFETY: loading our own plugin; its initializers only set up the
@@ -202,7 +242,7 @@ pub fn load(
     }
     Err(RemoteError::Load {
         what: "the MPI proxy plugin",
-        hint: "build it with proxy-oshmpi/build-plugins.sh, or set ISHMEM_MPI_PROXY",
+        hint: "build it with proxy-oshmpi/build-plugins.sh; a statically linked program finds it through ISHMEM_ROOT (the module sets it) or ISHMEM_MPI_PROXY (the file, or its directory)",
         tried,
     })
 }

@@ -20,9 +20,13 @@ const STATIC_COMPONENTS: &[(&str, &str, bool, &str)] = &[
         "built in: symmetric heaps in shared memory (memfd); device kernels on a CPU OpenCL runtime",
     ),
     ("device", "level-zero", false, "not in this build: the Level Zero backend is not implemented yet"),
-    ("device", "cuda", false, "not in this build: the CUDA backend is not implemented yet"),
     ("launcher", "ishmrun", true, "built in: PEs on this node over shared memory"),
-    ("proxy", "openshmem", false, "not in this build: the loaded-OpenSHMEM proxy is not implemented yet"),
+    (
+        "proxy",
+        "openshmem",
+        true,
+        "built in: ISHMEM_RUNTIME=OPENSHMEM loads a host OpenSHMEM library at run time (ISHMEM_SHMEM_LIB_NAME, libsma.so, liboshmem.so)",
+    ),
 ];
 
 /// The static list plus the MPI proxy, whose availability is whether its
@@ -32,8 +36,22 @@ fn components() -> Vec<Component> {
         .iter()
         .map(|&(kind, name, available, detail)| Component { kind, name, available, detail: detail.to_string() })
         .collect();
+    // The CUDA device: built in; available when the NVIDIA driver loads.
+    let (available, detail) = match ishmem_runtime::device::cuda::driver::Driver::load() {
+        Ok(_) => (true, "built in: heaps in NVIDIA GPU memory (ISHMEM_DEVICE=cuda); the CUDA driver loads".to_string()),
+        Err(e) => (false, format!("built in, not usable here: {e}")),
+    };
+    v.push(Component { kind: "device", name: "cuda", available, detail });
     let root = Config::from_env().ok().and_then(|c| c.root);
-    let plugins = ishmem_runtime::remote::plugin::installed_plugins(root.as_deref());
+    // This program is statically linked: besides where the library looks,
+    // report the installation it belongs to (bin/../lib/ishmem) and the
+    // build tree's (target/<profile>/ishmem).
+    let mut also = Vec::new();
+    if let Some(d) = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.to_path_buf())) {
+        also.push(d.join("../lib/ishmem"));
+        also.push(d.join("ishmem"));
+    }
+    let plugins = ishmem_runtime::remote::plugin::installed_plugins(root.as_deref(), &also);
     let detail = if plugins.is_empty() {
         "no plugin found (libishmem_proxy_oshmpi-<openmpi|mpich>.so beside libishmem or in lib/ishmem/); \
          build them with proxy-oshmpi/build-plugins.sh"
