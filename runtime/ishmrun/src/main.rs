@@ -29,6 +29,7 @@ options:
   -V, --version         print the version
 ";
 
+#[derive(Debug)]
 struct Options {
     npes: usize,
     timeout: Option<Duration>,
@@ -430,5 +431,37 @@ mod tests {
         assert!(parse_args(&args("-n x prog")).is_err());
         assert!(parse_args(&args("-n 2")).is_err());
         assert!(parse_args(&args("-n 2 --bogus prog")).is_err());
+        assert!(parse_args(&args("-n 2 -t 1e30 prog")).unwrap_err().contains("too large"));
+        assert!(parse_args(&args("-n 2 -t nan prog")).is_err());
+        assert!(parse_args(&args("-n 99999999999999999999 prog")).is_err());
+        assert_eq!(exit_code(256), 255);
+        assert_eq!(exit_code(-1), 255);
+        assert_eq!(exit_code(7), 7);
+    }
+
+    /// Random argument lists (ISHMEM_FUZZ_SECS, default 1 s): parsing
+    /// returns options or an error, never panics. (`-h`/`-V` exit, so they
+    /// are left out.)
+    #[test]
+    fn fuzz_arguments() {
+        let secs: f64 = std::env::var("ISHMEM_FUZZ_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0);
+        const WORDS: [&str; 20] = [
+            "-n", "-np", "--npes", "-t", "--timeout", "-v", "--", "prog", "0", "1", "-1", "1e30", "inf", "nan",
+            "0.0000001", "4294967297", "2147483648", "", "-", "--bogus",
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64;
+        let start = std::time::Instant::now();
+        while start.elapsed().as_secs_f64() < secs {
+            let mut v = Vec::new();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for k in 0..(x % 7) {
+                v.push(WORDS[((x >> (8 * k)) % WORDS.len() as u64) as usize].to_string());
+            }
+            if let Ok(o) = parse_args(&v) {
+                assert!(o.npes >= 1 && !o.program.is_empty());
+            }
+        }
     }
 }
