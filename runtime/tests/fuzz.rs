@@ -37,8 +37,24 @@ impl Rng {
         }
     }
     fn text(&mut self) -> String {
-        const PIECES: [&str; 16] =
-            ["", " ", "0", "1", "512m", "2g", "k", "t", "ib", "-", "99999999999999999999", "yes", "off", "\u{0}", "é", "0x10"];
+        const PIECES: [&str; 16] = [
+            "",
+            " ",
+            "0",
+            "1",
+            "512m",
+            "2g",
+            "k",
+            "t",
+            "ib",
+            "-",
+            "99999999999999999999",
+            "yes",
+            "off",
+            "\u{0}",
+            "é",
+            "0x10",
+        ];
         let mut s = String::new();
         for _ in 0..self.below(4) {
             if self.below(3) == 0 {

@@ -446,8 +446,26 @@ mod tests {
     fn fuzz_arguments() {
         let secs: f64 = std::env::var("ISHMEM_FUZZ_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0);
         const WORDS: [&str; 20] = [
-            "-n", "-np", "--npes", "-t", "--timeout", "-v", "--", "prog", "0", "1", "-1", "1e30", "inf", "nan",
-            "0.0000001", "4294967297", "2147483648", "", "-", "--bogus",
+            "-n",
+            "-np",
+            "--npes",
+            "-t",
+            "--timeout",
+            "-v",
+            "--",
+            "prog",
+            "0",
+            "1",
+            "-1",
+            "1e30",
+            "inf",
+            "nan",
+            "0.0000001",
+            "4294967297",
+            "2147483648",
+            "",
+            "-",
+            "--bogus",
         ];
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ std::process::id() as u64;
         let start = std::time::Instant::now();
