@@ -478,6 +478,11 @@ fn ishmrun_launch_from(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option
     Ok(Some(IshmrunLaunch { fd, pe: pe as usize, n_pes: n as usize }))
 }
 
+/// `ISHMEM_TEST_CONNECT_DELAY_MS` (internal test hook), when set to a number.
+pub fn test_connect_delay_ms() -> Option<u64> {
+    std::env::var("ISHMEM_TEST_CONNECT_DELAY_MS").ok().and_then(|v| v.trim().parse().ok())
+}
+
 /// True when `ishmrun` started this process (it set `ISHMRUN_FD`).
 pub fn under_ishmrun() -> bool {
     std::env::var_os("ISHMRUN_FD").is_some()

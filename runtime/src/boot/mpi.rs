@@ -138,7 +138,7 @@ const AUTH: u32 = u32::from_le_bytes(*b"AUTH");
 /// A test hook (internal variable): PEs other than the node's first wait
 /// this long before connecting, so a test can race the socket reliably.
 fn test_connect_delay() {
-    if let Some(ms) = std::env::var("ISHMEM_TEST_CONNECT_DELAY_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+    if let Some(ms) = crate::env::test_connect_delay_ms() {
         std::thread::sleep(Duration::from_millis(ms.min(10_000)));
     }
 }
