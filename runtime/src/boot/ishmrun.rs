@@ -92,14 +92,8 @@ pub fn start(launch: IshmrunLaunch, device: &dyn Device, heap_size: usize) -> Re
 /// through a wrapper script). A child a PE starts after its init inherits
 /// the variables but not the socket (the PE closed it after bootstrap).
 pub fn started_by_ishmrun(fd: i32) -> bool {
-    // SAFETY: zeroed ucred is valid; getsockopt writes at most len bytes
-    // and fails cleanly on a descriptor that is not an open socket.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: pointers to live locals.
-    let r =
-        unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut _ as *mut _, &mut len) };
-    if r != 0 || cred.pid <= 0 {
+    let Ok(cred) = super::wire::peer_cred(fd) else { return false };
+    if cred.pid <= 0 {
         return false;
     }
     // SAFETY: getppid cannot fail.

@@ -111,8 +111,9 @@ pub fn recv_msg(sock: RawFd) -> io::Result<(Vec<u8>, Vec<OwnedFd>)> {
     Ok((data, fds))
 }
 
-/// Checks that the process on the other end of `sock` runs as our user.
-pub fn check_peer_uid(sock: RawFd) -> io::Result<()> {
+/// The credentials (`SO_PEERCRED`) of the process on the other end of
+/// `sock`; an error when `sock` is not an open Unix socket.
+pub fn peer_cred(sock: RawFd) -> io::Result<libc::ucred> {
     // SAFETY: zeroed ucred is valid; getsockopt writes at most len bytes.
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
@@ -122,6 +123,12 @@ pub fn check_peer_uid(sock: RawFd) -> io::Result<()> {
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(cred)
+}
+
+/// Checks that the process on the other end of `sock` runs as our user.
+pub fn check_peer_uid(sock: RawFd) -> io::Result<()> {
+    let cred = peer_cred(sock)?;
     // SAFETY: getuid cannot fail.
     let me = unsafe { libc::getuid() };
     if cred.uid != me {
