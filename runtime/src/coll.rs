@@ -23,6 +23,7 @@
 //!   avoids the n-way scatter of tiny slices;
 //! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
 
+use crate::collsig::{RedOp, Sig};
 use crate::state::State;
 use crate::types::Team;
 
@@ -55,6 +56,12 @@ pub trait Group {
     fn world_pe(&self, rank: usize) -> usize;
     /// Waits until every member has arrived.
     fn sync(&self, st: &State);
+    /// The collective's entry sync: [`Group::sync`], after which a team
+    /// checks that every member made the call `sig` (see `collsig.rs`).
+    /// Active sets have no slot to publish in and only sync.
+    fn entry_sync(&self, st: &State, _call: &str, _sig: Sig) {
+        self.sync(st)
+    }
     /// Publishes a small value for the next sync (readable by members after
     /// it, until the collective ends).
     fn publish(&self, st: &State, v: u64);
@@ -76,6 +83,9 @@ impl Group for Team {
     }
     fn sync(&self, st: &State) {
         st.team_sync_with(self)
+    }
+    fn entry_sync(&self, st: &State, call: &str, sig: Sig) {
+        st.team_sync_sig(call, self, sig)
     }
     fn publish(&self, st: &State, v: u64) {
         st.publish_scratch(self, v)
@@ -103,7 +113,7 @@ impl State {
     pub fn team_sync(&self, call: &str, team: i32) -> CollResult {
         match self.coll_team(call, team) {
             Some(t) => {
-                self.team_sync_with(&t);
+                self.team_sync_sig(call, &t, Sig::sync());
                 0
             }
             None => -1,
@@ -121,7 +131,7 @@ impl State {
         }
         let doff = self.sym_extent(call, "dest", dest, nbytes);
         let soff = self.sym_extent(call, "source", source, nbytes);
-        t.sync(self);
+        t.entry_sync(self, call, Sig::broadcast(nbytes, root));
         if nbytes > 0 && (include_root || t.my_rank() != root as usize) {
             // SAFETY: both ranges checked inside the heaps; the root's
             // source is not written during the collective.
@@ -140,7 +150,7 @@ impl State {
         let total = nbytes.saturating_mul(t.size());
         let doff = self.sym_extent(call, "dest", dest, total);
         self.sym_extent(call, "source", source, nbytes);
-        t.sync(self);
+        t.entry_sync(self, call, Sig::fcollect(nbytes));
         if nbytes > 0 {
             for k in 0..t.size() {
                 let r = (t.my_rank() + k) % t.size();
@@ -162,7 +172,7 @@ impl State {
         let nbytes = nelems.saturating_mul(elem);
         self.sym_extent(call, "source", source, nbytes);
         t.publish(self, nbytes as u64);
-        t.sync(self);
+        t.entry_sync(self, call, Sig::collect(elem));
         let mut offset = 0usize;
         let mut total = 0usize;
         for r in 0..t.size() {
@@ -206,7 +216,7 @@ impl State {
         };
         let doff = self.sym_extent(call, "dest", dest, span(dst));
         self.sym_extent(call, "source", source, span(sst));
-        t.sync(self);
+        t.entry_sync(self, call, Sig::alltoall(nelems, elem, dst, sst));
         if nelems > 0 {
             for k in 0..t.size() {
                 let j = (t.my_rank() + k) % t.size();
@@ -256,7 +266,7 @@ impl State {
     /// # Safety
     /// `T` is a plain numeric type; `op` is pure.
     pub unsafe fn reduce_in<G: Group, T: Copy>(
-        &self, call: &str, t: &G, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
+        &self, call: &str, t: &G, dest: *mut T, source: *const T, nreduce: usize, which: RedOp, op: impl Fn(T, T) -> T,
     ) -> CollResult {
         // SAFETY: the caller upholds this function's `# Safety` contract, which
         // covers every unsafe operation below.
@@ -265,7 +275,7 @@ impl State {
             let nbytes = nreduce.saturating_mul(es);
             let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
             let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            t.sync(self);
+            t.entry_sync(self, call, Sig::reduce::<T>(which, nreduce));
             if nreduce == 0 {
                 t.sync(self);
                 t.done(self);
@@ -351,7 +361,7 @@ impl State {
             let nbytes = nelems.saturating_mul(es);
             let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
             let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            t.sync(self);
+            t.entry_sync(self, call, Sig::scan::<T>(exclusive, nelems));
             let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
             // In place, results wait in `held` (the only allocation, and only
             // for in-place scans) until every member has read this PE's source.
@@ -424,13 +434,14 @@ impl State {
     /// # Safety
     /// As [`State::reduce_in`].
     pub unsafe fn reduce<T: Copy>(
-        &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
+        &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, which: RedOp,
+        op: impl Fn(T, T) -> T,
     ) -> CollResult {
         // SAFETY: the caller upholds this function's `# Safety` contract, which
         // covers every unsafe operation below.
         unsafe {
             match self.coll_team(call, team) {
-                Some(t) => self.reduce_in(call, &t, dest, source, nreduce, op),
+                Some(t) => self.reduce_in(call, &t, dest, source, nreduce, which, op),
                 None => -1,
             }
         }

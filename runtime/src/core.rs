@@ -132,7 +132,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
     if st.my_pe == 0 && (st.config.print_version || st.config.print_info) {
         print_startup_info(&st.config);
     }
-    st.barrier_all();
+    st.barrier_sig("shmem_init", crate::collsig::Sig::init());
     Ok(())
 }
 
@@ -268,7 +268,7 @@ pub fn finalize() {
     // SAFETY: Running implies a valid state pointer.
     let st = unsafe { &*p };
     error::set_life(crate::ctrl::LIFE_FINALIZING);
-    st.barrier_all();
+    st.barrier_sig("shmem_finalize", crate::collsig::Sig::finalize());
     error::set_life(crate::ctrl::LIFE_FINALIZED);
     // The ring server performs device requests with this state: stop it first.
     st.device.detach();

@@ -64,6 +64,10 @@ pub struct TeamCtrl {
     /// Small per-collective values (collect counts, team-creation bitmaps),
     /// double-buffered by sync-epoch parity.
     pub scratch: [AtomicU64; 2],
+    /// The signature of the collective call that made each sync, double-
+    /// buffered by sync-epoch parity: word 0 the epoch and a hash, then the
+    /// fields (see `collsig.rs`). Written only by the owner.
+    pub sig: [[AtomicU64; 4]; 2],
 }
 
 // The device library finds `scratch` right after `epoch` (device state's

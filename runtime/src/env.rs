@@ -156,6 +156,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_COLL_CHECK",
+        kind: Kind::Bool,
+        default: "1",
+        help: "Collective calls check that every member of the team made the same call with the same arguments (kind, type, count, root, operator) and end the job with a report naming the PEs and their calls when they did not. One extra load per call; 0 skips the check.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_ROOT",
         kind: Kind::Text,
         default: "",
@@ -328,6 +335,8 @@ pub struct Config {
     pub progress_thread: bool,
     /// ISHMEM_ROOT
     pub root: Option<String>,
+    /// ISHMEM_COLL_CHECK
+    pub coll_check: bool,
 }
 
 const BOOL_EXPECTED: &str = "0/1, true/false, yes/no or on/off";
@@ -434,6 +443,7 @@ impl Config {
             mpi_proxy: r.text("ISHMEM_MPI_PROXY"),
             progress_thread: r.bool("ISHMEM_PROXY_PROGRESS_THREAD", None)?,
             root: r.text("ISHMEM_ROOT"),
+            coll_check: r.bool("ISHMEM_COLL_CHECK", None)?,
         })
     }
 }

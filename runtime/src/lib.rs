@@ -4,7 +4,8 @@
 //!
 //! 1. plain types and system calls: [`phase`] (lifecycle phase, this PE's
 //!    number), [`env`] (the one environment table), [`types`], [`ctrl`]
-//!    (control segment layout), [`device_state`], [`alloc`], [`mem`];
+//!    (control segment layout), [`collsig`] (collective call signatures),
+//!    [`device_state`], [`alloc`], [`mem`];
 //! 2. errors and waiting: [`error`], [`wait`], [`dataseg`], [`ring`] (the
 //!    reverse-offload ring's layout and messages);
 //! 3. backends behind traits: [`remote`] (`RemoteOps`: the MPI plugin and
@@ -29,6 +30,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
 
 pub mod alloc;
+pub mod collsig;
 pub mod ctrl;
 pub mod device_state;
 pub mod env;

@@ -6,6 +6,7 @@
 //! local buffers) and moves data through the routing step: a `memcpy` to
 //! or from a mapped peer, the proxy for the rest.
 
+use crate::collsig::Sig;
 use crate::error::fatal;
 use crate::state::State;
 
@@ -250,15 +251,21 @@ impl State {
 
     /// `sync_all`: waits until every PE has arrived (the world team's
     /// dissemination barrier, see `team.rs`).
-    pub fn sync_all(&self) {
+    pub fn sync_all(&self, call: &str) {
         let world = self.world_team();
-        self.team_sync_with(&world);
+        self.team_sync_sig(call, &world, Sig::sync());
     }
 
     /// `barrier_all`: `quiet` then `sync_all`.
-    pub fn barrier_all(&self) {
+    pub fn barrier_all(&self, call: &str) {
+        self.barrier_sig(call, Sig::sync());
+    }
+
+    /// A world barrier (`quiet`, then sync) made by the collective call `sig`.
+    pub(crate) fn barrier_sig(&self, call: &str, sig: Sig) {
         self.quiet();
-        self.sync_all();
+        let world = self.world_team();
+        self.team_sync_sig(call, &world, sig);
     }
 
     /// `ptr`: the address of symmetric `addr` on `pe` usable by loads and

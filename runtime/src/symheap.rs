@@ -9,6 +9,7 @@
 //! with one report naming the PEs and their arguments.
 
 use crate::alloc::{SymAllocator, MIN_ALIGN};
+use crate::collsig::Sig;
 use crate::error::{self, fatal, warn};
 use crate::state::State;
 use crate::wait::wait_until;
@@ -163,7 +164,7 @@ impl State {
             // are still before the barrier below).
             self.route.zero_mine(call, *off, size.unwrap());
         }
-        self.barrier_all();
+        self.barrier_sig(call, Sig::alloc());
         self.verify(call, mine);
         match res {
             Ok(off) => self.heap_base().wrapping_add(off),
@@ -239,7 +240,7 @@ impl State {
         let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
         let (off, _) = self.block_offset(call, ptr, &a);
         let mine = self.publish(AllocKind::Free, off as u64, 0, 0);
-        self.barrier_all();
+        self.barrier_sig(call, Sig::alloc());
         self.verify(call, mine);
         a.free(off);
     }
@@ -270,7 +271,7 @@ impl State {
             size as u64,
             placement.as_ref().map_or(NO_RESULT, |p| p.0 as u64),
         );
-        self.barrier_all();
+        self.barrier_sig(call, Sig::alloc());
         self.verify(call, mine);
         let result = match placement {
             Ok((new_off, moved)) => {
@@ -286,7 +287,7 @@ impl State {
                 std::ptr::null_mut()
             }
         };
-        self.barrier_all();
+        self.barrier_sig(call, Sig::alloc());
         result
     }
 }

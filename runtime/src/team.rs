@@ -16,8 +16,9 @@
 //!
 //! [`TeamCtrl`]: crate::ctrl::TeamCtrl
 
+use crate::collsig::Sig;
 use crate::ctrl::TEAM_SLOTS;
-use crate::error::{fatal, warn};
+use crate::error::{self, fatal, warn};
 use crate::state::State;
 use crate::wait::wait_until;
 use std::sync::atomic::{fence, Ordering};
@@ -125,6 +126,77 @@ impl State {
         fence(Ordering::SeqCst);
     }
 
+    /// Synchronizes `team` for the collective call `sig`, checking (unless
+    /// `ISHMEM_COLL_CHECK=0`) that every member made the same call with the
+    /// same arguments: the signature is published for this sync, and after
+    /// it this PE compares its predecessor's (see `collsig.rs`). A mismatch
+    /// ends the job with a report of every member's call.
+    pub(crate) fn team_sync_sig(&self, call: &str, team: &Team, sig: Sig) {
+        let check = team.size > 1 && self.config.coll_check;
+        let epoch = self.next_epoch(team);
+        let words = sig.words(epoch);
+        if check {
+            let slot = &self.ctrl.pe(self.my_pe).teams[team.slot].sig[(epoch % 2) as usize];
+            for k in 1..4 {
+                slot[k].store(words[k], Ordering::Relaxed);
+            }
+            slot[0].store(words[0], Ordering::Release);
+        }
+        self.team_sync_with(team);
+        if check {
+            let prev = team.world((team.my_rank + team.size - 1) % team.size);
+            let w0 =
+                self.route.ctrl_load(call, prev, &self.ctrl.pe(prev).teams[team.slot].sig[(epoch % 2) as usize][0]);
+            if w0 != words[0] && Sig::same_epoch(w0, epoch) {
+                self.collective_mismatch(call, team, sig, epoch);
+            }
+        }
+    }
+
+    /// Reports members of `team` whose call at sync `epoch` differs from
+    /// this PE's `mine`, and ends the job.
+    #[cold]
+    fn collective_mismatch(&self, call: &str, team: &Team, mine: Sig, epoch: u64) -> ! {
+        // Every member is inside this sync or past it, and none can publish
+        // for epoch + 2 before this PE reaches epoch + 1: the words stay.
+        let mut groups: Vec<(Option<Sig>, Vec<usize>)> = vec![(Some(mine), Vec::new())];
+        for r in 0..team.size {
+            let pe = team.world(r);
+            let slot = &self.ctrl.pe(pe).teams[team.slot].sig[(epoch % 2) as usize];
+            let w: [u64; 4] = std::array::from_fn(|k| self.route.ctrl_load(call, pe, &slot[k]));
+            let sig = if Sig::same_epoch(w[0], epoch) { Sig::from_words(w) } else { None };
+            match groups.iter_mut().find(|g| g.0 == sig) {
+                Some(g) => g.1.push(pe),
+                None => groups.push((sig, vec![pe])),
+            }
+        }
+        if error::claim_report() {
+            let name = match team.slot {
+                0 => "the world team".to_string(),
+                1 => "the shared team".to_string(),
+                2 => "the node team".to_string(),
+                s => format!("team {s}"),
+            };
+            let mut msg = format!(
+                "the members of {name} ({} PEs) made different collective calls (every member must make the same call with the same arguments):",
+                team.size
+            );
+            for (sig, pes) in &groups {
+                let what = match sig {
+                    Some(s) => s.describe(),
+                    None => "no host collective call recorded for this synchronization (a device-side call?)".into(),
+                };
+                let label = if pes.len() == 1 { "PE" } else { "PEs" };
+                msg.push_str(&format!("\n    {label} {}: {what}", crate::collsig::pe_list(pes)));
+            }
+            msg.push_str("\n    (ISHMEM_COLL_CHECK=0 turns this check off)");
+            fatal(call, format_args!("{msg}"));
+        }
+        // Another PE is printing the report and will abort the job.
+        wait_until(|| false);
+        unreachable!()
+    }
+
     /// The sync epoch the next `team_sync_with(team)` will use.
     pub(crate) fn next_epoch(&self, team: &Team) -> u64 {
         self.ctrl.pe(self.my_pe).teams[team.slot].epoch.load(Ordering::Relaxed) + 1
@@ -148,13 +220,15 @@ impl State {
     /// the shape of the new team it belongs to, or `None`. Returns this PE's
     /// new handle (`TEAM_INVALID` when not a member), or `Err` with a message
     /// when no slot is free on every parent member.
-    pub(crate) fn create_teams(&self, parent: &Team, mine: Option<Shape>, num_contexts: i32) -> Result<i32, String> {
+    pub(crate) fn create_teams(
+        &self, call: &str, sig: Sig, parent: &Team, mine: Option<Shape>, num_contexts: i32,
+    ) -> Result<i32, String> {
         let used: u64 = {
             let teams = self.teams.read().unwrap_or_else(|e| e.into_inner());
             teams.iter().enumerate().filter(|(_, t)| t.is_some()).fold(0, |m, (i, _)| m | 1 << i)
         };
         self.publish_scratch(parent, used);
-        self.team_sync_with(parent);
+        self.team_sync_sig(call, parent, sig);
         let all_used = (0..parent.size).fold(0u64, |m, r| m | self.read_scratch(parent, r));
         let slot = (PREDEFINED..TEAM_SLOTS).find(|s| all_used & (1 << s) == 0);
         let base = match (slot, mine) {
@@ -207,8 +281,9 @@ impl State {
                 "{call}: start {start}, stride {stride}, size {size} do not describe PEs of the parent team (size {})",
                 p.size
             ));
-            // Still collective: the parent members must not diverge.
-            self.team_sync_with(&p);
+            // Still collective: the parent members must not diverge (members
+            // that passed other arguments are caught by the check).
+            self.team_sync_sig(call, &p, Self::split_sig(start, stride, size));
             return (-1, TEAM_INVALID);
         }
         let stride_world = stride as isize * p.stride;
@@ -217,7 +292,7 @@ impl State {
             Team { slot: 0, start: start_world, stride: stride_world, size: size as usize, my_rank: 0, num_contexts }
                 .rank_of(self.my_pe)
                 .map(|r| Shape { start: start_world, stride: stride_world, size: size as usize, my_rank: r });
-        match self.create_teams(&p, shape, num_contexts) {
+        match self.create_teams(call, Self::split_sig(start, stride, size), &p, shape, num_contexts) {
             Ok(h) => (0, h),
             Err(m) => {
                 warn(format_args!("{call}: {m}"));
@@ -233,7 +308,7 @@ impl State {
         let Some(p) = self.team(call, parent) else { return (-1, TEAM_INVALID, TEAM_INVALID) };
         if xrange <= 0 {
             warn(format_args!("{call}: xrange {xrange} must be positive"));
-            self.team_sync_with(&p);
+            self.team_sync_sig(call, &p, Sig::split_2d(xrange));
             return (-1, TEAM_INVALID, TEAM_INVALID);
         }
         let n = p.size;
@@ -249,8 +324,8 @@ impl State {
             size: (n - col).div_ceil(xr),
             my_rank: r / xr,
         };
-        let xh = self.create_teams(&p, Some(x), num_contexts.0);
-        let yh = self.create_teams(&p, Some(y), num_contexts.1);
+        let xh = self.create_teams(call, Sig::split_2d(xrange), &p, Some(x), num_contexts.0);
+        let yh = self.create_teams(call, Sig::split_2d(xrange), &p, Some(y), num_contexts.1);
         match (xh, yh) {
             (Ok(xh), Ok(yh)) => (0, xh, yh),
             (xh, yh) => {
@@ -262,6 +337,11 @@ impl State {
                 (-1, TEAM_INVALID, TEAM_INVALID)
             }
         }
+    }
+
+    fn split_sig(start: i32, stride: i32, size: i32) -> Sig {
+        // A one-PE team's stride is not used: any value is the same team.
+        Sig::split_strided(start, if size == 1 { 0 } else { stride }, size)
     }
 
     fn drop_team(&self, handle: i32) {
@@ -279,7 +359,7 @@ impl State {
             fatal(call, format_args!("team {handle} is a predefined team and cannot be destroyed"))
         }
         self.quiet();
-        self.team_sync_with(&t);
+        self.team_sync_sig(call, &t, Sig::team_destroy());
         self.drop_team(handle);
     }
 

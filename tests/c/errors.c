@@ -1,6 +1,7 @@
 /* Bad input and failures, one per mode (argv[1]). Each mode must end the
  * job with a non-zero status and a clear message; the harness checks both. */
 #include <shmem.h>
+#include <shmemx.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -133,6 +134,47 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "free_global")) {
         static long global_var[4];
         shmem_free(global_var);
+    } else if (!strncmp(mode, "mm_", 3)) {
+        /* Mismatched collective calls: the last PE differs from the others.
+         * Each must end with the check's report, never corrupt or hang. */
+        int odd = me == npes - 1;
+        long *big = shmem_calloc(64 * (size_t)npes, sizeof(long));
+        if (!strcmp(mode, "mm_fcollect")) {
+            shmem_long_fcollect(SHMEM_TEAM_WORLD, big, x, odd ? 8 : 48);
+        } else if (!strcmp(mode, "mm_bcast_size")) {
+            shmem_long_broadcast(SHMEM_TEAM_WORLD, big, x, odd ? 4 : 8, 0);
+        } else if (!strcmp(mode, "mm_bcast_root")) {
+            shmem_long_broadcast(SHMEM_TEAM_WORLD, big, x, 4, odd ? 1 : 0);
+        } else if (!strcmp(mode, "mm_reduce_count")) {
+            shmem_int_sum_reduce(SHMEM_TEAM_WORLD, (int *)big, (int *)x, odd ? 2 : 4);
+        } else if (!strcmp(mode, "mm_reduce_op")) {
+            if (odd) shmem_int_max_reduce(SHMEM_TEAM_WORLD, (int *)big, (int *)x, 4);
+            else shmem_int_sum_reduce(SHMEM_TEAM_WORLD, (int *)big, (int *)x, 4);
+        } else if (!strcmp(mode, "mm_reduce_type")) {
+            if (odd) shmem_float_sum_reduce(SHMEM_TEAM_WORLD, (float *)big, (float *)x, 4);
+            else shmem_int_sum_reduce(SHMEM_TEAM_WORLD, (int *)big, (int *)x, 4);
+        } else if (!strcmp(mode, "mm_barrier_reduce")) {
+            if (odd) shmem_barrier_all();
+            else shmem_long_sum_reduce(SHMEM_TEAM_WORLD, big, x, 2);
+        } else if (!strcmp(mode, "mm_alltoall")) {
+            shmem_long_alltoall(SHMEM_TEAM_WORLD, big, x, odd ? 1 : 2);
+        } else if (!strcmp(mode, "mm_scan")) {
+            if (odd) shmemx_long_sum_exscan(SHMEM_TEAM_WORLD, big, x, 4);
+            else shmemx_long_sum_inscan(SHMEM_TEAM_WORLD, big, x, 4);
+        } else if (!strcmp(mode, "mm_split")) {
+            /* Valid on the others, out of range on the last PE: without the
+             * check the others wait in the creation's second sync. */
+            shmem_team_t t;
+            shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, odd ? npes + 5 : npes, NULL, 0, &t);
+        } else if (!strcmp(mode, "mm_team")) {
+            shmem_team_t t;
+            shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
+            if (odd) shmem_team_sync(t);
+            else shmem_long_broadcast(t, big, x, 4, 0);
+        } else {
+            fprintf(stderr, "unknown mode %s\n", mode);
+            return 2;
+        }
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
     } else if (!strcmp(mode, "ok")) {

@@ -940,6 +940,8 @@ fn pe_gone_ends_waits() {
             ],
             &[],
         );
+        // With the collective check off, the finalize at exit matches the
+        // others' barrier, and their next wait sees the PE gone.
         expect_failure(
             "finalize_mismatch",
             n,
@@ -947,6 +949,62 @@ fn pe_gone_ends_waits() {
             &[&format!(
                 ": waiting in the library: PE {last} called shmem_finalize and exited while this PE still waits for it"
             )],
+            &[("ISHMEM_COLL_CHECK", "0")],
+        );
+        // With it on, the first barrier reports the mismatch.
+        expect_failure(
+            "finalize_mismatch",
+            n,
+            1,
+            &[
+                "made different collective calls",
+                &format!("PE {last}: finalize (called, or run at exit)"),
+                "a barrier or sync (barrier_all, sync_all or team_sync)",
+            ],
+            &[],
+        );
+    }
+}
+
+/// Mismatched collective calls (the last PE differs): each ends the job
+/// with one report naming both calls, instead of corrupting memory or
+/// hanging; on 3 PEs one PE's predecessor agrees with it, so the ring check
+/// must still catch it.
+#[test]
+fn collective_mismatch_detected() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("mm_fcollect", "fcollect of 384 bytes per PE", "fcollect of 64 bytes per PE"),
+        ("mm_bcast_size", "broadcast of 64 bytes from team PE 0", "broadcast of 32 bytes from team PE 0"),
+        ("mm_bcast_root", "broadcast of 32 bytes from team PE 0", "broadcast of 32 bytes from team PE 1"),
+        ("mm_reduce_count", "sum reduction of 4 elements of 32-bit integer", "sum reduction of 2 elements of 32-bit"),
+        ("mm_reduce_op", "sum reduction of 4 elements", "max reduction of 4 elements"),
+        ("mm_reduce_type", "sum reduction of 4 elements of 32-bit integer", "sum reduction of 4 elements of float"),
+        ("mm_barrier_reduce", "sum reduction of 2 elements of 64-bit integer", "a barrier or sync"),
+        ("mm_alltoall", "alltoall of 16 bytes per PE", "alltoall of 8 bytes per PE"),
+        ("mm_scan", "sum_inscan of 4 elements", "sum_exscan of 4 elements"),
+        ("mm_team", "broadcast of 32 bytes from team PE 0", "a barrier or sync"),
+    ];
+    for n in [2, 3] {
+        let last = n - 1;
+        let others = if n == 2 { "PE 0".to_string() } else { format!("PEs 0-{}", n - 2) };
+        for (mode, theirs, odd) in cases {
+            expect_failure(
+                mode,
+                n,
+                1,
+                &["made different collective calls", &format!("{others}: {theirs}"), &format!("PE {last}: {odd}")],
+                &[],
+            );
+        }
+        expect_failure(
+            "mm_split",
+            n,
+            1,
+            &[
+                "made different collective calls",
+                &format!("{others}: team_split_strided (start 0, stride 1, size {n})"),
+                &format!("PE {last}: team_split_strided (start 0, stride 1, size {})", n + 5),
+            ],
             &[],
         );
     }

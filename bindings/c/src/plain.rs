@@ -247,13 +247,13 @@ pub extern "C" fn ishmem_quiet() {
 /// quiet + synchronization of all PEs (§9.9.3).
 #[no_mangle]
 pub extern "C" fn ishmem_barrier_all() {
-    guard("ishmem_barrier_all", || state("ishmem_barrier_all").barrier_all())
+    guard("ishmem_barrier_all", || state("ishmem_barrier_all").barrier_all("ishmem_barrier_all"))
 }
 
 /// Synchronization of all PEs without completing operations (§9.9.5).
 #[no_mangle]
 pub extern "C" fn ishmem_sync_all() {
-    guard("ishmem_sync_all", || state("ishmem_sync_all").sync_all())
+    guard("ishmem_sync_all", || state("ishmem_sync_all").sync_all("ishmem_sync_all"))
 }
 
 /// The state device code reads (heap base, peer table); valid until

@@ -123,13 +123,13 @@ pub extern "C" fn shmem_quiet() {
 /// quiet + synchronization of all PEs (§9.9.3).
 #[no_mangle]
 pub extern "C" fn shmem_barrier_all() {
-    guard("shmem_barrier_all", || state("shmem_barrier_all").barrier_all())
+    guard("shmem_barrier_all", || state("shmem_barrier_all").barrier_all("shmem_barrier_all"))
 }
 
 /// Synchronization of all PEs (§9.9.5).
 #[no_mangle]
 pub extern "C" fn shmem_sync_all() {
-    guard("shmem_sync_all", || state("shmem_sync_all").sync_all())
+    guard("shmem_sync_all", || state("shmem_sync_all").sync_all("shmem_sync_all"))
 }
 
 /// Comparison operators of wait_until and test (§9.11).

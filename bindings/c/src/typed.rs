@@ -10790,7 +10790,17 @@ pub unsafe extern "C" fn ishmem_float_max_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("ishmem_float_max_reduce", team, dest, source, nreduce, <f32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmem_float_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -10803,7 +10813,17 @@ pub unsafe extern "C" fn ishmem_float_min_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("ishmem_float_min_reduce", team, dest, source, nreduce, <f32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmem_float_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -10816,7 +10836,17 @@ pub unsafe extern "C" fn ishmem_double_max_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("ishmem_double_max_reduce", team, dest, source, nreduce, <f64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmem_double_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -10829,7 +10859,17 @@ pub unsafe extern "C" fn ishmem_double_min_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("ishmem_double_min_reduce", team, dest, source, nreduce, <f64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmem_double_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -10842,7 +10882,17 @@ pub unsafe extern "C" fn ishmem_char_max_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("ishmem_char_max_reduce", team, dest, source, nreduce, <c_char as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmem_char_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_char as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -10855,7 +10905,17 @@ pub unsafe extern "C" fn ishmem_char_min_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("ishmem_char_min_reduce", team, dest, source, nreduce, <c_char as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmem_char_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_char as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -10869,7 +10929,15 @@ pub unsafe extern "C" fn ishmem_schar_max_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_schar>("ishmem_schar_max_reduce", team, dest, source, nreduce, <c_schar as ti::Order>::max)
+        ti::reduce::<c_schar>(
+            "ishmem_schar_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_schar as ti::Order>::max,
+        )
     }
 }
 
@@ -10884,7 +10952,15 @@ pub unsafe extern "C" fn ishmem_schar_min_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_schar>("ishmem_schar_min_reduce", team, dest, source, nreduce, <c_schar as ti::Order>::min)
+        ti::reduce::<c_schar>(
+            "ishmem_schar_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_schar as ti::Order>::min,
+        )
     }
 }
 
@@ -10899,7 +10975,15 @@ pub unsafe extern "C" fn ishmem_short_max_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_short>("ishmem_short_max_reduce", team, dest, source, nreduce, <c_short as ti::Order>::max)
+        ti::reduce::<c_short>(
+            "ishmem_short_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_short as ti::Order>::max,
+        )
     }
 }
 
@@ -10914,7 +10998,15 @@ pub unsafe extern "C" fn ishmem_short_min_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_short>("ishmem_short_min_reduce", team, dest, source, nreduce, <c_short as ti::Order>::min)
+        ti::reduce::<c_short>(
+            "ishmem_short_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_short as ti::Order>::min,
+        )
     }
 }
 
@@ -10928,7 +11020,17 @@ pub unsafe extern "C" fn ishmem_int_max_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("ishmem_int_max_reduce", team, dest, source, nreduce, <c_int as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmem_int_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_int as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -10941,7 +11043,17 @@ pub unsafe extern "C" fn ishmem_int_min_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("ishmem_int_min_reduce", team, dest, source, nreduce, <c_int as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmem_int_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_int as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -10954,7 +11066,17 @@ pub unsafe extern "C" fn ishmem_long_max_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("ishmem_long_max_reduce", team, dest, source, nreduce, <c_long as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmem_long_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_long as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -10967,7 +11089,17 @@ pub unsafe extern "C" fn ishmem_long_min_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("ishmem_long_min_reduce", team, dest, source, nreduce, <c_long as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmem_long_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_long as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -10987,6 +11119,7 @@ pub unsafe extern "C" fn ishmem_longlong_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <c_longlong as ti::Order>::max,
         )
     }
@@ -11009,6 +11142,7 @@ pub unsafe extern "C" fn ishmem_longlong_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <c_longlong as ti::Order>::min,
         )
     }
@@ -11025,7 +11159,15 @@ pub unsafe extern "C" fn ishmem_uchar_max_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_uchar>("ishmem_uchar_max_reduce", team, dest, source, nreduce, <c_uchar as ti::Order>::max)
+        ti::reduce::<c_uchar>(
+            "ishmem_uchar_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uchar as ti::Order>::max,
+        )
     }
 }
 
@@ -11040,7 +11182,15 @@ pub unsafe extern "C" fn ishmem_uchar_min_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_uchar>("ishmem_uchar_min_reduce", team, dest, source, nreduce, <c_uchar as ti::Order>::min)
+        ti::reduce::<c_uchar>(
+            "ishmem_uchar_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uchar as ti::Order>::min,
+        )
     }
 }
 
@@ -11055,7 +11205,15 @@ pub unsafe extern "C" fn ishmem_ushort_max_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("ishmem_ushort_max_reduce", team, dest, source, nreduce, <c_ushort as ti::Order>::max)
+        ti::reduce::<c_ushort>(
+            "ishmem_ushort_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ushort as ti::Order>::max,
+        )
     }
 }
 
@@ -11070,7 +11228,15 @@ pub unsafe extern "C" fn ishmem_ushort_min_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("ishmem_ushort_min_reduce", team, dest, source, nreduce, <c_ushort as ti::Order>::min)
+        ti::reduce::<c_ushort>(
+            "ishmem_ushort_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ushort as ti::Order>::min,
+        )
     }
 }
 
@@ -11084,7 +11250,17 @@ pub unsafe extern "C" fn ishmem_uint_max_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("ishmem_uint_max_reduce", team, dest, source, nreduce, <c_uint as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmem_uint_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uint as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11097,7 +11273,17 @@ pub unsafe extern "C" fn ishmem_uint_min_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("ishmem_uint_min_reduce", team, dest, source, nreduce, <c_uint as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmem_uint_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uint as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11111,7 +11297,15 @@ pub unsafe extern "C" fn ishmem_ulong_max_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ulong>("ishmem_ulong_max_reduce", team, dest, source, nreduce, <c_ulong as ti::Order>::max)
+        ti::reduce::<c_ulong>(
+            "ishmem_ulong_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ulong as ti::Order>::max,
+        )
     }
 }
 
@@ -11126,7 +11320,15 @@ pub unsafe extern "C" fn ishmem_ulong_min_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ulong>("ishmem_ulong_min_reduce", team, dest, source, nreduce, <c_ulong as ti::Order>::min)
+        ti::reduce::<c_ulong>(
+            "ishmem_ulong_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ulong as ti::Order>::min,
+        )
     }
 }
 
@@ -11147,6 +11349,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <c_ulonglong as ti::Order>::max,
         )
     }
@@ -11169,6 +11372,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <c_ulonglong as ti::Order>::min,
         )
     }
@@ -11184,7 +11388,9 @@ pub unsafe extern "C" fn ishmem_int8_max_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("ishmem_int8_max_reduce", team, dest, source, nreduce, <i8 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i8>("ishmem_int8_max_reduce", team, dest, source, nreduce, ti::RedOp::Max, <i8 as ti::Order>::max)
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11197,7 +11403,9 @@ pub unsafe extern "C" fn ishmem_int8_min_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("ishmem_int8_min_reduce", team, dest, source, nreduce, <i8 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i8>("ishmem_int8_min_reduce", team, dest, source, nreduce, ti::RedOp::Min, <i8 as ti::Order>::min)
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11210,7 +11418,17 @@ pub unsafe extern "C" fn ishmem_int16_max_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("ishmem_int16_max_reduce", team, dest, source, nreduce, <i16 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmem_int16_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i16 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11223,7 +11441,17 @@ pub unsafe extern "C" fn ishmem_int16_min_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("ishmem_int16_min_reduce", team, dest, source, nreduce, <i16 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmem_int16_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i16 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11236,7 +11464,17 @@ pub unsafe extern "C" fn ishmem_int32_max_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("ishmem_int32_max_reduce", team, dest, source, nreduce, <i32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmem_int32_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11249,7 +11487,17 @@ pub unsafe extern "C" fn ishmem_int32_min_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("ishmem_int32_min_reduce", team, dest, source, nreduce, <i32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmem_int32_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11262,7 +11510,17 @@ pub unsafe extern "C" fn ishmem_int64_max_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("ishmem_int64_max_reduce", team, dest, source, nreduce, <i64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmem_int64_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11275,7 +11533,17 @@ pub unsafe extern "C" fn ishmem_int64_min_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("ishmem_int64_min_reduce", team, dest, source, nreduce, <i64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmem_int64_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11288,7 +11556,9 @@ pub unsafe extern "C" fn ishmem_uint8_max_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("ishmem_uint8_max_reduce", team, dest, source, nreduce, <u8 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u8>("ishmem_uint8_max_reduce", team, dest, source, nreduce, ti::RedOp::Max, <u8 as ti::Order>::max)
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11301,7 +11571,9 @@ pub unsafe extern "C" fn ishmem_uint8_min_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("ishmem_uint8_min_reduce", team, dest, source, nreduce, <u8 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u8>("ishmem_uint8_min_reduce", team, dest, source, nreduce, ti::RedOp::Min, <u8 as ti::Order>::min)
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11314,7 +11586,17 @@ pub unsafe extern "C" fn ishmem_uint16_max_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("ishmem_uint16_max_reduce", team, dest, source, nreduce, <u16 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmem_uint16_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u16 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11327,7 +11609,17 @@ pub unsafe extern "C" fn ishmem_uint16_min_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("ishmem_uint16_min_reduce", team, dest, source, nreduce, <u16 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmem_uint16_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u16 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11340,7 +11632,17 @@ pub unsafe extern "C" fn ishmem_uint32_max_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("ishmem_uint32_max_reduce", team, dest, source, nreduce, <u32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmem_uint32_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11353,7 +11655,17 @@ pub unsafe extern "C" fn ishmem_uint32_min_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("ishmem_uint32_min_reduce", team, dest, source, nreduce, <u32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmem_uint32_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11366,7 +11678,17 @@ pub unsafe extern "C" fn ishmem_uint64_max_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("ishmem_uint64_max_reduce", team, dest, source, nreduce, <u64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmem_uint64_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11379,7 +11701,17 @@ pub unsafe extern "C" fn ishmem_uint64_min_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("ishmem_uint64_min_reduce", team, dest, source, nreduce, <u64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmem_uint64_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11392,7 +11724,17 @@ pub unsafe extern "C" fn ishmem_size_max_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("ishmem_size_max_reduce", team, dest, source, nreduce, <usize as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmem_size_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <usize as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11405,7 +11747,17 @@ pub unsafe extern "C" fn ishmem_size_min_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("ishmem_size_min_reduce", team, dest, source, nreduce, <usize as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmem_size_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <usize as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -11418,7 +11770,17 @@ pub unsafe extern "C" fn ishmem_ptrdiff_max_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("ishmem_ptrdiff_max_reduce", team, dest, source, nreduce, <isize as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmem_ptrdiff_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <isize as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -11431,7 +11793,17 @@ pub unsafe extern "C" fn ishmem_ptrdiff_min_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("ishmem_ptrdiff_min_reduce", team, dest, source, nreduce, <isize as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmem_ptrdiff_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <isize as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11444,7 +11816,17 @@ pub unsafe extern "C" fn ishmem_float_sum_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("ishmem_float_sum_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmem_float_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11457,7 +11839,17 @@ pub unsafe extern "C" fn ishmem_float_prod_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("ishmem_float_prod_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmem_float_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11470,7 +11862,17 @@ pub unsafe extern "C" fn ishmem_double_sum_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("ishmem_double_sum_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmem_double_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11483,7 +11885,17 @@ pub unsafe extern "C" fn ishmem_double_prod_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("ishmem_double_prod_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmem_double_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11496,7 +11908,17 @@ pub unsafe extern "C" fn ishmem_char_sum_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("ishmem_char_sum_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmem_char_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_char as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11509,7 +11931,17 @@ pub unsafe extern "C" fn ishmem_char_prod_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("ishmem_char_prod_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmem_char_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_char as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11523,7 +11955,15 @@ pub unsafe extern "C" fn ishmem_schar_sum_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_schar>("ishmem_schar_sum_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::add)
+        ti::reduce::<c_schar>(
+            "ishmem_schar_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_schar as ti::Arith>::add,
+        )
     }
 }
 
@@ -11538,7 +11978,15 @@ pub unsafe extern "C" fn ishmem_schar_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_schar>("ishmem_schar_prod_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::mul)
+        ti::reduce::<c_schar>(
+            "ishmem_schar_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_schar as ti::Arith>::mul,
+        )
     }
 }
 
@@ -11553,7 +12001,15 @@ pub unsafe extern "C" fn ishmem_short_sum_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_short>("ishmem_short_sum_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::add)
+        ti::reduce::<c_short>(
+            "ishmem_short_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_short as ti::Arith>::add,
+        )
     }
 }
 
@@ -11568,7 +12024,15 @@ pub unsafe extern "C" fn ishmem_short_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_short>("ishmem_short_prod_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::mul)
+        ti::reduce::<c_short>(
+            "ishmem_short_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_short as ti::Arith>::mul,
+        )
     }
 }
 
@@ -11582,7 +12046,17 @@ pub unsafe extern "C" fn ishmem_int_sum_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("ishmem_int_sum_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmem_int_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_int as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11595,7 +12069,17 @@ pub unsafe extern "C" fn ishmem_int_prod_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("ishmem_int_prod_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmem_int_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_int as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11608,7 +12092,17 @@ pub unsafe extern "C" fn ishmem_long_sum_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("ishmem_long_sum_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmem_long_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_long as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11621,7 +12115,17 @@ pub unsafe extern "C" fn ishmem_long_prod_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("ishmem_long_prod_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmem_long_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_long as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11641,6 +12145,7 @@ pub unsafe extern "C" fn ishmem_longlong_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <c_longlong as ti::Arith>::add,
         )
     }
@@ -11663,6 +12168,7 @@ pub unsafe extern "C" fn ishmem_longlong_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <c_longlong as ti::Arith>::mul,
         )
     }
@@ -11679,7 +12185,15 @@ pub unsafe extern "C" fn ishmem_uchar_sum_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_uchar>("ishmem_uchar_sum_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::add)
+        ti::reduce::<c_uchar>(
+            "ishmem_uchar_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uchar as ti::Arith>::add,
+        )
     }
 }
 
@@ -11694,7 +12208,15 @@ pub unsafe extern "C" fn ishmem_uchar_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_uchar>("ishmem_uchar_prod_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::mul)
+        ti::reduce::<c_uchar>(
+            "ishmem_uchar_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uchar as ti::Arith>::mul,
+        )
     }
 }
 
@@ -11709,7 +12231,15 @@ pub unsafe extern "C" fn ishmem_ushort_sum_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("ishmem_ushort_sum_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::add)
+        ti::reduce::<c_ushort>(
+            "ishmem_ushort_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ushort as ti::Arith>::add,
+        )
     }
 }
 
@@ -11724,7 +12254,15 @@ pub unsafe extern "C" fn ishmem_ushort_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("ishmem_ushort_prod_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::mul)
+        ti::reduce::<c_ushort>(
+            "ishmem_ushort_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ushort as ti::Arith>::mul,
+        )
     }
 }
 
@@ -11738,7 +12276,17 @@ pub unsafe extern "C" fn ishmem_uint_sum_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("ishmem_uint_sum_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmem_uint_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uint as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11751,7 +12299,17 @@ pub unsafe extern "C" fn ishmem_uint_prod_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("ishmem_uint_prod_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmem_uint_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uint as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11765,7 +12323,15 @@ pub unsafe extern "C" fn ishmem_ulong_sum_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ulong>("ishmem_ulong_sum_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::add)
+        ti::reduce::<c_ulong>(
+            "ishmem_ulong_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ulong as ti::Arith>::add,
+        )
     }
 }
 
@@ -11780,7 +12346,15 @@ pub unsafe extern "C" fn ishmem_ulong_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ulong>("ishmem_ulong_prod_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::mul)
+        ti::reduce::<c_ulong>(
+            "ishmem_ulong_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ulong as ti::Arith>::mul,
+        )
     }
 }
 
@@ -11801,6 +12375,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <c_ulonglong as ti::Arith>::add,
         )
     }
@@ -11823,6 +12398,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <c_ulonglong as ti::Arith>::mul,
         )
     }
@@ -11838,7 +12414,9 @@ pub unsafe extern "C" fn ishmem_int8_sum_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("ishmem_int8_sum_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i8>("ishmem_int8_sum_reduce", team, dest, source, nreduce, ti::RedOp::Sum, <i8 as ti::Arith>::add)
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11851,7 +12429,17 @@ pub unsafe extern "C" fn ishmem_int8_prod_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("ishmem_int8_prod_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmem_int8_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i8 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11864,7 +12452,17 @@ pub unsafe extern "C" fn ishmem_int16_sum_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("ishmem_int16_sum_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmem_int16_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i16 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11877,7 +12475,17 @@ pub unsafe extern "C" fn ishmem_int16_prod_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("ishmem_int16_prod_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmem_int16_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i16 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11890,7 +12498,17 @@ pub unsafe extern "C" fn ishmem_int32_sum_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("ishmem_int32_sum_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmem_int32_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11903,7 +12521,17 @@ pub unsafe extern "C" fn ishmem_int32_prod_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("ishmem_int32_prod_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmem_int32_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11916,7 +12544,17 @@ pub unsafe extern "C" fn ishmem_int64_sum_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("ishmem_int64_sum_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmem_int64_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11929,7 +12567,17 @@ pub unsafe extern "C" fn ishmem_int64_prod_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("ishmem_int64_prod_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmem_int64_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11942,7 +12590,9 @@ pub unsafe extern "C" fn ishmem_uint8_sum_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("ishmem_uint8_sum_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u8>("ishmem_uint8_sum_reduce", team, dest, source, nreduce, ti::RedOp::Sum, <u8 as ti::Arith>::add)
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11955,7 +12605,17 @@ pub unsafe extern "C" fn ishmem_uint8_prod_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("ishmem_uint8_prod_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmem_uint8_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u8 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11968,7 +12628,17 @@ pub unsafe extern "C" fn ishmem_uint16_sum_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("ishmem_uint16_sum_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmem_uint16_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u16 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -11981,7 +12651,17 @@ pub unsafe extern "C" fn ishmem_uint16_prod_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("ishmem_uint16_prod_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmem_uint16_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u16 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -11994,7 +12674,17 @@ pub unsafe extern "C" fn ishmem_uint32_sum_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("ishmem_uint32_sum_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmem_uint32_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -12007,7 +12697,17 @@ pub unsafe extern "C" fn ishmem_uint32_prod_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("ishmem_uint32_prod_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmem_uint32_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -12020,7 +12720,17 @@ pub unsafe extern "C" fn ishmem_uint64_sum_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("ishmem_uint64_sum_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmem_uint64_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -12033,7 +12743,17 @@ pub unsafe extern "C" fn ishmem_uint64_prod_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("ishmem_uint64_prod_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmem_uint64_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -12046,7 +12766,17 @@ pub unsafe extern "C" fn ishmem_size_sum_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("ishmem_size_sum_reduce", team, dest, source, nreduce, <usize as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmem_size_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <usize as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -12059,7 +12789,17 @@ pub unsafe extern "C" fn ishmem_size_prod_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("ishmem_size_prod_reduce", team, dest, source, nreduce, <usize as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmem_size_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <usize as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -12072,7 +12812,17 @@ pub unsafe extern "C" fn ishmem_ptrdiff_sum_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("ishmem_ptrdiff_sum_reduce", team, dest, source, nreduce, <isize as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmem_ptrdiff_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <isize as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -12085,7 +12835,17 @@ pub unsafe extern "C" fn ishmem_ptrdiff_prod_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("ishmem_ptrdiff_prod_reduce", team, dest, source, nreduce, <isize as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmem_ptrdiff_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <isize as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Inclusive prefix sum over team order: member r gets the sum of members 0..=r (Intel SHMEM).
@@ -12692,7 +13452,17 @@ pub unsafe extern "C" fn ishmem_schar_and_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("ishmem_schar_and_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmem_schar_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_schar as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -12705,7 +13475,17 @@ pub unsafe extern "C" fn ishmem_schar_or_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("ishmem_schar_or_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmem_schar_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_schar as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -12718,7 +13498,17 @@ pub unsafe extern "C" fn ishmem_schar_xor_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("ishmem_schar_xor_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmem_schar_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_schar as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -12731,7 +13521,17 @@ pub unsafe extern "C" fn ishmem_uchar_and_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("ishmem_uchar_and_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmem_uchar_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uchar as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -12744,7 +13544,17 @@ pub unsafe extern "C" fn ishmem_uchar_or_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("ishmem_uchar_or_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmem_uchar_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uchar as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -12757,7 +13567,17 @@ pub unsafe extern "C" fn ishmem_uchar_xor_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("ishmem_uchar_xor_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmem_uchar_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uchar as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -12771,7 +13591,15 @@ pub unsafe extern "C" fn ishmem_ushort_and_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("ishmem_ushort_and_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::and)
+        ti::reduce::<c_ushort>(
+            "ishmem_ushort_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ushort as ti::Bits>::and,
+        )
     }
 }
 
@@ -12786,7 +13614,15 @@ pub unsafe extern "C" fn ishmem_ushort_or_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("ishmem_ushort_or_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::or)
+        ti::reduce::<c_ushort>(
+            "ishmem_ushort_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ushort as ti::Bits>::or,
+        )
     }
 }
 
@@ -12801,7 +13637,15 @@ pub unsafe extern "C" fn ishmem_ushort_xor_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("ishmem_ushort_xor_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::xor)
+        ti::reduce::<c_ushort>(
+            "ishmem_ushort_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ushort as ti::Bits>::xor,
+        )
     }
 }
 
@@ -12815,7 +13659,17 @@ pub unsafe extern "C" fn ishmem_uint_and_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("ishmem_uint_and_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmem_uint_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uint as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -12828,7 +13682,17 @@ pub unsafe extern "C" fn ishmem_uint_or_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("ishmem_uint_or_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmem_uint_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uint as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -12841,7 +13705,17 @@ pub unsafe extern "C" fn ishmem_uint_xor_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("ishmem_uint_xor_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmem_uint_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uint as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -12854,7 +13728,17 @@ pub unsafe extern "C" fn ishmem_ulong_and_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("ishmem_ulong_and_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmem_ulong_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ulong as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -12867,7 +13751,17 @@ pub unsafe extern "C" fn ishmem_ulong_or_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("ishmem_ulong_or_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmem_ulong_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ulong as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -12880,7 +13774,17 @@ pub unsafe extern "C" fn ishmem_ulong_xor_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("ishmem_ulong_xor_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmem_ulong_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ulong as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -12900,6 +13804,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_and_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::And,
             <c_ulonglong as ti::Bits>::and,
         )
     }
@@ -12922,6 +13827,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_or_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Or,
             <c_ulonglong as ti::Bits>::or,
         )
     }
@@ -12944,6 +13850,7 @@ pub unsafe extern "C" fn ishmem_ulonglong_xor_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Xor,
             <c_ulonglong as ti::Bits>::xor,
         )
     }
@@ -12959,7 +13866,9 @@ pub unsafe extern "C" fn ishmem_int8_and_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("ishmem_int8_and_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i8>("ishmem_int8_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i8 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -12970,7 +13879,9 @@ pub unsafe extern "C" fn ishmem_int8_and_reduce(
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_int8_or_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("ishmem_int8_or_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i8>("ishmem_int8_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i8 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -12983,7 +13894,9 @@ pub unsafe extern "C" fn ishmem_int8_xor_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("ishmem_int8_xor_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i8>("ishmem_int8_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i8 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -12996,7 +13909,17 @@ pub unsafe extern "C" fn ishmem_int16_and_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("ishmem_int16_and_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmem_int16_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <i16 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13009,7 +13932,9 @@ pub unsafe extern "C" fn ishmem_int16_or_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("ishmem_int16_or_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i16>("ishmem_int16_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i16 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13022,7 +13947,17 @@ pub unsafe extern "C" fn ishmem_int16_xor_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("ishmem_int16_xor_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmem_int16_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <i16 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -13035,7 +13970,17 @@ pub unsafe extern "C" fn ishmem_int32_and_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("ishmem_int32_and_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmem_int32_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <i32 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13048,7 +13993,9 @@ pub unsafe extern "C" fn ishmem_int32_or_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("ishmem_int32_or_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i32>("ishmem_int32_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i32 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13061,7 +14008,17 @@ pub unsafe extern "C" fn ishmem_int32_xor_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("ishmem_int32_xor_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmem_int32_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <i32 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -13074,7 +14031,17 @@ pub unsafe extern "C" fn ishmem_int64_and_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("ishmem_int64_and_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmem_int64_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <i64 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13087,7 +14054,9 @@ pub unsafe extern "C" fn ishmem_int64_or_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("ishmem_int64_or_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i64>("ishmem_int64_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i64 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13100,7 +14069,17 @@ pub unsafe extern "C" fn ishmem_int64_xor_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("ishmem_int64_xor_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmem_int64_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <i64 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -13113,7 +14092,9 @@ pub unsafe extern "C" fn ishmem_uint8_and_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("ishmem_uint8_and_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u8>("ishmem_uint8_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <u8 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13126,7 +14107,9 @@ pub unsafe extern "C" fn ishmem_uint8_or_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("ishmem_uint8_or_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u8>("ishmem_uint8_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u8 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13139,7 +14122,9 @@ pub unsafe extern "C" fn ishmem_uint8_xor_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("ishmem_uint8_xor_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u8>("ishmem_uint8_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <u8 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -13152,7 +14137,17 @@ pub unsafe extern "C" fn ishmem_uint16_and_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("ishmem_uint16_and_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmem_uint16_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u16 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13165,7 +14160,9 @@ pub unsafe extern "C" fn ishmem_uint16_or_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("ishmem_uint16_or_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u16>("ishmem_uint16_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u16 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13178,7 +14175,17 @@ pub unsafe extern "C" fn ishmem_uint16_xor_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("ishmem_uint16_xor_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmem_uint16_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u16 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -13191,7 +14198,17 @@ pub unsafe extern "C" fn ishmem_uint32_and_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("ishmem_uint32_and_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmem_uint32_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u32 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13204,7 +14221,9 @@ pub unsafe extern "C" fn ishmem_uint32_or_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("ishmem_uint32_or_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u32>("ishmem_uint32_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u32 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13217,7 +14236,17 @@ pub unsafe extern "C" fn ishmem_uint32_xor_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("ishmem_uint32_xor_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmem_uint32_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u32 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -13230,7 +14259,17 @@ pub unsafe extern "C" fn ishmem_uint64_and_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("ishmem_uint64_and_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmem_uint64_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u64 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13243,7 +14282,9 @@ pub unsafe extern "C" fn ishmem_uint64_or_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("ishmem_uint64_or_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u64>("ishmem_uint64_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u64 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13256,7 +14297,17 @@ pub unsafe extern "C" fn ishmem_uint64_xor_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("ishmem_uint64_xor_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmem_uint64_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u64 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -13269,7 +14320,17 @@ pub unsafe extern "C" fn ishmem_size_and_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("ishmem_size_and_reduce", team, dest, source, nreduce, <usize as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmem_size_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <usize as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -13282,7 +14343,17 @@ pub unsafe extern "C" fn ishmem_size_or_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("ishmem_size_or_reduce", team, dest, source, nreduce, <usize as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmem_size_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <usize as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -13295,7 +14366,17 @@ pub unsafe extern "C" fn ishmem_size_xor_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("ishmem_size_xor_reduce", team, dest, source, nreduce, <usize as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmem_size_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <usize as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Enqueues a put of nelems elements on the device queue after the num_deps events in deps; returns its event.
@@ -59451,7 +60532,17 @@ pub unsafe extern "C" fn shmem_float_max_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_max_reduce", team, dest, source, nreduce, <f32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59464,7 +60555,17 @@ pub unsafe extern "C" fn pshmem_float_max_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_max_reduce", team, dest, source, nreduce, <f32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59477,7 +60578,17 @@ pub unsafe extern "C" fn shmem_float_min_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_min_reduce", team, dest, source, nreduce, <f32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59490,7 +60601,17 @@ pub unsafe extern "C" fn pshmem_float_min_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_min_reduce", team, dest, source, nreduce, <f32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59503,7 +60624,17 @@ pub unsafe extern "C" fn shmem_double_max_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_max_reduce", team, dest, source, nreduce, <f64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59516,7 +60647,17 @@ pub unsafe extern "C" fn pshmem_double_max_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_max_reduce", team, dest, source, nreduce, <f64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59529,7 +60670,17 @@ pub unsafe extern "C" fn shmem_double_min_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_min_reduce", team, dest, source, nreduce, <f64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59542,7 +60693,17 @@ pub unsafe extern "C" fn pshmem_double_min_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_min_reduce", team, dest, source, nreduce, <f64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59555,7 +60716,17 @@ pub unsafe extern "C" fn shmem_char_max_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_max_reduce", team, dest, source, nreduce, <c_char as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_char as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59568,7 +60739,17 @@ pub unsafe extern "C" fn pshmem_char_max_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_max_reduce", team, dest, source, nreduce, <c_char as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_char as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59581,7 +60762,17 @@ pub unsafe extern "C" fn shmem_char_min_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_min_reduce", team, dest, source, nreduce, <c_char as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_char as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59594,7 +60785,17 @@ pub unsafe extern "C" fn pshmem_char_min_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_min_reduce", team, dest, source, nreduce, <c_char as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_char as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59607,7 +60808,17 @@ pub unsafe extern "C" fn shmem_schar_max_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_max_reduce", team, dest, source, nreduce, <c_schar as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_schar as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59620,7 +60831,17 @@ pub unsafe extern "C" fn pshmem_schar_max_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_max_reduce", team, dest, source, nreduce, <c_schar as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_schar as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59633,7 +60854,17 @@ pub unsafe extern "C" fn shmem_schar_min_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_min_reduce", team, dest, source, nreduce, <c_schar as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_schar as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59646,7 +60877,17 @@ pub unsafe extern "C" fn pshmem_schar_min_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_min_reduce", team, dest, source, nreduce, <c_schar as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_schar as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59659,7 +60900,17 @@ pub unsafe extern "C" fn shmem_short_max_reduce(
     team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_short>("shmem_short_max_reduce", team, dest, source, nreduce, <c_short as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_short>(
+            "shmem_short_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_short as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59672,7 +60923,17 @@ pub unsafe extern "C" fn pshmem_short_max_reduce(
     team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_short>("shmem_short_max_reduce", team, dest, source, nreduce, <c_short as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_short>(
+            "shmem_short_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_short as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59685,7 +60946,17 @@ pub unsafe extern "C" fn shmem_short_min_reduce(
     team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_short>("shmem_short_min_reduce", team, dest, source, nreduce, <c_short as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_short>(
+            "shmem_short_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_short as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59698,7 +60969,17 @@ pub unsafe extern "C" fn pshmem_short_min_reduce(
     team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_short>("shmem_short_min_reduce", team, dest, source, nreduce, <c_short as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_short>(
+            "shmem_short_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_short as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59711,7 +60992,17 @@ pub unsafe extern "C" fn shmem_int_max_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_max_reduce", team, dest, source, nreduce, <c_int as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_int as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59724,7 +61015,17 @@ pub unsafe extern "C" fn pshmem_int_max_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_max_reduce", team, dest, source, nreduce, <c_int as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_int as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59737,7 +61038,17 @@ pub unsafe extern "C" fn shmem_int_min_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_min_reduce", team, dest, source, nreduce, <c_int as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_int as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59750,7 +61061,17 @@ pub unsafe extern "C" fn pshmem_int_min_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_min_reduce", team, dest, source, nreduce, <c_int as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_int as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59763,7 +61084,17 @@ pub unsafe extern "C" fn shmem_long_max_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_max_reduce", team, dest, source, nreduce, <c_long as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_long as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59776,7 +61107,17 @@ pub unsafe extern "C" fn pshmem_long_max_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_max_reduce", team, dest, source, nreduce, <c_long as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_long as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59789,7 +61130,17 @@ pub unsafe extern "C" fn shmem_long_min_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_min_reduce", team, dest, source, nreduce, <c_long as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_long as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59802,7 +61153,17 @@ pub unsafe extern "C" fn pshmem_long_min_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_min_reduce", team, dest, source, nreduce, <c_long as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_long as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59822,6 +61183,7 @@ pub unsafe extern "C" fn shmem_longlong_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <c_longlong as ti::Order>::max,
         )
     }
@@ -59844,6 +61206,7 @@ pub unsafe extern "C" fn pshmem_longlong_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <c_longlong as ti::Order>::max,
         )
     }
@@ -59866,6 +61229,7 @@ pub unsafe extern "C" fn shmem_longlong_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <c_longlong as ti::Order>::min,
         )
     }
@@ -59888,6 +61252,7 @@ pub unsafe extern "C" fn pshmem_longlong_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <c_longlong as ti::Order>::min,
         )
     }
@@ -59903,7 +61268,17 @@ pub unsafe extern "C" fn shmem_uchar_max_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_max_reduce", team, dest, source, nreduce, <c_uchar as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uchar as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59916,7 +61291,17 @@ pub unsafe extern "C" fn pshmem_uchar_max_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_max_reduce", team, dest, source, nreduce, <c_uchar as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uchar as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59929,7 +61314,17 @@ pub unsafe extern "C" fn shmem_uchar_min_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_min_reduce", team, dest, source, nreduce, <c_uchar as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uchar as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -59942,7 +61337,17 @@ pub unsafe extern "C" fn pshmem_uchar_min_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_min_reduce", team, dest, source, nreduce, <c_uchar as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uchar as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -59956,7 +61361,15 @@ pub unsafe extern "C" fn shmem_ushort_max_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_max_reduce", team, dest, source, nreduce, <c_ushort as ti::Order>::max)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ushort as ti::Order>::max,
+        )
     }
 }
 
@@ -59971,7 +61384,15 @@ pub unsafe extern "C" fn pshmem_ushort_max_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_max_reduce", team, dest, source, nreduce, <c_ushort as ti::Order>::max)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ushort as ti::Order>::max,
+        )
     }
 }
 
@@ -59986,7 +61407,15 @@ pub unsafe extern "C" fn shmem_ushort_min_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_min_reduce", team, dest, source, nreduce, <c_ushort as ti::Order>::min)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ushort as ti::Order>::min,
+        )
     }
 }
 
@@ -60001,7 +61430,15 @@ pub unsafe extern "C" fn pshmem_ushort_min_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_min_reduce", team, dest, source, nreduce, <c_ushort as ti::Order>::min)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ushort as ti::Order>::min,
+        )
     }
 }
 
@@ -60015,7 +61452,17 @@ pub unsafe extern "C" fn shmem_uint_max_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_max_reduce", team, dest, source, nreduce, <c_uint as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uint as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60028,7 +61475,17 @@ pub unsafe extern "C" fn pshmem_uint_max_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_max_reduce", team, dest, source, nreduce, <c_uint as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uint as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60041,7 +61498,17 @@ pub unsafe extern "C" fn shmem_uint_min_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_min_reduce", team, dest, source, nreduce, <c_uint as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uint as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60054,7 +61521,17 @@ pub unsafe extern "C" fn pshmem_uint_min_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_min_reduce", team, dest, source, nreduce, <c_uint as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uint as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60067,7 +61544,17 @@ pub unsafe extern "C" fn shmem_ulong_max_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_max_reduce", team, dest, source, nreduce, <c_ulong as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ulong as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60080,7 +61567,17 @@ pub unsafe extern "C" fn pshmem_ulong_max_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_max_reduce", team, dest, source, nreduce, <c_ulong as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ulong as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60093,7 +61590,17 @@ pub unsafe extern "C" fn shmem_ulong_min_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_min_reduce", team, dest, source, nreduce, <c_ulong as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ulong as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60106,7 +61613,17 @@ pub unsafe extern "C" fn pshmem_ulong_min_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_min_reduce", team, dest, source, nreduce, <c_ulong as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ulong as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60126,6 +61643,7 @@ pub unsafe extern "C" fn shmem_ulonglong_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <c_ulonglong as ti::Order>::max,
         )
     }
@@ -60148,6 +61666,7 @@ pub unsafe extern "C" fn pshmem_ulonglong_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <c_ulonglong as ti::Order>::max,
         )
     }
@@ -60170,6 +61689,7 @@ pub unsafe extern "C" fn shmem_ulonglong_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <c_ulonglong as ti::Order>::min,
         )
     }
@@ -60192,6 +61712,7 @@ pub unsafe extern "C" fn pshmem_ulonglong_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <c_ulonglong as ti::Order>::min,
         )
     }
@@ -60205,7 +61726,9 @@ pub unsafe extern "C" fn pshmem_ulonglong_min_reduce(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_max_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_max_reduce", team, dest, source, nreduce, <i8 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_max_reduce", team, dest, source, nreduce, ti::RedOp::Max, <i8 as ti::Order>::max)
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60218,7 +61741,9 @@ pub unsafe extern "C" fn pshmem_int8_max_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_max_reduce", team, dest, source, nreduce, <i8 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_max_reduce", team, dest, source, nreduce, ti::RedOp::Max, <i8 as ti::Order>::max)
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60229,7 +61754,9 @@ pub unsafe extern "C" fn pshmem_int8_max_reduce(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_min_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_min_reduce", team, dest, source, nreduce, <i8 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_min_reduce", team, dest, source, nreduce, ti::RedOp::Min, <i8 as ti::Order>::min)
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60242,7 +61769,9 @@ pub unsafe extern "C" fn pshmem_int8_min_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_min_reduce", team, dest, source, nreduce, <i8 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_min_reduce", team, dest, source, nreduce, ti::RedOp::Min, <i8 as ti::Order>::min)
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60255,7 +61784,17 @@ pub unsafe extern "C" fn shmem_int16_max_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_max_reduce", team, dest, source, nreduce, <i16 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i16 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60268,7 +61807,17 @@ pub unsafe extern "C" fn pshmem_int16_max_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_max_reduce", team, dest, source, nreduce, <i16 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i16 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60281,7 +61830,17 @@ pub unsafe extern "C" fn shmem_int16_min_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_min_reduce", team, dest, source, nreduce, <i16 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i16 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60294,7 +61853,17 @@ pub unsafe extern "C" fn pshmem_int16_min_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_min_reduce", team, dest, source, nreduce, <i16 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i16 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60307,7 +61876,17 @@ pub unsafe extern "C" fn shmem_int32_max_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_max_reduce", team, dest, source, nreduce, <i32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60320,7 +61899,17 @@ pub unsafe extern "C" fn pshmem_int32_max_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_max_reduce", team, dest, source, nreduce, <i32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60333,7 +61922,17 @@ pub unsafe extern "C" fn shmem_int32_min_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_min_reduce", team, dest, source, nreduce, <i32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60346,7 +61945,17 @@ pub unsafe extern "C" fn pshmem_int32_min_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_min_reduce", team, dest, source, nreduce, <i32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60359,7 +61968,17 @@ pub unsafe extern "C" fn shmem_int64_max_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_max_reduce", team, dest, source, nreduce, <i64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60372,7 +61991,17 @@ pub unsafe extern "C" fn pshmem_int64_max_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_max_reduce", team, dest, source, nreduce, <i64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60385,7 +62014,17 @@ pub unsafe extern "C" fn shmem_int64_min_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_min_reduce", team, dest, source, nreduce, <i64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60398,7 +62037,17 @@ pub unsafe extern "C" fn pshmem_int64_min_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_min_reduce", team, dest, source, nreduce, <i64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60411,7 +62060,9 @@ pub unsafe extern "C" fn shmem_uint8_max_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_max_reduce", team, dest, source, nreduce, <u8 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_max_reduce", team, dest, source, nreduce, ti::RedOp::Max, <u8 as ti::Order>::max)
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60424,7 +62075,9 @@ pub unsafe extern "C" fn pshmem_uint8_max_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_max_reduce", team, dest, source, nreduce, <u8 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_max_reduce", team, dest, source, nreduce, ti::RedOp::Max, <u8 as ti::Order>::max)
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60437,7 +62090,9 @@ pub unsafe extern "C" fn shmem_uint8_min_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_min_reduce", team, dest, source, nreduce, <u8 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_min_reduce", team, dest, source, nreduce, ti::RedOp::Min, <u8 as ti::Order>::min)
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60450,7 +62105,9 @@ pub unsafe extern "C" fn pshmem_uint8_min_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_min_reduce", team, dest, source, nreduce, <u8 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_min_reduce", team, dest, source, nreduce, ti::RedOp::Min, <u8 as ti::Order>::min)
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60463,7 +62120,17 @@ pub unsafe extern "C" fn shmem_uint16_max_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_max_reduce", team, dest, source, nreduce, <u16 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u16 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60476,7 +62143,17 @@ pub unsafe extern "C" fn pshmem_uint16_max_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_max_reduce", team, dest, source, nreduce, <u16 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u16 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60489,7 +62166,17 @@ pub unsafe extern "C" fn shmem_uint16_min_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_min_reduce", team, dest, source, nreduce, <u16 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u16 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60502,7 +62189,17 @@ pub unsafe extern "C" fn pshmem_uint16_min_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_min_reduce", team, dest, source, nreduce, <u16 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u16 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60515,7 +62212,17 @@ pub unsafe extern "C" fn shmem_uint32_max_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_max_reduce", team, dest, source, nreduce, <u32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60528,7 +62235,17 @@ pub unsafe extern "C" fn pshmem_uint32_max_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_max_reduce", team, dest, source, nreduce, <u32 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u32 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60541,7 +62258,17 @@ pub unsafe extern "C" fn shmem_uint32_min_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_min_reduce", team, dest, source, nreduce, <u32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60554,7 +62281,17 @@ pub unsafe extern "C" fn pshmem_uint32_min_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_min_reduce", team, dest, source, nreduce, <u32 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u32 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60567,7 +62304,17 @@ pub unsafe extern "C" fn shmem_uint64_max_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_max_reduce", team, dest, source, nreduce, <u64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60580,7 +62327,17 @@ pub unsafe extern "C" fn pshmem_uint64_max_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_max_reduce", team, dest, source, nreduce, <u64 as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u64 as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60593,7 +62350,17 @@ pub unsafe extern "C" fn shmem_uint64_min_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_min_reduce", team, dest, source, nreduce, <u64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60606,7 +62373,17 @@ pub unsafe extern "C" fn pshmem_uint64_min_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_min_reduce", team, dest, source, nreduce, <u64 as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u64 as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60619,7 +62396,17 @@ pub unsafe extern "C" fn shmem_size_max_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_max_reduce", team, dest, source, nreduce, <usize as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <usize as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60632,7 +62419,17 @@ pub unsafe extern "C" fn pshmem_size_max_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_max_reduce", team, dest, source, nreduce, <usize as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <usize as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60645,7 +62442,17 @@ pub unsafe extern "C" fn shmem_size_min_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_min_reduce", team, dest, source, nreduce, <usize as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <usize as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60658,7 +62465,17 @@ pub unsafe extern "C" fn pshmem_size_min_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_min_reduce", team, dest, source, nreduce, <usize as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <usize as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60671,7 +62488,17 @@ pub unsafe extern "C" fn shmem_ptrdiff_max_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_max_reduce", team, dest, source, nreduce, <isize as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <isize as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60684,7 +62511,17 @@ pub unsafe extern "C" fn pshmem_ptrdiff_max_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_max_reduce", team, dest, source, nreduce, <isize as ti::Order>::max) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_max_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <isize as ti::Order>::max,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60697,7 +62534,17 @@ pub unsafe extern "C" fn shmem_ptrdiff_min_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_min_reduce", team, dest, source, nreduce, <isize as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <isize as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise minimum over the team (§9.9.11).
@@ -60710,7 +62557,17 @@ pub unsafe extern "C" fn pshmem_ptrdiff_min_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_min_reduce", team, dest, source, nreduce, <isize as ti::Order>::min) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_min_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <isize as ti::Order>::min,
+        )
+    }
 }
 
 /// Element-wise maximum over the team; dest may equal source (§9.9.11).
@@ -60731,6 +62588,7 @@ pub unsafe extern "C" fn shmem_longdouble_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <ti::LongDouble as ti::Order>::max,
         )
     }
@@ -60754,6 +62612,7 @@ pub unsafe extern "C" fn pshmem_longdouble_max_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Max,
             <ti::LongDouble as ti::Order>::max,
         )
     }
@@ -60777,6 +62636,7 @@ pub unsafe extern "C" fn shmem_longdouble_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <ti::LongDouble as ti::Order>::min,
         )
     }
@@ -60800,6 +62660,7 @@ pub unsafe extern "C" fn pshmem_longdouble_min_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Min,
             <ti::LongDouble as ti::Order>::min,
         )
     }
@@ -60815,7 +62676,17 @@ pub unsafe extern "C" fn shmem_float_sum_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_sum_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -60828,7 +62699,17 @@ pub unsafe extern "C" fn pshmem_float_sum_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_sum_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -60841,7 +62722,17 @@ pub unsafe extern "C" fn shmem_float_prod_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_prod_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -60854,7 +62745,17 @@ pub unsafe extern "C" fn pshmem_float_prod_reduce(
     team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f32>("shmem_float_prod_reduce", team, dest, source, nreduce, <f32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<f32>(
+            "shmem_float_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -60867,7 +62768,17 @@ pub unsafe extern "C" fn shmem_double_sum_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_sum_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -60880,7 +62791,17 @@ pub unsafe extern "C" fn pshmem_double_sum_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_sum_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -60893,7 +62814,17 @@ pub unsafe extern "C" fn shmem_double_prod_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_prod_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -60906,7 +62837,17 @@ pub unsafe extern "C" fn pshmem_double_prod_reduce(
     team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<f64>("shmem_double_prod_reduce", team, dest, source, nreduce, <f64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<f64>(
+            "shmem_double_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -60919,7 +62860,17 @@ pub unsafe extern "C" fn shmem_char_sum_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_sum_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_char as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -60932,7 +62883,17 @@ pub unsafe extern "C" fn pshmem_char_sum_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_sum_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_char as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -60945,7 +62906,17 @@ pub unsafe extern "C" fn shmem_char_prod_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_prod_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_char as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -60958,7 +62929,17 @@ pub unsafe extern "C" fn pshmem_char_prod_reduce(
     team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_char>("shmem_char_prod_reduce", team, dest, source, nreduce, <c_char as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_char>(
+            "shmem_char_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_char as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -60971,7 +62952,17 @@ pub unsafe extern "C" fn shmem_schar_sum_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_sum_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_schar as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -60984,7 +62975,17 @@ pub unsafe extern "C" fn pshmem_schar_sum_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_sum_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_schar as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -60998,7 +62999,15 @@ pub unsafe extern "C" fn shmem_schar_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_schar>("shmem_schar_prod_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::mul)
+        ti::reduce::<c_schar>(
+            "shmem_schar_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_schar as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61013,7 +63022,15 @@ pub unsafe extern "C" fn pshmem_schar_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_schar>("shmem_schar_prod_reduce", team, dest, source, nreduce, <c_schar as ti::Arith>::mul)
+        ti::reduce::<c_schar>(
+            "shmem_schar_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_schar as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61027,7 +63044,17 @@ pub unsafe extern "C" fn shmem_short_sum_reduce(
     team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_short>("shmem_short_sum_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_short>(
+            "shmem_short_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_short as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61040,7 +63067,17 @@ pub unsafe extern "C" fn pshmem_short_sum_reduce(
     team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_short>("shmem_short_sum_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_short>(
+            "shmem_short_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_short as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61054,7 +63091,15 @@ pub unsafe extern "C" fn shmem_short_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_short>("shmem_short_prod_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::mul)
+        ti::reduce::<c_short>(
+            "shmem_short_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_short as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61069,7 +63114,15 @@ pub unsafe extern "C" fn pshmem_short_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_short>("shmem_short_prod_reduce", team, dest, source, nreduce, <c_short as ti::Arith>::mul)
+        ti::reduce::<c_short>(
+            "shmem_short_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_short as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61083,7 +63136,17 @@ pub unsafe extern "C" fn shmem_int_sum_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_sum_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_int as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61096,7 +63159,17 @@ pub unsafe extern "C" fn pshmem_int_sum_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_sum_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_int as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61109,7 +63182,17 @@ pub unsafe extern "C" fn shmem_int_prod_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_prod_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_int as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61122,7 +63205,17 @@ pub unsafe extern "C" fn pshmem_int_prod_reduce(
     team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_int>("shmem_int_prod_reduce", team, dest, source, nreduce, <c_int as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_int>(
+            "shmem_int_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_int as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61135,7 +63228,17 @@ pub unsafe extern "C" fn shmem_long_sum_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_sum_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_long as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61148,7 +63251,17 @@ pub unsafe extern "C" fn pshmem_long_sum_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_sum_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_long as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61161,7 +63274,17 @@ pub unsafe extern "C" fn shmem_long_prod_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_prod_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_long as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61174,7 +63297,17 @@ pub unsafe extern "C" fn pshmem_long_prod_reduce(
     team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_long>("shmem_long_prod_reduce", team, dest, source, nreduce, <c_long as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_long>(
+            "shmem_long_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_long as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61194,6 +63327,7 @@ pub unsafe extern "C" fn shmem_longlong_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <c_longlong as ti::Arith>::add,
         )
     }
@@ -61216,6 +63350,7 @@ pub unsafe extern "C" fn pshmem_longlong_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <c_longlong as ti::Arith>::add,
         )
     }
@@ -61238,6 +63373,7 @@ pub unsafe extern "C" fn shmem_longlong_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <c_longlong as ti::Arith>::mul,
         )
     }
@@ -61260,6 +63396,7 @@ pub unsafe extern "C" fn pshmem_longlong_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <c_longlong as ti::Arith>::mul,
         )
     }
@@ -61275,7 +63412,17 @@ pub unsafe extern "C" fn shmem_uchar_sum_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_sum_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uchar as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61288,7 +63435,17 @@ pub unsafe extern "C" fn pshmem_uchar_sum_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_sum_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uchar as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61302,7 +63459,15 @@ pub unsafe extern "C" fn shmem_uchar_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_uchar>("shmem_uchar_prod_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::mul)
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uchar as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61317,7 +63482,15 @@ pub unsafe extern "C" fn pshmem_uchar_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_uchar>("shmem_uchar_prod_reduce", team, dest, source, nreduce, <c_uchar as ti::Arith>::mul)
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uchar as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61332,7 +63505,15 @@ pub unsafe extern "C" fn shmem_ushort_sum_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_sum_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::add)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ushort as ti::Arith>::add,
+        )
     }
 }
 
@@ -61347,7 +63528,15 @@ pub unsafe extern "C" fn pshmem_ushort_sum_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_sum_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::add)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ushort as ti::Arith>::add,
+        )
     }
 }
 
@@ -61362,7 +63551,15 @@ pub unsafe extern "C" fn shmem_ushort_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_prod_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::mul)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ushort as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61377,7 +63574,15 @@ pub unsafe extern "C" fn pshmem_ushort_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_prod_reduce", team, dest, source, nreduce, <c_ushort as ti::Arith>::mul)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ushort as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61391,7 +63596,17 @@ pub unsafe extern "C" fn shmem_uint_sum_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_sum_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uint as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61404,7 +63619,17 @@ pub unsafe extern "C" fn pshmem_uint_sum_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_sum_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uint as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61417,7 +63642,17 @@ pub unsafe extern "C" fn shmem_uint_prod_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_prod_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uint as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61430,7 +63665,17 @@ pub unsafe extern "C" fn pshmem_uint_prod_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_prod_reduce", team, dest, source, nreduce, <c_uint as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uint as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61443,7 +63688,17 @@ pub unsafe extern "C" fn shmem_ulong_sum_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_sum_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ulong as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61456,7 +63711,17 @@ pub unsafe extern "C" fn pshmem_ulong_sum_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_sum_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ulong as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61470,7 +63735,15 @@ pub unsafe extern "C" fn shmem_ulong_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ulong>("shmem_ulong_prod_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::mul)
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ulong as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61485,7 +63758,15 @@ pub unsafe extern "C" fn pshmem_ulong_prod_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ulong>("shmem_ulong_prod_reduce", team, dest, source, nreduce, <c_ulong as ti::Arith>::mul)
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ulong as ti::Arith>::mul,
+        )
     }
 }
 
@@ -61506,6 +63787,7 @@ pub unsafe extern "C" fn shmem_ulonglong_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <c_ulonglong as ti::Arith>::add,
         )
     }
@@ -61528,6 +63810,7 @@ pub unsafe extern "C" fn pshmem_ulonglong_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <c_ulonglong as ti::Arith>::add,
         )
     }
@@ -61550,6 +63833,7 @@ pub unsafe extern "C" fn shmem_ulonglong_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <c_ulonglong as ti::Arith>::mul,
         )
     }
@@ -61572,6 +63856,7 @@ pub unsafe extern "C" fn pshmem_ulonglong_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <c_ulonglong as ti::Arith>::mul,
         )
     }
@@ -61585,7 +63870,9 @@ pub unsafe extern "C" fn pshmem_ulonglong_prod_reduce(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_sum_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_sum_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_sum_reduce", team, dest, source, nreduce, ti::RedOp::Sum, <i8 as ti::Arith>::add)
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61598,7 +63885,9 @@ pub unsafe extern "C" fn pshmem_int8_sum_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_sum_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_sum_reduce", team, dest, source, nreduce, ti::RedOp::Sum, <i8 as ti::Arith>::add)
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61611,7 +63900,9 @@ pub unsafe extern "C" fn shmem_int8_prod_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_prod_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_prod_reduce", team, dest, source, nreduce, ti::RedOp::Prod, <i8 as ti::Arith>::mul)
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61624,7 +63915,9 @@ pub unsafe extern "C" fn pshmem_int8_prod_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_prod_reduce", team, dest, source, nreduce, <i8 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_prod_reduce", team, dest, source, nreduce, ti::RedOp::Prod, <i8 as ti::Arith>::mul)
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61637,7 +63930,17 @@ pub unsafe extern "C" fn shmem_int16_sum_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_sum_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i16 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61650,7 +63953,17 @@ pub unsafe extern "C" fn pshmem_int16_sum_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_sum_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i16 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61663,7 +63976,17 @@ pub unsafe extern "C" fn shmem_int16_prod_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_prod_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i16 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61676,7 +63999,17 @@ pub unsafe extern "C" fn pshmem_int16_prod_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_prod_reduce", team, dest, source, nreduce, <i16 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i16>(
+            "shmem_int16_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i16 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61689,7 +64022,17 @@ pub unsafe extern "C" fn shmem_int32_sum_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_sum_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61702,7 +64045,17 @@ pub unsafe extern "C" fn pshmem_int32_sum_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_sum_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61715,7 +64068,17 @@ pub unsafe extern "C" fn shmem_int32_prod_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_prod_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61728,7 +64091,17 @@ pub unsafe extern "C" fn pshmem_int32_prod_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_prod_reduce", team, dest, source, nreduce, <i32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i32>(
+            "shmem_int32_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61741,7 +64114,17 @@ pub unsafe extern "C" fn shmem_int64_sum_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_sum_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61754,7 +64137,17 @@ pub unsafe extern "C" fn pshmem_int64_sum_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_sum_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61767,7 +64160,17 @@ pub unsafe extern "C" fn shmem_int64_prod_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_prod_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61780,7 +64183,17 @@ pub unsafe extern "C" fn pshmem_int64_prod_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_prod_reduce", team, dest, source, nreduce, <i64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<i64>(
+            "shmem_int64_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61793,7 +64206,9 @@ pub unsafe extern "C" fn shmem_uint8_sum_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_sum_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_sum_reduce", team, dest, source, nreduce, ti::RedOp::Sum, <u8 as ti::Arith>::add)
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61806,7 +64221,9 @@ pub unsafe extern "C" fn pshmem_uint8_sum_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_sum_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_sum_reduce", team, dest, source, nreduce, ti::RedOp::Sum, <u8 as ti::Arith>::add)
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61819,7 +64236,17 @@ pub unsafe extern "C" fn shmem_uint8_prod_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_prod_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u8>(
+            "shmem_uint8_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u8 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61832,7 +64259,17 @@ pub unsafe extern "C" fn pshmem_uint8_prod_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_prod_reduce", team, dest, source, nreduce, <u8 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u8>(
+            "shmem_uint8_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u8 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61845,7 +64282,17 @@ pub unsafe extern "C" fn shmem_uint16_sum_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_sum_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u16 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61858,7 +64305,17 @@ pub unsafe extern "C" fn pshmem_uint16_sum_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_sum_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u16 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61871,7 +64328,17 @@ pub unsafe extern "C" fn shmem_uint16_prod_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_prod_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u16 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61884,7 +64351,17 @@ pub unsafe extern "C" fn pshmem_uint16_prod_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_prod_reduce", team, dest, source, nreduce, <u16 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u16 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61897,7 +64374,17 @@ pub unsafe extern "C" fn shmem_uint32_sum_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_sum_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61910,7 +64397,17 @@ pub unsafe extern "C" fn pshmem_uint32_sum_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_sum_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u32 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61923,7 +64420,17 @@ pub unsafe extern "C" fn shmem_uint32_prod_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_prod_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61936,7 +64443,17 @@ pub unsafe extern "C" fn pshmem_uint32_prod_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_prod_reduce", team, dest, source, nreduce, <u32 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u32 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61949,7 +64466,17 @@ pub unsafe extern "C" fn shmem_uint64_sum_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_sum_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -61962,7 +64489,17 @@ pub unsafe extern "C" fn pshmem_uint64_sum_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_sum_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u64 as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61975,7 +64512,17 @@ pub unsafe extern "C" fn shmem_uint64_prod_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_prod_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -61988,7 +64535,17 @@ pub unsafe extern "C" fn pshmem_uint64_prod_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_prod_reduce", team, dest, source, nreduce, <u64 as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u64 as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -62001,7 +64558,17 @@ pub unsafe extern "C" fn shmem_size_sum_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_sum_reduce", team, dest, source, nreduce, <usize as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <usize as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -62014,7 +64581,17 @@ pub unsafe extern "C" fn pshmem_size_sum_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_sum_reduce", team, dest, source, nreduce, <usize as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <usize as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -62027,7 +64604,17 @@ pub unsafe extern "C" fn shmem_size_prod_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_prod_reduce", team, dest, source, nreduce, <usize as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <usize as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -62040,7 +64627,17 @@ pub unsafe extern "C" fn pshmem_size_prod_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_prod_reduce", team, dest, source, nreduce, <usize as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <usize as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -62053,7 +64650,17 @@ pub unsafe extern "C" fn shmem_ptrdiff_sum_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_sum_reduce", team, dest, source, nreduce, <isize as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <isize as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -62066,7 +64673,17 @@ pub unsafe extern "C" fn pshmem_ptrdiff_sum_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_sum_reduce", team, dest, source, nreduce, <isize as ti::Arith>::add) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_sum_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <isize as ti::Arith>::add,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -62079,7 +64696,17 @@ pub unsafe extern "C" fn shmem_ptrdiff_prod_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_prod_reduce", team, dest, source, nreduce, <isize as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <isize as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise product over the team, in team order (§9.9.11).
@@ -62092,7 +64719,17 @@ pub unsafe extern "C" fn pshmem_ptrdiff_prod_reduce(
     team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<isize>("shmem_ptrdiff_prod_reduce", team, dest, source, nreduce, <isize as ti::Arith>::mul) }
+    unsafe {
+        ti::reduce::<isize>(
+            "shmem_ptrdiff_prod_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <isize as ti::Arith>::mul,
+        )
+    }
 }
 
 /// Element-wise sum over the team, in team order (§9.9.11).
@@ -62113,6 +64750,7 @@ pub unsafe extern "C" fn shmem_longdouble_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <ti::LongDouble as ti::Arith>::add,
         )
     }
@@ -62136,6 +64774,7 @@ pub unsafe extern "C" fn pshmem_longdouble_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <ti::LongDouble as ti::Arith>::add,
         )
     }
@@ -62159,6 +64798,7 @@ pub unsafe extern "C" fn shmem_longdouble_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <ti::LongDouble as ti::Arith>::mul,
         )
     }
@@ -62182,6 +64822,7 @@ pub unsafe extern "C" fn pshmem_longdouble_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <ti::LongDouble as ti::Arith>::mul,
         )
     }
@@ -62204,6 +64845,7 @@ pub unsafe extern "C" fn shmem_complexf_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <ti::Complex<f32> as ti::Arith>::add,
         )
     }
@@ -62226,6 +64868,7 @@ pub unsafe extern "C" fn pshmem_complexf_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <ti::Complex<f32> as ti::Arith>::add,
         )
     }
@@ -62248,6 +64891,7 @@ pub unsafe extern "C" fn shmem_complexf_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <ti::Complex<f32> as ti::Arith>::mul,
         )
     }
@@ -62270,6 +64914,7 @@ pub unsafe extern "C" fn pshmem_complexf_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <ti::Complex<f32> as ti::Arith>::mul,
         )
     }
@@ -62292,6 +64937,7 @@ pub unsafe extern "C" fn shmem_complexd_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <ti::Complex<f64> as ti::Arith>::add,
         )
     }
@@ -62314,6 +64960,7 @@ pub unsafe extern "C" fn pshmem_complexd_sum_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Sum,
             <ti::Complex<f64> as ti::Arith>::add,
         )
     }
@@ -62336,6 +64983,7 @@ pub unsafe extern "C" fn shmem_complexd_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <ti::Complex<f64> as ti::Arith>::mul,
         )
     }
@@ -62358,6 +65006,7 @@ pub unsafe extern "C" fn pshmem_complexd_prod_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Prod,
             <ti::Complex<f64> as ti::Arith>::mul,
         )
     }
@@ -62995,7 +65644,17 @@ pub unsafe extern "C" fn shmem_schar_and_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_and_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_schar as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63008,7 +65667,17 @@ pub unsafe extern "C" fn pshmem_schar_and_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_and_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_schar as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63021,7 +65690,17 @@ pub unsafe extern "C" fn shmem_schar_or_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_or_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_schar as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63034,7 +65713,17 @@ pub unsafe extern "C" fn pshmem_schar_or_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_or_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_schar as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63047,7 +65736,17 @@ pub unsafe extern "C" fn shmem_schar_xor_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_xor_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_schar as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63060,7 +65759,17 @@ pub unsafe extern "C" fn pshmem_schar_xor_reduce(
     team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_schar>("shmem_schar_xor_reduce", team, dest, source, nreduce, <c_schar as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_schar>(
+            "shmem_schar_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_schar as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63073,7 +65782,17 @@ pub unsafe extern "C" fn shmem_uchar_and_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_and_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uchar as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63086,7 +65805,17 @@ pub unsafe extern "C" fn pshmem_uchar_and_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_and_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uchar as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63099,7 +65828,17 @@ pub unsafe extern "C" fn shmem_uchar_or_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_or_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uchar as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63112,7 +65851,17 @@ pub unsafe extern "C" fn pshmem_uchar_or_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_or_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uchar as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63125,7 +65874,17 @@ pub unsafe extern "C" fn shmem_uchar_xor_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_xor_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uchar as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63138,7 +65897,17 @@ pub unsafe extern "C" fn pshmem_uchar_xor_reduce(
     team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uchar>("shmem_uchar_xor_reduce", team, dest, source, nreduce, <c_uchar as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "shmem_uchar_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uchar as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63152,7 +65921,15 @@ pub unsafe extern "C" fn shmem_ushort_and_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_and_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::and)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ushort as ti::Bits>::and,
+        )
     }
 }
 
@@ -63167,7 +65944,15 @@ pub unsafe extern "C" fn pshmem_ushort_and_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_and_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::and)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ushort as ti::Bits>::and,
+        )
     }
 }
 
@@ -63181,7 +65966,17 @@ pub unsafe extern "C" fn shmem_ushort_or_reduce(
     team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ushort>("shmem_ushort_or_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ushort as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63194,7 +65989,17 @@ pub unsafe extern "C" fn pshmem_ushort_or_reduce(
     team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ushort>("shmem_ushort_or_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ushort as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63208,7 +66013,15 @@ pub unsafe extern "C" fn shmem_ushort_xor_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_xor_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::xor)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ushort as ti::Bits>::xor,
+        )
     }
 }
 
@@ -63223,7 +66036,15 @@ pub unsafe extern "C" fn pshmem_ushort_xor_reduce(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::reduce::<c_ushort>("shmem_ushort_xor_reduce", team, dest, source, nreduce, <c_ushort as ti::Bits>::xor)
+        ti::reduce::<c_ushort>(
+            "shmem_ushort_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ushort as ti::Bits>::xor,
+        )
     }
 }
 
@@ -63237,7 +66058,17 @@ pub unsafe extern "C" fn shmem_uint_and_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_and_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uint as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63250,7 +66081,17 @@ pub unsafe extern "C" fn pshmem_uint_and_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_and_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uint as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63263,7 +66104,17 @@ pub unsafe extern "C" fn shmem_uint_or_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_or_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uint as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63276,7 +66127,17 @@ pub unsafe extern "C" fn pshmem_uint_or_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_or_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uint as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63289,7 +66150,17 @@ pub unsafe extern "C" fn shmem_uint_xor_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_xor_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uint as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63302,7 +66173,17 @@ pub unsafe extern "C" fn pshmem_uint_xor_reduce(
     team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_uint>("shmem_uint_xor_reduce", team, dest, source, nreduce, <c_uint as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_uint>(
+            "shmem_uint_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uint as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63315,7 +66196,17 @@ pub unsafe extern "C" fn shmem_ulong_and_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_and_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ulong as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63328,7 +66219,17 @@ pub unsafe extern "C" fn pshmem_ulong_and_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_and_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ulong as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63341,7 +66242,17 @@ pub unsafe extern "C" fn shmem_ulong_or_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_or_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ulong as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63354,7 +66265,17 @@ pub unsafe extern "C" fn pshmem_ulong_or_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_or_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_or_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ulong as ti::Bits>::or,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63367,7 +66288,17 @@ pub unsafe extern "C" fn shmem_ulong_xor_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_xor_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ulong as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63380,7 +66311,17 @@ pub unsafe extern "C" fn pshmem_ulong_xor_reduce(
     team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<c_ulong>("shmem_ulong_xor_reduce", team, dest, source, nreduce, <c_ulong as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "shmem_ulong_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ulong as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63400,6 +66341,7 @@ pub unsafe extern "C" fn shmem_ulonglong_and_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::And,
             <c_ulonglong as ti::Bits>::and,
         )
     }
@@ -63422,6 +66364,7 @@ pub unsafe extern "C" fn pshmem_ulonglong_and_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::And,
             <c_ulonglong as ti::Bits>::and,
         )
     }
@@ -63444,6 +66387,7 @@ pub unsafe extern "C" fn shmem_ulonglong_or_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Or,
             <c_ulonglong as ti::Bits>::or,
         )
     }
@@ -63466,6 +66410,7 @@ pub unsafe extern "C" fn pshmem_ulonglong_or_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Or,
             <c_ulonglong as ti::Bits>::or,
         )
     }
@@ -63488,6 +66433,7 @@ pub unsafe extern "C" fn shmem_ulonglong_xor_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Xor,
             <c_ulonglong as ti::Bits>::xor,
         )
     }
@@ -63510,6 +66456,7 @@ pub unsafe extern "C" fn pshmem_ulonglong_xor_reduce(
             dest,
             source,
             nreduce,
+            ti::RedOp::Xor,
             <c_ulonglong as ti::Bits>::xor,
         )
     }
@@ -63523,7 +66470,9 @@ pub unsafe extern "C" fn pshmem_ulonglong_xor_reduce(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_and_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_and_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i8 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63536,7 +66485,9 @@ pub unsafe extern "C" fn pshmem_int8_and_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_and_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i8 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63547,7 +66498,9 @@ pub unsafe extern "C" fn pshmem_int8_and_reduce(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_or_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_or_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i8 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63558,7 +66511,9 @@ pub unsafe extern "C" fn shmem_int8_or_reduce(team: c_int, dest: *mut i8, source
 #[no_mangle]
 pub unsafe extern "C" fn pshmem_int8_or_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_or_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i8 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63569,7 +66524,9 @@ pub unsafe extern "C" fn pshmem_int8_or_reduce(team: c_int, dest: *mut i8, sourc
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_xor_reduce(team: c_int, dest: *mut i8, source: *const i8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_xor_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i8 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63582,7 +66539,9 @@ pub unsafe extern "C" fn pshmem_int8_xor_reduce(
     team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i8>("shmem_int8_xor_reduce", team, dest, source, nreduce, <i8 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i8>("shmem_int8_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i8 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63595,7 +66554,9 @@ pub unsafe extern "C" fn shmem_int16_and_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_and_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i16>("shmem_int16_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i16 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63608,7 +66569,9 @@ pub unsafe extern "C" fn pshmem_int16_and_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_and_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i16>("shmem_int16_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i16 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63621,7 +66584,9 @@ pub unsafe extern "C" fn shmem_int16_or_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_or_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i16>("shmem_int16_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i16 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63634,7 +66599,9 @@ pub unsafe extern "C" fn pshmem_int16_or_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_or_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i16>("shmem_int16_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i16 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63647,7 +66614,9 @@ pub unsafe extern "C" fn shmem_int16_xor_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_xor_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i16>("shmem_int16_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i16 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63660,7 +66629,9 @@ pub unsafe extern "C" fn pshmem_int16_xor_reduce(
     team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i16>("shmem_int16_xor_reduce", team, dest, source, nreduce, <i16 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i16>("shmem_int16_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i16 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63673,7 +66644,9 @@ pub unsafe extern "C" fn shmem_int32_and_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_and_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i32>("shmem_int32_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i32 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63686,7 +66659,9 @@ pub unsafe extern "C" fn pshmem_int32_and_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_and_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i32>("shmem_int32_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i32 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63699,7 +66674,9 @@ pub unsafe extern "C" fn shmem_int32_or_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_or_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i32>("shmem_int32_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i32 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63712,7 +66689,9 @@ pub unsafe extern "C" fn pshmem_int32_or_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_or_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i32>("shmem_int32_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i32 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63725,7 +66704,9 @@ pub unsafe extern "C" fn shmem_int32_xor_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_xor_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i32>("shmem_int32_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i32 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63738,7 +66719,9 @@ pub unsafe extern "C" fn pshmem_int32_xor_reduce(
     team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i32>("shmem_int32_xor_reduce", team, dest, source, nreduce, <i32 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i32>("shmem_int32_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i32 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63751,7 +66734,9 @@ pub unsafe extern "C" fn shmem_int64_and_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_and_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i64>("shmem_int64_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i64 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63764,7 +66749,9 @@ pub unsafe extern "C" fn pshmem_int64_and_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_and_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<i64>("shmem_int64_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <i64 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63777,7 +66764,9 @@ pub unsafe extern "C" fn shmem_int64_or_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_or_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i64>("shmem_int64_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i64 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63790,7 +66779,9 @@ pub unsafe extern "C" fn pshmem_int64_or_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_or_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<i64>("shmem_int64_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <i64 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63803,7 +66794,9 @@ pub unsafe extern "C" fn shmem_int64_xor_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_xor_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i64>("shmem_int64_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i64 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63816,7 +66809,9 @@ pub unsafe extern "C" fn pshmem_int64_xor_reduce(
     team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<i64>("shmem_int64_xor_reduce", team, dest, source, nreduce, <i64 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<i64>("shmem_int64_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <i64 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63829,7 +66824,9 @@ pub unsafe extern "C" fn shmem_uint8_and_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_and_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <u8 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63842,7 +66839,9 @@ pub unsafe extern "C" fn pshmem_uint8_and_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_and_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_and_reduce", team, dest, source, nreduce, ti::RedOp::And, <u8 as ti::Bits>::and)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63853,7 +66852,9 @@ pub unsafe extern "C" fn pshmem_uint8_and_reduce(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_or_reduce(team: c_int, dest: *mut u8, source: *const u8, nreduce: usize) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_or_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u8 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63866,7 +66867,9 @@ pub unsafe extern "C" fn pshmem_uint8_or_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_or_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u8 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63879,7 +66882,9 @@ pub unsafe extern "C" fn shmem_uint8_xor_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_xor_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <u8 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63892,7 +66897,9 @@ pub unsafe extern "C" fn pshmem_uint8_xor_reduce(
     team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u8>("shmem_uint8_xor_reduce", team, dest, source, nreduce, <u8 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u8>("shmem_uint8_xor_reduce", team, dest, source, nreduce, ti::RedOp::Xor, <u8 as ti::Bits>::xor)
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63905,7 +66912,17 @@ pub unsafe extern "C" fn shmem_uint16_and_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_and_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u16 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63918,7 +66935,17 @@ pub unsafe extern "C" fn pshmem_uint16_and_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_and_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u16 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63931,7 +66958,9 @@ pub unsafe extern "C" fn shmem_uint16_or_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_or_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u16>("shmem_uint16_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u16 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -63944,7 +66973,9 @@ pub unsafe extern "C" fn pshmem_uint16_or_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_or_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u16>("shmem_uint16_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u16 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63957,7 +66988,17 @@ pub unsafe extern "C" fn shmem_uint16_xor_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_xor_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u16 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -63970,7 +67011,17 @@ pub unsafe extern "C" fn pshmem_uint16_xor_reduce(
     team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u16>("shmem_uint16_xor_reduce", team, dest, source, nreduce, <u16 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u16>(
+            "shmem_uint16_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u16 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63983,7 +67034,17 @@ pub unsafe extern "C" fn shmem_uint32_and_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_and_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u32 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -63996,7 +67057,17 @@ pub unsafe extern "C" fn pshmem_uint32_and_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_and_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u32 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -64009,7 +67080,9 @@ pub unsafe extern "C" fn shmem_uint32_or_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_or_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u32>("shmem_uint32_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u32 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -64022,7 +67095,9 @@ pub unsafe extern "C" fn pshmem_uint32_or_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_or_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u32>("shmem_uint32_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u32 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -64035,7 +67110,17 @@ pub unsafe extern "C" fn shmem_uint32_xor_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_xor_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u32 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -64048,7 +67133,17 @@ pub unsafe extern "C" fn pshmem_uint32_xor_reduce(
     team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u32>("shmem_uint32_xor_reduce", team, dest, source, nreduce, <u32 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u32>(
+            "shmem_uint32_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u32 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -64061,7 +67156,17 @@ pub unsafe extern "C" fn shmem_uint64_and_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_and_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u64 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -64074,7 +67179,17 @@ pub unsafe extern "C" fn pshmem_uint64_and_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_and_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u64 as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -64087,7 +67202,9 @@ pub unsafe extern "C" fn shmem_uint64_or_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_or_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u64>("shmem_uint64_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u64 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -64100,7 +67217,9 @@ pub unsafe extern "C" fn pshmem_uint64_or_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_or_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<u64>("shmem_uint64_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <u64 as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -64113,7 +67232,17 @@ pub unsafe extern "C" fn shmem_uint64_xor_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_xor_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u64 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -64126,7 +67255,17 @@ pub unsafe extern "C" fn pshmem_uint64_xor_reduce(
     team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<u64>("shmem_uint64_xor_reduce", team, dest, source, nreduce, <u64 as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<u64>(
+            "shmem_uint64_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u64 as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -64139,7 +67278,17 @@ pub unsafe extern "C" fn shmem_size_and_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_and_reduce", team, dest, source, nreduce, <usize as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <usize as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise AND over the team (§9.9.11).
@@ -64152,7 +67301,17 @@ pub unsafe extern "C" fn pshmem_size_and_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_and_reduce", team, dest, source, nreduce, <usize as ti::Bits>::and) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_and_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <usize as ti::Bits>::and,
+        )
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -64165,7 +67324,9 @@ pub unsafe extern "C" fn shmem_size_or_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_or_reduce", team, dest, source, nreduce, <usize as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<usize>("shmem_size_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <usize as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise OR over the team (§9.9.11).
@@ -64178,7 +67339,9 @@ pub unsafe extern "C" fn pshmem_size_or_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_or_reduce", team, dest, source, nreduce, <usize as ti::Bits>::or) }
+    unsafe {
+        ti::reduce::<usize>("shmem_size_or_reduce", team, dest, source, nreduce, ti::RedOp::Or, <usize as ti::Bits>::or)
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -64191,7 +67354,17 @@ pub unsafe extern "C" fn shmem_size_xor_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_xor_reduce", team, dest, source, nreduce, <usize as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <usize as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Element-wise bitwise XOR over the team (§9.9.11).
@@ -64204,7 +67377,17 @@ pub unsafe extern "C" fn pshmem_size_xor_reduce(
     team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
-    unsafe { ti::reduce::<usize>("shmem_size_xor_reduce", team, dest, source, nreduce, <usize as ti::Bits>::xor) }
+    unsafe {
+        ti::reduce::<usize>(
+            "shmem_size_xor_reduce",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <usize as ti::Bits>::xor,
+        )
+    }
 }
 
 /// Deprecated: max reduction over an active set.
@@ -64229,6 +67412,7 @@ pub unsafe extern "C" fn shmem_float_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <f32 as ti::Order>::max,
         )
     }
@@ -64256,6 +67440,7 @@ pub unsafe extern "C" fn pshmem_float_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <f32 as ti::Order>::max,
         )
     }
@@ -64283,6 +67468,7 @@ pub unsafe extern "C" fn shmem_float_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <f32 as ti::Order>::min,
         )
     }
@@ -64310,6 +67496,7 @@ pub unsafe extern "C" fn pshmem_float_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <f32 as ti::Order>::min,
         )
     }
@@ -64337,6 +67524,7 @@ pub unsafe extern "C" fn shmem_double_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <f64 as ti::Order>::max,
         )
     }
@@ -64364,6 +67552,7 @@ pub unsafe extern "C" fn pshmem_double_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <f64 as ti::Order>::max,
         )
     }
@@ -64391,6 +67580,7 @@ pub unsafe extern "C" fn shmem_double_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <f64 as ti::Order>::min,
         )
     }
@@ -64418,6 +67608,7 @@ pub unsafe extern "C" fn pshmem_double_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <f64 as ti::Order>::min,
         )
     }
@@ -64445,6 +67636,7 @@ pub unsafe extern "C" fn shmem_short_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_short as ti::Order>::max,
         )
     }
@@ -64472,6 +67664,7 @@ pub unsafe extern "C" fn pshmem_short_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_short as ti::Order>::max,
         )
     }
@@ -64499,6 +67692,7 @@ pub unsafe extern "C" fn shmem_short_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_short as ti::Order>::min,
         )
     }
@@ -64526,6 +67720,7 @@ pub unsafe extern "C" fn pshmem_short_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_short as ti::Order>::min,
         )
     }
@@ -64553,6 +67748,7 @@ pub unsafe extern "C" fn shmem_int_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_int as ti::Order>::max,
         )
     }
@@ -64580,6 +67776,7 @@ pub unsafe extern "C" fn pshmem_int_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_int as ti::Order>::max,
         )
     }
@@ -64607,6 +67804,7 @@ pub unsafe extern "C" fn shmem_int_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_int as ti::Order>::min,
         )
     }
@@ -64634,6 +67832,7 @@ pub unsafe extern "C" fn pshmem_int_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_int as ti::Order>::min,
         )
     }
@@ -64661,6 +67860,7 @@ pub unsafe extern "C" fn shmem_long_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_long as ti::Order>::max,
         )
     }
@@ -64688,6 +67888,7 @@ pub unsafe extern "C" fn pshmem_long_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_long as ti::Order>::max,
         )
     }
@@ -64715,6 +67916,7 @@ pub unsafe extern "C" fn shmem_long_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_long as ti::Order>::min,
         )
     }
@@ -64742,6 +67944,7 @@ pub unsafe extern "C" fn pshmem_long_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_long as ti::Order>::min,
         )
     }
@@ -64769,6 +67972,7 @@ pub unsafe extern "C" fn shmem_longlong_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_longlong as ti::Order>::max,
         )
     }
@@ -64796,6 +68000,7 @@ pub unsafe extern "C" fn pshmem_longlong_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <c_longlong as ti::Order>::max,
         )
     }
@@ -64823,6 +68028,7 @@ pub unsafe extern "C" fn shmem_longlong_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_longlong as ti::Order>::min,
         )
     }
@@ -64850,6 +68056,7 @@ pub unsafe extern "C" fn pshmem_longlong_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <c_longlong as ti::Order>::min,
         )
     }
@@ -64878,6 +68085,7 @@ pub unsafe extern "C" fn shmem_longdouble_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <ti::LongDouble as ti::Order>::max,
         )
     }
@@ -64906,6 +68114,7 @@ pub unsafe extern "C" fn pshmem_longdouble_max_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Max,
             <ti::LongDouble as ti::Order>::max,
         )
     }
@@ -64934,6 +68143,7 @@ pub unsafe extern "C" fn shmem_longdouble_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <ti::LongDouble as ti::Order>::min,
         )
     }
@@ -64962,6 +68172,7 @@ pub unsafe extern "C" fn pshmem_longdouble_min_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Min,
             <ti::LongDouble as ti::Order>::min,
         )
     }
@@ -64989,6 +68200,7 @@ pub unsafe extern "C" fn shmem_float_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <f32 as ti::Arith>::add,
         )
     }
@@ -65016,6 +68228,7 @@ pub unsafe extern "C" fn pshmem_float_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <f32 as ti::Arith>::add,
         )
     }
@@ -65043,6 +68256,7 @@ pub unsafe extern "C" fn shmem_float_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <f32 as ti::Arith>::mul,
         )
     }
@@ -65070,6 +68284,7 @@ pub unsafe extern "C" fn pshmem_float_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <f32 as ti::Arith>::mul,
         )
     }
@@ -65097,6 +68312,7 @@ pub unsafe extern "C" fn shmem_double_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <f64 as ti::Arith>::add,
         )
     }
@@ -65124,6 +68340,7 @@ pub unsafe extern "C" fn pshmem_double_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <f64 as ti::Arith>::add,
         )
     }
@@ -65151,6 +68368,7 @@ pub unsafe extern "C" fn shmem_double_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <f64 as ti::Arith>::mul,
         )
     }
@@ -65178,6 +68396,7 @@ pub unsafe extern "C" fn pshmem_double_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <f64 as ti::Arith>::mul,
         )
     }
@@ -65205,6 +68424,7 @@ pub unsafe extern "C" fn shmem_short_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_short as ti::Arith>::add,
         )
     }
@@ -65232,6 +68452,7 @@ pub unsafe extern "C" fn pshmem_short_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_short as ti::Arith>::add,
         )
     }
@@ -65259,6 +68480,7 @@ pub unsafe extern "C" fn shmem_short_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_short as ti::Arith>::mul,
         )
     }
@@ -65286,6 +68508,7 @@ pub unsafe extern "C" fn pshmem_short_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_short as ti::Arith>::mul,
         )
     }
@@ -65313,6 +68536,7 @@ pub unsafe extern "C" fn shmem_int_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_int as ti::Arith>::add,
         )
     }
@@ -65340,6 +68564,7 @@ pub unsafe extern "C" fn pshmem_int_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_int as ti::Arith>::add,
         )
     }
@@ -65367,6 +68592,7 @@ pub unsafe extern "C" fn shmem_int_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_int as ti::Arith>::mul,
         )
     }
@@ -65394,6 +68620,7 @@ pub unsafe extern "C" fn pshmem_int_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_int as ti::Arith>::mul,
         )
     }
@@ -65421,6 +68648,7 @@ pub unsafe extern "C" fn shmem_long_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_long as ti::Arith>::add,
         )
     }
@@ -65448,6 +68676,7 @@ pub unsafe extern "C" fn pshmem_long_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_long as ti::Arith>::add,
         )
     }
@@ -65475,6 +68704,7 @@ pub unsafe extern "C" fn shmem_long_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_long as ti::Arith>::mul,
         )
     }
@@ -65502,6 +68732,7 @@ pub unsafe extern "C" fn pshmem_long_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_long as ti::Arith>::mul,
         )
     }
@@ -65529,6 +68760,7 @@ pub unsafe extern "C" fn shmem_longlong_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_longlong as ti::Arith>::add,
         )
     }
@@ -65556,6 +68788,7 @@ pub unsafe extern "C" fn pshmem_longlong_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <c_longlong as ti::Arith>::add,
         )
     }
@@ -65583,6 +68816,7 @@ pub unsafe extern "C" fn shmem_longlong_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_longlong as ti::Arith>::mul,
         )
     }
@@ -65610,6 +68844,7 @@ pub unsafe extern "C" fn pshmem_longlong_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <c_longlong as ti::Arith>::mul,
         )
     }
@@ -65638,6 +68873,7 @@ pub unsafe extern "C" fn shmem_longdouble_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <ti::LongDouble as ti::Arith>::add,
         )
     }
@@ -65666,6 +68902,7 @@ pub unsafe extern "C" fn pshmem_longdouble_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <ti::LongDouble as ti::Arith>::add,
         )
     }
@@ -65694,6 +68931,7 @@ pub unsafe extern "C" fn shmem_longdouble_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <ti::LongDouble as ti::Arith>::mul,
         )
     }
@@ -65722,6 +68960,7 @@ pub unsafe extern "C" fn pshmem_longdouble_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <ti::LongDouble as ti::Arith>::mul,
         )
     }
@@ -65749,6 +68988,7 @@ pub unsafe extern "C" fn shmem_complexf_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <ti::Complex<f32> as ti::Arith>::add,
         )
     }
@@ -65776,6 +69016,7 @@ pub unsafe extern "C" fn pshmem_complexf_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <ti::Complex<f32> as ti::Arith>::add,
         )
     }
@@ -65803,6 +69044,7 @@ pub unsafe extern "C" fn shmem_complexf_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <ti::Complex<f32> as ti::Arith>::mul,
         )
     }
@@ -65830,6 +69072,7 @@ pub unsafe extern "C" fn pshmem_complexf_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <ti::Complex<f32> as ti::Arith>::mul,
         )
     }
@@ -65857,6 +69100,7 @@ pub unsafe extern "C" fn shmem_complexd_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <ti::Complex<f64> as ti::Arith>::add,
         )
     }
@@ -65884,6 +69128,7 @@ pub unsafe extern "C" fn pshmem_complexd_sum_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Sum,
             <ti::Complex<f64> as ti::Arith>::add,
         )
     }
@@ -65911,6 +69156,7 @@ pub unsafe extern "C" fn shmem_complexd_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <ti::Complex<f64> as ti::Arith>::mul,
         )
     }
@@ -65938,6 +69184,7 @@ pub unsafe extern "C" fn pshmem_complexd_prod_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Prod,
             <ti::Complex<f64> as ti::Arith>::mul,
         )
     }
@@ -65965,6 +69212,7 @@ pub unsafe extern "C" fn shmem_short_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_short as ti::Bits>::and,
         )
     }
@@ -65992,6 +69240,7 @@ pub unsafe extern "C" fn pshmem_short_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_short as ti::Bits>::and,
         )
     }
@@ -66019,6 +69268,7 @@ pub unsafe extern "C" fn shmem_short_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_short as ti::Bits>::or,
         )
     }
@@ -66046,6 +69296,7 @@ pub unsafe extern "C" fn pshmem_short_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_short as ti::Bits>::or,
         )
     }
@@ -66073,6 +69324,7 @@ pub unsafe extern "C" fn shmem_short_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_short as ti::Bits>::xor,
         )
     }
@@ -66100,6 +69352,7 @@ pub unsafe extern "C" fn pshmem_short_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_short as ti::Bits>::xor,
         )
     }
@@ -66127,6 +69380,7 @@ pub unsafe extern "C" fn shmem_int_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_int as ti::Bits>::and,
         )
     }
@@ -66154,6 +69408,7 @@ pub unsafe extern "C" fn pshmem_int_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_int as ti::Bits>::and,
         )
     }
@@ -66181,6 +69436,7 @@ pub unsafe extern "C" fn shmem_int_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_int as ti::Bits>::or,
         )
     }
@@ -66208,6 +69464,7 @@ pub unsafe extern "C" fn pshmem_int_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_int as ti::Bits>::or,
         )
     }
@@ -66235,6 +69492,7 @@ pub unsafe extern "C" fn shmem_int_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_int as ti::Bits>::xor,
         )
     }
@@ -66262,6 +69520,7 @@ pub unsafe extern "C" fn pshmem_int_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_int as ti::Bits>::xor,
         )
     }
@@ -66289,6 +69548,7 @@ pub unsafe extern "C" fn shmem_long_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_long as ti::Bits>::and,
         )
     }
@@ -66316,6 +69576,7 @@ pub unsafe extern "C" fn pshmem_long_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_long as ti::Bits>::and,
         )
     }
@@ -66343,6 +69604,7 @@ pub unsafe extern "C" fn shmem_long_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_long as ti::Bits>::or,
         )
     }
@@ -66370,6 +69632,7 @@ pub unsafe extern "C" fn pshmem_long_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_long as ti::Bits>::or,
         )
     }
@@ -66397,6 +69660,7 @@ pub unsafe extern "C" fn shmem_long_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_long as ti::Bits>::xor,
         )
     }
@@ -66424,6 +69688,7 @@ pub unsafe extern "C" fn pshmem_long_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_long as ti::Bits>::xor,
         )
     }
@@ -66451,6 +69716,7 @@ pub unsafe extern "C" fn shmem_longlong_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_longlong as ti::Bits>::and,
         )
     }
@@ -66478,6 +69744,7 @@ pub unsafe extern "C" fn pshmem_longlong_and_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::And,
             <c_longlong as ti::Bits>::and,
         )
     }
@@ -66505,6 +69772,7 @@ pub unsafe extern "C" fn shmem_longlong_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_longlong as ti::Bits>::or,
         )
     }
@@ -66532,6 +69800,7 @@ pub unsafe extern "C" fn pshmem_longlong_or_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Or,
             <c_longlong as ti::Bits>::or,
         )
     }
@@ -66559,6 +69828,7 @@ pub unsafe extern "C" fn shmem_longlong_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_longlong as ti::Bits>::xor,
         )
     }
@@ -66586,6 +69856,7 @@ pub unsafe extern "C" fn pshmem_longlong_xor_to_all(
             logPE_stride,
             PE_size,
             pSync,
+            ti::RedOp::Xor,
             <c_longlong as ti::Bits>::xor,
         )
     }

@@ -1,6 +1,7 @@
 //! Generic bodies of the typed C routines; `typed.rs` instantiates them.
 
 use crate::guard;
+pub use ishmem_runtime::collsig::RedOp;
 use ishmem_runtime::core::state;
 use ishmem_runtime::error::fatal;
 use std::ffi::c_int;
@@ -598,11 +599,12 @@ pub unsafe extern "C" fn longdouble_ctx_g(
 
 #[inline(always)]
 pub unsafe fn reduce<T: Copy>(
-    call: &'static str, team: c_int, dest: *mut T, source: *const T, nreduce: usize, op: impl Fn(T, T) -> T,
+    call: &'static str, team: c_int, dest: *mut T, source: *const T, nreduce: usize, which: RedOp,
+    op: impl Fn(T, T) -> T,
 ) -> c_int {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).reduce(call, team, dest, source, nreduce, op)) }
+    unsafe { guard(call, || state(call).reduce(call, team, dest, source, nreduce, which, op)) }
 }
 
 #[inline(always)]
@@ -659,7 +661,7 @@ fn nelems_of(call: &str, n: c_int) -> usize {
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn to_all<T: Copy>(
     call: &'static str, dest: *mut T, source: *const T, nreduce: c_int, pe_start: c_int, log_stride: c_int,
-    pe_size: c_int, psync: *mut std::ffi::c_long, op: impl Fn(T, T) -> T,
+    pe_size: c_int, psync: *mut std::ffi::c_long, which: RedOp, op: impl Fn(T, T) -> T,
 ) {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
@@ -667,7 +669,7 @@ pub unsafe fn to_all<T: Copy>(
         guard(call, || {
             let st = state(call);
             let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
-            st.reduce_in(call, &a, dest, source, nelems_of(call, nreduce), op);
+            st.reduce_in(call, &a, dest, source, nelems_of(call, nreduce), which, op);
         })
     }
 }

@@ -594,7 +594,7 @@ const MINMAX_OPS: &[Op] = &[
         "{P}_{T}_max_reduce",
         TRED,
         Some(K::Int),
-        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Order>::max)",
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, ti::RedOp::Max, <{R} as ti::Order>::max)",
         "Element-wise maximum over the team; dest may equal source (§9.9.11).",
         Some("dest"),
     ),
@@ -602,7 +602,7 @@ const MINMAX_OPS: &[Op] = &[
         "{P}_{T}_min_reduce",
         TRED,
         Some(K::Int),
-        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Order>::min)",
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, ti::RedOp::Min, <{R} as ti::Order>::min)",
         "Element-wise minimum over the team (§9.9.11).",
         Some("dest"),
     ),
@@ -614,7 +614,7 @@ const SUMPROD_OPS: &[Op] = &[
         "{P}_{T}_sum_reduce",
         TRED,
         Some(K::Int),
-        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::add)",
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, ti::RedOp::Sum, <{R} as ti::Arith>::add)",
         "Element-wise sum over the team, in team order (§9.9.11).",
         Some("dest"),
     ),
@@ -622,7 +622,7 @@ const SUMPROD_OPS: &[Op] = &[
         "{P}_{T}_prod_reduce",
         TRED,
         Some(K::Int),
-        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Arith>::mul)",
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, ti::RedOp::Prod, <{R} as ti::Arith>::mul)",
         "Element-wise product over the team, in team order (§9.9.11).",
         Some("dest"),
     ),
@@ -654,7 +654,7 @@ const REDBIT_OPS: &[Op] = &[
         "{P}_{T}_and_reduce",
         TRED,
         Some(K::Int),
-        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Bits>::and)",
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, ti::RedOp::And, <{R} as ti::Bits>::and)",
         "Element-wise bitwise AND over the team (§9.9.11).",
         Some("dest"),
     ),
@@ -662,7 +662,7 @@ const REDBIT_OPS: &[Op] = &[
         "{P}_{T}_or_reduce",
         TRED,
         Some(K::Int),
-        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Bits>::or)",
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, ti::RedOp::Or, <{R} as ti::Bits>::or)",
         "Element-wise bitwise OR over the team (§9.9.11).",
         Some("dest"),
     ),
@@ -670,7 +670,7 @@ const REDBIT_OPS: &[Op] = &[
         "{P}_{T}_xor_reduce",
         TRED,
         Some(K::Int),
-        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, <{R} as ti::Bits>::xor)",
+        "ti::reduce::<{R}>(\"{n}\", team, dest, source, nreduce, ti::RedOp::Xor, <{R} as ti::Bits>::xor)",
         "Element-wise bitwise XOR over the team (§9.9.11).",
         Some("dest"),
     ),
@@ -687,26 +687,26 @@ const TOALL: &[(&str, K)] = &[
     ("pSync", K::PtrLong),
 ];
 macro_rules! to_all {
-    ($name:literal, $tr:literal, $f:literal, $doc:literal) => {
+    ($name:literal, $op:literal, $tr:literal, $f:literal, $doc:literal) => {
         op(concat!("{P}_{T}_", $name, "_to_all"), TOALL, None,
-           concat!("let _ = pWrk; // not needed: reductions use a stack buffer\n    ti::to_all::<{R}>(\"{n}\", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, <{R} as ti::", $tr, ">::", $f, ")"),
+           concat!("let _ = pWrk; // not needed: reductions use a stack buffer\n    ti::to_all::<{R}>(\"{n}\", dest, source, nreduce, PE_start, logPE_stride, PE_size, pSync, ti::RedOp::", $op, ", <{R} as ti::", $tr, ">::", $f, ")"),
            $doc, None)
     };
 }
 /// Deprecated active-set reductions (OpenSHMEM 1.4 §9.9.7); pWrk is not
 /// needed and not touched.
 const DEPRED_OPS: &[Op] = &[
-    to_all!("max", "Order", "max", "Deprecated: max reduction over an active set."),
-    to_all!("min", "Order", "min", "Deprecated: min reduction over an active set."),
+    to_all!("max", "Max", "Order", "max", "Deprecated: max reduction over an active set."),
+    to_all!("min", "Min", "Order", "min", "Deprecated: min reduction over an active set."),
 ];
 const DEPRED_SUMPROD_OPS: &[Op] = &[
-    to_all!("sum", "Arith", "add", "Deprecated: sum reduction over an active set."),
-    to_all!("prod", "Arith", "mul", "Deprecated: product reduction over an active set."),
+    to_all!("sum", "Sum", "Arith", "add", "Deprecated: sum reduction over an active set."),
+    to_all!("prod", "Prod", "Arith", "mul", "Deprecated: product reduction over an active set."),
 ];
 const DEPBIT_OPS: &[Op] = &[
-    to_all!("and", "Bits", "and", "Deprecated: AND reduction over an active set."),
-    to_all!("or", "Bits", "or", "Deprecated: OR reduction over an active set."),
-    to_all!("xor", "Bits", "xor", "Deprecated: XOR reduction over an active set."),
+    to_all!("and", "And", "Bits", "and", "Deprecated: AND reduction over an active set."),
+    to_all!("or", "Or", "Bits", "or", "Deprecated: OR reduction over an active set."),
+    to_all!("xor", "Xor", "Bits", "xor", "Deprecated: XOR reduction over an active set."),
 ];
 /// Deprecated AMO names (OpenSHMEM 1.3).
 const DEPAMO_OPS: &[Op] = &[

@@ -29,6 +29,7 @@
 //! synchronization that orders those puts (a barrier, a wait on a flag).
 
 use ishmem_runtime::amo::{self as amo_rt, CmpValues, SyncMode};
+use ishmem_runtime::collsig::RedOp;
 use ishmem_runtime::core::{self, state};
 use ishmem_runtime::state::State;
 use ishmem_runtime::types::AmoOp;
@@ -207,7 +208,7 @@ impl Ishmem {
                 // it before returning from this call, which needs the barrier
                 // below, which we reach only after zeroing.
                 unsafe { std::ptr::write_bytes(p, 0, bytes) };
-                self.st.barrier_all();
+                self.st.barrier_all("ishmem::Ishmem::alloc");
             }
             p
         };
@@ -251,12 +252,12 @@ impl Ishmem {
 
     /// `barrier_all`: completes this PE's operations and waits for all PEs.
     pub fn barrier_all(&self) {
-        self.st.barrier_all()
+        self.st.barrier_all("ishmem::Ishmem::barrier_all")
     }
 
     /// `sync_all`: waits for all PEs without completing operations.
     pub fn sync_all(&self) {
-        self.st.sync_all()
+        self.st.sync_all("ishmem::Ishmem::sync_all")
     }
 
     /// `fence`: orders this PE's puts to each PE.
@@ -955,13 +956,13 @@ impl<'a> Team<'a> {
         // SAFETY: both vectors hold at least n elements; T is numeric.
         unsafe {
             match op {
-                ReduceOp::And => st.reduce(call, self.handle, d, s, n, T::apply_and),
-                ReduceOp::Or => st.reduce(call, self.handle, d, s, n, T::apply_or),
-                ReduceOp::Xor => st.reduce(call, self.handle, d, s, n, T::apply_xor),
-                ReduceOp::Max => st.reduce(call, self.handle, d, s, n, T::apply_max),
-                ReduceOp::Min => st.reduce(call, self.handle, d, s, n, T::apply_min),
-                ReduceOp::Sum => st.reduce(call, self.handle, d, s, n, T::apply_sum),
-                ReduceOp::Prod => st.reduce(call, self.handle, d, s, n, T::apply_prod),
+                ReduceOp::And => st.reduce(call, self.handle, d, s, n, RedOp::And, T::apply_and),
+                ReduceOp::Or => st.reduce(call, self.handle, d, s, n, RedOp::Or, T::apply_or),
+                ReduceOp::Xor => st.reduce(call, self.handle, d, s, n, RedOp::Xor, T::apply_xor),
+                ReduceOp::Max => st.reduce(call, self.handle, d, s, n, RedOp::Max, T::apply_max),
+                ReduceOp::Min => st.reduce(call, self.handle, d, s, n, RedOp::Min, T::apply_min),
+                ReduceOp::Sum => st.reduce(call, self.handle, d, s, n, RedOp::Sum, T::apply_sum),
+                ReduceOp::Prod => st.reduce(call, self.handle, d, s, n, RedOp::Prod, T::apply_prod),
             }
         };
     }

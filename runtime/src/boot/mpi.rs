@@ -386,3 +386,50 @@ fn exchange(
         amo_remote_all: false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(tag: &str) -> String {
+        format!("ishmem-test-{}-{tag}-{:x}", std::process::id(), random_token().unwrap() as u64)
+    }
+
+    /// Silent connections and a wrong secret neither take a PE's place nor
+    /// fail the accept; the real PE gets in.
+    #[test]
+    fn accept_skips_silent_and_wrong_secret() {
+        let n = name("ok");
+        let l = listen(&n, 8).unwrap();
+        let token = random_token().unwrap();
+        let silent = connect(&n).unwrap();
+        let junk = connect(&n).unwrap();
+        send_auth(&junk, token ^ 1).unwrap();
+        let good = connect(&n).unwrap();
+        send_auth(&good, token).unwrap();
+        let got = accept_node_pes(&l, 1, token, Duration::from_secs(10)).unwrap();
+        assert_eq!(got.len(), 1);
+        drop((silent, junk, good));
+    }
+
+    /// A PE that never arrives ends the wait at the deadline with a message
+    /// saying how many arrived and how many connections were refused.
+    #[test]
+    fn accept_deadline_names_the_count() {
+        let n = name("deadline");
+        let l = listen(&n, 8).unwrap();
+        let token = random_token().unwrap();
+        let _silent = connect(&n).unwrap();
+        let junk = connect(&n).unwrap();
+        send_auth(&junk, 7).unwrap();
+        let good = connect(&n).unwrap();
+        send_auth(&good, token).unwrap();
+        let t = Instant::now();
+        let e = accept_node_pes(&l, 2, token, Duration::from_secs(1)).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+        assert_eq!(
+            e,
+            "only 1 of the 2 PEs of this node reached its bootstrap socket within 1 s (1 other connection(s) refused)"
+        );
+    }
+}
