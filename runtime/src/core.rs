@@ -101,8 +101,11 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
     if let Ok(Some(l)) = env::ishmrun_launch() {
         phase::set_my_pe(l.pe);
     }
-    for name in env::unknown_vars() {
-        warn(format_args!("unknown environment variable {name} is ignored"));
+    for (name, near) in env::unknown_vars() {
+        match near {
+            Some(n) => warn(format_args!("unknown environment variable {name} is ignored (did you mean {n}?)")),
+            None => warn(format_args!("unknown environment variable {name} is ignored")),
+        }
     }
     let device = device::select(&config)?;
     let job = boot::start(&config, opts, device)?;

@@ -17,6 +17,9 @@ pub enum Kind {
     Size,
     /// `0`, `false`, `no`, `off` mean off; `1`, `true`, `yes`, `on` mean on.
     Bool,
+    /// On when set to anything but `0`, `false`, `no` or `off` (Intel
+    /// SHMEM's `ISHMEM_DEBUG`); off when unset or empty.
+    Flag,
     /// A non-negative integer.
     Uint,
     /// Free text (a path); not parsed.
@@ -28,6 +31,7 @@ impl Kind {
         match self {
             Kind::Size => "size",
             Kind::Bool => "bool",
+            Kind::Flag => "flag",
             Kind::Uint => "integer",
             Kind::Text => "text",
         }
@@ -54,14 +58,14 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_SYMMETRIC_SIZE",
         kind: Kind::Size,
         default: "512m",
-        help: "Size of the symmetric heap of each PE (suffixes k, m, g, t; powers of 1024). Must be the same on every PE.",
+        help: "Size of the symmetric heap of each PE (suffixes k, m, g, t; powers of 1024; fractions allowed: 1.5g, 3.1M). Must be the same on every PE.",
         internal: false,
     },
     EnvVar {
         name: "ISHMEM_DEBUG",
-        kind: Kind::Bool,
+        kind: Kind::Flag,
         default: "0",
-        help: "Print initialization details (heap placement, peers, bootstrap) to stderr.",
+        help: "Print initialization details (heap placement, peers, bootstrap) to stderr. Any value but 0/false/no/off turns it on.",
         internal: false,
     },
     EnvVar {
@@ -73,9 +77,23 @@ pub const VARS: &[EnvVar] = &[
     },
     EnvVar {
         name: "SHMEM_DEBUG",
-        kind: Kind::Bool,
+        kind: Kind::Flag,
         default: "",
         help: "OpenSHMEM's name for ISHMEM_DEBUG; used when ISHMEM_DEBUG is not set.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_VERSION",
+        kind: Kind::Text,
+        default: "",
+        help: "When set (to anything), PE 0 prints the library version at initialization (Intel SHMEM's name for SHMEM_VERSION).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_INFO",
+        kind: Kind::Text,
+        default: "",
+        help: "When set (to anything), PE 0 prints every environment variable of this table with its value and help at initialization (Intel SHMEM's name for SHMEM_INFO).",
         internal: false,
     },
     EnvVar {
@@ -227,11 +245,21 @@ pub fn parse_size(s: &str) -> Option<u64> {
         't' => (&t[..t.len() - 1], 1 << 40),
         _ => (t, 1),
     };
-    let digits = digits.trim();
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    // A decimal fraction is allowed (`1.5g`, as the OpenSHMEM
+    // specification and Intel's and NVIDIA's documentation do); the result
+    // is rounded down to whole bytes.
+    let (int, frac) = digits.trim().split_once('.').unwrap_or((digits.trim(), ""));
+    let all_digits = |x: &str| x.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !all_digits(int) || !all_digits(frac) || frac.len() > 18 {
         return None;
     }
-    digits.parse::<u64>().ok()?.checked_mul(mult)
+    let whole = if int.is_empty() { 0 } else { int.parse::<u64>().ok()?.checked_mul(mult)? };
+    let part = if frac.is_empty() {
+        0
+    } else {
+        (frac.parse::<u128>().ok()? * mult as u128 / 10u128.pow(frac.len() as u32)) as u64
+    };
+    whole.checked_add(part)
 }
 
 /// Parses a boolean the way the table documents.
@@ -377,6 +405,12 @@ impl Reader<'_> {
         })
     }
 
+    /// A [`Kind::Flag`]: on unless unset, empty or a false word.
+    fn flag(&self, name: &'static str, alias: Option<&'static str>) -> bool {
+        let (v, _, set) = self.value(name, alias, Kind::Flag);
+        set && parse_bool(&v) != Some(false)
+    }
+
     fn bool(&self, name: &'static str, alias: Option<&'static str>) -> Result<bool, EnvError> {
         let (v, from, _) = self.value(name, alias, Kind::Bool);
         parse_bool(&v).ok_or(EnvError { name: from, value: v.clone(), expected: BOOL_EXPECTED })
@@ -430,9 +464,9 @@ impl Config {
         })?;
         Ok(Config {
             symmetric_size: r.size("ISHMEM_SYMMETRIC_SIZE", Some("SHMEM_SYMMETRIC_SIZE"))?,
-            debug: r.bool("ISHMEM_DEBUG", Some("SHMEM_DEBUG"))?,
-            print_version: r.present("SHMEM_VERSION"),
-            print_info: r.present("SHMEM_INFO"),
+            debug: r.flag("ISHMEM_DEBUG", Some("SHMEM_DEBUG")),
+            print_version: r.present("ISHMEM_VERSION") || r.present("SHMEM_VERSION"),
+            print_info: r.present("ISHMEM_INFO") || r.present("SHMEM_INFO"),
             device,
             device_lib: r.text("ISHMEM_DEVICE_LIB"),
             cuda_device: r.uint("ISHMEM_CUDA_DEVICE")?,
@@ -555,14 +589,54 @@ pub fn set_library_heap_size(mib: usize) {
     }
 }
 
-/// Names of `ISHMEM_*` and `ISHMRUN_*` variables set in the environment
-/// that the table does not know (likely typos); the runtime warns about
-/// them.
-pub fn unknown_vars() -> Vec<String> {
-    std::env::vars_os()
-        .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| (k.starts_with("ISHMEM_") || k.starts_with("ISHMRUN_")) && !VARS.iter().any(|v| v.name == k))
-        .collect()
+/// Variables set in the environment that look like ours but that the table
+/// does not know (likely typos), each with the known name it is closest to,
+/// if any is within two edits: every unknown `ISHMEM_*` and `ISHMRUN_*`
+/// name, and `SHMEM_*` names only when close to one of ours (other
+/// OpenSHMEM libraries own that prefix). The runtime warns about them.
+pub fn unknown_vars() -> Vec<(String, Option<&'static str>)> {
+    let names: Vec<String> = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).collect();
+    unknown_among(names.iter().map(String::as_str))
+}
+
+fn unknown_among<'a>(names: impl Iterator<Item = &'a str>) -> Vec<(String, Option<&'static str>)> {
+    let mut out = Vec::new();
+    for k in names {
+        if VARS.iter().any(|v| v.name == k) {
+            continue;
+        }
+        let ours = k.starts_with("ISHMEM_") || k.starts_with("ISHMRUN_");
+        let near = k.starts_with("SHMEM_") || k.starts_with("ISHMEM") || k.starts_with("ISMEM_");
+        if !ours && !near {
+            continue;
+        }
+        let best = VARS
+            .iter()
+            .filter(|v| !v.internal)
+            .map(|v| (edit_distance(k, v.name), v.name))
+            .filter(|(d, _)| *d <= 2)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, n)| n);
+        if ours || best.is_some() {
+            out.push((k.to_string(), best));
+        }
+    }
+    out
+}
+
+/// Levenshtein distance (names are short).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 /// The effective value and its source for every variable, for reports.
@@ -606,7 +680,7 @@ mod tests {
         assert_eq!(parse_size("abc"), None);
         assert_eq!(parse_size(""), None);
         assert_eq!(parse_size("-1"), None);
-        assert_eq!(parse_size("1.5g"), None);
+        assert_eq!(parse_size("1.5g"), Some(3 << 29));
         assert_eq!(parse_size("99999999999999t"), None);
     }
 
@@ -632,8 +706,9 @@ mod tests {
             Config::from_lookup(&|n| bad_alias.get(n).map(|s| s.to_string())).unwrap_err().name,
             "SHMEM_SYMMETRIC_SIZE"
         );
+        // Any value but a false word turns debugging on (as Intel SHMEM).
         let dbg: HashMap<&str, &str> = [("ISHMEM_DEBUG", "maybe")].into();
-        assert_eq!(Config::from_lookup(&|n| dbg.get(n).map(|s| s.to_string())).unwrap_err().name, "ISHMEM_DEBUG");
+        assert!(Config::from_lookup(&|n| dbg.get(n).map(|s| s.to_string())).unwrap().debug);
     }
 
     #[test]
@@ -672,7 +747,7 @@ mod tests {
             .map(|v| {
                 let val = match v.kind {
                     Kind::Size => "1m",
-                    Kind::Bool => "1",
+                    Kind::Bool | Kind::Flag => "1",
                     Kind::Uint => "7",
                     Kind::Text => "x",
                 };
@@ -686,11 +761,55 @@ mod tests {
     }
 
     #[test]
+    fn fractional_sizes() {
+        assert_eq!(parse_size("1.5g"), Some(3 << 29));
+        assert_eq!(parse_size("3.1M"), Some(3250585));
+        assert_eq!(parse_size(".5k"), Some(512));
+        assert_eq!(parse_size("2."), Some(2));
+        assert_eq!(parse_size("1.5"), Some(1));
+        for bad in [".", "1.2.3g", "1,5g", "-1m", "1.5x", "1e3"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn debug_flag_takes_any_value() {
+        let get = |v: &str| Config::from_lookup(&|n| (n == "ISHMEM_DEBUG").then(|| v.to_string())).unwrap().debug;
+        assert!(get("1") && get("yes") && get("verbose") && get("2"));
+        assert!(!get("0") && !get("off") && !get(""));
+        let info = Config::from_lookup(&|n| (n == "ISHMEM_INFO").then(String::new)).unwrap();
+        assert!(info.print_info && !info.print_version);
+    }
+
+    #[test]
+    fn misspelled_names_get_a_suggestion() {
+        let got = unknown_among(
+            [
+                "ISHMEM_SYMETRIC_SIZE",
+                "SHMEM_SYMMETRIC_SIZ",
+                "SHMEM_OFI_PROVIDER",
+                "ISHMEM_BANANA",
+                "PATH",
+                "ISHMEM_DEBUG",
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("ISHMEM_SYMETRIC_SIZE".to_string(), Some("ISHMEM_SYMMETRIC_SIZE")),
+                ("SHMEM_SYMMETRIC_SIZ".to_string(), Some("SHMEM_SYMMETRIC_SIZE")),
+                ("ISHMEM_BANANA".to_string(), None),
+            ]
+        );
+    }
+
+    #[test]
     fn table_defaults_parse() {
         for v in VARS.iter().filter(|v| !v.internal && !v.default.is_empty()) {
             let ok = match v.kind {
                 Kind::Size => parse_size(v.default).is_some(),
-                Kind::Bool => parse_bool(v.default).is_some(),
+                Kind::Bool | Kind::Flag => parse_bool(v.default).is_some(),
                 Kind::Uint => v.default.parse::<u64>().is_ok(),
                 Kind::Text => true,
             };

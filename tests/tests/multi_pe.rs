@@ -1079,3 +1079,26 @@ fn small_reliability_defects() {
     );
     expect_failure("free_global", 2, 1, &["is a global or static variable (the symmetric data segment)"], &[]);
 }
+
+/// Environment conventions users bring from OpenSHMEM, Intel SHMEM and
+/// NVSHMEM: fractional sizes, ISHMEM_DEBUG with any value, ISHMEM_VERSION,
+/// and a suggestion for a misspelled name.
+#[test]
+fn environment_conventions() {
+    let prog = c_program("errors");
+    let r = ishmrun(
+        2,
+        &prog,
+        &["ok"],
+        &[("ISHMEM_SYMMETRIC_SIZE", "1.5m"), ("ISHMEM_DEBUG", "verbose"), ("ISHMEM_VERSION", "")],
+    );
+    assert!(r.code == Some(0), "{}", r.report("fractional size, ISHMEM_DEBUG=verbose"));
+    assert!(r.stderr.contains("1572864"), "the 1.5m heap is not in the debug output\n{}", r.report("ISHMEM_DEBUG"));
+    assert!(r.stdout.contains(": OpenSHMEM 1."), "ISHMEM_VERSION printed nothing\n{}", r.report("ISHMEM_VERSION"));
+    let r = ishmrun(1, &prog, &["ok"], &[("ISHMEM_SYMETRIC_SIZE", "1m"), ("SHMEM_DEBGU", "1")]);
+    assert!(r.code == Some(0), "{}", r.report("misspelled names"));
+    for (bad, good) in [("ISHMEM_SYMETRIC_SIZE", "ISHMEM_SYMMETRIC_SIZE"), ("SHMEM_DEBGU", "SHMEM_DEBUG")] {
+        let want = format!("unknown environment variable {bad} is ignored (did you mean {good}?)");
+        assert!(r.stderr.contains(&want), "expected {want:?}\n{}", r.report("misspelled names"));
+    }
+}

@@ -147,7 +147,7 @@ fn main() {
                 )
             })
             .collect();
-        let unknown: Vec<String> = unknown.iter().map(|u| json_str(u)).collect();
+        let unknown: Vec<String> = unknown.iter().map(|(u, _)| json_str(u)).collect();
         emit(&format!(
             "{{\n  \"name\": \"ishmem-rs\",\n  \"version\": {},\n  \"openshmem_version\": \"{major}.{minor}\",\n  \
              \"build\": {{\"profile\": {}, \"arch\": {}}},\n  \"components\": [\n{}\n  ],\n  \"environment\": [\n{}\n  ],\n  \
@@ -175,8 +175,9 @@ fn main() {
         let src = if *src == Source::Environment { "set" } else { "default" };
         let _ = writeln!(o, "  {}={} [{src}]\n      {}", v.name, val, v.help);
     }
-    for u in unknown {
-        let _ = writeln!(o, "  warning: {u} is set but is not an ishmem variable");
+    for (u, near) in unknown {
+        let hint = near.map(|n| format!(" (did you mean {n}?)")).unwrap_or_default();
+        let _ = writeln!(o, "  warning: {u} is set but is not an ishmem variable{hint}");
     }
     emit(&o);
 }
