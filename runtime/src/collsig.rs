@@ -5,17 +5,20 @@
 //! call with the same arguments (kind, element type, count, root, reduction
 //! operator). A member that does not reads or writes outside the buffers
 //! the others expect, or waits at a synchronization the others never
-//! reach. So each synchronizing call publishes its [`Sig`] in the member's
-//! team slot before the team sync (`TeamCtrl::sig`, double-buffered by the
-//! sync epoch's parity, like the scratch words) and compares it with its
-//! predecessor's after the sync (see `State::team_sync_sig` in `team.rs`).
+//! reach. So each synchronizing call describes itself as a [`Sig`] and the
+//! members compare (see `State::team_sync_sig` in `team.rs`).
 //!
-//! The first published word holds the epoch and a 32-bit hash of the
-//! signature, so the common case is one load: members form a ring, so if
-//! any two members differ some member differs from its predecessor, and that
-//! member reads everyone's words for the report. A word from another epoch
-//! (a sync made by the device library, or by the slot's previous team) is
-//! not compared.
+//! Word 0 of a signature holds the sync epoch and a 32-bit hash of the
+//! rest. Before the team sync a member keeps its whole signature in its team
+//! slot (`TeamCtrl::sig`, double-buffered by epoch parity) and stores word 0
+//! into its successor's `TeamCtrl::sig_in`, on the cache line of the flag it
+//! stores there in the sync's first round; after the sync it compares what
+//! its predecessor stored. Members form a ring, so if any two members
+//! differ some member differs from its predecessor; that member reads
+//! everyone's signature for the report. The check costs a few stores to
+//! lines the sync touches anyway, and no extra wait. A word from another
+//! epoch (a sync made by the device library, or by the slot's previous
+//! team) is not compared.
 
 /// What kind of synchronizing call a member made.
 #[repr(u8)]

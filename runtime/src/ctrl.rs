@@ -54,6 +54,12 @@ pub const TEAM_SLOTS: usize = 64;
 /// Synchronization state of one team slot on one PE.
 #[repr(C, align(64))]
 pub struct TeamCtrl {
+    /// Word 0 of the signature (epoch and hash, see `collsig.rs`) of the
+    /// call that made each sync, pushed by this PE's predecessor in the team
+    /// before its round-0 flag store into `barrier[0]`, by epoch parity. It
+    /// shares `barrier[0]`'s cache line, so checking it costs no extra line
+    /// transfer.
+    pub sig_in: [AtomicU64; 2],
     /// Dissemination barrier: `barrier[k]` holds the latest sync epoch in
     /// which this PE was notified in round `k`. In a team each flag has
     /// exactly one writer, and epochs only grow, so no reset is needed.
@@ -66,9 +72,18 @@ pub struct TeamCtrl {
     pub scratch: [AtomicU64; 2],
     /// The signature of the collective call that made each sync, double-
     /// buffered by sync-epoch parity: word 0 the epoch and a hash, then the
-    /// fields (see `collsig.rs`). Written only by the owner.
+    /// fields (see `collsig.rs`). Written only by the owner; read by the
+    /// member that reports a mismatch.
     pub sig: [[AtomicU64; 4]; 2],
 }
+
+/// Offset of a record's epoch from its barrier flags (device state's
+/// `ctrl_epoch_offset`).
+pub const TEAM_EPOCH_FROM_FLAGS: usize =
+    std::mem::offset_of!(TeamCtrl, epoch) - std::mem::offset_of!(TeamCtrl, barrier);
+
+// The pushed signature words share barrier[0]'s cache line.
+const _: () = assert!(std::mem::offset_of!(TeamCtrl, barrier) + 8 <= 64);
 
 // The device library finds `scratch` right after `epoch` (device state's
 // `ctrl_epoch_offset` + 8, + 16): device collect uses it as the host does.
@@ -189,9 +204,11 @@ impl Ctrl {
         }
     }
 
-    /// Address of PE 0's world-team record (for the device state).
+    /// Address of PE 0's world-team barrier flags (for the device state:
+    /// the device library addresses a record from its flags, the epoch at
+    /// [`TEAM_EPOCH_FROM_FLAGS`] after them).
     pub fn team_base(&self) -> u64 {
-        &self.pe(0).teams[0] as *const TeamCtrl as u64
+        &self.pe(0).teams[0].barrier as *const _ as u64
     }
 
     /// The exit status the job is aborting with, if any PE started an abort.

@@ -40,13 +40,13 @@ pub struct ishmemx_device_state_t {
     pub peer_heap_base: u64,
     /// Address of a `u8[n_pes]` table: 1 when `pe` is reached by load/store.
     pub peer_is_local: u64,
-    /// Address, in this PE's address space, of PE 0's world-team
-    /// synchronization record in the node's control segment; PE `p`'s
-    /// record for team slot `s` is at
-    /// `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`. Its
-    /// first 32 u64 are the dissemination barrier flags; the sync epoch is
-    /// at `ctrl_epoch_offset`, followed by the two collective scratch
-    /// words. Host and device barriers and collectives share them.
+    /// Address, in this PE's address space, of the barrier flags of PE 0's
+    /// world-team synchronization record in the node's control segment;
+    /// PE `p`'s flags for team slot `s` are at
+    /// `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`: 32
+    /// u64 dissemination barrier flags; the sync epoch is at
+    /// `ctrl_epoch_offset` from them, followed by the two collective
+    /// scratch words. Host and device barriers and collectives share them.
     pub ctrl_team_base: u64,
     pub ctrl_pe_stride: u32,
     pub ctrl_team_stride: u32,

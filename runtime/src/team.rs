@@ -128,26 +128,34 @@ impl State {
 
     /// Synchronizes `team` for the collective call `sig`, checking (unless
     /// `ISHMEM_COLL_CHECK=0`) that every member made the same call with the
-    /// same arguments: the signature is published for this sync, and after
-    /// it this PE compares its predecessor's (see `collsig.rs`). A mismatch
+    /// same arguments: word 0 of the signature goes to the successor with
+    /// this sync's first flag, and after the sync this PE compares the one
+    /// its predecessor pushed (see `collsig.rs`). A mismatch
     /// ends the job with a report of every member's call.
     pub(crate) fn team_sync_sig(&self, call: &str, team: &Team, sig: Sig) {
         let check = team.size > 1 && self.config.coll_check;
         let epoch = self.next_epoch(team);
+        let par = (epoch % 2) as usize;
         let words = sig.words(epoch);
+        let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
         if check {
-            let slot = &self.ctrl.pe(self.my_pe).teams[team.slot].sig[(epoch % 2) as usize];
-            for k in 1..4 {
-                slot[k].store(words[k], Ordering::Relaxed);
+            // The whole signature stays here for a report; word 0 goes to
+            // the successor (this sync's round-0 partner), on the line of
+            // the flag this PE stores there next. Through the proxy, the
+            // sync's flush completes it before that flag store.
+            for (w, v) in mine.sig[par].iter().zip(words).skip(1) {
+                w.store(v, Ordering::Relaxed);
             }
-            slot[0].store(words[0], Ordering::Release);
+            mine.sig[par][0].store(words[0], Ordering::Release);
+            let next = team.world((team.my_rank + 1) % team.size);
+            self.route.ctrl_store(call, next, &self.ctrl.pe(next).teams[team.slot].sig_in[par], words[0]);
         }
         self.team_sync_with(team);
         if check {
-            let prev = team.world((team.my_rank + team.size - 1) % team.size);
-            let w0 =
-                self.route.ctrl_load(call, prev, &self.ctrl.pe(prev).teams[team.slot].sig[(epoch % 2) as usize][0]);
-            if w0 != words[0] && Sig::same_epoch(w0, epoch) {
+            // The predecessor pushed before its round-0 flag store, which
+            // this sync waited for.
+            let got = mine.sig_in[par].load(Ordering::Acquire);
+            if got != words[0] && Sig::same_epoch(got, epoch) {
                 self.collective_mismatch(call, team, sig, epoch);
             }
         }

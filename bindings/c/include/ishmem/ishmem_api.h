@@ -205,13 +205,13 @@ typedef struct {
    */
   uint64_t peer_is_local;
   /**
-   * Address, in this PE's address space, of PE 0's world-team
-   * synchronization record in the node's control segment; PE `p`'s
-   * record for team slot `s` is at
-   * `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`. Its
-   * first 32 u64 are the dissemination barrier flags; the sync epoch is
-   * at `ctrl_epoch_offset`, followed by the two collective scratch
-   * words. Host and device barriers and collectives share them.
+   * Address, in this PE's address space, of the barrier flags of PE 0's
+   * world-team synchronization record in the node's control segment;
+   * PE `p`'s flags for team slot `s` are at
+   * `ctrl_team_base + p * ctrl_pe_stride + s * ctrl_team_stride`: 32
+   * u64 dissemination barrier flags; the sync epoch is at
+   * `ctrl_epoch_offset` from them, followed by the two collective
+   * scratch words. Host and device barriers and collectives share them.
    */
   uint64_t ctrl_team_base;
   uint32_t ctrl_pe_stride;
