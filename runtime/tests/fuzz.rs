@@ -10,6 +10,7 @@
 //! replayed with `ISHMEM_FUZZ_SEED`.
 
 use ishmem_runtime::boot::wire;
+use ishmem_runtime::collsig::Sig;
 use ishmem_runtime::env::{parse_size, Config, VARS};
 use ishmem_runtime::ring::RawMsg;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -37,7 +38,7 @@ impl Rng {
         }
     }
     fn text(&mut self) -> String {
-        const PIECES: [&str; 16] = [
+        const PIECES: [&str; 18] = [
             "",
             " ",
             "0",
@@ -54,6 +55,8 @@ impl Rng {
             "\u{0}",
             "é",
             "0x10",
+            ".",
+            "1.5",
         ];
         let mut s = String::new();
         for _ in 0..self.below(4) {
@@ -97,6 +100,24 @@ fn env_table() {
             (0..r.below(6)).map(|_| (names[r.below(names.len())].to_string(), r.text())).collect();
         let _ = Config::from_lookup(&|n| set.iter().rev().find(|(k, _)| k == n).map(|(_, v)| v.clone()));
         let _ = parse_size(&r.text());
+    });
+}
+
+/// Collective signatures read from another PE's control words: any words
+/// decode to a signature or to nothing, describe without panicking, and a
+/// decoded signature encodes back to the same words.
+#[test]
+fn collective_signatures() {
+    run("collsig", |r| {
+        let w =
+            [r.edgy(), if r.below(2) == 0 { r.below(20) as u64 | r.edgy() << 8 } else { r.edgy() }, r.edgy(), r.edgy()];
+        if let Some(s) = Sig::from_words(w) {
+            assert!(!s.describe().is_empty());
+            let e = r.edgy();
+            let back = s.words(e);
+            assert_eq!(back[1..], w[1..], "{s:?}");
+            assert!(Sig::same_epoch(back[0], e));
+        }
     });
 }
 
