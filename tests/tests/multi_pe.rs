@@ -1080,6 +1080,45 @@ fn small_reliability_defects() {
     expect_failure("free_global", 2, 1, &["is a global or static variable (the symmetric data segment)"], &[]);
 }
 
+/// ishmrun explains PEs that never joined: a program the loader cannot
+/// start (libishmem.so.0 not found: exit 127) and programs that end
+/// without shmem_init (as one linked with another OpenSHMEM library does).
+#[test]
+fn ishmrun_explains_pes_that_never_joined() {
+    if under_mpi() {
+        return;
+    }
+    let e = env();
+    // Linked without an rpath and run without LD_LIBRARY_PATH: the loader
+    // cannot find libishmem.so.0.
+    let out = e.build_dir.join("errors_norpath");
+    let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c11", "-O2", "-pthread"])
+        .arg(e.root.join("tests/c/errors.c"))
+        .arg("-I")
+        .arg(e.root.join("bindings/c/include"))
+        .arg("-L")
+        .arg(&e.bin_dir)
+        .args(["-lishmem", "-lm", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut cmd = Command::new(e.bin_dir.join("ishmrun"));
+    cmd.args(["-n", "2"]).arg(&out).arg("ok").env_remove("LD_LIBRARY_PATH");
+    let r = run_cmd(cmd, Duration::from_secs(30));
+    assert_eq!(r.code, Some(127), "{}", r.report("libishmem.so.0 not found"));
+    for want in ["libishmem.so.0", "exited with status 127 before joining the job", "-Wl,-rpath,<prefix>/lib"] {
+        assert!(r.stderr.contains(want), "expected {want:?}\n{}", r.report("libishmem.so.0 not found"));
+    }
+    let mut cmd = Command::new(e.bin_dir.join("ishmrun"));
+    cmd.args(["-n", "2", "true"]);
+    let r = run_cmd(cmd, Duration::from_secs(30));
+    assert_eq!(r.code, Some(0), "{}", r.report("PEs that never call shmem_init"));
+    assert_eq!(r.stderr.matches("ended without joining the job").count(), 1, "{}", r.report("never joined"));
+    assert!(r.stderr.contains("runs as 2 unrelated one-PE jobs"), "{}", r.report("never joined"));
+}
+
 /// Environment conventions users bring from OpenSHMEM, Intel SHMEM and
 /// NVSHMEM: fractional sizes, ISHMEM_DEBUG with any value, ISHMEM_VERSION,
 /// and a suggestion for a misspelled name.

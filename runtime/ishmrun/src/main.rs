@@ -324,6 +324,8 @@ fn run(opts: Options) -> Result<u8, String> {
 
     let mut first_failure: Option<u8> = None;
     let mut global_status: Option<u8> = None;
+    let mut told_unjoined = false;
+    let prog = &opts.program[0];
     let mut remaining = n;
     while remaining > 0 {
         let mut status = 0;
@@ -340,7 +342,9 @@ fn run(opts: Options) -> Result<u8, String> {
         job.alive.lock().unwrap()[pe] = false;
         remaining -= 1;
         let signalled = GOT_SIGNAL.load(Ordering::SeqCst) != 0;
-        let (failed, code, how, lost_status) = if libc::WIFEXITED(status) {
+        // 0 until the PE's shmem_init has finished (ctrl segment).
+        let joined = ctrl.pe(pe).life.load(Ordering::Acquire) != 0;
+        let (failed, code, mut how, lost_status) = if libc::WIFEXITED(status) {
             let c = libc::WEXITSTATUS(status);
             (c != 0, c as u8, format!("exited with status {c}"), c)
         } else if libc::WIFSIGNALED(status) {
@@ -356,8 +360,29 @@ fn run(opts: Options) -> Result<u8, String> {
         } else {
             continue;
         };
+        if !joined && failed {
+            how.push_str(&if code == 127 {
+                format!(
+                    " before joining the job: {prog} could not start (127 is the loader's status when a shared \
+                     library is missing, see its message above: for libishmem.so.0 load the ishmem module, set \
+                     LD_LIBRARY_PATH, or link with -Wl,-rpath,<prefix>/lib; a shell's for a command not found)"
+                )
+            } else {
+                " before joining the job (before its shmem_init finished)".to_string()
+            });
+        }
         if opts.verbose {
             say!("PE {pe} (pid {pid}) {how}");
+        }
+        if !joined && !failed && n > 1 && !told_unjoined && !job.terminating.load(Ordering::SeqCst) {
+            // A program linked with another OpenSHMEM library runs as n
+            // unrelated one-PE jobs: say so once.
+            told_unjoined = true;
+            say!(
+                "PE {pe} (pid {pid}) ended without joining the job (it never called shmem_init through ishmem); \
+                 an OpenSHMEM program linked with another OpenSHMEM library runs as {n} unrelated one-PE jobs under \
+                 ishmrun (check `ldd {prog}`)"
+            );
         }
         if let Some((caller, status)) = ctrl.global_exit() {
             if !job.terminating.load(Ordering::SeqCst) {
