@@ -564,6 +564,16 @@ pub fn launched_by_mpi() -> bool {
         .any(|v| std::env::var_os(v).is_some())
 }
 
+/// The variable showing that another launcher (mpiexec, mpirun, srun,
+/// oshrun) started this process, if one did, and the job size it
+/// announces.
+pub fn foreign_launcher() -> Option<(&'static str, Option<usize>)> {
+    const MARKS: [&str; 6] =
+        ["OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_PROCID"];
+    let v = MARKS.into_iter().find(|v| std::env::var_os(v).is_some())?;
+    Some((v, launcher_job_size()))
+}
+
 /// The job size a foreign launcher announces (before any library started).
 pub fn launcher_job_size() -> Option<usize> {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"]

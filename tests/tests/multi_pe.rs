@@ -1119,6 +1119,33 @@ fn ishmrun_explains_pes_that_never_joined() {
     assert!(r.stderr.contains("runs as 2 unrelated one-PE jobs"), "{}", r.report("never joined"));
 }
 
+/// Intel SHMEM's launch form: under mpiexec (or srun), `ishmrun ./prog`
+/// without -n runs the program as it is and the PEs join over MPI; with -n
+/// it is an error that says why.
+#[test]
+fn ishmrun_under_other_launchers() {
+    let ishmrun = env().bin_dir.join("ishmrun");
+    if under_mpi() {
+        let prog = c_program("rma_types");
+        let r = run_cmd(launch(2, &ishmrun, &[prog.to_str().unwrap()], &[], false), Duration::from_secs(120));
+        assert_eq!(r.code, Some(0), "{}", r.report("mpiexec -n 2 ishmrun ./prog"));
+        let r = run_cmd(launch(2, &ishmrun, &["-n", "2", prog.to_str().unwrap()], &[], false), Duration::from_secs(60));
+        assert!(r.code.is_some_and(|c| c != 0), "{}", r.report("mpiexec -n 2 ishmrun -n 2 ./prog"));
+        assert!(r.stderr.contains("under another launcher"), "{}", r.report("mpiexec -n 2 ishmrun -n 2"));
+        return;
+    }
+    // As a launcher leaves it: ishmrun becomes the program.
+    let mut cmd = Command::new(&ishmrun);
+    cmd.args(["sh", "-c", "exit 3"]).env("PMI_RANK", "0");
+    let r = run_cmd(cmd, Duration::from_secs(10));
+    assert_eq!(r.code, Some(3), "{}", r.report("PMI_RANK=0 ishmrun sh -c 'exit 3'"));
+    let mut cmd = Command::new(&ishmrun);
+    cmd.args(["-n", "2", "true"]).env("OMPI_COMM_WORLD_SIZE", "2");
+    let r = run_cmd(cmd, Duration::from_secs(10));
+    assert_eq!(r.code, Some(2), "{}", r.report("ishmrun -n 2 under a launcher"));
+    assert!(r.stderr.contains("OMPI_COMM_WORLD_SIZE is set, a job of 2 processes"), "{}", r.report("-n under mpiexec"));
+}
+
 /// Environment conventions users bring from OpenSHMEM, Intel SHMEM and
 /// NVSHMEM: fractional sizes, ISHMEM_DEBUG with any value, ISHMEM_VERSION,
 /// and a suggestion for a misspelled name.

@@ -18,16 +18,48 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 
 const USAGE: &str = "\
 usage: ishmrun -n N [options] [--] program [args...]
+       mpiexec -n N ishmrun program [args...]     (Intel SHMEM's form)
 
-Starts N processing elements (PEs) of an OpenSHMEM program on this node.
+Starts N processing elements (PEs) of an OpenSHMEM program on this node:
+N processes that share their symmetric heaps through memory. The program
+is found as a shell would (a path, or a name on PATH).
 
 options:
-  -n, -np, --npes N     number of PEs to start (required, N >= 1)
+  -n N, -nN, -np N, --npes N, --npes=N, --np=N
+                        number of PEs to start (N >= 1)
   -t, --timeout SECS    stop the job with an error after SECS seconds
+                        (also --timeout=SECS)
   -v, --verbose         report each PE's start and exit
   -h, --help            print this help
   -V, --version         print the version
+
+Under another launcher (mpiexec, mpirun, srun, oshrun: it sets variables
+such as OMPI_COMM_WORLD_SIZE, PMI_RANK, PMIX_RANK or SLURM_PROCID),
+ishmrun without -n runs the program as it is, and the PEs join over MPI:
+  mpiexec -n 4 ishmrun ./prog      srun -n 8 ishmrun ./prog
+Giving -n there as well is an error: each process would start its own job.
+
+examples:
+  ishmrun -n 4 ./prog
+  ishmrun -n 2 -t 60 -v ./prog arg1
+  ISHMEM_SYMMETRIC_SIZE=2g ishmrun -n 8 ./prog
+
+environment (read by the PEs; ishmem-info lists them all):
+  ISHMEM_SYMMETRIC_SIZE   heap size per PE (default 512m; 1.5g allowed)
+  ISHMEM_DEBUG            print initialization details
+  ISHMEM_DEVICE           cpu, cuda or auto
+  SHMEM_INFO, SHMEM_VERSION   print the variables or the version at init
+Across nodes, use mpiexec/srun (docs/cluster.md).
 ";
+
+/// What ishmrun does with its command line.
+#[derive(Debug)]
+enum Action {
+    /// Start a job of N PEs.
+    Run(Options),
+    /// Under another launcher without -n: become the program.
+    PassThrough(Vec<String>),
+}
 
 #[derive(Debug)]
 struct Options {
@@ -37,44 +69,62 @@ struct Options {
     program: Vec<String>,
 }
 
-fn parse_args(args: &[String]) -> Result<Options, String> {
+/// Parses the command line; `launcher` is the variable (and job size) of
+/// another launcher that started ishmrun, if any.
+fn parse_args(args: &[String], launcher: Option<(&str, Option<usize>)>) -> Result<Action, String> {
     let mut npes = None;
     let mut timeout = None;
     let mut verbose = false;
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
-        let value = |i: usize| -> Result<&str, String> {
-            args.get(i + 1).map(|s| s.as_str()).ok_or_else(|| format!("option {a} needs a value"))
+        // `--opt=value`, `-n4`, or the next argument.
+        let (name, inline): (&str, Option<&str>) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => match a.strip_prefix("-np").or_else(|| a.strip_prefix("-n")).or_else(|| a.strip_prefix("-t")) {
+                Some(rest)
+                    if !rest.is_empty()
+                        && !a.starts_with("--")
+                        && rest.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+                {
+                    (&a[..a.len() - rest.len()], Some(rest))
+                }
+                _ => (a, None),
+            },
         };
-        match a {
-            "-n" | "-np" | "--npes" | "--np" => {
-                let v = value(i)?;
-                let n: usize = v.parse().map_err(|_| format!("bad PE count {v:?} for {a}"))?;
+        let mut used = 1;
+        let mut value = || -> Result<&str, String> {
+            match inline {
+                Some(v) => Ok(v),
+                None => {
+                    used = 2;
+                    args.get(i + 1).map(|s| s.as_str()).ok_or_else(|| format!("option {name} needs a value"))
+                }
+            }
+        };
+        match name {
+            "-n" | "-np" | "--npes" | "--np" | "--n" => {
+                let v = value()?;
+                let n: usize = v.parse().map_err(|_| format!("bad PE count {v:?} for {name}"))?;
                 if n == 0 || n > i32::MAX as usize {
-                    return Err(format!("bad PE count {n} for {a}: it must be at least 1"));
+                    return Err(format!("bad PE count {n} for {name}: it must be at least 1"));
                 }
                 npes = Some(n);
-                i += 2;
             }
             "-t" | "--timeout" => {
-                let v = value(i)?;
+                let v = value()?;
                 let s: f64 = v.parse().map_err(|_| format!("bad timeout {v:?}"))?;
                 if !(s > 0.0 && s.is_finite()) {
                     return Err(format!("bad timeout {v:?}: it must be a positive number of seconds"));
                 }
                 timeout = Some(Duration::try_from_secs_f64(s).map_err(|_| format!("bad timeout {v:?}: too large"))?);
-                i += 2;
             }
-            "-v" | "--verbose" => {
-                verbose = true;
-                i += 1;
-            }
-            "-h" | "--help" => {
+            "-v" | "--verbose" if inline.is_none() => verbose = true,
+            "-h" | "--help" if inline.is_none() => {
                 print!("{USAGE}");
                 std::process::exit(0);
             }
-            "-V" | "--version" => {
+            "-V" | "--version" if inline.is_none() => {
                 println!("ishmrun (ishmem-rs) {}", env!("CARGO_PKG_VERSION"));
                 std::process::exit(0);
             }
@@ -82,16 +132,27 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 i += 1;
                 break;
             }
-            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s:?}")),
+            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {a:?} (try --help)")),
             _ => break,
         }
+        i += used;
     }
     let program: Vec<String> = args[i..].to_vec();
     if program.is_empty() {
         return Err("no program given".into());
     }
-    let npes = npes.ok_or("the number of PEs is required (-n N)")?;
-    Ok(Options { npes, timeout, verbose, program })
+    match (npes, launcher) {
+        (None, Some(_)) => Ok(Action::PassThrough(program)),
+        (Some(n), Some((var, size))) => Err(format!(
+            "-n {n} under another launcher ({var} is set{}): every process it started would start {n} PEs of its own. \
+             Under mpiexec or srun leave out -n (mpiexec -n {n} ishmrun {prog} runs the program as it is), or run \
+             ishmrun alone (ishmrun -n {n} {prog})",
+            size.map(|s| format!(", a job of {s} processes")).unwrap_or_default(),
+            prog = program[0]
+        )),
+        (None, None) => Err("the number of PEs is required (-n N)".into()),
+        (Some(npes), None) => Ok(Action::Run(Options { npes, timeout, verbose, program })),
+    }
 }
 
 /// Prints `ishmrun: <message>` to stderr in one write, so that it does not
@@ -214,10 +275,17 @@ fn serve_bootstrap(socks: Vec<OwnedFd>, ctrl_fd: OwnedFd, ctrl_len: usize) {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opts = match parse_args(&args) {
-        Ok(o) => o,
+    let opts = match parse_args(&args, ishmem_runtime::env::foreign_launcher()) {
+        Ok(Action::Run(o)) => o,
+        Ok(Action::PassThrough(program)) => {
+            // mpiexec -n N ishmrun ./prog: the launcher made the processes;
+            // the program bootstraps over MPI by itself.
+            let e = Command::new(&program[0]).args(&program[1..]).exec();
+            say!("cannot run {}: {e}", program[0]);
+            return ExitCode::from(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 });
+        }
         Err(e) => {
-            say!("{e}\n\n{USAGE}");
+            say!("{e}\n\nusage: ishmrun -n N [options] [--] program [args...] (ishmrun --help for more)");
             return ExitCode::from(2);
         }
     };
@@ -444,24 +512,52 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
 
+    fn opts(s: &str) -> Result<Options, String> {
+        match parse_args(&args(s), None)? {
+            Action::Run(o) => Ok(o),
+            Action::PassThrough(p) => panic!("pass-through without a launcher: {p:?}"),
+        }
+    }
+
     #[test]
     fn parses() {
-        let o = parse_args(&args("-n 4 -- prog -n 3")).unwrap();
+        let o = opts("-n 4 -- prog -n 3").unwrap();
         assert_eq!(o.npes, 4);
         assert_eq!(o.program, args("prog -n 3"));
-        let o = parse_args(&args("-np 2 -t 1.5 prog")).unwrap();
+        let o = opts("-np 2 -t 1.5 prog").unwrap();
         assert_eq!((o.npes, o.timeout), (2, Some(Duration::from_millis(1500))));
-        assert!(parse_args(&args("prog")).is_err());
-        assert!(parse_args(&args("-n 0 prog")).is_err());
-        assert!(parse_args(&args("-n x prog")).is_err());
-        assert!(parse_args(&args("-n 2")).is_err());
-        assert!(parse_args(&args("-n 2 --bogus prog")).is_err());
-        assert!(parse_args(&args("-n 2 -t 1e30 prog")).unwrap_err().contains("too large"));
-        assert!(parse_args(&args("-n 2 -t nan prog")).is_err());
-        assert!(parse_args(&args("-n 99999999999999999999 prog")).is_err());
+        for spelling in ["-n4", "-n 4", "-np 4", "-np4", "--npes=4", "--npes 4", "--np=4", "--n=4"] {
+            let o = opts(&format!("{spelling} prog x")).unwrap_or_else(|e| panic!("{spelling}: {e}"));
+            assert_eq!((o.npes, o.program.clone()), (4, args("prog x")), "{spelling}");
+        }
+        let o = opts("-n2 --timeout=2.5 -v prog").unwrap();
+        assert_eq!((o.npes, o.timeout, o.verbose), (2, Some(Duration::from_millis(2500)), true));
+        assert_eq!(opts("-n 2 -t5 prog").unwrap().timeout, Some(Duration::from_secs(5)));
+        assert!(opts("prog").is_err());
+        assert!(opts("-n 0 prog").is_err());
+        assert!(opts("-n x prog").is_err());
+        assert!(opts("-nx prog").is_err());
+        assert!(opts("--npes= prog").is_err());
+        assert!(opts("-n 2").is_err());
+        assert!(opts("-n 2 --bogus prog").is_err());
+        assert!(opts("-n 2 --verbose=1 prog").is_err());
+        assert!(opts("-n 2 -t 1e30 prog").unwrap_err().contains("too large"));
+        assert!(opts("-n 2 -t nan prog").is_err());
+        assert!(opts("-n 99999999999999999999 prog").is_err());
         assert_eq!(exit_code(256), 255);
         assert_eq!(exit_code(-1), 255);
         assert_eq!(exit_code(7), 7);
+    }
+
+    #[test]
+    fn under_another_launcher() {
+        let l = Some(("OMPI_COMM_WORLD_SIZE", Some(2)));
+        match parse_args(&args("./prog a b"), l).unwrap() {
+            Action::PassThrough(p) => assert_eq!(p, args("./prog a b")),
+            a => panic!("{a:?}"),
+        }
+        let e = parse_args(&args("-n 2 ./prog"), l).unwrap_err();
+        assert!(e.contains("OMPI_COMM_WORLD_SIZE is set, a job of 2 processes") && e.contains("leave out -n"), "{e}");
     }
 
     /// Random argument lists (ISHMEM_FUZZ_SECS, default 1 s): parsing
@@ -470,7 +566,11 @@ mod tests {
     #[test]
     fn fuzz_arguments() {
         let secs: f64 = std::env::var("ISHMEM_FUZZ_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0);
-        const WORDS: [&str; 20] = [
+        const WORDS: [&str; 24] = [
+            "-n4",
+            "--npes=2",
+            "--timeout=",
+            "-t0.5",
             "-n",
             "-np",
             "--npes",
@@ -502,8 +602,11 @@ mod tests {
             for k in 0..(x % 7) {
                 v.push(WORDS[((x >> (8 * k)) % WORDS.len() as u64) as usize].to_string());
             }
-            if let Ok(o) = parse_args(&v) {
-                assert!(o.npes >= 1 && !o.program.is_empty());
+            let launcher = x.is_multiple_of(3).then_some(("PMI_RANK", None));
+            match parse_args(&v, launcher) {
+                Ok(Action::Run(o)) => assert!(o.npes >= 1 && !o.program.is_empty() && launcher.is_none()),
+                Ok(Action::PassThrough(p)) => assert!(!p.is_empty() && launcher.is_some()),
+                Err(_) => {}
             }
         }
     }
