@@ -728,7 +728,11 @@ fn ishmrun_timeout_and_usage() {
     let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
     cmd.args(["-n", "2", "/nonexistent/program"]);
     let r = run_cmd(cmd, Duration::from_secs(10));
-    assert!(r.code == Some(1) && r.stderr.contains("cannot start PE 0"), "{}", r.report("missing program"));
+    assert!(
+        r.code == Some(1) && r.stderr.contains("cannot start /nonexistent/program: No such file"),
+        "{}",
+        r.report("missing program")
+    );
 
     // A program that never initializes the library runs fine under ishmrun.
     let mut cmd = Command::new(env().bin_dir.join("ishmrun"));
@@ -1111,6 +1115,18 @@ fn ishmrun_explains_pes_that_never_joined() {
     for want in ["libishmem.so.0", "exited with status 127 before joining the job", "-Wl,-rpath,<prefix>/lib"] {
         assert!(r.stderr.contains(want), "expected {want:?}\n{}", r.report("libishmem.so.0 not found"));
     }
+    // A program name without ./ is found in the current directory too (as
+    // mpirun does), else the error says where ishmrun looked.
+    let prog = c_program("errors");
+    let mut cmd = Command::new(e.bin_dir.join("ishmrun"));
+    cmd.current_dir(prog.parent().unwrap()).args(["-n", "2", "errors", "ok"]);
+    let r = run_cmd(cmd, Duration::from_secs(30));
+    assert_eq!(r.code, Some(0), "{}", r.report("ishmrun -n 2 errors (in its directory)"));
+    let mut cmd = Command::new(e.bin_dir.join("ishmrun"));
+    cmd.args(["-n", "2", "no-such-program-here"]);
+    let r = run_cmd(cmd, Duration::from_secs(30));
+    assert_eq!(r.code, Some(1), "{}", r.report("a program that is nowhere"));
+    assert!(r.stderr.contains("cannot find program \"no-such-program-here\": not on PATH"), "{}", r.report("nowhere"));
     let mut cmd = Command::new(e.bin_dir.join("ishmrun"));
     cmd.args(["-n", "2", "true"]);
     let r = run_cmd(cmd, Duration::from_secs(30));

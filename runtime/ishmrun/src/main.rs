@@ -298,7 +298,36 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(opts: Options) -> Result<u8, String> {
+/// The program to start, found as a shell would (a name without `/` on
+/// PATH), and also in the current directory as mpirun does, so that
+/// `ishmrun -n 2 prog` works there; an error that says where it looked.
+fn resolve_program(name: &str, path: Option<&std::ffi::OsStr>) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    let runnable = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return match std::fs::metadata(&p) {
+            Err(e) => Err(format!("cannot start {name}: {e}")),
+            Ok(_) if !runnable(&p) => Err(format!("cannot start {name}: not an executable file")),
+            Ok(_) => Ok(p),
+        };
+    }
+    let on_path = path.map(|p| std::env::split_paths(p).collect::<Vec<_>>()).unwrap_or_default();
+    if let Some(p) = on_path.iter().map(|d| d.join(name)).find(|p| runnable(p)) {
+        return Ok(p);
+    }
+    let here = Path::new(".").join(name);
+    if runnable(&here) {
+        return Ok(here);
+    }
+    Err(format!(
+        "cannot find program {name:?}: not on PATH and not an executable file in the current directory (give a path such as ./{name})"
+    ))
+}
+
+fn run(mut opts: Options) -> Result<u8, String> {
+    opts.program[0] = resolve_program(&opts.program[0], std::env::var_os("PATH").as_deref())?.display().to_string();
     let n = opts.npes;
     let ctrl_len = ctrl_size(n);
     let ctrl_fd =
@@ -547,6 +576,22 @@ mod tests {
         assert_eq!(exit_code(256), 255);
         assert_eq!(exit_code(-1), 255);
         assert_eq!(exit_code(7), 7);
+    }
+
+    #[test]
+    fn finds_programs() {
+        let dir = std::env::temp_dir().join(format!("ishmrun-find-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = std::ffi::OsString::from("/nonexistent:/bin:/usr/bin");
+        assert_eq!(resolve_program("sh", Some(&path)).unwrap().file_name().unwrap(), "sh");
+        let e = resolve_program("no-such-program-here", Some(&path)).unwrap_err();
+        assert!(e.contains("not on PATH") && e.contains("./no-such-program-here"), "{e}");
+        let e = resolve_program("/nonexistent/prog", Some(&path)).unwrap_err();
+        assert!(e.contains("/nonexistent/prog") && e.contains("No such file"), "{e}");
+        let f = dir.join("data");
+        std::fs::write(&f, "x").unwrap();
+        assert!(resolve_program(f.to_str().unwrap(), None).unwrap_err().contains("not an executable file"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
