@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs ishmem-rs into a relocatable prefix:
 #   packaging/install.sh --prefix DIR
-# bin/ (ishmrun, ishmem-info), lib/ (libishmem.so.X.Y.Z + soname links,
+# bin/ (ishmrun, ishmem-info, the oshcc/oshc++/oshfort wrappers, oshrun), lib/ (libishmem.so.X.Y.Z + soname links,
 # libishmem.a, pkgconfig/, cmake/ishmem/), include/, share/modulefiles/
 # (lmod/ and tcl/), share/doc/ishmem/; lib/ishmem/ holds the device library
 # and the MPI proxy plugins when their toolchains are here.
@@ -54,6 +54,19 @@ subst $t/ishmemConfig.cmake.in "$prefix/lib/cmake/ishmem/ishmemConfig.cmake"
 subst $t/ishmemConfigVersion.cmake.in "$prefix/lib/cmake/ishmem/ishmemConfigVersion.cmake"
 subst $t/ishmem.lua.in "$prefix/share/modulefiles/lmod/ishmem/$version.lua"
 subst $t/ishmem.tcl.in "$prefix/share/modulefiles/tcl/ishmem/$version"
+# Compiler wrappers and the launcher alias SOS and Open MPI users type.
+wrapper() { # name, language, env var, default compiler, compile flags, libraries
+    subst $t/oshcc.in "$prefix/bin/$1.tmp"
+    sed -e "s|@NAME@|$1|g" -e "s|@LANGUAGE@|$2|g" -e "s|@ENVVAR@|$3|g" -e "s|@DEFAULT@|$4|g" \
+        -e "s|@CFLAGS@|$5|g" -e "s|@LIBS@|$6|g" "$prefix/bin/$1.tmp" > "$prefix/bin/$1"
+    rm "$prefix/bin/$1.tmp"
+    chmod 755 "$prefix/bin/$1"
+}
+wrapper oshcc C ISHMEM_CC cc '-I$prefix/include' '-lishmem'
+wrapper oshc++ C++ ISHMEM_CXX c++ '-I$prefix/include' '-lishmem'
+ln -sf oshc++ "$prefix/bin/oshcxx"
+wrapper oshfort Fortran ISHMEM_FC gfortran '-I$prefix/include/fortran' '-lishmem_fortran -lishmem'
+ln -sf ishmrun "$prefix/bin/oshrun"
 # Fortran: the generated module sources always; compiled modules and the
 # wrapper library when gfortran is here (.mod files are compiler-specific).
 install -d "$prefix/include/fortran"

@@ -54,7 +54,19 @@ build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
     ishmrun -n 2 ./intel_style | grep -q "intel-style C++ ok"
     gfortran ../heat.f90 $(pkg-config --cflags --libs ishmem-fortran) -o fheat
     ishmrun -n 2 ./fheat | grep -q "fortran heat ok"
-    ishmrun -n 2 cm/fheat | grep -q "fortran heat ok"'
+    ishmrun -n 2 cm/fheat | grep -q "fortran heat ok"
+    # the compiler wrappers and oshrun, as SOS and Open MPI users type them:
+    # ours after module load, with an rpath (no LD_LIBRARY_PATH needed)
+    test "$(command -v oshcc)" = '"$P"'/bin/oshcc
+    oshcc --showme:link | grep -q -- "-Wl,-rpath,'"$P"'/lib"
+    oshcc -showme -c x.c | grep -q -v -- -lishmem
+    oshcc -std=c11 ../hello_ring.c -o w_c
+    oshcc -std=c11 -c ../hello_ring.c -o w_c.o && oshcc w_c.o -o w_c2
+    oshc++ '"$root"'/tests/sdk/hello.cpp -o w_cxx && oshcxx '"$root"'/tests/sdk/hello.cpp -o w_cxx2
+    oshfort ../heat.f90 -o w_f
+    for p in ./w_c ./w_c2; do env -u LD_LIBRARY_PATH oshrun -n 2 "$p" | grep -q "sum = 2001"; done
+    for p in ./w_cxx ./w_cxx2; do env -u LD_LIBRARY_PATH oshrun -n 2 "$p" | grep -q "cxx sum 3"; done
+    env -u LD_LIBRARY_PATH oshrun -n 2 ./w_f | grep -q "fortran heat ok"'
 
 echo "== Lmod"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; $check_env; $build_run" \
