@@ -44,7 +44,7 @@ install -m 644 "$target/libishmem.a" "$prefix/lib/"
 objcopy --wildcard --weaken-symbol='shmem_*' "$prefix/lib/libishmem.a"
 cp -R bindings/c/include/. "$prefix/include/"
 subst() {
-    sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" \
+    sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" -e "s|@PREFIX@|$prefix|g" \
         -e "s|@NATIVE_LIBS@|$native_libs|g" -e "s|@NATIVE_LIBS_CMAKE@|$native_libs_cmake|g" "$1" > "$2"
 }
 t=packaging/templates

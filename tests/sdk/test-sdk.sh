@@ -22,7 +22,10 @@ trap 'rm -rf "$tmp"' EXIT
 "$root/packaging/install.sh" --prefix "$tmp/staging" >/dev/null
 mv "$tmp/staging" "$tmp/moved"   # relocatable: nothing may point at the old path
 P="$tmp/moved"
-grep -rq "$tmp/staging" "$P" && fail "the installed prefix mentions its original path"
+# Relocatable: only the module files name the install prefix, as the
+# fallback for a copy outside the prefix (they find the prefix from their
+# own location first).
+grep -rq --exclude-dir=modulefiles "$tmp/staging" "$P" && fail "the installed prefix mentions its original path"
 [ -f "$P/lib/ishmem/ishmem_device.spv" ] && [ -f "$P/include/ishmem_device.h" ] || fail "the device library is not installed"
 cp "$root/packaging/examples/hello_ring.c" "$root/tests/c/profiling.c" "$tmp/"
 cp "$root/bindings/fortran/examples/heat.f90" "$root/bindings/cxx/examples/intel_style.cpp" "$tmp/"
@@ -85,10 +88,24 @@ if [ -n "${NVCC:-}" ]; then
         echo \"\$out\" | grep -q 'ishmem_init: no CUDA driver: tried libcuda.so.1' || { echo \"\$out\"; exit 1; }" \
         || fail "CUDA: build with pkg-config ishmem-cuda, or the no-driver message"
 fi
+echo "== site MODULEPATH (Lmod): linked module file, family(shmem)"
+ver="$(basename "$(ls "$P"/share/modulefiles/lmod/ishmem/*.lua)" .lua)"
+mkdir -p "$tmp/site/lmod/ishmem" "$tmp/site/lmod/othershmem" "$tmp/site/tcl/ishmem"
+ln -s "$P/share/modulefiles/lmod/ishmem/$ver.lua" "$tmp/site/lmod/ishmem/$ver.lua"
+printf 'family("shmem")\nsetenv("OTHER_SHMEM", "1")\n' > "$tmp/site/lmod/othershmem/1.0.lua"
+ln -s "$P/share/modulefiles/tcl/ishmem/$ver" "$tmp/site/tcl/ishmem/$ver"
+site_env="$check_env"'
+    echo "$CPATH" | grep -q '"$P"'/include && echo "$LIBRARY_PATH" | grep -q '"$P"'/lib
+    test "$(command -v oshcc)" = '"$P"'/bin/oshcc'
+clean ". /usr/share/lmod/lmod/init/bash; export MODULEPATH=$tmp/site/lmod; module load ishmem; $site_env
+    module help ishmem 2>&1 | grep -q oshcc
+    module load othershmem 2>/dev/null; module -t list 2>&1 | grep -q '^othershmem' && ! module -t list 2>&1 | grep -q '^ishmem'" \
+    || fail "Lmod: a module file linked into a site MODULEPATH, or family(shmem)"
 echo "== Environment Modules (Tcl)"
 clean "export MODULEPATH=$P/share/modulefiles/tcl; eval \"\$(tclsh $modulecmd_tcl bash load ishmem)\"; $check_env; $build_run" \
     || fail "Tcl modules: module load, build or run"
-
+clean "export MODULEPATH=$tmp/site/tcl; eval \"\$(tclsh $modulecmd_tcl bash load ishmem)\"; $site_env" \
+    || fail "Tcl modules: a module file linked into a site MODULEPATH"
 echo "== ishmem-info"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem
     ishmem-info | grep -q 'ISHMEM_SYMMETRIC_SIZE=512m \[default\]'
