@@ -89,7 +89,7 @@ fi
 # pkg-config and CMake, shared and static, ishmem-info, release tarball.
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 nvcc="$(tests/cuda/nvcc.sh)"
-NVCC="$nvcc" ISHMEM_TCL_MODULECMD="$modulecmd" tests/sdk/test-sdk.sh
+NVCC="$nvcc" ISHMEM_TCL_MODULECMD="$modulecmd" ISHMEM_TEST_OPENCL_VENV="$oclvenv" tests/sdk/test-sdk.sh
 echo "sdk: 1 passed, 0 failed"
 # Device-initiated operations from OpenCL C kernels on the CPU device.
 TEST_DEVICE_MPI=1 ISHMEM_TEST_OPENCL_VENV="$oclvenv" tests/device/test-device.sh

@@ -110,7 +110,13 @@ echo "== ishmem-info"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem
     ishmem-info | grep -q 'ISHMEM_SYMMETRIC_SIZE=512m \[default\]'
     ISHMEM_SYMMETRIC_SIZE=1g ishmem-info --json > $tmp/info.json
-    python3 -c 'import json,sys; d=json.load(open(\"$tmp/info.json\")); v={e[\"name\"]: e for e in d[\"environment\"]}; assert v[\"ISHMEM_SYMMETRIC_SIZE\"][\"value\"]==\"1g\" and v[\"ISHMEM_SYMMETRIC_SIZE\"][\"source\"]==\"environment\", v; assert \"ISHMEM_DEBUG\" in v; assert any(c[\"name\"]==\"cpu\" and c[\"available\"] for c in d[\"components\"])'
+    python3 -c 'import json,sys; d=json.load(open(\"$tmp/info.json\")); v={e[\"name\"]: e for e in d[\"environment\"]}; assert v[\"ISHMEM_SYMMETRIC_SIZE\"][\"value\"]==\"1g\" and v[\"ISHMEM_SYMMETRIC_SIZE\"][\"source\"]==\"environment\", v; assert \"ISHMEM_DEBUG\" in v; cpu=[c for c in d[\"components\"] if c[\"name\"]==\"cpu\"][0]; assert not cpu[\"available\"] and \"device kernels cannot run here\" in cpu[\"detail\"], cpu; assert d[\"prefix\"]==\"$P\", d[\"prefix\"]'
+    ishmem-info --version | grep -q '^ishmem-info (ishmem-rs) '
+    # With an OpenCL CPU runtime (the suite's), the CPU device says yes.
+    if [ -n \"${ISHMEM_TEST_OPENCL_VENV:-}\" ]; then
+        OCL_ICD_FILENAMES=${ISHMEM_TEST_OPENCL_VENV:-}/lib/libintelocl.so LD_LIBRARY_PATH=${ISHMEM_TEST_OPENCL_VENV:-}/lib:\$LD_LIBRARY_PATH \\
+            ishmem-info | grep -q '^  device    cpu         yes'
+    fi
     if ISHMEM_SYMMETRIC_SIZE=lots ishmem-info 2> $tmp/err; then exit 1; fi
     grep -q 'ISHMEM_SYMMETRIC_SIZE=\"lots\" is not valid' $tmp/err
     if ISHMEM_SYMMETRIC_SIZE=lots ishmrun -n 2 ./no-such 2>/dev/null; then exit 1; fi" \

@@ -177,6 +177,34 @@ fn check(what: &str, err: i32) -> Result<(), String> {
     }
 }
 
+/// Whether this machine has what the CPU device's kernels need: an OpenCL
+/// platform with a CPU device. `Ok` says how many platforms there are;
+/// `Err` says what is missing (for `ishmem-info`).
+pub fn probe_cpu_platform() -> Result<String, String> {
+    let cl = Cl::load()?;
+    let mut n = 0u32;
+    // SAFETY: OpenCL calls with valid out-pointers.
+    unsafe {
+        // CL_PLATFORM_NOT_FOUND_KHR: the ICD loader found no platform.
+        if (cl.get_platform_ids)(0, null_mut(), &mut n) == -1001 {
+            return Err(
+                "no OpenCL platform is installed (the ICD loader found none; PyPI intel-opencl-rt provides a CPU one)"
+                    .into(),
+            );
+        }
+        check("clGetPlatformIDs", (cl.get_platform_ids)(0, null_mut(), &mut n))?;
+        let mut platforms = vec![null_mut(); n as usize];
+        check("clGetPlatformIDs", (cl.get_platform_ids)(n, platforms.as_mut_ptr(), null_mut()))?;
+        for &p in &platforms {
+            let mut d = null_mut();
+            if (cl.get_device_ids)(p, CL_DEVICE_TYPE_CPU, 1, &mut d, null_mut()) == 0 {
+                return Ok(format!("an OpenCL CPU device is present ({n} OpenCL platform(s))"));
+            }
+        }
+    }
+    Err(format!("none of the {n} OpenCL platforms has a CPU device (PyPI intel-opencl-rt provides one)"))
+}
+
 impl ClDevice {
     pub(super) fn open(device_lib: Option<&str>) -> Result<ClDevice, String> {
         let cl = Cl::load()?;

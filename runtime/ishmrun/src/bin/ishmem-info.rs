@@ -13,12 +13,6 @@ struct Component {
 /// What this build contains. Backends and proxies of later issues are listed
 /// as absent, with the reason, so users see what to expect.
 const STATIC_COMPONENTS: &[(&str, &str, bool, &str)] = &[
-    (
-        "device",
-        "cpu",
-        true,
-        "built in: symmetric heaps in shared memory (memfd); device kernels on a CPU OpenCL runtime",
-    ),
     ("device", "level-zero", false, "not in this build: the Level Zero backend is not implemented yet"),
     ("launcher", "ishmrun", true, "built in: PEs on this node over shared memory"),
     (
@@ -36,6 +30,16 @@ fn components() -> Vec<Component> {
         .iter()
         .map(|&(kind, name, available, detail)| Component { kind, name, available, detail: detail.to_string() })
         .collect();
+    // The CPU device: heaps in shared memory always; its kernels need an
+    // OpenCL platform with a CPU device, so it is "yes" only with one.
+    let (available, detail) = match ishmem_runtime::device::opencl::probe_cpu_platform() {
+        Ok(m) => (true, format!("built in: heaps in shared memory (memfd); device kernels on OpenCL: {m}")),
+        Err(e) => (
+            false,
+            format!("built in: heaps in shared memory work (the host API); device kernels cannot run here: {e}"),
+        ),
+    };
+    v.insert(0, Component { kind: "device", name: "cpu", available, detail });
     // The CUDA device: built in; available when the NVIDIA driver loads.
     let (available, detail) = match ishmem_runtime::device::cuda::driver::Driver::load() {
         Ok(_) => (true, "built in: heaps in NVIDIA GPU memory (ISHMEM_DEVICE=cuda); the CUDA driver loads".to_string()),
@@ -98,9 +102,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!(
-            "usage: ishmem-info [--json]\n\nPrints the ishmem-rs version, build, available backends and the\n\
-             effective value and source of every ISHMEM_* environment variable."
+            "usage: ishmem-info [--json | --version]\n\nPrints the ishmem-rs version, build, installation prefix, available\n\
+             backends and the effective value and source of every ISHMEM_* environment variable."
         );
+        return;
+    }
+    if args.iter().any(|a| a == "-V" || a == "--version") {
+        println!("ishmem-info (ishmem-rs) {}", env!("CARGO_PKG_VERSION"));
         return;
     }
     if let Some(a) = args.iter().find(|a| *a != "--json") {
@@ -116,6 +124,12 @@ fn main() {
     let version = env!("CARGO_PKG_VERSION");
     let (major, minor) = (ishmem_runtime::core::SPEC_MAJOR, ishmem_runtime::core::SPEC_MINOR);
     let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+    // The installation this program belongs to: <prefix>/bin/ishmem-info.
+    let prefix = std::env::current_exe()
+        .ok()
+        .and_then(|e| std::fs::canonicalize(e).ok())
+        .and_then(|e| e.parent()?.parent().map(|p| p.display().to_string()))
+        .unwrap_or_default();
     let vars = env::effective();
     let unknown = env::unknown_vars();
     let comps = components();
@@ -150,11 +164,12 @@ fn main() {
         let unknown: Vec<String> = unknown.iter().map(|(u, _)| json_str(u)).collect();
         emit(&format!(
             "{{\n  \"name\": \"ishmem-rs\",\n  \"version\": {},\n  \"openshmem_version\": \"{major}.{minor}\",\n  \
-             \"build\": {{\"profile\": {}, \"arch\": {}}},\n  \"components\": [\n{}\n  ],\n  \"environment\": [\n{}\n  ],\n  \
+             \"build\": {{\"profile\": {}, \"arch\": {}}},\n  \"prefix\": {},\n  \"components\": [\n{}\n  ],\n  \"environment\": [\n{}\n  ],\n  \
              \"unknown_variables\": [{}]\n}}\n",
             json_str(version),
             json_str(profile),
             json_str(std::env::consts::ARCH),
+            json_str(&prefix),
             comps.join(",\n"),
             envs.join(",\n"),
             unknown.join(", ")
@@ -165,6 +180,7 @@ fn main() {
     let mut o = String::new();
     let _ = writeln!(o, "ishmem-rs {version} (OpenSHMEM {major}.{minor}; Intel SHMEM and OpenSHMEM names)");
     let _ = writeln!(o, "build: {profile} {}", std::env::consts::ARCH);
+    let _ = writeln!(o, "prefix: {prefix}");
     let _ = writeln!(o, "\ncomponents:");
     for c in &comps {
         let _ =
