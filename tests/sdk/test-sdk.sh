@@ -19,7 +19,21 @@ modulecmd_tcl="${ISHMEM_TCL_MODULECMD:-}"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-"$root/packaging/install.sh" --prefix "$tmp/staging" >/dev/null
+"$root/packaging/install.sh" --prefix "$tmp/staging" > "$tmp/install.log"
+# It says what it does, and what it built and skipped.
+for want in "install.sh: building the library and tools" "installed ishmem-rs" "  built:" "MPI proxy: lib/ishmem/libishmem_proxy_oshmpi-"; do
+    grep -qF "$want" "$tmp/install.log" || { cat "$tmp/install.log"; fail "install.sh printed no '$want'"; }
+done
+# Stripped by default: no static symbol table or debug info in the shared
+# library and the tools (the dynamic symbols stay).
+# (Output to a variable first: with pipefail, grep -q ending a pipe early
+# makes the pipe fail.)
+for f in "$tmp"/staging/lib/libishmem.so.*.*.* "$tmp/staging/bin/ishmrun"; do
+    sections="$(readelf -S -W "$f")"
+    grep -qE ' \.(symtab|debug_info) ' <<< "$sections" && fail "$f is not stripped"
+done
+syms="$(readelf --dyn-syms -W "$tmp"/staging/lib/libishmem.so.*.*.*)"
+grep -q ' GLOBAL DEFAULT .* shmem_putmem$' <<< "$syms" || fail "stripping removed the API"
 mv "$tmp/staging" "$tmp/moved"   # relocatable: nothing may point at the old path
 P="$tmp/moved"
 # Relocatable: only the module files name the install prefix, as the
@@ -41,10 +55,14 @@ build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
     cc -std=c11 ../hello_ring.c $(pkg-config --cflags --libs ishmem) -o pc_shared
     cc -std=c11 ../hello_ring.c $(pkg-config --cflags --libs ishmem-static) -o pc_static
     c++ '"$root"'/tests/sdk/hello.cpp $(pkg-config --cflags --libs ishmem) -o pc_cxx
-    ! ldd pc_static | grep -q libishmem
+    # (not "! cmd": set -e ignores a negated command)
+    if ldd pc_static | grep libishmem; then exit 1; fi
     ldd pc_shared | grep -q "libishmem.so.0 => '"$P"'/lib/"
     cmake -S '"$root"'/tests/sdk/cmake -B cm -DSRC_DIR='"$tmp"' >/dev/null
     cmake --build cm >/dev/null
+    cmake -S '"$root"'/tests/sdk/cmake-intel -B ci -DSRC_DIR='"$tmp"' >/dev/null
+    cmake --build ci >/dev/null
+    out="$(ishmrun -n 2 ci/hello_intel)"; grep -q "sum = 2001" <<< "$out"
     for p in ./pc_shared ./pc_static cm/hello_shared cm/hello_static; do
         out="$(ishmrun -n 2 "$p")"; echo "$out" | grep -q "sum = 2001" || { echo "$p: $out"; exit 1; }
     done
@@ -61,15 +79,15 @@ build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
     # the compiler wrappers and oshrun, as SOS and Open MPI users type them:
     # ours after module load, with an rpath (no LD_LIBRARY_PATH needed)
     test "$(command -v oshcc)" = '"$P"'/bin/oshcc
-    oshcc --showme:link | grep -q -- "-Wl,-rpath,'"$P"'/lib"
-    oshcc -showme -c x.c | grep -q -v -- -lishmem
+    out="$(oshcc --showme:link)"; grep -q -- "-Wl,-rpath,'"$P"'/lib" <<< "$out"
+    out="$(oshcc -showme -c x.c)"; if grep -q -- -lishmem <<< "$out"; then exit 1; fi
     oshcc -std=c11 ../hello_ring.c -o w_c
     oshcc -std=c11 -c ../hello_ring.c -o w_c.o && oshcc w_c.o -o w_c2
     oshc++ '"$root"'/tests/sdk/hello.cpp -o w_cxx && oshcxx '"$root"'/tests/sdk/hello.cpp -o w_cxx2
     oshfort ../heat.f90 -o w_f
-    for p in ./w_c ./w_c2; do env -u LD_LIBRARY_PATH oshrun -n 2 "$p" | grep -q "sum = 2001"; done
-    for p in ./w_cxx ./w_cxx2; do env -u LD_LIBRARY_PATH oshrun -n 2 "$p" | grep -q "cxx sum 3"; done
-    env -u LD_LIBRARY_PATH oshrun -n 2 ./w_f | grep -q "fortran heat ok"'
+    for p in ./w_c ./w_c2; do out="$(env -u LD_LIBRARY_PATH oshrun -n 2 "$p")"; grep -q "sum = 2001" <<< "$out"; done
+    for p in ./w_cxx ./w_cxx2; do out="$(env -u LD_LIBRARY_PATH oshrun -n 2 "$p")"; grep -q "cxx sum 3" <<< "$out"; done
+    out="$(env -u LD_LIBRARY_PATH oshrun -n 2 ./w_f)"; grep -q "fortran heat ok" <<< "$out"'
 
 echo "== Lmod"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; $check_env; $build_run" \
@@ -98,14 +116,29 @@ site_env="$check_env"'
     echo "$CPATH" | grep -q '"$P"'/include && echo "$LIBRARY_PATH" | grep -q '"$P"'/lib
     test "$(command -v oshcc)" = '"$P"'/bin/oshcc'
 clean ". /usr/share/lmod/lmod/init/bash; export MODULEPATH=$tmp/site/lmod; module load ishmem; $site_env
-    module help ishmem 2>&1 | grep -q oshcc
-    module load othershmem 2>/dev/null; module -t list 2>&1 | grep -q '^othershmem' && ! module -t list 2>&1 | grep -q '^ishmem'" \
+    out=\"\$(module help ishmem 2>&1)\"; grep -q oshcc <<< \"\$out\"
+    module load othershmem 2>/dev/null; out=\"\$(module -t list 2>&1)\"
+    grep -q '^othershmem' <<< \"\$out\" && ! grep -q '^ishmem' <<< \"\$out\"" \
     || fail "Lmod: a module file linked into a site MODULEPATH, or family(shmem)"
 echo "== Environment Modules (Tcl)"
 clean "export MODULEPATH=$P/share/modulefiles/tcl; eval \"\$(tclsh $modulecmd_tcl bash load ishmem)\"; $check_env; $build_run" \
     || fail "Tcl modules: module load, build or run"
 clean "export MODULEPATH=$tmp/site/tcl; eval \"\$(tclsh $modulecmd_tcl bash load ishmem)\"; $site_env" \
     || fail "Tcl modules: a module file linked into a site MODULEPATH"
+echo "== install.sh: relative prefix, DESTDIR, --libdir lib64, --debug, skipped parts"
+(cd "$tmp" && NVCC= DESTDIR="$tmp/dest" "$root/packaging/install.sh" --prefix opt/ishmem --libdir lib64 --debug > "$tmp/install2.log") \
+    || { cat "$tmp/install2.log"; fail "install.sh with DESTDIR and --libdir"; }
+D="$tmp/dest$tmp/opt/ishmem"
+[ -f "$D/lib64/libishmem.so.0" ] && [ ! -e "$D/lib" ] && [ ! -e "$tmp/opt" ] || fail "DESTDIR/--libdir layout: $(ls "$tmp/dest$tmp/opt/ishmem")"
+grep -q 'libdir=${prefix}/lib64' "$D/lib64/pkgconfig/ishmem.pc" || fail "the pkg-config file does not name lib64"
+grep -q "$tmp/opt/ishmem" "$D/share/modulefiles/lmod/ishmem/"*.lua || fail "the module file's fallback is not the prefix"
+sections="$(readelf -S -W "$D/lib64/libishmem.so.0")"
+grep -q ' \.symtab ' <<< "$sections" || fail "--debug stripped the library"
+grep -q "CUDA device library: nvcc not found" "$tmp/install2.log" || { cat "$tmp/install2.log"; fail "no skipped summary"; }
+clean "export PKG_CONFIG_PATH=$D/lib64/pkgconfig; cd $tmp && cc -std=c11 hello_ring.c \$(pkg-config --cflags --libs ishmem) -Wl,-rpath,$D/lib64 -o lib64_hello
+    out=\"\$($D/bin/ishmrun -n 2 ./lib64_hello)\"; grep -q 'sum = 2001' <<< \"\$out\"
+    $D/bin/oshcc hello_ring.c -o lib64_w; out=\"\$($D/bin/oshrun -n 2 ./lib64_w)\"; grep -q 'sum = 2001' <<< \"\$out\"" \
+    || fail "building and running against a lib64 installation"
 echo "== ishmem-info"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem
     ishmem-info | grep -q 'ISHMEM_SYMMETRIC_SIZE=512m \[default\]'
@@ -115,7 +148,8 @@ clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; m
     # With an OpenCL CPU runtime (the suite's), the CPU device says yes.
     if [ -n \"${ISHMEM_TEST_OPENCL_VENV:-}\" ]; then
         OCL_ICD_FILENAMES=${ISHMEM_TEST_OPENCL_VENV:-}/lib/libintelocl.so LD_LIBRARY_PATH=${ISHMEM_TEST_OPENCL_VENV:-}/lib:\$LD_LIBRARY_PATH \\
-            ishmem-info | grep -q '^  device    cpu         yes'
+            ishmem-info > $tmp/info.txt
+        grep -q '^  device    cpu         yes' $tmp/info.txt
     fi
     if ISHMEM_SYMMETRIC_SIZE=lots ishmem-info 2> $tmp/err; then exit 1; fi
     grep -q 'ISHMEM_SYMMETRIC_SIZE=\"lots\" is not valid' $tmp/err

@@ -530,7 +530,9 @@ fn leftovers() -> Vec<String> {
         if let Ok(rd) = std::fs::read_dir(d) {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().to_string();
-                if n.contains("ishm") {
+                // (nvcc's temporary files while it compiles the CUDA device
+                // library, `tmpxft_*_ishmem_device.*`, are not ours.)
+                if n.contains("ishm") && !n.starts_with("tmpxft_") {
                     v.push(format!("{d}/{n}"));
                 }
             }

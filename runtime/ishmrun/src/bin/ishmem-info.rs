@@ -53,6 +53,7 @@ fn components() -> Vec<Component> {
     let mut also = Vec::new();
     if let Some(d) = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.to_path_buf())) {
         also.push(d.join("../lib/ishmem"));
+        also.push(d.join("../lib64/ishmem"));
         also.push(d.join("ishmem"));
     }
     let plugins = ishmem_runtime::remote::plugin::installed_plugins(root.as_deref(), &also);
