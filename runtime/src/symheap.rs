@@ -10,9 +10,8 @@
 
 use crate::alloc::{SymAllocator, MIN_ALIGN};
 use crate::collsig::Sig;
-use crate::error::{self, fatal, warn};
+use crate::error::{fatal, warn};
 use crate::state::State;
-use crate::wait::wait_until;
 use std::sync::atomic::Ordering;
 
 /// Kinds of collective allocation call, as published for the cross-PE check.
@@ -97,41 +96,34 @@ impl State {
         if differ.is_empty() {
             return;
         }
-        if error::claim_report() {
-            let mut msg = format!(
-                "collective call #{} has different arguments on different PEs (every PE must pass the same values):",
-                mine.seq
-            );
-            let show: Vec<usize> = std::iter::once(self.my_pe)
-                .chain(differ.iter().copied().filter(|&p| p != self.my_pe))
-                .take(8)
-                .collect();
-            for pe in show {
-                let r = &records[pe];
-                if r.seq < mine.seq {
-                    msg.push_str(&format!(
-                        "\n    PE {pe}: has not made this call (its latest collective allocation call is #{}: {})",
-                        r.seq,
-                        r.describe()
-                    ));
-                } else if r.seq > mine.seq {
-                    msg.push_str(&format!(
-                        "\n    PE {pe}: is already at collective allocation call #{} ({}): a PE skipped a call",
-                        r.seq,
-                        r.describe()
-                    ));
-                } else {
-                    msg.push_str(&format!("\n    PE {pe}: {}", r.describe()));
-                }
+        let mut msg = format!(
+            "collective call #{} has different arguments on different PEs (every PE must pass the same values):",
+            mine.seq
+        );
+        let show: Vec<usize> =
+            std::iter::once(self.my_pe).chain(differ.iter().copied().filter(|&p| p != self.my_pe)).take(8).collect();
+        for pe in show {
+            let r = &records[pe];
+            if r.seq < mine.seq {
+                msg.push_str(&format!(
+                    "\n    PE {pe}: has not made this call (its latest collective allocation call is #{}: {})",
+                    r.seq,
+                    r.describe()
+                ));
+            } else if r.seq > mine.seq {
+                msg.push_str(&format!(
+                    "\n    PE {pe}: is already at collective allocation call #{} ({}): a PE skipped a call",
+                    r.seq,
+                    r.describe()
+                ));
+            } else {
+                msg.push_str(&format!("\n    PE {pe}: {}", r.describe()));
             }
-            if differ.len() > 7 {
-                msg.push_str(&format!("\n    ... {} PEs differ in all", differ.len()));
-            }
-            fatal(call, format_args!("{msg}"));
         }
-        // Another PE is printing the report and will abort the job.
-        wait_until(|| false);
-        unreachable!()
+        if differ.len() > 7 {
+            msg.push_str(&format!("\n    ... {} PEs differ in all", differ.len()));
+        }
+        crate::wait::report_once(call, format_args!("{msg}"))
     }
 
     fn out_of_space(&self, call: &str, requested: usize, e: Option<crate::alloc::OutOfSpace>) {

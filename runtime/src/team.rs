@@ -18,7 +18,7 @@
 
 use crate::collsig::Sig;
 use crate::ctrl::TEAM_SLOTS;
-use crate::error::{self, fatal, warn};
+use crate::error::{fatal, warn};
 use crate::state::State;
 use crate::wait::wait_until;
 use std::sync::atomic::{fence, Ordering};
@@ -178,31 +178,27 @@ impl State {
                 None => groups.push((sig, vec![pe])),
             }
         }
-        if error::claim_report() {
-            let name = match team.slot {
-                0 => "the world team".to_string(),
-                1 => "the shared team".to_string(),
-                2 => "the node team".to_string(),
-                s => format!("team {s}"),
+        let name = match team.slot {
+            0 => "the world team".to_string(),
+            1 => "the shared team".to_string(),
+            2 => "the node team".to_string(),
+            s => format!("team {s}"),
+        };
+        let mut msg = format!(
+            "the members of {name} ({} PEs) made different collective calls (every member must make the same call with the same arguments):",
+            team.size
+        );
+        for (sig, pes) in &groups {
+            let what = match sig {
+                Some(s) => s.describe(),
+                None => "no host collective call recorded for this synchronization (a device-side call?)".into(),
             };
-            let mut msg = format!(
-                "the members of {name} ({} PEs) made different collective calls (every member must make the same call with the same arguments):",
-                team.size
-            );
-            for (sig, pes) in &groups {
-                let what = match sig {
-                    Some(s) => s.describe(),
-                    None => "no host collective call recorded for this synchronization (a device-side call?)".into(),
-                };
-                let label = if pes.len() == 1 { "PE" } else { "PEs" };
-                msg.push_str(&format!("\n    {label} {}: {what}", crate::collsig::pe_list(pes)));
-            }
-            msg.push_str("\n    (ISHMEM_COLL_CHECK=0 turns this check off)");
-            fatal(call, format_args!("{msg}"));
+            let label = if pes.len() == 1 { "PE" } else { "PEs" };
+            msg.push_str(&format!("\n    {label} {}: {what}", crate::collsig::pe_list(pes)));
         }
-        // Another PE is printing the report and will abort the job.
-        wait_until(|| false);
-        unreachable!()
+        msg.push_str("\n    (ISHMEM_COLL_CHECK=0 turns this check off)");
+        // Several members may find the mismatch: one reports, the job ends.
+        crate::wait::report_once(call, format_args!("{msg}"))
     }
 
     /// The sync epoch the next `team_sync_with(team)` will use.

@@ -50,6 +50,18 @@ const YIELD_POLLS: u32 = 4096;
 /// Sleep between polls once waiting has gone on for a while.
 const SLEEP: Duration = Duration::from_micros(50);
 
+/// Ends the job with a report that several PEs may detect at once (a
+/// collective-argument mismatch): the PE that claims the report prints it
+/// and aborts the job; the others keep waiting, and serving the proxy for
+/// the reporter's reads, until that abort ends them.
+pub(crate) fn report_once(call: &str, msg: std::fmt::Arguments<'_>) -> ! {
+    if crate::error::claim_report() {
+        crate::error::fatal(call, msg)
+    }
+    wait_until(|| false);
+    unreachable!("the reporting PE aborts the job")
+}
+
 /// Polls `ready` until it returns true.
 #[inline]
 pub fn wait_until(mut ready: impl FnMut() -> bool) {

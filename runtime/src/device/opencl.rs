@@ -177,13 +177,35 @@ fn check(what: &str, err: i32) -> Result<(), String> {
     }
 }
 
+/// The first CPU device of the OpenCL platforms: (platform, device,
+/// number of platforms).
+///
+/// # Safety
+/// `cl` holds entry points of a loaded OpenCL library.
+unsafe fn first_cpu_device(cl: &Cl) -> Result<(Handle, Handle, u32), String> {
+    let mut n = 0u32;
+    // SAFETY: OpenCL calls with valid out-pointers (the caller's contract).
+    unsafe {
+        check("clGetPlatformIDs", (cl.get_platform_ids)(0, null_mut(), &mut n))?;
+        let mut platforms = vec![null_mut(); n as usize];
+        check("clGetPlatformIDs", (cl.get_platform_ids)(n, platforms.as_mut_ptr(), null_mut()))?;
+        for &p in &platforms {
+            let mut d = null_mut();
+            if (cl.get_device_ids)(p, CL_DEVICE_TYPE_CPU, 1, &mut d, null_mut()) == 0 {
+                return Ok((p, d, n));
+            }
+        }
+    }
+    Err(format!("none of the {n} OpenCL platforms has a CPU device (the CPU device backend needs one that consumes SPIR-V, e.g. PyPI intel-opencl-rt)"))
+}
+
 /// Whether this machine has what the CPU device's kernels need: an OpenCL
 /// platform with a CPU device. `Ok` says how many platforms there are;
 /// `Err` says what is missing (for `ishmem-info`).
 pub fn probe_cpu_platform() -> Result<String, String> {
     let cl = Cl::load()?;
     let mut n = 0u32;
-    // SAFETY: OpenCL calls with valid out-pointers.
+    // SAFETY: OpenCL calls with valid out-pointers on a loaded library.
     unsafe {
         // CL_PLATFORM_NOT_FOUND_KHR: the ICD loader found no platform.
         if (cl.get_platform_ids)(0, null_mut(), &mut n) == -1001 {
@@ -192,40 +214,18 @@ pub fn probe_cpu_platform() -> Result<String, String> {
                     .into(),
             );
         }
-        check("clGetPlatformIDs", (cl.get_platform_ids)(0, null_mut(), &mut n))?;
-        let mut platforms = vec![null_mut(); n as usize];
-        check("clGetPlatformIDs", (cl.get_platform_ids)(n, platforms.as_mut_ptr(), null_mut()))?;
-        for &p in &platforms {
-            let mut d = null_mut();
-            if (cl.get_device_ids)(p, CL_DEVICE_TYPE_CPU, 1, &mut d, null_mut()) == 0 {
-                return Ok(format!("an OpenCL CPU device is present ({n} OpenCL platform(s))"));
-            }
-        }
+        let (_, _, n) = first_cpu_device(&cl)?;
+        Ok(format!("an OpenCL CPU device is present ({n} OpenCL platform(s))"))
     }
-    Err(format!("none of the {n} OpenCL platforms has a CPU device (PyPI intel-opencl-rt provides one)"))
 }
 
 impl ClDevice {
     pub(super) fn open(device_lib: Option<&str>) -> Result<ClDevice, String> {
         let cl = Cl::load()?;
         let mut err = 0;
-        let mut n = 0u32;
         // SAFETY: OpenCL calls with valid out-pointers throughout.
         unsafe {
-            check("clGetPlatformIDs", (cl.get_platform_ids)(0, null_mut(), &mut n))?;
-            let mut platforms = vec![null_mut(); n as usize];
-            check("clGetPlatformIDs", (cl.get_platform_ids)(n, platforms.as_mut_ptr(), null_mut()))?;
-            let mut found = None;
-            for &p in &platforms {
-                let mut d = null_mut();
-                if (cl.get_device_ids)(p, CL_DEVICE_TYPE_CPU, 1, &mut d, null_mut()) == 0 {
-                    found = Some((p, d));
-                    break;
-                }
-            }
-            let (platform, device) = found.ok_or_else(|| {
-                format!("none of the {n} OpenCL platforms has a CPU device (the CPU device backend needs one that consumes SPIR-V, e.g. PyPI intel-opencl-rt)")
-            })?;
+            let (platform, device, _) = first_cpu_device(&cl)?;
             let context = (cl.create_context)(std::ptr::null(), 1, &device, std::ptr::null(), null_mut(), &mut err);
             check("clCreateContext", err)?;
             let queue = (cl.create_queue)(context, device, std::ptr::null(), &mut err);
