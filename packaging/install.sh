@@ -97,10 +97,13 @@ wrapper oshc++ C++ ISHMEM_CXX c++ '-I$prefix/include' '-lishmem'
 ln -sf oshc++ "$dest/bin/oshcxx"
 wrapper oshfort Fortran ISHMEM_FC gfortran '-I$prefix/include/fortran' '-lishmem_fortran -lishmem'
 ln -sf ishmrun "$dest/bin/oshrun"
-# Fortran: the generated module sources always; compiled modules and the
-# wrapper library when gfortran is here (.mod files are compiler-specific).
+# Fortran: the generated module sources and the classic include file
+# shmem.fh (whose routines are in libishmem itself) always; compiled modules
+# and the wrapper library when gfortran is here (.mod files are
+# compiler-specific).
 install -d "$dest/include/fortran"
-cp bindings/fortran/shmem.f90 bindings/fortran/ishmem.f90 "$dest/include/fortran/"
+cp bindings/fortran/shmem.f90 bindings/fortran/ishmem.f90 bindings/fortran/shmem.fh "$dest/include/fortran/"
+cp bindings/fortran/shmem.fh "$dest/include/"
 if command -v gfortran >/dev/null 2>&1; then
     step "building the Fortran modules (gfortran)"
     fbuild="$(mktemp -d)"

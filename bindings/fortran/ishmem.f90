@@ -28,9 +28,10 @@ module ishmem
     & ishmem_fence, ishmem_quiet, ishmem_global_exit, ishmem_team_my_pe, ishmem_team_n_pes, &
     & ishmem_team_destroy, ishmem_team_sync, ishmem_team_translate_pe, ishmem_malloc, &
     & ishmem_free, ishmem_ptr, ishmem_signal_fetch, ishmem_signal_wait_until, &
-    & ishmem_team_split_strided, ishmem_team_split_2d, ishmem_alloc, ishmem_dealloc, &
-    & ishmem_put, ishmem_get, ishmem_put_nbi, ishmem_get_nbi, ishmem_iput, ishmem_iget, &
-    & ishmem_p, ishmem_g, ishmem_atomic_fetch, ishmem_atomic_set, ishmem_atomic_swap, &
+    & ishmem_team_split_strided, ishmem_team_split_2d, ishmem_putmem, ishmem_getmem, &
+    & ishmem_putmem_nbi, ishmem_getmem_nbi, ishmem_alloc, ishmem_dealloc, ishmem_put, &
+    & ishmem_get, ishmem_put_nbi, ishmem_get_nbi, ishmem_iput, ishmem_iget, ishmem_p, &
+    & ishmem_g, ishmem_atomic_fetch, ishmem_atomic_set, ishmem_atomic_swap, &
     & ishmem_atomic_compare_swap, ishmem_atomic_fetch_inc, ishmem_atomic_inc, &
     & ishmem_atomic_fetch_add, ishmem_atomic_add, ishmem_atomic_fetch_and, ishmem_atomic_and, &
     & ishmem_atomic_fetch_or, ishmem_atomic_or, ishmem_atomic_fetch_xor, ishmem_atomic_xor, &
@@ -1070,6 +1071,34 @@ module ishmem
       integer(c_size_t), value :: nelems
       integer(c_int), value :: pe
     end subroutine
+    subroutine c_ishmem_putmem(dest, source, nelems, pe) bind(C, name="ishmem_putmem")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
+    subroutine c_ishmem_getmem(dest, source, nelems, pe) bind(C, name="ishmem_getmem")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
+    subroutine c_ishmem_putmem_nbi(dest, source, nelems, pe) bind(C, name="ishmem_putmem_nbi")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
+    subroutine c_ishmem_getmem_nbi(dest, source, nelems, pe) bind(C, name="ishmem_getmem_nbi")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
   end interface
 
   interface ishmem_alloc
@@ -1934,5 +1963,33 @@ contains
     if (nelems > 0) call c_ishmem_iget_complex8(dest(1), source(1), int(dst, c_ptrdiff_t), &
         & int(sst, c_ptrdiff_t), &
         & int(nelems, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (to dest on pe); dest and source are contiguous arrays.
+  subroutine ishmem_putmem(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_ishmem_putmem(dest, source, int(nbytes, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (from source on pe); dest and source are contiguous arrays.
+  subroutine ishmem_getmem(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_ishmem_getmem(dest, source, int(nbytes, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (to dest on pe); dest and source are contiguous arrays.
+  subroutine ishmem_putmem_nbi(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_ishmem_putmem_nbi(dest, source, int(nbytes, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (from source on pe); dest and source are contiguous arrays.
+  subroutine ishmem_getmem_nbi(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_ishmem_getmem_nbi(dest, source, int(nbytes, c_size_t), pe)
   end subroutine
 end module ishmem

@@ -28,14 +28,15 @@ module shmem
     & shmem_fence, shmem_quiet, shmem_global_exit, shmem_team_my_pe, shmem_team_n_pes, &
     & shmem_team_destroy, shmem_team_sync, shmem_team_translate_pe, shmem_malloc, shmem_free, &
     & shmem_ptr, shmem_signal_fetch, shmem_signal_wait_until, shmem_team_split_strided, &
-    & shmem_team_split_2d, shmem_alloc, shmem_dealloc, shmem_put, shmem_get, shmem_put_nbi, &
-    & shmem_get_nbi, shmem_iput, shmem_iget, shmem_p, shmem_g, shmem_atomic_fetch, &
-    & shmem_atomic_set, shmem_atomic_swap, shmem_atomic_compare_swap, shmem_atomic_fetch_inc, &
-    & shmem_atomic_inc, shmem_atomic_fetch_add, shmem_atomic_add, shmem_atomic_fetch_and, &
-    & shmem_atomic_and, shmem_atomic_fetch_or, shmem_atomic_or, shmem_atomic_fetch_xor, &
-    & shmem_atomic_xor, shmem_put_signal, shmem_wait_until, shmem_test, shmem_broadcast, &
-    & shmem_collect, shmem_fcollect, shmem_alltoall, shmem_sum_reduce, shmem_max_reduce, &
-    & shmem_min_reduce, shmem_prod_reduce, shmem_and_reduce, shmem_or_reduce, shmem_xor_reduce
+    & shmem_team_split_2d, shmem_putmem, shmem_getmem, shmem_putmem_nbi, shmem_getmem_nbi, &
+    & shmem_alloc, shmem_dealloc, shmem_put, shmem_get, shmem_put_nbi, shmem_get_nbi, &
+    & shmem_iput, shmem_iget, shmem_p, shmem_g, shmem_atomic_fetch, shmem_atomic_set, &
+    & shmem_atomic_swap, shmem_atomic_compare_swap, shmem_atomic_fetch_inc, shmem_atomic_inc, &
+    & shmem_atomic_fetch_add, shmem_atomic_add, shmem_atomic_fetch_and, shmem_atomic_and, &
+    & shmem_atomic_fetch_or, shmem_atomic_or, shmem_atomic_fetch_xor, shmem_atomic_xor, &
+    & shmem_put_signal, shmem_wait_until, shmem_test, shmem_broadcast, shmem_collect, &
+    & shmem_fcollect, shmem_alltoall, shmem_sum_reduce, shmem_max_reduce, shmem_min_reduce, &
+    & shmem_prod_reduce, shmem_and_reduce, shmem_or_reduce, shmem_xor_reduce
 
   interface
     subroutine shmem_init() bind(C, name="shmem_init")
@@ -1062,6 +1063,34 @@ module shmem
       integer(c_size_t), value :: nelems
       integer(c_int), value :: pe
     end subroutine
+    subroutine c_shmem_putmem(dest, source, nelems, pe) bind(C, name="shmem_putmem")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
+    subroutine c_shmem_getmem(dest, source, nelems, pe) bind(C, name="shmem_getmem")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
+    subroutine c_shmem_putmem_nbi(dest, source, nelems, pe) bind(C, name="shmem_putmem_nbi")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
+    subroutine c_shmem_getmem_nbi(dest, source, nelems, pe) bind(C, name="shmem_getmem_nbi")
+      import
+      type(*), dimension(*), intent(inout) :: dest
+      type(*), dimension(*), intent(in) :: source
+      integer(c_size_t), value :: nelems
+      integer(c_int), value :: pe
+    end subroutine
   end interface
 
   interface shmem_alloc
@@ -1916,5 +1945,33 @@ contains
     if (nelems > 0) call c_shmem_iget_complex8(dest(1), source(1), int(dst, c_ptrdiff_t), &
         & int(sst, c_ptrdiff_t), &
         & int(nelems, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (to dest on pe); dest and source are contiguous arrays.
+  subroutine shmem_putmem(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_shmem_putmem(dest, source, int(nbytes, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (from source on pe); dest and source are contiguous arrays.
+  subroutine shmem_getmem(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_shmem_getmem(dest, source, int(nbytes, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (to dest on pe); dest and source are contiguous arrays.
+  subroutine shmem_putmem_nbi(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_shmem_putmem_nbi(dest, source, int(nbytes, c_size_t), pe)
+  end subroutine
+  !> Copies nbytes bytes (from source on pe); dest and source are contiguous arrays.
+  subroutine shmem_getmem_nbi(dest, source, nbytes, pe)
+    type(*), intent(inout) :: dest(*)
+    type(*), intent(in) :: source(*)
+    integer, intent(in) :: nbytes, pe
+    if (nbytes > 0) call c_shmem_getmem_nbi(dest, source, int(nbytes, c_size_t), pe)
   end subroutine
 end module shmem

@@ -85,9 +85,11 @@ build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
     oshcc -std=c11 -c ../hello_ring.c -o w_c.o && oshcc w_c.o -o w_c2
     oshc++ '"$root"'/tests/sdk/hello.cpp -o w_cxx && oshcxx '"$root"'/tests/sdk/hello.cpp -o w_cxx2
     oshfort ../heat.f90 -o w_f
+    oshfort -fcray-pointer '"$root"'/bindings/fortran/examples/classic.f -o w_classic
     for p in ./w_c ./w_c2; do out="$(env -u LD_LIBRARY_PATH oshrun -n 2 "$p")"; grep -q "sum = 2001" <<< "$out"; done
     for p in ./w_cxx ./w_cxx2; do out="$(env -u LD_LIBRARY_PATH oshrun -n 2 "$p")"; grep -q "cxx sum 3" <<< "$out"; done
-    out="$(env -u LD_LIBRARY_PATH oshrun -n 2 ./w_f)"; grep -q "fortran heat ok" <<< "$out"'
+    out="$(env -u LD_LIBRARY_PATH oshrun -n 2 ./w_f)"; grep -q "fortran heat ok" <<< "$out"
+    out="$(env -u LD_LIBRARY_PATH oshrun -n 3 ./w_classic)"; grep -q "fortran classic ok" <<< "$out"'
 
 echo "== Lmod"
 clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; $check_env; $build_run" \

@@ -456,6 +456,31 @@ fn fortran_examples() {
     }
 }
 
+/// The classic interface: a fixed-form program with `include 'shmem.fh'`,
+/// COMMON blocks and a Cray pointer, and its error for a negative count.
+#[test]
+fn fortran_classic() {
+    let e = env();
+    let inc = format!("-I{}", e.root.join("bindings/fortran").display());
+    let src = e.root.join("bindings/fortran/examples/classic.f");
+    let prog =
+        compile("FC", "gfortran", &["-O2", "-Wall", "-Werror", "-fcray-pointer", &inc], &[&src], &[], &[], "f_classic");
+    for n in 1..=4 {
+        let r = ishmrun(n, &prog, &[], &[]);
+        assert!(
+            r.code == Some(0) && r.stdout.contains("fortran classic ok"),
+            "{}",
+            r.report(&format!("classic on {n} PEs"))
+        );
+    }
+    let r = ishmrun(2, &prog, &[], &[("CLASSIC_BAD_COUNT", "1")]);
+    assert!(
+        r.code != Some(0) && r.stderr.contains("SHMEM_INTEGER_PUT: nelems -1 is negative"),
+        "{}",
+        r.report("classic with a negative count")
+    );
+}
+
 #[test]
 fn rust_crate_examples() {
     // Built by `cargo build --workspace --all-targets` (tests/run-all.sh).

@@ -8,6 +8,7 @@ program coverage
   integer(4), pointer :: i4(:), cnt(:), bsrc(:)
   integer(8), pointer :: i8(:), red(:), flag(:)
   real(4), pointer :: r4(:)
+  real(4) :: rl(16)
   complex(8), pointer :: z(:)
   integer(8), pointer :: sig(:)
   integer :: me, npes, right, left, k, team, xt, yt, rc
@@ -98,6 +99,19 @@ program coverage
   call shmem_dealloc(bsrc)
   if (shmem_xor_reduce(SHMEM_TEAM_WORLD, red(1:1), red(1:1), 1) /= 0) error stop "xor in place"
 
+  ! byte-level RMA on arrays of any type
+  call shmem_barrier_all()
+  call shmem_putmem(r4, [(real(me) * 2.0 + k, k = 1, 16)], 64, right)
+  call shmem_putmem_nbi(i4, [(me + k, k = 1, 16)], 32, right)
+  call shmem_quiet()
+  call shmem_barrier_all()
+  if (r4(16) /= real(left) * 2.0 + 16) error stop "putmem real4"
+  if (i4(8) /= left + 8 .or. i4(9) /= 9) error stop "putmem_nbi int4"
+  call shmem_getmem(red, i8, 64, right)
+  call shmem_getmem_nbi(rl, r4, 64, right)
+  call shmem_quiet()
+  if (any(red(1:8) /= [(int(k, 8), k = 1, 8)])) error stop "getmem int8"
+  if (rl(16) /= real(me) * 2.0 + 16) error stop "getmem_nbi real4"
   call shmem_barrier_all()
   call shmem_dealloc(sig)
   call shmem_dealloc(z)

@@ -10,6 +10,7 @@
 //! `ishmem-gen --check` writes nothing and fails when a file differs from
 //! what it would write (CI runs it).
 
+mod classic;
 mod fortran;
 mod opencl;
 mod types;
@@ -1598,6 +1599,34 @@ fn fortran_constants(p: &str, x: &str) -> Vec<(&'static str, i64)> {
     ]
 }
 
+/// Constants of the classic Fortran include file `shmem.fh`. Its pSync
+/// arrays are default (4-byte) integers, so their sizes are twice the C
+/// ones (counted in `long`s).
+fn classic_constants() -> Vec<(&'static str, i64)> {
+    use ishmem_runtime::amo;
+    let n = 2 * ishmem_runtime::activeset::SYNC_SIZE as i64;
+    vec![
+        ("SHMEM_CMP_EQ", amo::CMP_EQ as i64),
+        ("SHMEM_CMP_NE", amo::CMP_NE as i64),
+        ("SHMEM_CMP_GT", amo::CMP_GT as i64),
+        ("SHMEM_CMP_GE", amo::CMP_GE as i64),
+        ("SHMEM_CMP_LT", amo::CMP_LT as i64),
+        ("SHMEM_CMP_LE", amo::CMP_LE as i64),
+        ("SHMEM_BARRIER_SYNC_SIZE", n),
+        ("SHMEM_BCAST_SYNC_SIZE", n),
+        ("SHMEM_COLLECT_SYNC_SIZE", n),
+        ("SHMEM_REDUCE_SYNC_SIZE", n),
+        ("SHMEM_ALLTOALL_SYNC_SIZE", n),
+        ("SHMEM_ALLTOALLS_SYNC_SIZE", n),
+        ("SHMEM_SYNC_SIZE", n),
+        ("SHMEM_REDUCE_MIN_WRKDATA_SIZE", 1),
+        ("SHMEM_SYNC_VALUE", 0),
+        ("SHMEM_MAJOR_VERSION", ishmem_runtime::core::SPEC_MAJOR as i64),
+        ("SHMEM_MINOR_VERSION", ishmem_runtime::core::SPEC_MINOR as i64),
+        ("SHMEM_MAX_NAME_LEN", 256),
+    ]
+}
+
 fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
     let inc = root.join("bindings/c/include");
     let vendor = format!(
@@ -1681,6 +1710,11 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (root.join("device-lib/include/ishmem_sycl.h"), opencl::sycl_h()),
         (root.join("bindings/fortran/shmem.f90"), fortran::module("shmem", &fortran_constants("SHMEM", "SHMEMX"))),
         (root.join("bindings/fortran/ishmem.f90"), fortran::module("ishmem", &fortran_constants("ISHMEM", "ISHMEMX"))),
+        (root.join("bindings/c/src/fortran_classic.rs"), classic::rust(BANNER)),
+        (
+            root.join("bindings/fortran/shmem.fh"),
+            classic::fh(BANNER, &classic_constants(), ishmem_runtime::core::VENDOR),
+        ),
     ]
 }
 
