@@ -4,7 +4,7 @@
 #   DESTDIR=/stage packaging/install.sh --prefix /opt/ishmem   (staged install)
 # bin/ (ishmrun, ishmem-info, the oshcc/oshc++/oshfort wrappers, oshrun),
 # <libdir>/ (libishmem.so.X.Y.Z + soname links, libishmem.a, pkgconfig/,
-# cmake/ishmem/), include/, share/modulefiles/ (lmod/ and tcl/),
+# cmake/ishmem/), include/, share/modulefiles/ (lmod/ and tcl/), share/man/,
 # share/doc/ishmem/; <libdir>/ishmem/ holds the device library and the MPI
 # proxy plugins when their toolchains are here. --libdir names the library
 # directory under the prefix (default lib; one component, such as lib64).
@@ -117,6 +117,18 @@ if command -v gfortran >/dev/null 2>&1; then
 else
     skipped+=("Fortran modules: gfortran not found (apt-get install gfortran); the module sources are in include/fortran")
 fi
+# Manual pages: ishmrun(1), ishmem-info(1), oshcc(1) and the generated
+# section 3 pages; every other routine name is a link to its family's page.
+step "installing the manual pages"
+install -d "$dest/share/man/man1" "$dest/share/man/man3"
+install -m 644 docs/man/man1/*.1 "$dest/share/man/man1/"
+ln -sf ishmrun.1 "$dest/share/man/man1/oshrun.1"
+for w in oshc++ oshcxx oshfort; do ln -sf oshcc.1 "$dest/share/man/man1/$w.1"; done
+install -m 644 docs/man/man3/*.3 "$dest/share/man/man3/"
+(cd "$dest/share/man/man3" && grep -v '^#' "$root/docs/man/links" | while read -r name page; do
+    ln -sf "$page.3" "$name.3"
+done)
+built+=("manual pages in share/man: ishmrun(1), ishmem-info(1), oshcc(1), ishmem(3) and one for every routine")
 # Device library (when clang-14 and llvm-spirv-14 are here): the SPIR-V and
 # bitcode where the runtime looks (<libdir>/ishmem/), the OpenCL C and SYCL
 # declaration headers.

@@ -44,13 +44,31 @@ grep -rq --exclude-dir=modulefiles "$tmp/staging" "$P" && fail "the installed pr
 cp "$root/packaging/examples/hello_ring.c" "$root/tests/c/profiling.c" "$tmp/"
 cp "$root/bindings/fortran/examples/heat.f90" "$root/bindings/cxx/examples/intel_style.cpp" "$tmp/"
 
+# Manual pages: the pages, and a link for every routine name.
+[ -f "$P/share/man/man3/shmem_put.3" ] && [ -L "$P/share/man/man3/shmem_ctx_longdouble_put.3" ] \
+    && [ -f "$P/share/man/man1/ishmrun.1" ] || fail "the manual pages are not installed"
+[ "$(find "$P/share/man" -xtype l | wc -l)" = 0 ] || fail "dangling manual page links: $(find "$P/share/man" -xtype l | head -3)"
+# Whether man finds the system's pages without a MANPATH (then it must still
+# find them with the module loaded).
+sysman="$(env -i PATH=/usr/bin:/bin man -w man 2>/dev/null || true)"
+
 # A clean environment: no cargo, no target dir, nothing of ours on any path.
 clean() { env -i HOME="$tmp" PATH=/usr/bin:/bin TERM=dumb bash --noprofile --norc -c "set -euo pipefail; $1"; }
 
 check_env='test "$ISHMEM_ROOT" = '"$P"' || { echo "ISHMEM_ROOT=$ISHMEM_ROOT"; exit 1; }
     test "$(command -v ishmrun)" = '"$P"'/bin/ishmrun
     echo "$LD_LIBRARY_PATH" | grep -q '"$P"'/lib
-    echo "$CMAKE_PREFIX_PATH" | grep -q '"$P"
+    echo "$CMAKE_PREFIX_PATH" | grep -q '"$P"'
+    case ":$MANPATH:" in *:'"$P"'/share/man:*) ;; *) echo "MANPATH=$MANPATH"; exit 1 ;; esac
+    if command -v man >/dev/null; then
+        # every routine name has a page; ishmrun, oshrun, oshfort too
+        test "$(man -w shmem_int_put)" = '"$P"'/share/man/man3/shmem_int_put.3
+        test "$(man -w ishmemx_ibput)" = '"$P"'/share/man/man3/ishmemx_ibput.3
+        for p in ishmrun oshrun ishmem-info oshfort ishmem shmem_team_split_strided; do man -w "$p" | grep -q '"$P"'/share/man/; done
+        page="$(man -P cat shmem_int_put 2>/dev/null)"; grep -q "shmem_TYPENAME_put" <<< "$page"
+        # the system pages are still found
+        if [ -n "'"$sysman"'" ]; then man -w man > /dev/null; fi
+    fi
 build_run='cd '"$tmp"' && rm -rf b && mkdir b && cd b
     cc -std=c11 ../hello_ring.c $(pkg-config --cflags --libs ishmem) -o pc_shared
     cc -std=c11 ../hello_ring.c $(pkg-config --cflags --libs ishmem-static) -o pc_static

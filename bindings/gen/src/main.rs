@@ -12,6 +12,7 @@
 
 mod classic;
 mod fortran;
+mod man;
 mod opencl;
 mod types;
 
@@ -841,6 +842,8 @@ struct Routine<'a> {
     c_ty: Option<&'static str>,
     rust_elem: &'static str,
     doc: String,
+    /// TYPENAME of a typed routine; bits of a sized one; "" otherwise.
+    tname: &'static str,
 }
 
 /// A naming family: Intel SHMEM's or OpenSHMEM's.
@@ -950,6 +953,7 @@ fn routines(f: &Family) -> Vec<Routine<'static>> {
                         c_ty: Some(ty.c),
                         rust_elem: ty.rust,
                         doc: o.doc.to_string(),
+                        tname: ty.name,
                     });
                 }
             }
@@ -965,6 +969,7 @@ fn routines(f: &Family) -> Vec<Routine<'static>> {
                     c_ty: None,
                     rust_elem: elem,
                     doc: o.doc.replace("{B}", &bits.to_string()),
+                    tname: bits_name(bits),
                 });
             }
         }
@@ -979,6 +984,7 @@ fn routines(f: &Family) -> Vec<Routine<'static>> {
                     c_ty: None,
                     rust_elem: elem,
                     doc: o.doc.to_string(),
+                    tname: bits_name(bits),
                 });
             }
         }
@@ -992,10 +998,22 @@ fn routines(f: &Family) -> Vec<Routine<'static>> {
                 c_ty: None,
                 rust_elem: "u8",
                 doc: o.doc.to_string(),
+                tname: "",
             });
         }
     }
     out
+}
+
+fn bits_name(bits: u32) -> &'static str {
+    match bits {
+        8 => "8",
+        16 => "16",
+        32 => "32",
+        64 => "64",
+        128 => "128",
+        b => unreachable!("no sized routines of {b} bits"),
+    }
 }
 
 /// Whether an op has a context form: point-to-point routines (those with a
@@ -1670,7 +1688,9 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         host.insert(r.name.clone(), params_of(&r).len());
     }
     let dual = opencl::dual_names(&host);
-    vec![
+    let ishmem_api = mark_dual(ishmem_api, &dual);
+    let (man_pages, man_links) = man::pages(&shmem_api, &ishmem_api, env!("CARGO_PKG_VERSION"));
+    let mut out = vec![
         (root.join("bindings/c/src/typed.rs"), typed_rs()),
         (inc.join("ishmem/ishmem_typed.h"), typed_h(&FAMILIES[0], &dual, Part::Std)),
         (inc.join("ishmem/ishmem_cxx.h"), cxx_h(&FAMILIES[0], Part::Std)),
@@ -1680,7 +1700,7 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (inc.join("shmem/shmemx_cxx.h"), cxx_h(&FAMILIES[1], Part::Ext)),
         (root.join("bindings/c/src/pshmem.rs"), pshmem_rs(root)),
         (inc.join("pshmem.h"), pshmem_h(&shmem_api)),
-        (inc.join("ishmem/ishmem_api.h"), mark_dual(ishmem_api, &dual)),
+        (inc.join("ishmem/ishmem_api.h"), ishmem_api.clone()),
         (inc.join("ishmem/ishmem_cuda.h"), opencl::cuda_h(&host)),
         (root.join("device-lib/cuda/names.h"), opencl::cuda_names_h()),
         (root.join("device-lib/cuda/decls.h"), opencl::cuda_decls_h()),
@@ -1715,8 +1735,14 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
             root.join("bindings/fortran/shmem.fh"),
             classic::fh(BANNER, &classic_constants(), ishmem_runtime::core::VENDOR),
         ),
-    ]
+        (root.join("docs/man/links"), man_links),
+    ];
+    out.extend(man_pages.into_iter().map(|(name, text)| (root.join(MAN3).join(name), text)));
+    out
 }
+
+/// Where the generated section 3 pages live; every file there is generated.
+const MAN3: &str = "docs/man/man3";
 
 /// Formats generated Rust source with the repository's rustfmt settings, so
 /// generated files pass `cargo fmt --check` like hand-written ones.
@@ -1743,7 +1769,21 @@ fn main() {
     let check = std::env::args().any(|a| a == "--check");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root");
     let mut stale = Vec::new();
-    for (path, content) in outputs(&root) {
+    let outputs = outputs(&root);
+    // Pages no longer generated.
+    let wanted: BTreeSet<&PathBuf> = outputs.iter().map(|(p, _)| p).collect();
+    for entry in std::fs::read_dir(root.join(MAN3)).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if !wanted.contains(&path) {
+            if check {
+                stale.push(format!("{} (no longer generated)", path.strip_prefix(&root).unwrap_or(&path).display()));
+            } else {
+                std::fs::remove_file(&path).unwrap_or_else(|e| panic!("remove {}: {e}", path.display()));
+                println!("removed {}", path.strip_prefix(&root).unwrap_or(&path).display());
+            }
+        }
+    }
+    for (path, content) in outputs {
         let content = if path.extension().is_some_and(|e| e == "rs") { rustfmt(&root, &content) } else { content };
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current == content {
