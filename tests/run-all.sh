@@ -77,6 +77,18 @@ done
 # every peer is reached through it.
 echo "== multi-PE suite under oshrun, through Open MPI's OSHMEM"
 TEST_LAUNCHER=oshmem cargo test -q -p ishmem-tests --test multi_pe
+# The same through Sandia OpenSHMEM when an SOS build is here (its sources
+# are not in this repository: tests/sos/build-sos.sh SRC_DIR PREFIX builds
+# one into target/sos, or ISHMEM_TEST_SOS names a prefix), over libfabric's
+# tcp provider (tcp;ofi_rxm), started by MPICH's Hydra.
+sos="${ISHMEM_TEST_SOS:-${CARGO_TARGET_DIR:-$PWD/target}/sos}"
+if [ -f "$sos/lib/libsma.so" ]; then
+    echo "== multi-PE suite under mpiexec.hydra, through Sandia OpenSHMEM ($sos)"
+    # One test at a time: side by side, SOS jobs over tcp disturbed each other.
+    TEST_LAUNCHER=sos TEST_SOS_PREFIX="$sos" cargo test -q -p ishmem-tests --test multi_pe -- --test-threads=1
+else
+    echo "sos: skipped (no SOS build at $sos; tests/sos/build-sos.sh SRC_DIR $sos makes one)"
+fi
 # Two hosts (network + UTS namespaces joined by a veth pair), Open MPI over
 # TCP between them. Needs root.
 if [ "$(id -u)" = 0 ]; then

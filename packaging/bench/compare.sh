@@ -6,16 +6,21 @@
 # third column: the ishmem-rs build run under oshrun through the OpenSHMEM
 # proxy (ISHMEM_RUNTIME=OPENSHMEM: every operation on another PE through
 # OSHMEM), which shows what the proxy costs over OSHMEM itself.
-#   packaging/bench/compare.sh [--rounds N] [--pes N] [--quick] [--out DIR]
+# With --sos PREFIX (a Sandia OpenSHMEM build, tests/sos/build-sos.sh), two
+# more columns over libfabric's tcp;ofi_rxm under MPICH's Hydra: the
+# benchmark built against SOS, and the ishmem-rs build through the proxy
+# on that SOS.
+#   packaging/bench/compare.sh [--rounds N] [--pes N] [--quick] [--out DIR] [--sos PREFIX]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-rounds=3; pes=2; quick=""; out="$root/target/bench"
+rounds=3; pes=2; quick=""; out="$root/target/bench"; sos=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift 2 ;;
         --pes) pes="$2"; shift 2 ;;
         --quick) quick="--quick"; shift ;;
         --out) out="$2"; shift 2 ;;
+        --sos) sos="$2"; shift 2 ;;
         *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -54,7 +59,21 @@ run_proxy() {
         -x ISHMEM_RUNTIME=OPENSHMEM "$out/bench_ishmem" $quick < /dev/null > "$1" 2>"$1.err" \
         || { echo "compare.sh: the run through the OpenSHMEM proxy failed:" >&2; tail -5 "$1.err" >&2; exit 1; }
 }
-rm -f "$out"/ishmem-*.csv "$out"/oshmem-*.csv "$out"/proxy-*.csv
+if [ -n "$sos" ]; then
+    [ -f "$sos/lib/libsma.so" ] || { echo "compare.sh: --sos $sos has no lib/libsma.so" >&2; exit 2; }
+    "$sos/bin/oshcc" -O2 -std=c11 packaging/bench/shmem_bench.c -o "$out/bench_sos"
+fi
+sos_env=(env SHMEM_OFI_PROVIDER="tcp;ofi_rxm" FI_PROVIDER=tcp)
+run_sos() {
+    "${sos_env[@]}" timeout 300 mpiexec.hydra -n "$pes" "$out/bench_sos" $quick < /dev/null > "$1" 2>"$1.err" \
+        || { echo "compare.sh: the SOS run failed:" >&2; tail -5 "$1.err" >&2; exit 1; }
+}
+run_sosproxy() {
+    "${sos_env[@]}" ISHMEM_RUNTIME=OPENSHMEM ISHMEM_SHMEM_LIB_NAME="$sos/lib/libsma.so" timeout 300 \
+        mpiexec.hydra -n "$pes" "$out/bench_ishmem" $quick < /dev/null > "$1" 2>"$1.err" \
+        || { echo "compare.sh: the run through the proxy on SOS failed:" >&2; tail -5 "$1.err" >&2; exit 1; }
+}
+rm -f "$out"/ishmem-*.csv "$out"/oshmem-*.csv "$out"/proxy-*.csv "$out"/sos-*.csv "$out"/sosproxy-*.csv
 for r in $(seq 1 "$rounds"); do
     if [ $have_osh = 0 ]; then
         run_ours "$out/ishmem-$r.csv"
@@ -62,6 +81,13 @@ for r in $(seq 1 "$rounds"); do
         run_ours "$out/ishmem-$r.csv"; run_osh "$out/oshmem-$r.csv"; run_proxy "$out/proxy-$r.csv"
     else
         run_proxy "$out/proxy-$r.csv"; run_osh "$out/oshmem-$r.csv"; run_ours "$out/ishmem-$r.csv"
+    fi
+    if [ -n "$sos" ]; then
+        if [ $((r % 2)) = 1 ]; then
+            run_sos "$out/sos-$r.csv"; run_sosproxy "$out/sosproxy-$r.csv"
+        else
+            run_sosproxy "$out/sosproxy-$r.csv"; run_sos "$out/sos-$r.csv"
+        fi
     fi
 done
 python3 packaging/bench/ratios.py "$out" | tee "$out/ratios.md"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Per-figure ratios from compare.sh's CSV files (ishmem-N.csv, oshmem-N.csv,
-and proxy-N.csv: ishmem-rs through the OpenSHMEM proxy over OSHMEM): the
+and proxy-N.csv: ishmem-rs through the OpenSHMEM proxy over OSHMEM; with
+--sos, sos-N.csv and sosproxy-N.csv the same over Sandia OpenSHMEM): the
 median over rounds of each run's median. Ratio > 1 means the first is
 faster (for times: theirs/ours; for bandwidths: ours/theirs). Also writes
 ratios.json and the ishmem-rs put/get bandwidth as a share of memcpy."""
@@ -49,5 +50,18 @@ for key, (v, unit) in ours.items():
         put = ours.get(("put_bw", b, pes), (0,))[0]
         get = ours.get(("get_bw", b, pes), (0,))[0]
         print(f"| {b} | {100 * put / v:.0f}% | {100 * get / v:.0f}% |")
+sos, sosproxy = load("sos"), load("sosproxy")
+if sos:
+    print()
+    print("| figure | bytes | PEs | Sandia OpenSHMEM | ishmem-rs through the SOS proxy | unit "
+          "| ratio (>1: proxy faster than SOS) |")
+    print("|---|---|---|---|---|---|---|")
+    for key, (t, unit) in sos.items():
+        fig, b, pes = key
+        x = sosproxy.get(key, (None,))[0]
+        r = ratio(x, t, unit)
+        fmt = (lambda x: "n/a" if x is None else f"{x:.1f}") if unit == "MB/s" else (lambda x: "n/a" if x is None else f"{x:.4f}")
+        print(f"| {fig} | {b} | {pes} | {fmt(t)} | {fmt(x)} | {unit} | {f'{r:.2f}' if r else 'n/a'} |")
+        rows.append({"figure": fig, "bytes": b, "pes": pes, "sos": t, "unit": unit, "sos_proxy": x, "sos_proxy_ratio": r})
 with open(os.path.join(out, "ratios.json"), "w") as f:
     json.dump(rows, f, indent=1)

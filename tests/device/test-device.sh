@@ -95,4 +95,17 @@ if command -v oshrun >/dev/null; then
 elif [ "${TEST_DEVICE_MPI:-0}" = 1 ]; then
     fail "TEST_DEVICE_MPI=1 but oshrun (Open MPI's OSHMEM) is missing"
 fi
+# Through Sandia OpenSHMEM when an SOS build is here (tests/sos/build-sos.sh
+# into target/sos, or ISHMEM_TEST_SOS), over libfabric's tcp provider under
+# MPICH's Hydra.
+sos="${ISHMEM_TEST_SOS:-$target/sos}"
+if [ -f "$sos/lib/libsma.so" ] && command -v mpiexec.hydra >/dev/null; then
+    log="$(ISHMEM_RUNTIME=OPENSHMEM ISHMEM_SHMEM_LIB_NAME="$sos/lib/libsma.so" SHMEM_OFI_PROVIDER="tcp;ofi_rxm" \
+        FI_PROVIDER=tcp timeout -k 10 400 mpiexec.hydra -n 2 "$out/device_host" "$out/kernels.spv" 2>&1)" \
+        || { echo "$log" >&2; fail "device test on 2 PEs through Sandia OpenSHMEM"; }
+    echo "$log" | grep -q "device ok on 2 PEs" || { echo "$log" >&2; fail "device test through SOS printed no result"; }
+    echo "test-device: through Sandia OpenSHMEM ($sos): ok"
+else
+    echo "test-device: no SOS build at $sos; the SOS part was not run"
+fi
 echo "test-device: ok"

@@ -173,6 +173,13 @@ enum Launcher {
     /// Open MPI's OSHMEM loaded as the OpenSHMEM proxy
     /// (`ISHMEM_RUNTIME=OPENSHMEM`): every other PE through that library.
     Oshmem,
+    /// MPICH's Hydra (`mpiexec.hydra`), with the programs bootstrapping
+    /// through Sandia OpenSHMEM loaded as the OpenSHMEM proxy: the
+    /// `libsma.so` of the SOS prefix `TEST_SOS_PREFIX` (built by
+    /// `tests/sos/build-sos.sh`), over libfabric's `TEST_SOS_PROVIDER`
+    /// (default `tcp;ofi_rxm`; SOS 1.5.3 over the sockets provider stalls
+    /// in quiet under many outstanding puts).
+    Sos,
 }
 
 fn launcher() -> Launcher {
@@ -181,7 +188,8 @@ fn launcher() -> Launcher {
         Ok("openmpi") => Launcher::OpenMpi,
         Ok("mpich") => Launcher::Mpich,
         Ok("oshmem") => Launcher::Oshmem,
-        Ok(other) => panic!("TEST_LAUNCHER={other}: expected ishmrun, openmpi, mpich or oshmem"),
+        Ok("sos") => Launcher::Sos,
+        Ok(other) => panic!("TEST_LAUNCHER={other}: expected ishmrun, openmpi, mpich, oshmem or sos"),
     }
 }
 
@@ -246,6 +254,20 @@ fn launch(n: usize, prog: &Path, args: &[&str], envs: &[(&str, &str)], verbose: 
             for k in envs.iter().map(|(k, _)| k.to_string()).chain(passthrough.iter().map(|(k, _)| k.clone())) {
                 c.arg("-x").arg(k);
             }
+            c
+        }
+        Launcher::Sos => {
+            let prefix =
+                std::env::var("TEST_SOS_PREFIX").expect("TEST_LAUNCHER=sos needs TEST_SOS_PREFIX (an SOS prefix)");
+            let provider = std::env::var("TEST_SOS_PROVIDER").unwrap_or_else(|_| "tcp;ofi_rxm".into());
+            let lib = Path::new(&prefix).join("lib/libsma.so");
+            assert!(lib.exists(), "TEST_SOS_PREFIX={prefix} has no lib/libsma.so (tests/sos/build-sos.sh builds one)");
+            let mut c = Command::new("mpiexec.hydra");
+            c.arg("-n").arg(n.to_string());
+            // Hydra passes the whole environment to the PEs.
+            c.env("ISHMEM_RUNTIME", "OPENSHMEM").env("ISHMEM_SHMEM_LIB_NAME", lib);
+            let fi = if provider.starts_with("tcp") { "tcp" } else { provider.as_str() };
+            c.env("SHMEM_OFI_PROVIDER", &provider).env("FI_PROVIDER", fi);
             c
         }
     };
@@ -775,7 +797,9 @@ fn compile_mpi(name: &str) -> PathBuf {
     let wrapper = match launcher() {
         Launcher::OpenMpi => "mpicc.openmpi",
         Launcher::Mpich => "mpicc.mpich",
-        Launcher::Ishmrun | Launcher::Oshmem => unreachable!("MPI programs run under an MPI launcher"),
+        Launcher::Ishmrun | Launcher::Oshmem | Launcher::Sos => {
+            unreachable!("MPI programs run under an MPI launcher")
+        }
     };
     let e = env();
     let out = e.build_dir.join(format!("{name}-{wrapper}"));

@@ -368,7 +368,10 @@ impl RemoteOps for ShmemRemote {
                     format!("shmem_malloc({total}) for the bootstrap allgather returned NULL"),
                 ));
             }
-            for pe in 0..n {
+            // Our own block by a plain copy: SOS 1.5.3 over tcp;ofi_rxm
+            // loses a singleton job's puts to itself.
+            std::ptr::copy_nonoverlapping(mine.as_ptr(), buf.add(me * len), len);
+            for pe in (0..n).filter(|&pe| pe != me) {
                 (self.lib.putmem)(buf.add(me * len) as *mut c_void, mine.as_ptr() as *const c_void, len, pe as c_int);
             }
             (self.lib.quiet)();
@@ -400,6 +403,14 @@ impl RemoteOps for ShmemRemote {
         &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
     ) -> Result<(), RemoteError> {
         let a = self.addr(region, offset, len)?;
+        if pe == self.rank {
+            // Our own memory: a copy (SOS 1.5.3 over tcp;ofi_rxm loses a
+            // singleton job's puts to itself).
+            // SAFETY: `a` is our mapping of `len` symmetric bytes; src valid
+            // as the caller guarantees (possibly overlapping).
+            unsafe { std::ptr::copy(src, a as *mut u8, len) };
+            return Ok(());
+        }
         let _g = self.guard();
         // SAFETY: a symmetric address of the library; src valid as the
         // caller guarantees.
@@ -416,6 +427,11 @@ impl RemoteOps for ShmemRemote {
         &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
     ) -> Result<(), RemoteError> {
         let a = self.addr(region, offset, len)?;
+        if pe == self.rank {
+            // SAFETY: as for put, the other way.
+            unsafe { std::ptr::copy(a as *const u8, dst, len) };
+            return Ok(());
+        }
         let _g = self.guard();
         // SAFETY: as for put.
         unsafe {
@@ -481,6 +497,11 @@ impl RemoteOps for ShmemRemote {
     }
 
     fn abort(&self, code: c_int) {
+        // The launcher forwards this PE's output (its error message, just
+        // written) and handles the abort request on separate channels:
+        // MPICH's Hydra under SOS was seen to end the job first and drop
+        // the message. A moment for the output to be forwarded first.
+        std::thread::sleep(std::time::Duration::from_millis(200));
         // No lock: another thread may hold it, blocked on a dead peer.
         if let Some(f) = self.lib.global_exit {
             // SAFETY: the standard's signature.
@@ -511,6 +532,16 @@ impl RemoteOps for ShmemRemote {
 /// globals is wrong. This points the library's dynamic references to `_end`
 /// at the program's end (the end of the main executable's last writable
 /// load segment), which is what the library was written to see.
+///
+/// Sandia OpenSHMEM takes its data segment as `[&__data_start, &_end)`
+/// through weak references: loaded at run time it sees `__data_start` as 0
+/// (PIE programs do not export it) and `_end` as its own end, so it would
+/// translate the program's globals as if every PE had them at the same
+/// address (wrong under address randomization). The library's unresolved or
+/// self-resolved references to `__data_start` are therefore pointed at the
+/// start of the program's data (the first byte of its writable load segment
+/// after the relocation-read-only part), so both libraries see the
+/// program's own data segment.
 ///
 /// `inside` is any address inside the loaded library (one of its
 /// functions). Returns how many references were pointed, or why none could
@@ -579,10 +610,16 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
     // SAFETY: `each` matches the callback type and only pushes to `objs`.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut objs as *mut Vec<Obj> as *mut c_void) };
     // The first object the loader reports is the main program.
-    let program_end = objs
-        .first()
-        .and_then(|o| o.loads.iter().filter(|l| l.2).map(|l| l.1).max())
+    let program = objs.first().ok_or("no loaded objects")?;
+    let data_load = program
+        .loads
+        .iter()
+        .filter(|l| l.2)
+        .max_by_key(|l| l.1)
         .ok_or("the main program has no writable load segment")?;
+    let program_end = data_load.1;
+    let program_data_start =
+        if (data_load.0..data_load.1).contains(&program.relro.1) { program.relro.1 } else { data_load.0 };
     let lib = objs
         .iter()
         .find(|o| o.loads.iter().any(|l| (l.0..l.1).contains(&inside)))
@@ -620,15 +657,16 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
                 continue;
             }
             let s = &*(symtab as *const Sym).add(sym);
-            if std::ffi::CStr::from_ptr((strtab + s.name as usize) as *const c_char).to_bytes() != b"_end" {
-                continue;
-            }
             let slot = (lib.bias + r.offset as usize) as *mut usize;
-            // Only a reference that resolved into the library itself.
-            if !(lib_span.0..=lib_span.1).contains(&*slot) {
-                continue;
-            }
-            let value = program_end.wrapping_add(r.addend as usize);
+            // Only a reference that resolved into the library itself (or,
+            // for __data_start, did not resolve).
+            let own = (lib_span.0..=lib_span.1).contains(&*slot);
+            let target = match std::ffi::CStr::from_ptr((strtab + s.name as usize) as *const c_char).to_bytes() {
+                b"_end" if own => program_end,
+                b"__data_start" if own || *slot == r.addend as usize => program_data_start,
+                _ => continue,
+            };
+            let value = target.wrapping_add(r.addend as usize);
             let page_start = slot as usize & !(page - 1);
             let read_only = (lib.relro.0..lib.relro.1).contains(&(slot as usize));
             if read_only && libc::mprotect(page_start as *mut c_void, page, libc::PROT_READ | libc::PROT_WRITE) != 0 {
