@@ -19,11 +19,8 @@ use std::ffi::{c_char, c_int, c_long, c_void};
 /// `p` is null or points to an integer.
 #[inline]
 pub(crate) unsafe fn int(call: &str, arg: &str, p: *const c_int) -> c_int {
-    if p.is_null() {
-        fatal(call, format_args!("argument {arg} is missing (a null reference)"))
-    }
-    // SAFETY: non-null, and the caller passed it by reference.
-    unsafe { *p }
+    // SAFETY: forwarded.
+    unsafe { val(call, arg, p) }
 }
 
 /// Reads element-count argument `arg` of `call`: a default integer >= 0.
@@ -240,6 +237,34 @@ unsafe fn shp_fail(call: &str, status: *mut c_int, abort: *const c_int, code: c_
     unsafe { *status = code };
 }
 
+/// Reads the word count `length` of `call`: its size in bytes, or `None`
+/// after reporting a count that is not positive (-1).
+///
+/// # Safety
+/// As [`shp_fail`]; `length` is null or a valid reference.
+unsafe fn shp_bytes(call: &str, length: *const c_int, status: *mut c_int, abort: *const c_int) -> Option<usize> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let n = int(call, "length", length);
+        if n <= 0 {
+            shp_fail(call, status, abort, -1, format_args!("length {n} is not a positive number of words"));
+            return None;
+        }
+        Some(n as usize * 4)
+    }
+}
+
+/// Reports a heap without room for `bytes` (-2).
+///
+/// # Safety
+/// As [`shp_fail`].
+unsafe fn shp_no_room(call: &str, status: *mut c_int, abort: *const c_int, bytes: usize) {
+    let what =
+        format_args!("no room for {} words in the symmetric heap (ISHMEM_SYMMETRIC_SIZE sets its size)", bytes / 4);
+    // SAFETY: the caller's contract.
+    unsafe { shp_fail(call, status, abort, -2, what) }
+}
+
 /// `SHPALLOC(addr, length, errcode, abort)` (collective): allocates `length`
 /// 32-bit words of the symmetric heap and stores the address in the Cray
 /// pointer `addr`. `errcode` is 0 on success, -1 when `length` is not
@@ -255,19 +280,10 @@ pub unsafe extern "C" fn shpalloc_(
     let c = "SHPALLOC";
     // SAFETY: the caller's contract.
     unsafe {
-        let n = int(c, "length", length);
-        if n <= 0 {
-            return shp_fail(c, errcode, abort, -1, format_args!("length {n} is not a positive number of words"));
-        }
-        let p = ps::shmem_malloc(n as usize * 4);
+        let Some(bytes) = shp_bytes(c, length, errcode, abort) else { return };
+        let p = ps::shmem_malloc(bytes);
         if p.is_null() {
-            return shp_fail(
-                c,
-                errcode,
-                abort,
-                -2,
-                format_args!("no room for {n} words in the symmetric heap (ISHMEM_SYMMETRIC_SIZE sets its size)"),
-            );
+            return shp_no_room(c, errcode, abort, bytes);
         }
         *addr = p;
         *errcode = 0;
@@ -308,20 +324,11 @@ pub unsafe extern "C" fn shpclmove_(
     let c = "SHPCLMOVE";
     // SAFETY: the caller's contract.
     unsafe {
-        let n = int(c, "length", length);
         let old = val(c, "addr", addr as *const *mut c_void);
-        if n <= 0 {
-            return shp_fail(c, status, abort, -1, format_args!("length {n} is not a positive number of words"));
-        }
-        let p = ps::shmem_realloc(old, n as usize * 4);
+        let Some(bytes) = shp_bytes(c, length, status, abort) else { return };
+        let p = ps::shmem_realloc(old, bytes);
         if p.is_null() {
-            return shp_fail(
-                c,
-                status,
-                abort,
-                -2,
-                format_args!("no room for {n} words in the symmetric heap (ISHMEM_SYMMETRIC_SIZE sets its size)"),
-            );
+            return shp_no_room(c, status, abort, bytes);
         }
         *status = c_int::from(p != old);
         *addr = p;
