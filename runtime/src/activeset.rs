@@ -13,14 +13,19 @@
 //! (`coll.rs`, through the `Group` trait).
 
 use crate::coll::Group;
+use crate::collsig::{Sig, Stage};
+use crate::ctrl::{STAGE_BYTES, STAGE_SLOTS};
 use crate::error::fatal;
 use crate::state::State;
 use crate::types::AmoOp;
 use crate::wait::wait_until;
 use std::sync::atomic::Ordering;
 
-/// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`).
-pub const SYNC_SIZE: usize = 64;
+/// Words of a pSync array the synchronizing algorithms use.
+const SYNC_WORDS: usize = 64;
+/// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`): the sync
+/// words, then the stage slots of the small collectives (`stage.rs`).
+pub const SYNC_SIZE: usize = SYNC_WORDS + STAGE_SLOTS * STAGE_BYTES / 8;
 const COUNT_WORD: usize = 40;
 
 /// An active set with its pSync array.
@@ -114,5 +119,43 @@ impl Group for ActiveSet<'_> {
     fn done(&self, st: &State) {
         // Back to SHMEM_SYNC_VALUE; everyone has read it (final sync).
         st.psync_amo(self, COUNT_WORD, AmoOp::Set, 0, st.my_pe);
+    }
+    fn stage_begin(&self, st: &State, sig: Sig) -> Option<Stage> {
+        // The slots are read and written by the CPU: every member's pSync
+        // mapped here, in memory the host can load from.
+        if self.size < 2
+            || !st.route.host_direct()
+            || !(0..self.size).all(|r| st.route.local(self.world_pe(r), self.psync_off).is_some())
+        {
+            return None;
+        }
+        let key = (self.psync_off, self.start, self.stride, self.size);
+        let get = || *st.set_epochs.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default();
+        let mut ep = get();
+        let epoch = ep.epoch + 1;
+        if epoch >= ep.horizon + STAGE_SLOTS as u64 {
+            // Every member is in this call once the sync returns: their
+            // earlier calls, and reads of the slot this one rewrites, are done.
+            self.sync(st);
+            ep.horizon = epoch;
+        }
+        ep.epoch = epoch;
+        st.set_epochs.lock().unwrap_or_else(|e| e.into_inner()).insert(key, ep);
+        // The hash covers the active set: a slot another set left in this
+        // pSync never matches.
+        let mut words = sig.words(epoch);
+        let set = (self.start as u64).wrapping_mul(0x9e37_79b9) ^ (self.stride as u64) << 20 ^ (self.size as u64) << 40;
+        words[0] ^= (set ^ set >> 32) & 0xffff_ffff;
+        Some(Stage { epoch, words, check: false })
+    }
+    fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
+        let off = self.psync_off + SYNC_WORDS * 8 + (epoch % STAGE_SLOTS as u64) as usize * STAGE_BYTES;
+        st.route.local(self.world_pe(rank), off).expect("stage_begin checked that every member's pSync is mapped")
+    }
+    fn stage_all_arrived(&self, st: &State, epoch: u64) {
+        let key = (self.psync_off, self.start, self.stride, self.size);
+        if let Some(ep) = st.set_epochs.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&key) {
+            ep.horizon = ep.horizon.max(epoch);
+        }
     }
 }

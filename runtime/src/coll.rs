@@ -23,9 +23,11 @@
 //!   avoids the n-way scatter of tiny slices;
 //! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
 
-use crate::collsig::{RedOp, Sig};
+use crate::collsig::{RedOp, Sig, Stage};
+use crate::ctrl::{STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
 use crate::types::Team;
+use std::sync::atomic::Ordering;
 
 /// Below this many bytes, every member reduces the whole vector itself.
 pub const SMALL_REDUCE_BYTES: usize = 2048;
@@ -69,6 +71,28 @@ pub trait Group {
     fn read(&self, st: &State, rank: usize) -> u64;
     /// Called after the collective's final sync.
     fn done(&self, _st: &State) {}
+    /// Prepares the small collective `sig` for the publish-and-pull path
+    /// (`stage.rs`): `None` when this group has no stage slots here (a
+    /// member not mapped on this node, a team slot without stage slots,
+    /// one member); every member decides alike. Advances the group's epoch,
+    /// synchronizing first when the slot this call rewrites may still be
+    /// read.
+    fn stage_begin(&self, _st: &State, _sig: Sig) -> Option<Stage> {
+        None
+    }
+    /// Address of member `rank`'s stage slot for `epoch` (only after
+    /// `stage_begin` returned a stage).
+    fn stage_slot(&self, _st: &State, _rank: usize, _epoch: u64) -> *mut u8 {
+        unreachable!("stage_slot without stage_begin")
+    }
+    /// A staged call at `epoch` whose result depended on every member has
+    /// completed here: every member has completed its calls below it.
+    fn stage_all_arrived(&self, _st: &State, _epoch: u64) {}
+    /// A member's slot shows another call at `epoch`: reports and ends the
+    /// job.
+    fn stage_mismatch(&self, _st: &State, call: &str, _sig: Sig, _epoch: u64) -> ! {
+        crate::error::fatal(call, format_args!("the members made different collective calls"))
+    }
 }
 
 impl Group for Team {
@@ -92,6 +116,23 @@ impl Group for Team {
     }
     fn read(&self, st: &State, rank: usize) -> u64 {
         st.read_scratch(self, rank)
+    }
+    fn stage_begin(&self, st: &State, sig: Sig) -> Option<Stage> {
+        if !st.team_staged(self) {
+            return None;
+        }
+        let epoch = st.stage_epoch(self);
+        Some(Stage { epoch, words: sig.words(epoch), check: st.config.coll_check })
+    }
+    fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
+        let k = (epoch % STAGE_SLOTS as u64) as usize;
+        st.ctrl.stage(self.world(rank), self.slot, k) as *const _ as *mut u8
+    }
+    fn stage_all_arrived(&self, st: &State, epoch: u64) {
+        st.ctrl.pe(st.my_pe).teams[self.slot].horizon.store(epoch, Ordering::Relaxed);
+    }
+    fn stage_mismatch(&self, st: &State, call: &str, sig: Sig, epoch: u64) -> ! {
+        st.collective_mismatch(call, self, sig, epoch)
     }
 }
 
@@ -131,7 +172,15 @@ impl State {
         }
         let doff = self.sym_extent(call, "dest", dest, nbytes);
         let soff = self.sym_extent(call, "source", source, nbytes);
-        t.entry_sync(self, call, Sig::broadcast(nbytes, root));
+        let sig = Sig::broadcast(nbytes, root);
+        if nbytes <= STAGE_DATA {
+            if let Some(s) = t.stage_begin(self, sig) {
+                // SAFETY: both ranges checked.
+                unsafe { self.broadcast_staged(call, t, s, sig, doff, soff, nbytes, root as usize, include_root) };
+                return 0;
+            }
+        }
+        t.entry_sync(self, call, sig);
         if nbytes > 0 && (include_root || t.my_rank() != root as usize) {
             // SAFETY: both ranges checked inside the heaps; the root's
             // source is not written during the collective.
@@ -149,8 +198,16 @@ impl State {
     ) -> CollResult {
         let total = nbytes.saturating_mul(t.size());
         let doff = self.sym_extent(call, "dest", dest, total);
-        self.sym_extent(call, "source", source, nbytes);
-        t.entry_sync(self, call, Sig::fcollect(nbytes));
+        let soff = self.sym_extent(call, "source", source, nbytes);
+        let sig = Sig::fcollect(nbytes);
+        if nbytes <= STAGE_DATA {
+            if let Some(s) = t.stage_begin(self, sig) {
+                // SAFETY: both ranges checked.
+                unsafe { self.fcollect_staged(call, t, s, sig, doff, soff, nbytes) };
+                return 0;
+            }
+        }
+        t.entry_sync(self, call, sig);
         if nbytes > 0 {
             for k in 0..t.size() {
                 let r = (t.my_rank() + k) % t.size();
@@ -275,7 +332,14 @@ impl State {
             let nbytes = nreduce.saturating_mul(es);
             let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
             let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            t.entry_sync(self, call, Sig::reduce::<T>(which, nreduce));
+            let sig = Sig::reduce::<T>(which, nreduce);
+            if nbytes <= STAGE_DATA {
+                if let Some(s) = t.stage_begin(self, sig) {
+                    self.reduce_staged(call, t, s, sig, doff, soff, nreduce, op);
+                    return 0;
+                }
+            }
+            t.entry_sync(self, call, sig);
             if nreduce == 0 {
                 t.sync(self);
                 t.done(self);

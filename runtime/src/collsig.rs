@@ -283,6 +283,19 @@ impl Sig {
     }
 }
 
+/// One small collective call on the publish-and-pull path (`stage.rs`),
+/// as its group prepared it.
+pub struct Stage {
+    /// The group's epoch for this call.
+    pub epoch: u64,
+    /// The header this member publishes (word 0: epoch and hash).
+    pub words: [u64; 4],
+    /// A different call at this epoch is a mismatch to report (teams with
+    /// the check on); otherwise a slot is ready only when its word 0
+    /// equals ours (active sets: another set's stale slot never matches).
+    pub check: bool,
+}
+
 /// `0, 2-5, 9` for a sorted list of PEs.
 pub fn pe_list(pes: &[usize]) -> String {
     let mut out = Vec::new();

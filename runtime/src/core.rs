@@ -235,6 +235,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         alloc: Mutex::new(crate::alloc::SymAllocator::new(heap_size)),
         alloc_seq: AtomicU64::new(0),
         teams: std::sync::RwLock::new(vec![None; ctrl::TEAM_SLOTS]),
+        set_epochs: Default::default(),
         node_pes,
         device_state,
         device_teams,

@@ -75,6 +75,11 @@ pub struct TeamCtrl {
     /// fields (see `collsig.rs`). Written only by the owner; read by the
     /// member that reports a mismatch.
     pub sig: [[AtomicU64; 4]; 2],
+    /// Written only by the owner: every member of the team is known to
+    /// have completed its calls on this slot with epochs below this one (a
+    /// sync, or a collective whose result depends on every member, reached
+    /// that epoch). Decides when a stage slot may be rewritten.
+    pub horizon: AtomicU64,
 }
 
 /// Offset of a record's epoch from its barrier flags (device state's
@@ -88,6 +93,42 @@ const _: () = assert!(std::mem::offset_of!(TeamCtrl, barrier) + 8 <= 64);
 // The device library finds `scratch` right after `epoch` (device state's
 // `ctrl_epoch_offset` + 8, + 16): device collect uses it as the host does.
 const _: () = assert!(std::mem::offset_of!(TeamCtrl, scratch) == std::mem::offset_of!(TeamCtrl, epoch) + 8);
+
+/// Stage slots per team slot: a PE's small collectives publish into slot
+/// `epoch % STAGE_SLOTS`, so a PE can run this many calls ahead of the
+/// slowest reader before it must synchronize (see `stage.rs`).
+pub const STAGE_SLOTS: usize = 8;
+/// Bytes of one stage slot: a 32-byte header, then the data.
+pub const STAGE_BYTES: usize = 256;
+/// Data bytes a stage slot holds.
+pub const STAGE_DATA: usize = STAGE_BYTES - 32;
+/// Team slots that have stage slots (world, shared, node and the first
+/// 13 created teams); collectives on other teams take the synchronizing
+/// algorithms.
+pub const STAGED_TEAMS: usize = 16;
+
+/// One published small-collective contribution: the header (the call's
+/// signature words, word 0 last, with release: its epoch says the slot is
+/// ready) and the data. The same layout is used inside pSync arrays.
+#[repr(C, align(64))]
+pub struct StageSlot {
+    /// Signature word 0 (epoch and hash, see `collsig.rs`).
+    pub word0: AtomicU64,
+    /// Signature words 1..3 (for a mismatch report).
+    pub sig: [AtomicU64; 3],
+    /// The contribution; written by the owner before `word0`, read by
+    /// members after they see `word0`, rewritten only after every reader
+    /// is done (the horizon).
+    pub data: std::cell::UnsafeCell<[u8; STAGE_DATA]>,
+}
+
+const _: () = assert!(std::mem::size_of::<StageSlot>() == STAGE_BYTES);
+
+/// A PE's stage slots, after every PE's [`PeCtrl`] in the segment.
+#[repr(C, align(64))]
+pub struct PeStage {
+    pub teams: [[StageSlot; STAGE_SLOTS]; STAGED_TEAMS],
+}
 
 /// Per-PE part of the control segment.
 #[repr(C, align(64))]
@@ -112,7 +153,7 @@ pub const LIFE_FINALIZING: u32 = 3;
 
 /// Bytes needed for the control segment of an `n_pes` job.
 pub fn ctrl_size(n_pes: usize) -> usize {
-    std::mem::size_of::<CtrlHeader>() + n_pes * std::mem::size_of::<PeCtrl>()
+    std::mem::size_of::<CtrlHeader>() + n_pes * (std::mem::size_of::<PeCtrl>() + std::mem::size_of::<PeStage>())
 }
 
 /// A view of a mapped control segment.
@@ -149,6 +190,15 @@ impl Ctrl {
         debug_assert!(pe < self.n_pes);
         // SAFETY: `new`'s contract covers n_pes PeCtrl records after the header.
         unsafe { &*(self.base.add(std::mem::size_of::<CtrlHeader>()) as *const PeCtrl).add(pe) }
+    }
+
+    /// Stage slot `k` of team slot `team` on `pe` (`team < STAGED_TEAMS`).
+    pub fn stage(&self, pe: usize, team: usize, k: usize) -> &StageSlot {
+        debug_assert!(pe < self.n_pes && team < STAGED_TEAMS && k < STAGE_SLOTS);
+        let first = std::mem::size_of::<CtrlHeader>() + self.n_pes * std::mem::size_of::<PeCtrl>();
+        // SAFETY: `new`'s contract covers n_pes PeStage records after the
+        // PeCtrl records (`ctrl_size`).
+        unsafe { &(*(self.base.add(first) as *const PeStage).add(pe)).teams[team][k] }
     }
 
     /// Fills in a fresh (zeroed) segment.
@@ -230,6 +280,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<CtrlHeader>(), 64);
         assert_eq!(std::mem::size_of::<AllocSlot>(), 64);
         assert_eq!(std::mem::size_of::<PeCtrl>() % 64, 0);
-        assert_eq!(ctrl_size(4), 64 + 4 * std::mem::size_of::<PeCtrl>());
+        assert_eq!(ctrl_size(4), 64 + 4 * (std::mem::size_of::<PeCtrl>() + std::mem::size_of::<PeStage>()));
+        assert_eq!(std::mem::size_of::<PeStage>(), STAGED_TEAMS * STAGE_SLOTS * STAGE_BYTES);
     }
 }

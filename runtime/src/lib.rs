@@ -58,6 +58,7 @@ pub mod lock;
 pub mod queue;
 pub mod rma;
 pub mod serve;
+pub mod stage;
 pub mod state;
 pub mod symheap;
 pub mod team;

@@ -17,7 +17,7 @@
 //! [`TeamCtrl`]: crate::ctrl::TeamCtrl
 
 use crate::collsig::Sig;
-use crate::ctrl::TEAM_SLOTS;
+use crate::ctrl::{STAGED_TEAMS, STAGE_SLOTS, TEAM_SLOTS};
 use crate::error::{fatal, warn};
 use crate::state::State;
 use crate::wait::wait_until;
@@ -102,6 +102,14 @@ impl State {
     /// proxy, this PE's outstanding operations are completed first, so the
     /// data phases of collectives are complete when a sync returns.
     pub fn team_sync_with(&self, team: &Team) {
+        self.team_sync_watch(team, None)
+    }
+
+    /// [`State::team_sync_with`]; with `watch` (this call's signature word
+    /// 0), a long wait for the predecessor's flag also looks at its stage
+    /// header: a member that made a staged call here instead never stores
+    /// the flag, and this PE reports the mismatch instead of waiting.
+    fn team_sync_watch(&self, team: &Team, watch: Option<u64>) {
         const CALL: &str = "team sync";
         let n = team.size;
         // Requests this PE's kernels posted complete before this sync's
@@ -119,11 +127,53 @@ impl State {
             let to = team.world((team.my_rank + dist) % n);
             self.route.ctrl_store(CALL, to, &self.ctrl.pe(to).teams[team.slot].barrier[round], epoch);
             let flag = &mine.barrier[round];
-            wait_until(|| flag.load(Ordering::Acquire) >= epoch);
+            match watch {
+                Some(w) if round == 0 => {
+                    let pred = team.world((team.my_rank + n - 1) % n);
+                    let hdr = &self.ctrl.stage(pred, team.slot, (epoch % STAGE_SLOTS as u64) as usize).word0;
+                    let mut polls = 0u32;
+                    wait_until(|| {
+                        if flag.load(Ordering::Acquire) >= epoch {
+                            return true;
+                        }
+                        polls = polls.wrapping_add(1);
+                        if polls.is_multiple_of(1024) {
+                            let v = hdr.load(Ordering::Acquire);
+                            if v != w && Sig::same_epoch(v, epoch) {
+                                self.collective_mismatch_at(CALL, team, None, epoch);
+                            }
+                        }
+                        false
+                    })
+                }
+                _ => wait_until(|| flag.load(Ordering::Acquire) >= epoch),
+            }
             dist <<= 1;
             round += 1;
         }
         fence(Ordering::SeqCst);
+        // Every member has entered this sync: all their calls below it are
+        // complete, so stage slots used below it may be rewritten.
+        mine.horizon.store(epoch, Ordering::Relaxed);
+    }
+
+    /// Whether `team`'s small collectives take the publish-and-pull path
+    /// (`stage.rs`): a team slot with stage slots, every member mapped here.
+    /// Every member decides alike.
+    pub(crate) fn team_staged(&self, team: &Team) -> bool {
+        team.size > 1 && team.slot < STAGED_TEAMS && (0..team.size).all(|r| self.route.is_local(team.world(r)))
+    }
+
+    /// The epoch of the next staged call on `team` (now this PE's epoch),
+    /// after a sync when the stage slot it rewrites may still be read.
+    pub(crate) fn stage_epoch(&self, team: &Team) -> u64 {
+        let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
+        if self.next_epoch(team) >= mine.horizon.load(Ordering::Relaxed) + STAGE_SLOTS as u64 {
+            self.team_sync_with(team);
+        }
+        let e = self.next_epoch(team);
+        mine.epoch.store(e, Ordering::Relaxed);
+        e
     }
 
     /// Synchronizes `team` for the collective call `sig`, checking (unless
@@ -134,10 +184,24 @@ impl State {
     /// ends the job with a report of every member's call.
     pub(crate) fn team_sync_sig(&self, call: &str, team: &Team, sig: Sig) {
         let check = team.size > 1 && self.config.coll_check;
+        let staged = self.team_staged(team);
+        let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
+        if staged && self.next_epoch(team) >= mine.horizon.load(Ordering::Relaxed) + STAGE_SLOTS as u64 {
+            // The header below rewrites a stage slot (see `stage_epoch`).
+            self.team_sync_with(team);
+        }
         let epoch = self.next_epoch(team);
         let par = (epoch % 2) as usize;
         let words = sig.words(epoch);
-        let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
+        if staged {
+            // The header, for members whose call here is a staged one (they
+            // compare it) and for a mismatch report.
+            let slot = self.ctrl.stage(self.my_pe, team.slot, (epoch % STAGE_SLOTS as u64) as usize);
+            for (w, v) in slot.sig.iter().zip(&words[1..]) {
+                w.store(*v, Ordering::Relaxed);
+            }
+            slot.word0.store(words[0], Ordering::Release);
+        }
         if check {
             // The whole signature stays here for a report; word 0 goes to
             // the successor (this sync's round-0 partner), on the line of
@@ -150,11 +214,21 @@ impl State {
             let next = team.world((team.my_rank + 1) % team.size);
             self.route.ctrl_store(call, next, &self.ctrl.pe(next).teams[team.slot].sig_in[par], words[0]);
         }
-        self.team_sync_with(team);
+        self.team_sync_watch(team, (check && staged).then_some(words[0]));
         if check {
             // The predecessor pushed before its round-0 flag store, which
             // this sync waited for.
-            let got = mine.sig_in[par].load(Ordering::Acquire);
+            let mut got = mine.sig_in[par].load(Ordering::Acquire);
+            if !Sig::same_epoch(got, epoch) && staged {
+                // Its push was overwritten (it is ahead) or it made a
+                // staged call here: its stage header has this epoch's call.
+                let pred = team.world((team.my_rank + team.size - 1) % team.size);
+                got = self
+                    .ctrl
+                    .stage(pred, team.slot, (epoch % STAGE_SLOTS as u64) as usize)
+                    .word0
+                    .load(Ordering::Acquire);
+            }
             if got != words[0] && Sig::same_epoch(got, epoch) {
                 self.collective_mismatch(call, team, sig, epoch);
             }
@@ -164,15 +238,46 @@ impl State {
     /// Reports members of `team` whose call at sync `epoch` differs from
     /// this PE's `mine`, and ends the job.
     #[cold]
-    fn collective_mismatch(&self, call: &str, team: &Team, mine: Sig, epoch: u64) -> ! {
-        // Every member is inside this sync or past it, and none can publish
-        // for epoch + 2 before this PE reaches epoch + 1: the words stay.
-        let mut groups: Vec<(Option<Sig>, Vec<usize>)> = vec![(Some(mine), Vec::new())];
+    pub(crate) fn collective_mismatch(&self, call: &str, team: &Team, mine: Sig, epoch: u64) -> ! {
+        self.collective_mismatch_at(call, team, Some(mine), epoch)
+    }
+
+    /// As [`State::collective_mismatch`]; `mine` is `None` when this PE's
+    /// own call is read back from its slot.
+    #[cold]
+    fn collective_mismatch_at(&self, call: &str, team: &Team, mine: Option<Sig>, epoch: u64) -> ! {
+        // Every member is inside this call or past it, and none can rewrite
+        // what it published for it before this PE moves on: its sync words
+        // (sync epoch parity) or, on a staged team, its stage slot for
+        // this epoch (rewritten only above the horizon).
+        let staged = self.team_staged(team);
+        let published = |pe: usize| -> Option<Sig> {
+            let w: [u64; 4] = if staged {
+                let slot = self.ctrl.stage(pe, team.slot, (epoch % STAGE_SLOTS as u64) as usize);
+                // A staged call is reported as soon as one slot differs: give
+                // members that have not published yet a moment to arrive.
+                let t0 = std::time::Instant::now();
+                let mut w0 = slot.word0.load(Ordering::Acquire);
+                while (epoch as u32).wrapping_sub((w0 >> 32) as u32) as i32 > 0 && t0.elapsed().as_millis() < 500 {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                    w0 = slot.word0.load(Ordering::Acquire);
+                }
+                std::array::from_fn(|k| if k == 0 { w0 } else { slot.sig[k - 1].load(Ordering::Relaxed) })
+            } else {
+                let slot = &self.ctrl.pe(pe).teams[team.slot].sig[(epoch % 2) as usize];
+                std::array::from_fn(|k| self.route.ctrl_load(call, pe, &slot[k]))
+            };
+            if Sig::same_epoch(w[0], epoch) {
+                Sig::from_words(w)
+            } else {
+                None
+            }
+        };
+        let mine = mine.or_else(|| published(self.my_pe));
+        let mut groups: Vec<(Option<Sig>, Vec<usize>)> = vec![(mine, Vec::new())];
         for r in 0..team.size {
             let pe = team.world(r);
-            let slot = &self.ctrl.pe(pe).teams[team.slot].sig[(epoch % 2) as usize];
-            let w: [u64; 4] = std::array::from_fn(|k| self.route.ctrl_load(call, pe, &slot[k]));
-            let sig = if Sig::same_epoch(w[0], epoch) { Sig::from_words(w) } else { None };
+            let sig = if pe == self.my_pe { mine } else { published(pe) };
             match groups.iter_mut().find(|g| g.0 == sig) {
                 Some(g) => g.1.push(pe),
                 None => groups.push((sig, vec![pe])),
@@ -191,7 +296,9 @@ impl State {
         for (sig, pes) in &groups {
             let what = match sig {
                 Some(s) => s.describe(),
-                None => "no host collective call recorded for this synchronization (a device-side call?)".into(),
+                None => {
+                    "no host collective call recorded at this point (not reached yet, or a device-side call)".into()
+                }
             };
             let label = if pes.len() == 1 { "PE" } else { "PEs" };
             msg.push_str(&format!("\n    {label} {}: {what}", crate::collsig::pe_list(pes)));
@@ -253,7 +360,11 @@ impl State {
             ));
         };
         let Some(shape) = mine else { return Ok(TEAM_INVALID) };
-        self.ctrl.pe(self.my_pe).teams[slot].epoch.store(base, Ordering::Relaxed);
+        let rec = &self.ctrl.pe(self.my_pe).teams[slot];
+        rec.epoch.store(base, Ordering::Relaxed);
+        // The slot's previous team was destroyed (a sync): no member still
+        // reads its stage slots.
+        rec.horizon.store(base, Ordering::Relaxed);
         let team = Team {
             slot,
             start: shape.start,

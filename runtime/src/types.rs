@@ -55,3 +55,15 @@ pub struct Shape {
     pub size: usize,
     pub my_rank: usize,
 }
+
+/// Per-PE bookkeeping of the staged calls on one (pSync, active set):
+/// the epoch of the last call and the horizon (see `stage.rs`,
+/// `activeset.rs`).
+#[derive(Default, Clone, Copy)]
+pub struct SetEpochs {
+    pub epoch: u64,
+    pub horizon: u64,
+}
+
+/// Key of a (pSync, active set): pSync offset, start, stride, size.
+pub type SetKey = (usize, usize, usize, usize);

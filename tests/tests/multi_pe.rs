@@ -345,6 +345,29 @@ fn c_teams_and_collectives() {
     on_1_to_4(&c_program("coll"), &[]);
 }
 
+/// The publish-and-pull small collectives (stage.rs): back-to-back calls
+/// checked one by one, moving roots, split/strided/reversed teams, active
+/// sets alternating pSync arrays; also on 5 and 7 PEs (non-power-of-two,
+/// oversubscribed here: members fall far behind one another).
+#[test]
+fn c_small_collectives() {
+    let prog = c_program("coll_small");
+    on_1_to_4(&prog, &[]);
+    // Without the check, members do not wait for their predecessor's
+    // header, so a root runs further ahead.
+    on_1_to_4(&prog, &[("ISHMEM_COLL_CHECK", "0")]);
+    if !under_mpi() {
+        for n in [5, 7] {
+            let r = ishmrun(n, &prog, &[], &[]);
+            assert!(
+                r.code == Some(0) && r.stdout.contains("coll_small ok"),
+                "{}",
+                r.report(&format!("coll_small on {n} PEs"))
+            );
+        }
+    }
+}
+
 #[test]
 fn rust_globals() {
     on_1_to_4(Path::new(env!("CARGO_BIN_EXE_rust_globals")), &[]);
