@@ -9,8 +9,18 @@
  * collectives, no put_signal); put_signal is measured where the library
  * defines SHMEM_SIGNAL_ADD.
  * Output: CSV lines "figure,bytes,pes,best,median,unit" on PE 0.
- * Usage: shmem_bench [--quick] */
-#define _POSIX_C_SOURCE 200809L
+ *
+ * --coll: the many-PE set instead. Every PE runs back-to-back calls (no
+ * barrier between them; active-set collectives alternate two pSync and
+ * pWrk arrays, as OpenSHMEM 1.4 allows), and each trial's figure is the
+ * largest per-PE time per call over all PEs ("_max" figures): barrier_all,
+ * broadcast, collect, fcollect, alltoall and sum_to_all at 8 bytes and
+ * 64 KiB, fetch_add by every PE to PE 0 (contended), and puts of 8 bytes
+ * and 64 KiB by every PE to the next (a ring) with quiet. --pin binds PE i
+ * to CPU i (mod the CPUs it may use), the same way in every build.
+ * Usage: shmem_bench [--quick] [--coll] [--pin] */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <shmem.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,11 +127,101 @@ static void f_fcollect(long it, size_t b) { for (long i = 0; i < it; i++) { shme
 static void f_alltoall(long it, size_t b) { for (long i = 0; i < it; i++) { shmem_alltoall64(dbuf, sbuf, b / 8, 0, 0, npes, psync_a2a); shmem_barrier_all(); } }
 static void f_reduce(long it, size_t b) { for (long i = 0; i < it; i++) { shmem_long_sum_to_all((long *)dbuf, (long *)sbuf, b / sizeof(long), 0, 0, npes, pwrk, psync); shmem_barrier_all(); } }
 
+/* ----- --coll: back-to-back calls, max over PEs ----- */
+static long psyncs[2][SHMEM_REDUCE_SYNC_SIZE > SHMEM_ALLTOALL_SYNC_SIZE ? SHMEM_REDUCE_SYNC_SIZE : SHMEM_ALLTOALL_SYNC_SIZE];
+static long pwrks[2][SHMEM_REDUCE_MIN_WRKDATA_SIZE + 65536];
+static long psync_max[SHMEM_REDUCE_SYNC_SIZE];
+static double dwrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE + TRIALS];
+static double tmine[TRIALS], tall[TRIALS];
+
+/* As measure() for a collective figure, then the maximum over PEs of each
+ * trial's time per call; reports best and median of those maxima. */
+static void measure_max(const char *fig, size_t bytes, op_fn fn) {
+    long iters = 1;
+    double start = now(), last = 0;
+    for (;;) {
+        if (me == 0) {
+            int more = now() - start < (quick ? 2e-4 : 2e-3);
+            if (last > 0 && last < 2.5e-4) iters *= 2;
+            long msg[2] = {more, iters};
+            for (int pe = 0; pe < npes; pe++) shmem_long_put(iters_sym, msg, 2, pe);
+        }
+        shmem_barrier_all();
+        long more = iters_sym[0];
+        iters = iters_sym[1];
+        shmem_barrier_all();
+        if (!more) break;
+        double t0 = now();
+        fn(iters, bytes);
+        last = now() - t0;
+    }
+    if (quick && iters > 64) iters = 64;
+    for (int k = 0; k < TRIALS; k++) {
+        shmem_barrier_all();
+        double t0 = now();
+        fn(iters, bytes);
+        tmine[k] = (now() - t0) / iters;
+    }
+    shmem_barrier_all();
+    shmem_double_max_to_all(tall, tmine, TRIALS, 0, 0, npes, dwrk, psync_max);
+    shmem_barrier_all();
+    char name[64];
+    snprintf(name, sizeof name, "%s_max", fig);
+    report(name, bytes, tall, "us", 1e6);
+}
+
+static void c_barrier(long it, size_t b) { (void)b; for (long i = 0; i < it; i++) shmem_barrier_all(); }
+static void c_bcast(long it, size_t b) { for (long i = 0; i < it; i++) shmem_broadcast64(dbuf, sbuf, b / 8, 0, 0, 0, npes, psyncs[i & 1]); }
+static void c_collect(long it, size_t b) { for (long i = 0; i < it; i++) shmem_collect64(dbuf, sbuf, b / 8, 0, 0, npes, psyncs[i & 1]); }
+static void c_fcollect(long it, size_t b) { for (long i = 0; i < it; i++) shmem_fcollect64(dbuf, sbuf, b / 8, 0, 0, npes, psyncs[i & 1]); }
+static void c_alltoall(long it, size_t b) { for (long i = 0; i < it; i++) shmem_alltoall64(dbuf, sbuf, b / 8, 0, 0, npes, psyncs[i & 1]); }
+static void c_sum(long it, size_t b) { for (long i = 0; i < it; i++) shmem_long_sum_to_all((long *)dbuf, (long *)sbuf, b / 8, 0, 0, npes, pwrks[i & 1], psyncs[i & 1]); }
+static void c_fadd0(long it, size_t b) { (void)b; long s = 0; for (long i = 0; i < it; i++) s += shmem_long_atomic_fetch_add(lsym + 4, 1, 0); if (s == -1) puts(""); }
+static void c_ring_put(long it, size_t b) { int to = (me + 1) % npes; for (long i = 0; i < it; i++) { shmem_putmem(dbuf, lbuf, b, to); shmem_quiet(); } }
+
+static void coll_set(void) {
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < sizeof psyncs[0] / sizeof psyncs[0][0]; i++) psyncs[k][i] = SHMEM_SYNC_VALUE;
+    for (size_t i = 0; i < sizeof psync_max / sizeof psync_max[0]; i++) psync_max[i] = SHMEM_SYNC_VALUE;
+    shmem_barrier_all();
+    measure_max("barrier_all", 0, c_barrier);
+    size_t csz[] = {8, 65536};
+    for (int i = 0; i < 2; i++) {
+        measure_max("broadcast", csz[i], c_bcast);
+        measure_max("collect", csz[i], c_collect);
+        measure_max("fcollect", csz[i], c_fcollect);
+        measure_max("alltoall", csz[i], c_alltoall);
+        measure_max("sum_reduce", csz[i], c_sum);
+    }
+    measure_max("fetch_add_to_pe0", 8, c_fadd0);
+    measure_max("ring_put+quiet", 8, c_ring_put);
+    measure_max("ring_put+quiet", 65536, c_ring_put);
+}
+
 int main(int argc, char **argv) {
-    quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int coll = 0, pin = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--coll") == 0) coll = 1;
+        else if (strcmp(argv[i], "--pin") == 0) pin = 1;
+        else { fprintf(stderr, "shmem_bench: unknown argument %s\n", argv[i]); return 2; }
+    }
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
+    if (pin) {
+        cpu_set_t allowed, one;
+        sched_getaffinity(0, sizeof allowed, &allowed);
+        int ncpu = CPU_COUNT(&allowed), k = me % ncpu;
+        for (int c = 0; c < CPU_SETSIZE; c++) {
+            if (CPU_ISSET(c, &allowed) && k-- == 0) {
+                CPU_ZERO(&one);
+                CPU_SET(c, &one);
+                sched_setaffinity(0, sizeof one, &one);
+                break;
+            }
+        }
+    }
     target = npes - 1;
     size_t maxb = (size_t)4 << 20;
     sbuf = shmem_malloc(maxb * npes);
@@ -136,6 +236,13 @@ int main(int argc, char **argv) {
     shmem_barrier_all();
     memset(sbuf, 2, maxb * npes);
     if (me == 0) printf("figure,bytes,pes,best,median,unit\n");
+    if (coll) {
+        coll_set();
+        shmem_barrier_all();
+        fflush(stdout);
+        shmem_finalize();
+        return 0;
+    }
     measure("put+quiet", 8, f_put_lat, 0, "us");
     measure("get", 8, f_get_lat, 0, "us");
     measure("p+quiet", 8, f_p_lat, 0, "us");

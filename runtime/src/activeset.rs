@@ -13,19 +13,22 @@
 //! (`coll.rs`, through the `Group` trait).
 
 use crate::coll::Group;
-use crate::collsig::{Sig, Stage};
+use crate::collsig::Sig;
 use crate::ctrl::{STAGE_BYTES, STAGE_SLOTS};
 use crate::error::fatal;
 use crate::state::State;
-use crate::types::AmoOp;
+use crate::types::{AmoOp, Marks, SetKey};
 use crate::wait::wait_until;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Words of a pSync array the synchronizing algorithms use.
 const SYNC_WORDS: usize = 64;
-/// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`): the sync
-/// words, then the stage slots of the small collectives (`stage.rs`).
-pub const SYNC_SIZE: usize = SYNC_WORDS + STAGE_SLOTS * STAGE_BYTES / 8;
+/// Then a line with this member's progress word, then the stage slots of
+/// the small collectives (`stage.rs`).
+const PROGRESS_WORD: usize = SYNC_WORDS;
+const SLOT_WORDS: usize = SYNC_WORDS + 8;
+/// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`).
+pub const SYNC_SIZE: usize = SLOT_WORDS + STAGE_SLOTS * STAGE_BYTES / 8;
 const COUNT_WORD: usize = 40;
 
 /// An active set with its pSync array.
@@ -120,42 +123,56 @@ impl Group for ActiveSet<'_> {
         // Back to SHMEM_SYNC_VALUE; everyone has read it (final sync).
         st.psync_amo(self, COUNT_WORD, AmoOp::Set, 0, st.my_pe);
     }
-    fn stage_begin(&self, st: &State, sig: Sig) -> Option<Stage> {
+    fn staged(&self, st: &State) -> bool {
         // The slots are read and written by the CPU: every member's pSync
         // mapped here, in memory the host can load from.
-        if self.size < 2
-            || !st.route.host_direct()
-            || !(0..self.size).all(|r| st.route.local(self.world_pe(r), self.psync_off).is_some())
-        {
-            return None;
+        self.size > 1
+            && st.route.host_direct()
+            && (0..self.size).all(|r| st.route.local(self.world_pe(r), self.psync_off).is_some())
+    }
+    fn stage_marks(&self, st: &State) -> Marks {
+        let key = self.key();
+        let mut v = st.set_marks.lock().unwrap_or_else(|e| e.into_inner());
+        match v.iter().position(|(k, _)| *k == key) {
+            Some(i) => v[i].1,
+            None => {
+                v.insert(0, (key, Marks::default()));
+                Marks::default()
+            }
         }
-        let key = (self.psync_off, self.start, self.stride, self.size);
-        let get = || *st.set_epochs.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default();
-        let mut ep = get();
-        let epoch = ep.epoch + 1;
-        if epoch >= ep.horizon + STAGE_SLOTS as u64 {
-            // Every member is in this call once the sync returns: their
-            // earlier calls, and reads of the slot this one rewrites, are done.
-            self.sync(st);
-            ep.horizon = epoch;
+    }
+    fn stage_set_marks(&self, st: &State, m: Marks) {
+        let key = self.key();
+        let mut v = st.set_marks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = v.iter().position(|(k, _)| *k == key) {
+            v[i].1 = m;
+            // Most recent first: the next lookup is short.
+            v[..=i].rotate_right(1);
         }
-        ep.epoch = epoch;
-        st.set_epochs.lock().unwrap_or_else(|e| e.into_inner()).insert(key, ep);
+    }
+    fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
+        let off = self.psync_off + SLOT_WORDS * 8 + (epoch % STAGE_SLOTS as u64) as usize * STAGE_BYTES;
+        st.route.local(self.world_pe(rank), off).expect("staged: every member's pSync is mapped")
+    }
+    fn stage_progress(&self, st: &State, rank: usize) -> *const AtomicU64 {
+        let off = self.psync_off + PROGRESS_WORD * 8;
+        st.route.local(self.world_pe(rank), off).expect("staged: every member's pSync is mapped") as *const AtomicU64
+    }
+    fn stage_tag(&self) -> u32 {
+        let set = (self.start as u64).wrapping_mul(0x9e37_79b9) ^ (self.stride as u64) << 20 ^ (self.size as u64) << 40;
+        (set ^ set >> 32) as u32 | 1
+    }
+    fn stage_words(&self, sig: Sig, epoch: u64) -> [u64; 4] {
         // The hash covers the active set: a slot another set left in this
         // pSync never matches.
         let mut words = sig.words(epoch);
-        let set = (self.start as u64).wrapping_mul(0x9e37_79b9) ^ (self.stride as u64) << 20 ^ (self.size as u64) << 40;
-        words[0] ^= (set ^ set >> 32) & 0xffff_ffff;
-        Some(Stage { epoch, words, check: false })
+        words[0] ^= self.stage_tag() as u64;
+        words
     }
-    fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
-        let off = self.psync_off + SYNC_WORDS * 8 + (epoch % STAGE_SLOTS as u64) as usize * STAGE_BYTES;
-        st.route.local(self.world_pe(rank), off).expect("stage_begin checked that every member's pSync is mapped")
-    }
-    fn stage_all_arrived(&self, st: &State, epoch: u64) {
-        let key = (self.psync_off, self.start, self.stride, self.size);
-        if let Some(ep) = st.set_epochs.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&key) {
-            ep.horizon = ep.horizon.max(epoch);
-        }
+}
+
+impl ActiveSet<'_> {
+    fn key(&self) -> SetKey {
+        (self.psync_off, self.start, self.stride, self.size)
     }
 }

@@ -23,11 +23,11 @@
 //!   avoids the n-way scatter of tiny slices;
 //! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
 
-use crate::collsig::{RedOp, Sig, Stage};
+use crate::collsig::{RedOp, Sig};
 use crate::ctrl::{STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
-use crate::types::Team;
-use std::sync::atomic::Ordering;
+use crate::types::{Marks, Team};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Below this many bytes, every member reduces the whole vector itself.
 pub const SMALL_REDUCE_BYTES: usize = 2048;
@@ -71,26 +71,41 @@ pub trait Group {
     fn read(&self, st: &State, rank: usize) -> u64;
     /// Called after the collective's final sync.
     fn done(&self, _st: &State) {}
-    /// Prepares the small collective `sig` for the publish-and-pull path
-    /// (`stage.rs`): `None` when this group has no stage slots here (a
-    /// member not mapped on this node, a team slot without stage slots,
-    /// one member); every member decides alike. Advances the group's epoch,
-    /// synchronizing first when the slot this call rewrites may still be
-    /// read.
-    fn stage_begin(&self, _st: &State, _sig: Sig) -> Option<Stage> {
-        None
+    /// Whether this group's small collectives take the publish-and-pull
+    /// path (`stage.rs`): stage slots for it, every member mapped on this
+    /// node. Every member decides alike.
+    fn staged(&self, _st: &State) -> bool {
+        false
     }
-    /// Address of member `rank`'s stage slot for `epoch` (only after
-    /// `stage_begin` returned a stage).
+    /// This member's stage bookkeeping (only when `staged`).
+    fn stage_marks(&self, _st: &State) -> Marks {
+        unreachable!("stage bookkeeping of a group without stage slots")
+    }
+    fn stage_set_marks(&self, _st: &State, _m: Marks) {}
+    /// Address of member `rank`'s stage slot for `epoch`.
     fn stage_slot(&self, _st: &State, _rank: usize, _epoch: u64) -> *mut u8 {
-        unreachable!("stage_slot without stage_begin")
+        unreachable!("stage slot of a group without stage slots")
     }
-    /// A staged call at `epoch` whose result depended on every member has
-    /// completed here: every member has completed its calls below it.
-    fn stage_all_arrived(&self, _st: &State, _epoch: u64) {}
-    /// A member's slot shows another call at `epoch`: reports and ends the
-    /// job.
-    fn stage_mismatch(&self, _st: &State, call: &str, _sig: Sig, _epoch: u64) -> ! {
+    /// Member `rank`'s progress word.
+    fn stage_progress(&self, _st: &State, _rank: usize) -> *const AtomicU64 {
+        unreachable!("stage progress of a group without stage slots")
+    }
+    /// Tag of this group's progress words (0 for a team; a pSync array
+    /// may serve several active sets).
+    fn stage_tag(&self) -> u32 {
+        0
+    }
+    /// The header words of call `sig` at `epoch`.
+    fn stage_words(&self, sig: Sig, epoch: u64) -> [u64; 4] {
+        sig.words(epoch)
+    }
+    /// Whether members compare their calls (the signature check).
+    fn stage_check(&self, _st: &State) -> bool {
+        false
+    }
+    /// A member's slot shows another call at `epoch` (`sig`: this PE's, or
+    /// `None` to read it back from its slot): reports and ends the job.
+    fn stage_mismatch(&self, _st: &State, call: &str, _sig: Option<Sig>, _epoch: u64) -> ! {
         crate::error::fatal(call, format_args!("the members made different collective calls"))
     }
 }
@@ -117,22 +132,35 @@ impl Group for Team {
     fn read(&self, st: &State, rank: usize) -> u64 {
         st.read_scratch(self, rank)
     }
-    fn stage_begin(&self, st: &State, sig: Sig) -> Option<Stage> {
-        if !st.team_staged(self) {
-            return None;
+    fn staged(&self, st: &State) -> bool {
+        st.team_staged(self)
+    }
+    fn stage_marks(&self, st: &State) -> Marks {
+        let c = &st.ctrl.pe(st.my_pe).teams[self.slot];
+        Marks {
+            epoch: c.epoch.load(Ordering::Relaxed),
+            horizon: c.horizon.load(Ordering::Relaxed),
+            checked: c.checked.load(Ordering::Relaxed),
         }
-        let epoch = st.stage_epoch(self);
-        Some(Stage { epoch, words: sig.words(epoch), check: st.config.coll_check })
+    }
+    fn stage_set_marks(&self, st: &State, m: Marks) {
+        let c = &st.ctrl.pe(st.my_pe).teams[self.slot];
+        c.epoch.store(m.epoch, Ordering::Relaxed);
+        c.horizon.store(m.horizon, Ordering::Relaxed);
+        c.checked.store(m.checked, Ordering::Relaxed);
     }
     fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
         let k = (epoch % STAGE_SLOTS as u64) as usize;
         st.ctrl.stage(self.world(rank), self.slot, k) as *const _ as *mut u8
     }
-    fn stage_all_arrived(&self, st: &State, epoch: u64) {
-        st.ctrl.pe(st.my_pe).teams[self.slot].horizon.store(epoch, Ordering::Relaxed);
+    fn stage_progress(&self, st: &State, rank: usize) -> *const AtomicU64 {
+        st.ctrl.stage_progress(self.world(rank), self.slot)
     }
-    fn stage_mismatch(&self, st: &State, call: &str, sig: Sig, epoch: u64) -> ! {
-        st.collective_mismatch(call, self, sig, epoch)
+    fn stage_check(&self, st: &State) -> bool {
+        st.config.coll_check
+    }
+    fn stage_mismatch(&self, st: &State, call: &str, sig: Option<Sig>, epoch: u64) -> ! {
+        st.collective_mismatch_at(call, self, sig, epoch)
     }
 }
 
@@ -173,12 +201,11 @@ impl State {
         let doff = self.sym_extent(call, "dest", dest, nbytes);
         let soff = self.sym_extent(call, "source", source, nbytes);
         let sig = Sig::broadcast(nbytes, root);
-        if nbytes <= STAGE_DATA {
-            if let Some(s) = t.stage_begin(self, sig) {
-                // SAFETY: both ranges checked.
-                unsafe { self.broadcast_staged(call, t, s, sig, doff, soff, nbytes, root as usize, include_root) };
-                return 0;
-            }
+        if nbytes <= STAGE_DATA && t.staged(self) {
+            let s = self.stage_enter(call, t, sig, false);
+            // SAFETY: both ranges checked.
+            unsafe { self.broadcast_staged(call, t, s, sig, doff, soff, nbytes, root as usize, include_root) };
+            return 0;
         }
         t.entry_sync(self, call, sig);
         if nbytes > 0 && (include_root || t.my_rank() != root as usize) {
@@ -200,12 +227,11 @@ impl State {
         let doff = self.sym_extent(call, "dest", dest, total);
         let soff = self.sym_extent(call, "source", source, nbytes);
         let sig = Sig::fcollect(nbytes);
-        if nbytes <= STAGE_DATA {
-            if let Some(s) = t.stage_begin(self, sig) {
-                // SAFETY: both ranges checked.
-                unsafe { self.fcollect_staged(call, t, s, sig, doff, soff, nbytes) };
-                return 0;
-            }
+        if nbytes <= STAGE_DATA && t.staged(self) {
+            let s = self.stage_enter(call, t, sig, true);
+            // SAFETY: both ranges checked.
+            unsafe { self.fcollect_staged(call, t, s, sig, doff, soff, nbytes) };
+            return 0;
         }
         t.entry_sync(self, call, sig);
         if nbytes > 0 {
@@ -333,11 +359,10 @@ impl State {
             let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
             let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
             let sig = Sig::reduce::<T>(which, nreduce);
-            if nbytes <= STAGE_DATA {
-                if let Some(s) = t.stage_begin(self, sig) {
-                    self.reduce_staged(call, t, s, sig, doff, soff, nreduce, op);
-                    return 0;
-                }
+            if nbytes <= STAGE_DATA && t.staged(self) {
+                let s = self.stage_enter(call, t, sig, true);
+                self.reduce_staged(call, t, s, sig, doff, soff, nreduce, op);
+                return 0;
             }
             t.entry_sync(self, call, sig);
             if nreduce == 0 {

@@ -167,6 +167,9 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         return Err(InitError::Bootstrap("control segment is not initialized for this job size".into()));
     }
     error::set_ctrl(Some(ctrl));
+    // More PEs on this node than cores for them: waits yield almost at once.
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    crate::wait::set_oversubscribed(node_pes.len() > cores);
     let peer_base_table: Box<[u64]> = peer_base.iter().map(|p| *p as u64).collect();
     // The device-facing "reachable by load/store" table; all zero when
     // every device operation must go through the ring.
@@ -235,7 +238,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         alloc: Mutex::new(crate::alloc::SymAllocator::new(heap_size)),
         alloc_seq: AtomicU64::new(0),
         teams: std::sync::RwLock::new(vec![None; ctrl::TEAM_SLOTS]),
-        set_epochs: Default::default(),
+        set_marks: Default::default(),
         node_pes,
         device_state,
         device_teams,

@@ -80,6 +80,9 @@ pub struct TeamCtrl {
     /// sync, or a collective whose result depends on every member, reached
     /// that epoch). Decides when a stage slot may be rewritten.
     pub horizon: AtomicU64,
+    /// Written only by the owner: the epoch up to which it compared its
+    /// predecessor's stage headers with its own (see `stage.rs`).
+    pub checked: AtomicU64,
 }
 
 /// Offset of a record's epoch from its barrier flags (device state's
@@ -124,10 +127,17 @@ pub struct StageSlot {
 
 const _: () = assert!(std::mem::size_of::<StageSlot>() == STAGE_BYTES);
 
+/// A member's progress word on one staged team: the epoch of the call it
+/// has entered, every earlier call complete (see `stage.rs`). On its own
+/// cache line: members read it only now and then.
+#[repr(C, align(64))]
+pub struct Progress(pub AtomicU64);
+
 /// A PE's stage slots, after every PE's [`PeCtrl`] in the segment.
 #[repr(C, align(64))]
 pub struct PeStage {
     pub teams: [[StageSlot; STAGE_SLOTS]; STAGED_TEAMS],
+    pub progress: [Progress; STAGED_TEAMS],
 }
 
 /// Per-PE part of the control segment.
@@ -199,6 +209,14 @@ impl Ctrl {
         // SAFETY: `new`'s contract covers n_pes PeStage records after the
         // PeCtrl records (`ctrl_size`).
         unsafe { &(*(self.base.add(first) as *const PeStage).add(pe)).teams[team][k] }
+    }
+
+    /// `pe`'s progress word on team slot `team` (`team < STAGED_TEAMS`).
+    pub fn stage_progress(&self, pe: usize, team: usize) -> &AtomicU64 {
+        debug_assert!(pe < self.n_pes && team < STAGED_TEAMS);
+        let first = std::mem::size_of::<CtrlHeader>() + self.n_pes * std::mem::size_of::<PeCtrl>();
+        // SAFETY: as `stage`.
+        unsafe { &(*(self.base.add(first) as *const PeStage).add(pe)).progress[team].0 }
     }
 
     /// Fills in a fresh (zeroed) segment.
@@ -281,6 +299,6 @@ mod tests {
         assert_eq!(std::mem::size_of::<AllocSlot>(), 64);
         assert_eq!(std::mem::size_of::<PeCtrl>() % 64, 0);
         assert_eq!(ctrl_size(4), 64 + 4 * (std::mem::size_of::<PeCtrl>() + std::mem::size_of::<PeStage>()));
-        assert_eq!(std::mem::size_of::<PeStage>(), STAGED_TEAMS * STAGE_SLOTS * STAGE_BYTES);
+        assert_eq!(std::mem::size_of::<PeStage>(), STAGED_TEAMS * (STAGE_SLOTS * STAGE_BYTES + 64));
     }
 }

@@ -19,27 +19,33 @@
 //! on the same buffers stay safe without a barrier. A slot is rewritten
 //! only when every reader of its previous contents is known to be done:
 //! each group keeps `ctrl::STAGE_SLOTS` slots (call `e` uses slot `e %
-//! STAGE_SLOTS`) and a *horizon*, the epoch below which every member has
-//! completed its calls. A sync, or a collective whose result depends on
-//! every member (fcollect, reduce), advances it; a member that would
-//! rewrite a slot above the horizon syncs first. So a run of broadcasts
-//! pays one sync per `STAGE_SLOTS - 1` calls, and any other small
-//! collective none.
+//! STAGE_SLOTS`) and, per member, a *progress* word: the epoch of the call
+//! the member has entered (all its earlier calls are complete). A member's
+//! *horizon* is the lowest progress it has seen, or the epoch of its last
+//! sync or collective that depended on every member; only a member about
+//! to rewrite a slot at or above its horizon looks at the others' progress
+//! again (and waits for the slowest, when that one is a whole round of
+//! slots behind). So a run of broadcasts costs the root one look at every
+//! member's progress per `STAGE_SLOTS - 1` calls, and no sync.
 //!
 //! Teams keep their slots in the control segment (`ctrl::PeStage`, for the
 //! first [`STAGED_TEAMS`] team slots) and use the team epoch; the
-//! signature check (`collsig.rs`) compares the headers: every member also
-//! waits for its ring predecessor's header and compares it, and a slot
-//! that shows another call at this epoch ends the job with the usual
-//! report. Active sets keep their slots in the pSync array, after the words
+//! signature check (`collsig.rs`) compares the headers: a slot that shows
+//! another call at this epoch ends the job with the usual report, and
+//! every member compares its ring predecessor's header for each of its own
+//! calls, as soon as it is there (at the latest before the member's next
+//! sync or all-member collective, so a broadcast root does not wait for
+//! it). Until it has compared, a member's progress stays at that call, so
+//! the predecessor cannot rewrite the header first. Active sets keep their slots in the pSync array, after the words
 //! the synchronizing algorithms use, with an epoch per (pSync, active set)
 //! kept by each member; their header hash includes the active set, so a
 //! pSync array reused for another set never matches a stale slot.
 
 use crate::coll::Group;
 use crate::collsig::{Sig, Stage};
-use crate::ctrl::{STAGE_BYTES, STAGE_DATA};
+use crate::ctrl::{STAGE_BYTES, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
+use crate::types::Marks;
 use crate::wait::wait_until;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -67,6 +73,97 @@ fn epoch_of(w0: u64) -> u32 {
 struct Acc([u8; STAGE_DATA]);
 
 impl State {
+    /// Starts a call on a staged group (`sig`, or a sync's header with
+    /// `block`): compares the predecessor's headers of earlier calls
+    /// (`block`: all of them, waiting as needed; else those already there),
+    /// publishes this member's progress, refreshes the horizon when this
+    /// call's slot is at or above it, and advances the epoch.
+    pub(crate) fn stage_enter<G: Group>(&self, call: &str, t: &G, sig: Sig, block: bool) -> Stage {
+        let check = t.stage_check(self);
+        let mut m = t.stage_marks(self);
+        let e = m.epoch + 1;
+        let me = t.my_rank();
+        // SAFETY: the group's mapped progress word of this member.
+        let mine = unsafe { &*t.stage_progress(self, me) };
+        // A progress word holds the group's tag (a pSync array serves
+        // several active sets) and the epoch's low 32 bits.
+        let tag = (t.stage_tag() as u64) << 32;
+        let progress = |m: &Marks| tag | (if check { e.min(m.checked + 1) } else { e } as u32 as u64);
+        if check {
+            self.stage_catch_up(call, t, &mut m, e - 1, block);
+        }
+        mine.store(progress(&m), Ordering::Release);
+        if e >= m.horizon + STAGE_SLOTS as u64 {
+            // Slot e % STAGE_SLOTS was last used at e - STAGE_SLOTS: every
+            // member must have entered a later call.
+            let need = e + 1 - STAGE_SLOTS as u64;
+            // How far past `need` a progress word is (None: not there yet).
+            let past = |v: u64| {
+                let d = (v as u32).wrapping_sub(need as u32);
+                (v & !0xffff_ffff == tag && (d as i32) >= 0).then_some(d as u64)
+            };
+            let mut low = u64::MAX;
+            for r in 0..t.size() {
+                // SAFETY: a mapped progress word of member r.
+                let p = unsafe { &*t.stage_progress(self, r) };
+                wait_until(|| {
+                    if check && past(p.load(Ordering::Acquire)).is_none() {
+                        // This member's own progress (held back by headers
+                        // it has not compared yet) may be what r, or this
+                        // very wait, is waiting for.
+                        self.stage_catch_up(call, t, &mut m, e - 1, false);
+                        mine.store(progress(&m), Ordering::Release);
+                    }
+                    past(p.load(Ordering::Acquire)).is_some()
+                });
+                low = low.min(need + past(p.load(Ordering::Acquire)).unwrap_or(0));
+            }
+            m.horizon = low.min(e);
+        }
+        m.epoch = e;
+        t.stage_set_marks(self, m);
+        Stage { epoch: e, words: t.stage_words(sig, e), check }
+    }
+
+    /// Compares the predecessor's header with this member's own for each
+    /// epoch after `m.checked` up to `upto` (an epoch at which this member
+    /// published no header, a plain sync or a device call, has nothing to
+    /// compare). Without `block`, stops at the first header not there yet.
+    fn stage_catch_up<G: Group>(&self, call: &str, t: &G, m: &mut Marks, upto: u64, block: bool) {
+        let n = t.size();
+        let pred = (t.my_rank() + n - 1) % n;
+        while m.checked < upto {
+            let e = m.checked + 1;
+            // SAFETY: mapped slots of this member and its predecessor.
+            let (own, theirs) =
+                unsafe { (word(t.stage_slot(self, t.my_rank(), e), 0), word(t.stage_slot(self, pred, e), 0)) };
+            let own = own.load(Ordering::Acquire);
+            if epoch_of(own) == e as u32 {
+                let here = |v: u64| {
+                    let ve = epoch_of(v);
+                    // A later epoch: the predecessor rewrote the slot, which
+                    // it cannot before this member compared (progress),
+                    // unless it made calls this member did not.
+                    ve == e as u32 || ((e as u32).wrapping_sub(ve) as i32) < 0
+                };
+                let mut v = theirs.load(Ordering::Acquire);
+                if !here(v) {
+                    if !block {
+                        return;
+                    }
+                    wait_until(|| {
+                        v = theirs.load(Ordering::Acquire);
+                        here(v)
+                    });
+                }
+                if v != own {
+                    t.stage_mismatch(self, call, None, e)
+                }
+            }
+            m.checked = e;
+        }
+    }
+
     /// Publishes this member's header, after copying `len` bytes from
     /// symmetric offset `soff` of this PE into its slot (`len` 0: header
     /// only).
@@ -109,20 +206,11 @@ impl State {
             // legitimately get a whole round of slots ahead).
             let ve = epoch_of(v);
             if ve == e || (e.wrapping_sub(ve) as i32) < 0 {
-                t.stage_mismatch(self, call, sig, s.epoch)
+                t.stage_mismatch(self, call, Some(sig), s.epoch)
             }
             false
         });
         slot
-    }
-
-    /// With the check on, waits for the ring predecessor's header and
-    /// compares it (the members that pull every slot compare them all).
-    fn stage_check_pred<G: Group>(&self, call: &str, t: &G, s: &Stage, sig: Sig) {
-        if s.check {
-            let pred = (t.my_rank() + t.size() - 1) % t.size();
-            self.stage_wait(call, t, s, sig, pred);
-        }
     }
 
     /// Broadcast of `nbytes <= STAGE_DATA` (see the module comment):
@@ -144,11 +232,10 @@ impl State {
                     let mine = t.stage_slot(self, me, s.epoch);
                     self.route.put(call, self.my_pe, doff, data(mine), nbytes, false);
                 }
-                self.stage_check_pred(call, t, &s, sig);
             } else {
                 if s.check {
+                    // The header, for the successor's comparison.
                     self.stage_publish(call, t, &s, 0, 0);
-                    self.stage_check_pred(call, t, &s, sig);
                 }
                 let slot = self.stage_wait(call, t, &s, sig, root);
                 if nbytes > 0 {
@@ -170,8 +257,6 @@ impl State {
         // SAFETY: the caller's contract.
         unsafe {
             self.stage_publish(call, t, &s, soff, nbytes);
-            // Predecessor first: it is the one the check compares, and the
-            // rest follow in ring order from there.
             for k in 0..n {
                 let r = (t.my_rank() + n - 1 + k) % n;
                 let slot = self.stage_wait(call, t, &s, sig, r);
@@ -180,7 +265,7 @@ impl State {
                 }
             }
         }
-        t.stage_all_arrived(self, s.epoch);
+        self.stage_all_arrived(t, &s);
     }
 
     /// Reduction of `nreduce` elements (`nreduce * size_of::<T>() <=
@@ -214,6 +299,18 @@ impl State {
             }
             self.route.put(call, self.my_pe, doff, acc as *const u8, nbytes, false);
         }
-        t.stage_all_arrived(self, s.epoch);
+        self.stage_all_arrived(t, &s);
+    }
+
+    /// A staged call whose result depended on every member completed: every
+    /// member has entered it, and this member compared every header
+    /// (its earlier calls were compared at entry, `block`).
+    fn stage_all_arrived<G: Group>(&self, t: &G, s: &Stage) {
+        let mut m = t.stage_marks(self);
+        m.horizon = m.horizon.max(s.epoch);
+        if s.check {
+            m.checked = s.epoch;
+        }
+        t.stage_set_marks(self, m);
     }
 }

@@ -102,14 +102,17 @@ impl State {
     /// proxy, this PE's outstanding operations are completed first, so the
     /// data phases of collectives are complete when a sync returns.
     pub fn team_sync_with(&self, team: &Team) {
-        self.team_sync_watch(team, None)
+        let e = self.next_epoch(team);
+        self.ctrl.pe(self.my_pe).teams[team.slot].epoch.store(e, Ordering::Relaxed);
+        self.team_sync_watch(team, e, None)
     }
 
-    /// [`State::team_sync_with`]; with `watch` (this call's signature word
+    /// [`State::team_sync_with`] at `epoch` (already this PE's epoch on the
+    /// slot); with `watch` (this call's signature word
     /// 0), a long wait for the predecessor's flag also looks at its stage
     /// header: a member that made a staged call here instead never stores
     /// the flag, and this PE reports the mismatch instead of waiting.
-    fn team_sync_watch(&self, team: &Team, watch: Option<u64>) {
+    fn team_sync_watch(&self, team: &Team, epoch: u64, watch: Option<u64>) {
         const CALL: &str = "team sync";
         let n = team.size;
         // Requests this PE's kernels posted complete before this sync's
@@ -119,8 +122,6 @@ impl State {
             self.route.flush(CALL, None);
         }
         let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
-        let epoch = mine.epoch.load(Ordering::Relaxed) + 1;
-        mine.epoch.store(epoch, Ordering::Relaxed);
         let mut dist = 1usize;
         let mut round = 0usize;
         while dist < n {
@@ -164,18 +165,6 @@ impl State {
         team.size > 1 && team.slot < STAGED_TEAMS && (0..team.size).all(|r| self.route.is_local(team.world(r)))
     }
 
-    /// The epoch of the next staged call on `team` (now this PE's epoch),
-    /// after a sync when the stage slot it rewrites may still be read.
-    pub(crate) fn stage_epoch(&self, team: &Team) -> u64 {
-        let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
-        if self.next_epoch(team) >= mine.horizon.load(Ordering::Relaxed) + STAGE_SLOTS as u64 {
-            self.team_sync_with(team);
-        }
-        let e = self.next_epoch(team);
-        mine.epoch.store(e, Ordering::Relaxed);
-        e
-    }
-
     /// Synchronizes `team` for the collective call `sig`, checking (unless
     /// `ISHMEM_COLL_CHECK=0`) that every member made the same call with the
     /// same arguments: word 0 of the signature goes to the successor with
@@ -186,22 +175,25 @@ impl State {
         let check = team.size > 1 && self.config.coll_check;
         let staged = self.team_staged(team);
         let mine = &self.ctrl.pe(self.my_pe).teams[team.slot];
-        if staged && self.next_epoch(team) >= mine.horizon.load(Ordering::Relaxed) + STAGE_SLOTS as u64 {
-            // The header below rewrites a stage slot (see `stage_epoch`).
-            self.team_sync_with(team);
-        }
-        let epoch = self.next_epoch(team);
-        let par = (epoch % 2) as usize;
-        let words = sig.words(epoch);
-        if staged {
-            // The header, for members whose call here is a staged one (they
-            // compare it) and for a mismatch report.
-            let slot = self.ctrl.stage(self.my_pe, team.slot, (epoch % STAGE_SLOTS as u64) as usize);
-            for (w, v) in slot.sig.iter().zip(&words[1..]) {
+        let epoch = if staged {
+            // The header goes into a stage slot, for members whose call here
+            // is a staged one (they compare it) and for a mismatch report.
+            // The predecessor's earlier calls are compared first: after this
+            // sync it may rewrite their headers.
+            let s = self.stage_enter(call, team, sig, true);
+            let slot = self.ctrl.stage(self.my_pe, team.slot, (s.epoch % STAGE_SLOTS as u64) as usize);
+            for (w, v) in slot.sig.iter().zip(&s.words[1..]) {
                 w.store(*v, Ordering::Relaxed);
             }
-            slot.word0.store(words[0], Ordering::Release);
-        }
+            slot.word0.store(s.words[0], Ordering::Release);
+            s.epoch
+        } else {
+            let e = self.next_epoch(team);
+            mine.epoch.store(e, Ordering::Relaxed);
+            e
+        };
+        let par = (epoch % 2) as usize;
+        let words = sig.words(epoch);
         if check {
             // The whole signature stays here for a report; word 0 goes to
             // the successor (this sync's round-0 partner), on the line of
@@ -214,7 +206,7 @@ impl State {
             let next = team.world((team.my_rank + 1) % team.size);
             self.route.ctrl_store(call, next, &self.ctrl.pe(next).teams[team.slot].sig_in[par], words[0]);
         }
-        self.team_sync_watch(team, (check && staged).then_some(words[0]));
+        self.team_sync_watch(team, epoch, (check && staged).then_some(words[0]));
         if check {
             // The predecessor pushed before its round-0 flag store, which
             // this sync waited for.
@@ -232,6 +224,9 @@ impl State {
             if got != words[0] && Sig::same_epoch(got, epoch) {
                 self.collective_mismatch(call, team, sig, epoch);
             }
+            if staged {
+                mine.checked.store(epoch, Ordering::Relaxed);
+            }
         }
     }
 
@@ -245,7 +240,7 @@ impl State {
     /// As [`State::collective_mismatch`]; `mine` is `None` when this PE's
     /// own call is read back from its slot.
     #[cold]
-    fn collective_mismatch_at(&self, call: &str, team: &Team, mine: Option<Sig>, epoch: u64) -> ! {
+    pub(crate) fn collective_mismatch_at(&self, call: &str, team: &Team, mine: Option<Sig>, epoch: u64) -> ! {
         // Every member is inside this call or past it, and none can rewrite
         // what it published for it before this PE moves on: its sync words
         // (sync epoch parity) or, on a staged team, its stage slot for
@@ -365,6 +360,7 @@ impl State {
         // The slot's previous team was destroyed (a sync): no member still
         // reads its stage slots.
         rec.horizon.store(base, Ordering::Relaxed);
+        rec.checked.store(base, Ordering::Relaxed);
         let team = Team {
             slot,
             start: shape.start,

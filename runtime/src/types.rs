@@ -56,13 +56,16 @@ pub struct Shape {
     pub my_rank: usize,
 }
 
-/// Per-PE bookkeeping of the staged calls on one (pSync, active set):
-/// the epoch of the last call and the horizon (see `stage.rs`,
-/// `activeset.rs`).
-#[derive(Default, Clone, Copy)]
-pub struct SetEpochs {
+/// A member's bookkeeping of the small collectives of one group (a team,
+/// or a pSync array with an active set; see `stage.rs`): the epoch of its
+/// last call, its horizon (every member has completed its calls below
+/// it), and the last epoch up to which it compared its predecessor's calls
+/// with its own.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Marks {
     pub epoch: u64,
     pub horizon: u64,
+    pub checked: u64,
 }
 
 /// Key of a (pSync, active set): pSync offset, start, stride, size.

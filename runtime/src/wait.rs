@@ -43,12 +43,25 @@ pub fn progress() {
     }
 }
 
-/// Spins for this many polls before yielding the CPU.
-const SPIN_POLLS: u32 = 256;
-/// Then yields for this many polls before sleeping between polls.
-const YIELD_POLLS: u32 = 4096;
-/// Sleep between polls once waiting has gone on for a while.
-const SLEEP: Duration = Duration::from_micros(50);
+/// Spins for this many polls before yielding the CPU: 256 while this
+/// node's PEs fit its cores; 4 when they outnumber them, where the PE a
+/// waiter waits for may need this very core (see `set_oversubscribed`).
+static SPIN_POLLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(256);
+
+/// Called at init: whether this node runs more PEs than the cores this
+/// process may use.
+pub(crate) fn set_oversubscribed(yes: bool) {
+    SPIN_POLLS.store(if yes { 4 } else { 256 }, Ordering::Relaxed);
+}
+/// Then yields between polls until the wait has lasted this long: when PEs
+/// outnumber cores, a yield hands the core to a PE that has work (another
+/// waiter yields it back at once), so a collective's latency stays a few
+/// context switches instead of a sleep's timer granularity.
+const YIELD_FOR: Duration = Duration::from_millis(5);
+/// Then sleeps between polls (a long wait costs no CPU), starting here and
+/// doubling up to `SLEEP_MAX`.
+const SLEEP_MIN: Duration = Duration::from_micros(20);
+const SLEEP_MAX: Duration = Duration::from_micros(500);
 
 /// Ends the job with a report that several PEs may detect at once (a
 /// collective-argument mismatch): the PE that claims the report prints it
@@ -75,22 +88,33 @@ pub fn wait_until(mut ready: impl FnMut() -> bool) {
 fn wait_slow(ready: &mut dyn FnMut() -> bool) {
     let _waiting = Waiting::enter();
     let mut polls: u32 = 0;
+    let mut since: Option<std::time::Instant> = None;
+    let mut sleep: Option<Duration> = None;
+    let spin = SPIN_POLLS.load(Ordering::Relaxed);
     loop {
         if ready() {
             return;
         }
         progress();
         polls = polls.saturating_add(1);
-        if polls < SPIN_POLLS {
+        if polls < spin {
             std::hint::spin_loop();
-        } else {
-            if polls.is_multiple_of(64) {
-                crate::error::check_abort();
+            continue;
+        }
+        if polls.is_multiple_of(64) {
+            crate::error::check_abort();
+        }
+        match sleep {
+            Some(d) => {
+                std::thread::sleep(d);
+                sleep = Some((d * 2).min(SLEEP_MAX));
             }
-            if polls < YIELD_POLLS {
+            None => {
+                let start = *since.get_or_insert_with(std::time::Instant::now);
+                if polls.is_multiple_of(16) && start.elapsed() >= YIELD_FOR {
+                    sleep = Some(SLEEP_MIN);
+                }
                 std::thread::yield_now();
-            } else {
-                std::thread::sleep(SLEEP);
             }
         }
     }
