@@ -253,7 +253,15 @@ impl State {
         &self, call: &str, t: &G, dest: *mut u8, source: *const u8, nelems: usize, elem: usize,
     ) -> CollResult {
         let nbytes = nelems.saturating_mul(elem);
-        self.sym_extent(call, "source", source, nbytes);
+        let soff = self.sym_extent(call, "source", source, nbytes);
+        if t.staged(self) {
+            let sig = Sig::collect(elem);
+            let s = self.stage_enter(call, t, sig, true);
+            // SAFETY: the source range is checked; the dest is checked
+            // once the total is known.
+            unsafe { self.collect_staged(call, t, s, sig, dest, soff, nbytes) };
+            return 0;
+        }
         t.publish(self, nbytes as u64);
         t.entry_sync(self, call, Sig::collect(elem));
         let mut offset = 0usize;
@@ -298,8 +306,16 @@ impl State {
             }
         };
         let doff = self.sym_extent(call, "dest", dest, span(dst));
-        self.sym_extent(call, "source", source, span(sst));
-        t.entry_sync(self, call, Sig::alltoall(nelems, elem, dst, sst));
+        let soff = self.sym_extent(call, "source", source, span(sst));
+        let sig = Sig::alltoall(nelems, elem, dst, sst);
+        let nbytes = nelems.saturating_mul(elem);
+        if dst == 1 && sst == 1 && nbytes.saturating_mul(t.size()) <= STAGE_DATA && t.staged(self) {
+            let s = self.stage_enter(call, t, sig, true);
+            // SAFETY: both ranges checked.
+            unsafe { self.alltoall_staged(call, t, s, sig, doff, soff, nbytes) };
+            return 0;
+        }
+        t.entry_sync(self, call, sig);
         if nelems > 0 {
             for k in 0..t.size() {
                 let j = (t.my_rank() + k) % t.size();

@@ -102,7 +102,7 @@ const _: () = assert!(std::mem::offset_of!(TeamCtrl, scratch) == std::mem::offse
 /// slowest reader before it must synchronize (see `stage.rs`).
 pub const STAGE_SLOTS: usize = 8;
 /// Bytes of one stage slot: a 32-byte header, then the data.
-pub const STAGE_BYTES: usize = 256;
+pub const STAGE_BYTES: usize = 512;
 /// Data bytes a stage slot holds.
 pub const STAGE_DATA: usize = STAGE_BYTES - 32;
 /// Team slots that have stage slots (world, shared, node and the first

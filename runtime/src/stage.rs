@@ -68,6 +68,11 @@ fn epoch_of(w0: u64) -> u32 {
     (w0 >> 32) as u32
 }
 
+/// A staged call compares its predecessor's headers at entry once this
+/// many are pending (fewer than `STAGE_SLOTS - 1`, so a member's progress
+/// never holds back a member that is a round of slots ahead).
+const CATCH_UP_LAG: u64 = 4;
+
 /// Keeps a reduction's running result (aligned for every element type).
 #[repr(C, align(64))]
 struct Acc([u8; STAGE_DATA]);
@@ -82,21 +87,18 @@ impl State {
         let check = t.stage_check(self);
         let mut m = t.stage_marks(self);
         let e = m.epoch + 1;
-        let me = t.my_rank();
-        // SAFETY: the group's mapped progress word of this member.
-        let mine = unsafe { &*t.stage_progress(self, me) };
-        // A progress word holds the group's tag (a pSync array serves
-        // several active sets) and the epoch's low 32 bits.
-        let tag = (t.stage_tag() as u64) << 32;
-        let progress = |m: &Marks| tag | (if check { e.min(m.checked + 1) } else { e } as u32 as u64);
-        if check {
+        // Comparing costs a look at the predecessor's slot (another core's
+        // cache line): a staged call does it only once a few are pending,
+        // or when it waits (see `stage_keep_up`).
+        if check && (block || e - 1 - m.checked >= CATCH_UP_LAG) {
             self.stage_catch_up(call, t, &mut m, e - 1, block);
         }
-        mine.store(progress(&m), Ordering::Release);
+        self.stage_progress_store(t, e, &m);
         if e >= m.horizon + STAGE_SLOTS as u64 {
             // Slot e % STAGE_SLOTS was last used at e - STAGE_SLOTS: every
             // member must have entered a later call.
             let need = e + 1 - STAGE_SLOTS as u64;
+            let tag = (t.stage_tag() as u64) << 32;
             // How far past `need` a progress word is (None: not there yet).
             let past = |v: u64| {
                 let d = (v as u32).wrapping_sub(need as u32);
@@ -112,7 +114,7 @@ impl State {
                         // it has not compared yet) may be what r, or this
                         // very wait, is waiting for.
                         self.stage_catch_up(call, t, &mut m, e - 1, false);
-                        mine.store(progress(&m), Ordering::Release);
+                        self.stage_progress_store(t, e, &m);
                     }
                     past(p.load(Ordering::Acquire)).is_some()
                 });
@@ -123,6 +125,30 @@ impl State {
         m.epoch = e;
         t.stage_set_marks(self, m);
         Stage { epoch: e, words: t.stage_words(sig, e), check }
+    }
+
+    /// Publishes this member's progress in call `e`: `e` (every earlier
+    /// call complete), held back to the first epoch whose predecessor
+    /// header it has not compared yet (the predecessor may not rewrite it
+    /// before). The word carries the group's tag (a pSync array serves
+    /// several active sets) and the epoch's low 32 bits.
+    fn stage_progress_store<G: Group>(&self, t: &G, e: u64, m: &Marks) {
+        let p = if t.stage_check(self) { e.min(m.checked + 1) } else { e };
+        // SAFETY: the group's mapped progress word of this member.
+        let mine = unsafe { &*t.stage_progress(self, t.my_rank()) };
+        mine.store((t.stage_tag() as u64) << 32 | p as u32 as u64, Ordering::Release);
+    }
+
+    /// While a staged call at `e` waits: compares the predecessor headers
+    /// that have appeared and republishes the progress, which another
+    /// member may be waiting for.
+    fn stage_keep_up<G: Group>(&self, call: &str, t: &G, e: u64) {
+        let mut m = t.stage_marks(self);
+        if m.checked + 1 < e {
+            self.stage_catch_up(call, t, &mut m, e - 1, false);
+            t.stage_set_marks(self, m);
+            self.stage_progress_store(t, e, &m);
+        }
     }
 
     /// Compares the predecessor's header with this member's own for each
@@ -172,12 +198,29 @@ impl State {
     /// `soff..soff + len` is a checked range of this PE's symmetric memory,
     /// `len <= STAGE_DATA`.
     unsafe fn stage_publish<G: Group>(&self, call: &str, t: &G, s: &Stage, soff: usize, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { self.stage_publish_after(call, t, s, None, soff, len) }
+    }
+
+    /// As `stage_publish`, with `prefix` (a count) in the first 8 data
+    /// bytes and the copy after it.
+    ///
+    /// # Safety
+    /// As `stage_publish`; with a prefix, `len <= STAGE_DATA - 8`.
+    unsafe fn stage_publish_after<G: Group>(
+        &self, call: &str, t: &G, s: &Stage, prefix: Option<u64>, soff: usize, len: usize,
+    ) {
         let slot = t.stage_slot(self, t.my_rank(), s.epoch);
         // SAFETY: our own slot, which no member reads until word 0 says this
-        // epoch, and which `stage_begin` made sure nobody still reads.
+        // epoch, and which `stage_enter` made sure nobody still reads.
         unsafe {
+            let mut at = data(slot);
+            if let Some(v) = prefix {
+                (at as *mut u64).write_unaligned(v);
+                at = at.add(8);
+            }
             if len > 0 {
-                self.route.get(call, self.my_pe, soff, data(slot), len, false);
+                self.route.get(call, self.my_pe, soff, at, len, false);
             }
             for i in 1..4 {
                 word(slot, i).store(s.words[i], Ordering::Relaxed);
@@ -193,6 +236,7 @@ impl State {
         // SAFETY: a mapped slot of a member (the group resolved it).
         let w = unsafe { word(slot, 0) };
         let e = s.epoch as u32;
+        let mut polls = 0u32;
         wait_until(|| {
             let v = w.load(Ordering::Acquire);
             if v == s.words[0] {
@@ -200,6 +244,10 @@ impl State {
             }
             if !s.check {
                 return false;
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(256) {
+                self.stage_keep_up(call, t, s.epoch);
             }
             // Same epoch with another hash: another call. A later epoch in
             // this slot: the member made calls this PE did not (it cannot
@@ -266,6 +314,76 @@ impl State {
             }
         }
         self.stage_all_arrived(t, &s);
+    }
+
+    /// alltoall of `nbytes` per member pair (`nbytes * size <= STAGE_DATA`):
+    /// every member publishes its whole source and copies its block from
+    /// every member's slot.
+    ///
+    /// # Safety
+    /// `soff` and `doff` are checked ranges of `nbytes * size` bytes.
+    pub(crate) unsafe fn alltoall_staged<G: Group>(
+        &self, call: &str, t: &G, s: Stage, sig: Sig, doff: usize, soff: usize, nbytes: usize,
+    ) {
+        let (n, me) = (t.size(), t.my_rank());
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.stage_publish(call, t, &s, soff, nbytes * n);
+            for k in 0..n {
+                let r = (me + n - 1 + k) % n;
+                let slot = self.stage_wait(call, t, &s, sig, r);
+                if nbytes > 0 {
+                    self.route.put(call, self.my_pe, doff + r * nbytes, data(slot).add(me * nbytes), nbytes, false);
+                }
+            }
+        }
+        self.stage_all_arrived(t, &s);
+    }
+
+    /// collect (`nbytes` from this member, counts may differ): every member
+    /// publishes its count and, when it fits, its block; members copy every
+    /// block into their dest, from the slot or, for a block too large for
+    /// one, from the member's source, after which every member syncs (all
+    /// see the same counts, so all decide alike) so that source stays until
+    /// everyone has read it. Returns the dest offset check's failure as the
+    /// usual fatal error.
+    ///
+    /// # Safety
+    /// `soff` is a checked range of `nbytes`.
+    pub(crate) unsafe fn collect_staged<G: Group>(
+        &self, call: &str, t: &G, s: Stage, sig: Sig, dest: *mut u8, soff: usize, nbytes: usize,
+    ) {
+        const CAP: usize = STAGE_DATA - 8;
+        let (n, me) = (t.size(), t.my_rank());
+        // SAFETY: the caller's contract; counts are read unaligned.
+        unsafe {
+            let len = if nbytes <= CAP { nbytes } else { 0 };
+            self.stage_publish_after(call, t, &s, Some(nbytes as u64), soff, len);
+            let count = |slot: *const u8| (data(slot) as *const u64).read_unaligned() as usize;
+            let mut total = 0usize;
+            for k in 0..n {
+                let slot = self.stage_wait(call, t, &s, sig, (me + n - 1 + k) % n);
+                total = total.saturating_add(count(slot));
+            }
+            let doff = self.sym_extent(call, "dest", dest, total);
+            let mut at = doff;
+            let mut big = false;
+            for r in 0..n {
+                let slot = t.stage_slot(self, r, s.epoch);
+                let b = count(slot);
+                if b > CAP {
+                    big = true;
+                    self.route.get(call, t.world_pe(r), soff, self.mine(at), b, false);
+                } else if b > 0 {
+                    self.route.put(call, self.my_pe, at, data(slot).add(8), b, false);
+                }
+                at += b;
+            }
+            self.stage_all_arrived(t, &s);
+            if big {
+                t.sync(self);
+            }
+        }
     }
 
     /// Reduction of `nreduce` elements (`nreduce * size_of::<T>() <=

@@ -11,7 +11,8 @@
  *  - the deprecated active-set forms, back to back alternating two pSync
  *    arrays, on the whole job and on a strided set (logPE_stride 1), with
  *    PE_root != 0, then a pSync array reused by another active set;
- *  - sizes on both sides of the staged limit (8, 200, 224, 232, 1024 bytes).
+ *  - sizes on both sides of the staged limits (alltoall: the whole source
+ *    in a slot; collect: blocks of different sizes, some too large).
  * Usage: coll_small */
 #define _DEFAULT_SOURCE
 #include <shmem.h>
@@ -25,7 +26,7 @@
 static int me, npes;
 #define ROUNDS 40
 #define MAXE 128 /* longs: 1 KiB */
-static long sizes[] = {1, 25, 28, 29, 128};
+static long sizes[] = {1, 3, 25, 60, 61, 128};
 
 /* The value member r contributes at element k in call c. */
 static long val(int c, int r, long k) { return (long)c * 1000003L + r * 1009L + k; }
@@ -35,7 +36,7 @@ static void team_runs(shmem_team_t team, const char *name) {
     long *src = shmem_malloc(MAXE * sizeof(long) * (npes + 1));
     long *dst = shmem_malloc(MAXE * sizeof(long) * (npes + 1));
     if (tr >= 0) {
-        for (int si = 0; si < 5; si++) {
+        for (int si = 0; si < 6; si++) {
             long m = sizes[si];
             /* broadcasts only: the root moves, every call checked */
             for (int c = 0; c < ROUNDS; c++) {
@@ -58,9 +59,11 @@ static void team_runs(shmem_team_t team, const char *name) {
                         CHECK(0, "%s fixed-root broadcast call %d m=%ld element %ld: got %ld want %ld", name, c, m, k,
                               dst[k], val(c, 0, k));
             }
-            /* mixed: broadcast, fcollect, sum (in place every other call) */
+            /* mixed: broadcast, fcollect, sum (in place every other call),
+             * alltoall, collect (member r contributes r + 1 blocks, or m
+             * elements times r + 1: some blocks too large for a slot) */
             for (int c = 0; c < ROUNDS; c++) {
-                int kind = c % 3;
+                int kind = c % 5;
                 for (long k = 0; k < m; k++) src[k] = val(c, tr, k);
                 if (kind == 0) {
                     int root = tn - 1 - c % tn;
@@ -76,6 +79,28 @@ static void team_runs(shmem_team_t team, const char *name) {
                             if (dst[r * m + k] != val(c, r, k))
                                 CHECK(0, "%s fcollect call %d m=%ld block %d element %ld: got %ld want %ld", name, c,
                                       m, r, k, dst[r * m + k], val(c, r, k));
+                } else if (kind == 3) {
+                    for (int r = 0; r < tn; r++)
+                        for (long k = 0; k < m; k++) src[r * m + k] = val(c, tr, r * 100 + k);
+                    CHECK(shmem_long_alltoall(team, dst, src, m) == 0, "alltoall rc");
+                    for (int r = 0; r < tn; r++)
+                        for (long k = 0; k < m; k++)
+                            if (dst[r * m + k] != val(c, r, tr * 100 + k))
+                                CHECK(0, "%s alltoall call %d m=%ld block %d element %ld: got %ld want %ld", name, c,
+                                      m, r, k, dst[r * m + k], val(c, r, tr * 100 + k));
+                } else if (kind == 4) {
+                    long mine_n = m * (tr + 1) < MAXE ? m * (tr + 1) : MAXE;
+                    for (long k = 0; k < mine_n; k++) src[k] = val(c, tr, k);
+                    CHECK(shmem_long_collect(team, dst, src, mine_n) == 0, "collect rc");
+                    long at = 0;
+                    for (int r = 0; r < tn; r++) {
+                        long rn = m * (r + 1) < MAXE ? m * (r + 1) : MAXE;
+                        for (long k = 0; k < rn; k++)
+                            if (dst[at + k] != val(c, r, k))
+                                CHECK(0, "%s collect call %d m=%ld block %d element %ld: got %ld want %ld", name, c, m,
+                                      r, k, dst[at + k], val(c, r, k));
+                        at += rn;
+                    }
                 } else {
                     long *out = c % 2 ? src : dst;
                     CHECK(shmem_long_sum_reduce(team, out, src, m) == 0, "sum rc");
@@ -115,11 +140,11 @@ static void active_runs(int start, int logstride, int size, const char *name) {
     long *dst = shmem_malloc(MAXE * sizeof(long) * (npes + 1));
     if (in) {
         int ar = (me - start) / stride;
-        for (int si = 0; si < 5; si++) {
+        for (int si = 0; si < 6; si++) {
             long m = sizes[si];
             for (int c = 0; c < ROUNDS; c++) {
                 long *ps = c % 2 ? pSyncB : pSyncA;
-                int kind = c < ROUNDS / 2 ? 0 : c % 4;
+                int kind = c < ROUNDS / 2 ? 0 : c % 6;
                 if (ar == 1 % size && c % 10 == 0) usleep(2000);
                 for (long k = 0; k < m; k++) src[k] = val(c, ar, k);
                 if (kind < 2) {
@@ -140,6 +165,28 @@ static void active_runs(int start, int logstride, int size, const char *name) {
                             if (dst[r * m + k] != val(c, r, k))
                                 CHECK(0, "%s fcollect64 call %d m=%ld block %d element %ld: got %ld", name, c, m, r,
                                       k, dst[r * m + k]);
+                } else if (kind == 4) {
+                    for (int r = 0; r < size; r++)
+                        for (long k = 0; k < m; k++) src[r * m + k] = val(c, ar, r * 100 + k);
+                    shmem_alltoall64(dst, src, m, start, logstride, size, ps);
+                    for (int r = 0; r < size; r++)
+                        for (long k = 0; k < m; k++)
+                            if (dst[r * m + k] != val(c, r, ar * 100 + k))
+                                CHECK(0, "%s alltoall64 call %d m=%ld block %d element %ld: got %ld", name, c, m, r,
+                                      k, dst[r * m + k]);
+                } else if (kind == 5) {
+                    long mine_n = m * (ar + 1) < MAXE ? m * (ar + 1) : MAXE;
+                    for (long k = 0; k < mine_n; k++) src[k] = val(c, ar, k);
+                    shmem_collect64(dst, src, mine_n, start, logstride, size, ps);
+                    long at = 0;
+                    for (int r = 0; r < size; r++) {
+                        long rn = m * (r + 1) < MAXE ? m * (r + 1) : MAXE;
+                        for (long k = 0; k < rn; k++)
+                            if (dst[at + k] != val(c, r, k))
+                                CHECK(0, "%s collect64 call %d m=%ld block %d element %ld: got %ld", name, c, m, r, k,
+                                      dst[at + k]);
+                        at += rn;
+                    }
                 } else {
                     shmem_long_sum_to_all(dst, src, m, start, logstride, size, pWrk, ps);
                     for (long k = 0; k < m; k++) {

@@ -5,9 +5,14 @@
 //! results.
 //!
 //! ```text
-//! ishmrun -n 2 ishmem-perf run [--quick] [--csv FILE] [--json FILE]
+//! ishmrun -n 2 ishmem-perf run [--quick] [--coll] [--csv FILE] [--json FILE]
 //! ishmem-perf plot --input FILE.csv [--input ...] --out DIR
 //! ```
+//! `--coll`: the many-PE set instead: every PE runs back-to-back calls and
+//! a trial's figure is the largest per-PE time per call (`_max` figures):
+//! barrier_all, team_sync, broadcast, collect, fcollect, alltoall and
+//! sum_reduce (world team) at 8 bytes and 64 KiB, fetch_add by every PE to
+//! PE 0, puts by every PE to the next with quiet (a ring).
 //! CSV columns: figure,bytes,pes,best,median,unit (the same as the C
 //! benchmark `packaging/bench/shmem_bench.c`, so both plot alike).
 
@@ -39,11 +44,16 @@ enum Who {
     Pair,
     /// Every PE (collectives).
     All,
+    /// Every PE; the figure is the largest per-PE time.
+    AllMax,
 }
 
 struct Bench<'a> {
     shmem: &'a Ishmem,
     ctl: SymmVec<'a, i64>,
+    /// Per-trial times, for the maximum over PEs.
+    tmine: SymmVec<'a, f64>,
+    tmax: SymmVec<'a, f64>,
     quick: bool,
     rows: Vec<Row>,
 }
@@ -55,7 +65,7 @@ impl Bench<'_> {
         let runs = match who {
             Who::Driver => me == 0,
             Who::Pair => me == 0 || me == n - 1,
-            Who::All => true,
+            Who::All | Who::AllMax => true,
         };
         // PE 0 decides every warm-up step and hands it to all PEs, so every
         // PE runs the same number of calls.
@@ -99,6 +109,12 @@ impl Bench<'_> {
             *slot = t0.elapsed().as_secs_f64() / iters as f64;
         }
         self.shmem.barrier_all();
+        if who == Who::AllMax {
+            self.tmine.local_mut().copy_from_slice(&t);
+            let world = self.shmem.team_world();
+            world.reduce(ReduceOp::Max, &self.tmax, &self.tmine, TRIALS);
+            t.copy_from_slice(self.tmax.local());
+        }
         let mut v: Vec<f64> = if unit == "MB/s" {
             t.iter().map(|s| bytes as f64 / s / 1e6).collect()
         } else {
@@ -155,7 +171,13 @@ fn run(args: &[String]) -> Result<(), String> {
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
     let target = n - 1;
     let ctl = shmem.alloc::<i64>(2).map_err(|e| e.to_string())?;
-    let mut b = Bench { shmem: &shmem, ctl, quick, rows: Vec::new() };
+    let tmine = shmem.alloc::<f64>(TRIALS).map_err(|e| e.to_string())?;
+    let tmax = shmem.alloc::<f64>(TRIALS).map_err(|e| e.to_string())?;
+    let mut b = Bench { shmem: &shmem, ctl, tmine, tmax, quick, rows: Vec::new() };
+    if args.iter().any(|a| a == "--coll") {
+        coll_set(&shmem, &mut b)?;
+        return finish(&b, &value);
+    }
     let maxb = 4 << 20;
     let src = shmem.alloc::<u8>(maxb * n).map_err(|e| e.to_string())?;
     let dst = shmem.alloc::<u8>(maxb * n).map_err(|e| e.to_string())?;
@@ -283,7 +305,12 @@ fn run(args: &[String]) -> Result<(), String> {
             }
         });
     }
-    if me == 0 {
+    finish(&b, &value)
+}
+
+/// Prints and writes the results (PE 0).
+fn finish(b: &Bench<'_>, value: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    if b.shmem.my_pe() == 0 {
         print_table(&b.rows);
         if let Some(path) = value("--csv") {
             write_csv(&path, &b.rows).map_err(|e| format!("{path}: {e}"))?;
@@ -291,6 +318,70 @@ fn run(args: &[String]) -> Result<(), String> {
         if let Some(path) = value("--json") {
             write_json(&path, &b.rows).map_err(|e| format!("{path}: {e}"))?;
         }
+    }
+    Ok(())
+}
+
+/// The many-PE set (`--coll`): back-to-back calls on every PE, the largest
+/// per-PE time per call.
+fn coll_set(shmem: &Ishmem, b: &mut Bench<'_>) -> Result<(), String> {
+    let (me, n) = (shmem.my_pe(), shmem.n_pes());
+    let world = shmem.team_world();
+    let elems_max = 8192;
+    let src = shmem.alloc::<i64>(elems_max * n).map_err(|e| e.to_string())?;
+    let dst = shmem.alloc::<i64>(elems_max * n).map_err(|e| e.to_string())?;
+    let words = shmem.alloc::<u64>(8).map_err(|e| e.to_string())?;
+    let local = vec![1i64; elems_max];
+    b.measure("barrier_all_max", 0, Who::AllMax, "us", &mut |it| {
+        for _ in 0..it {
+            shmem.barrier_all();
+        }
+    });
+    b.measure("team_sync_max", 0, Who::AllMax, "us", &mut |it| {
+        for _ in 0..it {
+            world.sync();
+        }
+    });
+    for elems in [1usize, elems_max] {
+        let bytes = elems * 8;
+        b.measure("broadcast_max", bytes, Who::AllMax, "us", &mut |it| {
+            for _ in 0..it {
+                world.broadcast(&dst, &src, elems, 0);
+            }
+        });
+        b.measure("collect_max", bytes, Who::AllMax, "us", &mut |it| {
+            for _ in 0..it {
+                world.collect(&dst, &src, elems);
+            }
+        });
+        b.measure("fcollect_max", bytes, Who::AllMax, "us", &mut |it| {
+            for _ in 0..it {
+                world.fcollect(&dst, &src, elems);
+            }
+        });
+        b.measure("alltoall_max", bytes, Who::AllMax, "us", &mut |it| {
+            for _ in 0..it {
+                world.alltoall(&dst, &src, elems);
+            }
+        });
+        b.measure("sum_reduce_max", bytes, Who::AllMax, "us", &mut |it| {
+            for _ in 0..it {
+                world.reduce(ReduceOp::Sum, &dst, &src, elems);
+            }
+        });
+    }
+    b.measure("fetch_add_to_pe0_max", 8, Who::AllMax, "us", &mut |it| {
+        for _ in 0..it {
+            std::hint::black_box(words.atomic_fetch_add(0, 1, 0));
+        }
+    });
+    for elems in [1usize, elems_max] {
+        b.measure("ring_put+quiet_max", elems * 8, Who::AllMax, "us", &mut |it| {
+            for _ in 0..it {
+                dst.put(0, &local[..elems], (me + 1) % n);
+                shmem.quiet();
+            }
+        });
     }
     Ok(())
 }
