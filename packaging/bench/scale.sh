@@ -39,13 +39,20 @@ command -v oshcc >/dev/null && command -v oshrun >/dev/null \
 oshcc -O2 -std=c11 "$root/packaging/bench/shmem_bench.c" -o "$out/bench_oshmem"
 rm -f "$out"/ishmem-*.csv "$out"/oshmem-*.csv
 run_ours() { "$run" -n "$1" -t 300 "$ours" --coll --pin $quick > "$2"; }
-# OSHMEM may crash in shmem_finalize after printing (UCX spml), or in a
-# figure: what it printed is kept (missing figures show as n/a) and the
-# comparison goes on.
+# Open MPI 4.1.6's OSHMEM (Ubuntu 24.04, UCX spml) crashes in shmem_init
+# (mca_memheap_modex_recv_all) in some runs: a run that printed nothing is
+# started again, up to 5 times. It may also crash in shmem_finalize after
+# printing, or in a figure: what it printed is kept (missing figures show as
+# n/a) and the comparison goes on.
 run_osh() {
-    timeout 300 oshrun --allow-run-as-root --oversubscribe --bind-to none -np "$1" --mca spml ucx \
-        -x UCX_TLS=shm,self -x UCX_HANDLE_ERRORS=none "$out/bench_oshmem" --coll --pin $quick \
-        < /dev/null > "$2" 2> "$2.err" || true
+    local try
+    for try in 1 2 3 4 5; do
+        timeout 300 oshrun --allow-run-as-root --oversubscribe --bind-to none -np "$1" --mca spml ucx \
+            -x UCX_TLS=shm,self -x UCX_HANDLE_ERRORS=none "$out/bench_oshmem" --coll --pin $quick \
+            < /dev/null > "$2" 2> "$2.err" || true
+        grep -q '^figure,' "$2" && break
+        echo "scale.sh: OSHMEM on $1 PEs failed to start (try $try)" >&2
+    done
     if ! grep -q '^ring_put+quiet_max,65536,' "$2"; then
         echo "scale.sh: the OSHMEM run on $1 PEs ended after: $(tail -1 "$2" | cut -d, -f1-2)" \
             "($(grep -m1 -o 'signal [0-9]* ([A-Za-z ]*)' "$2.err" || echo 'no signal reported'))" >&2

@@ -17,18 +17,24 @@ use crate::collsig::Sig;
 use crate::ctrl::{STAGE_BYTES, STAGE_SLOTS};
 use crate::error::fatal;
 use crate::state::State;
-use crate::types::{AmoOp, Marks, SetKey};
+use crate::types::{AmoOp, Marks};
 use crate::wait::wait_until;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Words of a pSync array the synchronizing algorithms use.
 const SYNC_WORDS: usize = 64;
-/// Then a line with this member's progress word, then the stage slots of
-/// the small collectives (`stage.rs`).
-const PROGRESS_WORD: usize = SYNC_WORDS;
-const SLOT_WORDS: usize = SYNC_WORDS + 8;
-/// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`).
-pub const SYNC_SIZE: usize = SLOT_WORDS + STAGE_SLOTS * STAGE_BYTES / 8;
+/// After them, from the first cache-line boundary: a line with this
+/// member's progress word (read by the others), a line with its own
+/// bookkeeping (see `marks_words`), then the stage slots of the small
+/// collectives (`stage.rs`). Lines keep what others read apart from what
+/// this member writes on every call.
+const STAGE_AREA: usize = SYNC_WORDS * 8;
+const PROGRESS_AT: usize = 0;
+const MARKS_AT: usize = 64;
+const SLOTS_AT: usize = 128;
+/// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`): the sync
+/// words, up to a line of alignment, the two lines and the slots.
+pub const SYNC_SIZE: usize = SYNC_WORDS + (64 + SLOTS_AT + STAGE_SLOTS * STAGE_BYTES) / 8;
 const COUNT_WORD: usize = 40;
 
 /// An active set with its pSync array.
@@ -131,31 +137,49 @@ impl Group for ActiveSet<'_> {
             && (0..self.size).all(|r| st.route.local(self.world_pe(r), self.psync_off).is_some())
     }
     fn stage_marks(&self, st: &State) -> Marks {
-        let key = self.key();
+        let w = self.marks_words(st);
+        let key = self.key_words();
+        if w[0].load(Ordering::Relaxed) == key[0] && w[1].load(Ordering::Relaxed) == key[1] {
+            return Marks {
+                epoch: w[2].load(Ordering::Relaxed),
+                horizon: w[3].load(Ordering::Relaxed),
+                checked: w[4].load(Ordering::Relaxed),
+            };
+        }
+        // Another active set used this pSync last: park its marks, bring
+        // this set's back (or start it).
         let mut v = st.set_marks.lock().unwrap_or_else(|e| e.into_inner());
-        match v.iter().position(|(k, _)| *k == key) {
-            Some(i) => v[i].1,
-            None => {
-                v.insert(0, (key, Marks::default()));
-                Marks::default()
+        if w[0].load(Ordering::Relaxed) != 0 {
+            let parked = (self.psync_off, (w[0].load(Ordering::Relaxed), w[1].load(Ordering::Relaxed)));
+            let m = Marks {
+                epoch: w[2].load(Ordering::Relaxed),
+                horizon: w[3].load(Ordering::Relaxed),
+                checked: w[4].load(Ordering::Relaxed),
+            };
+            match v.iter().position(|(k, _)| *k == parked) {
+                Some(i) => v[i].1 = m,
+                None => v.push((parked, m)),
             }
         }
+        let mine = (self.psync_off, (key[0], key[1]));
+        let m = v.iter().find(|(k, _)| *k == mine).map_or(Marks::default(), |(_, m)| *m);
+        w[0].store(key[0], Ordering::Relaxed);
+        w[1].store(key[1], Ordering::Relaxed);
+        self.stage_set_marks(st, m);
+        m
     }
     fn stage_set_marks(&self, st: &State, m: Marks) {
-        let key = self.key();
-        let mut v = st.set_marks.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = v.iter().position(|(k, _)| *k == key) {
-            v[i].1 = m;
-            // Most recent first: the next lookup is short.
-            v[..=i].rotate_right(1);
-        }
+        let w = self.marks_words(st);
+        w[2].store(m.epoch, Ordering::Relaxed);
+        w[3].store(m.horizon, Ordering::Relaxed);
+        w[4].store(m.checked, Ordering::Relaxed);
     }
     fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
-        let off = self.psync_off + SLOT_WORDS * 8 + (epoch % STAGE_SLOTS as u64) as usize * STAGE_BYTES;
+        let off = self.stage_area() + SLOTS_AT + (epoch % STAGE_SLOTS as u64) as usize * STAGE_BYTES;
         st.route.local(self.world_pe(rank), off).expect("staged: every member's pSync is mapped")
     }
     fn stage_progress(&self, st: &State, rank: usize) -> *const AtomicU64 {
-        let off = self.psync_off + PROGRESS_WORD * 8;
+        let off = self.stage_area() + PROGRESS_AT;
         st.route.local(self.world_pe(rank), off).expect("staged: every member's pSync is mapped") as *const AtomicU64
     }
     fn stage_tag(&self) -> u32 {
@@ -172,7 +196,25 @@ impl Group for ActiveSet<'_> {
 }
 
 impl ActiveSet<'_> {
-    fn key(&self) -> SetKey {
-        (self.psync_off, self.start, self.stride, self.size)
+    /// The active set, as the two words kept beside its marks (never 0:
+    /// the size is at least 2 when staged).
+    /// Symmetric offset of the stage area: the first line boundary after
+    /// the sync words (segments are page aligned on every PE, so offsets
+    /// and addresses agree on it).
+    fn stage_area(&self) -> usize {
+        (self.psync_off + STAGE_AREA).next_multiple_of(64)
+    }
+
+    fn key_words(&self) -> [u64; 2] {
+        [(self.start as u64) << 32 | self.size as u64, self.stride as u64]
+    }
+
+    /// This PE's marks of the set that used its pSync last: key (2 words),
+    /// epoch, horizon, checked (its own line, `MARKS_AT`).
+    fn marks_words<'s>(&self, st: &'s State) -> &'s [AtomicU64; 5] {
+        let p = st.route.mine(self.stage_area() + MARKS_AT);
+        // SAFETY: five aligned words of this PE's pSync (checked for
+        // SYNC_SIZE words), written only by this PE.
+        unsafe { &*(p as *const [AtomicU64; 5]) }
     }
 }

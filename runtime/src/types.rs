@@ -68,5 +68,6 @@ pub struct Marks {
     pub checked: u64,
 }
 
-/// Key of a (pSync, active set): pSync offset, start, stride, size.
-pub type SetKey = (usize, usize, usize, usize);
+/// Key of a (pSync, active set): pSync offset and the set's two key words
+/// (start and size, stride).
+pub type SetKey = (usize, (u64, u64));
