@@ -2,8 +2,11 @@
 """Table for scale.sh: per figure and PE count, the median over runs of each
 run's median (the largest per-PE time per call), for ishmem-rs and OSHMEM,
 and the ratio OSHMEM / ishmem-rs (>1: ishmem-rs faster). Also writes
-combined.csv (label,figure,bytes,pes,median) for charts.
-Usage: scale_table.py DIR   (DIR holds ishmem-N-R.csv and oshmem-N-R.csv)"""
+ishmem-scale.csv and oshmem-scale.csv (those medians, in the benchmark's
+CSV format) for `ishmem-perf plot-scale`.
+Usage: scale_table.py DIR [A B NAME_A NAME_B]
+  DIR holds ishmem-N-R.csv and oshmem-N-R.csv (or A-N-R.csv and B-N-R.csv,
+  compared the same way: e.g. a build against the one before it)."""
 import csv
 import glob
 import os
@@ -23,15 +26,16 @@ def load(d, label):
 
 def main():
     d = sys.argv[1]
-    ours, osh = load(d, "ishmem"), load(d, "oshmem")
+    a, b, name_a, name_b = (sys.argv[2:6] + ["ishmem", "oshmem", "ishmem-rs", "OSHMEM"][len(sys.argv[2:6]):])[:4]
+    ours, osh = load(d, a), load(d, b)
     keys = sorted(set(ours) | set(osh), key=lambda k: (k[0], k[1], k[2]))
     pes = sorted({k[2] for k in keys})
     figs = []
     for k in keys:
         if (k[0], k[1]) not in figs:
             figs.append((k[0], k[1]))
-    print("Largest per-PE time per call (us), ishmem-rs / OSHMEM, and the ratio "
-          "OSHMEM / ishmem-rs (>1: ishmem-rs faster)\n")
+    print(f"Largest per-PE time per call (us), {name_a} / {name_b}, and the ratio "
+          f"{name_b} / {name_a} (>1: {name_a} faster)\n")
     print("| figure | bytes | " + " | ".join(f"{n} PEs" for n in pes) + " |")
     print("|---|---|" + "---|" * len(pes))
     worst = None
@@ -48,11 +52,11 @@ def main():
         print(f"| {fig.removesuffix('_max')} | {b} | " + " | ".join(cells) + " |")
     if worst is not None:
         print(f"\nlowest ratio: {worst:.2f}")
-    with open(os.path.join(d, "combined.csv"), "w") as f:
-        f.write("figure,bytes,pes,best,median,unit\n")
-        for label, data in (("ishmem-rs", ours), ("oshmem", osh)):
+    for label, data in ((a, ours), (b, osh)):
+        with open(os.path.join(d, f"{label}-scale.csv"), "w") as f:
+            f.write("figure,bytes,pes,best,median,unit\n")
             for (fig, b, n), v in sorted(data.items()):
-                f.write(f"{label}:{fig},{b},{n},{v:.4f},{v:.4f},us\n")
+                f.write(f"{fig},{b},{n},{v:.4f},{v:.4f},us\n")
 
 
 main()

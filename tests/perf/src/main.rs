@@ -7,6 +7,7 @@
 //! ```text
 //! ishmrun -n 2 ishmem-perf run [--quick] [--coll] [--csv FILE] [--json FILE]
 //! ishmem-perf plot --input FILE.csv [--input ...] --out DIR
+//! ishmem-perf plot-scale --input LABEL=FILE.csv [--input ...] --out DIR
 //! ```
 //! `--coll`: the many-PE set instead: every PE runs back-to-back calls and
 //! a trial's figure is the largest per-PE time per call (`_max` figures):
@@ -425,7 +426,8 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("run") => run(&args[1..]),
         Some("plot") => plot::plot(&args[1..]),
-        _ => Err("usage: ishmrun -n N ishmem-perf run [--quick] [--csv FILE] [--json FILE]\n       ishmem-perf plot --input FILE.csv [--input ...] --out DIR".into()),
+        Some("plot-scale") => plot::plot_scale(&args[1..]),
+        _ => Err("usage: ishmrun -n N ishmem-perf run [--quick] [--csv FILE] [--json FILE]\n       ishmem-perf plot --input FILE.csv [--input ...] --out DIR\n       ishmem-perf plot-scale --input LABEL=FILE.csv [--input ...] --out DIR".into()),
     };
     if let Err(e) = result {
         eprintln!("ishmem-perf: {e}");

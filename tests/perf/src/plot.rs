@@ -154,3 +154,36 @@ pub fn plot(args: &[String]) -> Result<(), String> {
     )?;
     Ok(())
 }
+
+/// `ishmem-perf plot-scale`: the many-PE figures (`_max`, from `run --coll`
+/// or the C benchmark's `--coll`) against the PE count, one chart per
+/// message size, every `--input` label a set of lines.
+pub fn plot_scale(args: &[String]) -> Result<(), String> {
+    let (data, out) = read(args)?;
+    load_font()?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("{out}: {e}"))?;
+    for (bytes, name, title, figs) in [
+        (
+            8usize,
+            "scale-8B.png",
+            "8-byte collectives and barrier: largest per-PE time per call",
+            &["barrier_all_max", "broadcast_max", "fcollect_max", "sum_reduce_max", "alltoall_max", "collect_max"][..],
+        ),
+        (
+            65536,
+            "scale-64KiB.png",
+            "64 KiB collectives: largest per-PE time per call",
+            &["broadcast_max", "fcollect_max", "sum_reduce_max", "alltoall_max", "collect_max"][..],
+        ),
+    ] {
+        let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for ((label, f, b, pes), v) in &data {
+            let want = if f == "barrier_all_max" { *b == 0 && bytes == 8 } else { *b == bytes };
+            if want && figs.contains(&f.as_str()) {
+                by.entry(format!("{label} {}", f.trim_end_matches("_max"))).or_default().push((*pes as f64, *v));
+            }
+        }
+        chart(&format!("{out}/{name}"), title, "PEs", "microseconds", &by.into_iter().collect(), true)?;
+    }
+    Ok(())
+}
