@@ -341,12 +341,11 @@ impl State {
     }
 
     /// collect (`nbytes` from this member, counts may differ): every member
-    /// publishes its count and, when it fits, its block; members copy every
-    /// block into their dest, from the slot or, for a block too large for
-    /// one, from the member's source, after which every member syncs (all
-    /// see the same counts, so all decide alike) so that source stays until
-    /// everyone has read it. Returns the dest offset check's failure as the
-    /// usual fatal error.
+    /// publishes its count and, when it fits, its block. When every block
+    /// fits, members copy them all from the slots into their dest; when one
+    /// does not (all see the same counts, so all decide alike), every member
+    /// pushes its block into every dest and syncs, as the synchronizing
+    /// algorithm does (for large blocks stores across cores beat loads).
     ///
     /// # Safety
     /// `soff` is a checked range of `nbytes`.
@@ -368,19 +367,40 @@ impl State {
             let doff = self.sym_extent(call, "dest", dest, total);
             let mut at = doff;
             let mut big = false;
+            let mut my_at = doff;
             for r in 0..n {
-                let slot = t.stage_slot(self, r, s.epoch);
-                let b = count(slot);
-                if b > CAP {
-                    big = true;
-                    self.route.get(call, t.world_pe(r), soff, self.mine(at), b, false);
-                } else if b > 0 {
-                    self.route.put(call, self.my_pe, at, data(slot).add(8), b, false);
+                let b = count(t.stage_slot(self, r, s.epoch));
+                big |= b > CAP;
+                if r == me {
+                    my_at = at;
                 }
                 at += b;
             }
-            self.stage_all_arrived(t, &s);
-            if big {
+            if !big {
+                // Every block is in a slot: copy them all into this dest.
+                let mut at = doff;
+                for r in 0..n {
+                    let slot = t.stage_slot(self, r, s.epoch);
+                    let b = count(slot);
+                    if b > 0 {
+                        self.route.put(call, self.my_pe, at, data(slot).add(8), b, false);
+                    }
+                    at += b;
+                }
+                self.stage_all_arrived(t, &s);
+            } else {
+                // Some block is too large for a slot: every member has
+                // arrived (its dest is free, its source ready), so each
+                // pushes its own block into every member's dest, as the
+                // synchronizing algorithm does after its entry sync, and a
+                // sync completes the call.
+                self.stage_all_arrived(t, &s);
+                if nbytes > 0 {
+                    for k in 0..n {
+                        let pe = t.world_pe((me + k) % n);
+                        self.route.put(call, pe, my_at, self.mine(soff), nbytes, true);
+                    }
+                }
                 t.sync(self);
             }
         }
