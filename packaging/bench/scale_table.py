@@ -26,8 +26,8 @@ def load(d, label):
 
 def main():
     d = sys.argv[1]
-    a, b, name_a, name_b = (sys.argv[2:6] + ["ishmem", "oshmem", "ishmem-rs", "OSHMEM"][len(sys.argv[2:6]):])[:4]
-    ours, osh = load(d, a), load(d, b)
+    pre_a, pre_b, name_a, name_b = (sys.argv[2:6] + ["ishmem", "oshmem", "ishmem-rs", "OSHMEM"][len(sys.argv[2:6]):])[:4]
+    ours, osh = load(d, pre_a), load(d, pre_b)
     keys = sorted(set(ours) | set(osh), key=lambda k: (k[0], k[1], k[2]))
     pes = sorted({k[2] for k in keys})
     figs = []
@@ -52,7 +52,7 @@ def main():
         print(f"| {fig.removesuffix('_max')} | {b} | " + " | ".join(cells) + " |")
     if worst is not None:
         print(f"\nlowest ratio: {worst:.2f}")
-    for label, data in ((a, ours), (b, osh)):
+    for label, data in ((pre_a, ours), (pre_b, osh)):
         with open(os.path.join(d, f"{label}-scale.csv"), "w") as f:
             f.write("figure,bytes,pes,best,median,unit\n")
             for (fig, b, n), v in sorted(data.items()):

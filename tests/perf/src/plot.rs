@@ -64,6 +64,15 @@ fn read(args: &[String]) -> Result<(Data, String), String> {
 type Series = Vec<(String, Vec<(f64, f64)>)>;
 
 fn chart(path: &str, title: &str, xdesc: &str, ydesc: &str, series: &Series, logx: bool) -> Result<(), String> {
+    chart_styled(path, title, xdesc, ydesc, series, logx, None)
+}
+
+/// As `chart`; series whose name starts with `thin` are drawn with thin
+/// lines and hollow points (a reference beside the main lines).
+#[allow(clippy::too_many_arguments)]
+fn chart_styled(
+    path: &str, title: &str, xdesc: &str, ydesc: &str, series: &Series, logx: bool, thin: Option<&str>,
+) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{path}: {e}");
     let pts = series.iter().flat_map(|(_, p)| p.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
@@ -87,11 +96,18 @@ fn chart(path: &str, title: &str, xdesc: &str, ydesc: &str, series: &Series, log
             c.configure_mesh().x_desc(xdesc).y_desc(ydesc).draw().map_err(|e| err(&e))?;
             for (i, (name, p)) in series.iter().enumerate() {
                 let col = colors[i % colors.len()];
-                c.draw_series(LineSeries::new(p.iter().copied(), col.stroke_width(2)))
+                let reference = thin.is_some_and(|t| name.starts_with(t));
+                let w = if reference { 1 } else { 2 };
+                c.draw_series(LineSeries::new(p.iter().copied(), col.stroke_width(w)))
                     .map_err(|e| err(&e))?
                     .label(name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
-                c.draw_series(p.iter().map(|&(x, y)| Circle::new((x, y), 3, col.filled()))).map_err(|e| err(&e))?;
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(w)));
+                if reference {
+                    c.draw_series(p.iter().map(|&(x, y)| Circle::new((x, y), 4, col.stroke_width(1))))
+                        .map_err(|e| err(&e))?;
+                } else {
+                    c.draw_series(p.iter().map(|&(x, y)| Circle::new((x, y), 3, col.filled()))).map_err(|e| err(&e))?;
+                }
             }
             c.configure_series_labels()
                 .background_style(WHITE.mix(0.85))
@@ -162,6 +178,8 @@ pub fn plot_scale(args: &[String]) -> Result<(), String> {
     let (data, out) = read(args)?;
     load_font()?;
     std::fs::create_dir_all(&out).map_err(|e| format!("{out}: {e}"))?;
+    // The first label's lines are drawn bold, the others thin.
+    let first = data.keys().next().map(|k| k.0.clone());
     for (bytes, name, title, figs) in [
         (
             8usize,
@@ -183,7 +201,9 @@ pub fn plot_scale(args: &[String]) -> Result<(), String> {
                 by.entry(format!("{label} {}", f.trim_end_matches("_max"))).or_default().push((*pes as f64, *v));
             }
         }
-        chart(&format!("{out}/{name}"), title, "PEs", "microseconds", &by.into_iter().collect(), true)?;
+        let series: Series = by.into_iter().collect();
+        let thin = series.iter().map(|(n, _)| n.split(' ').next().unwrap_or("")).find(|l| Some(*l) != first.as_deref());
+        chart_styled(&format!("{out}/{name}"), title, "PEs", "microseconds", &series, true, thin)?;
     }
     Ok(())
 }
