@@ -120,4 +120,11 @@ rm -f "$target/perf-smoke.csv"
 "$target/debug/ishmrun" -n 2 -t 300 "$target/debug/ishmem-perf" run --quick --csv "$target/perf-smoke.csv" > /dev/null
 "$target/debug/ishmem-perf" plot --input "$target/perf-smoke.csv" --out "$target/perf-smoke-plots" > /dev/null
 packaging/bench/compare.sh --quick --rounds 1 --out "$target/bench-smoke" > /dev/null
+# The many-PE set (issue #19): back-to-back collectives, largest per-PE
+# time, through the Rust crate and side by side with OSHMEM; its charts.
+rm -f "$target/perf-coll-smoke.csv"
+"$target/debug/ishmrun" -n 3 -t 300 "$target/debug/ishmem-perf" run --coll --quick --csv "$target/perf-coll-smoke.csv" > /dev/null
+packaging/bench/scale.sh --quick --pes "2 3" --rounds 1 --out "$target/scale-smoke" > /dev/null
+"$target/debug/ishmem-perf" plot-scale --input ishmem-rs="$target/scale-smoke/ishmem-scale.csv" \
+    --input oshmem="$target/scale-smoke/oshmem-scale.csv" --out "$target/scale-smoke-plots" > /dev/null
 echo "benchmark smoke: 1 passed, 0 failed"

@@ -11,6 +11,13 @@
 //! collective on the same active set right away. `pSync[COUNT_WORD]` carries
 //! collect's element counts. The data phases are the team collectives'
 //! (`coll.rs`, through the `Group` trait).
+//!
+//! Small collectives skip those syncs (`stage.rs`): after the first 64
+//! words, the pSync array holds this member's stage slots, progress word
+//! and bookkeeping, tagged with the active set; those words keep their
+//! values after a call (a broadcast root returns while others may still
+//! read its slot), which does not stop the array from serving any active
+//! set next (docs/collectives.md).
 
 use crate::coll::Group;
 use crate::collsig::Sig;

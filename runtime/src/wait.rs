@@ -58,10 +58,10 @@ pub(crate) fn set_oversubscribed(yes: bool) {
 /// waiter yields it back at once), so a collective's latency stays a few
 /// context switches instead of a sleep's timer granularity.
 const YIELD_FOR: Duration = Duration::from_millis(5);
-/// Then sleeps between polls (a long wait costs no CPU), starting here and
-/// doubling up to `SLEEP_MAX`.
-const SLEEP_MIN: Duration = Duration::from_micros(20);
-const SLEEP_MAX: Duration = Duration::from_micros(500);
+/// Then sleeps this long between polls (a long wait costs little CPU; the
+/// polls still run the proxy's progress, which other PEs' requests through
+/// MPI may be waiting for, so the sleep stays short).
+const SLEEP: Duration = Duration::from_micros(50);
 
 /// Ends the job with a report that several PEs may detect at once (a
 /// collective-argument mismatch): the PE that claims the report prints it
@@ -89,7 +89,7 @@ fn wait_slow(ready: &mut dyn FnMut() -> bool) {
     let _waiting = Waiting::enter();
     let mut polls: u32 = 0;
     let mut since: Option<std::time::Instant> = None;
-    let mut sleep: Option<Duration> = None;
+    let mut sleeping = false;
     let spin = SPIN_POLLS.load(Ordering::Relaxed);
     loop {
         if ready() {
@@ -104,18 +104,12 @@ fn wait_slow(ready: &mut dyn FnMut() -> bool) {
         if polls.is_multiple_of(64) {
             crate::error::check_abort();
         }
-        match sleep {
-            Some(d) => {
-                std::thread::sleep(d);
-                sleep = Some((d * 2).min(SLEEP_MAX));
-            }
-            None => {
-                let start = *since.get_or_insert_with(std::time::Instant::now);
-                if polls.is_multiple_of(16) && start.elapsed() >= YIELD_FOR {
-                    sleep = Some(SLEEP_MIN);
-                }
-                std::thread::yield_now();
-            }
+        if sleeping {
+            std::thread::sleep(SLEEP);
+        } else {
+            let start = *since.get_or_insert_with(std::time::Instant::now);
+            sleeping = polls.is_multiple_of(16) && start.elapsed() >= YIELD_FOR;
+            std::thread::yield_now();
         }
     }
 }
