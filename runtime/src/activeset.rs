@@ -13,34 +13,32 @@
 //! (`coll.rs`, through the `Group` trait).
 //!
 //! Small collectives skip those syncs (`stage.rs`): after the first 64
-//! words, the pSync array holds this member's stage slots, progress word
-//! and bookkeeping, tagged with the active set; those words keep their
-//! values after a call (a broadcast root returns while others may still
-//! read its slot), which does not stop the array from serving any active
-//! set next (docs/collectives.md).
+//! words, the pSync array holds this member's progress word and stage
+//! slots, tagged with the active set; those words keep their values after
+//! a call (a broadcast root returns while others may still read its slot).
+//! The epochs live in process memory per (pSync, active set), so
+//! re-initializing the array never makes members disagree
+//! (docs/collectives.md).
 
 use crate::coll::Group;
 use crate::collsig::Sig;
 use crate::ctrl::{STAGE_BYTES, STAGE_SLOTS};
 use crate::error::fatal;
 use crate::state::State;
-use crate::types::{AmoOp, Marks};
+use crate::types::{AmoOp, Marks, SetKey, SetMarks};
 use crate::wait::wait_until;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Words of a pSync array the synchronizing algorithms use.
 const SYNC_WORDS: usize = 64;
 /// After them, from the first cache-line boundary: a line with this
-/// member's progress word (read by the others), a line with its own
-/// bookkeeping (see `marks_words`), then the stage slots of the small
-/// collectives (`stage.rs`). Lines keep what others read apart from what
-/// this member writes on every call.
+/// member's progress word, then the stage slots of the small collectives
+/// (`stage.rs`), each on lines of their own.
 const STAGE_AREA: usize = SYNC_WORDS * 8;
 const PROGRESS_AT: usize = 0;
-const MARKS_AT: usize = 64;
-const SLOTS_AT: usize = 128;
+const SLOTS_AT: usize = 64;
 /// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`): the sync
-/// words, up to a line of alignment, the two lines and the slots.
+/// words, up to a line of alignment, the progress line and the slots.
 pub const SYNC_SIZE: usize = SYNC_WORDS + (64 + SLOTS_AT + STAGE_SLOTS * STAGE_BYTES) / 8;
 const COUNT_WORD: usize = 40;
 
@@ -144,42 +142,18 @@ impl Group for ActiveSet<'_> {
             && (0..self.size).all(|r| st.route.local(self.world_pe(r), self.psync_off).is_some())
     }
     fn stage_marks(&self, st: &State) -> Marks {
-        let w = self.marks_words(st);
-        let key = self.key_words();
-        if w[0].load(Ordering::Relaxed) == key[0] && w[1].load(Ordering::Relaxed) == key[1] {
-            return Marks {
-                epoch: w[2].load(Ordering::Relaxed),
-                horizon: w[3].load(Ordering::Relaxed),
-                checked: w[4].load(Ordering::Relaxed),
-            };
+        let m = self.marks(st);
+        Marks {
+            epoch: m.epoch.load(Ordering::Relaxed),
+            horizon: m.horizon.load(Ordering::Relaxed),
+            checked: m.checked.load(Ordering::Relaxed),
         }
-        // Another active set used this pSync last: park its marks, bring
-        // this set's back (or start it).
-        let mut v = st.set_marks.lock().unwrap_or_else(|e| e.into_inner());
-        if w[0].load(Ordering::Relaxed) != 0 {
-            let parked = (self.psync_off, (w[0].load(Ordering::Relaxed), w[1].load(Ordering::Relaxed)));
-            let m = Marks {
-                epoch: w[2].load(Ordering::Relaxed),
-                horizon: w[3].load(Ordering::Relaxed),
-                checked: w[4].load(Ordering::Relaxed),
-            };
-            match v.iter().position(|(k, _)| *k == parked) {
-                Some(i) => v[i].1 = m,
-                None => v.push((parked, m)),
-            }
-        }
-        let mine = (self.psync_off, (key[0], key[1]));
-        let m = v.iter().find(|(k, _)| *k == mine).map_or(Marks::default(), |(_, m)| *m);
-        w[0].store(key[0], Ordering::Relaxed);
-        w[1].store(key[1], Ordering::Relaxed);
-        self.stage_set_marks(st, m);
-        m
     }
     fn stage_set_marks(&self, st: &State, m: Marks) {
-        let w = self.marks_words(st);
-        w[2].store(m.epoch, Ordering::Relaxed);
-        w[3].store(m.horizon, Ordering::Relaxed);
-        w[4].store(m.checked, Ordering::Relaxed);
+        let w = self.marks(st);
+        w.epoch.store(m.epoch, Ordering::Relaxed);
+        w.horizon.store(m.horizon, Ordering::Relaxed);
+        w.checked.store(m.checked, Ordering::Relaxed);
     }
     fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
         let off = self.stage_area() + SLOTS_AT + (epoch % STAGE_SLOTS as u64) as usize * STAGE_BYTES;
@@ -203,8 +177,6 @@ impl Group for ActiveSet<'_> {
 }
 
 impl ActiveSet<'_> {
-    /// The active set, as the two words kept beside its marks (never 0:
-    /// the size is at least 2 when staged).
     /// Symmetric offset of the stage area: the first line boundary after
     /// the sync words (segments are page aligned on every PE, so offsets
     /// and addresses agree on it).
@@ -212,16 +184,35 @@ impl ActiveSet<'_> {
         (self.psync_off + STAGE_AREA).next_multiple_of(64)
     }
 
+    /// The active set as two words (start and size, stride).
     fn key_words(&self) -> [u64; 2] {
         [(self.start as u64) << 32 | self.size as u64, self.stride as u64]
     }
 
-    /// This PE's marks of the set that used its pSync last: key (2 words),
-    /// epoch, horizon, checked (its own line, `MARKS_AT`).
-    fn marks_words<'s>(&self, st: &'s State) -> &'s [AtomicU64; 5] {
-        let p = st.route.mine(self.stage_area() + MARKS_AT);
-        // SAFETY: five aligned words of this PE's pSync (checked for
-        // SYNC_SIZE words), written only by this PE.
-        unsafe { &*(p as *const [AtomicU64; 5]) }
+    /// This PE's bookkeeping of staged calls on (this pSync, this active
+    /// set). It lives in process memory, never in the pSync array: every
+    /// member makes every staged call on the pair, so the epochs agree
+    /// whatever the program does to the array in between (re-initializing
+    /// it, or freeing it and allocating another at the same offset, only
+    /// makes the old headers and progress words read as not there yet).
+    fn marks(&self, st: &State) -> &'static SetMarks {
+        let key = (self.psync_off, (self.key_words()[0], self.key_words()[1]));
+        let state = st as *const State as usize;
+        // Most calls repeat the pair of the thread's previous call.
+        if let Some(m) = LAST.with(|l| l.get().filter(|(s, k, _)| *s == state && *k == key).map(|(_, _, m)| m)) {
+            return m;
+        }
+        let mut map = st.set_marks.lock().unwrap_or_else(|e| e.into_inner());
+        // One small record per (pSync, active set) pair the program uses,
+        // kept for the life of the process (a program uses a few).
+        let m: &'static SetMarks = map.entry(key).or_insert_with(|| Box::leak(Box::default()));
+        LAST.with(|l| l.set(Some((state, key, m))));
+        m
     }
+}
+
+thread_local! {
+    /// The (State, pSync/active set, marks) of this thread's last staged
+    /// active-set call.
+    static LAST: std::cell::Cell<Option<(usize, SetKey, &'static SetMarks)>> = const { std::cell::Cell::new(None) };
 }

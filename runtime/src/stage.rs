@@ -101,6 +101,9 @@ impl State {
             let tag = (t.stage_tag() as u64) << 32;
             // How far past `need` a progress word is (None: not there yet).
             let past = |v: u64| {
+                if tag == 0 {
+                    return v.checked_sub(need);
+                }
                 let d = (v as u32).wrapping_sub(need as u32);
                 (v & !0xffff_ffff == tag && (d as i32) >= 0).then_some(d as u64)
             };
@@ -130,13 +133,15 @@ impl State {
     /// Publishes this member's progress in call `e`: `e` (every earlier
     /// call complete), held back to the first epoch whose predecessor
     /// header it has not compared yet (the predecessor may not rewrite it
-    /// before). The word carries the group's tag (a pSync array serves
-    /// several active sets) and the epoch's low 32 bits.
+    /// before).
     fn stage_progress_store<G: Group>(&self, t: &G, e: u64, m: &Marks) {
         let p = if t.stage_check(self) { e.min(m.checked + 1) } else { e };
         // SAFETY: the group's mapped progress word of this member.
         let mine = unsafe { &*t.stage_progress(self, t.my_rank()) };
-        mine.store((t.stage_tag() as u64) << 32 | p as u32 as u64, Ordering::Release);
+        // A team's word is the whole epoch; an active set's carries its tag
+        // and the low 32 bits.
+        let tag = t.stage_tag() as u64;
+        mine.store(if tag == 0 { p } else { tag << 32 | p as u32 as u64 }, Ordering::Release);
     }
 
     /// While a staged call at `e` waits: compares the predecessor headers

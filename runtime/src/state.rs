@@ -54,9 +54,9 @@ pub struct State {
     pub(crate) alloc: Mutex<SymAllocator>,
     pub(crate) alloc_seq: AtomicU64,
     pub(crate) teams: RwLock<Vec<Option<Team>>>,
-    /// Stage bookkeeping of each (pSync, active set) this PE used, most
-    /// recent first (a program uses a few).
-    pub(crate) set_marks: Mutex<Vec<(crate::types::SetKey, crate::types::Marks)>>,
+    /// Stage bookkeeping of each (pSync, active set) this PE used (a
+    /// program uses a few; records live as long as the process).
+    pub(crate) set_marks: Mutex<std::collections::HashMap<crate::types::SetKey, &'static crate::types::SetMarks>>,
     /// World PEs that share memory with this one (this node), ascending.
     pub(crate) node_pes: Vec<usize>,
     pub(crate) device_state: Box<ishmemx_device_state_t>,

@@ -68,6 +68,15 @@ pub struct Marks {
     pub checked: u64,
 }
 
+/// [`Marks`] of one (pSync, active set) pair, kept by the process (see
+/// `activeset.rs`); written only by the thread making the pair's calls.
+#[derive(Default, Debug)]
+pub struct SetMarks {
+    pub epoch: std::sync::atomic::AtomicU64,
+    pub horizon: std::sync::atomic::AtomicU64,
+    pub checked: std::sync::atomic::AtomicU64,
+}
+
 /// Key of a (pSync, active set): pSync offset and the set's two key words
 /// (start and size, stride).
 pub type SetKey = (usize, (u64, u64));

@@ -10,7 +10,8 @@
  *    reversed team, and a non-power-of-two team (3 of the PEs);
  *  - the deprecated active-set forms, back to back alternating two pSync
  *    arrays, on the whole job and on a strided set (logPE_stride 1), with
- *    PE_root != 0, then a pSync array reused by another active set;
+ *    PE_root != 0, then a pSync array reused by another active set, then
+ *    re-initialized and used by the first set again;
  *  - sizes on both sides of the staged limits (alltoall: the whole source
  *    in a slot; collect: blocks of different sizes, some too large).
  * Usage: coll_small */
@@ -227,8 +228,15 @@ int main(void) {
 
     active_runs(0, 0, npes, "all PEs");
     if (npes > 2) active_runs(1, 1, npes / 2, "odd PEs");
-    /* pSyncA and pSyncB now serve another active set without being reset. */
+    /* pSyncA and pSyncB now serve another active set without being reset
+     * (active_runs ends with a barrier over the job). */
     if (npes > 1) active_runs(0, 0, npes - 1, "all but the last");
+    /* ...then are re-initialized on every PE, after a barrier, and serve
+     * the first set again: members that last used them with different
+     * sets must still agree on the epochs. */
+    for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++) pSyncA[i] = pSyncB[i] = SHMEM_SYNC_VALUE;
+    shmem_barrier_all();
+    active_runs(0, 0, npes, "all PEs after re-initialization");
 
     if (odd != SHMEM_TEAM_INVALID) shmem_team_destroy(odd);
     if (three != SHMEM_TEAM_INVALID) shmem_team_destroy(three);
