@@ -94,8 +94,18 @@ fn chart_styled(
         ($chart:expr) => {{
             let mut c = $chart;
             c.configure_mesh().x_desc(xdesc).y_desc(ydesc).draw().map_err(|e| err(&e))?;
+            // With a reference library, a figure has one color in both.
+            let mut figs: Vec<&str> = Vec::new();
+            for (name, _) in series.iter() {
+                let f = name.split_once(' ').map_or(name.as_str(), |(_, f)| f);
+                if !figs.contains(&f) {
+                    figs.push(f);
+                }
+            }
             for (i, (name, p)) in series.iter().enumerate() {
-                let col = colors[i % colors.len()];
+                let fig = name.split_once(' ').map_or(name.as_str(), |(_, f)| f);
+                let k = if thin.is_some() { figs.iter().position(|f| *f == fig).unwrap_or(i) } else { i };
+                let col = colors[k % colors.len()];
                 let reference = thin.is_some_and(|t| name.starts_with(t));
                 let w = if reference { 1 } else { 2 };
                 c.draw_series(LineSeries::new(p.iter().copied(), col.stroke_width(w)))
