@@ -58,9 +58,11 @@ static void report(const char *fig, size_t bytes, double *t, const char *unit, d
 /* Times `fn` (per-op seconds per trial). Collective figures: every PE runs
  * fn. PE 0 makes every warm-up decision and hands it to all PEs, so all
  * PEs run the same number of collective calls. */
-static void measure(const char *fig, size_t bytes, op_fn fn, int collective, const char *unit) {
+/* Warm-up and calibration: returns the iteration count for each trial.
+ * PE 0 decides every step and hands it to all PEs; `runs` says whether
+ * this PE runs fn. */
+static long calibrate(size_t bytes, op_fn fn, int runs) {
     long iters = 1;
-    double t[TRIALS];
     double start = now(), last = 0;
     for (;;) {
         if (me == 0) {
@@ -75,10 +77,16 @@ static void measure(const char *fig, size_t bytes, op_fn fn, int collective, con
         shmem_barrier_all();
         if (!more) break;
         double t0 = now();
-        if (collective || me == 0) fn(iters, bytes);
+        if (runs) fn(iters, bytes);
         last = now() - t0;
     }
     if (quick && iters > 64) iters = 64;
+    return iters;
+}
+
+static void measure(const char *fig, size_t bytes, op_fn fn, int collective, const char *unit) {
+    double t[TRIALS];
+    long iters = calibrate(bytes, fn, collective || me == 0);
     for (int k = 0; k < TRIALS; k++) {
         if (collective) shmem_barrier_all();
         double t0 = now();
@@ -137,25 +145,7 @@ static double tmine[TRIALS], tall[TRIALS];
 /* As measure() for a collective figure, then the maximum over PEs of each
  * trial's time per call; reports best and median of those maxima. */
 static void measure_max(const char *fig, size_t bytes, op_fn fn) {
-    long iters = 1;
-    double start = now(), last = 0;
-    for (;;) {
-        if (me == 0) {
-            int more = now() - start < (quick ? 2e-4 : 2e-3);
-            if (last > 0 && last < 2.5e-4) iters *= 2;
-            long msg[2] = {more, iters};
-            for (int pe = 0; pe < npes; pe++) shmem_long_put(iters_sym, msg, 2, pe);
-        }
-        shmem_barrier_all();
-        long more = iters_sym[0];
-        iters = iters_sym[1];
-        shmem_barrier_all();
-        if (!more) break;
-        double t0 = now();
-        fn(iters, bytes);
-        last = now() - t0;
-    }
-    if (quick && iters > 64) iters = 64;
+    long iters = calibrate(bytes, fn, 1);
     for (int k = 0; k < TRIALS; k++) {
         shmem_barrier_all();
         double t0 = now();
