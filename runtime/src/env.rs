@@ -114,7 +114,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_DEVICE",
         kind: Kind::Text,
         default: "auto",
-        help: "The device backend, chosen once at initialization: cpu (heaps in shared memory, kernels on a CPU OpenCL runtime loaded at first device use), cuda (heaps in NVIDIA GPU memory, kernels in CUDA; initialization fails, naming what was tried, without a driver or a GPU), or auto (cuda when the program links the CUDA device library libishmem_device.a, else cpu).",
+        help: "The device backend, chosen once at initialization: cpu (heaps in shared memory, kernels on a CPU OpenCL runtime loaded at first device use), cuda (heaps in NVIDIA GPU memory, kernels in CUDA; initialization fails, naming what was tried, without a driver or a GPU), auto (cuda when the program links the CUDA device library libishmem_device.a, else cpu), or opaque (a test device for host programs: heaps in shared memory that the program and the runtime reach only through the device-memory path a GPU heap takes, so a direct load or store of symmetric memory faults as on a GPU; no kernels).",
         internal: false,
     },
     EnvVar {
@@ -309,17 +309,21 @@ pub enum DeviceKind {
     Cpu,
     /// Heaps in NVIDIA GPU memory, kernels in CUDA.
     Cuda,
+    /// A test device: heaps in shared memory the program cannot touch
+    /// (as on a GPU), no kernels.
+    Opaque,
 }
 
 impl DeviceKind {
     /// Every value `ISHMEM_DEVICE` accepts, as a user writes it.
-    pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda"];
+    pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda", "opaque"];
 
     fn parse(s: &str) -> Option<DeviceKind> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" | "" => Some(DeviceKind::Auto),
             "cpu" => Some(DeviceKind::Cpu),
             "cuda" => Some(DeviceKind::Cuda),
+            "opaque" => Some(DeviceKind::Opaque),
             _ => None,
         }
     }

@@ -126,10 +126,11 @@ pub fn map_shared(fd: &OwnedFd, size: usize) -> io::Result<*mut u8> {
     map_shared_aligned(fd, size, 1)
 }
 
-/// Maps `size` bytes of `fd` shared and read-write at an address that is a
-/// multiple of `align` (a power of two): reserves `size + align` bytes of
-/// address space, maps the file over the aligned part, releases the rest.
-pub fn map_shared_aligned(fd: &OwnedFd, size: usize, align: usize) -> io::Result<*mut u8> {
+/// Reserves `size` bytes of address space with no access, at an address
+/// that is a multiple of `align` (a power of two): reserves `size + align`
+/// bytes and releases the unaligned head and the tail. Nothing is
+/// committed; the caller maps over it with `MAP_FIXED` or unmaps it.
+pub fn reserve_aligned(size: usize, align: usize) -> io::Result<*mut u8> {
     let reserve = size.checked_add(align).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))?;
     // SAFETY: an address-space reservation with no access; nothing is
     // committed.
@@ -148,7 +149,25 @@ pub fn map_shared_aligned(fd: &OwnedFd, size: usize, align: usize) -> io::Result
     }
     let start = r as usize;
     let aligned = (start + align - 1) & !(align - 1);
-    // SAFETY: MAP_FIXED over a part of the reservation we own.
+    // SAFETY: unmapping the unused head and tail of our reservation.
+    unsafe {
+        if aligned > start {
+            libc::munmap(r, aligned - start);
+        }
+        let tail = aligned + size;
+        if start + reserve > tail {
+            libc::munmap(tail as *mut libc::c_void, start + reserve - tail);
+        }
+    }
+    Ok(aligned as *mut u8)
+}
+
+/// Maps `size` bytes of `fd` shared and read-write at an address that is a
+/// multiple of `align` (a power of two), over a [`reserve_aligned`]
+/// reservation.
+pub fn map_shared_aligned(fd: &OwnedFd, size: usize, align: usize) -> io::Result<*mut u8> {
+    let aligned = reserve_aligned(size, align)?;
+    // SAFETY: MAP_FIXED over the reservation we own.
     let p = unsafe {
         libc::mmap(
             aligned as *mut libc::c_void,
@@ -159,23 +178,13 @@ pub fn map_shared_aligned(fd: &OwnedFd, size: usize, align: usize) -> io::Result
             0,
         )
     };
-    let result = if p == libc::MAP_FAILED { Err(io::Error::last_os_error()) } else { Ok(p as *mut u8) };
-    // SAFETY: unmapping the unused head and tail of our reservation (or all
-    // of it if the fixed mapping failed).
-    unsafe {
-        if result.is_err() {
-            libc::munmap(r, reserve);
-        } else {
-            if aligned > start {
-                libc::munmap(r, aligned - start);
-            }
-            let tail = aligned + size;
-            if start + reserve > tail {
-                libc::munmap(tail as *mut libc::c_void, start + reserve - tail);
-            }
-        }
+    if p == libc::MAP_FAILED {
+        let e = io::Error::last_os_error();
+        // SAFETY: the reservation is ours and nothing else is in it.
+        unsafe { libc::munmap(aligned as *mut libc::c_void, size) };
+        return Err(e);
     }
-    result
+    Ok(p as *mut u8)
 }
 
 /// Maps `size` bytes of private zeroed memory (singleton control segment).

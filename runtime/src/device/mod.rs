@@ -18,6 +18,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod opaque;
 pub mod opencl;
 pub mod ring_server;
 
@@ -191,6 +192,7 @@ pub fn select(config: &Config) -> Result<&'static dyn Device, DeviceError> {
     };
     Ok(match kind {
         DeviceKind::Cuda => Box::leak(Box::new(cuda::CudaDevice::new(config)?)),
+        DeviceKind::Opaque => Box::leak(Box::new(opaque::OpaqueDevice::new())),
         _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone()))),
     })
 }

@@ -1,0 +1,174 @@
+//! The opaque test device (`ISHMEM_DEVICE=opaque`): heaps in shared
+//! memory, as on the CPU device, that the program cannot load from or
+//! store to, as on a GPU. Each heap is mapped twice: at the address the
+//! program and the routing tables see, with no access at all, and at an
+//! alias that only this module knows. The runtime reaches the heaps only
+//! through [`DeviceMemory`], the seam GPU heaps use, which translates heap
+//! addresses to their aliases.
+//!
+//! So a host program (or a runtime path) that touches symmetric memory
+//! directly faults here as it would on a GPU heap, on any machine: the
+//! host test suite runs in this mode in CI to stay runnable with
+//! `ISHMEM_DEVICE=cuda`. Kernels cannot run on this device.
+
+use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
+use crate::mem::{self, HeapRegion, Release, HEAP_BASE_ALIGN};
+use crate::types::AmoOp;
+use ishmem_proxy_abi::atomic;
+use std::ffi::c_void;
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, RwLock};
+
+/// A heap: where the program sees it, its size, and where its bytes are.
+#[derive(Clone, Copy)]
+struct Alias {
+    base: usize,
+    size: usize,
+    alias: usize,
+}
+
+/// Heaps behind no-access mappings, reached through their aliases.
+pub struct OpaqueDevice {
+    heaps: Arc<RwLock<Vec<Alias>>>,
+}
+
+impl Default for OpaqueDevice {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn no_kernels() -> DeviceError {
+    DeviceError::Unavailable(
+        "ISHMEM_DEVICE=opaque is a test device for host programs: it runs no kernels and has no queues".into(),
+    )
+}
+
+impl OpaqueDevice {
+    pub fn new() -> OpaqueDevice {
+        OpaqueDevice { heaps: Arc::new(RwLock::new(Vec::new())) }
+    }
+
+    /// Maps `fd` twice: a no-access reservation aligned to `align` (the
+    /// heap's address) and the shared mapping behind it.
+    /// `keep`: the handle the region keeps for peers (this PE's own heap).
+    fn map(&self, fd: &OwnedFd, size: usize, align: usize, keep: Option<OwnedFd>) -> std::io::Result<HeapRegion> {
+        let base = mem::reserve_aligned(size, align)?;
+        let alias = match mem::map_shared(fd, size) {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the reservation is ours.
+                unsafe { libc::munmap(base as *mut c_void, size) };
+                return Err(e);
+            }
+        };
+        self.heaps.write().unwrap_or_else(|e| e.into_inner()).push(Alias {
+            base: base as usize,
+            size,
+            alias: alias as usize,
+        });
+        let heaps = Arc::clone(&self.heaps);
+        let release = Release::Device(Box::new(move |base, size| {
+            let mut h = heaps.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = h.iter().position(|a| a.base == base as usize) {
+                let a = h.swap_remove(i);
+                // SAFETY: both mappings were made here and are released once.
+                unsafe { libc::munmap(a.alias as *mut c_void, a.size) };
+            }
+            // SAFETY: as above.
+            unsafe { libc::munmap(base as *mut c_void, size) };
+        }));
+        Ok(HeapRegion::device(base, size, keep, release))
+    }
+
+    /// Where `len` bytes at `p` are: the alias for a heap address, `p`
+    /// itself for other memory.
+    fn at(&self, p: usize, len: usize) -> Result<usize, DeviceError> {
+        let h = self.heaps.read().unwrap_or_else(|e| e.into_inner());
+        match h.iter().find(|a| p >= a.base && p < a.base + a.size) {
+            Some(a) if len <= a.base + a.size - p => Ok(a.alias + (p - a.base)),
+            Some(a) => Err(DeviceError::Runtime(format!(
+                "{len} bytes at {p:#x} run past the end of the heap at {:#x} ({} bytes)",
+                a.base, a.size
+            ))),
+            None => Ok(p),
+        }
+    }
+}
+
+impl DeviceMemory for OpaqueDevice {
+    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        let d = self.at(dst as usize, len)?;
+        let s = self.at(src as usize, len)?;
+        // SAFETY: the caller's contract, moved to the aliases; `memmove`
+        // (a put to oneself may overlap).
+        unsafe { std::ptr::copy(s as *const u8, d as *mut u8, len) };
+        Ok(())
+    }
+
+    unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError> {
+        let d = self.at(dst as usize, len)?;
+        // SAFETY: the caller's contract, moved to the alias.
+        unsafe { std::ptr::write_bytes(d as *mut u8, 0, len) };
+        Ok(())
+    }
+
+    unsafe fn atomic(&self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64) -> Result<u64, DeviceError> {
+        let a = self.at(addr as usize, size)?;
+        // SAFETY: the caller's contract (aligned, valid), moved to the alias.
+        Ok(unsafe { atomic::apply(a as *mut u8, size, op, operand, cond) })
+    }
+}
+
+impl Device for OpaqueDevice {
+    fn name(&self) -> &'static str {
+        "opaque"
+    }
+
+    fn heap_align(&self) -> usize {
+        HEAP_BASE_ALIGN
+    }
+
+    fn heap_granularity(&self) -> usize {
+        mem::page_size()
+    }
+
+    fn create_heap(&self, size: usize, pe: usize, _local: LocalRank) -> Result<HeapRegion, DeviceError> {
+        let heap_err =
+            |source| DeviceError::Heap { what: format!("cannot create a symmetric heap of {size} bytes"), source };
+        let fd = mem::memfd(&format!("ishmem-heap-pe{pe}"), size).map_err(heap_err)?;
+        let dup = fd.try_clone().map_err(heap_err)?;
+        self.map(&dup, size, HEAP_BASE_ALIGN, Some(fd)).map_err(heap_err)
+    }
+
+    fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
+        self.map(handle, size, 1, None)
+            .map_err(|source| DeviceError::Heap { what: format!("cannot map the heap of PE {pe}"), source })
+    }
+
+    fn memory(&self) -> Option<&dyn DeviceMemory> {
+        Some(self)
+    }
+
+    fn attach(&self, _a: Attach) -> Result<(), DeviceError> {
+        Ok(())
+    }
+
+    fn detach(&self) {}
+
+    fn native(&self, _what: Native) -> Result<*mut c_void, DeviceError> {
+        Err(no_kernels())
+    }
+
+    fn link_program(&self, _il: &[u8]) -> Result<*mut c_void, DeviceError> {
+        Err(no_kernels())
+    }
+
+    fn enqueue(&self, _op: QueueOp, _queue: *mut c_void, _deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
+        Err(no_kernels())
+    }
+
+    fn wait(&self, _events: &[*mut c_void]) -> Result<(), DeviceError> {
+        Err(no_kernels())
+    }
+}
