@@ -113,6 +113,12 @@ echo "device: 1 passed, 0 failed"
 NVCC="$nvcc" device-lib/cuda/gen-host-amo.sh --check
 NVCC="$nvcc" ISHMEM_LIBDIR="$target/debug" tests/cuda/build.sh "$target/cuda-test" >/dev/null
 echo "cuda: device library, GPU tests and benchmark built; NOT run (no GPU on this machine: tests/cuda/run.sh on a GPU machine)"
+# The host C/C++ suite on heaps the program cannot load from or store to,
+# as GPU heaps are (the opaque test device): what tests/cuda/host-suite.sh
+# runs with ISHMEM_DEVICE=cuda on a GPU machine.
+o="$(ISHMEM_DEVICE=opaque ISHMEM_LIBDIR="$target/debug" ISHMEM_BINDIR="$target/debug" \
+    tests/cuda/host-suite.sh "$target/opaque-host-suite" "1 2 4" 2>&1)" || { echo "$o"; exit 1; }
+tail -n 1 <<<"$o"
 # Benchmarks, smoke mode (they must run; no timing is asserted): ishmem-perf
 # on 2 PEs, its charts, and the side-by-side C benchmark against Open MPI's
 # OSHMEM.

@@ -13,7 +13,8 @@ int main(void) {
     shmem_barrier_all();
 
     long expect_left = 1000 + (me + n - 1) % n;
-    int ok = (*from_left == expect_left);
+    long got = shmem_long_g(from_left, me); /* read through the library: the heap may be GPU memory */
+    int ok = (got == expect_left);
     if (me == 0) {
         long sum = 0;
         for (int pe = 0; pe < n; pe++)
@@ -25,7 +26,7 @@ int main(void) {
     }
     shmem_barrier_all();
     if (!ok)
-        fprintf(stderr, "PE %d: got %ld from the left, expected %ld\n", me, *from_left, expect_left);
+        fprintf(stderr, "PE %d: got %ld from the left, expected %ld\n", me, got, expect_left);
     shmem_free(from_left);
     shmem_finalize();
     return ok ? 0 : 1;

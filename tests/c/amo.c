@@ -23,13 +23,16 @@ static void std_##N(void) {                                                     
     long *data = shmem_calloc(1, sizeof(long));                                        \
     int *lock = shmem_calloc(1, sizeof(int));                                          \
     /* 1. fetch_add: unique, increasing per PE, exact total */                         \
+    T *mine = malloc(sizeof(T) * K); /* private, then published in got */             \
     for (int i = 0; i < K; i++) {                                                      \
-        got[i] = shmem_##N##_atomic_fetch_add(counter, (T)1, target);                  \
-        if (i) CHECK(got[i] > got[i - 1], #N " fetch_add not increasing: %lld then %lld", \
-                     (long long)got[i - 1], (long long)got[i]);                        \
+        mine[i] = shmem_##N##_atomic_fetch_add(counter, (T)1, target);                 \
+        if (i) CHECK(mine[i] > mine[i - 1], #N " fetch_add not increasing: %lld then %lld", \
+                     (long long)mine[i - 1], (long long)mine[i]);                      \
         T again = shmem_##N##_atomic_fetch(counter, target);                           \
-        CHECK(again > got[i], #N " fetch after fetch_add must see it");                \
+        CHECK(again > mine[i], #N " fetch after fetch_add must see it");               \
     }                                                                                  \
+    SYM_PUT(got, mine, sizeof(T) * K);                                                 \
+    free(mine);                                                                        \
     shmem_barrier_all();                                                               \
     if (me == 0) {                                                                     \
         char *seen = calloc((size_t)K * npes, 1);                                      \
@@ -67,16 +70,17 @@ static void std_##N(void) {                                                     
     T old = shmem_##N##_atomic_compare_swap(slot, (T)(me + 100), (T)7, right);         \
     CHECK(old == (T)0, #N " compare_swap with a false condition returns the value");   \
     shmem_barrier_all();                                                               \
-    CHECK(*slot == (T)0, #N " compare_swap with a false condition must not write");    \
-    if (me == 0) CHECK(*data == (long)K * npes, "cswap lock: count %ld want %ld", *data, (long)K * npes); \
+    CHECK(SYM_LOAD(slot) == (T)0, #N " compare_swap with a false condition must not write"); \
+    if (me == 0) CHECK(SYM_LOAD(data) == (long)K * npes, "cswap lock: count %ld want %ld", \
+                       SYM_LOAD(data), (long)K * npes);                                \
     /* 4. swap conservation: the old values and the final value are 0..npes */        \
     shmem_barrier_all();                                                               \
     T prev = shmem_##N##_atomic_swap(slot, (T)(me + 1), 0);                            \
-    got[0] = prev;                                                                     \
+    SYM_STORE(got, prev);                                                              \
     shmem_barrier_all();                                                               \
     if (me == 0) {                                                                     \
         int seen[64] = {0};                                                            \
-        seen[(int)*slot]++;                                                            \
+        seen[(int)SYM_LOAD(slot)]++;                                                   \
         for (int p = 0; p < npes; p++) seen[(int)shmem_##N##_g(got, p)]++;            \
         for (int v = 0; v <= npes; v++) CHECK(seen[v] == 1, #N " swap lost value %d", v); \
     }                                                                                  \
@@ -100,7 +104,7 @@ static void std_##N(void) {                                                     
     int *wins = shmem_calloc(1, sizeof(int));                                          \
     shmem_int_atomic_add(wins, winner, 0);                                             \
     shmem_barrier_all();                                                               \
-    if (me == 0) CHECK(*wins == 1, #N " compare_swap_nbi winners: %d", *wins);         \
+    if (me == 0) CHECK(SYM_LOAD(wins) == 1, #N " compare_swap_nbi winners: %d", SYM_LOAD(wins)); \
     CHECK(shmem_##N##_atomic_fetch(counter + 3, target) == (T)0, #N " cswap_nbi reset"); \
     /* 6. set and fetch, swap_nbi */                                                   \
     shmem_##N##_atomic_set(slot, (T)(me + 3), right);                                  \
@@ -162,7 +166,7 @@ static void ext_##N(void) {                                                     
     T *x = shmem_calloc(1, sizeof(T));                                                 \
     shmem_##N##_atomic_set(x, (T)(me + 0.5), right);                                   \
     shmem_barrier_all();                                                               \
-    CHECK(*x == (T)((me + npes - 1) % npes + 0.5), #N " set");                         \
+    CHECK(SYM_LOAD(x) == (T)((me + npes - 1) % npes + 0.5), #N " set");                \
     CHECK(shmem_##N##_atomic_fetch(x, right) == (T)(me + 0.5), #N " fetch");           \
     shmem_barrier_all();                                                               \
     T old = shmem_##N##_atomic_swap(x, (T)-2.25, right);                               \

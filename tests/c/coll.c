@@ -25,6 +25,8 @@ static void red_##N(shmem_team_t team, int big) {                               
     int tn = shmem_team_n_pes(team), tr = shmem_team_my_pe(team);                       \
     T *src = shmem_malloc(MAXR * sizeof(T));                                            \
     T *dst = shmem_malloc(MAXR * sizeof(T));                                            \
+    T *psrc = malloc(MAXR * sizeof(T)), *pout = malloc(MAXR * sizeof(T));               \
+    CHECK(psrc != NULL && pout != NULL, "malloc");                                      \
     long counts[8]; int nc = 0;                                                         \
     for (int i = 0; i < 6; i++) counts[nc++] = counts_small[i];                         \
     if (big) { counts[nc++] = 65536; counts[nc++] = MAXR; }                              \
@@ -34,7 +36,8 @@ static void red_##N(shmem_team_t team, int big) {                               
         for (int op = 0; op < 5; op++) {                                                \
             int in_place = op == 4;                                                     \
             for (long k = 0; k < n; k++)                                                \
-                src[k] = (T)(op == 3 ? PV(tr, k) : SV(tr, k));                          \
+                psrc[k] = (T)(op == 3 ? PV(tr, k) : SV(tr, k));                         \
+            SYM_PUT(src, psrc, n * sizeof(T));                                          \
             T *out = in_place ? src : dst;                                              \
             int rc;                                                                     \
             switch (op) {                                                               \
@@ -45,6 +48,7 @@ static void red_##N(shmem_team_t team, int big) {                               
             default: rc = shmem_##N##_sum_reduce(team, out, out, n); break;             \
             }                                                                           \
             CHECK(rc == 0, #N " reduce rc %d", rc);                                     \
+            SYM_GET(pout, out, n * sizeof(T));                                          \
             for (long k = 0; k < n; k++) {                                              \
                 T want = (T)(op == 3 ? PV(0, k) : SV(0, k));                            \
                 for (int r = 1; r < tn; r++) {                                          \
@@ -54,15 +58,16 @@ static void red_##N(shmem_team_t team, int big) {                               
                     else if (op == 2) want = v < want ? v : want;                       \
                     else want = (T)(want * v);                                          \
                 }                                                                       \
-                if (out[k] != want) {                                                   \
+                if (pout[k] != want) {                                                  \
                     CHECK(0, #N " op %d n=%ld element %ld: got %g want %g (team of %d)", \
-                          op, n, k, (double)out[k], (double)want, tn);                  \
+                          op, n, k, (double)pout[k], (double)want, tn);                 \
                 }                                                                       \
             }                                                                           \
         }                                                                               \
     }                                                                                   \
 out:                                                                                    \
     shmem_barrier_all();                                                                \
+    free(pout); free(psrc);                                                             \
     shmem_free(dst); shmem_free(src);                                                   \
 }
 
@@ -71,27 +76,32 @@ static void bit_##N(shmem_team_t team) {                                        
     int tn = shmem_team_n_pes(team), tr = shmem_team_my_pe(team);                       \
     T *src = shmem_malloc(5000 * sizeof(T));                                            \
     T *dst = shmem_malloc(5000 * sizeof(T));                                            \
+    T *psrc = malloc(5000 * sizeof(T)), *pout = malloc(5000 * sizeof(T));               \
+    CHECK(psrc != NULL && pout != NULL, "malloc");                                      \
     if (tr >= 0)                                                                        \
     for (int ci = 0; ci < 6; ci++) {                                                    \
         long n = counts_small[ci];                                                      \
         for (int op = 0; op < 3; op++) {                                                \
-            for (long k = 0; k < n; k++) src[k] = (T)BV(tr, k);                          \
+            for (long k = 0; k < n; k++) psrc[k] = (T)BV(tr, k);                         \
+            SYM_PUT(src, psrc, n * sizeof(T));                                          \
             int rc = op == 0 ? shmem_##N##_and_reduce(team, dst, src, n)                \
                    : op == 1 ? shmem_##N##_or_reduce(team, dst, src, n)                 \
                              : shmem_##N##_xor_reduce(team, src, src, n);               \
             CHECK(rc == 0, #N " bit reduce rc");                                        \
             T *out = op == 2 ? src : dst;                                               \
+            SYM_GET(pout, out, n * sizeof(T));                                          \
             for (long k = 0; k < n; k++) {                                              \
                 T want = (T)BV(0, k);                                                   \
                 for (int r = 1; r < tn; r++) {                                          \
                     T v = (T)BV(r, k);                                                  \
                     want = op == 0 ? (T)(want & v) : op == 1 ? (T)(want | v) : (T)(want ^ v); \
                 }                                                                       \
-                CHECK(out[k] == want, #N " bit op %d n=%ld element %ld", op, n, k);     \
+                CHECK(pout[k] == want, #N " bit op %d n=%ld element %ld", op, n, k);    \
             }                                                                           \
         }                                                                               \
     }                                                                                   \
     shmem_barrier_all();                                                                \
+    free(pout); free(psrc);                                                             \
     shmem_free(dst); shmem_free(src);                                                   \
 }
 
@@ -102,66 +112,83 @@ static void move_##N(shmem_team_t team) {                                       
     const long M = 3000;                                                                \
     T *src = shmem_malloc(M * 4 * sizeof(T));                                           \
     T *dst = shmem_malloc(M * 4 * 4 * sizeof(T));                                       \
+    T *psrc = malloc(M * 4 * sizeof(T)), *pdst = malloc(M * 4 * 4 * sizeof(T));         \
+    CHECK(psrc != NULL && pdst != NULL, "malloc");                                      \
     if (tr >= 0) {                                                                      \
         for (long n = 1; n <= M; n = n * 7 + 1) {                                       \
             /* broadcast from every root, back to back on the same buffers */           \
             for (int root = 0; root < tn; root++) {                                     \
-                for (long k = 0; k < n; k++) src[k] = (T)((root * 3 + k) % 100);        \
+                for (long k = 0; k < n; k++) psrc[k] = (T)((root * 3 + k) % 100);       \
+                SYM_PUT(src, psrc, n * sizeof(T));                                      \
                 CHECK(shmem_##N##_broadcast(team, dst, src, n, root) == 0, "bcast rc"); \
+                SYM_GET(pdst, dst, n * sizeof(T));                                      \
                 for (long k = 0; k < n; k++)                                            \
-                    CHECK(dst[k] == (T)((root * 3 + k) % 100), #N " broadcast root %d n=%ld k=%ld", root, n, k); \
+                    CHECK(pdst[k] == (T)((root * 3 + k) % 100), #N " broadcast root %d n=%ld k=%ld", root, n, k); \
             }                                                                           \
             /* fcollect */                                                              \
-            for (long k = 0; k < n; k++) src[k] = (T)((tr * 5 + k) % 100);              \
+            for (long k = 0; k < n; k++) psrc[k] = (T)((tr * 5 + k) % 100);             \
+            SYM_PUT(src, psrc, n * sizeof(T));                                          \
             CHECK(shmem_##N##_fcollect(team, dst, src, n) == 0, "fcollect rc");         \
+            SYM_GET(pdst, dst, tn * n * sizeof(T));                                     \
             for (int r = 0; r < tn; r++)                                                \
                 for (long k = 0; k < n; k++)                                            \
-                    CHECK(dst[r * n + k] == (T)((r * 5 + k) % 100), #N " fcollect n=%ld r=%d k=%ld", n, r, k); \
+                    CHECK(pdst[r * n + k] == (T)((r * 5 + k) % 100), #N " fcollect n=%ld r=%d k=%ld", n, r, k); \
             /* collect: member r contributes n + r elements */                          \
-            for (long k = 0; k < n + tr; k++) src[k] = (T)((tr * 7 + k) % 100);         \
+            for (long k = 0; k < n + tr; k++) psrc[k] = (T)((tr * 7 + k) % 100);        \
+            SYM_PUT(src, psrc, (n + tr) * sizeof(T));                                   \
             CHECK(shmem_##N##_collect(team, dst, src, n + tr) == 0, "collect rc");      \
+            SYM_GET(pdst, dst, (tn * n + (long)tn * (tn - 1) / 2) * sizeof(T));         \
             long pos = 0;                                                               \
             for (int r = 0; r < tn; r++)                                                \
                 for (long k = 0; k < n + r; k++, pos++)                                 \
-                    CHECK(dst[pos] == (T)((r * 7 + k) % 100), #N " collect n=%ld r=%d k=%ld", n, r, k); \
+                    CHECK(pdst[pos] == (T)((r * 7 + k) % 100), #N " collect n=%ld r=%d k=%ld", n, r, k); \
             /* alltoall: block j of my source goes to member j */                       \
             for (int j = 0; j < tn; j++)                                                \
-                for (long k = 0; k < n; k++) src[j * n + k] = (T)((tr * 13 + j * 3 + k) % 100); \
+                for (long k = 0; k < n; k++) psrc[j * n + k] = (T)((tr * 13 + j * 3 + k) % 100); \
+            SYM_PUT(src, psrc, tn * n * sizeof(T));                                     \
             CHECK(shmem_##N##_alltoall(team, dst, src, n) == 0, "alltoall rc");         \
+            SYM_GET(pdst, dst, tn * n * sizeof(T));                                     \
             for (int r = 0; r < tn; r++)                                                \
                 for (long k = 0; k < n; k++)                                            \
-                    CHECK(dst[r * n + k] == (T)((r * 13 + tr * 3 + k) % 100), #N " alltoall n=%ld r=%d k=%ld", n, r, k); \
+                    CHECK(pdst[r * n + k] == (T)((r * 13 + tr * 3 + k) % 100), #N " alltoall n=%ld r=%d k=%ld", n, r, k); \
             /* alltoalls with dst stride 3, src stride 2 */                             \
             if (n <= M / 2) {                                                           \
-                for (long k = 0; k < 2 * n * tn; k++) src[k] = (T)((tr * 17 + k) % 100); \
-                for (long k = 0; k < 3 * n * tn; k++) dst[k] = (T)0;                    \
+                for (long k = 0; k < 2 * n * tn; k++) psrc[k] = (T)((tr * 17 + k) % 100); \
+                SYM_PUT(src, psrc, 2 * n * tn * sizeof(T));                             \
+                for (long k = 0; k < 3 * n * tn; k++) pdst[k] = (T)0;                   \
+                SYM_PUT(dst, pdst, 3 * n * tn * sizeof(T));                             \
                 shmem_team_sync(team);                                                  \
                 CHECK(shmem_##N##_alltoalls(team, dst, src, 3, 2, n) == 0, "alltoalls rc"); \
+                SYM_GET(pdst, dst, 3 * n * tn * sizeof(T));                             \
                 for (int r = 0; r < tn; r++)                                            \
                     for (long k = 0; k < n; k++) {                                      \
                         long si = (tr * n + k) * 2;                                     \
-                        CHECK(dst[(r * n + k) * 3] == (T)((r * 17 + si) % 100),         \
+                        CHECK(pdst[(r * n + k) * 3] == (T)((r * 17 + si) % 100),        \
                               #N " alltoalls n=%ld r=%d k=%ld", n, r, k);               \
-                        CHECK(dst[(r * n + k) * 3 + 1] == (T)0, #N " alltoalls hole");  \
+                        CHECK(pdst[(r * n + k) * 3 + 1] == (T)0, #N " alltoalls hole"); \
                     }                                                                   \
             }                                                                           \
             /* scans */                                                                 \
-            for (long k = 0; k < n; k++) src[k] = (T)((tr + 1) * (k % 3 + 1));         \
+            for (long k = 0; k < n; k++) psrc[k] = (T)((tr + 1) * (k % 3 + 1));        \
+            SYM_PUT(src, psrc, n * sizeof(T));                                          \
             CHECK(shmemx_##N##_sum_inscan(team, dst, src, n) == 0, "inscan rc");        \
+            SYM_GET(pdst, dst, n * sizeof(T));                                          \
             for (long k = 0; k < n; k++) {                                              \
                 T want = 0;                                                             \
                 for (int r = 0; r <= tr; r++) want = (T)(want + (r + 1) * (k % 3 + 1)); \
-                CHECK(dst[k] == want, #N " inscan n=%ld k=%ld", n, k);                  \
+                CHECK(pdst[k] == want, #N " inscan n=%ld k=%ld", n, k);                 \
             }                                                                           \
             CHECK(shmemx_##N##_sum_exscan(team, src, src, n) == 0, "exscan rc");        \
+            SYM_GET(psrc, src, n * sizeof(T));                                          \
             for (long k = 0; k < n; k++) {                                              \
                 T want = 0;                                                             \
                 for (int r = 0; r < tr; r++) want = (T)(want + (r + 1) * (k % 3 + 1));  \
-                CHECK(src[k] == want, #N " exscan (in place) n=%ld k=%ld", n, k);       \
+                CHECK(psrc[k] == want, #N " exscan (in place) n=%ld k=%ld", n, k);      \
             }                                                                           \
         }                                                                               \
     }                                                                                   \
     shmem_barrier_all();                                                                \
+    free(pdst); free(psrc);                                                             \
     shmem_free(dst); shmem_free(src);                                                   \
 }
 
@@ -272,8 +299,10 @@ static void teams(void) {
         CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t) == 0, "cycle %d", i);
         long one = 1, sum = 0;
         long *s = shmem_malloc(2 * sizeof(long));
-        s[0] = one;
-        CHECK(shmem_long_sum_reduce(t, s + 1, s, 1) == 0 && s[1] == npes, "cycle %d sum %ld", i, sum);
+        SYM_STORE(s, one);
+        rc = shmem_long_sum_reduce(t, s + 1, s, 1);
+        sum = SYM_LOAD(s + 1);
+        CHECK(rc == 0 && sum == npes, "cycle %d sum %ld", i, sum);
         shmem_free(s);
         shmem_team_destroy(t);
     }

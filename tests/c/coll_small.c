@@ -36,80 +36,101 @@ static void team_runs(shmem_team_t team, const char *name) {
     int tn = shmem_team_n_pes(team), tr = shmem_team_my_pe(team);
     long *src = shmem_malloc(MAXE * sizeof(long) * (npes + 1));
     long *dst = shmem_malloc(MAXE * sizeof(long) * (npes + 1));
+    /* private copies: the program fills and checks these, and moves them
+     * to and from the symmetric buffers with one put or get each */
+    long *psrc = malloc(MAXE * sizeof(long) * (npes + 1));
+    long *pdst = malloc(MAXE * sizeof(long) * (npes + 1));
+    CHECK(psrc != NULL && pdst != NULL, "malloc");
     if (tr >= 0) {
         for (int si = 0; si < 6; si++) {
             long m = sizes[si];
             /* broadcasts only: the root moves, every call checked */
             for (int c = 0; c < ROUNDS; c++) {
                 int root = (c * 3 + 1) % tn;
-                for (long k = 0; k < m; k++) src[k] = val(c, tr, k);
+                for (long k = 0; k < m; k++) psrc[k] = val(c, tr, k);
+                SYM_PUT(src, psrc, m * sizeof(long));
                 CHECK(shmem_long_broadcast(team, dst, src, m, root) == 0, "%s broadcast rc", name);
+                SYM_GET(pdst, dst, m * sizeof(long));
                 for (long k = 0; k < m; k++)
-                    if (dst[k] != val(c, root, k))
+                    if (pdst[k] != val(c, root, k))
                         CHECK(0, "%s broadcast call %d m=%ld root %d element %ld: got %ld want %ld", name, c, m,
-                              root, k, dst[k], val(c, root, k));
+                              root, k, pdst[k], val(c, root, k));
             }
             /* one root for the whole run while member 1 lags now and
              * then: the root runs ahead by as many calls as it may */
             for (int c = 0; c < ROUNDS; c++) {
                 if (tr == 1 % tn && c % 10 == 0) usleep(2000);
-                for (long k = 0; k < m; k++) src[k] = val(c, tr, k);
+                for (long k = 0; k < m; k++) psrc[k] = val(c, tr, k);
+                SYM_PUT(src, psrc, m * sizeof(long));
                 CHECK(shmem_long_broadcast(team, dst, src, m, 0) == 0, "%s broadcast rc", name);
+                SYM_GET(pdst, dst, m * sizeof(long));
                 for (long k = 0; k < m; k++)
-                    if (dst[k] != val(c, 0, k))
+                    if (pdst[k] != val(c, 0, k))
                         CHECK(0, "%s fixed-root broadcast call %d m=%ld element %ld: got %ld want %ld", name, c, m, k,
-                              dst[k], val(c, 0, k));
+                              pdst[k], val(c, 0, k));
             }
             /* mixed: broadcast, fcollect, sum (in place every other call),
              * alltoall, collect (member r contributes r + 1 blocks, or m
              * elements times r + 1: some blocks too large for a slot) */
             for (int c = 0; c < ROUNDS; c++) {
                 int kind = c % 5;
-                for (long k = 0; k < m; k++) src[k] = val(c, tr, k);
+                for (long k = 0; k < m; k++) psrc[k] = val(c, tr, k);
                 if (kind == 0) {
                     int root = tn - 1 - c % tn;
+                    SYM_PUT(src, psrc, m * sizeof(long));
                     CHECK(shmem_long_broadcast(team, src, src, m, root) == 0, "bcast rc");
+                    SYM_GET(psrc, src, m * sizeof(long));
                     for (long k = 0; k < m; k++)
-                        if (src[k] != val(c, root, k))
+                        if (psrc[k] != val(c, root, k))
                             CHECK(0, "%s in-place broadcast call %d root %d element %ld: got %ld", name, c, root, k,
-                                  src[k]);
+                                  psrc[k]);
                 } else if (kind == 1) {
+                    SYM_PUT(src, psrc, m * sizeof(long));
                     CHECK(shmem_long_fcollect(team, dst, src, m) == 0, "fcollect rc");
+                    SYM_GET(pdst, dst, tn * m * sizeof(long));
                     for (int r = 0; r < tn; r++)
                         for (long k = 0; k < m; k++)
-                            if (dst[r * m + k] != val(c, r, k))
+                            if (pdst[r * m + k] != val(c, r, k))
                                 CHECK(0, "%s fcollect call %d m=%ld block %d element %ld: got %ld want %ld", name, c,
-                                      m, r, k, dst[r * m + k], val(c, r, k));
+                                      m, r, k, pdst[r * m + k], val(c, r, k));
                 } else if (kind == 3) {
                     for (int r = 0; r < tn; r++)
-                        for (long k = 0; k < m; k++) src[r * m + k] = val(c, tr, r * 100 + k);
+                        for (long k = 0; k < m; k++) psrc[r * m + k] = val(c, tr, r * 100 + k);
+                    SYM_PUT(src, psrc, tn * m * sizeof(long));
                     CHECK(shmem_long_alltoall(team, dst, src, m) == 0, "alltoall rc");
+                    SYM_GET(pdst, dst, tn * m * sizeof(long));
                     for (int r = 0; r < tn; r++)
                         for (long k = 0; k < m; k++)
-                            if (dst[r * m + k] != val(c, r, tr * 100 + k))
+                            if (pdst[r * m + k] != val(c, r, tr * 100 + k))
                                 CHECK(0, "%s alltoall call %d m=%ld block %d element %ld: got %ld want %ld", name, c,
-                                      m, r, k, dst[r * m + k], val(c, r, tr * 100 + k));
+                                      m, r, k, pdst[r * m + k], val(c, r, tr * 100 + k));
                 } else if (kind == 4) {
                     long mine_n = m * (tr + 1) < MAXE ? m * (tr + 1) : MAXE;
-                    for (long k = 0; k < mine_n; k++) src[k] = val(c, tr, k);
+                    for (long k = 0; k < mine_n; k++) psrc[k] = val(c, tr, k);
+                    SYM_PUT(src, psrc, mine_n * sizeof(long));
                     CHECK(shmem_long_collect(team, dst, src, mine_n) == 0, "collect rc");
+                    long total = 0;
+                    for (int r = 0; r < tn; r++) total += m * (r + 1) < MAXE ? m * (r + 1) : MAXE;
+                    SYM_GET(pdst, dst, total * sizeof(long));
                     long at = 0;
                     for (int r = 0; r < tn; r++) {
                         long rn = m * (r + 1) < MAXE ? m * (r + 1) : MAXE;
                         for (long k = 0; k < rn; k++)
-                            if (dst[at + k] != val(c, r, k))
+                            if (pdst[at + k] != val(c, r, k))
                                 CHECK(0, "%s collect call %d m=%ld block %d element %ld: got %ld want %ld", name, c, m,
-                                      r, k, dst[at + k], val(c, r, k));
+                                      r, k, pdst[at + k], val(c, r, k));
                         at += rn;
                     }
                 } else {
                     long *out = c % 2 ? src : dst;
+                    SYM_PUT(src, psrc, m * sizeof(long));
                     CHECK(shmem_long_sum_reduce(team, out, src, m) == 0, "sum rc");
+                    SYM_GET(pdst, out, m * sizeof(long));
                     for (long k = 0; k < m; k++) {
                         long want = 0;
                         for (int r = 0; r < tn; r++) want += val(c, r, k);
-                        if (out[k] != want)
-                            CHECK(0, "%s sum call %d m=%ld element %ld: got %ld want %ld", name, c, m, k, out[k],
+                        if (pdst[k] != want)
+                            CHECK(0, "%s sum call %d m=%ld element %ld: got %ld want %ld", name, c, m, k, pdst[k],
                                   want);
                     }
                 }
@@ -118,15 +139,19 @@ static void team_runs(shmem_team_t team, const char *name) {
         /* A reduction whose operator is not commutative in floating point:
          * every member must get the bitwise-same result. */
         double *fs = (double *)src, *fd = (double *)dst;
-        fs[0] = 1.0 / (3.0 + tr) * (tr % 2 ? 1e16 : 1.0);
+        SYM_STORE(fs, 1.0 / (3.0 + tr) * (tr % 2 ? 1e16 : 1.0));
         CHECK(shmem_double_sum_reduce(team, fd, fs, 1) == 0, "double sum rc");
-        double mine = fd[0];
+        double mine = SYM_LOAD(fd);
         double *all = (double *)(dst + MAXE);
         CHECK(shmem_double_fcollect(team, all, &fd[0], 1) == 0, "fcollect rc");
         (void)mine;
-        for (int r = 1; r < tn; r++) CHECK(memcmp(&all[r], &all[0], sizeof(double)) == 0, "%s double sum differs", name);
+        double *pall = (double *)pdst;
+        SYM_GET(pall, all, tn * sizeof(double));
+        for (int r = 1; r < tn; r++) CHECK(memcmp(&pall[r], &pall[0], sizeof(double)) == 0, "%s double sum differs", name);
     }
     shmem_barrier_all();
+    free(pdst);
+    free(psrc);
     shmem_free(dst);
     shmem_free(src);
 }
@@ -139,6 +164,9 @@ static void active_runs(int start, int logstride, int size, const char *name) {
     int in = me >= start && (me - start) % stride == 0 && (me - start) / stride < size;
     long *src = shmem_malloc(MAXE * sizeof(long) * (npes + 1));
     long *dst = shmem_malloc(MAXE * sizeof(long) * (npes + 1));
+    long *psrc = malloc(MAXE * sizeof(long) * (npes + 1));
+    long *pdst = malloc(MAXE * sizeof(long) * (npes + 1));
+    CHECK(psrc != NULL && pdst != NULL, "malloc");
     if (in) {
         int ar = (me - start) / stride;
         for (int si = 0; si < 6; si++) {
@@ -147,61 +175,76 @@ static void active_runs(int start, int logstride, int size, const char *name) {
                 long *ps = c % 2 ? pSyncB : pSyncA;
                 int kind = c < ROUNDS / 2 ? 0 : c % 6;
                 if (ar == 1 % size && c % 10 == 0) usleep(2000);
-                for (long k = 0; k < m; k++) src[k] = val(c, ar, k);
+                for (long k = 0; k < m; k++) psrc[k] = val(c, ar, k);
                 if (kind < 2) {
                     /* first half: one root, member 1 lagging */
                     int root = c < ROUNDS / 2 ? size - 2 + (size == 1) : (c + 1) % size;
-                    for (long k = 0; k < m; k++) dst[k] = -1;
+                    SYM_PUT(src, psrc, m * sizeof(long));
+                    for (long k = 0; k < m; k++) pdst[k] = -1;
+                    SYM_PUT(dst, pdst, m * sizeof(long));
                     shmem_broadcast64(dst, src, m, root, start, logstride, size, ps);
+                    SYM_GET(pdst, dst, m * sizeof(long));
                     for (long k = 0; k < m; k++) {
                         long want = ar == root ? -1 : val(c, root, k); /* the root's dest is not written */
-                        if (dst[k] != want)
+                        if (pdst[k] != want)
                             CHECK(0, "%s broadcast64 call %d m=%ld root %d element %ld: got %ld want %ld", name, c,
-                                  m, root, k, dst[k], want);
+                                  m, root, k, pdst[k], want);
                     }
                 } else if (kind == 2) {
+                    SYM_PUT(src, psrc, m * sizeof(long));
                     shmem_fcollect64(dst, src, m, start, logstride, size, ps);
+                    SYM_GET(pdst, dst, size * m * sizeof(long));
                     for (int r = 0; r < size; r++)
                         for (long k = 0; k < m; k++)
-                            if (dst[r * m + k] != val(c, r, k))
+                            if (pdst[r * m + k] != val(c, r, k))
                                 CHECK(0, "%s fcollect64 call %d m=%ld block %d element %ld: got %ld", name, c, m, r,
-                                      k, dst[r * m + k]);
+                                      k, pdst[r * m + k]);
                 } else if (kind == 4) {
                     for (int r = 0; r < size; r++)
-                        for (long k = 0; k < m; k++) src[r * m + k] = val(c, ar, r * 100 + k);
+                        for (long k = 0; k < m; k++) psrc[r * m + k] = val(c, ar, r * 100 + k);
+                    SYM_PUT(src, psrc, size * m * sizeof(long));
                     shmem_alltoall64(dst, src, m, start, logstride, size, ps);
+                    SYM_GET(pdst, dst, size * m * sizeof(long));
                     for (int r = 0; r < size; r++)
                         for (long k = 0; k < m; k++)
-                            if (dst[r * m + k] != val(c, r, ar * 100 + k))
+                            if (pdst[r * m + k] != val(c, r, ar * 100 + k))
                                 CHECK(0, "%s alltoall64 call %d m=%ld block %d element %ld: got %ld", name, c, m, r,
-                                      k, dst[r * m + k]);
+                                      k, pdst[r * m + k]);
                 } else if (kind == 5) {
                     long mine_n = m * (ar + 1) < MAXE ? m * (ar + 1) : MAXE;
-                    for (long k = 0; k < mine_n; k++) src[k] = val(c, ar, k);
+                    for (long k = 0; k < mine_n; k++) psrc[k] = val(c, ar, k);
+                    SYM_PUT(src, psrc, mine_n * sizeof(long));
                     shmem_collect64(dst, src, mine_n, start, logstride, size, ps);
+                    long total = 0;
+                    for (int r = 0; r < size; r++) total += m * (r + 1) < MAXE ? m * (r + 1) : MAXE;
+                    SYM_GET(pdst, dst, total * sizeof(long));
                     long at = 0;
                     for (int r = 0; r < size; r++) {
                         long rn = m * (r + 1) < MAXE ? m * (r + 1) : MAXE;
                         for (long k = 0; k < rn; k++)
-                            if (dst[at + k] != val(c, r, k))
+                            if (pdst[at + k] != val(c, r, k))
                                 CHECK(0, "%s collect64 call %d m=%ld block %d element %ld: got %ld", name, c, m, r, k,
-                                      dst[at + k]);
+                                      pdst[at + k]);
                         at += rn;
                     }
                 } else {
+                    SYM_PUT(src, psrc, m * sizeof(long));
                     shmem_long_sum_to_all(dst, src, m, start, logstride, size, pWrk, ps);
+                    SYM_GET(pdst, dst, m * sizeof(long));
                     for (long k = 0; k < m; k++) {
                         long want = 0;
                         for (int r = 0; r < size; r++) want += val(c, r, k);
-                        if (dst[k] != want)
+                        if (pdst[k] != want)
                             CHECK(0, "%s sum_to_all call %d m=%ld element %ld: got %ld want %ld", name, c, m, k,
-                                  dst[k], want);
+                                  pdst[k], want);
                     }
                 }
             }
         }
     }
     shmem_barrier_all();
+    free(pdst);
+    free(psrc);
     shmem_free(dst);
     shmem_free(src);
 }

@@ -37,12 +37,13 @@ static void align_small(void) {
         unsigned char *p = shmem_align(a, 100);
         CHECK(p != NULL, "shmem_align(%zu, 100) returned NULL", a);
         CHECK((uintptr_t)p % a == 0 && (uintptr_t)p % sizeof(void *) == 0, "shmem_align(%zu): %p", a, (void *)p);
-        memset(p, 0, 100);
+        unsigned char zero[100] = {0};
+        SYM_PUT(p, zero, sizeof zero);
         shmem_barrier_all();
         unsigned char v = (unsigned char)(a + me);
         shmem_uchar_p(p + 99, v, right);
         shmem_barrier_all();
-        CHECK(p[99] == (unsigned char)(a + left), "put into the aligned block");
+        CHECK(SYM_LOAD(p + 99) == (unsigned char)(a + left), "put into the aligned block");
         shmem_free(p);
     }
 }
@@ -61,9 +62,9 @@ static void align_small(void) {
 static void fair_any(void) {
     enum { N = 7 };
     int *f = shmem_calloc(N, sizeof(int));
-    for (int i = 0; i < N; i++) f[i] = 1;
     int want[N];
     for (int i = 0; i < N; i++) want[i] = 1;
+    SYM_PUT(f, want, sizeof want); /* every f[i] = 1 */
     ROUND(shmem_int_test_any(f, N, NULL, SHMEM_CMP_EQ, 1), N, "test_any");
     ROUND(shmem_int_wait_until_any(f, N, NULL, SHMEM_CMP_EQ, 1), N, "wait_until_any");
     ROUND(shmem_int_test_any_vector(f, N, NULL, SHMEM_CMP_EQ, want), N, "test_any_vector");

@@ -18,7 +18,7 @@ int main(void) {
     long *b = shmem_calloc(N, sizeof(long));
     long *flag = shmem_calloc(2, sizeof(long));
     uint64_t *sig = shmem_calloc(1, sizeof(uint64_t));
-    long src[N];
+    long src[N], got_n[N];
 
     shmem_ctx_t ca, cb;
     CHECK(shmem_ctx_create(SHMEM_CTX_PRIVATE, &ca) == 0 && ca != SHMEM_CTX_INVALID, "ctx_create");
@@ -37,9 +37,11 @@ int main(void) {
     shmem_ctx_quiet(ca);
     shmem_ctx_long_atomic_set(ca, flag + 1, 1, right);
     shmem_long_wait_until(flag, SHMEM_CMP_EQ, 1);
-    for (int i = 0; i < N; i++) CHECK(b[i] == left * 100000 + i, "ctx b data %d", i);
+    SYM_GET(got_n, b, N * sizeof(long));
+    for (int i = 0; i < N; i++) CHECK(got_n[i] == left * 100000 + i, "ctx b data %d", i);
     shmem_long_wait_until(flag + 1, SHMEM_CMP_EQ, 1);
-    for (int i = 0; i < N; i++) CHECK(a[i] == left * 100000 + i, "ctx a data %d", i);
+    SYM_GET(got_n, a, N * sizeof(long));
+    for (int i = 0; i < N; i++) CHECK(got_n[i] == left * 100000 + i, "ctx a data %d", i);
     shmem_barrier_all();
 
     /* every routine kind through a context, incl. generics with ctx */
@@ -60,10 +62,13 @@ int main(void) {
     CHECK(old >= 11 && gold >= 1, "ctx fetching AMOs");
     shmem_signal_wait_until(sig, SHMEM_CMP_EQ, 9);
     shmem_barrier_all();
-    CHECK(b[0] == -1 && b[10] == left * 100000 && b[12] == left * 100000 + 1, "ctx p/iput");
-    CHECK(b[100] == left * 100000 && b[102] == left * 100000 + 2, "ctx put64");
-    CHECK(b[200] == left * 100000 && b[300] == 7 && b[301] == 8, "ctx put_signal / generic put");
-    CHECK(flag[0] == 16 && flag[1] == 2, "ctx AMOs: %ld %ld", flag[0], flag[1]);
+    long bv[302], fv[2];
+    SYM_GET(bv, b, 302 * sizeof(long));
+    SYM_GET(fv, flag, sizeof fv);
+    CHECK(bv[0] == -1 && bv[10] == left * 100000 && bv[12] == left * 100000 + 1, "ctx p/iput");
+    CHECK(bv[100] == left * 100000 && bv[102] == left * 100000 + 2, "ctx put64");
+    CHECK(bv[200] == left * 100000 && bv[300] == 7 && bv[301] == 8, "ctx put_signal / generic put");
+    CHECK(fv[0] == 16 && fv[1] == 2, "ctx AMOs: %ld %ld", fv[0], fv[1]);
     long got[2];
     shmem_get(cb, got, b + 300, 2, me);
     CHECK(got[0] == 7, "generic get with ctx");
@@ -78,8 +83,9 @@ int main(void) {
     /* team PE 0 is world PE npes-1 */
     shmem_ctx_long_atomic_add(cr, flag, 1000, 0);
     shmem_barrier_all();
-    if (me == npes - 1) CHECK(flag[0] == 16 + 1000L * npes, "team ctx targets team PE 0 = world PE %d", npes - 1);
-    else CHECK(flag[0] == 16, "team ctx did not target world PE %d", me);
+    long f0 = SYM_LOAD(flag);
+    if (me == npes - 1) CHECK(f0 == 16 + 1000L * npes, "team ctx targets team PE 0 = world PE %d", npes - 1);
+    else CHECK(f0 == 16, "team ctx did not target world PE %d", me);
     shmem_ctx_destroy(cr);
     shmem_team_destroy(rev);
 

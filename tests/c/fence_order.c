@@ -18,6 +18,7 @@ int main(void) {
     long *flag = shmem_calloc(1, sizeof(long));
     long *ack = shmem_calloc(1, sizeof(long));
     long *src = malloc(N * sizeof(long));
+    long *got = malloc(N * sizeof(long)); /* private copy of data */
     for (long r = 1; r <= ROUNDS; r++) {
         for (int i = 0; i < N; i++) src[i] = r * 100000 + me * 1000 + i % 1000;
         if (r % 2) {
@@ -28,14 +29,16 @@ int main(void) {
             shmem_quiet();
         }
         shmem_long_p(flag, r, right);
-        WAIT_EQ(flag, r);
+        shmem_long_wait_until(flag, SHMEM_CMP_EQ, r);
+        SYM_GET(got, data, N * sizeof(long));
         for (int i = 0; i < N; i++)
-            CHECK(data[i] == r * 100000 + left * 1000 + i % 1000,
-                  "round %ld: flag seen before data element %d (got %ld)", r, i, data[i]);
+            CHECK(got[i] == r * 100000 + left * 1000 + i % 1000,
+                  "round %ld: flag seen before data element %d (got %ld)", r, i, got[i]);
         shmem_long_p(ack, r, left);
-        WAIT_EQ(ack, r);
+        shmem_long_wait_until(ack, SHMEM_CMP_EQ, r);
     }
     shmem_barrier_all();
+    free(got);
     free(src);
     shmem_free(ack);
     shmem_free(flag);

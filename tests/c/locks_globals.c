@@ -58,14 +58,18 @@ int main(void) {
     long *count = shmem_calloc(1, sizeof(long));
     locked_count(&global_lock, count, 0);
     shmem_barrier_all();
-    if (me == 0) CHECK(*count == (long)K * npes, "global lock count %ld want %ld", *count, (long)K * npes);
+    if (me == 0) {
+        long got = SYM_LOAD(count);
+        CHECK(got == (long)K * npes, "global lock count %ld want %ld", got, (long)K * npes);
+    }
     long *heap_lock = shmem_calloc(1, sizeof(long));
-    *count = 0;
+    SYM_STORE(count, 0L);
     shmem_barrier_all();
     locked_count(heap_lock, count, 1);
     shmem_barrier_all();
     if (me == 0) {
-        CHECK(*count == (long)K * npes, "heap lock count %ld", *count);
+        long got = SYM_LOAD(count);
+        CHECK(got == (long)K * npes, "heap lock count %ld", got);
         /* fairness report (not asserted: timing-dependent) */
         int turns[4] = {0}, switches = 0;
         for (int i = 0; i < K * npes; i++) {
@@ -83,7 +87,10 @@ int main(void) {
     shmem_barrier_all();
     if (me == 0) shmem_clear_lock(heap_lock);
     shmem_barrier_all();
-    if (me == 0) CHECK(*heap_lock == 0, "a free lock's word is 0 again: %lx", *heap_lock);
+    if (me == 0) {
+        long word = SYM_LOAD(heap_lock);
+        CHECK(word == 0, "a free lock's word is 0 again: %lx", word);
+    }
     shmem_free(heap_lock);
     shmem_free(count);
     shmem_finalize();

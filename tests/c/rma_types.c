@@ -15,6 +15,14 @@
 
 static int me, npes, right, left;
 
+/* Copies nbytes of symmetric memory at sym into private memory at chk,
+ * which first holds 0xff bytes: a value no check expects (NaN for the
+ * floating types), so nothing stale there can pass for a result. */
+static void fetch_sym(void *chk, const void *sym, size_t nbytes) {
+    memset(chk, 0xff, nbytes);
+    SYM_GET(chk, sym, nbytes);
+}
+
 /* Value element i of a transfer of n elements from PE pe carries. */
 #define VAL(T, pe, i, n, salt) ((T)(((pe) * 37 + (i) * 11 + (n) + (salt)) % 113 + 1))
 
@@ -25,13 +33,15 @@ static void test_##NAME(void) {                                                 
     T *sym = shmem_malloc((MAXN + 2 * PAD) * sizeof(T));                             \
     T *loc = malloc((MAXN + 2 * PAD) * sizeof(T));                                   \
     T *src = malloc((MAXN + PAD) * sizeof(T));                                       \
-    CHECK(sym && loc && src, "allocation failed");                                   \
+    T *chk = malloc((MAXN + 2 * PAD) * sizeof(T)); /* private copy of sym */         \
+    CHECK(sym && loc && src && chk, "allocation failed");                            \
     static const int offs[] = {0, 1, 3};                                             \
     for (int variant = 0; variant < 4; variant++)                                    \
     for (size_t n = 1; n <= MAXN; n *= 2)                                            \
     for (int oi = 0; oi < 3; oi++) {                                                 \
         int off = offs[oi];                                                          \
-        for (size_t i = 0; i < n + 2 * PAD; i++) sym[i] = (T)0;                      \
+        for (size_t i = 0; i < n + 2 * PAD; i++) chk[i] = (T)0;                      \
+        SYM_PUT(sym, chk, (n + 2 * PAD) * sizeof(T));                                \
         for (size_t i = 0; i < n; i++) src[i] = VAL(T, me, i, n, variant);           \
         shmem_barrier_all();                                                         \
         if (variant == 0) shmem_##NAME##_put(sym + PAD + off, src, n, right);        \
@@ -39,14 +49,15 @@ static void test_##NAME(void) {                                                 
                             shmem_quiet(); }                                          \
         if (variant >= 2) {                                                          \
             /* stage my data locally, let the left neighbour get it */               \
-            memcpy(sym + PAD + off, src, n * sizeof(T));                             \
+            SYM_PUT(sym + PAD + off, src, n * sizeof(T));                            \
         }                                                                            \
         shmem_barrier_all();                                                         \
         if (variant < 2) {                                                           \
+            fetch_sym(chk, sym, (n + 2 * PAD) * sizeof(T));                          \
             for (size_t i = 0; i < n; i++)                                           \
-                CHECK(sym[PAD + off + i] == VAL(T, left, i, n, variant),             \
+                CHECK(chk[PAD + off + i] == VAL(T, left, i, n, variant),             \
                       #NAME " put variant %d n=%zu off=%d i=%zu", variant, n, off, i); \
-            CHECK(sym[PAD + off - 1] == (T)0 && sym[PAD + off + n] == (T)0,          \
+            CHECK(chk[PAD + off - 1] == (T)0 && chk[PAD + off + n] == (T)0,          \
                   #NAME " put wrote outside its range (n=%zu off=%d)", n, off);      \
         } else {                                                                     \
             for (size_t i = 0; i < n + 2; i++) loc[i] = (T)0;                        \
@@ -68,9 +79,10 @@ static void test_##NAME(void) {                                                 
         for (int k = 0; k < npes; k++)                                               \
             shmem_##NAME##_put(sym + me * n, src, n, (me + k) % npes);               \
         shmem_barrier_all();                                                         \
+        fetch_sym(chk, sym, npes * n * sizeof(T));                                   \
         for (int p = 0; p < npes; p++)                                               \
             for (size_t i = 0; i < n; i++)                                           \
-                CHECK(sym[p * n + i] == VAL(T, p, i, n, 7),                          \
+                CHECK(chk[p * n + i] == VAL(T, p, i, n, 7),                          \
                       #NAME " all-to-all n=%zu from PE %d i=%zu", n, p, i);          \
     }                                                                                \
     /* p and g: element me on every PE */                                            \
@@ -78,22 +90,25 @@ static void test_##NAME(void) {                                                 
     for (int k = 0; k < npes; k++)                                                   \
         shmem_##NAME##_p(sym + me, VAL(T, me, k, 1, 3), k);                          \
     shmem_barrier_all();                                                             \
+    fetch_sym(chk, sym, npes * sizeof(T));                                           \
     for (int p = 0; p < npes; p++) {                                                 \
-        CHECK(sym[p] == VAL(T, p, me, 1, 3), #NAME " p from PE %d", p);              \
+        CHECK(chk[p] == VAL(T, p, me, 1, 3), #NAME " p from PE %d", p);              \
         CHECK(shmem_##NAME##_g(sym + p, right) == VAL(T, p, right, 1, 3),            \
               #NAME " g of element %d from PE %d", p, right);                        \
     }                                                                                \
     /* strided: iput with dst stride 3, src stride 2; iget back with strides 2, 3 */ \
     for (size_t n = 1; n <= 8192; n *= 2) {                                          \
         shmem_barrier_all();                                                         \
-        for (size_t i = 0; i < 3 * n + 1; i++) sym[i] = (T)0;                        \
+        for (size_t i = 0; i < 3 * n + 1; i++) chk[i] = (T)0;                        \
+        SYM_PUT(sym, chk, (3 * n + 1) * sizeof(T));                                  \
         for (size_t i = 0; i < 2 * n; i++) src[i] = VAL(T, me, i, n, 5);             \
         shmem_barrier_all();                                                         \
         shmem_##NAME##_iput(sym, src, 3, 2, n, right);                               \
         shmem_barrier_all();                                                         \
+        fetch_sym(chk, sym, 3 * n * sizeof(T));                                      \
         for (size_t i = 0; i < 3 * n; i++) {                                         \
             T want = (i % 3 == 0) ? VAL(T, left, (i / 3) * 2, n, 5) : (T)0;          \
-            CHECK(sym[i] == want, #NAME " iput n=%zu element %zu", n, i);            \
+            CHECK(chk[i] == want, #NAME " iput n=%zu element %zu", n, i);            \
         }                                                                            \
         for (size_t i = 0; i < 2 * n; i++) loc[i] = (T)0;                            \
         shmem_##NAME##_iget(loc, sym, 2, 3, n, right);                               \
@@ -105,15 +120,17 @@ static void test_##NAME(void) {                                                 
     /* block-strided: blocks of 3, dest blocks 5 apart, source blocks 4 apart */     \
     for (size_t nb = 1; nb <= 1024; nb *= 4) {                                       \
         shmem_barrier_all();                                                         \
-        for (size_t i = 0; i < 5 * nb + 3; i++) sym[i] = (T)0;                       \
+        for (size_t i = 0; i < 5 * nb + 3; i++) chk[i] = (T)0;                       \
+        SYM_PUT(sym, chk, (5 * nb + 3) * sizeof(T));                                 \
         for (size_t i = 0; i < 4 * nb; i++) src[i] = VAL(T, me, i, nb, 9);           \
         shmem_barrier_all();                                                         \
         shmem_##NAME##_ibput(sym, src, 5, 4, 3, nb, right);                          \
         shmem_barrier_all();                                                         \
+        fetch_sym(chk, sym, 5 * nb * sizeof(T));                                     \
         for (size_t b = 0; b < nb; b++)                                              \
             for (size_t j = 0; j < 5; j++) {                                         \
                 T want = j < 3 ? VAL(T, left, 4 * b + j, nb, 9) : (T)0;              \
-                CHECK(sym[5 * b + j] == want, #NAME " ibput nb=%zu block %zu elt %zu", nb, b, j); \
+                CHECK(chk[5 * b + j] == want, #NAME " ibput nb=%zu block %zu elt %zu", nb, b, j); \
             }                                                                        \
         for (size_t i = 0; i < 4 * nb; i++) loc[i] = (T)0;                           \
         shmem_##NAME##_ibget(loc, sym, 4, 5, 3, nb, right);                          \
@@ -124,7 +141,7 @@ static void test_##NAME(void) {                                                 
             }                                                                        \
     }                                                                                \
     shmem_barrier_all();                                                             \
-    free(src); free(loc);                                                            \
+    free(chk); free(src); free(loc);                                                 \
     shmem_free(sym);                                                                 \
 }
 
@@ -152,17 +169,19 @@ static void test_sized_##BITS(void) {                                           
     const size_t esz = BITS / 8;                                                     \
     unsigned char *sym = shmem_malloc(4096 * esz * 4);                               \
     unsigned char *src = malloc(4096 * esz * 4), *loc = malloc(4096 * esz * 4);      \
+    unsigned char *zero = calloc(4096 * esz * 4, 1), *chk = malloc(4096 * esz * 4);  \
     for (size_t n = 1; n <= 4096; n *= 8) {                                          \
-        memset(sym, 0, 4096 * esz * 4);                                              \
+        SYM_PUT(sym, zero, 4096 * esz * 4);                                          \
         fill_bytes(src, n * esz * 2, me, BITS);                                      \
         shmem_barrier_all();                                                         \
         shmem_put##BITS(sym, src, n, right);                                         \
         shmem_put##BITS##_nbi(sym + n * esz, src, n, right);                         \
         shmem_quiet();                                                               \
         shmem_barrier_all();                                                         \
+        fetch_sym(chk, sym, 2 * n * esz);                                            \
         for (size_t i = 0; i < n * esz; i++) {                                       \
-            CHECK(sym[i] == BYTEVAL(left, i, BITS), "put%d n=%zu byte %zu", BITS, n, i); \
-            CHECK(sym[n * esz + i] == BYTEVAL(left, i, BITS), "put%d_nbi n=%zu byte %zu", BITS, n, i); \
+            CHECK(chk[i] == BYTEVAL(left, i, BITS), "put%d n=%zu byte %zu", BITS, n, i); \
+            CHECK(chk[n * esz + i] == BYTEVAL(left, i, BITS), "put%d_nbi n=%zu byte %zu", BITS, n, i); \
         }                                                                            \
         shmem_get##BITS(loc, sym, n, right);                                         \
         CHECK(memcmp(loc, src, n * esz) == 0, "get%d n=%zu", BITS, n);               \
@@ -170,15 +189,16 @@ static void test_sized_##BITS(void) {                                           
         shmem_quiet();                                                               \
         CHECK(memcmp(loc, src, n * esz) == 0, "get%d_nbi n=%zu", BITS, n);           \
         shmem_barrier_all();                                                         \
-        memset(sym, 0, 4096 * esz * 4);                                              \
+        SYM_PUT(sym, zero, 4096 * esz * 4);                                          \
         shmem_barrier_all();                                                         \
         shmem_iput##BITS(sym, src, 2, 1, n, right); /* element i -> 2i */            \
         shmem_barrier_all();                                                         \
+        fetch_sym(chk, sym, 2 * n * esz);                                            \
         for (size_t i = 0; i < n; i++)                                               \
             for (size_t b = 0; b < esz; b++) {                                       \
-                CHECK(sym[2 * i * esz + b] == BYTEVAL(left, i * esz + b, BITS),      \
+                CHECK(chk[2 * i * esz + b] == BYTEVAL(left, i * esz + b, BITS),      \
                       "iput%d n=%zu elt %zu", BITS, n, i);                           \
-                CHECK(sym[(2 * i + 1) * esz + b] == 0, "iput%d hole n=%zu elt %zu", BITS, n, i); \
+                CHECK(chk[(2 * i + 1) * esz + b] == 0, "iput%d hole n=%zu elt %zu", BITS, n, i); \
             }                                                                        \
         memset(loc, 0, n * esz);                                                     \
         shmem_iget##BITS(loc, sym, 1, 2, n, right);                                  \
@@ -187,20 +207,21 @@ static void test_sized_##BITS(void) {                                           
         shmem_ibget##BITS(loc, sym, 1, 2, 1, n, right);                              \
         CHECK(memcmp(loc, src, n * esz) == 0, "ibget%d n=%zu", BITS, n);             \
         shmem_barrier_all();                                                         \
-        memset(sym, 0, 4096 * esz * 4);                                              \
+        SYM_PUT(sym, zero, 4096 * esz * 4);                                          \
         shmem_barrier_all();                                                         \
         shmem_ibput##BITS(sym, src, 3, 2, 2, n / 2 + 1, right);                      \
         shmem_barrier_all();                                                         \
+        fetch_sym(chk, sym, 3 * (n / 2 + 1) * esz);                                  \
         for (size_t blk = 0; blk < n / 2 + 1; blk++)                                 \
             for (size_t b = 0; b < esz; b++) {                                       \
-                CHECK(sym[3 * blk * esz + b] == BYTEVAL(left, 2 * blk * esz + b, BITS) && \
-                      sym[(3 * blk + 1) * esz + b] == BYTEVAL(left, (2 * blk + 1) * esz + b, BITS) && \
-                      sym[(3 * blk + 2) * esz + b] == 0,                             \
+                CHECK(chk[3 * blk * esz + b] == BYTEVAL(left, 2 * blk * esz + b, BITS) && \
+                      chk[(3 * blk + 1) * esz + b] == BYTEVAL(left, (2 * blk + 1) * esz + b, BITS) && \
+                      chk[(3 * blk + 2) * esz + b] == 0,                             \
                       "ibput%d n=%zu block %zu byte %zu", BITS, n, blk, b);          \
             }                                                                        \
     }                                                                                \
     shmem_barrier_all();                                                             \
-    free(src); free(loc);                                                            \
+    free(chk); free(zero); free(src); free(loc);                                     \
     shmem_free(sym);                                                                 \
 }
 TEST_SIZED(8)
@@ -213,17 +234,19 @@ TEST_SIZED(128)
 static void test_mem(void) {
     unsigned char *sym = shmem_malloc(MAXN + 64);
     unsigned char *src = malloc(MAXN + 64), *loc = malloc(MAXN + 64);
+    unsigned char *zero = calloc(MAXN + 64, 1), *chk = malloc(MAXN + 64);
     for (size_t n = 1; n <= MAXN; n *= 2)
         for (int off = 0; off < 16; off++) {
-            memset(sym, 0, MAXN + 64);
+            SYM_PUT(sym, zero, MAXN + 64);
             fill_bytes(src, n, me, off);
             shmem_barrier_all();
             if (off % 2) shmem_putmem(sym + off, src, n, right);
             else { shmem_putmem_nbi(sym + off, src, n, right); shmem_quiet(); }
             shmem_barrier_all();
+            fetch_sym(chk, sym, off + n + 1);
             for (size_t i = 0; i < n; i++)
-                CHECK(sym[off + i] == BYTEVAL(left, i, off), "putmem n=%zu off=%d byte %zu", n, off, i);
-            CHECK((off == 0 || sym[off - 1] == 0) && sym[off + n] == 0, "putmem n=%zu off=%d overran", n, off);
+                CHECK(chk[off + i] == BYTEVAL(left, i, off), "putmem n=%zu off=%d byte %zu", n, off, i);
+            CHECK((off == 0 || chk[off - 1] == 0) && chk[off + n] == 0, "putmem n=%zu off=%d overran", n, off);
             memset(loc, 0xee, n + 2);
             if (off % 2) shmem_getmem(loc + 1, sym + off, n, right);
             else { shmem_getmem_nbi(loc + 1, sym + off, n, right); shmem_quiet(); }
@@ -233,7 +256,7 @@ static void test_mem(void) {
             shmem_barrier_all();
         }
     shmem_barrier_all();
-    free(src); free(loc);
+    free(chk); free(zero); free(src); free(loc);
     shmem_free(sym);
 }
 
@@ -247,11 +270,14 @@ static void test_generic(void) {
     shmem_put(l, ls, 8, right);
     shmem_p(l + 7, -5L, right);
     shmem_barrier_all();
+    double dgot[8]; long lgot[8];
+    fetch_sym(dgot, d, sizeof dgot);
+    fetch_sym(lgot, l, sizeof lgot);
     for (int i = 0; i < 7; i++) {
-        CHECK(d[i] == left + i * 0.5, "generic put double %d", i);
-        CHECK(l[i] == left * 100 + i, "generic put long %d", i);
+        CHECK(dgot[i] == left + i * 0.5, "generic put double %d", i);
+        CHECK(lgot[i] == left * 100 + i, "generic put long %d", i);
     }
-    CHECK(l[7] == -5, "generic p");
+    CHECK(lgot[7] == -5, "generic p");
     CHECK(shmem_g(l + 7, right) == -5, "generic g");
     long back[8];
     shmem_get(back, l, 8, left);

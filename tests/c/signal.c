@@ -18,6 +18,7 @@ int main(void) {
     uint64_t *sig = shmem_calloc(4, sizeof(uint64_t));
     uint64_t *ack = shmem_calloc(1, sizeof(uint64_t));
     long *src = malloc(N * sizeof(long));
+    long *got = malloc(N * sizeof(long)); /* private copy of data */
 
     for (uint64_t r = 1; r <= ROUNDS; r++) {
         for (int i = 0; i < N; i++) src[i] = (long)r * 1000003 + me * 7 + i;
@@ -35,8 +36,9 @@ int main(void) {
             shmem_signal_wait_until(sig + 1, SHMEM_CMP_GE, want);
             CHECK(shmem_signal_fetch(sig + 1) == want, "ADD signal %llu", (unsigned long long)shmem_signal_fetch(sig + 1));
         }
+        SYM_GET(got, data, N * sizeof(long));
         for (int i = 0; i < N; i++)
-            CHECK(data[i] == (long)r * 1000003 + left * 7 + i,
+            CHECK(got[i] == (long)r * 1000003 + left * 7 + i,
                   "round %llu: signal seen before data element %d", (unsigned long long)r, i);
         shmem_quiet(); /* complete nbi puts before reusing src */
         shmem_signal_set(ack, r, left);
@@ -52,13 +54,16 @@ int main(void) {
     shmem_signal_add(sig + 3, 3, right);
     shmem_signal_wait_until(sig + 2, SHMEM_CMP_EQ, 10);
     shmem_signal_wait_until(sig + 3, SHMEM_CMP_GT, 2);
-    CHECK(idst[0] == left && idst[2] == left + 2, "small put_signal data");
+    int igot[3] = {-1, -1, -1};
+    SYM_GET(igot, idst, sizeof igot);
+    CHECK(igot[0] == left && igot[2] == left + 2, "small put_signal data");
     shmem_barrier_all();
     /* generic form */
     shmem_put_signal(idst, ivals, 1, sig + 2, 0, SHMEM_SIGNAL_SET, right);
     shmem_signal_wait_until(sig + 2, SHMEM_CMP_EQ, 0);
     shmem_barrier_all();
 
+    free(got);
     free(src);
     shmem_free(idst);
     shmem_free(ack);

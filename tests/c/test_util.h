@@ -2,7 +2,6 @@
  * the values, and exit non-zero so ishmrun (and the harness) report them. */
 #ifndef TEST_UTIL_H
 #define TEST_UTIL_H
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,16 +15,6 @@
             fprintf(stderr, "\n");                                              \
             exit(1);                                                            \
         }                                                                       \
-    } while (0)
-
-/* Polls a word written by another PE until it equals want. */
-#define WAIT_EQ(ptr, want)                                                      \
-    do {                                                                        \
-        long spins_ = 0;                                                        \
-        while (*(volatile __typeof__(*(ptr)) *)(ptr) != (want)) {               \
-            if (++spins_ > 64) sched_yield();                                   \
-        }                                                                       \
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);                                \
     } while (0)
 
 /* True when world PE pe shares memory with this one (SHMEM_TEAM_SHARED):

@@ -44,7 +44,7 @@ int main(void) {
     slots = shmem_calloc((size_t)npes * NT * 64, sizeof(long));
     mask = shmem_malloc_with_hints(sizeof(uint64_t), SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE);
     CHECK(mask != NULL, "malloc_with_hints");
-    *mask = 0;
+    SYM_STORE(mask, (uint64_t)0);
     shmem_barrier_all();
     pthread_t th[NT];
     for (int t = 0; t < NT; t++) pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
@@ -54,7 +54,8 @@ int main(void) {
     long want = 0;
     for (int p = 0; p < npes; p++)
         for (int i = 0; i < ITERS; i++) if ((p + i) % npes == me) want += NT;
-    CHECK(*counter == want, "counter %ld want %ld", *counter, want);
+    long got_counter = SYM_LOAD(counter);
+    CHECK(got_counter == want, "counter %ld want %ld", got_counter, want);
     uint64_t all = 0;
     for (int p = 0; p < npes; p++)
         for (int t = 0; t < NT; t++) {
@@ -62,16 +63,22 @@ int main(void) {
             for (int i = 0; i < ITERS; i++) if ((p + i) % npes == me) any = 1;
             if (any) all |= (uint64_t)1 << (p * NT + t);
         }
-    CHECK(*mask == all, "mask %llx want %llx", (unsigned long long)*mask, (unsigned long long)all);
+    uint64_t got_mask = SYM_LOAD(mask);
+    CHECK(got_mask == all, "mask %llx want %llx", (unsigned long long)got_mask, (unsigned long long)all);
     /* the last value each (pe, thread, slot) wrote here */
+    size_t nslots = (size_t)npes * NT * 64;
+    long *got_slots = malloc(nslots * sizeof(long));
+    CHECK(got_slots != NULL, "malloc");
+    SYM_GET(got_slots, slots, nslots * sizeof(long));
     for (int p = 0; p < npes; p++)
         for (int t = 0; t < NT; t++)
             for (int s = 0; s < 64; s++) {
                 long last = 0;
                 for (int i = 0; i < ITERS; i++)
                     if ((p + i) % npes == me && i % 64 == s) last = (long)p * 1000000 + t * 10000 + i;
-                CHECK(slots[(p * NT + t) * 64 + s] == last, "slot %d/%d/%d", p, t, s);
+                CHECK(got_slots[(p * NT + t) * 64 + s] == last, "slot %d/%d/%d", p, t, s);
             }
+    free(got_slots);
 
     CHECK(shmem_pe_accessible(npes - 1) == 1 && shmem_pe_accessible(npes) == 0 && shmem_pe_accessible(-1) == 0,
           "pe_accessible");

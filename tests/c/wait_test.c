@@ -111,7 +111,8 @@ static void cross_pe(void) {
     nanosleep(&pause, NULL);
     shmem_long_atomic_add(v + 7, -100, right);
     shmem_long_wait_until(v + 7, SHMEM_CMP_LT, 0);
-    CHECK(v[7] == -73, "wait_until LT");
+    long v7 = SYM_LOAD(v + 7);
+    CHECK(v7 == -73, "wait_until LT");
     /* generic form */
     shmem_wait_until(v + 7, SHMEM_CMP_NE, 0L);
     shmem_barrier_all();

@@ -45,6 +45,7 @@ for t in rma_types fence_order alloc amo signal wait_test coll threads_misc lock
     conformance generics; do
     build "$t" "$root/tests/c/$t.c" cc c11 && run "$t" ""
 done
+build coll_small "$root/tests/c/coll_small.c" cc c11 && run coll_small "coll_small ok"
 build deprecated "$root/tests/c/deprecated.c" cc c11 && run deprecated "deprecated ok"
 build example_heat "$root/tests/c/example_heat.c" cc c11 && run example_heat "heat ok"
 build profiling "$root/tests/c/profiling.c" cc c11 && run profiling "profiling ok"

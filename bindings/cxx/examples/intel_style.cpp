@@ -30,14 +30,17 @@ int main() {
     for (size_t i = 0; i < n; i++) src[i] = me + i * 0.5;
     ishmem_put(dst, src.data(), n, right);
     ishmem_barrier_all();
-    for (size_t i = 0; i < n; i++) CHECK(dst[i] == left + i * 0.5, "put<double>");
+    // the heap may be GPU memory: read and write it with gets and puts to this PE
+    std::vector<double> mine(n);
+    ishmem_get(mine.data(), dst, n, me);
+    for (size_t i = 0; i < n; i++) CHECK(mine[i] == left + i * 0.5, "put<double>");
     std::vector<double> back(n);
     ishmem_get(back.data(), dst, n, left);
     CHECK(back[3] == (left + npes - 1) % npes + 1.5, "get<double>");
     auto *iv = static_cast<long *>(ishmem_calloc(4, sizeof(long)));
     ishmem_p(iv, 42, right);  // int literal for a long*: non-deduced value
     ishmem_barrier_all();
-    CHECK(ishmem_g(iv, right) == 42 && iv[0] == 42, "p/g<long>");
+    CHECK(ishmem_g(iv, right) == 42 && ishmem_g(iv, me) == 42, "p/g<long>");
 
     // AMOs, templated and typed
     auto *ctr = static_cast<int *>(ishmem_calloc(1, sizeof(int)));
@@ -51,7 +54,7 @@ int main() {
     ishmem_barrier_all();
     ishmem_put_signal(dst, src.data(), n, sig, 1, ISHMEM_SIGNAL_SET, right);
     ishmem_signal_wait_until(sig, ISHMEM_CMP_EQ, 1);
-    CHECK(dst[n - 1] == left + (n - 1) * 0.5, "put_signal data");
+    CHECK(ishmem_g(dst + n - 1, me) == left + (n - 1) * 0.5, "put_signal data");
     ishmem_barrier_all();  // every SET has landed before any ADD
     ishmemx_signal_add(sig, 2, left);
     ishmem_wait_until(reinterpret_cast<unsigned long *>(sig), ISHMEM_CMP_EQ, 3ul);
@@ -61,24 +64,26 @@ int main() {
     // collectives: world forms (no team) and team forms under one name
     auto *a = static_cast<long *>(ishmem_calloc(16 * npes, sizeof(long)));
     auto *b = static_cast<long *>(ishmem_calloc(16 * npes, sizeof(long)));
-    for (int i = 0; i < 16; i++) a[i] = me * 100 + i;
+    std::vector<long> vals(16);
+    for (int i = 0; i < 16; i++) vals[i] = me * 100 + i;
+    ishmem_put(a, vals.data(), 16, me);
     CHECK(ishmem_broadcast(b, a, 16, npes - 1) == 0, "broadcast (world)");
-    CHECK(b[5] == (npes - 1) * 100 + 5, "broadcast data");
+    CHECK(ishmem_g(b + 5, me) == (npes - 1) * 100 + 5, "broadcast data");
     CHECK(ishmem_long_sum_reduce(b, a, 16) == 0, "typed world reduce");
-    CHECK(b[1] == 100L * npes * (npes - 1) / 2 + npes, "sum");
-    CHECK(ishmem_fcollect(b, a, 16) == 0 && b[16 * (npes - 1)] == (npes - 1) * 100, "fcollect");
+    CHECK(ishmem_g(b + 1, me) == 100L * npes * (npes - 1) / 2 + npes, "sum");
+    CHECK(ishmem_fcollect(b, a, 16) == 0 && ishmem_g(b + 16 * (npes - 1), me) == (npes - 1) * 100, "fcollect");
     CHECK(ishmem_sum_inscan(b, a, 16) == 0, "inscan");
     long want = 0;
     for (int p = 0; p <= me; p++) want += p * 100 + 2;
-    CHECK(b[2] == want, "inscan data");
+    CHECK(ishmem_g(b + 2, me) == want, "inscan data");
 
     ishmem_team_t evens;
     ishmem_team_split_strided(ISHMEM_TEAM_WORLD, 0, 2, (npes + 1) / 2, nullptr, 0, &evens);
     if (evens != ISHMEM_TEAM_INVALID) {
         CHECK(ishmem_team_my_pe(evens) == me / 2, "team rank");
         CHECK(ishmem_max_reduce(evens, b, a, 16) == 0, "team reduce template");
-        CHECK(b[0] == ((npes + 1) / 2 - 1) * 2 * 100, "team max");
-        CHECK(ishmem_long_broadcast(evens, b, a, 4, 0) == 0 && b[3] == 3, "typed team broadcast");
+        CHECK(ishmem_g(b, me) == ((npes + 1) / 2 - 1) * 2 * 100, "team max");
+        CHECK(ishmem_long_broadcast(evens, b, a, 4, 0) == 0 && ishmem_g(b + 3, me) == 3, "typed team broadcast");
         CHECK(ishmem_team_sync(evens) == 0, "team_sync");
         ishmem_team_destroy(evens);
     }

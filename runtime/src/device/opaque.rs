@@ -113,7 +113,9 @@ impl DeviceMemory for OpaqueDevice {
         Ok(())
     }
 
-    unsafe fn atomic(&self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64) -> Result<u64, DeviceError> {
+    unsafe fn atomic(
+        &self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
+    ) -> Result<u64, DeviceError> {
         let a = self.at(addr as usize, size)?;
         // SAFETY: the caller's contract (aligned, valid), moved to the alias.
         Ok(unsafe { atomic::apply(a as *mut u8, size, op, operand, cond) })
