@@ -10,7 +10,7 @@
 #
 # Needs a GPU, libishmem.so and ishmrun (ISHMEM_LIBDIR, ISHMEM_BINDIR;
 # default target/release), cc and c++. Each program must exit 0 (and print
-# its "ok" line where it has one) within 120 s.
+# its "ok" line where it has one) within HOST_SUITE_TIMEOUT seconds (120).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$root/target/cuda-host-suite}"
@@ -23,6 +23,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 inc="$root/bindings/c/include"
 dev="${ISHMEM_DEVICE:-cuda}"
+tmo="${HOST_SUITE_TIMEOUT:-120}" # seconds per program
 failed=0
 build() { # name, source, compiler, std
     "$3" -std="$4" -O2 -Wall -Wextra -Werror -pthread -I "$inc" -I "$root/tests/c" "$2" \
@@ -32,7 +33,7 @@ run() { # name, expected output ("" = none), args...
     local name="$1" want="$2"; shift 2
     for n in $counts; do
         local t0=$SECONDS o rc
-        o="$(ISHMEM_DEVICE=$dev "$bin/ishmrun" -n "$n" -t 120 "$out/$name" "$@" 2>&1)"; rc=$?
+        o="$(ISHMEM_DEVICE=$dev "$bin/ishmrun" -n "$n" -t "$tmo" "$out/$name" "$@" 2>&1)"; rc=$?
         if [ $rc -ne 0 ] || { [ -n "$want" ] && ! grep -q "$want" <<<"$o"; }; then
             echo "$o" | tail -20
             echo "FAIL: $name $* on $n PEs (exit $rc)"; failed=1
