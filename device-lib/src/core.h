@@ -71,6 +71,9 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
     m->amo = amo;
     m->flags = flags;
     ishmemi_store64(&m->sequence, (long)(t + 1));
+    /* Counted once posted (after its ticket), so a quiet that reads the
+     * count also sees the ticket in the ring's send counter. */
+    ishmemi_amo64((ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words, ISHMEMI_FADD, 1, 0);
     return t;
 }
 
@@ -84,12 +87,20 @@ ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
     return v;
 }
 
-/* Quiet: every ticket issued so far is complete; no wait (and no host
- * round trip) when nothing is outstanding. */
+/* Quiet: every ticket issued so far is complete. The quiet words (in the
+ * memory the device reaches fastest) count the messages posted and a number
+ * known complete: when they agree, nothing is outstanding and the ring's
+ * counters in host memory are not read at all. Otherwise wait for the ring
+ * to complete every ticket sent by then, and record the count. (A racing
+ * quiet may record a smaller count: later quiets only look again.) */
 ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
+    ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words;
+    long posted = ishmemi_load64(q);
+    if (ishmemi_load64(q + 8) >= posted) return;
     ISHMEMI_GLOBAL char *ring = ishmemi_ring();
     long sent = ishmemi_load64(ring + ISHMEMI_RING_NEXT_SEND);
     while (ishmemi_load64(ring + ISHMEMI_RING_COMPLETED) < sent) ;
+    ishmemi_store64(q + 8, posted);
 }
 
 /* ----- device-side argument checks: a bad PE, or a symmetric address
@@ -149,12 +160,30 @@ ISHMEMI_INLINE void ishmemi_ring_get_inline(ISHMEMI_GLOBAL void *dest, ISHMEMI_G
     }
 }
 
-ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
-    if (ishmemi_is_local(pe)) {
-        ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
-        return;
-    }
+/* Whether a transfer of n bytes to or from a PE on the node, whose local
+ * buffer is `buf`, goes to a copy engine (through the ring: the host
+ * performs it with the device's copy) rather than the caller's loads and
+ * stores. Such a transfer is waited for even in the _nbi forms, so that
+ * fence, which orders memory only, still orders it before later stores. */
+ISHMEMI_INLINE int ishmemi_copy_engine(size_t n, ulong cutover, ISHMEMI_GLOBAL const void *buf) {
+    return cutover != 0 && n >= cutover && ISHMEMI_HOST_REACHES(buf);
+}
+
+/* The copy engine takes one transfer of this PE at a time (the host serves
+ * the ring's requests one by one): a transfer over the cutover that finds
+ * it busy is made with loads and stores instead, so that many threads or
+ * blocks putting at once keep their parallel stores rather than queueing
+ * behind one another. The token is quiet word 2. */
+ISHMEMI_INLINE int ishmemi_ce_claim(void) {
+    return ishmemi_amo64((ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words + 16, ISHMEMI_CSWAP, 1, 0) == 0;
+}
+
+ISHMEMI_INLINE void ishmemi_ce_release(void) {
+    ishmemi_store64((ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words + 16, 0);
+}
+
+/* A put through the ring (a remote PE, or the copy engine). */
+ISHMEMI_INLINE void ishmemi_ring_put(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     if (!ISHMEMI_HOST_REACHES(src)) {
         ishmemi_ring_put_inline(dest, src, n, pe, nbi);
         return;
@@ -163,18 +192,42 @@ ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
     if (!nbi) ishmemi_ring_wait(t);
 }
 
-ISHMEMI_INLINE void ishmemi_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
-    if (ishmemi_is_local(pe)) {
-        ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
-        return;
-    }
+/* A get through the ring. */
+ISHMEMI_INLINE void ishmemi_ring_get(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     if (!ISHMEMI_HOST_REACHES(dest)) {
         ishmemi_ring_get_inline(dest, src, n, pe);
         return;
     }
     ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_GET, (ulong)dest, (ulong)src, n, 0, 0, pe, 0, nbi ? ISHMEMI_RING_OP_FLAG_NBI : 0);
     if (!nbi) ishmemi_ring_wait(t);
+}
+
+ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
+    if (ishmemi_is_local(pe)) {
+        if (ishmemi_copy_engine(n, ishmemi_state->copy_cutover, src) && ishmemi_ce_claim()) {
+            ishmemi_ring_put(dest, src, n, pe, 0);
+            ishmemi_ce_release();
+        } else {
+            ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
+        }
+        return;
+    }
+    ishmemi_ring_put(dest, src, n, pe, nbi);
+}
+
+ISHMEMI_INLINE void ishmemi_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
+    if (ishmemi_is_local(pe)) {
+        if (ishmemi_copy_engine(n, ishmemi_state->copy_cutover, dest) && ishmemi_ce_claim()) {
+            ishmemi_ring_get(dest, src, n, pe, 0);
+            ishmemi_ce_release();
+        } else {
+            ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
+        }
+        return;
+    }
+    ishmemi_ring_get(dest, src, n, pe, nbi);
 }
 
 ISHMEMI_INLINE void ishmemi_ring_p(ISHMEMI_GLOBAL void *dest, ulong bits, size_t size, int pe) {
@@ -261,20 +314,32 @@ ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL con
 ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    if (ishmemi_is_local(pe))
+    int near = ishmemi_is_local(pe);
+    /* The group agrees on the leader's claim of the copy engine. */
+    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, src) &&
+             ISHMEMI_WG_OR(get_local_linear_id() == 0 && ishmemi_ce_claim());
+    if (near && !ce)
         ishmemi_wg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
-    else if (get_local_linear_id() == 0)
-        ishmemi_put_bytes(dest, src, n, pe, nbi);
+    else if (get_local_linear_id() == 0) {
+        ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
+        if (ce) ishmemi_ce_release();
+    }
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
 ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    if (ishmemi_is_local(pe))
+    int near = ishmemi_is_local(pe);
+    /* The group agrees on the leader's claim of the copy engine. */
+    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, dest) &&
+             ISHMEMI_WG_OR(get_local_linear_id() == 0 && ishmemi_ce_claim());
+    if (near && !ce)
         ishmemi_wg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
-    else if (get_local_linear_id() == 0)
-        ishmemi_get_bytes(dest, src, n, pe, nbi);
+    else if (get_local_linear_id() == 0) {
+        ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
+        if (ce) ishmemi_ce_release();
+    }
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
@@ -287,20 +352,32 @@ ISHMEMI_INLINE void ishmemi_sg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL con
 ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    if (ishmemi_is_local(pe))
+    int near = ishmemi_is_local(pe);
+    /* The group agrees on the leader's claim of the copy engine. */
+    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, src) &&
+             ISHMEMI_SG_OR(get_sub_group_local_id() == 0 && ishmemi_ce_claim());
+    if (near && !ce)
         ishmemi_sg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
-    else if (get_sub_group_local_id() == 0)
-        ishmemi_put_bytes(dest, src, n, pe, nbi);
+    else if (get_sub_group_local_id() == 0) {
+        ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
+        if (ce) ishmemi_ce_release();
+    }
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
 ISHMEMI_INLINE void ishmemi_sg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    if (ishmemi_is_local(pe))
+    int near = ishmemi_is_local(pe);
+    /* The group agrees on the leader's claim of the copy engine. */
+    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, dest) &&
+             ISHMEMI_SG_OR(get_sub_group_local_id() == 0 && ishmemi_ce_claim());
+    if (near && !ce)
         ishmemi_sg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
-    else if (get_sub_group_local_id() == 0)
-        ishmemi_get_bytes(dest, src, n, pe, nbi);
+    else if (get_sub_group_local_id() == 0) {
+        ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
+        if (ce) ishmemi_ce_release();
+    }
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 

@@ -20,9 +20,12 @@ typedef struct {
     uint reserved2;
     ulong ring;
     ulong teams;
+    ulong quiet_words;
+    ulong copy_cutover;
+    ulong copy_cutover_group;
 } ishmemx_device_state_t;
 
-_Static_assert(sizeof(ishmemx_device_state_t) == 96, "ishmemx_device_state_t size");
+_Static_assert(sizeof(ishmemx_device_state_t) == 120, "ishmemx_device_state_t size");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, magic) == 0, "magic");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, version) == 4, "version");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, my_pe) == 8, "my_pe");
@@ -40,6 +43,9 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, reserved2) == 76, "reserved2");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ring) == 80, "ring");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, teams) == 88, "teams");
+_Static_assert(__builtin_offsetof(ishmemx_device_state_t, quiet_words) == 96, "quiet_words");
+_Static_assert(__builtin_offsetof(ishmemx_device_state_t, copy_cutover) == 104, "copy_cutover");
+_Static_assert(__builtin_offsetof(ishmemx_device_state_t, copy_cutover_group) == 112, "copy_cutover_group");
 
 /* The reverse-offload ring (runtime/src/ring.rs). */
 #define ISHMEMI_RING_SLOTS 4096

@@ -113,6 +113,10 @@ ISHMEMI_INLINE void work_group_barrier(int) { __syncthreads(); }
 ISHMEMI_INLINE uint get_sub_group_local_id(void) { return (uint)(get_local_linear_id() % warpSize); }
 ISHMEMI_INLINE uint get_sub_group_size(void) { return warpSize; }
 ISHMEMI_INLINE void sub_group_barrier(int) { __syncwarp(); }
+/* Group votes (every thread of the block, or of the warp, calls): nonzero
+ * when x is nonzero in any of them. */
+#define ISHMEMI_WG_OR(x) __syncthreads_or(x)
+#define ISHMEMI_SG_OR(x) __any_sync(0xffffffffu, (x))
 
 /* OpenCL's reinterpreting conversions (same size, bits kept). */
 template <typename To, typename From> ISHMEMI_INLINE To ishmemi_bits(From f) {

@@ -85,4 +85,10 @@ ISHMEMI_INLINE char ishmemi_amo8(ISHMEMI_GLOBAL void *p, int op, char v, char co
     }
 }
 
+/* Group votes: not used here. The OpenCL targets' group forms never hand a
+ * transfer to a copy engine (the CPU device's cutovers are 0), so the vote
+ * is 0 and its argument (the leader's claim) is not evaluated. */
+#define ISHMEMI_WG_OR(x) 0
+#define ISHMEMI_SG_OR(x) 0
+
 #endif

@@ -178,6 +178,9 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
     let ring = crate::ring::new_ring();
     // Two u64 per team slot hold one ishmemx_device_team_t (16 bytes).
     let device_teams: Box<[AtomicU64]> = (0..2 * ctrl::TEAM_SLOTS).map(|_| AtomicU64::new(0)).collect();
+    // The device's quiet words (one cache line), in host memory; a GPU
+    // device moves them into its own memory.
+    let device_quiet: Box<[AtomicU64]> = (0..8).map(|_| AtomicU64::new(0)).collect();
     let device_state = Box::new(ishmemx_device_state_t {
         magic: ISHMEMX_DEVICE_STATE_MAGIC,
         version: ISHMEMX_DEVICE_STATE_VERSION,
@@ -196,6 +199,9 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         reserved2: 0,
         ring: ring as *const _ as u64,
         teams: device_teams.as_ptr() as u64,
+        quiet_words: device_quiet.as_ptr() as u64,
+        copy_cutover: 0,
+        copy_cutover_group: 0,
     });
     if config.debug {
         error::emit_line(&format!(
@@ -242,6 +248,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         node_pes,
         device_state,
         device_teams,
+        _device_quiet: device_quiet,
         ring,
         _peer_base_table: peer_base_table,
         _peer_local_table: peer_local_table,

@@ -10,7 +10,7 @@
 /// Value of [`ishmemx_device_state_t::magic`].
 pub const ISHMEMX_DEVICE_STATE_MAGIC: u32 = 0x4953_4844; // "ISHD"
 /// Layout version of [`ishmemx_device_state_t`]; bump on any change.
-pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 4;
+pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 5;
 
 /// Per-PE state read by device code.
 #[repr(C)]
@@ -60,6 +60,18 @@ pub struct ishmemx_device_state_t {
     /// by team handle; `size` 0 for slots without a team on this PE. The
     /// host rewrites an entry when it creates or destroys a team.
     pub teams: u64,
+    /// Address of a line of u64 words device code reads and writes, in
+    /// the memory it reaches fastest (GPU memory on a GPU), zero at first:
+    /// word 0 counts the ring messages posted, word 1 is a number of them
+    /// known complete (quiet reads the ring's counters in host memory only
+    /// when word 0 exceeds it), word 2 is the copy-engine token (1 while
+    /// a transfer of this PE is with the copy engine).
+    pub quiet_words: u64,
+    /// A put or get by one thread to a PE on the node of at least this many
+    /// bytes goes to a copy engine through the ring (0: never).
+    pub copy_cutover: u64,
+    /// The same for the group (warp, block, work-group) forms.
+    pub copy_cutover_group: u64,
 }
 
 /// A team as device code sees it: members are world PEs `start + i *
@@ -76,7 +88,7 @@ pub struct ishmemx_device_team_t {
 
 // Layout guard; the C header carries the same numbers as _Static_asserts.
 const _: () = {
-    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 96);
+    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 120);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, my_pe) == 8);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_base) == 24);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_size) == 32);
@@ -106,6 +118,9 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("reserved2", "u32"),
     ("ring", "u64"),
     ("teams", "u64"),
+    ("quiet_words", "u64"),
+    ("copy_cutover", "u64"),
+    ("copy_cutover_group", "u64"),
 ];
 
 /// `(field name, offset)` for every field; the header generator turns this
@@ -131,5 +146,8 @@ pub fn field_offsets() -> Vec<(&'static str, usize)> {
         ("reserved2", offset_of!(S, reserved2)),
         ("ring", offset_of!(S, ring)),
         ("teams", offset_of!(S, teams)),
+        ("quiet_words", offset_of!(S, quiet_words)),
+        ("copy_cutover", offset_of!(S, copy_cutover)),
+        ("copy_cutover_group", offset_of!(S, copy_cutover_group)),
     ]
 }

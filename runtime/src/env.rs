@@ -125,6 +125,20 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_CUDA_COPY_CUTOVER",
+        kind: Kind::Size,
+        default: "16k",
+        help: "With the cuda device: a device put or get to a PE on the node of at least this many bytes by one thread (ishmem_putmem, typed puts and gets, put_signal's data) is handed to a copy engine through the reverse-offload ring and waited for, instead of the thread's own loads and stores, when the PE's copy engine is free (one transfer at a time; a busy one leaves the transfer to loads and stores). Suffixes k, m, g; 0: never.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_CUDA_COPY_CUTOVER_GROUP",
+        kind: Kind::Size,
+        default: "1m",
+        help: "With the cuda device: the same cutover for the warp and block forms (ishmemx_putmem_block, ...), whose threads otherwise share the copy (0: never).",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_DEVICE_LIB",
         kind: Kind::Text,
         default: "",
@@ -355,6 +369,10 @@ pub struct Config {
     pub cuda_device: Option<u64>,
     /// ISHMEM_DEVICE_RING_ALL
     pub device_ring_all: bool,
+    /// ISHMEM_CUDA_COPY_CUTOVER
+    pub cuda_copy_cutover: u64,
+    /// ISHMEM_CUDA_COPY_CUTOVER_GROUP
+    pub cuda_copy_cutover_group: u64,
     /// ISHMEM_RUNTIME
     pub runtime: RuntimeChoice,
     /// ISHMEM_SHMEM_LIB_NAME
@@ -407,6 +425,12 @@ impl Reader<'_> {
             value: v.clone(),
             expected: "a positive size such as 1073741824, 512m or 2g",
         })
+    }
+
+    /// A size where 0 is allowed (and means "never").
+    fn size_or_zero(&self, name: &'static str) -> Result<u64, EnvError> {
+        let (v, from, _) = self.value(name, None, Kind::Size);
+        parse_size(&v).ok_or(EnvError { name: from, value: v.clone(), expected: "a size such as 0, 65536, 64k or 4m" })
     }
 
     /// A [`Kind::Flag`]: on unless unset, empty or a false word.
@@ -475,6 +499,8 @@ impl Config {
             device_lib: r.text("ISHMEM_DEVICE_LIB"),
             cuda_device: r.uint("ISHMEM_CUDA_DEVICE")?,
             device_ring_all: r.bool("ISHMEM_DEVICE_RING_ALL", None)?,
+            cuda_copy_cutover: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER")?,
+            cuda_copy_cutover_group: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER_GROUP")?,
             runtime,
             shmem_lib_name: r.text("ISHMEM_SHMEM_LIB_NAME"),
             enable_shm: r.bool("ISHMEM_ENABLE_SHM", None)?,

@@ -62,6 +62,8 @@ pub struct State {
     pub(crate) device_state: Box<ishmemx_device_state_t>,
     /// The device-visible team table (see `ishmemx_device_team_t`).
     pub(crate) device_teams: Box<[AtomicU64]>,
+    /// The device state's quiet words (host memory; kept alive).
+    pub(crate) _device_quiet: Box<[AtomicU64]>,
     pub(crate) ring: &'static Ring,
     pub(crate) _peer_base_table: Box<[u64]>,
     pub(crate) _peer_local_table: Box<[u8]>,

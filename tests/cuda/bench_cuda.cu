@@ -1,5 +1,6 @@
 // First GPU figures of the CUDA device backend (a benchmark, not a test):
-// device-initiated put bandwidth by size (block form, nbi + quiet), 8-byte
+// device-initiated put bandwidth by size (block form, nbi + quiet; one
+// thread's and one block's blocking put, across the copy-engine cutover), 8-byte
 // put_nbi+quiet latency, fetch_add latency (value used), p ping-pong and
 // put_signal ping-pong half round trips, and the device barrier. PE 0 works
 // against PE 1; timed with CUDA events around kernels that loop inside.
@@ -24,6 +25,16 @@ __global__ void put_bw(char *dst, const char *src, size_t bytes, int iters, int 
     size_t per = bytes / gridDim.x;
     for (int i = 0; i < iters; i++) ishmemx_putmem_nbi_block(dst + blockIdx.x * per, src + blockIdx.x * per, per, peer);
     ishmemx_quiet_block();
+}
+
+// One thread's blocking putmem, and one block's (the copy-engine cutover's
+// figures: below it loads and stores, from it the copy engine).
+__global__ void put_one_thread(char *dst, const char *src, size_t bytes, int iters, int peer) {
+    for (int i = 0; i < iters; i++) ishmem_putmem(dst, src, bytes, peer);
+}
+
+__global__ void put_one_block(char *dst, const char *src, size_t bytes, int iters, int peer) {
+    for (int i = 0; i < iters; i++) ishmemx_putmem_block(dst, src, bytes, peer);
 }
 
 __global__ void put_lat(long *dst, const long *src, int iters, int peer) {
@@ -107,6 +118,29 @@ int main() {
             double s = elapsed(e0, e1) / 1e3;
             printf("put_bw,%zu,%.2f,GB/s\n", bytes, (double)bytes * iters / s / 1e9);
             fflush(stdout);
+        }
+    }
+    // One thread, then one block of 512, putting by size (blocking).
+    for (int form = 0; form < 2; form++) {
+        for (size_t bytes = 4096; bytes <= ((size_t)64 << 20); bytes *= 4) {
+            int iters = bytes <= ((size_t)1 << 20) ? 50 : 5;
+            ishmem_barrier_all();
+            if (me == 0) {
+                for (int k = 0; k < 2; k++) { // warm-up, then timed
+                    if (k == 1) CK(cudaEventRecord(e0));
+                    if (form == 0)
+                        put_one_thread<<<1, 1>>>(dst, src, bytes, k ? iters : 1, 1);
+                    else
+                        put_one_block<<<1, 512>>>(dst, src, bytes, k ? iters : 1, 1);
+                }
+                CK(cudaEventRecord(e1));
+                CK(cudaEventSynchronize(e1));
+                CK(cudaGetLastError());
+                double s = elapsed(e0, e1) / 1e3;
+                printf("%s,%zu,%.2f,GB/s\n", form == 0 ? "put_thread" : "put_block1", bytes,
+                       (double)bytes * iters / s / 1e9);
+                fflush(stdout);
+            }
         }
     }
     ishmem_barrier_all();

@@ -241,7 +241,10 @@ static void test_amo() {
     CHECK(ic == (int)want, "inc total %d, want %ld", ic, want);
     if (me == 0) CHECK(cc == (uint64_t)blocks * npes, "compare_swap counter %lu, want %d", (unsigned long)cc, blocks * npes);
     // The host's AMOs on GPU memory (a kernel each) are atomic with the
-    // device's: add from the host too.
+    // device's: add from the host too, once every PE has read its totals
+    // (without this barrier the left neighbour's first adds could land
+    // before this PE's read: seen in ring-all mode on 2 H200s).
+    ishmem_barrier_all();
     for (int i = 0; i < 100; i++) ishmem_long_atomic_add(ctr, 1, (me + 1) % npes);
     ishmem_barrier_all();
     long c2 = ishmem_long_atomic_fetch(ctr, me);

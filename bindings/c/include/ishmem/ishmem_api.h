@@ -52,7 +52,7 @@ _Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
 /**
  * Layout version of [`ishmemx_device_state_t`]; bump on any change.
  */
-#define ISHMEMX_DEVICE_STATE_VERSION 4
+#define ISHMEMX_DEVICE_STATE_VERSION 5
 
 /**
  * Version of [`ishmemx_cuda_device_library_t`] and of the device state
@@ -232,6 +232,24 @@ typedef struct {
    * host rewrites an entry when it creates or destroys a team.
    */
   uint64_t teams;
+  /**
+   * Address of a line of u64 words device code reads and writes, in
+   * the memory it reaches fastest (GPU memory on a GPU), zero at first:
+   * word 0 counts the ring messages posted, word 1 is a number of them
+   * known complete (quiet reads the ring's counters in host memory only
+   * when word 0 exceeds it), word 2 is the copy-engine token (1 while
+   * a transfer of this PE is with the copy engine).
+   */
+  uint64_t quiet_words;
+  /**
+   * A put or get by one thread to a PE on the node of at least this many
+   * bytes goes to a copy engine through the ring (0: never).
+   */
+  uint64_t copy_cutover;
+  /**
+   * The same for the group (warp, block, work-group) forms.
+   */
+  uint64_t copy_cutover_group;
 } ishmemx_device_state_t;
 
 /**
@@ -629,7 +647,7 @@ void ishmemx_cuda_register_device_library(const ishmemx_cuda_device_library_t *l
 #else
 #define ISHMEMI_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
-ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 96, "ishmemx_device_state_t size");
+ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 120, "ishmemx_device_state_t size");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, magic) == 0, "ishmemx_device_state_t.magic");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, version) == 4, "ishmemx_device_state_t.version");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, my_pe) == 8, "ishmemx_device_state_t.my_pe");
@@ -647,3 +665,6 @@ ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72,
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, reserved2) == 76, "ishmemx_device_state_t.reserved2");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ring) == 80, "ishmemx_device_state_t.ring");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, teams) == 88, "ishmemx_device_state_t.teams");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, quiet_words) == 96, "ishmemx_device_state_t.quiet_words");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, copy_cutover) == 104, "ishmemx_device_state_t.copy_cutover");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, copy_cutover_group) == 112, "ishmemx_device_state_t.copy_cutover_group");

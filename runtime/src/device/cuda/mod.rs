@@ -90,6 +90,9 @@ pub struct CudaDevice {
     count: usize,
     /// `ISHMEM_CUDA_DEVICE`.
     wanted: Option<u64>,
+    /// `ISHMEM_CUDA_COPY_CUTOVER` and `_GROUP`: device puts and gets to
+    /// the node from this size on go to a copy engine.
+    copy_cutover: (u64, u64),
     granularity: usize,
     open: OnceLock<Open>,
     attached: Mutex<Option<Attached>>,
@@ -130,6 +133,7 @@ impl CudaDevice {
                 drv,
                 count: n as usize,
                 wanted: config.cuda_device,
+                copy_cutover: (config.cuda_copy_cutover, config.cuda_copy_cutover_group),
                 granularity: g.max(crate::mem::page_size()),
                 open: OnceLock::new(),
                 attached: Mutex::new(None),
@@ -486,7 +490,10 @@ impl Device for CudaDevice {
         let locals = bases + 8 * n;
         let teams = (locals + n).next_multiple_of(64);
         let teams_len = 2 * TEAM_SLOTS * 8;
-        let total = teams + teams_len;
+        // The quiet words, in GPU memory: kernels count their ring messages
+        // there, so a quiet with nothing outstanding never reads host memory.
+        let quiet = (teams + teams_len).next_multiple_of(64);
+        let total = quiet + 64;
         let mut mirror: CUdeviceptr = 0;
         // SAFETY: an allocation of ours.
         self.err(d.check("cuMemAlloc (device state)", unsafe { (d.mem_alloc)(&mut mirror, total) }))?;
@@ -494,10 +501,14 @@ impl Device for CudaDevice {
         copy.peer_heap_base = mirror + bases as u64;
         copy.peer_is_local = mirror + locals as u64;
         copy.teams = mirror + teams as u64;
+        copy.quiet_words = mirror + quiet as u64;
+        copy.copy_cutover = self.copy_cutover.0;
+        copy.copy_cutover_group = self.copy_cutover.1;
         self.upload(mirror, (&copy as *const ishmemx_device_state_t).cast(), std::mem::size_of_val(&copy))?;
         self.upload(mirror + bases as u64, st.peer_heap_base as *const u8, 8 * n)?;
         self.upload(mirror + locals as u64, st.peer_is_local as *const u8, n)?;
         self.upload(mirror + teams as u64, st.teams as *const u8, teams_len)?;
+        self.upload(mirror + quiet as u64, [0u8; 64].as_ptr(), 64)?;
         if let Some(lib) = library() {
             // SAFETY: the library's hook, with the GPU ordinal and the GPU
             // address of the state.
