@@ -33,6 +33,9 @@ command -v oshcc >/dev/null || need="$need libopenmpi-dev openmpi-bin"
 command -v mpicc.mpich >/dev/null || need="$need mpich libmpich-dev"
 ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || need="$need libclang-dev"
 command -v ip >/dev/null || need="$need iproute2"
+# level-zero-sys/gen.sh --check: Debian's bindgen and Level Zero headers.
+command -v bindgen >/dev/null || need="$need bindgen"
+[ -f /usr/include/level_zero/ze_api.h ] || need="$need libze-dev"
 for tool in clang-14 llvm-spirv-14 llvm-link-14 spirv-val; do
     command -v $tool >/dev/null || need="$need clang-14 llvm-14 llvm-spirv-14 spirv-tools"
 done
@@ -49,6 +52,8 @@ if [ -n "$need" ] || [ -z "$modulecmd" ]; then
     fi
 fi
 
+# The Level Zero bindings are what gen.sh makes from Debian's headers.
+level-zero-sys/gen.sh --check
 # Intel's CPU OpenCL runtime (consumes SPIR-V) for the device tests, from
 # PyPI into a venv beside the build.
 oclvenv="$tools/oclvenv"
