@@ -51,8 +51,8 @@ impl OpaqueDevice {
 
     /// Maps `fd` twice: a no-access reservation aligned to `align` (the
     /// heap's address) and the shared mapping behind it.
-    /// `keep`: the handle the region keeps for peers (this PE's own heap).
-    fn map(&self, fd: &OwnedFd, size: usize, align: usize, keep: Option<OwnedFd>) -> std::io::Result<HeapRegion> {
+    /// Returns the heap's address and how to release both mappings.
+    fn map(&self, fd: &OwnedFd, size: usize, align: usize) -> std::io::Result<(*mut u8, Release)> {
         let base = mem::reserve_aligned(size, align)?;
         let alias = match mem::map_shared(fd, size) {
             Ok(a) => a,
@@ -78,7 +78,7 @@ impl OpaqueDevice {
             // SAFETY: as above.
             unsafe { libc::munmap(base as *mut c_void, size) };
         }));
-        Ok(HeapRegion::device(base, size, keep, release))
+        Ok((base, release))
     }
 
     /// Where `len` bytes at `p` are: the alias for a heap address, `p`
@@ -139,13 +139,15 @@ impl Device for OpaqueDevice {
         let heap_err =
             |source| DeviceError::Heap { what: format!("cannot create a symmetric heap of {size} bytes"), source };
         let fd = mem::memfd(&format!("ishmem-heap-pe{pe}"), size).map_err(heap_err)?;
-        let dup = fd.try_clone().map_err(heap_err)?;
-        self.map(&dup, size, HEAP_BASE_ALIGN, Some(fd)).map_err(heap_err)
+        let (base, release) = self.map(&fd, size, HEAP_BASE_ALIGN).map_err(heap_err)?;
+        Ok(HeapRegion::device(base, size, Some(fd), release))
     }
 
     fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
-        self.map(handle, size, 1, None)
-            .map_err(|source| DeviceError::Heap { what: format!("cannot map the heap of PE {pe}"), source })
+        let (base, release) = self
+            .map(handle, size, 1)
+            .map_err(|source| DeviceError::Heap { what: format!("cannot map the heap of PE {pe}"), source })?;
+        Ok(HeapRegion::device(base, size, None, release))
     }
 
     fn memory(&self) -> Option<&dyn DeviceMemory> {
