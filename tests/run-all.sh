@@ -62,6 +62,18 @@ if [ ! -f "$oclvenv/lib/libintelocl.so" ]; then
     "$oclvenv/bin/pip" install -q intel-opencl-rt intel-cmplr-lib-rt
 fi
 
+# A Level Zero GPU driver on a machine without a GPU, for the ze device's
+# no-GPU check (multi_pe.rs, error_ze_fail_fast): Debian's intel-opencl-icd
+# (which contains libze_intel_gpu.so.1) and libigdgmm12, unpacked, not
+# installed.
+zedrv="$tools/zedrv"
+if [ ! -f "$zedrv/usr/lib/x86_64-linux-gnu/libze_intel_gpu.so.1" ]; then
+    rm -rf "$zedrv" && mkdir -p "$zedrv/debs"
+    (cd "$zedrv/debs" && apt-get download -qq intel-opencl-icd libigdgmm12 \
+        && for d in *.deb; do dpkg -x "$d" "$zedrv"; done)
+fi
+export TEST_ZE_DRIVER_DIR="$zedrv/usr/lib/x86_64-linux-gnu"
+
 cargo clippy -q -p ishmem-proxy-oshmpi -- -D warnings
 cargo build --workspace --all-targets
 # The MPI proxy plugin, once per MPI family, beside the debug libishmem.

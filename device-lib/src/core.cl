@@ -128,6 +128,47 @@ kernel void ishmemi_getmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL cons
 }
 kernel void ishmemi_barrier_all_kernel(void) { ishmem_barrier_all(); }
 kernel void ishmemi_quiet_kernel(void) { ishmem_quiet(); }
+
+/* The kernel a GPU device's runtime launches for a host AMO on device
+ * memory (one work-item): atomic with device code's AMOs on the same word,
+ * which the host's own atomics on GPU memory are not. Opcodes are the
+ * runtime's AmoOp values; `out` receives the old value (0 for set). 16-bit
+ * values: a compare-and-swap loop on the aligned 32-bit word that holds
+ * them (little-endian lanes). */
+kernel void ishmemi_host_amo(ulong addr, uint size, uint op, ulong operand, ulong cond, ISHMEMI_GLOBAL ulong *out) {
+    ISHMEMI_GLOBAL void *p = (ISHMEMI_GLOBAL void *)addr;
+    ulong old;
+    if (size == 8) {
+        old = (ulong)ishmemi_amo64(p, (int)op, (long)operand, (long)cond);
+    } else if (size == 4) {
+        old = (ulong)(uint)ishmemi_amo32(p, (int)op, (int)operand, (int)cond);
+    } else if (size == 1) {
+        old = (ulong)(uchar)ishmemi_amo8(p, (int)op, (char)operand, (char)cond);
+    } else {
+        ishmemi_a32 *w = (ishmemi_a32 *)(addr & ~(ulong)3);
+        int shift = (int)(addr & 3) * 8;
+        uint lane = 0xffffu;
+        int cur = atomic_load_explicit(w, memory_order_seq_cst, ISHMEMI_SCOPE);
+        for (;;) {
+            uint o = ((uint)cur >> shift) & lane, v = (uint)operand & lane, n;
+            if (op == ISHMEMI_FETCH) break;
+            switch (op) {
+            case ISHMEMI_CSWAP: n = o == ((uint)cond & lane) ? v : o; break;
+            case ISHMEMI_FADD: n = (o + v) & lane; break;
+            case ISHMEMI_FAND: n = o & v; break;
+            case ISHMEMI_FOR: n = o | v; break;
+            case ISHMEMI_FXOR: n = o ^ v; break;
+            default: n = v; break; /* set, swap */
+            }
+            int nw = (int)(((uint)cur & ~(lane << shift)) | (n << shift));
+            if (nw == cur || atomic_compare_exchange_weak_explicit(w, &cur, nw, memory_order_seq_cst,
+                                                                  memory_order_seq_cst, ISHMEMI_SCOPE))
+                break;
+        }
+        old = ((uint)cur >> shift) & lane;
+    }
+    *out = op == ISHMEMI_SET ? 0 : old;
+}
 #endif
 
 /* Teams and the non-typed collectives. */

@@ -103,6 +103,52 @@ pub struct Loader {
         *mut usize,
         *mut *mut std::ffi::c_void,
     ) -> ze_result_t,
+    pub driver_get_ipc_properties:
+        unsafe extern "C" fn(ze_driver_handle_t, *mut ze_driver_ipc_properties_t) -> ze_result_t,
+    pub driver_get_extension_function_address:
+        unsafe extern "C" fn(ze_driver_handle_t, *const std::ffi::c_char, *mut *mut std::ffi::c_void) -> ze_result_t,
+    pub device_can_access_peer:
+        unsafe extern "C" fn(ze_device_handle_t, ze_device_handle_t, *mut ze_bool_t) -> ze_result_t,
+    pub command_list_append_memory_fill: unsafe extern "C" fn(
+        ze_command_list_handle_t,
+        *mut std::ffi::c_void,
+        *const std::ffi::c_void,
+        usize,
+        usize,
+        ze_event_handle_t,
+        u32,
+        *mut ze_event_handle_t,
+    ) -> ze_result_t,
+    pub command_list_append_launch_kernel: unsafe extern "C" fn(
+        ze_command_list_handle_t,
+        ze_kernel_handle_t,
+        *const ze_group_count_t,
+        ze_event_handle_t,
+        u32,
+        *mut ze_event_handle_t,
+    ) -> ze_result_t,
+    pub event_pool_create: unsafe extern "C" fn(
+        ze_context_handle_t,
+        *const ze_event_pool_desc_t,
+        u32,
+        *mut ze_device_handle_t,
+        *mut ze_event_pool_handle_t,
+    ) -> ze_result_t,
+    pub event_pool_destroy: unsafe extern "C" fn(ze_event_pool_handle_t) -> ze_result_t,
+    pub event_create:
+        unsafe extern "C" fn(ze_event_pool_handle_t, *const ze_event_desc_t, *mut ze_event_handle_t) -> ze_result_t,
+    pub event_destroy: unsafe extern "C" fn(ze_event_handle_t) -> ze_result_t,
+    pub event_host_synchronize: unsafe extern "C" fn(ze_event_handle_t, u64) -> ze_result_t,
+    pub event_host_reset: unsafe extern "C" fn(ze_event_handle_t) -> ze_result_t,
+    pub module_build_log_get_string:
+        unsafe extern "C" fn(ze_module_build_log_handle_t, *mut usize, *mut std::ffi::c_char) -> ze_result_t,
+    pub module_build_log_destroy: unsafe extern "C" fn(ze_module_build_log_handle_t) -> ze_result_t,
+    pub kernel_create:
+        unsafe extern "C" fn(ze_module_handle_t, *const ze_kernel_desc_t, *mut ze_kernel_handle_t) -> ze_result_t,
+    pub kernel_destroy: unsafe extern "C" fn(ze_kernel_handle_t) -> ze_result_t,
+    pub kernel_set_argument_value:
+        unsafe extern "C" fn(ze_kernel_handle_t, u32, usize, *const std::ffi::c_void) -> ze_result_t,
+    pub kernel_set_group_size: unsafe extern "C" fn(ze_kernel_handle_t, u32, u32, u32) -> ze_result_t,
     /// Spec 1.6; `None` in older loaders.
     pub mem_get_file_descriptor_from_ipc_handle: ishmem_ze_pfnMemGetFileDescriptorFromIpcHandleExp_t,
     /// Spec 1.6.
@@ -184,6 +230,23 @@ impl Loader {
             module_destroy: req!("zeModuleDestroy"),
             module_dynamic_link: req!("zeModuleDynamicLink"),
             module_get_global_pointer: req!("zeModuleGetGlobalPointer"),
+            driver_get_ipc_properties: req!("zeDriverGetIpcProperties"),
+            driver_get_extension_function_address: req!("zeDriverGetExtensionFunctionAddress"),
+            device_can_access_peer: req!("zeDeviceCanAccessPeer"),
+            command_list_append_memory_fill: req!("zeCommandListAppendMemoryFill"),
+            command_list_append_launch_kernel: req!("zeCommandListAppendLaunchKernel"),
+            event_pool_create: req!("zeEventPoolCreate"),
+            event_pool_destroy: req!("zeEventPoolDestroy"),
+            event_create: req!("zeEventCreate"),
+            event_destroy: req!("zeEventDestroy"),
+            event_host_synchronize: req!("zeEventHostSynchronize"),
+            event_host_reset: req!("zeEventHostReset"),
+            module_build_log_get_string: req!("zeModuleBuildLogGetString"),
+            module_build_log_destroy: req!("zeModuleBuildLogDestroy"),
+            kernel_create: req!("zeKernelCreate"),
+            kernel_destroy: req!("zeKernelDestroy"),
+            kernel_set_argument_value: req!("zeKernelSetArgumentValue"),
+            kernel_set_group_size: req!("zeKernelSetGroupSize"),
             mem_get_file_descriptor_from_ipc_handle: opt!("zeMemGetFileDescriptorFromIpcHandleExp"),
             mem_get_ipc_handle_from_file_descriptor: opt!("zeMemGetIpcHandleFromFileDescriptorExp"),
             mem_put_ipc_handle: opt!("zeMemPutIpcHandle"),
@@ -191,6 +254,58 @@ impl Loader {
             loader_get_versions: opt!("zelLoaderGetVersions"),
             _lib: lib,
         })
+    }
+}
+
+/// The name of a Level Zero result code (spec 1.4 has no call that gives
+/// one), for messages.
+pub fn result_name(r: ze_result_t) -> &'static str {
+    match r {
+        ZE_RESULT_SUCCESS => "ZE_RESULT_SUCCESS",
+        ZE_RESULT_NOT_READY => "ZE_RESULT_NOT_READY",
+        ZE_RESULT_ERROR_DEVICE_LOST => "ZE_RESULT_ERROR_DEVICE_LOST",
+        ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY => "ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY",
+        ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY => "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+        ZE_RESULT_ERROR_MODULE_BUILD_FAILURE => "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE",
+        ZE_RESULT_ERROR_MODULE_LINK_FAILURE => "ZE_RESULT_ERROR_MODULE_LINK_FAILURE",
+        ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET => "ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET",
+        ZE_RESULT_ERROR_DEVICE_IN_LOW_POWER_STATE => "ZE_RESULT_ERROR_DEVICE_IN_LOW_POWER_STATE",
+        ZE_RESULT_EXP_ERROR_DEVICE_IS_NOT_VERTEX => "ZE_RESULT_EXP_ERROR_DEVICE_IS_NOT_VERTEX",
+        ZE_RESULT_EXP_ERROR_VERTEX_IS_NOT_DEVICE => "ZE_RESULT_EXP_ERROR_VERTEX_IS_NOT_DEVICE",
+        ZE_RESULT_EXP_ERROR_REMOTE_DEVICE => "ZE_RESULT_EXP_ERROR_REMOTE_DEVICE",
+        ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS => "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS",
+        ZE_RESULT_ERROR_NOT_AVAILABLE => "ZE_RESULT_ERROR_NOT_AVAILABLE",
+        ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE => "ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE",
+        ZE_RESULT_WARNING_DROPPED_DATA => "ZE_RESULT_WARNING_DROPPED_DATA",
+        ZE_RESULT_ERROR_UNINITIALIZED => "ZE_RESULT_ERROR_UNINITIALIZED",
+        ZE_RESULT_ERROR_UNSUPPORTED_VERSION => "ZE_RESULT_ERROR_UNSUPPORTED_VERSION",
+        ZE_RESULT_ERROR_UNSUPPORTED_FEATURE => "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE",
+        ZE_RESULT_ERROR_INVALID_ARGUMENT => "ZE_RESULT_ERROR_INVALID_ARGUMENT",
+        ZE_RESULT_ERROR_INVALID_NULL_HANDLE => "ZE_RESULT_ERROR_INVALID_NULL_HANDLE",
+        ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE => "ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE",
+        ZE_RESULT_ERROR_INVALID_NULL_POINTER => "ZE_RESULT_ERROR_INVALID_NULL_POINTER",
+        ZE_RESULT_ERROR_INVALID_SIZE => "ZE_RESULT_ERROR_INVALID_SIZE",
+        ZE_RESULT_ERROR_UNSUPPORTED_SIZE => "ZE_RESULT_ERROR_UNSUPPORTED_SIZE",
+        ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT => "ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT",
+        ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT => "ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT",
+        ZE_RESULT_ERROR_INVALID_ENUMERATION => "ZE_RESULT_ERROR_INVALID_ENUMERATION",
+        ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION => "ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION",
+        ZE_RESULT_ERROR_UNSUPPORTED_IMAGE_FORMAT => "ZE_RESULT_ERROR_UNSUPPORTED_IMAGE_FORMAT",
+        ZE_RESULT_ERROR_INVALID_NATIVE_BINARY => "ZE_RESULT_ERROR_INVALID_NATIVE_BINARY",
+        ZE_RESULT_ERROR_INVALID_GLOBAL_NAME => "ZE_RESULT_ERROR_INVALID_GLOBAL_NAME",
+        ZE_RESULT_ERROR_INVALID_KERNEL_NAME => "ZE_RESULT_ERROR_INVALID_KERNEL_NAME",
+        ZE_RESULT_ERROR_INVALID_FUNCTION_NAME => "ZE_RESULT_ERROR_INVALID_FUNCTION_NAME",
+        ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION => "ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION",
+        ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION => "ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION",
+        ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX => "ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX",
+        ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE => "ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE",
+        ZE_RESULT_ERROR_INVALID_KERNEL_ATTRIBUTE_VALUE => "ZE_RESULT_ERROR_INVALID_KERNEL_ATTRIBUTE_VALUE",
+        ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED => "ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED",
+        ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE => "ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE",
+        ZE_RESULT_ERROR_OVERLAPPING_REGIONS => "ZE_RESULT_ERROR_OVERLAPPING_REGIONS",
+        ZE_RESULT_WARNING_ACTION_REQUIRED => "ZE_RESULT_WARNING_ACTION_REQUIRED",
+        ZE_RESULT_ERROR_UNKNOWN => "ZE_RESULT_ERROR_UNKNOWN",
+        _ => "an unknown ze_result_t",
     }
 }
 
@@ -203,6 +318,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<ze_ipc_mem_handle_t>(), 64);
         assert_eq!(ZE_RESULT_ERROR_UNINITIALIZED, 0x7800_0001);
         assert_eq!(ZE_RESULT_SUCCESS, 0);
+        assert_eq!(result_name(0x7800_0001), "ZE_RESULT_ERROR_UNINITIALIZED");
     }
 
     #[test]

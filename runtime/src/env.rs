@@ -114,7 +114,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_DEVICE",
         kind: Kind::Text,
         default: "auto",
-        help: "The device backend, chosen once at initialization: cpu (heaps in shared memory, kernels on a CPU OpenCL runtime loaded at first device use), cuda (heaps in NVIDIA GPU memory, kernels in CUDA; initialization fails, naming what was tried, without a driver or a GPU), auto (cuda when the program links the CUDA device library libishmem_device.a, else cpu), or opaque (a test device for host programs: heaps in shared memory that the program and the runtime reach only through the device-memory path a GPU heap takes, so a direct load or store of symmetric memory faults as on a GPU; no kernels).",
+        help: "The device backend, chosen once at initialization: cpu (heaps in shared memory, kernels on a CPU OpenCL runtime loaded at first device use), cuda (heaps in NVIDIA GPU memory, kernels in CUDA; initialization fails, naming what was tried, without a driver or a GPU), ze (heaps in Intel GPU memory through Level Zero, kernels from SPIR-V linked with ishmem_device.spv; unverified on hardware; initialization fails, naming what was tried, without a loader, a driver or a GPU), auto (cuda when the program links the CUDA device library libishmem_device.a, else cpu), or opaque (a test device for host programs: heaps in shared memory that the program and the runtime reach only through the device-memory path a GPU heap takes, so a direct load or store of symmetric memory faults as on a GPU; no kernels).",
         internal: false,
     },
     EnvVar {
@@ -136,6 +136,27 @@ pub const VARS: &[EnvVar] = &[
         kind: Kind::Size,
         default: "1m",
         help: "With the cuda device: the same cutover for the warp and block forms (ishmemx_putmem_block, ...), whose threads otherwise share the copy (0: never).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_ZE_DEVICE",
+        kind: Kind::Uint,
+        default: "",
+        help: "With the ze device: the GPU (index among the Level Zero GPUs the driver reports, after ZE_AFFINITY_MASK; among their tiles with ISHMEM_ZE_SUBDEVICES=1) this PE uses. Default: the PE's rank among the PEs of its node, modulo the number of GPUs (or tiles).",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_ZE_SUBDEVICES",
+        kind: Kind::Bool,
+        default: "0",
+        help: "With the ze device: one PE per GPU tile (Level Zero sub-device) instead of one per GPU; a GPU without tiles counts as one.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_ZE_LOADER",
+        kind: Kind::Text,
+        default: "",
+        help: "With the ze device: name or path of the Level Zero loader to load (default: libze_loader.so.1, then libze_loader.so).",
         internal: false,
     },
     EnvVar {
@@ -326,11 +347,13 @@ pub enum DeviceKind {
     /// A test device: heaps in shared memory the program cannot touch
     /// (as on a GPU), no kernels.
     Opaque,
+    /// Heaps in Intel GPU memory through Level Zero, kernels from SPIR-V.
+    Ze,
 }
 
 impl DeviceKind {
     /// Every value `ISHMEM_DEVICE` accepts, as a user writes it.
-    pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda", "opaque"];
+    pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda", "opaque", "ze"];
 
     fn parse(s: &str) -> Option<DeviceKind> {
         match s.trim().to_ascii_lowercase().as_str() {
@@ -338,6 +361,7 @@ impl DeviceKind {
             "cpu" => Some(DeviceKind::Cpu),
             "cuda" => Some(DeviceKind::Cuda),
             "opaque" => Some(DeviceKind::Opaque),
+            "ze" => Some(DeviceKind::Ze),
             _ => None,
         }
     }
@@ -367,6 +391,12 @@ pub struct Config {
     pub device_lib: Option<String>,
     /// ISHMEM_CUDA_DEVICE
     pub cuda_device: Option<u64>,
+    /// ISHMEM_ZE_DEVICE
+    pub ze_device: Option<u64>,
+    /// ISHMEM_ZE_SUBDEVICES
+    pub ze_subdevices: bool,
+    /// ISHMEM_ZE_LOADER
+    pub ze_loader: Option<String>,
     /// ISHMEM_DEVICE_RING_ALL
     pub device_ring_all: bool,
     /// ISHMEM_CUDA_COPY_CUTOVER
@@ -488,7 +518,7 @@ impl Config {
         let device = DeviceKind::parse(&dev).ok_or(EnvError {
             name: from,
             value: dev.clone(),
-            expected: "one of the device backends: auto, cpu or cuda",
+            expected: "one of the device backends: auto, cpu, cuda, ze or opaque",
         })?;
         Ok(Config {
             symmetric_size: r.size("ISHMEM_SYMMETRIC_SIZE", Some("SHMEM_SYMMETRIC_SIZE"))?,
@@ -498,6 +528,9 @@ impl Config {
             device,
             device_lib: r.text("ISHMEM_DEVICE_LIB"),
             cuda_device: r.uint("ISHMEM_CUDA_DEVICE")?,
+            ze_device: r.uint("ISHMEM_ZE_DEVICE")?,
+            ze_subdevices: r.bool("ISHMEM_ZE_SUBDEVICES", None)?,
+            ze_loader: r.text("ISHMEM_ZE_LOADER"),
             device_ring_all: r.bool("ISHMEM_DEVICE_RING_ALL", None)?,
             cuda_copy_cutover: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER")?,
             cuda_copy_cutover_group: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER_GROUP")?,
@@ -565,6 +598,12 @@ pub fn under_ishmrun() -> bool {
 /// `CUDA_VISIBLE_DEVICES`, for messages (the CUDA driver applies it).
 pub fn cuda_visible_devices() -> Option<String> {
     std::env::var("CUDA_VISIBLE_DEVICES").ok()
+}
+
+/// `ZE_AFFINITY_MASK` (which Level Zero devices the driver exposes), for
+/// messages.
+pub fn ze_affinity_mask() -> Option<String> {
+    std::env::var("ZE_AFFINITY_MASK").ok()
 }
 
 /// MPI ABI families the MPI proxy is built for.

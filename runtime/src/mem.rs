@@ -65,6 +65,12 @@ impl HeapRegion {
     pub fn device(base: *mut u8, size: usize, handle: Option<OwnedFd>, release: Release) -> HeapRegion {
         HeapRegion { base, size, handle, release: Some(release) }
     }
+    /// The region with its shareable handle (a device that exports the
+    /// handle after allocating, so a failed export still frees the memory).
+    pub fn with_handle(mut self, handle: OwnedFd) -> HeapRegion {
+        self.handle = Some(handle);
+        self
+    }
     /// Drops the shareable handle once peers have their copies; the mapping
     /// stays valid.
     pub fn close_handle(&mut self) {

@@ -297,6 +297,45 @@ int main(int argc, char **argv) {
     CHECK(nonzero >= 1024, "sub-group put moved %d elements", nonzero);
 
     ishmem_barrier_all();
+    /* 13. The device library's host-AMO kernel, which a GPU device (ze)
+       launches for a host AMO on GPU memory: every op and size, at every
+       lane of a word, against the expected value; the word's other bytes
+       must not change. */
+    {
+        uint64_t *word = ishmem_calloc(1, sizeof(uint64_t)), *out = ishmem_calloc(1, sizeof(uint64_t));
+        const uint64_t init = 0x8877665544332211ull, operand_all = 0x0fedcba987654321ull;
+        for (unsigned size = 1; size <= 8; size *= 2)
+            for (unsigned off = 0; off < 8; off += size)
+                for (unsigned op = 0; op < 8; op++)
+                    for (int match = 0; match < 2; match++) {
+                        uint64_t lane = size == 8 ? ~0ull : ((1ull << (8 * size)) - 1);
+                        uint64_t old = (init >> (8 * off)) & lane, v = operand_all & lane, n;
+                        uint64_t cond = match ? old : (old ^ 1) & lane;
+                        switch (op) {
+                        case 0: n = old; break;
+                        case 3: n = old == cond ? v : old; break;
+                        case 4: n = (old + v) & lane; break;
+                        case 5: n = old & v; break;
+                        case 6: n = old | v; break;
+                        case 7: n = old ^ v; break;
+                        default: n = v; break;
+                        }
+                        *word = init;
+                        *out = 0xdeadbeefull;
+                        uint64_t addr = (uint64_t)(uintptr_t)word + off;
+                        run("ishmemi_host_amo", 1, 6, (void *[]){NULL, NULL, NULL, NULL, NULL, out},
+                            (size_t[]){8, 4, 4, 8, 8, 0}, (const void *[]){&addr, &size, &op, &v, &cond, NULL});
+                        uint64_t want_word = (init & ~(lane << (8 * off))) | (n << (8 * off));
+                        CHECK(*word == want_word, "host_amo size %u off %u op %u: word %llx, want %llx", size, off,
+                              op, (unsigned long long)*word, (unsigned long long)want_word);
+                        CHECK(*out == (op == 1 ? 0 : old), "host_amo size %u off %u op %u: returned %llx, want %llx",
+                              size, off, op, (unsigned long long)*out, (unsigned long long)(op == 1 ? 0 : old));
+                    }
+        ishmem_barrier_all();
+        ishmem_free(word);
+        ishmem_free(out);
+    }
+
     if (me == 0) printf("device ok on %d PEs\n", np);
     ishmem_finalize();
     return 0;

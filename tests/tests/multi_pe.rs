@@ -760,9 +760,48 @@ fn error_bad_environment() {
         "ok",
         2,
         1,
-        &["ISHMEM_DEVICE=\"gpu9\" is not valid: expected one of the device backends: auto, cpu or cuda"],
+        &["ISHMEM_DEVICE=\"gpu9\" is not valid: expected one of the device backends: auto, cpu, cuda, ze or opaque"],
         &[("ISHMEM_DEVICE", "gpu9")],
     );
+}
+
+/// `ISHMEM_DEVICE=ze` without what it needs ends init at once, naming what
+/// was tried: no loader, the loader without a GPU driver (Debian's libze1,
+/// which the suite installs, has none), and a driver on a machine without a
+/// GPU (Debian's intel-opencl-icd unpacked where `TEST_ZE_DRIVER_DIR` says;
+/// tests/run-all.sh fetches it).
+#[test]
+fn error_ze_fail_fast() {
+    let ze = ("ISHMEM_DEVICE", "ze");
+    expect_failure(
+        "ok",
+        2,
+        1,
+        &["ISHMEM_DEVICE=ze: no Level Zero loader: tried /nonexistent/libze_loader.so.1 (", "install libze1"],
+        &[ze, ("ISHMEM_ZE_LOADER", "/nonexistent/libze_loader.so.1")],
+    );
+    expect_failure(
+        "ok",
+        2,
+        1,
+        &[
+            "ISHMEM_DEVICE=ze: the Level Zero loader libze_loader.so.1 has no GPU driver",
+            "ZE_RESULT_ERROR_UNINITIALIZED",
+            "tried libze_intel_gpu.so.1 (",
+            "install Intel's GPU compute runtime",
+        ],
+        &[ze],
+    );
+    match std::env::var("TEST_ZE_DRIVER_DIR") {
+        Ok(dir) => expect_failure(
+            "ok",
+            2,
+            1,
+            &["ISHMEM_DEVICE=ze: the Level Zero GPU driver libze_intel_gpu.so.1 is installed, but this machine has no GPU device node: no /dev/dri/renderD*"],
+            &[ze, ("LD_LIBRARY_PATH", &dir)],
+        ),
+        Err(_) => eprintln!("error_ze_fail_fast: the no-GPU case skipped (TEST_ZE_DRIVER_DIR is not set)"),
+    }
 }
 
 #[test]

@@ -674,6 +674,83 @@ pub unsafe extern "C" fn ishmemx_cl_link_program(spirv: *const c_void, len: usiz
     })
 }
 
+/// The state of a PE whose device is Level Zero (`ISHMEM_DEVICE=ze`); any
+/// other device stops the job naming it.
+fn ze_state(call: &'static str) -> &'static ishmem_runtime::state::State {
+    let st = state(call);
+    if st.device_name() != "ze" {
+        fatal(call, format_args!("this PE's device is {}, not ze (set ISHMEM_DEVICE=ze)", st.device_name()))
+    }
+    st
+}
+
+/// With `ISHMEM_DEVICE=ze`: this PE's Level Zero context (a
+/// `ze_context_handle_t`).
+#[no_mangle]
+pub extern "C" fn ishmemx_ze_context() -> *mut c_void {
+    const CALL: &str = "ishmemx_ze_context";
+    guard(CALL, || ze_state(CALL).device_native(CALL, Native::Context))
+}
+
+/// With `ISHMEM_DEVICE=ze`: this PE's GPU or tile (a `ze_device_handle_t`).
+#[no_mangle]
+pub extern "C" fn ishmemx_ze_device() -> *mut c_void {
+    const CALL: &str = "ishmemx_ze_device";
+    guard(CALL, || ze_state(CALL).device_native(CALL, Native::Device))
+}
+
+/// With `ISHMEM_DEVICE=ze`: this PE's in-order immediate command list on
+/// its GPU's compute engine (a `ze_command_list_handle_t`), for the program's
+/// kernels and the `_on_queue` routines (which take any immediate command
+/// list of this context and device).
+#[no_mangle]
+pub extern "C" fn ishmemx_ze_command_list() -> *mut c_void {
+    const CALL: &str = "ishmemx_ze_command_list";
+    guard(CALL, || ze_state(CALL).device_native(CALL, Native::Queue))
+}
+
+/// With `ISHMEM_DEVICE=ze`: creates a module from SPIR-V and links it
+/// dynamically with the device library (`ishmem_device.spv`), whose state
+/// is this PE's; returns the `ze_module_handle_t`, whose kernels may call the
+/// device API. Errors (build or link logs) stop the job.
+///
+/// # Safety
+/// `spirv` points to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ze_link_module(spirv: *const c_void, len: usize) -> *mut c_void {
+    const CALL: &str = "ishmemx_ze_link_module";
+    guard(CALL, || {
+        if spirv.is_null() || len == 0 {
+            fatal(CALL, format_args!("spirv is empty or a null pointer"))
+        }
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { std::slice::from_raw_parts(spirv as *const u8, len) };
+        ze_state(CALL).link_device_program(CALL, bytes)
+    })
+}
+
+/// With `ISHMEM_DEVICE=ze`: waits for `num` events returned by the
+/// `_on_queue` routines and gives them back to the library (they may not be
+/// used afterwards).
+///
+/// # Safety
+/// `events` points to `num` events when `num > 0`.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ze_wait_events(events: *const *mut c_void, num: u32) {
+    const CALL: &str = "ishmemx_ze_wait_events";
+    guard(CALL, || {
+        if num == 0 {
+            return;
+        }
+        if events.is_null() {
+            fatal(CALL, format_args!("events is a null pointer with num {num}"))
+        }
+        // SAFETY: the caller's contract.
+        let ev = unsafe { std::slice::from_raw_parts(events, num as usize) };
+        ze_state(CALL).wait_device_events(CALL, ev)
+    })
+}
+
 /// Enqueues `op` on `queue` after `deps` (the C calling convention of the
 /// `_on_queue` routines).
 ///

@@ -10,7 +10,8 @@
 //! memory exported as a file descriptor (so the bootstraps pass it between
 //! processes like a memfd), its ring lives where kernels and the host
 //! thread both reach it, and its queue operations take the GPU's stream or
-//! command list.
+//! command list. The Level Zero device ([`ze::ZeDevice`], Intel GPUs) has
+//! that shape too, and is unverified on hardware.
 //!
 //! The ring server performs each device request through a [`RingHandler`]
 //! the core gives the device when the PE is up ([`Device::attach`]); this
@@ -21,6 +22,7 @@ pub mod cuda;
 pub mod opaque;
 pub mod opencl;
 pub mod ring_server;
+pub mod ze;
 
 use crate::device_state::ishmemx_device_state_t;
 use crate::env::{Config, DeviceKind};
@@ -193,6 +195,7 @@ pub fn select(config: &Config) -> Result<&'static dyn Device, DeviceError> {
     Ok(match kind {
         DeviceKind::Cuda => Box::leak(Box::new(cuda::CudaDevice::new(config)?)),
         DeviceKind::Opaque => Box::leak(Box::new(opaque::OpaqueDevice::new())),
+        DeviceKind::Ze => Box::leak(Box::new(ze::ZeDevice::new(config)?)),
         _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone()))),
     })
 }

@@ -169,6 +169,19 @@ fn library_paths(explicit: Option<&str>) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// The device library's SPIR-V, from the first of [`library_paths`] that
+/// reads; the error names every path tried.
+pub(super) fn read_library(explicit: Option<&str>) -> Result<Vec<u8>, String> {
+    let mut tried = Vec::new();
+    for p in library_paths(explicit) {
+        match std::fs::read(&p) {
+            Ok(b) => return Ok(b),
+            Err(e) => tried.push(format!("{}: {e}", p.display())),
+        }
+    }
+    Err(format!("cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)", tried.join("; ")))
+}
+
 fn check(what: &str, err: i32) -> Result<(), String> {
     if err == 0 {
         Ok(())
@@ -230,23 +243,7 @@ impl ClDevice {
             check("clCreateContext", err)?;
             let queue = (cl.create_queue)(context, device, std::ptr::null(), &mut err);
             check("clCreateCommandQueueWithProperties", err)?;
-            let mut tried = Vec::new();
-            let mut spirv = None;
-            for p in library_paths(device_lib) {
-                match std::fs::read(&p) {
-                    Ok(b) => {
-                        spirv = Some(b);
-                        break;
-                    }
-                    Err(e) => tried.push(format!("{}: {e}", p.display())),
-                }
-            }
-            let spirv = spirv.ok_or_else(|| {
-                format!(
-                    "cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)",
-                    tried.join("; ")
-                )
-            })?;
+            let spirv = read_library(device_lib)?;
             let mut dev = ClDevice {
                 cl,
                 platform,

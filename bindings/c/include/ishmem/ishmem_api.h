@@ -575,6 +575,46 @@ void *ishmemx_cl_queue(void);
 void *ishmemx_cl_link_program(const void *spirv, uintptr_t len);
 
 /**
+ * With `ISHMEM_DEVICE=ze`: this PE's Level Zero context (a
+ * `ze_context_handle_t`).
+ */
+void *ishmemx_ze_context(void);
+
+/**
+ * With `ISHMEM_DEVICE=ze`: this PE's GPU or tile (a `ze_device_handle_t`).
+ */
+void *ishmemx_ze_device(void);
+
+/**
+ * With `ISHMEM_DEVICE=ze`: this PE's in-order immediate command list on
+ * its GPU's compute engine (a `ze_command_list_handle_t`), for the program's
+ * kernels and the `_on_queue` routines (which take any immediate command
+ * list of this context and device).
+ */
+void *ishmemx_ze_command_list(void);
+
+/**
+ * With `ISHMEM_DEVICE=ze`: creates a module from SPIR-V and links it
+ * dynamically with the device library (`ishmem_device.spv`), whose state
+ * is this PE's; returns the `ze_module_handle_t`, whose kernels may call the
+ * device API. Errors (build or link logs) stop the job.
+ *
+ * # Safety
+ * `spirv` points to `len` readable bytes.
+ */
+void *ishmemx_ze_link_module(const void *spirv, uintptr_t len);
+
+/**
+ * With `ISHMEM_DEVICE=ze`: waits for `num` events returned by the
+ * `_on_queue` routines and gives them back to the library (they may not be
+ * used afterwards).
+ *
+ * # Safety
+ * `events` points to `num` events when `num > 0`.
+ */
+void ishmemx_ze_wait_events(void *const *events, uint32_t num);
+
+/**
  * Enqueues a putmem on the OpenCL `queue` (a `cl_command_queue` of this
  * PE's context) after the `num_deps` events in `deps`; returns its
  * `cl_event` (release it with clReleaseEvent). The put is complete when the

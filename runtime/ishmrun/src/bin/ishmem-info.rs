@@ -13,7 +13,6 @@ struct Component {
 /// What this build contains. Backends and proxies of later issues are listed
 /// as absent, with the reason, so users see what to expect.
 const STATIC_COMPONENTS: &[(&str, &str, bool, &str)] = &[
-    ("device", "level-zero", false, "not in this build: the Level Zero backend is not implemented yet"),
     ("launcher", "ishmrun", true, "built in: PEs on this node over shared memory"),
     (
         "proxy",
@@ -46,7 +45,15 @@ fn components() -> Vec<Component> {
         Err(e) => (false, format!("built in, not usable here: {e}")),
     };
     v.push(Component { kind: "device", name: "cuda", available, detail });
-    let root = Config::from_env().ok().and_then(|c| c.root);
+    let config = Config::from_env().ok();
+    // The Level Zero device: built in; available when the loader finds a GPU.
+    let loader = config.as_ref().and_then(|c| c.ze_loader.clone());
+    let (available, detail) = match ishmem_runtime::device::ze::probe(loader.as_deref()) {
+        Ok(m) => (true, format!("built in, unverified on hardware: heaps in Intel GPU memory (ISHMEM_DEVICE=ze); {m}")),
+        Err(e) => (false, format!("built in (unverified on hardware), not usable here: {e}")),
+    };
+    v.push(Component { kind: "device", name: "ze", available, detail });
+    let root = config.and_then(|c| c.root);
     // This program is statically linked: besides where the library looks,
     // report the installation it belongs to (bin/../lib/ishmem) and the
     // build tree's (target/<profile>/ishmem).

@@ -1,0 +1,1007 @@
+//! The Level Zero device (`ISHMEM_DEVICE=ze`): symmetric heaps in Intel
+//! GPU memory, device code from SPIR-V linked with the device library
+//! `ishmem_device.spv` at run time. **Unverified on hardware**: no Intel
+//! GPU was reachable while it was written; what has run is the fail-fast
+//! discovery (no loader, no driver, no GPU), on machines without one.
+//!
+//! It mirrors the CUDA device:
+//! * Discovery: the loader (`level-zero-sys`'s table), `zeInit` for GPUs,
+//!   the first driver that reports a GPU. Without a loader, a driver or a
+//!   GPU, or with a driver that cannot share memory between processes or
+//!   register host memory, `new` fails naming what it tried and what to
+//!   install. `ZE_AFFINITY_MASK` is the driver's business; the PE's GPU is
+//!   `ISHMEM_ZE_DEVICE`, else its rank on the node modulo the GPUs (tiles
+//!   with `ISHMEM_ZE_SUBDEVICES=1`), and the GPUs of a node's PEs must be
+//!   able to access each other's memory (`zeDeviceCanAccessPeer`).
+//! * Heap: `zeMemAllocDevice`, exported as the dma-buf file descriptor of
+//!   its IPC handle (spec 1.6's conversion when the loader has it, else the
+//!   first bytes of the handle, where Intel's driver keeps it); peers open
+//!   it with `zeMemOpenIpcHandle` from a handle rebuilt around the
+//!   descriptor the bootstrap passed them.
+//! * Host access to GPU memory ([`DeviceMemory`]): copies and fills on a
+//!   synchronous immediate command list of a copy engine; AMOs by the
+//!   library's one-work-item kernel `ishmemi_host_amo` on a synchronous
+//!   compute list.
+//! * The ring and the control segment: host memory registered with the
+//!   driver (`zexDriverImportExternalPointer`, the driver's extension, as
+//!   Level Zero 1.4 has no call for it); the state, the peer and team
+//!   tables and the quiet words: GPU memory, installed through the library
+//!   module's global `ishmemi_state` (`zeModuleGetGlobalPointer`).
+//! * Programs: the user's SPIR-V module dynamically linked with the library
+//!   module (`zeModuleDynamicLink`); the `_on_queue` routines append the
+//!   library's kernels to the program's command list.
+
+use super::opencl::read_library;
+use super::ring_server::RingServer;
+use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
+use crate::ctrl::TEAM_SLOTS;
+use crate::device_state::ishmemx_device_state_t;
+use crate::env::Config;
+use crate::mem::{HeapRegion, Release};
+use crate::types::AmoOp;
+use level_zero_sys::*;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::null_mut;
+use std::sync::{Mutex, OnceLock};
+
+/// Heap bases are aligned to this (the driver's large-page size).
+const HEAP_ALIGN: usize = 2 << 20;
+/// Intel's Level Zero GPU driver, as the loader looks for it.
+const DRIVER_NAMES: &[&str] = &["libze_intel_gpu.so.1", "libze_intel_gpu.so"];
+/// Events per event pool.
+const POOL_EVENTS: u32 = 64;
+
+/// `zexDriverImportExternalPointer` / `zexDriverReleaseImportedPointer`.
+type ImportFn = unsafe extern "C" fn(ze_driver_handle_t, *mut c_void, usize) -> ze_result_t;
+type ReleaseFn = unsafe extern "C" fn(ze_driver_handle_t, *mut c_void) -> ze_result_t;
+
+fn check(what: &str, r: ze_result_t) -> Result<(), String> {
+    if r == ZE_RESULT_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{what} failed: {} ({r:#x})", result_name(r)))
+    }
+}
+
+fn unavailable(m: String) -> DeviceError {
+    DeviceError::Unavailable(format!("ISHMEM_DEVICE=ze: {m}"))
+}
+
+/// A device slot a PE can be given: a GPU, or one tile of one.
+struct Slot {
+    dev: ze_device_handle_t,
+    name: String,
+    max_alloc: u64,
+}
+
+/// The GPU this PE uses, once chosen.
+struct Open {
+    index: usize,
+    dev: ze_device_handle_t,
+    name: String,
+    max_alloc: u64,
+    /// Synchronous immediate list on a copy engine: host copies and fills.
+    copy: Mutex<ze_command_list_handle_t>,
+    /// Synchronous immediate list on the compute engine: host AMO kernels.
+    compute: Mutex<ze_command_list_handle_t>,
+    /// The program's list (asynchronous, in order): `ishmemx_ze_command_list`.
+    queue: ze_command_list_handle_t,
+}
+
+/// The device library module and what attach set up, undone by detach.
+struct Library {
+    module: ze_module_handle_t,
+    /// The host-AMO kernel and its result word (host memory the GPU writes).
+    amo: Mutex<ze_kernel_handle_t>,
+    amo_result: *mut u64,
+    /// Kernels behind the `_on_queue` routines, by name (arguments are
+    /// captured when a launch is appended, so one object per name serves).
+    kernels: Mutex<HashMap<&'static str, ze_kernel_handle_t>>,
+    /// Host ranges registered with the driver (ring, control segment).
+    registered: Vec<*mut c_void>,
+    /// The GPU copy of the state and its tables.
+    mirror: *mut c_void,
+    teams_dst: *mut u8,
+    teams_src: *const u8,
+}
+
+/// Event pools for the `_on_queue` routines' events, reused after a wait.
+#[derive(Default)]
+struct Events {
+    pools: Vec<ze_event_pool_handle_t>,
+    /// Events created in the last pool.
+    used: u32,
+    free: Vec<ze_event_handle_t>,
+    outstanding: HashSet<usize>,
+}
+
+// SAFETY: Level Zero handles and addresses are plain values usable from any
+// thread; every mutable use is behind a lock.
+unsafe impl Send for Slot {}
+// SAFETY: as above.
+unsafe impl Sync for Slot {}
+// SAFETY: as above.
+unsafe impl Send for Open {}
+// SAFETY: as above.
+unsafe impl Sync for Open {}
+// SAFETY: as above.
+unsafe impl Send for Library {}
+// SAFETY: as above.
+unsafe impl Sync for Library {}
+// SAFETY: as above.
+unsafe impl Send for Events {}
+
+/// Intel GPUs through Level Zero.
+pub struct ZeDevice {
+    l: &'static Loader,
+    driver: ze_driver_handle_t,
+    ctx: ze_context_handle_t,
+    slots: Vec<Slot>,
+    /// `ISHMEM_ZE_DEVICE`.
+    wanted: Option<u64>,
+    device_lib: Option<String>,
+    import: ImportFn,
+    release_import: Option<ReleaseFn>,
+    open: OnceLock<Open>,
+    lib: Mutex<Option<Library>>,
+    events: Mutex<Events>,
+    server: Mutex<Option<RingServer>>,
+}
+
+// SAFETY: as for Open.
+unsafe impl Send for ZeDevice {}
+// SAFETY: as above.
+unsafe impl Sync for ZeDevice {}
+
+/// `/dev/dri/renderD*`, the device nodes of GPUs a compute driver opens.
+fn render_nodes() -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir("/dev/dri")
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("renderD")))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Why `zeInit` found no GPU (`init` is its result when it failed), by
+/// what is missing: the driver library, the GPU's device node, the right
+/// to open it.
+fn no_gpu_reason(l: &Loader, init: Option<ze_result_t>) -> String {
+    let what = match init {
+        Some(r) => format!("zeInit(ZE_INIT_FLAG_GPU_ONLY) returned {} ({r:#x})", result_name(r)),
+        None => "the drivers it loaded report no GPU".to_string(),
+    };
+    let mut tried = Vec::new();
+    let mut driver = None;
+    for name in DRIVER_NAMES {
+        // SAFETY: loading the driver library to see whether it is there
+        // (the loader loads the same library the same way).
+        match unsafe { libloading::Library::new(name) } {
+            Ok(_) => {
+                driver = Some(*name);
+                break;
+            }
+            Err(e) => tried.push(format!("{name} ({e})")),
+        }
+    }
+    let Some(driver) = driver else {
+        return format!(
+            "the Level Zero loader {} has no GPU driver ({what}); tried {} (install Intel's GPU compute runtime: Debian/Ubuntu intel-level-zero-gpu, or intel-opencl-icd, which contains libze_intel_gpu.so.1)",
+            l.path,
+            tried.join(", ")
+        );
+    };
+    let nodes = render_nodes();
+    if nodes.is_empty() {
+        let drm: Vec<String> = std::fs::read_dir("/sys/class/drm")
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned())).collect())
+            .unwrap_or_default();
+        return format!(
+            "the Level Zero GPU driver {driver} is installed, but this machine has no GPU device node: no /dev/dri/renderD* ({what}; /sys/class/drm has {}); an Intel GPU with its kernel driver (i915 or xe) is needed",
+            if drm.is_empty() { "nothing".to_string() } else { drm.join(" ") }
+        );
+    }
+    let denied: Vec<String> = nodes
+        .iter()
+        .filter(|p| {
+            std::fs::OpenOptions::new().read(true).write(true).open(p).err().map(|e| e.kind())
+                == Some(std::io::ErrorKind::PermissionDenied)
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    if !denied.is_empty() {
+        return format!(
+            "the Level Zero GPU driver {driver} is installed, but this user cannot open {} ({what}): add the user to the group owning it (usually render)",
+            denied.join(", ")
+        );
+    }
+    let mask =
+        crate::env::ze_affinity_mask().map_or(String::new(), |m| format!("; ZE_AFFINITY_MASK={m} may hide them"));
+    let nodes: Vec<String> = nodes.iter().map(|p| p.display().to_string()).collect();
+    format!(
+        "the Level Zero GPU driver {driver} and the device nodes {} are there, but the driver reports no usable GPU ({what}{mask}); is this GPU supported by the installed driver version?",
+        nodes.join(", ")
+    )
+}
+
+/// What `ishmem-info` reports: the GPUs Level Zero sees, or why none.
+pub fn probe(loader: Option<&str>) -> Result<String, String> {
+    let l = match loader {
+        Some(p) => Loader::load_from(&[p])?,
+        None => Loader::load()?,
+    };
+    // SAFETY: discovery calls with valid out-pointers.
+    let gpus = unsafe { discover(&l)? };
+    let names: Vec<String> = gpus.1.iter().map(|(_, p)| device_name(p)).collect();
+    Ok(format!("loader {}; {} GPU(s): {}", l.path, names.len(), names.join(", ")))
+}
+
+fn device_name(p: &ze_device_properties_t) -> String {
+    // SAFETY: the driver writes a NUL-terminated name.
+    unsafe { CStr::from_ptr(p.name.as_ptr()) }.to_string_lossy().into_owned()
+}
+
+/// `zeInit`, then the first driver that reports GPUs, and its GPUs.
+///
+/// # Safety
+/// `l` is a loaded table.
+#[allow(clippy::type_complexity)]
+unsafe fn discover(
+    l: &Loader,
+) -> Result<(ze_driver_handle_t, Vec<(ze_device_handle_t, ze_device_properties_t)>), String> {
+    // SAFETY: loader calls with valid out-pointers (the caller's contract).
+    unsafe {
+        let r = (l.init)(ZE_INIT_FLAG_GPU_ONLY);
+        if r != ZE_RESULT_SUCCESS {
+            return Err(no_gpu_reason(l, Some(r)));
+        }
+        let mut n = 0u32;
+        check("zeDriverGet", (l.driver_get)(&mut n, null_mut()))?;
+        let mut drivers = vec![null_mut(); n as usize];
+        check("zeDriverGet", (l.driver_get)(&mut n, drivers.as_mut_ptr()))?;
+        for drv in drivers.into_iter().take(n as usize) {
+            let mut c = 0u32;
+            check("zeDeviceGet", (l.device_get)(drv, &mut c, null_mut()))?;
+            let mut devs = vec![null_mut(); c as usize];
+            check("zeDeviceGet", (l.device_get)(drv, &mut c, devs.as_mut_ptr()))?;
+            let mut gpus = Vec::new();
+            for d in devs.into_iter().take(c as usize) {
+                let mut p: ze_device_properties_t = std::mem::zeroed();
+                p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+                check("zeDeviceGetProperties", (l.device_get_properties)(d, &mut p))?;
+                if p.type_ == ZE_DEVICE_TYPE_GPU {
+                    gpus.push((d, p));
+                }
+            }
+            if !gpus.is_empty() {
+                return Ok((drv, gpus));
+            }
+        }
+        Err(no_gpu_reason(l, None))
+    }
+}
+
+/// A command-queue group of `dev`: the first copy-only group (a copy
+/// engine), or with `compute`, the first compute group; `None` when there
+/// is none.
+///
+/// # Safety
+/// `dev` is a device handle of `l`'s driver.
+unsafe fn queue_group(l: &Loader, dev: ze_device_handle_t, compute: bool) -> Result<Option<u32>, String> {
+    // SAFETY: two-call enumeration with a buffer of the reported size.
+    unsafe {
+        let mut n = 0u32;
+        check(
+            "zeDeviceGetCommandQueueGroupProperties",
+            (l.device_get_command_queue_group_properties)(dev, &mut n, null_mut()),
+        )?;
+        let mut v: Vec<ze_command_queue_group_properties_t> = vec![std::mem::zeroed(); n as usize];
+        for g in &mut v {
+            g.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
+        }
+        check(
+            "zeDeviceGetCommandQueueGroupProperties",
+            (l.device_get_command_queue_group_properties)(dev, &mut n, v.as_mut_ptr()),
+        )?;
+        Ok(v.iter()
+            .take(n as usize)
+            .position(|g| {
+                let c = g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE != 0;
+                if compute {
+                    c
+                } else {
+                    !c && g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY != 0
+                }
+            })
+            .map(|i| i as u32))
+    }
+}
+
+impl ZeDevice {
+    /// Loads the loader, finds the driver and its GPUs (fail fast).
+    pub fn new(config: &Config) -> Result<ZeDevice, DeviceError> {
+        let l = match &config.ze_loader {
+            Some(p) => Loader::load_from(&[p.as_str()]),
+            None => Loader::load(),
+        }
+        .map_err(unavailable)?;
+        let l: &'static Loader = Box::leak(Box::new(l));
+        // SAFETY: discovery and driver queries with valid out-pointers.
+        unsafe {
+            let (driver, gpus) = discover(l).map_err(unavailable)?;
+            let mut ipc: ze_driver_ipc_properties_t = std::mem::zeroed();
+            ipc.stype = ZE_STRUCTURE_TYPE_DRIVER_IPC_PROPERTIES;
+            check("zeDriverGetIpcProperties", (l.driver_get_ipc_properties)(driver, &mut ipc)).map_err(unavailable)?;
+            if ipc.flags & ZE_IPC_PROPERTY_FLAG_MEMORY == 0 {
+                return Err(unavailable(
+                    "the Level Zero driver cannot share device memory between processes (no ZE_IPC_PROPERTY_FLAG_MEMORY), which symmetric heaps need".into(),
+                ));
+            }
+            let ext = |name: &CStr| -> Option<*mut c_void> {
+                let mut f = null_mut();
+                let r = (l.driver_get_extension_function_address)(driver, name.as_ptr(), &mut f);
+                (r == ZE_RESULT_SUCCESS && !f.is_null()).then_some(f)
+            };
+            let import = ext(c"zexDriverImportExternalPointer").ok_or_else(|| {
+                unavailable(
+                    "the Level Zero driver has no zexDriverImportExternalPointer (registration of host memory for the GPU, in Intel's compute runtime since 2022), which the reverse-offload ring needs; update the GPU driver".into(),
+                )
+            })?;
+            // SAFETY: the driver's extension with its documented prototype.
+            let import: ImportFn = std::mem::transmute::<*mut c_void, ImportFn>(import);
+            let release_import =
+                ext(c"zexDriverReleaseImportedPointer").map(|f| std::mem::transmute::<*mut c_void, ReleaseFn>(f));
+            let mut slots = Vec::new();
+            for (d, p) in gpus {
+                let name = device_name(&p);
+                let mut subs = Vec::new();
+                if config.ze_subdevices {
+                    let mut n = 0u32;
+                    check("zeDeviceGetSubDevices", (l.device_get_sub_devices)(d, &mut n, null_mut()))
+                        .map_err(unavailable)?;
+                    subs = vec![null_mut(); n as usize];
+                    check("zeDeviceGetSubDevices", (l.device_get_sub_devices)(d, &mut n, subs.as_mut_ptr()))
+                        .map_err(unavailable)?;
+                    subs.truncate(n as usize);
+                }
+                if subs.is_empty() {
+                    slots.push(Slot { dev: d, name, max_alloc: p.maxMemAllocSize });
+                } else {
+                    for (t, s) in subs.into_iter().enumerate() {
+                        slots.push(Slot { dev: s, name: format!("{name} tile {t}"), max_alloc: p.maxMemAllocSize });
+                    }
+                }
+            }
+            let mut desc: ze_context_desc_t = std::mem::zeroed();
+            desc.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC;
+            let mut ctx = null_mut();
+            check("zeContextCreate", (l.context_create)(driver, &desc, &mut ctx)).map_err(unavailable)?;
+            Ok(ZeDevice {
+                l,
+                driver,
+                ctx,
+                slots,
+                wanted: config.ze_device,
+                device_lib: config.device_lib.clone(),
+                import,
+                release_import,
+                open: OnceLock::new(),
+                lib: Mutex::new(None),
+                events: Mutex::new(Events::default()),
+                server: Mutex::new(None),
+            })
+        }
+    }
+
+    fn gpu(&self) -> Result<&Open, DeviceError> {
+        self.open.get().ok_or_else(|| DeviceError::Runtime("the Level Zero device is not open yet".into()))
+    }
+
+    /// An immediate command list on group `ordinal` of `dev`.
+    fn list(
+        &self, dev: ze_device_handle_t, ordinal: u32, mode: ze_command_queue_mode_t,
+    ) -> Result<ze_command_list_handle_t, String> {
+        // SAFETY: a descriptor of ours; the list is kept until exit.
+        unsafe {
+            let mut d: ze_command_queue_desc_t = std::mem::zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+            d.ordinal = ordinal;
+            d.mode = mode;
+            let mut h = null_mut();
+            check("zeCommandListCreateImmediate", (self.l.command_list_create_immediate)(self.ctx, dev, &d, &mut h))?;
+            Ok(h)
+        }
+    }
+
+    /// Chooses and opens this PE's GPU (once).
+    fn open(&self, local: LocalRank) -> Result<&Open, DeviceError> {
+        if let Some(o) = self.open.get() {
+            return Ok(o);
+        }
+        let n = self.slots.len();
+        let index = match self.wanted {
+            Some(w) if w as usize >= n => {
+                return Err(unavailable(format!(
+                    "ISHMEM_ZE_DEVICE={w}, but the driver reports {n} GPU(s) (0..{})",
+                    n - 1
+                )))
+            }
+            Some(w) => w as usize,
+            None => local.rank % n,
+        };
+        let s = &self.slots[index];
+        let e = |m: String| unavailable(format!("GPU {index} ({}): {m}", s.name));
+        // The node's other PEs' GPUs (by the same rule) must be reachable.
+        if self.wanted.is_none() {
+            for r in 0..local.size {
+                let j = r % n;
+                if j == index {
+                    continue;
+                }
+                let mut ok: ze_bool_t = 0;
+                // SAFETY: two device handles of our driver.
+                let rc = unsafe { (self.l.device_can_access_peer)(s.dev, self.slots[j].dev, &mut ok) };
+                check("zeDeviceCanAccessPeer", rc).map_err(e)?;
+                if ok == 0 {
+                    return Err(e(format!(
+                        "cannot access the memory of GPU {j} ({}), where PE {r} of this node runs: the node's PEs must be on GPUs that map each other's memory",
+                        self.slots[j].name
+                    )));
+                }
+            }
+        }
+        // SAFETY: a device handle of our driver.
+        let compute =
+            unsafe { queue_group(self.l, s.dev, true) }.map_err(e)?.ok_or_else(|| e("has no compute engine".into()))?;
+        // SAFETY: as above.
+        let copy = unsafe { queue_group(self.l, s.dev, false) }.map_err(e)?.unwrap_or(compute);
+        let o = Open {
+            index,
+            dev: s.dev,
+            name: s.name.clone(),
+            max_alloc: s.max_alloc,
+            copy: Mutex::new(self.list(s.dev, copy, ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS).map_err(e)?),
+            compute: Mutex::new(self.list(s.dev, compute, ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS).map_err(e)?),
+            queue: self.list(s.dev, compute, ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS).map_err(e)?,
+        };
+        let _ = self.open.set(o);
+        self.gpu()
+    }
+
+    /// The descriptor inside an IPC handle of `zeMemGetIpcHandle`.
+    fn fd_of(&self, h: &ze_ipc_mem_handle_t) -> Result<i32, String> {
+        if let Some(f) = self.l.mem_get_file_descriptor_from_ipc_handle {
+            let mut v = 0u64;
+            // SAFETY: spec 1.6's conversion on a handle of ours.
+            let r = unsafe { f(self.ctx, *h, &mut v) };
+            if r == ZE_RESULT_SUCCESS {
+                return Ok(v as i32);
+            }
+            if r != ZE_RESULT_ERROR_UNSUPPORTED_FEATURE {
+                return Err(check("zeMemGetFileDescriptorFromIpcHandleExp", r).unwrap_err());
+            }
+        }
+        let b: Vec<u8> = h.data.iter().map(|&c| c as u8).collect();
+        if b[4..].iter().any(|&x| x != 0) {
+            return Err(
+                "the driver's IPC handle carries more than a file descriptor (a pooled or opaque handle), so it cannot be passed to the node's other PEs as one; this driver needs spec 1.6's zeMemGetFileDescriptorFromIpcHandleExp (a newer loader)".into(),
+            );
+        }
+        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The IPC handle for a descriptor a peer exported.
+    fn handle_of(&self, fd: i32) -> Result<ze_ipc_mem_handle_t, String> {
+        // SAFETY: an all-zero handle is a valid value of the plain array.
+        let mut h: ze_ipc_mem_handle_t = unsafe { std::mem::zeroed() };
+        if let Some(f) = self.l.mem_get_ipc_handle_from_file_descriptor {
+            // SAFETY: spec 1.6's conversion with a valid out-pointer.
+            let r = unsafe { f(self.ctx, fd as u64, &mut h) };
+            if r == ZE_RESULT_SUCCESS {
+                return Ok(h);
+            }
+            if r != ZE_RESULT_ERROR_UNSUPPORTED_FEATURE {
+                return Err(check("zeMemGetIpcHandleFromFileDescriptorExp", r).unwrap_err());
+            }
+        }
+        for (i, b) in (fd as u64).to_le_bytes().into_iter().enumerate() {
+            h.data[i] = b as c_char;
+        }
+        Ok(h)
+    }
+
+    /// How a heap is given back when its region drops: freed (ours) or
+    /// closed (a peer's).
+    fn release(&self, imported: bool) -> Release {
+        let (l, ctx) = (self.l, self.ctx as usize);
+        Release::Device(Box::new(move |base, _| {
+            // SAFETY: the allocation or import of this region; nothing uses
+            // it after the region is dropped.
+            unsafe {
+                if imported {
+                    (l.mem_close_ipc_handle)(ctx as ze_context_handle_t, base as *const c_void);
+                } else {
+                    (l.mem_free)(ctx as ze_context_handle_t, base.cast());
+                }
+            }
+        }))
+    }
+
+    /// Runs `f` on the synchronous copy list (complete when it returns).
+    fn on_copy(&self, what: &str, f: impl FnOnce(ze_command_list_handle_t) -> ze_result_t) -> Result<(), DeviceError> {
+        let o = self.gpu()?;
+        let list = o.copy.lock().unwrap_or_else(|e| e.into_inner());
+        check(what, f(*list)).map_err(DeviceError::Runtime)
+    }
+
+    /// A module from SPIR-V `il` with `flags`; a failure carries the build log.
+    fn module(&self, il: &[u8], flags: &str, what: &str) -> Result<ze_module_handle_t, String> {
+        let o = self.gpu().map_err(|e| e.to_string())?;
+        let flags = CString::new(flags).unwrap_or_default();
+        // SAFETY: a descriptor of ours over `il`, which outlives the call.
+        unsafe {
+            let mut d: ze_module_desc_t = std::mem::zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_MODULE_DESC;
+            d.format = ZE_MODULE_FORMAT_IL_SPIRV;
+            d.inputSize = il.len();
+            d.pInputModule = il.as_ptr();
+            d.pBuildFlags = flags.as_ptr();
+            let (mut m, mut log) = (null_mut(), null_mut());
+            let r = (self.l.module_create)(self.ctx, o.dev, &d, &mut m, &mut log);
+            let text = self.take_log(log);
+            check(&format!("zeModuleCreate ({what})"), r).map_err(|e| format!("{e}{text}"))?;
+            Ok(m)
+        }
+    }
+
+    /// The text of a build log (then destroyed), as `": <text>"` or empty.
+    fn take_log(&self, log: ze_module_build_log_handle_t) -> String {
+        if log.is_null() {
+            return String::new();
+        }
+        // SAFETY: two-call query into a buffer of the reported size.
+        unsafe {
+            let mut n = 0usize;
+            (self.l.module_build_log_get_string)(log, &mut n, null_mut());
+            let mut buf = vec![0 as c_char; n.max(1)];
+            (self.l.module_build_log_get_string)(log, &mut n, buf.as_mut_ptr());
+            (self.l.module_build_log_destroy)(log);
+            let t = CStr::from_ptr(buf.as_ptr()).to_string_lossy().trim().to_string();
+            if t.is_empty() {
+                t
+            } else {
+                format!(": {t}")
+            }
+        }
+    }
+
+    /// A kernel of the library module.
+    fn kernel(&self, module: ze_module_handle_t, name: &str) -> Result<ze_kernel_handle_t, String> {
+        let cname = CString::new(name).unwrap_or_default();
+        // SAFETY: a descriptor of ours; the kernel lives until exit.
+        unsafe {
+            let mut d: ze_kernel_desc_t = std::mem::zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC;
+            d.pKernelName = cname.as_ptr();
+            let mut k = null_mut();
+            check(&format!("zeKernelCreate({name})"), (self.l.kernel_create)(module, &d, &mut k))?;
+            check("zeKernelSetGroupSize", (self.l.kernel_set_group_size)(k, 1, 1, 1))?;
+            Ok(k)
+        }
+    }
+
+    /// Sets kernel arguments (each a plain value of its size).
+    ///
+    /// # Safety
+    /// The values match the kernel's parameters.
+    unsafe fn set_args(&self, k: ze_kernel_handle_t, args: &[(&[u8], usize)]) -> Result<(), String> {
+        for (i, (v, n)) in args.iter().enumerate() {
+            // SAFETY: the caller's contract.
+            let r = unsafe { (self.l.kernel_set_argument_value)(k, i as u32, *n, v.as_ptr().cast()) };
+            check("zeKernelSetArgumentValue", r)?;
+        }
+        Ok(())
+    }
+
+    /// An event for an `_on_queue` operation, from the pools.
+    fn event(&self) -> Result<ze_event_handle_t, String> {
+        let o = self.gpu().map_err(|e| e.to_string())?;
+        let mut ev = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let h = match ev.free.pop() {
+            Some(h) => h,
+            None => {
+                // SAFETY: descriptors of ours; pools live until exit.
+                unsafe {
+                    if ev.pools.is_empty() || ev.used == POOL_EVENTS {
+                        let mut d: ze_event_pool_desc_t = std::mem::zeroed();
+                        d.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+                        d.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+                        d.count = POOL_EVENTS;
+                        let mut dev = o.dev;
+                        let mut p = null_mut();
+                        check("zeEventPoolCreate", (self.l.event_pool_create)(self.ctx, &d, 1, &mut dev, &mut p))?;
+                        ev.pools.push(p);
+                        ev.used = 0;
+                    }
+                    let mut d: ze_event_desc_t = std::mem::zeroed();
+                    d.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+                    d.index = ev.used;
+                    d.signal = ZE_EVENT_SCOPE_FLAG_HOST;
+                    d.wait = ZE_EVENT_SCOPE_FLAG_HOST;
+                    let mut h = null_mut();
+                    check("zeEventCreate", (self.l.event_create)(*ev.pools.last().unwrap_or(&null_mut()), &d, &mut h))?;
+                    ev.used += 1;
+                    h
+                }
+            }
+        };
+        ev.outstanding.insert(h as usize);
+        Ok(h)
+    }
+
+    /// Loads the device library module, registers the ring and the control
+    /// segment, and installs the state.
+    fn attach_library(&self, o: &Open, a: &Attach) -> Result<Library, String> {
+        let il = read_library(self.device_lib.as_deref())?;
+        // SAFETY: the state lives as long as the running PE (Attach's contract).
+        let st: ishmemx_device_state_t = unsafe { *a.state };
+        let mut flags = "-ze-take-global-address -library-compilation".to_string();
+        if st.heap_size > 4 << 30 {
+            flags.push_str(" -ze-opt-greater-than-4GB-buffer-required");
+        }
+        let module = self.module(&il, &flags, "the device library ishmem_device.spv")?;
+        let amo = self.kernel(module, "ishmemi_host_amo")?;
+        let l = self.l;
+        // SAFETY: driver calls on memory of ours; each is undone by detach.
+        unsafe {
+            let mut hd: ze_host_mem_alloc_desc_t = std::mem::zeroed();
+            hd.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
+            let mut amo_result = null_mut();
+            check("zeMemAllocHost (host AMO result)", (l.mem_alloc_host)(self.ctx, &hd, 64, 64, &mut amo_result))?;
+            let mut registered = Vec::new();
+            let page = crate::mem::page_size();
+            let ring_size = std::mem::size_of::<crate::ring::Ring>().next_multiple_of(page);
+            for (p, n, what) in [
+                (a.ring as *const _ as *mut c_void, ring_size, "the reverse-offload ring"),
+                (a.ctrl.0.cast(), a.ctrl.1.next_multiple_of(page), "the control segment"),
+            ] {
+                check(&format!("zexDriverImportExternalPointer ({what})"), (self.import)(self.driver, p, n))?;
+                registered.push(p);
+            }
+            // The state and its tables in GPU memory (as the CUDA device's
+            // mirror): device code reads them on every operation.
+            let n = st.n_pes as usize;
+            let head = std::mem::size_of::<ishmemx_device_state_t>().next_multiple_of(64);
+            let bases = head;
+            let locals = bases + 8 * n;
+            let teams = (locals + n).next_multiple_of(64);
+            let teams_len = 2 * TEAM_SLOTS * 8;
+            let quiet = (teams + teams_len).next_multiple_of(64);
+            let total = quiet + 64;
+            let mut dd: ze_device_mem_alloc_desc_t = std::mem::zeroed();
+            dd.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC;
+            let mut mirror = null_mut();
+            check(
+                "zeMemAllocDevice (device state)",
+                (l.mem_alloc_device)(self.ctx, &dd, total, 64, o.dev, &mut mirror),
+            )?;
+            let m = mirror as u64;
+            let mut copy = st;
+            copy.peer_heap_base = m + bases as u64;
+            copy.peer_is_local = m + locals as u64;
+            copy.teams = m + teams as u64;
+            copy.quiet_words = m + quiet as u64;
+            copy.copy_cutover = 0;
+            copy.copy_cutover_group = 0;
+            let mb = mirror as *mut u8;
+            let up = |dst: *mut u8, src: *const u8, len: usize| {
+                // SAFETY: host source valid for len; dst inside the mirror.
+                self.copy(dst, src, len).map_err(|e| e.to_string())
+            };
+            up(mb, (&copy as *const ishmemx_device_state_t).cast(), std::mem::size_of_val(&copy))?;
+            up(mb.add(bases), st.peer_heap_base as *const u8, 8 * n)?;
+            up(mb.add(locals), st.peer_is_local as *const u8, n)?;
+            up(mb.add(teams), st.teams as *const u8, teams_len)?;
+            up(mb.add(quiet), [0u8; 64].as_ptr(), 64)?;
+            // The library's global `ishmemi_state` (linked programs import
+            // it) points at the mirror.
+            let (mut size, mut gp) = (0usize, null_mut());
+            check(
+                "zeModuleGetGlobalPointer(ishmemi_state)",
+                (l.module_get_global_pointer)(module, c"ishmemi_state".as_ptr(), &mut size, &mut gp),
+            )?;
+            if size != 8 {
+                return Err(format!("the device library's ishmemi_state is {size} bytes, not a pointer"));
+            }
+            up(gp.cast(), (&m as *const u64).cast(), 8)?;
+            Ok(Library {
+                module,
+                amo: Mutex::new(amo),
+                amo_result: amo_result.cast(),
+                kernels: Mutex::new(HashMap::new()),
+                registered,
+                mirror,
+                teams_dst: mb.add(teams),
+                teams_src: st.teams as *const u8,
+            })
+        }
+    }
+
+    fn with_lib<T>(&self, f: impl FnOnce(&Library) -> Result<T, String>) -> Result<T, DeviceError> {
+        let g = self.lib.lock().unwrap_or_else(|e| e.into_inner());
+        let lib = g.as_ref().ok_or_else(|| DeviceError::Runtime("the Level Zero device is not attached".into()))?;
+        f(lib).map_err(DeviceError::Runtime)
+    }
+}
+
+impl DeviceMemory for ZeDevice {
+    unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let l = self.l;
+        // SAFETY: the caller's contract; the list is synchronous, so the
+        // copy is complete when the append returns.
+        self.on_copy("zeCommandListAppendMemoryCopy", |list| unsafe {
+            (l.command_list_append_memory_copy)(list, dst.cast(), src.cast(), len, null_mut(), 0, null_mut())
+        })
+    }
+
+    unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let l = self.l;
+        let zero = 0u8;
+        // SAFETY: the caller's contract; synchronous list as above.
+        self.on_copy("zeCommandListAppendMemoryFill", |list| unsafe {
+            (l.command_list_append_memory_fill)(
+                list,
+                dst.cast(),
+                (&zero as *const u8).cast(),
+                1,
+                len,
+                null_mut(),
+                0,
+                null_mut(),
+            )
+        })
+    }
+
+    unsafe fn atomic(
+        &self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
+    ) -> Result<u64, DeviceError> {
+        let o = self.gpu()?;
+        let l = self.l;
+        self.with_lib(|lib| {
+            let k = lib.amo.lock().unwrap_or_else(|e| e.into_inner());
+            let (a, sz, opc, out) = (addr as u64, size as u32, op as u32, lib.amo_result as u64);
+            // SAFETY: the library's ishmemi_host_amo(ulong addr, uint size,
+            // uint op, ulong operand, ulong cond, global ulong *out); the
+            // compute list is synchronous, so the result is written when the
+            // append returns.
+            unsafe {
+                self.set_args(
+                    *k,
+                    &[
+                        (&a.to_ne_bytes(), 8),
+                        (&sz.to_ne_bytes(), 4),
+                        (&opc.to_ne_bytes(), 4),
+                        (&operand.to_ne_bytes(), 8),
+                        (&cond.to_ne_bytes(), 8),
+                        (&out.to_ne_bytes(), 8),
+                    ],
+                )?;
+                let list = o.compute.lock().unwrap_or_else(|e| e.into_inner());
+                let g = ze_group_count_t { groupCountX: 1, groupCountY: 1, groupCountZ: 1 };
+                check(
+                    "zeCommandListAppendLaunchKernel (host AMO)",
+                    (l.command_list_append_launch_kernel)(*list, *k, &g, null_mut(), 0, null_mut()),
+                )?;
+                Ok(std::ptr::read_volatile(lib.amo_result))
+            }
+        })
+    }
+}
+
+impl Device for ZeDevice {
+    fn name(&self) -> &'static str {
+        "ze"
+    }
+
+    fn heap_align(&self) -> usize {
+        HEAP_ALIGN
+    }
+
+    fn heap_granularity(&self) -> usize {
+        HEAP_ALIGN
+    }
+
+    fn create_heap(&self, size: usize, pe: usize, local: LocalRank) -> Result<HeapRegion, DeviceError> {
+        let o = self.open(local)?;
+        let what = format!("cannot create a {size}-byte symmetric heap on GPU {} ({}) for PE {pe}", o.index, o.name);
+        let e = |m: String| DeviceError::Runtime(format!("{what}: {m}"));
+        // SAFETY: driver calls with descriptors of ours and valid
+        // out-pointers; the exported descriptor is duplicated into one we own.
+        unsafe {
+            let mut relaxed: ze_relaxed_allocation_limits_exp_desc_t = std::mem::zeroed();
+            relaxed.stype = ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC;
+            relaxed.flags = ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE;
+            let mut d: ze_device_mem_alloc_desc_t = std::mem::zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC;
+            if size as u64 > o.max_alloc {
+                d.pNext = (&mut relaxed as *mut ze_relaxed_allocation_limits_exp_desc_t).cast();
+            }
+            let mut p = null_mut();
+            check("zeMemAllocDevice", (self.l.mem_alloc_device)(self.ctx, &d, size, HEAP_ALIGN, o.dev, &mut p))
+                .map_err(e)?;
+            let region = HeapRegion::device(p.cast(), size, None, self.release(false));
+            let mut h: ze_ipc_mem_handle_t = std::mem::zeroed();
+            check("zeMemGetIpcHandle", (self.l.mem_get_ipc_handle)(self.ctx, p, &mut h)).map_err(e)?;
+            let fd = self.fd_of(&h).map_err(e)?;
+            let dup = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
+            if dup < 0 {
+                return Err(e(format!(
+                    "cannot duplicate the heap's descriptor {fd}: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+            let region = region.with_handle(OwnedFd::from_raw_fd(dup));
+            // Zeroed, as CPU heaps are.
+            self.zero(p.cast(), size)?;
+            Ok(region)
+        }
+    }
+
+    fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
+        let o = self.gpu()?;
+        let what = format!("cannot map the heap of PE {pe} for GPU {} ({})", o.index, o.name);
+        let e = |m: String| DeviceError::Runtime(format!("{what}: {m}"));
+        let h = self.handle_of(handle.as_raw_fd()).map_err(e)?;
+        let mut p = null_mut();
+        // SAFETY: opening a handle a peer exported; the descriptor stays ours.
+        let r = unsafe { (self.l.mem_open_ipc_handle)(self.ctx, o.dev, h, 0, &mut p) };
+        check("zeMemOpenIpcHandle", r).map_err(|m| e(format!("{m} (can the GPUs map each other's memory?)")))?;
+        Ok(HeapRegion::device(p.cast(), size, None, self.release(true)))
+    }
+
+    fn memory(&self) -> Option<&dyn DeviceMemory> {
+        Some(self)
+    }
+
+    fn attach(&self, a: Attach) -> Result<(), DeviceError> {
+        let o = self.gpu()?;
+        let lib = self.attach_library(o, &a).map_err(|m| {
+            DeviceError::Runtime(format!("GPU {} ({}): cannot set up device code: {m}", o.index, o.name))
+        })?;
+        *self.lib.lock().unwrap_or_else(|e| e.into_inner()) = Some(lib);
+        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
+        Ok(())
+    }
+
+    fn teams_changed(&self) -> Result<(), DeviceError> {
+        let (dst, src) = {
+            let g = self.lib.lock().unwrap_or_else(|e| e.into_inner());
+            match g.as_ref() {
+                Some(l) => (l.teams_dst, l.teams_src),
+                None => return Ok(()),
+            }
+        };
+        // SAFETY: the team table and its mirror, both 2 * TEAM_SLOTS words.
+        unsafe { self.copy(dst, src, 2 * TEAM_SLOTS * 8) }
+    }
+
+    fn detach(&self) {
+        self.server.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(lib) = self.lib.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: undoing attach; no device code runs any more.
+            unsafe {
+                if let Some(rel) = self.release_import {
+                    for p in lib.registered {
+                        rel(self.driver, p);
+                    }
+                }
+                (self.l.mem_free)(self.ctx, lib.mirror);
+                (self.l.mem_free)(self.ctx, lib.amo_result.cast());
+            }
+        }
+    }
+
+    fn native(&self, what: Native) -> Result<*mut c_void, DeviceError> {
+        let o = self.gpu()?;
+        Ok(match what {
+            Native::Context => self.ctx.cast(),
+            Native::Device => o.dev.cast(),
+            Native::Queue => o.queue.cast(),
+        })
+    }
+
+    fn link_program(&self, il: &[u8]) -> Result<*mut c_void, DeviceError> {
+        let lib = self.with_lib(|l| Ok(l.module))?;
+        let m = self.module(il, "", "the program").map_err(DeviceError::Runtime)?;
+        let mut pair = [m, lib];
+        let mut log = null_mut();
+        // SAFETY: two modules of ours; the log is read and destroyed.
+        let r = unsafe { (self.l.module_dynamic_link)(2, pair.as_mut_ptr(), &mut log) };
+        let text = self.take_log(log);
+        check("zeModuleDynamicLink (the program with ishmem_device.spv)", r)
+            .map_err(|e| DeviceError::Runtime(format!("{e}{text}")))?;
+        Ok(m.cast())
+    }
+
+    fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
+        let (name, args): (&'static str, Vec<(Vec<u8>, usize)>) = match op {
+            QueueOp::Put { dest, source, nbytes, pe } | QueueOp::Get { dest, source, nbytes, pe } => (
+                if matches!(op, QueueOp::Put { .. }) { "ishmemi_putmem_kernel" } else { "ishmemi_getmem_kernel" },
+                vec![
+                    ((dest as u64).to_ne_bytes().to_vec(), 8),
+                    ((source as u64).to_ne_bytes().to_vec(), 8),
+                    ((nbytes as u64).to_ne_bytes().to_vec(), 8),
+                    (pe.to_ne_bytes().to_vec(), 4),
+                ],
+            ),
+            QueueOp::BarrierAll => ("ishmemi_barrier_all_kernel", vec![]),
+            QueueOp::Quiet => ("ishmemi_quiet_kernel", vec![]),
+        };
+        let ev = self.event().map_err(DeviceError::Runtime)?;
+        let l = self.l;
+        self.with_lib(|lib| {
+            let mut ks = lib.kernels.lock().unwrap_or_else(|e| e.into_inner());
+            let k = match ks.get(name) {
+                Some(k) => *k,
+                None => {
+                    let k = self.kernel(lib.module, name)?;
+                    ks.insert(name, k);
+                    k
+                }
+            };
+            let args: Vec<(&[u8], usize)> = args.iter().map(|(v, n)| (v.as_slice(), *n)).collect();
+            let mut deps: Vec<ze_event_handle_t> = deps.iter().map(|d| d.cast()).collect();
+            // SAFETY: the library kernel's parameters; the program's list
+            // and events (the core checked the list is not null). Arguments
+            // are captured at the append, under the kernels' lock.
+            unsafe {
+                self.set_args(k, &args)?;
+                let g = ze_group_count_t { groupCountX: 1, groupCountY: 1, groupCountZ: 1 };
+                check(
+                    &format!("zeCommandListAppendLaunchKernel({name})"),
+                    (l.command_list_append_launch_kernel)(
+                        queue.cast(),
+                        k,
+                        &g,
+                        ev,
+                        deps.len() as u32,
+                        if deps.is_empty() { null_mut() } else { deps.as_mut_ptr() },
+                    ),
+                )
+            }
+        })?;
+        Ok(ev.cast())
+    }
+
+    fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError> {
+        for &e in events {
+            let h: ze_event_handle_t = e.cast();
+            if !self.events.lock().unwrap_or_else(|e| e.into_inner()).outstanding.contains(&(h as usize)) {
+                return Err(DeviceError::Runtime(format!(
+                    "{e:p} is not an event of an ishmemx_*_on_queue routine of this PE (or it was already waited for)"
+                )));
+            }
+            // SAFETY: an event of our pools, signalled by an appended launch.
+            unsafe {
+                check("zeEventHostSynchronize", (self.l.event_host_synchronize)(h, u64::MAX))
+                    .map_err(DeviceError::Runtime)?;
+                check("zeEventHostReset", (self.l.event_host_reset)(h)).map_err(DeviceError::Runtime)?;
+            }
+            let mut ev = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            ev.outstanding.remove(&(h as usize));
+            ev.free.push(h);
+        }
+        Ok(())
+    }
+}
