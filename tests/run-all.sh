@@ -123,6 +123,10 @@ echo "sdk: 1 passed, 0 failed"
 # Device-initiated operations from OpenCL C kernels on the CPU device.
 TEST_DEVICE_MPI=1 ISHMEM_TEST_OPENCL_VENV="$oclvenv" tests/device/test-device.sh
 echo "device: 1 passed, 0 failed"
+# The Level Zero device's test program, compiled against Debian's Level
+# Zero headers and loader, over the same SPIR-V. No Intel GPU here: not run
+# (tests/ze/run.sh runs it on a machine with one; docs/device.md).
+ISHMEM_LIBDIR="$target/debug" tests/ze/run.sh --build-only "$target/ze-test"
 # The CUDA device library and the GPU tests (tests/cuda), compiled with a
 # CUDA 13.0 nvcc from PyPI; the checked-in host-AMO PTX must be what that
 # compiler makes. No GPU here: they are not run (tests/cuda/run.sh runs them

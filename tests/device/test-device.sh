@@ -14,17 +14,7 @@ unset ISHMEM_TEST_OPENCL_VENV # not a library variable (the library warns about 
 target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/device-test"
 mkdir -p "$out"
-"$root/device-lib/build.sh" "$out" >/dev/null
-FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
-    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64,+cl_khr_subgroups,+__opencl_c_subgroups"
-    -target spir64 -Os -Werror -I "$root/device-lib/include")
-clang-14 "${FLAGS[@]}" -emit-llvm -c "$root/tests/device/kernels.cl" -o "$out/kernels.bc"
-llvm-spirv-14 --spirv-max-version=1.3 "$out/kernels.bc" -o "$out/kernels.spv"
-spirv-val "$out/kernels.spv"
-# -O0: llvm-spirv 14 misorders blocks of these loop nests at -Os too.
-clang-14 "${FLAGS[@]}" -O0 -emit-llvm -c "$root/tests/device/sweep.cl" -o "$out/sweep.bc"
-llvm-spirv-14 --spirv-max-version=1.3 "$out/sweep.bc" -o "$out/sweep.spv"
-spirv-val "$out/sweep.spv"
+"$root/tests/device/build-kernels.sh" "$out"
 cc -std=c11 -O2 -Wall -Werror "$root/tests/device/sweep_host.c" -I "$root/bindings/c/include" \
     -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/sweep_host"
 cc -std=c11 -O2 -Wall -Werror "$root/tests/device/device_host.c" -I "$root/bindings/c/include" \
