@@ -149,6 +149,10 @@ pub struct Loader {
     pub kernel_set_argument_value:
         unsafe extern "C" fn(ze_kernel_handle_t, u32, usize, *const std::ffi::c_void) -> ze_result_t,
     pub kernel_set_group_size: unsafe extern "C" fn(ze_kernel_handle_t, u32, u32, u32) -> ze_result_t,
+    pub kernel_set_indirect_access:
+        unsafe extern "C" fn(ze_kernel_handle_t, ze_kernel_indirect_access_flags_t) -> ze_result_t,
+    pub device_get_memory_access_properties:
+        unsafe extern "C" fn(ze_device_handle_t, *mut ze_device_memory_access_properties_t) -> ze_result_t,
     /// Spec 1.6; `None` in older loaders.
     pub mem_get_file_descriptor_from_ipc_handle: ishmem_ze_pfnMemGetFileDescriptorFromIpcHandleExp_t,
     /// Spec 1.6.
@@ -247,6 +251,8 @@ impl Loader {
             kernel_destroy: req!("zeKernelDestroy"),
             kernel_set_argument_value: req!("zeKernelSetArgumentValue"),
             kernel_set_group_size: req!("zeKernelSetGroupSize"),
+            kernel_set_indirect_access: req!("zeKernelSetIndirectAccess"),
+            device_get_memory_access_properties: req!("zeDeviceGetMemoryAccessProperties"),
             mem_get_file_descriptor_from_ipc_handle: opt!("zeMemGetFileDescriptorFromIpcHandleExp"),
             mem_get_ipc_handle_from_file_descriptor: opt!("zeMemGetIpcHandleFromFileDescriptorExp"),
             mem_put_ipc_handle: opt!("zeMemPutIpcHandle"),

@@ -16,6 +16,11 @@
     fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } } while (0)
 #define ZE(call) do { ze_result_t r_ = (call); CHECK(r_ == ZE_RESULT_SUCCESS, "%s = %#x", #call, (unsigned)r_); } while (0)
 
+/* Kernels that call the device API reach memory they were not given (the
+   peers' heaps, the library's state). */
+#define INDIRECT (ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST | ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE | \
+                  ZE_KERNEL_INDIRECT_ACCESS_FLAG_SHARED)
+
 static ze_command_list_handle_t list;
 static ze_module_handle_t mod;
 static ze_event_handle_t done;
@@ -31,6 +36,7 @@ static void run_wg(const char *name, uint32_t n, uint32_t wg, int nargs, const a
     ze_kernel_handle_t k;
     ZE(zeKernelCreate(mod, &kd, &k));
     ZE(zeKernelSetGroupSize(k, wg, 1, 1));
+    ZE(zeKernelSetIndirectAccess(k, INDIRECT));
     for (int a = 0; a < nargs; a++) ZE(zeKernelSetArgumentValue(k, a, args[a].size, args[a].value));
     ze_group_count_t g = {n / wg, 1, 1};
     ZE(zeCommandListAppendLaunchKernel(list, k, &g, done, 0, NULL));
@@ -164,6 +170,7 @@ int main(int argc, char **argv) {
     ze_kernel_handle_t fk;
     ZE(zeKernelCreate(mod, &kd, &fk));
     ZE(zeKernelSetGroupSize(fk, 64, 1, 1));
+    ZE(zeKernelSetIndirectAccess(fk, INDIRECT));
     ZE(zeKernelSetArgumentValue(fk, 0, sizeof(void *), &qsrc));
     ZE(zeKernelSetArgumentValue(fk, 1, sizeof(long), &base));
     ze_group_count_t g = {Q / 64, 1, 1};

@@ -17,16 +17,26 @@
 //!   its IPC handle (spec 1.6's conversion when the loader has it, else the
 //!   first bytes of the handle, where Intel's driver keeps it); peers open
 //!   it with `zeMemOpenIpcHandle` from a handle rebuilt around the
-//!   descriptor the bootstrap passed them.
+//!   descriptor the bootstrap passed them (zeros and the descriptor, as
+//!   Intel's driver lays it out: its spec-1.6 conversion only knows the
+//!   descriptors its own process exported). A heap the driver splits over
+//!   tiles has several descriptors: init fails, naming one PE per tile.
 //! * Host access to GPU memory ([`DeviceMemory`]): copies and fills on a
 //!   synchronous immediate command list of a copy engine; AMOs by the
 //!   library's one-work-item kernel `ishmemi_host_amo` on a synchronous
-//!   compute list.
-//! * The ring and the control segment: host memory registered with the
-//!   driver (`zexDriverImportExternalPointer`, the driver's extension, as
-//!   Level Zero 1.4 has no call for it); the state, the peer and team
-//!   tables and the quiet words: GPU memory, installed through the library
-//!   module's global `ishmemi_state` (`zeModuleGetGlobalPointer`).
+//!   compute list of its own hardware queue where the GPU has more than one
+//!   (so a program kernel that waits on a host AMO cannot block it).
+//! * The ring and the control segment stay where the core made them:
+//!   ordinary host memory (the control segment is shared by the node's
+//!   processes), which kernels reach at its own addresses only on GPUs
+//!   that access shared system memory (`sharedSystemAllocCapabilities`
+//!   read-write and atomic): required, checked when the GPU is opened.
+//!   Level Zero 1.4 has no call that maps existing host memory at its host
+//!   address (`zexDriverImportExternalPointer` gives it another GPU
+//!   address, which the state's host pointers would not match). The state,
+//!   the peer and team tables and the quiet words: GPU memory, installed
+//!   through the library module's global `ishmemi_state`
+//!   (`zeModuleGetGlobalPointer`).
 //! * Programs: the user's SPIR-V module dynamically linked with the library
 //!   module (`zeModuleDynamicLink`); the `_on_queue` routines append the
 //!   library's kernels to the program's command list.
@@ -53,9 +63,13 @@ const DRIVER_NAMES: &[&str] = &["libze_intel_gpu.so.1", "libze_intel_gpu.so"];
 /// Events per event pool.
 const POOL_EVENTS: u32 = 64;
 
-/// `zexDriverImportExternalPointer` / `zexDriverReleaseImportedPointer`.
-type ImportFn = unsafe extern "C" fn(ze_driver_handle_t, *mut c_void, usize) -> ze_result_t;
-type ReleaseFn = unsafe extern "C" fn(ze_driver_handle_t, *mut c_void) -> ze_result_t;
+/// `zexMemGetIpcHandles` (Intel's driver extension): the IPC handles of an
+/// allocation, one per tile it spans.
+type GetIpcHandlesFn =
+    unsafe extern "C" fn(ze_context_handle_t, *const c_void, *mut u32, *mut ze_ipc_mem_handle_t) -> ze_result_t;
+/// What the library's kernels reach besides their arguments.
+const INDIRECT: ze_kernel_indirect_access_flags_t =
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST | ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE | ZE_KERNEL_INDIRECT_ACCESS_FLAG_SHARED;
 
 fn check(what: &str, r: ze_result_t) -> Result<(), String> {
     if r == ZE_RESULT_SUCCESS {
@@ -99,8 +113,8 @@ struct Library {
     /// Kernels behind the `_on_queue` routines, by name (arguments are
     /// captured when a launch is appended, so one object per name serves).
     kernels: Mutex<HashMap<&'static str, ze_kernel_handle_t>>,
-    /// Host ranges registered with the driver (ring, control segment).
-    registered: Vec<*mut c_void>,
+    /// The heap is over 4 GiB (programs are built for that too).
+    big_heap: bool,
     /// The GPU copy of the state and its tables.
     mirror: *mut c_void,
     teams_dst: *mut u8,
@@ -136,14 +150,12 @@ unsafe impl Send for Events {}
 /// Intel GPUs through Level Zero.
 pub struct ZeDevice {
     l: &'static Loader,
-    driver: ze_driver_handle_t,
     ctx: ze_context_handle_t,
     slots: Vec<Slot>,
     /// `ISHMEM_ZE_DEVICE`.
     wanted: Option<u64>,
     device_lib: Option<String>,
-    import: ImportFn,
-    release_import: Option<ReleaseFn>,
+    get_ipc_handles: Option<GetIpcHandlesFn>,
     open: OnceLock<Open>,
     lib: Mutex<Option<Library>>,
     events: Mutex<Events>,
@@ -292,7 +304,7 @@ unsafe fn discover(
 ///
 /// # Safety
 /// `dev` is a device handle of `l`'s driver.
-unsafe fn queue_group(l: &Loader, dev: ze_device_handle_t, compute: bool) -> Result<Option<u32>, String> {
+unsafe fn queue_group(l: &Loader, dev: ze_device_handle_t, compute: bool) -> Result<Option<(u32, u32)>, String> {
     // SAFETY: two-call enumeration with a buffer of the reported size.
     unsafe {
         let mut n = 0u32;
@@ -318,7 +330,7 @@ unsafe fn queue_group(l: &Loader, dev: ze_device_handle_t, compute: bool) -> Res
                     !c && g.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY != 0
                 }
             })
-            .map(|i| i as u32))
+            .map(|i| (i as u32, v[i].numQueues)))
     }
 }
 
@@ -347,15 +359,9 @@ impl ZeDevice {
                 let r = (l.driver_get_extension_function_address)(driver, name.as_ptr(), &mut f);
                 (r == ZE_RESULT_SUCCESS && !f.is_null()).then_some(f)
             };
-            let import = ext(c"zexDriverImportExternalPointer").ok_or_else(|| {
-                unavailable(
-                    "the Level Zero driver has no zexDriverImportExternalPointer (registration of host memory for the GPU, in Intel's compute runtime since 2022), which the reverse-offload ring needs; update the GPU driver".into(),
-                )
-            })?;
             // SAFETY: the driver's extension with its documented prototype.
-            let import: ImportFn = std::mem::transmute::<*mut c_void, ImportFn>(import);
-            let release_import =
-                ext(c"zexDriverReleaseImportedPointer").map(|f| std::mem::transmute::<*mut c_void, ReleaseFn>(f));
+            let get_ipc_handles =
+                ext(c"zexMemGetIpcHandles").map(|f| std::mem::transmute::<*mut c_void, GetIpcHandlesFn>(f));
             let mut slots = Vec::new();
             for (d, p) in gpus {
                 let name = device_name(&p);
@@ -373,7 +379,10 @@ impl ZeDevice {
                     slots.push(Slot { dev: d, name, max_alloc: p.maxMemAllocSize });
                 } else {
                     for (t, s) in subs.into_iter().enumerate() {
-                        slots.push(Slot { dev: s, name: format!("{name} tile {t}"), max_alloc: p.maxMemAllocSize });
+                        let mut sp: ze_device_properties_t = std::mem::zeroed();
+                        sp.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+                        check("zeDeviceGetProperties", (l.device_get_properties)(s, &mut sp)).map_err(unavailable)?;
+                        slots.push(Slot { dev: s, name: format!("{name} tile {t}"), max_alloc: sp.maxMemAllocSize });
                     }
                 }
             }
@@ -383,13 +392,11 @@ impl ZeDevice {
             check("zeContextCreate", (l.context_create)(driver, &desc, &mut ctx)).map_err(unavailable)?;
             Ok(ZeDevice {
                 l,
-                driver,
                 ctx,
                 slots,
                 wanted: config.ze_device,
                 device_lib: config.device_lib.clone(),
-                import,
-                release_import,
+                get_ipc_handles,
                 open: OnceLock::new(),
                 lib: Mutex::new(None),
                 events: Mutex::new(Events::default()),
@@ -399,18 +406,21 @@ impl ZeDevice {
     }
 
     fn gpu(&self) -> Result<&Open, DeviceError> {
-        self.open.get().ok_or_else(|| DeviceError::Runtime("the Level Zero device is not open yet".into()))
+        self.open.get().ok_or_else(|| {
+            DeviceError::Runtime("the Level Zero device is not open yet (ishmem_init has not created the heap)".into())
+        })
     }
 
     /// An immediate command list on group `ordinal` of `dev`.
     fn list(
-        &self, dev: ze_device_handle_t, ordinal: u32, mode: ze_command_queue_mode_t,
+        &self, dev: ze_device_handle_t, (ordinal, index): (u32, u32), mode: ze_command_queue_mode_t,
     ) -> Result<ze_command_list_handle_t, String> {
         // SAFETY: a descriptor of ours; the list is kept until exit.
         unsafe {
             let mut d: ze_command_queue_desc_t = std::mem::zeroed();
             d.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
             d.ordinal = ordinal;
+            d.index = index;
             d.mode = mode;
             let mut h = null_mut();
             check("zeCommandListCreateImmediate", (self.l.command_list_create_immediate)(self.ctx, dev, &d, &mut h))?;
@@ -455,19 +465,38 @@ impl ZeDevice {
                 }
             }
         }
+        // Kernels reach the ring and the control segment (ordinary host
+        // memory, the segment shared between processes) at their addresses.
+        // SAFETY: a device handle of our driver; a descriptor of ours.
+        let sys = unsafe {
+            let mut m: ze_device_memory_access_properties_t = std::mem::zeroed();
+            m.stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_ACCESS_PROPERTIES;
+            check("zeDeviceGetMemoryAccessProperties", (self.l.device_get_memory_access_properties)(s.dev, &mut m))
+                .map_err(e)?;
+            m.sharedSystemAllocCapabilities
+        };
+        let need = ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
+        if sys & need != need {
+            return Err(e(format!(
+                "cannot access ordinary host memory at its own addresses with atomics (sharedSystemAllocCapabilities {sys:#x}), where the reverse-offload ring and the node's control segment live; the ze device needs a GPU and driver with shared system memory support (SVM)"
+            )));
+        }
         // SAFETY: a device handle of our driver.
         let compute =
             unsafe { queue_group(self.l, s.dev, true) }.map_err(e)?.ok_or_else(|| e("has no compute engine".into()))?;
         // SAFETY: as above.
         let copy = unsafe { queue_group(self.l, s.dev, false) }.map_err(e)?.unwrap_or(compute);
+        // The program's list on the compute group's first queue; the host
+        // AMO kernel on another queue of the group when there is one.
+        let internal = (compute.0, compute.1.saturating_sub(1).min(1));
         let o = Open {
             index,
             dev: s.dev,
             name: s.name.clone(),
             max_alloc: s.max_alloc,
-            copy: Mutex::new(self.list(s.dev, copy, ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS).map_err(e)?),
-            compute: Mutex::new(self.list(s.dev, compute, ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS).map_err(e)?),
-            queue: self.list(s.dev, compute, ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS).map_err(e)?,
+            copy: Mutex::new(self.list(s.dev, (copy.0, 0), ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS).map_err(e)?),
+            compute: Mutex::new(self.list(s.dev, internal, ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS).map_err(e)?),
+            queue: self.list(s.dev, (compute.0, 0), ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS).map_err(e)?,
         };
         let _ = self.open.set(o);
         self.gpu()
@@ -495,24 +524,17 @@ impl ZeDevice {
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    /// The IPC handle for a descriptor a peer exported.
-    fn handle_of(&self, fd: i32) -> Result<ze_ipc_mem_handle_t, String> {
+    /// The IPC handle for a descriptor a peer exported: zeros and the
+    /// descriptor, as Intel's driver lays out its own (spec 1.6's
+    /// zeMemGetIpcHandleFromFileDescriptorExp only knows descriptors its own
+    /// process exported).
+    fn handle_of(fd: i32) -> ze_ipc_mem_handle_t {
         // SAFETY: an all-zero handle is a valid value of the plain array.
         let mut h: ze_ipc_mem_handle_t = unsafe { std::mem::zeroed() };
-        if let Some(f) = self.l.mem_get_ipc_handle_from_file_descriptor {
-            // SAFETY: spec 1.6's conversion with a valid out-pointer.
-            let r = unsafe { f(self.ctx, fd as u64, &mut h) };
-            if r == ZE_RESULT_SUCCESS {
-                return Ok(h);
-            }
-            if r != ZE_RESULT_ERROR_UNSUPPORTED_FEATURE {
-                return Err(check("zeMemGetIpcHandleFromFileDescriptorExp", r).unwrap_err());
-            }
-        }
         for (i, b) in (fd as u64).to_le_bytes().into_iter().enumerate() {
             h.data[i] = b as c_char;
         }
-        Ok(h)
+        h
     }
 
     /// How a heap is given back when its region drops: freed (ours) or
@@ -589,8 +611,10 @@ impl ZeDevice {
             d.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC;
             d.pKernelName = cname.as_ptr();
             let mut k = null_mut();
-            check(&format!("zeKernelCreate({name})"), (self.l.kernel_create)(module, &d, &mut k))?;
+            check(&format!("zeKernelCreate({name})"), (self.l.kernel_create)(module, &d, &mut k))
+                .map_err(|m| format!("{m}: is ishmem_device.spv (ISHMEM_DEVICE_LIB) the one of this libishmem?"))?;
             check("zeKernelSetGroupSize", (self.l.kernel_set_group_size)(k, 1, 1, 1))?;
+            check("zeKernelSetIndirectAccess", (self.l.kernel_set_indirect_access)(k, INDIRECT))?;
             Ok(k)
         }
     }
@@ -663,16 +687,6 @@ impl ZeDevice {
             hd.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
             let mut amo_result = null_mut();
             check("zeMemAllocHost (host AMO result)", (l.mem_alloc_host)(self.ctx, &hd, 64, 64, &mut amo_result))?;
-            let mut registered = Vec::new();
-            let page = crate::mem::page_size();
-            let ring_size = std::mem::size_of::<crate::ring::Ring>().next_multiple_of(page);
-            for (p, n, what) in [
-                (a.ring as *const _ as *mut c_void, ring_size, "the reverse-offload ring"),
-                (a.ctrl.0.cast(), a.ctrl.1.next_multiple_of(page), "the control segment"),
-            ] {
-                check(&format!("zexDriverImportExternalPointer ({what})"), (self.import)(self.driver, p, n))?;
-                registered.push(p);
-            }
             // The state and its tables in GPU memory (as the CUDA device's
             // mirror): device code reads them on every operation.
             let n = st.n_pes as usize;
@@ -716,7 +730,9 @@ impl ZeDevice {
                 (l.module_get_global_pointer)(module, c"ishmemi_state".as_ptr(), &mut size, &mut gp),
             )?;
             if size != 8 {
-                return Err(format!("the device library's ishmemi_state is {size} bytes, not a pointer"));
+                return Err(format!(
+                    "the device library's ishmemi_state is {size} bytes, not a pointer: is ishmem_device.spv (ISHMEM_DEVICE_LIB) the one of this libishmem?"
+                ));
             }
             up(gp.cast(), (&m as *const u64).cast(), 8)?;
             Ok(Library {
@@ -724,7 +740,7 @@ impl ZeDevice {
                 amo: Mutex::new(amo),
                 amo_result: amo_result.cast(),
                 kernels: Mutex::new(HashMap::new()),
-                registered,
+                big_heap: st.heap_size > 4 << 30,
                 mirror,
                 teams_dst: mb.add(teams),
                 teams_src: st.teams as *const u8,
@@ -734,7 +750,11 @@ impl ZeDevice {
 
     fn with_lib<T>(&self, f: impl FnOnce(&Library) -> Result<T, String>) -> Result<T, DeviceError> {
         let g = self.lib.lock().unwrap_or_else(|e| e.into_inner());
-        let lib = g.as_ref().ok_or_else(|| DeviceError::Runtime("the Level Zero device is not attached".into()))?;
+        let lib = g.as_ref().ok_or_else(|| {
+            DeviceError::Runtime(
+                "the Level Zero device is not attached (before ishmem_init finished, or after ishmem_finalize)".into(),
+            )
+        })?;
         f(lib).map_err(DeviceError::Runtime)
     }
 }
@@ -839,8 +859,21 @@ impl Device for ZeDevice {
             }
             let mut p = null_mut();
             check("zeMemAllocDevice", (self.l.mem_alloc_device)(self.ctx, &d, size, HEAP_ALIGN, o.dev, &mut p))
-                .map_err(e)?;
+                .map_err(|m| {
+                    e(format!(
+                        "{m} (the GPU's largest single allocation is {} bytes; a smaller ISHMEM_SYMMETRIC_SIZE may fit)",
+                        o.max_alloc
+                    ))
+                })?;
             let region = HeapRegion::device(p.cast(), size, None, self.release(false));
+            if let Some(f) = self.get_ipc_handles {
+                let mut n = 0u32;
+                if f(self.ctx, p, &mut n, null_mut()) == ZE_RESULT_SUCCESS && n > 1 {
+                    return Err(e(format!(
+                        "the driver spreads the heap over {n} tiles (implicit scaling), which cannot be shared as one file descriptor: run one PE per tile (ISHMEM_ZE_SUBDEVICES=1, or ZE_FLAT_DEVICE_HIERARCHY=FLAT)"
+                    )));
+                }
+            }
             let mut h: ze_ipc_mem_handle_t = std::mem::zeroed();
             check("zeMemGetIpcHandle", (self.l.mem_get_ipc_handle)(self.ctx, p, &mut h)).map_err(e)?;
             let fd = self.fd_of(&h).map_err(e)?;
@@ -852,6 +885,11 @@ impl Device for ZeDevice {
                 )));
             }
             let region = region.with_handle(OwnedFd::from_raw_fd(dup));
+            // The driver's own reference (spec 1.6); older drivers keep it
+            // until the heap is freed.
+            if let Some(put) = self.l.mem_put_ipc_handle {
+                put(self.ctx, h);
+            }
             // Zeroed, as CPU heaps are.
             self.zero(p.cast(), size)?;
             Ok(region)
@@ -862,7 +900,7 @@ impl Device for ZeDevice {
         let o = self.gpu()?;
         let what = format!("cannot map the heap of PE {pe} for GPU {} ({})", o.index, o.name);
         let e = |m: String| DeviceError::Runtime(format!("{what}: {m}"));
-        let h = self.handle_of(handle.as_raw_fd()).map_err(e)?;
+        let h = Self::handle_of(handle.as_raw_fd());
         let mut p = null_mut();
         // SAFETY: opening a handle a peer exported; the descriptor stays ours.
         let r = unsafe { (self.l.mem_open_ipc_handle)(self.ctx, o.dev, h, 0, &mut p) };
@@ -901,11 +939,6 @@ impl Device for ZeDevice {
         if let Some(lib) = self.lib.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: undoing attach; no device code runs any more.
             unsafe {
-                if let Some(rel) = self.release_import {
-                    for p in lib.registered {
-                        rel(self.driver, p);
-                    }
-                }
                 (self.l.mem_free)(self.ctx, lib.mirror);
                 (self.l.mem_free)(self.ctx, lib.amo_result.cast());
             }
@@ -922,15 +955,19 @@ impl Device for ZeDevice {
     }
 
     fn link_program(&self, il: &[u8]) -> Result<*mut c_void, DeviceError> {
-        let lib = self.with_lib(|l| Ok(l.module))?;
-        let m = self.module(il, "", "the program").map_err(DeviceError::Runtime)?;
+        let (lib, big) = self.with_lib(|l| Ok((l.module, l.big_heap)))?;
+        let flags = if big { "-ze-opt-greater-than-4GB-buffer-required" } else { "" };
+        let m = self.module(il, flags, "the program").map_err(DeviceError::Runtime)?;
         let mut pair = [m, lib];
         let mut log = null_mut();
         // SAFETY: two modules of ours; the log is read and destroyed.
         let r = unsafe { (self.l.module_dynamic_link)(2, pair.as_mut_ptr(), &mut log) };
         let text = self.take_log(log);
-        check("zeModuleDynamicLink (the program with ishmem_device.spv)", r)
-            .map_err(|e| DeviceError::Runtime(format!("{e}{text}")))?;
+        if let Err(e) = check("zeModuleDynamicLink (the program with ishmem_device.spv)", r) {
+            // SAFETY: our module, used by nothing else.
+            unsafe { (self.l.module_destroy)(m) };
+            return Err(DeviceError::Runtime(format!("{e}{text}")));
+        }
         Ok(m.cast())
     }
 
@@ -950,7 +987,7 @@ impl Device for ZeDevice {
         };
         let ev = self.event().map_err(DeviceError::Runtime)?;
         let l = self.l;
-        self.with_lib(|lib| {
+        let r = self.with_lib(|lib| {
             let mut ks = lib.kernels.lock().unwrap_or_else(|e| e.into_inner());
             let k = match ks.get(name) {
                 Some(k) => *k,
@@ -969,7 +1006,9 @@ impl Device for ZeDevice {
                 self.set_args(k, &args)?;
                 let g = ze_group_count_t { groupCountX: 1, groupCountY: 1, groupCountZ: 1 };
                 check(
-                    &format!("zeCommandListAppendLaunchKernel({name})"),
+                    &format!(
+                        "zeCommandListAppendLaunchKernel({name}) on the program's list (an immediate command list of ishmemx_ze_context() and ishmemx_ze_device())"
+                    ),
                     (l.command_list_append_launch_kernel)(
                         queue.cast(),
                         k,
@@ -980,14 +1019,20 @@ impl Device for ZeDevice {
                     ),
                 )
             }
-        })?;
+        });
+        if let Err(e) = r {
+            let mut evs = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            evs.outstanding.remove(&(ev as usize));
+            evs.free.push(ev);
+            return Err(e);
+        }
         Ok(ev.cast())
     }
 
     fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError> {
         for &e in events {
             let h: ze_event_handle_t = e.cast();
-            if !self.events.lock().unwrap_or_else(|e| e.into_inner()).outstanding.contains(&(h as usize)) {
+            if !self.events.lock().unwrap_or_else(|e| e.into_inner()).outstanding.remove(&(h as usize)) {
                 return Err(DeviceError::Runtime(format!(
                     "{e:p} is not an event of an ishmemx_*_on_queue routine of this PE (or it was already waited for)"
                 )));
@@ -998,9 +1043,7 @@ impl Device for ZeDevice {
                     .map_err(DeviceError::Runtime)?;
                 check("zeEventHostReset", (self.l.event_host_reset)(h)).map_err(DeviceError::Runtime)?;
             }
-            let mut ev = self.events.lock().unwrap_or_else(|e| e.into_inner());
-            ev.outstanding.remove(&(h as usize));
-            ev.free.push(h);
+            self.events.lock().unwrap_or_else(|e| e.into_inner()).free.push(h);
         }
         Ok(())
     }
