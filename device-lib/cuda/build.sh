@@ -27,5 +27,9 @@ if nm "$out/ishmem_device.o" | grep -qE ' [TDB] ishmemx?_'; then
     echo "device-lib/cuda/build.sh: host stubs of device routines are still global" >&2
     exit 1
 fi
+# The library's own host entry points, under their public names.
+objcopy --redefine-sym ishmemi_cuda_collective_launch=ishmemx_collective_launch \
+    --redefine-sym ishmemi_cuda_collective_launch_query_gridsize=ishmemx_collective_launch_query_gridsize \
+    "$out/ishmem_device.o"
 "$nvcc" -lib "$out/ishmem_device.o" -o "$out/libishmem_device.a"
 rm -f "$out/ishmem_device.o"

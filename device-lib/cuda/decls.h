@@ -17,6 +17,7 @@ ISHMEMI_API ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr);
 ISHMEMI_API ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value);
 ISHMEMI_API int ishmem_team_my_pe(int team);
 ISHMEMI_API int ishmem_team_n_pes(int team);
+ISHMEMI_API int ishmem_team_translate_pe(int src_team, int src_pe, int dest_team);
 ISHMEMI_API int ishmem_team_sync(int team);
 ISHMEMI_API int ishmem_broadcastmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root);
 ISHMEMI_API int ishmem_fcollectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems);

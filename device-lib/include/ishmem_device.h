@@ -39,6 +39,7 @@ ulong ishmem_signal_fetch(global const ulong *sig_addr);
 ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);
 int ishmem_team_my_pe(int team);
 int ishmem_team_n_pes(int team);
+int ishmem_team_translate_pe(int src_team, int src_pe, int dest_team);
 int ishmem_team_sync(int team);
 int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);
 int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);

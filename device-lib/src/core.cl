@@ -128,6 +128,15 @@ kernel void ishmemi_getmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL cons
 }
 kernel void ishmemi_barrier_all_kernel(void) { ishmem_barrier_all(); }
 kernel void ishmemi_quiet_kernel(void) { ishmem_quiet(); }
+kernel void ishmemi_sync_all_kernel(void) { ishmem_sync_all(); }
+kernel void ishmemi_putmem_signal_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, ulong nbytes,
+                                         ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+    ishmem_putmem_signal(dest, source, nbytes, sig_addr, signal, sig_op, pe);
+    ishmem_quiet();
+}
+kernel void ishmemi_signal_wait_until_kernel(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
+    ishmem_signal_wait_until(sig_addr, cmp, cmp_value);
+}
 
 /* The kernel a GPU device's runtime launches for a host AMO on device
  * memory (one work-item): atomic with device code's AMOs on the same word,
@@ -179,6 +188,15 @@ ISHMEMI_API int ishmem_team_my_pe(int team) {
 ISHMEMI_API int ishmem_team_n_pes(int team) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     return t ? t->size : -1;
+}
+ISHMEMI_API int ishmem_team_translate_pe(int src_team, int src_pe, int dest_team) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *s = ishmemi_get_team(src_team), *d = ishmemi_get_team(dest_team);
+    if (!s || !d || src_pe < 0 || src_pe >= s->size) return -1;
+    int off = ishmemi_member(s, src_pe) - d->start;
+    if (d->stride == 0) return off == 0 ? 0 : -1;
+    if (off < 0) return -1;
+    int q = off / d->stride; /* (no %: llvm-spirv 14 cannot translate the freeze -Os makes of both) */
+    return q * d->stride == off && q < d->size ? q : -1;
 }
 ISHMEMI_API int ishmem_team_sync(int team) {
     if (!ishmemi_get_team(team)) return -1;

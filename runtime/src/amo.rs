@@ -74,7 +74,7 @@ pub fn compare<T: PartialOrd>(cmp: c_int, value: T, cmp_value: T) -> bool {
     }
 }
 
-fn check_cmp(call: &str, cmp: c_int) {
+pub(crate) fn check_cmp(call: &str, cmp: c_int) {
     if !(CMP_EQ..=CMP_LE).contains(&cmp) {
         fatal(
             call,
@@ -218,7 +218,7 @@ impl State {
         }
     }
 
-    fn signal_op_code(&self, call: &str, sig_op: c_int) -> AmoOp {
+    pub(crate) fn signal_op_code(&self, call: &str, sig_op: c_int) -> AmoOp {
         match sig_op {
             SIGNAL_SET => AmoOp::Set,
             SIGNAL_ADD => AmoOp::FetchAdd,

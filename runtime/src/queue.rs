@@ -13,7 +13,8 @@ impl State {
     /// `cl_command_queue` of this PE's context) after the events in `deps`;
     /// returns the operation's event (the program releases it).
     pub fn on_queue(&self, call: &str, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> *mut c_void {
-        if queue.is_null() {
+        // (A CUDA stream may be 0: the legacy default stream.)
+        if queue.is_null() && self.device.name() != "cuda" {
             fatal(call, format_args!("queue is a null pointer"))
         }
         match op {
@@ -25,7 +26,19 @@ impl State {
                 self.check_pe(call, pe);
                 self.sym_extent(call, "source", source as *const u8, nbytes);
             }
-            QueueOp::BarrierAll | QueueOp::Quiet => {}
+            QueueOp::PutSignal { dest, nbytes, sig_addr, sig_op, pe, .. } => {
+                self.signal_op_code(call, sig_op);
+                self.check_pe(call, pe);
+                self.sym_extent(call, "dest", dest as *const u8, nbytes);
+                self.sym_extent(call, "sig_addr", sig_addr as *const u8, 8);
+                self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
+            }
+            QueueOp::SignalWaitUntil { sig_addr, cmp, .. } => {
+                crate::amo::check_cmp(call, cmp);
+                self.sym_extent(call, "sig_addr", sig_addr as *const u8, 8);
+                self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
+            }
+            QueueOp::BarrierAll | QueueOp::Quiet | QueueOp::SyncAll => {}
         }
         self.device.enqueue(op, queue, deps).unwrap_or_else(|e| fatal(call, format_args!("{e}")))
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU test suite (tests/cuda/test_cuda.cu) on the GPUs of this machine:
-# 2 PEs, one GPU each when there are two or more, and 2 PEs sharing GPU 0;
+# 2 PEs, one GPU each when there are two or more, and 2 PEs sharing GPU 0
+# (under MPS where the machine has it);
 # each with load/store to peers and with every device operation through the
 # reverse-offload ring (ISHMEM_DEVICE_RING_ALL=1).
 #
@@ -30,14 +31,33 @@ run() { # label, scale, env...
     echo "$out" | grep -q "cuda all ok on 2 PEs" || { echo "$out" >&2; fail "$label printed no result"; }
     echo "ok: $label ($((SECONDS - t0)) s)"
 }
-# Sharing a GPU, the two processes time-slice it (no MPS): with every
-# operation through the ring each host-performed request waits for a
-# context switch, so that run uses the smaller AMO storm.
+# Two PEs sharing a GPU run under MPS when this machine has it (as
+# docs/device.md tells users to). Without MPS the two processes time-slice
+# the GPU: with every operation through the ring each host-performed
+# request waits for a context switch, so that run uses the smaller sizes.
+mps=""
+if command -v nvidia-cuda-mps-control >/dev/null; then
+    mps="$(mktemp -d)"
+    export CUDA_MPS_PIPE_DIRECTORY="$mps/pipe" CUDA_MPS_LOG_DIRECTORY="$mps/log"
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+fi
+stop_mps() { if [ -n "$mps" ]; then echo quit | nvidia-cuda-mps-control 2>/dev/null || true; rm -rf "$mps"; fi; }
+trap stop_mps EXIT
 for ring in 0 1; do
     if [ "$ngpu" -ge 2 ]; then
         run "2 PEs on 2 GPUs, ring-all $ring" full ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0,1
     fi
-    scale=full; [ $ring = 1 ] && scale=small
-    run "2 PEs sharing GPU 0, ring-all $ring" $scale ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0
 done
+if [ -n "$mps" ] && CUDA_VISIBLE_DEVICES=0 nvidia-cuda-mps-control -d; then
+    for ring in 0 1; do
+        run "2 PEs sharing GPU 0 under MPS, ring-all $ring" full ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0
+    done
+    stop_mps
+    mps=""
+else
+    for ring in 0 1; do
+        scale=full; [ $ring = 1 ] && scale=small
+        run "2 PEs sharing GPU 0, ring-all $ring" $scale ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0
+    done
+fi
 echo "cuda tests: ok ($ngpu GPU(s))"

@@ -2,11 +2,14 @@
 // sizes 1..65536 elements at offsets, thread, block and warp forms), AMOs
 // from thousands of threads on several PEs with exact totals, put_signal
 // ping-pong between kernels, fence ordering, the device barrier, host and
-// device operations mixed on one heap. Run on 2+ PEs by tests/cuda/run.sh;
+// device operations mixed on one heap, device teams and collectives (every
+// reduction of every type, broadcast, fcollect, collect, alltoall, scans;
+// thread and block forms; the world and a split team), stream-ordered
+// routines against kernels on the same stream, and collective launch. Run on 2+ PEs by tests/cuda/run.sh;
 // with ISHMEM_DEVICE_RING_ALL=1 every device operation goes through the
 // reverse-offload ring (thousands of requests: the ring wraps around).
 //
-//   test_cuda MODE [small]   MODE: rma | amo | pingpong | fence | barrier | mixed | all
+//   test_cuda MODE [small]   MODE: rma | amo | pingpong | fence | barrier | mixed | coll | stream | all
 #include <ishmem.h>
 #include <ishmemx.h>
 
@@ -434,6 +437,408 @@ static void test_mixed() {
     ishmem_free(a);
 }
 
+// ----- device teams and collectives -------------------------------------------
+
+// Reduction ops, in the order of the kernels' switch: and, or, xor (integer
+// types only), max, min, sum, prod.
+enum { R_AND, R_OR, R_XOR, R_MAX, R_MIN, R_SUM, R_PROD };
+static const char *red_names[] = {"and", "or", "xor", "max", "min", "sum", "prod"};
+
+// Member `r`'s element `i` for reduction `op`: small values, so products and
+// sums are exact in float and wrap the same way on both sides in narrow
+// integer types (every step converts back to T).
+template <typename T> __host__ __device__ T red_src(int op, int r, size_t i) {
+    switch (op) {
+    case R_AND: case R_OR: case R_XOR: return (T)(((r + 1) * 0x25 + i * 3) & 0x7f);
+    case R_MAX: case R_MIN: return (T)((r * 13 + i * 5) % 100);
+    case R_SUM: return (T)((r * 7 + i) % 50);
+    default: return (T)((i + r) % 3 + 1);
+    }
+}
+template <typename T> static T red_step(int op, T a, T b) {
+    switch (op) {
+    case R_AND: return (T)((long long)a & (long long)b);
+    case R_OR: return (T)((long long)a | (long long)b);
+    case R_XOR: return (T)((long long)a ^ (long long)b);
+    case R_MAX: return a > b ? a : b;
+    case R_MIN: return a < b ? a : b;
+    case R_SUM: return (T)(a + b);
+    default: return (T)(a * b);
+    }
+}
+
+template <typename T> __global__ void red_fill(T *p, int op, int r, size_t n) {
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = red_src<T>(op, r, i);
+}
+
+// Thread form (one thread) or block form (the whole block) of one reduction.
+#define RED_CASE(F, NAME, OP, SUFFIX) case R_##OP: r = F##NAME##_##SUFFIX(team, dst, src, n); break;
+#define RED_ARITH(F, NAME, SFX)                                                                  \
+    RED_CASE(F, NAME, MAX, max_reduce##SFX) RED_CASE(F, NAME, MIN, min_reduce##SFX)             \
+    RED_CASE(F, NAME, SUM, sum_reduce##SFX) RED_CASE(F, NAME, PROD, prod_reduce##SFX)
+#define RED_BITS(F, NAME, SFX)                                                                   \
+    RED_CASE(F, NAME, AND, and_reduce##SFX) RED_CASE(F, NAME, OR, or_reduce##SFX)               \
+    RED_CASE(F, NAME, XOR, xor_reduce##SFX)
+#define RED_KERNEL(NAME, T, BITS)                                                                \
+    __global__ void red_##NAME(int team, int op, int block, T *dst, const T *src, size_t n, int *ret) { \
+        int r = -2;                                                                              \
+        if (block) {                                                                             \
+            switch (op) { RED_ARITH(ishmemx_, NAME, _block) BITS(ishmemx_, NAME, _block) }      \
+        } else {                                                                                 \
+            switch (op) { RED_ARITH(ishmem_, NAME, ) BITS(ishmem_, NAME, ) }                     \
+        }                                                                                        \
+        if (threadIdx.x == 0) *ret = r;                                                          \
+    }
+#define NO_BITS(F, NAME, SFX)
+RED_KERNEL(float, float, NO_BITS)
+RED_KERNEL(double, double, NO_BITS)
+RED_KERNEL(char, char, RED_BITS)
+RED_KERNEL(schar, signed char, RED_BITS)
+RED_KERNEL(short, short, RED_BITS)
+RED_KERNEL(int, int, RED_BITS)
+RED_KERNEL(long, long, RED_BITS)
+RED_KERNEL(longlong, long long, RED_BITS)
+RED_KERNEL(uchar, unsigned char, RED_BITS)
+RED_KERNEL(ushort, unsigned short, RED_BITS)
+RED_KERNEL(uint, unsigned int, RED_BITS)
+RED_KERNEL(ulong, unsigned long, RED_BITS)
+RED_KERNEL(ulonglong, unsigned long long, RED_BITS)
+RED_KERNEL(int8, int8_t, RED_BITS)
+RED_KERNEL(int16, int16_t, RED_BITS)
+RED_KERNEL(int32, int32_t, RED_BITS)
+RED_KERNEL(int64, int64_t, RED_BITS)
+RED_KERNEL(uint8, uint8_t, RED_BITS)
+RED_KERNEL(uint16, uint16_t, RED_BITS)
+RED_KERNEL(uint32, uint32_t, RED_BITS)
+RED_KERNEL(uint64, uint64_t, RED_BITS)
+RED_KERNEL(size, size_t, RED_BITS)
+RED_KERNEL(ptrdiff, ptrdiff_t, RED_BITS)
+
+static int *coll_ret; // device word for a collective's return value
+
+static int ret_of() {
+    int r;
+    CK(cudaMemcpy(&r, coll_ret, sizeof r, cudaMemcpyDeviceToHost));
+    return r;
+}
+
+// Every reduction of type T on `team`, thread and block forms, at several
+// sizes, in place and not, against the fold computed here.
+template <typename T>
+static void test_red_type(const char *name, void (*k)(int, int, int, T *, const T *, size_t, int *), bool bits,
+                          int team) {
+    int tn = ishmem_team_n_pes(team), tr = ishmem_team_my_pe(team);
+    std::vector<size_t> sizes = {1, 7, 1000, 20000};
+    if (small) sizes = {1, 1000};
+    T *src = (T *)ishmem_malloc(20000 * sizeof(T)), *dst = (T *)ishmem_malloc(20000 * sizeof(T));
+    std::vector<T> got(20000);
+    for (int op = bits ? R_AND : R_MAX; op <= R_PROD; op++)
+        for (int form = 0; form < 2; form++)
+            for (size_t n : sizes)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    T *out = inplace ? src : dst;
+                    red_fill<T><<<32, 256>>>(src, op, tr, n);
+                    sync_kernel();
+                    ishmem_team_sync(team);
+                    k<<<1, form ? 256 : 1>>>(team, op, form, out, src, n, coll_ret);
+                    sync_kernel();
+                    CHECK(ret_of() == 0, "%s_%s_reduce (form %d, %zu) returned %d", name, red_names[op], form, n, ret_of());
+                    CK(cudaMemcpy(got.data(), out, n * sizeof(T), cudaMemcpyDeviceToHost));
+                    for (size_t i = 0; i < n; i++) {
+                        T want = red_src<T>(op, 0, i);
+                        for (int m = 1; m < tn; m++) want = red_step<T>(op, want, red_src<T>(op, m, i));
+                        if (got[i] != want) {
+                            CHECK(false, "%s_%s_reduce (form %d, %zu elements, in place %d, team of %d) [%zu]: got %g want %g",
+                                  name, red_names[op], form, n, inplace, tn, i, (double)got[i], (double)want);
+                            break;
+                        }
+                    }
+                    ishmem_team_sync(team);
+                }
+    ishmem_free(dst);
+    ishmem_free(src);
+}
+
+__global__ void k_bcast(int team, int block, long *dst, const long *src, size_t n, int root, int *ret) {
+    int r = block ? ishmemx_long_broadcast_block(team, dst, src, n, root) : ishmem_long_broadcast(team, dst, src, n, root);
+    if (threadIdx.x == 0) *ret = r;
+}
+__global__ void k_fcollect(int team, int block, long *dst, const long *src, size_t n, int *ret) {
+    int r = block ? ishmemx_long_fcollect_block(team, dst, src, n) : ishmem_long_fcollect(team, dst, src, n);
+    if (threadIdx.x == 0) *ret = r;
+}
+__global__ void k_collect(int team, int block, long *dst, const long *src, size_t n, int *ret) {
+    int r = block ? ishmemx_long_collect_block(team, dst, src, n) : ishmem_long_collect(team, dst, src, n);
+    if (threadIdx.x == 0) *ret = r;
+}
+__global__ void k_alltoall(int team, int block, long *dst, const long *src, size_t n, int *ret) {
+    int r = block ? ishmemx_long_alltoall_block(team, dst, src, n) : ishmem_long_alltoall(team, dst, src, n);
+    if (threadIdx.x == 0) *ret = r;
+}
+__global__ void k_scan(int team, int block, int ex, int *dst, const int *src, size_t n, int *ret) {
+    int r;
+    if (block)
+        r = ex ? ishmemx_int_sum_exscan_block(team, dst, src, n) : ishmemx_int_sum_inscan_block(team, dst, src, n);
+    else
+        r = ex ? ishmem_int_sum_exscan(team, dst, src, n) : ishmem_int_sum_inscan(team, dst, src, n);
+    if (threadIdx.x == 0) *ret = r;
+}
+// Team queries and sync: my_pe, n_pes, translate to and from the world,
+// team_sync's return (thread or block form).
+__global__ void k_team(int team, int block, int *out) {
+    int s = block ? ishmemx_team_sync_block(team) : ishmem_team_sync(team);
+    if (threadIdx.x == 0) {
+        int n = ishmem_team_n_pes(team);
+        out[0] = ishmem_team_my_pe(team);
+        out[1] = n;
+        out[2] = ishmem_team_translate_pe(team, n - 1, ISHMEM_TEAM_WORLD);
+        out[3] = ishmem_team_translate_pe(ISHMEM_TEAM_WORLD, ishmem_my_pe(), team);
+        out[4] = ishmem_team_translate_pe(team, n, ISHMEM_TEAM_WORLD);
+        out[5] = s;
+    }
+}
+
+template <typename T> static void put_self(T *sym, const std::vector<T> &h) {
+    CK(cudaMemcpy(sym, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+template <typename T> static std::vector<T> get_self(const T *sym, size_t n) {
+    std::vector<T> h(n);
+    CK(cudaMemcpy(h.data(), sym, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+// broadcast, fcollect, collect, alltoall, scans and the team queries on
+// `team`, thread and block forms, small and large.
+static void test_coll_team(int team) {
+    int tn = ishmem_team_n_pes(team), tr = ishmem_team_my_pe(team);
+    const size_t sizes[] = {1, 100, 65536};
+    const size_t most = 65536;
+    long *src = (long *)ishmem_malloc(most * sizeof(long)), *dst = (long *)ishmem_malloc(most * tn * sizeof(long));
+    int *isrc = (int *)ishmem_malloc(most * sizeof(int)), *idst = (int *)ishmem_malloc(most * sizeof(int));
+    int *q;
+    CK(cudaMalloc(&q, 8 * sizeof(int)));
+    for (int form = 0; form < 2; form++) {
+        int threads = form ? 512 : 1;
+        k_team<<<1, threads>>>(team, form, q);
+        sync_kernel();
+        std::vector<int> t = get_self(q, 6);
+        CHECK(t[0] == tr && t[1] == tn, "team_my_pe/n_pes: %d/%d want %d/%d", t[0], t[1], tr, tn);
+        CHECK(t[2] == ishmem_team_translate_pe(team, tn - 1, ISHMEM_TEAM_WORLD), "team_translate_pe to world: %d", t[2]);
+        CHECK(t[3] == tr && t[4] == -1, "team_translate_pe from world %d, out of range %d", t[3], t[4]);
+        CHECK(t[5] == 0, "team_sync (form %d) returned %d", form, t[5]);
+        for (size_t n : sizes) {
+            std::vector<long> h(most);
+            for (size_t i = 0; i < most; i++) h[i] = tr * 1000000L + (long)i;
+            put_self(src, h);
+            std::vector<long> fill(most * tn, -7);
+            put_self(dst, fill);
+            ishmem_team_sync(team);
+            // broadcast from the last member
+            k_bcast<<<1, threads>>>(team, form, dst, src, n, tn - 1, coll_ret);
+            sync_kernel();
+            CHECK(ret_of() == 0, "broadcast returned %d", ret_of());
+            std::vector<long> g = get_self(dst, n + 1);
+            for (size_t i = 0; i < n; i++)
+                if (g[i] != (tn - 1) * 1000000L + (long)i) { CHECK(false, "broadcast (form %d, %zu) [%zu] = %ld", form, n, i, g[i]); break; }
+            if (tr != tn - 1) CHECK(g[n] == -7, "broadcast wrote past its end");
+            ishmem_team_sync(team);
+            // fcollect
+            k_fcollect<<<1, threads>>>(team, form, dst, src, n, coll_ret);
+            sync_kernel();
+            CHECK(ret_of() == 0, "fcollect returned %d", ret_of());
+            g = get_self(dst, n * tn);
+            for (int m = 0; m < tn; m++)
+                for (size_t i = 0; i < n; i++)
+                    if (g[m * n + i] != m * 1000000L + (long)i) { CHECK(false, "fcollect (form %d, %zu) member %d [%zu] = %ld", form, n, m, i, g[m * n + i]); m = tn; break; }
+            ishmem_team_sync(team);
+            // collect: member m gives n / (m + 1) + 1 elements
+            put_self(dst, fill);
+            ishmem_team_sync(team);
+            k_collect<<<1, threads>>>(team, form, dst, src, n / (tr + 1) + 1, coll_ret);
+            sync_kernel();
+            CHECK(ret_of() == 0, "collect returned %d", ret_of());
+            size_t total = 0;
+            for (int m = 0; m < tn; m++) total += n / (m + 1) + 1;
+            g = get_self(dst, total + 1);
+            size_t at = 0;
+            for (int m = 0; m < tn; m++)
+                for (size_t i = 0; i < n / (m + 1) + 1; i++, at++)
+                    if (g[at] != m * 1000000L + (long)i) { CHECK(false, "collect (form %d, %zu) member %d [%zu] = %ld", form, n, m, i, g[at]); m = tn; break; }
+            CHECK(g[total] == -7, "collect wrote past its end");
+            ishmem_team_sync(team);
+            // alltoall: block j of member m's source goes to member j
+            size_t per = n / tn + 1;
+            for (int j = 0; j < tn; j++)
+                for (size_t i = 0; i < per; i++) h[j * per + i] = tr * 1000000L + j * 1000L + (long)i;
+            put_self(src, h);
+            ishmem_team_sync(team);
+            k_alltoall<<<1, threads>>>(team, form, dst, src, per, coll_ret);
+            sync_kernel();
+            CHECK(ret_of() == 0, "alltoall returned %d", ret_of());
+            g = get_self(dst, per * tn);
+            for (int m = 0; m < tn; m++)
+                for (size_t i = 0; i < per; i++)
+                    if (g[m * per + i] != m * 1000000L + tr * 1000L + (long)i) { CHECK(false, "alltoall (form %d, %zu) from %d [%zu] = %ld", form, per, m, i, g[m * per + i]); m = tn; break; }
+            ishmem_team_sync(team);
+            // scans, exclusive then inclusive in place
+            size_t sn = n < 4096 ? n : 4096;
+            std::vector<int> hi(sn);
+            for (size_t i = 0; i < sn; i++) hi[i] = (tr + 1) * (int)(i % 100 + 1);
+            put_self(isrc, hi);
+            ishmem_team_sync(team);
+            for (int ex = 1; ex >= 0; ex--) {
+                k_scan<<<1, threads>>>(team, form, ex, ex ? idst : isrc, isrc, sn, coll_ret);
+                sync_kernel();
+                CHECK(ret_of() == 0, "scan returned %d", ret_of());
+                std::vector<int> gi = get_self(ex ? idst : isrc, sn);
+                for (size_t i = 0; i < sn; i++) {
+                    int before = tr * (tr + 1) / 2 * (int)(i % 100 + 1);
+                    int want = ex ? before : before + (tr + 1) * (int)(i % 100 + 1);
+                    if (gi[i] != want) { CHECK(false, "sum_%s (form %d, %zu) [%zu] = %d want %d", ex ? "exscan" : "inscan", form, sn, i, gi[i], want); break; }
+                }
+                ishmem_team_sync(team);
+            }
+        }
+    }
+    CK(cudaFree(q));
+    ishmem_free(idst);
+    ishmem_free(isrc);
+    ishmem_free(dst);
+    ishmem_free(src);
+}
+
+#define RED_TEST(NAME, T, BITS) test_red_type<T>(#NAME, red_##NAME, BITS, team);
+
+static void test_coll() {
+    CK(cudaMalloc(&coll_ret, sizeof(int)));
+    // The world, then the odd PEs (PE 0 alone on one PE).
+    ishmem_team_t odd;
+    ishmem_team_split_strided(ISHMEM_TEAM_WORLD, npes > 1 ? 1 : 0, 2, npes > 1 ? npes / 2 : 1, NULL, 0, &odd);
+    for (int pass = 0; pass < 2; pass++) {
+        ishmem_team_t team = pass == 0 ? ISHMEM_TEAM_WORLD : odd;
+        ishmem_barrier_all();
+        if (team == ISHMEM_TEAM_INVALID) continue;
+        test_coll_team(team);
+        RED_TEST(float, float, false) RED_TEST(double, double, false) RED_TEST(char, char, true)
+        RED_TEST(schar, signed char, true) RED_TEST(short, short, true) RED_TEST(int, int, true)
+        RED_TEST(long, long, true) RED_TEST(longlong, long long, true) RED_TEST(uchar, unsigned char, true)
+        RED_TEST(ushort, unsigned short, true) RED_TEST(uint, unsigned int, true) RED_TEST(ulong, unsigned long, true)
+        RED_TEST(ulonglong, unsigned long long, true) RED_TEST(int8, int8_t, true) RED_TEST(int16, int16_t, true)
+        RED_TEST(int32, int32_t, true) RED_TEST(int64, int64_t, true) RED_TEST(uint8, uint8_t, true)
+        RED_TEST(uint16, uint16_t, true) RED_TEST(uint32, uint32_t, true) RED_TEST(uint64, uint64_t, true)
+        RED_TEST(size, size_t, true) RED_TEST(ptrdiff, ptrdiff_t, true)
+    }
+    ishmem_barrier_all();
+    if (odd != ISHMEM_TEAM_INVALID) ishmem_team_destroy(odd);
+    CK(cudaFree(coll_ret));
+}
+
+// ----- stream-ordered operations and collective launch --------------------------
+
+__global__ void s_fill(long *p, long base, size_t n) {
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = base + (long)i;
+}
+__global__ void s_check(const long *p, long base, size_t n, unsigned long long *bad) {
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        if (p[i] != base + (long)i) atomicAdd(bad, 1ull);
+}
+
+// Kernels and stream-ordered routines on one stream, with no host
+// synchronization in between: each check kernel sees what the routine
+// before it on the stream delivered.
+static void test_stream() {
+    int right = (me + 1) % npes, left = (me + npes - 1) % npes;
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t most = (size_t)1 << 21; // 16 MiB of longs: over the block form's copy-engine cutover
+    long *src = (long *)ishmem_malloc(most * sizeof(long)), *dst = (long *)ishmem_calloc(most, sizeof(long));
+    uint64_t *sig = (uint64_t *)ishmem_calloc(1, sizeof(uint64_t));
+    unsigned long long *bad;
+    CK(cudaMalloc(&bad, sizeof *bad));
+    CK(cudaMemset(bad, 0, sizeof *bad));
+    ishmem_barrier_all();
+    const size_t sizes[] = {1, 1000, most};
+    uint64_t round = 0;
+    for (size_t n : sizes) {
+        round++;
+        long base = me * 100000000L + (long)round * 1000000L;
+        long lbase = left * 100000000L + (long)round * 1000000L;
+        s_fill<<<64, 256, 0, s>>>(src, base, n);
+        ishmemx_putmem_on_stream(dst, src, n * sizeof(long), right, s);
+        ishmemx_barrier_all_on_stream(s);
+        s_check<<<64, 256, 0, s>>>(dst, lbase, n, bad);
+        ishmemx_sync_all_on_stream(s); // the right PE has checked its dst before it is written again
+        s_fill<<<64, 256, 0, s>>>(src, base + 7, n);
+        ishmemx_putmem_signal_on_stream(dst, src, n * sizeof(long), sig, round, ISHMEM_SIGNAL_SET, right, s);
+        ishmemx_signal_wait_until_on_stream(sig, ISHMEM_CMP_EQ, round, s);
+        s_check<<<64, 256, 0, s>>>(dst, lbase + 7, n, bad);
+        // The right PE's dst holds this PE's data now: get it back.
+        ishmemx_getmem_on_stream(src, dst, n * sizeof(long), right, s);
+        ishmemx_quiet_on_stream(s);
+        s_check<<<64, 256, 0, s>>>(src, base + 7, n, bad);
+        ishmemx_sync_all_on_stream(s); // the left PE has got its data from this PE's dst
+        ishmemx_putmem_nbi_on_stream(dst, src, n * sizeof(long), me, s); // to itself: base + 7 again
+        ishmemx_quiet_on_stream(s);
+        s_check<<<64, 256, 0, s>>>(dst, base + 7, n, bad);
+        ishmemx_barrier_all_on_stream(s);
+        CK(cudaStreamSynchronize(s));
+        unsigned long long b;
+        CK(cudaMemcpy(&b, bad, sizeof b, cudaMemcpyDeviceToHost));
+        CHECK(b == 0, "stream-ordered operations, %zu elements: %llu elements wrong", n, b);
+    }
+    // The default stream (0) works too.
+    ishmemx_putmem_on_stream(dst, src, sizeof(long), me, 0);
+    ishmemx_quiet_on_stream(0);
+    CK(cudaDeviceSynchronize());
+    ishmem_barrier_all();
+    CK(cudaFree(bad));
+    CK(cudaStreamDestroy(s));
+    ishmem_free(sig);
+    ishmem_free(dst);
+    ishmem_free(src);
+}
+
+// Every block waits for every other block of the grid (which only ends if
+// all are resident at once), then one thread adds to PE 0's counter and
+// the grid's first block meets the other PEs in a device barrier.
+__global__ void coop_grid(unsigned *arrived, long *ctr) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicAdd(arrived, 1u);
+        while (atomicAdd(arrived, 0u) < gridDim.x) {
+        }
+        ishmem_long_atomic_add(ctr, 1, 0);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) ishmem_barrier_all();
+}
+
+static void test_collective_launch() {
+    long *ctr = (long *)ishmem_calloc(1, sizeof(long));
+    unsigned *arrived;
+    CK(cudaMalloc(&arrived, sizeof *arrived));
+    CK(cudaMemset(arrived, 0, sizeof *arrived));
+    int grid = 0;
+    dim3 block(256);
+    CHECK(ishmemx_collective_launch_query_gridsize((const void *)coop_grid, block, nullptr, 0, &grid) == 0 && grid > 0,
+          "collective launch query: grid %d", grid);
+    void *args[] = {&arrived, &ctr};
+    ishmem_barrier_all();
+    int r = ishmemx_collective_launch((const void *)coop_grid, dim3(grid), block, args, 0, 0);
+    CHECK(r == 0, "collective launch of %d blocks returned %d", grid, r);
+    sync_kernel();
+    ishmem_barrier_all();
+    if (me == 0) CHECK(ishmem_long_g(ctr, 0) == (long)grid * npes, "collective launch: %ld blocks arrived, want %ld",
+                       ishmem_long_g(ctr, 0), (long)grid * npes);
+    // One block more than can be resident: refused with an error, nothing runs.
+    r = ishmemx_collective_launch((const void *)coop_grid, dim3(grid + 1), block, args, 0, 0);
+    CHECK(r != 0, "a collective launch of %d blocks (at most %d co-resident) was accepted", grid + 1, grid);
+    CK(cudaDeviceSynchronize());
+    CK(cudaFree(arrived));
+    ishmem_barrier_all();
+    ishmem_free(ctr);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "all";
     small = argc > 2 && strcmp(argv[2], "small") == 0;
@@ -447,6 +852,11 @@ int main(int argc, char **argv) {
     if (all || !strcmp(mode, "fence")) test_fence();
     if (all || !strcmp(mode, "barrier")) test_barrier();
     if (all || !strcmp(mode, "mixed")) test_mixed();
+    if (all || !strcmp(mode, "coll")) test_coll();
+    if (all || !strcmp(mode, "stream")) {
+        test_stream();
+        test_collective_launch();
+    }
     ishmem_barrier_all();
     if (failures == 0 && me == 0) printf("cuda %s ok on %d PEs\n", mode, npes);
     ishmem_finalize();

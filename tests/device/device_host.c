@@ -173,6 +173,20 @@ int main(int argc, char **argv) {
     CHECK(qback[3] == me * 1000000L + 3, "on_queue get: %ld", qback[3]);
     clReleaseEvent(filled); clReleaseEvent(put); clReleaseEvent(bar); clReleaseEvent(got); clReleaseEvent(qq);
     clReleaseKernel(fk);
+    /* 9b. put_signal, signal wait and sync_all on the queue: the wait holds
+       the queue until the left PE's signal arrived */
+    uint64_t *qsig = ishmem_calloc(1, sizeof(uint64_t));
+    long *qs2 = ishmem_malloc(Q * sizeof(long)), *qd2 = ishmem_calloc(Q, sizeof(long));
+    for (int i = 0; i < Q; i++) qs2[i] = me * 7L + i;
+    ishmem_barrier_all();
+    cl_event ps = (cl_event)ishmemx_putmem_signal_on_queue(qd2, qs2, Q * sizeof(long), qsig, 5, ISHMEM_SIGNAL_ADD,
+                                                           (me + 1) % np, q, 0, NULL);
+    cl_event sw = (cl_event)ishmemx_signal_wait_until_on_queue(qsig, ISHMEM_CMP_EQ, 5, q, 1, (void *const *)&ps);
+    cl_event sa = (cl_event)ishmemx_sync_all_on_queue(q, 1, (void *const *)&sw);
+    CL(clWaitForEvents(1, &sa));
+    CHECK(*qsig == 5, "on_queue put_signal: signal %llu", (unsigned long long)*qsig);
+    for (int i = 0; i < Q; i++) CHECK(qd2[i] == left * 7L + i, "on_queue put_signal data %d: %ld", i, qd2[i]);
+    clReleaseEvent(ps); clReleaseEvent(sw); clReleaseEvent(sa);
 
     /* 10. device collectives: world team, then the odd PEs (or PE 0 alone) */
     enum { CN = 1000 };
@@ -197,6 +211,10 @@ int main(int argc, char **argv) {
             CHECK(res[7] == fact, "device in-place prod_reduce: %ld", res[7]);
             CHECK(res[9] == fact, "device max_reduce (of the in-place product): %ld", res[9]);
             CHECK(res[11] == (tn - 1) * 10 + tr, "device alltoall: %ld", res[11]);
+            CHECK(res[13] == ishmem_team_translate_pe(team, tn - 1, ISHMEM_TEAM_WORLD) && res[13] >= 0,
+                  "device team_translate_pe to the world: %ld", res[13]);
+            CHECK(res[14] == tr, "device team_translate_pe from the world: %ld, want %d", res[14], tr);
+            CHECK(res[15] == -1, "device team_translate_pe of a PE out of range: %ld", res[15]);
         }
     }
     /* 10b. collect with per-member counts, scans (world, then odd PEs) */

@@ -107,6 +107,9 @@ kernel void dev_coll(int team, global long *src, global long *dst, global long *
     res[10] = ishmem_long_alltoall(team, dst, src, 1);
     res[11] = dst[sz - 1];
     res[12] = ishmem_team_sync(team);
+    res[13] = ishmem_team_translate_pe(team, sz - 1, ISHMEM_TEAM_WORLD);
+    res[14] = ishmem_team_translate_pe(ISHMEM_TEAM_WORLD, ishmem_my_pe(), team);
+    res[15] = ishmem_team_translate_pe(team, sz, ISHMEM_TEAM_WORLD); /* out of range: -1 */
 }
 
 /* Block-strided put, multi-element waits/tests, nbi AMOs. */

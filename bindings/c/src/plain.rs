@@ -844,6 +844,152 @@ pub unsafe extern "C" fn ishmemx_quiet_on_queue(
     unsafe { on_queue("ishmemx_quiet_on_queue", QueueOp::Quiet, queue, num_deps, deps) }
 }
 
+/// Enqueues a putmem_signal on `queue` after `deps`: the data, then the
+/// signal update (`sig_op`: ISHMEM_SIGNAL_SET or ISHMEM_SIGNAL_ADD) at
+/// `sig_addr` on `pe`; returns its event (a `cl_event` on the cpu device).
+///
+/// # Safety
+/// `deps` points to `num_deps` events; `source` stays valid until the
+/// event completes.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_signal_on_queue(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int,
+    queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
+) -> *mut c_void {
+    let op = QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe };
+    // SAFETY: the caller's contract.
+    unsafe { on_queue("ishmemx_putmem_signal_on_queue", op, queue, num_deps, deps) }
+}
+
+/// Enqueues a wait until this PE's `*sig_addr CMP cmp_value` on `queue`
+/// after `deps`: later operations on the queue start when it holds.
+///
+/// # Safety
+/// `deps` points to `num_deps` events.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_signal_wait_until_on_queue(
+    sig_addr: *mut u64, cmp: c_int, cmp_value: u64, queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
+) -> *mut c_void {
+    let op = QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value };
+    // SAFETY: the caller's contract.
+    unsafe { on_queue("ishmemx_signal_wait_until_on_queue", op, queue, num_deps, deps) }
+}
+
+/// Enqueues a sync_all on `queue` after `deps`; returns its event.
+///
+/// # Safety
+/// `deps` points to `num_deps` events.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_sync_all_on_queue(
+    queue: *mut c_void, num_deps: u32, deps: *const *mut c_void,
+) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    unsafe { on_queue("ishmemx_sync_all_on_queue", QueueOp::SyncAll, queue, num_deps, deps) }
+}
+
+// ----- stream-ordered operations (the cuda device) -------------------------
+
+/// Launches `op` on the CUDA `stream` of a PE whose device is cuda: it runs
+/// after the work the program put on the stream before, and the stream's
+/// later work runs after it.
+fn on_stream(call: &'static str, op: QueueOp, stream: *mut c_void) {
+    guard(call, || {
+        let st = state(call);
+        if st.device_name() != "cuda" {
+            fatal(
+                call,
+                format_args!(
+                    "this PE's device is {}, not cuda: the _on_stream routines take CUDA streams (the _on_queue routines take the {} device's queues)",
+                    st.device_name(),
+                    st.device_name()
+                ),
+            )
+        }
+        st.on_queue(call, op, stream, &[]);
+    })
+}
+
+/// Puts `nbytes` from `source` to `dest` on `pe`, ordered on the CUDA
+/// `stream` (a `cudaStream_t`; 0 is the default stream): complete when the
+/// stream's later work starts.
+#[no_mangle]
+pub extern "C" fn ishmemx_putmem_on_stream(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, stream: *mut c_void,
+) {
+    on_stream("ishmemx_putmem_on_stream", QueueOp::Put { dest, source, nbytes, pe }, stream)
+}
+
+/// Gets `nbytes` from `source` on `pe` into `dest`, ordered on `stream`.
+#[no_mangle]
+pub extern "C" fn ishmemx_getmem_on_stream(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, stream: *mut c_void,
+) {
+    on_stream("ishmemx_getmem_on_stream", QueueOp::Get { dest, source, nbytes, pe }, stream)
+}
+
+/// The non-blocking put on `stream`. It is launched as the blocking one
+/// (complete before the stream's next work), which the nbi semantics allow.
+#[no_mangle]
+pub extern "C" fn ishmemx_putmem_nbi_on_stream(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, stream: *mut c_void,
+) {
+    on_stream("ishmemx_putmem_nbi_on_stream", QueueOp::Put { dest, source, nbytes, pe }, stream)
+}
+
+/// The non-blocking get on `stream` (launched as the blocking one).
+#[no_mangle]
+pub extern "C" fn ishmemx_getmem_nbi_on_stream(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, pe: c_int, stream: *mut c_void,
+) {
+    on_stream("ishmemx_getmem_nbi_on_stream", QueueOp::Get { dest, source, nbytes, pe }, stream)
+}
+
+/// putmem_signal ordered on `stream`: the data, then the signal update.
+#[no_mangle]
+pub extern "C" fn ishmemx_putmem_signal_on_stream(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int,
+    stream: *mut c_void,
+) {
+    let op = QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe };
+    on_stream("ishmemx_putmem_signal_on_stream", op, stream)
+}
+
+/// The non-blocking putmem_signal on `stream` (launched as the blocking one).
+#[no_mangle]
+pub extern "C" fn ishmemx_putmem_signal_nbi_on_stream(
+    dest: *mut c_void, source: *const c_void, nbytes: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int,
+    stream: *mut c_void,
+) {
+    let op = QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe };
+    on_stream("ishmemx_putmem_signal_nbi_on_stream", op, stream)
+}
+
+/// Holds `stream` until this PE's `*sig_addr CMP cmp_value`.
+#[no_mangle]
+pub extern "C" fn ishmemx_signal_wait_until_on_stream(
+    sig_addr: *mut u64, cmp: c_int, cmp_value: u64, stream: *mut c_void,
+) {
+    on_stream("ishmemx_signal_wait_until_on_stream", QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value }, stream)
+}
+
+/// quiet ordered on `stream`.
+#[no_mangle]
+pub extern "C" fn ishmemx_quiet_on_stream(stream: *mut c_void) {
+    on_stream("ishmemx_quiet_on_stream", QueueOp::Quiet, stream)
+}
+
+/// barrier_all ordered on `stream`: every PE's stream reaches it.
+#[no_mangle]
+pub extern "C" fn ishmemx_barrier_all_on_stream(stream: *mut c_void) {
+    on_stream("ishmemx_barrier_all_on_stream", QueueOp::BarrierAll, stream)
+}
+
+/// sync_all ordered on `stream`.
+#[no_mangle]
+pub extern "C" fn ishmemx_sync_all_on_stream(stream: *mut c_void) {
+    on_stream("ishmemx_sync_all_on_stream", QueueOp::SyncAll, stream)
+}
+
 // ----- the CUDA device library's registration ----------------------------
 
 pub use ishmem_runtime::device::cuda::ishmemx_cuda_device_library_t;

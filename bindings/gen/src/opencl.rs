@@ -507,6 +507,7 @@ ulong ishmem_signal_fetch(global const ulong *sig_addr);
 ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);
 int ishmem_team_my_pe(int team);
 int ishmem_team_n_pes(int team);
+int ishmem_team_translate_pe(int src_team, int src_pe, int dest_team);
 int ishmem_team_sync(int team);
 int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);
 int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);
@@ -699,6 +700,20 @@ pub fn cuda_h(host: &std::collections::BTreeMap<String, usize>) -> String {
         let _ =
             writeln!(s, "__device__ {} {c}({});", cxx(&f.ret), if params.is_empty() { "void".into() } else { params });
     }
+    s.push_str(
+        "\n/* Collective launch (host): launches `func` so that all its blocks are\n   \
+         resident at once (a cooperative launch), as kernels that synchronize\n   \
+         across PEs or blocks need. Returns 0, or a CUDA runtime error code after\n   \
+         printing why (a grid larger than can be co-resident fails: query the\n   \
+         largest with ishmemx_collective_launch_query_gridsize). Implemented in\n   \
+         the CUDA device library. */\n\
+         int ishmemx_collective_launch(const void *func, dim3 grid, dim3 block, void **args, size_t shared_mem,\n                              \
+         cudaStream_t stream);\n\
+         /* The largest grid of `block` threads per block and `shared_mem` bytes of\n   \
+         dynamic shared memory whose blocks can all be resident on this PE's GPU. */\n\
+         int ishmemx_collective_launch_query_gridsize(const void *func, dim3 block, void **args, size_t shared_mem,\n                                             \
+         int *gridsize);\n",
+    );
     s.push_str("\n#ifdef __cplusplus\n}\n#endif\n#endif /* __CUDACC__ */\n#endif\n");
     s
 }

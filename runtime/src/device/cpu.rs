@@ -108,6 +108,22 @@ impl Device for CpuDevice {
             }
             QueueOp::BarrierAll => ("ishmemi_barrier_all_kernel", vec![]),
             QueueOp::Quiet => ("ishmemi_quiet_kernel", vec![]),
+            QueueOp::SyncAll => ("ishmemi_sync_all_kernel", vec![]),
+            QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe } => (
+                "ishmemi_putmem_signal_kernel",
+                vec![
+                    Svm(dest),
+                    Svm(source),
+                    U64(nbytes as u64),
+                    Svm(sig_addr.cast()),
+                    U64(signal),
+                    I32(sig_op),
+                    I32(pe),
+                ],
+            ),
+            QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => {
+                ("ishmemi_signal_wait_until_kernel", vec![Svm(sig_addr.cast()), I32(cmp), U64(cmp_value)])
+            }
         };
         d.enqueue(queue, kernel, &args, deps, self.attached()?.state as *const c_void).map_err(DeviceError::Runtime)
     }

@@ -69,10 +69,37 @@ pub enum Native {
 /// core has checked its arguments.
 #[derive(Clone, Copy, Debug)]
 pub enum QueueOp {
-    Put { dest: *mut c_void, source: *const c_void, nbytes: usize, pe: i32 },
-    Get { dest: *mut c_void, source: *const c_void, nbytes: usize, pe: i32 },
+    Put {
+        dest: *mut c_void,
+        source: *const c_void,
+        nbytes: usize,
+        pe: i32,
+    },
+    Get {
+        dest: *mut c_void,
+        source: *const c_void,
+        nbytes: usize,
+        pe: i32,
+    },
     BarrierAll,
     Quiet,
+    /// The data, then the signal update (`sig_op`: 0 set, 1 add).
+    PutSignal {
+        dest: *mut c_void,
+        source: *const c_void,
+        nbytes: usize,
+        sig_addr: *mut u64,
+        signal: u64,
+        sig_op: i32,
+        pe: i32,
+    },
+    /// Waits until this PE's `*sig_addr CMP cmp_value` holds.
+    SignalWaitUntil {
+        sig_addr: *mut u64,
+        cmp: i32,
+        cmp_value: u64,
+    },
+    SyncAll,
 }
 
 /// Performs device requests for the ring server: the running PE's host

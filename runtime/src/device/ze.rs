@@ -984,6 +984,27 @@ impl Device for ZeDevice {
             ),
             QueueOp::BarrierAll => ("ishmemi_barrier_all_kernel", vec![]),
             QueueOp::Quiet => ("ishmemi_quiet_kernel", vec![]),
+            QueueOp::SyncAll => ("ishmemi_sync_all_kernel", vec![]),
+            QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe } => (
+                "ishmemi_putmem_signal_kernel",
+                vec![
+                    ((dest as u64).to_ne_bytes().to_vec(), 8),
+                    ((source as u64).to_ne_bytes().to_vec(), 8),
+                    ((nbytes as u64).to_ne_bytes().to_vec(), 8),
+                    ((sig_addr as u64).to_ne_bytes().to_vec(), 8),
+                    (signal.to_ne_bytes().to_vec(), 8),
+                    (sig_op.to_ne_bytes().to_vec(), 4),
+                    (pe.to_ne_bytes().to_vec(), 4),
+                ],
+            ),
+            QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => (
+                "ishmemi_signal_wait_until_kernel",
+                vec![
+                    ((sig_addr as u64).to_ne_bytes().to_vec(), 8),
+                    (cmp.to_ne_bytes().to_vec(), 4),
+                    (cmp_value.to_ne_bytes().to_vec(), 8),
+                ],
+            ),
         };
         let ev = self.event().map_err(DeviceError::Runtime)?;
         let l = self.l;

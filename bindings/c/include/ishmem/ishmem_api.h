@@ -55,10 +55,27 @@ _Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
 #define ISHMEMX_DEVICE_STATE_VERSION 5
 
 /**
+ * What [`ishmemx_cuda_queue_op_t::kind`] asks for.
+ */
+#define ISHMEMX_CUDA_OP_PUT 0
+
+#define ISHMEMX_CUDA_OP_GET 1
+
+#define ISHMEMX_CUDA_OP_BARRIER_ALL 2
+
+#define ISHMEMX_CUDA_OP_QUIET 3
+
+#define ISHMEMX_CUDA_OP_PUT_SIGNAL 4
+
+#define ISHMEMX_CUDA_OP_SIGNAL_WAIT_UNTIL 5
+
+#define ISHMEMX_CUDA_OP_SYNC_ALL 6
+
+/**
  * Version of [`ishmemx_cuda_device_library_t`] and of the device state
  * protocol the library speaks.
  */
-#define ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION 1
+#define ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION 2
 
 /**
  * Major version of the OpenSHMEM specification implemented.
@@ -268,6 +285,35 @@ typedef struct {
 } ishmem_team_config_t;
 
 /**
+ * A stream-ordered operation for the CUDA device library to launch
+ * ([`ishmemx_cuda_device_library_t::enqueue`]); fields an operation does not
+ * use are 0.
+ */
+typedef struct {
+  /**
+   * `ISHMEMX_CUDA_OP_*`.
+   */
+  uint32_t kind;
+  /**
+   * Target PE (put, get, put_signal).
+   */
+  int32_t pe;
+  /**
+   * `ISHMEM_SIGNAL_SET`/`ADD` (put_signal) or `ISHMEM_CMP_*` (signal wait).
+   */
+  int32_t op;
+  uint32_t reserved;
+  void *dest;
+  const void *source;
+  uint64_t nbytes;
+  uint64_t *sig_addr;
+  /**
+   * The signal value (put_signal) or the compared value (signal wait).
+   */
+  uint64_t value;
+} ishmemx_cuda_queue_op_t;
+
+/**
  * What the CUDA device library registers (from a constructor in the
  * program that linked it, before `main`): how to install this PE's device
  * state into the program's device code.
@@ -284,6 +330,15 @@ typedef struct {
    * `ishmemi_state`; returns 0 or the CUDA runtime's error code.
    */
   int (*install)(int device, void *state);
+  /**
+   * Launches `op` on the CUDA stream `stream` after the CUDA events
+   * `deps` (the stream waits for them); returns 0 or the CUDA runtime's
+   * error code. The runtime has checked the arguments.
+   */
+  int (*enqueue)(const ishmemx_cuda_queue_op_t *op,
+                 void *stream,
+                 void *const *deps,
+                 uint32_t num_deps);
 } ishmemx_cuda_device_library_t;
 
 /**
@@ -447,7 +502,7 @@ ISHMEMI_HOSTDEV int ishmem_team_n_pes(ishmem_team_t team);
 /**
  * `src_pe` of `src_team` as a PE number of `dest_team`, or -1 (§9.4.5).
  */
-int ishmem_team_translate_pe(ishmem_team_t src_team, int src_pe, ishmem_team_t dest_team);
+ISHMEMI_HOSTDEV int ishmem_team_translate_pe(ishmem_team_t src_team, int src_pe, ishmem_team_t dest_team);
 
 /**
  * Collective over `parent`: a team of parent PEs `start + i * stride`,
@@ -662,6 +717,134 @@ void *ishmemx_barrier_all_on_queue(void *queue, uint32_t num_deps, void *const *
  * `deps` points to `num_deps` events.
  */
 void *ishmemx_quiet_on_queue(void *queue, uint32_t num_deps, void *const *deps);
+
+/**
+ * Enqueues a putmem_signal on `queue` after `deps`: the data, then the
+ * signal update (`sig_op`: ISHMEM_SIGNAL_SET or ISHMEM_SIGNAL_ADD) at
+ * `sig_addr` on `pe`; returns its event (a `cl_event` on the cpu device).
+ *
+ * # Safety
+ * `deps` points to `num_deps` events; `source` stays valid until the
+ * event completes.
+ */
+void *ishmemx_putmem_signal_on_queue(void *dest,
+                                     const void *source,
+                                     uintptr_t nbytes,
+                                     uint64_t *sig_addr,
+                                     uint64_t signal,
+                                     int sig_op,
+                                     int pe,
+                                     void *queue,
+                                     uint32_t num_deps,
+                                     void *const *deps);
+
+/**
+ * Enqueues a wait until this PE's `*sig_addr CMP cmp_value` on `queue`
+ * after `deps`: later operations on the queue start when it holds.
+ *
+ * # Safety
+ * `deps` points to `num_deps` events.
+ */
+void *ishmemx_signal_wait_until_on_queue(uint64_t *sig_addr,
+                                         int cmp,
+                                         uint64_t cmp_value,
+                                         void *queue,
+                                         uint32_t num_deps,
+                                         void *const *deps);
+
+/**
+ * Enqueues a sync_all on `queue` after `deps`; returns its event.
+ *
+ * # Safety
+ * `deps` points to `num_deps` events.
+ */
+void *ishmemx_sync_all_on_queue(void *queue, uint32_t num_deps, void *const *deps);
+
+/**
+ * Puts `nbytes` from `source` to `dest` on `pe`, ordered on the CUDA
+ * `stream` (a `cudaStream_t`; 0 is the default stream): complete when the
+ * stream's later work starts.
+ */
+void ishmemx_putmem_on_stream(void *dest,
+                              const void *source,
+                              uintptr_t nbytes,
+                              int pe,
+                              void *stream);
+
+/**
+ * Gets `nbytes` from `source` on `pe` into `dest`, ordered on `stream`.
+ */
+void ishmemx_getmem_on_stream(void *dest,
+                              const void *source,
+                              uintptr_t nbytes,
+                              int pe,
+                              void *stream);
+
+/**
+ * The non-blocking put on `stream`. It is launched as the blocking one
+ * (complete before the stream's next work), which the nbi semantics allow.
+ */
+void ishmemx_putmem_nbi_on_stream(void *dest,
+                                  const void *source,
+                                  uintptr_t nbytes,
+                                  int pe,
+                                  void *stream);
+
+/**
+ * The non-blocking get on `stream` (launched as the blocking one).
+ */
+void ishmemx_getmem_nbi_on_stream(void *dest,
+                                  const void *source,
+                                  uintptr_t nbytes,
+                                  int pe,
+                                  void *stream);
+
+/**
+ * putmem_signal ordered on `stream`: the data, then the signal update.
+ */
+void ishmemx_putmem_signal_on_stream(void *dest,
+                                     const void *source,
+                                     uintptr_t nbytes,
+                                     uint64_t *sig_addr,
+                                     uint64_t signal,
+                                     int sig_op,
+                                     int pe,
+                                     void *stream);
+
+/**
+ * The non-blocking putmem_signal on `stream` (launched as the blocking one).
+ */
+void ishmemx_putmem_signal_nbi_on_stream(void *dest,
+                                         const void *source,
+                                         uintptr_t nbytes,
+                                         uint64_t *sig_addr,
+                                         uint64_t signal,
+                                         int sig_op,
+                                         int pe,
+                                         void *stream);
+
+/**
+ * Holds `stream` until this PE's `*sig_addr CMP cmp_value`.
+ */
+void ishmemx_signal_wait_until_on_stream(uint64_t *sig_addr,
+                                         int cmp,
+                                         uint64_t cmp_value,
+                                         void *stream);
+
+/**
+ * quiet ordered on `stream`.
+ */
+void ishmemx_quiet_on_stream(void *stream);
+
+/**
+ * barrier_all ordered on `stream`: every PE's stream reaches it.
+ */
+void ishmemx_barrier_all_on_stream(void *stream);
+
+/**
+ * sync_all ordered on `stream`.
+ */
+void ishmemx_sync_all_on_stream(void *stream);
 
 /**
  * Called by the CUDA device library (`libishmem_device.a`) from a

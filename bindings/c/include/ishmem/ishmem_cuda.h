@@ -541,6 +541,19 @@ __device__ int ishmemx_ptrdiff_and_reduce_block(int team, ptrdiff_t *dest, const
 __device__ int ishmemx_ptrdiff_or_reduce_block(int team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 __device__ int ishmemx_ptrdiff_xor_reduce_block(int team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce);
 
+/* Collective launch (host): launches `func` so that all its blocks are
+   resident at once (a cooperative launch), as kernels that synchronize
+   across PEs or blocks need. Returns 0, or a CUDA runtime error code after
+   printing why (a grid larger than can be co-resident fails: query the
+   largest with ishmemx_collective_launch_query_gridsize). Implemented in
+   the CUDA device library. */
+int ishmemx_collective_launch(const void *func, dim3 grid, dim3 block, void **args, size_t shared_mem,
+                              cudaStream_t stream);
+/* The largest grid of `block` threads per block and `shared_mem` bytes of
+   dynamic shared memory whose blocks can all be resident on this PE's GPU. */
+int ishmemx_collective_launch_query_gridsize(const void *func, dim3 block, void **args, size_t shared_mem,
+                                             int *gridsize);
+
 #ifdef __cplusplus
 }
 #endif

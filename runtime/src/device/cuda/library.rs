@@ -20,11 +20,55 @@ pub struct ishmemx_cuda_device_library_t {
     /// and stores `state` (a GPU address) in the library's
     /// `ishmemi_state`; returns 0 or the CUDA runtime's error code.
     pub install: unsafe extern "C" fn(device: c_int, state: *mut c_void) -> c_int,
+    /// Launches `op` on the CUDA stream `stream` after the CUDA events
+    /// `deps` (the stream waits for them); returns 0 or the CUDA runtime's
+    /// error code. The runtime has checked the arguments.
+    pub enqueue: unsafe extern "C" fn(
+        op: *const ishmemx_cuda_queue_op_t,
+        stream: *mut c_void,
+        deps: *const *mut c_void,
+        num_deps: u32,
+    ) -> c_int,
 }
+
+/// What [`ishmemx_cuda_queue_op_t::kind`] asks for.
+pub const ISHMEMX_CUDA_OP_PUT: u32 = 0;
+pub const ISHMEMX_CUDA_OP_GET: u32 = 1;
+pub const ISHMEMX_CUDA_OP_BARRIER_ALL: u32 = 2;
+pub const ISHMEMX_CUDA_OP_QUIET: u32 = 3;
+pub const ISHMEMX_CUDA_OP_PUT_SIGNAL: u32 = 4;
+pub const ISHMEMX_CUDA_OP_SIGNAL_WAIT_UNTIL: u32 = 5;
+pub const ISHMEMX_CUDA_OP_SYNC_ALL: u32 = 6;
+
+/// A stream-ordered operation for the CUDA device library to launch
+/// ([`ishmemx_cuda_device_library_t::enqueue`]); fields an operation does not
+/// use are 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_camel_case_types)]
+pub struct ishmemx_cuda_queue_op_t {
+    /// `ISHMEMX_CUDA_OP_*`.
+    pub kind: u32,
+    /// Target PE (put, get, put_signal).
+    pub pe: i32,
+    /// `ISHMEM_SIGNAL_SET`/`ADD` (put_signal) or `ISHMEM_CMP_*` (signal wait).
+    pub op: i32,
+    pub reserved: u32,
+    pub dest: *mut c_void,
+    pub source: *const c_void,
+    pub nbytes: u64,
+    pub sig_addr: *mut u64,
+    /// The signal value (put_signal) or the compared value (signal wait).
+    pub value: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<ishmemx_cuda_queue_op_t>() == 56);
+const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, dest) == 16);
+const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, value) == 48);
 
 /// Version of [`ishmemx_cuda_device_library_t`] and of the device state
 /// protocol the library speaks.
-pub const ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION: u32 = 1;
+pub const ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION: u32 = 2;
 
 static LIBRARY: AtomicPtr<ishmemx_cuda_device_library_t> = AtomicPtr::new(std::ptr::null_mut());
 

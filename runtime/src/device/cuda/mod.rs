@@ -567,13 +567,62 @@ impl Device for CudaDevice {
         ))
     }
 
-    fn enqueue(&self, _op: QueueOp, _q: *mut c_void, _deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
-        Err(DeviceError::Runtime(
-            "the *_on_queue routines take OpenCL queues (the cpu device); the cuda device has no queue operations in this version".into(),
-        ))
+    fn enqueue(&self, op: QueueOp, stream: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
+        use library::*;
+        let lib = library().ok_or_else(|| {
+            DeviceError::Runtime(
+                "stream-ordered operations are launched by the CUDA device library: link it (nvcc -rdc=true ... $(pkg-config --libs ishmem-cuda))".into(),
+            )
+        })?;
+        let o = self.gpu()?;
+        let mut q = ishmemx_cuda_queue_op_t {
+            kind: 0,
+            pe: 0,
+            op: 0,
+            reserved: 0,
+            dest: std::ptr::null_mut(),
+            source: std::ptr::null(),
+            nbytes: 0,
+            sig_addr: std::ptr::null_mut(),
+            value: 0,
+        };
+        match op {
+            QueueOp::Put { dest, source, nbytes, pe } | QueueOp::Get { dest, source, nbytes, pe } => {
+                q.kind = if matches!(op, QueueOp::Put { .. }) { ISHMEMX_CUDA_OP_PUT } else { ISHMEMX_CUDA_OP_GET };
+                (q.dest, q.source, q.nbytes, q.pe) = (dest, source, nbytes as u64, pe);
+            }
+            QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe } => {
+                q.kind = ISHMEMX_CUDA_OP_PUT_SIGNAL;
+                (q.dest, q.source, q.nbytes, q.sig_addr, q.value, q.op, q.pe) =
+                    (dest, source, nbytes as u64, sig_addr, signal, sig_op, pe);
+            }
+            QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => {
+                q.kind = ISHMEMX_CUDA_OP_SIGNAL_WAIT_UNTIL;
+                (q.sig_addr, q.op, q.value) = (sig_addr, cmp, cmp_value);
+            }
+            QueueOp::BarrierAll => q.kind = ISHMEMX_CUDA_OP_BARRIER_ALL,
+            QueueOp::Quiet => q.kind = ISHMEMX_CUDA_OP_QUIET,
+            QueueOp::SyncAll => q.kind = ISHMEMX_CUDA_OP_SYNC_ALL,
+        }
+        // SAFETY: the library's hook with an operation the core checked, the
+        // program's stream and events.
+        let rc = unsafe { (lib.enqueue)(&q, stream, deps.as_ptr(), deps.len() as u32) };
+        if rc != 0 {
+            return Err(DeviceError::Runtime(format!(
+                "the CUDA device library could not launch the operation on stream {stream:p} of GPU {} (CUDA runtime error {rc}; is the stream one of this GPU's?)",
+                o.ordinal
+            )));
+        }
+        // Stream order is the completion: there is no event.
+        Ok(std::ptr::null_mut())
     }
 
-    fn wait(&self, _events: &[*mut c_void]) -> Result<(), DeviceError> {
-        Err(DeviceError::Runtime("the cuda device has no queue events in this version".into()))
+    fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError> {
+        if events.iter().all(|e| e.is_null()) {
+            return Ok(());
+        }
+        Err(DeviceError::Runtime(
+            "the cuda device's queue operations return no events (they are ordered by their CUDA stream: synchronize the stream)".into(),
+        ))
     }
 }
