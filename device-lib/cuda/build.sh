@@ -17,7 +17,9 @@ for a in $archs; do
     last=$a
 done
 gencode+=(-gencode "arch=compute_$last,code=compute_$last")
-"$nvcc" -rdc=true -O3 -std=c++17 "${gencode[@]}" -Xcompiler -fPIC \
+# At most 64 registers a thread in the library's functions, so that a
+# kernel of 1024 threads can call any of them.
+"$nvcc" -rdc=true -O3 -std=c++17 -maxrregcount=64 "${gencode[@]}" -Xcompiler -fPIC \
     -I "$here/../src" -c "$here/ishmem_device.cu" -o "$out/ishmem_device.o"
 # nvcc gives every __device__ function a host-side stub (which calls exit)
 # under the same name. The routines that also exist on the host must

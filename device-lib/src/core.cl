@@ -219,16 +219,16 @@ ISHMEMI_API int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_
 /* Work-group forms of the team sync and the byte collectives. */
 ISHMEMI_API int ishmemx_team_sync_work_group(int team) { ISHMEMI_WG_COLL(team, 0, ishmem_team_sync(team)) }
 ISHMEMI_API int ishmemx_broadcastmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
-    ISHMEMI_WG_COLL(team, root, ishmemi_broadcast_bytes(team, dest, source, nelems, root))
+    return ishmemi_wg_broadcast_bytes(team, dest, source, nelems, root);
 }
 ISHMEMI_API int ishmemx_collectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
     ISHMEMI_WG_COLL(team, 0, ishmemi_collect_bytes(team, dest, source, nelems, 1))
 }
 ISHMEMI_API int ishmemx_fcollectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
-    ISHMEMI_WG_COLL(team, 0, ishmemi_fcollect_bytes(team, dest, source, nelems))
+    return ishmemi_wg_fcollect_bytes(team, dest, source, nelems);
 }
 ISHMEMI_API int ishmemx_alltoallmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
-    ISHMEMI_WG_COLL(team, 0, ishmemi_alltoall_bytes(team, dest, source, nelems))
+    return ishmemi_wg_alltoall_bytes(team, dest, source, nelems);
 }
 
 /* Sub-group forms (every work-item of the calling sub-group calls them). */

@@ -11,6 +11,16 @@
 #endif
 #include "device_state.h"
 
+/* Targets without cheaper forms read the quiet words with acquire loads
+ * and take the library's AMOs for the user's (see target_cuda.h). */
+#ifndef ISHMEMI_HAVE_PEEK
+#define ishmemi_peek64(p) ishmemi_load64(p)
+#endif
+#ifndef ISHMEMI_HAVE_USER_AMO
+#define ishmemi_user_amo32 ishmemi_amo32
+#define ishmemi_user_amo64 ishmemi_amo64
+#endif
+
 /* Installed once per program by the runtime (OpenCL: the kernel
  * ishmemi_install_state; CUDA: the library's registered install hook). */
 extern ISHMEMI_VAR ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
@@ -95,8 +105,8 @@ ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
  * quiet may record a smaller count: later quiets only look again.) */
 ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words;
-    long posted = ishmemi_load64(q);
-    if (ishmemi_load64(q + 8) >= posted) return;
+    long posted = ishmemi_peek64(q);
+    if (ishmemi_peek64(q + 8) >= posted) return;
     ISHMEMI_GLOBAL char *ring = ishmemi_ring();
     long sent = ishmemi_load64(ring + ISHMEMI_RING_NEXT_SEND);
     while (ishmemi_load64(ring + ISHMEMI_RING_COMPLETED) < sent) ;
@@ -271,14 +281,14 @@ ISHMEMI_INLINE char ishmemi_amo8_pe(ISHMEMI_GLOBAL void *dest, int op, char v, c
 
 ISHMEMI_INLINE int ishmemi_amo32_pe(ISHMEMI_GLOBAL void *dest, int op, int v, int cond, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
-    if (ishmemi_is_local(pe)) return ishmemi_amo32(ishmemi_peer(dest, pe), op, v, cond);
+    if (ishmemi_is_local(pe)) return ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, cond);
     return (int)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uint)v, (uint)cond, 0, pe,
                                                     (uint)op | (4u << 8), 0));
 }
 
 ISHMEMI_INLINE long ishmemi_amo64_pe(ISHMEMI_GLOBAL void *dest, int op, long v, long cond, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
-    if (ishmemi_is_local(pe)) return ishmemi_amo64(ishmemi_peer(dest, pe), op, v, cond);
+    if (ishmemi_is_local(pe)) return ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, cond);
     return (long)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (ulong)v, (ulong)cond, 0, pe,
                                                      (uint)op | (8u << 8), 0));
 }
@@ -466,6 +476,62 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, I
     return 0;
 }
 
+/* Whether this PE reaches every member of the team by loads and stores. */
+ISHMEMI_INLINE int ishmemi_team_all_local(ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+    for (int r = 0; r < t->size; r++)
+        if (!ishmemi_is_local(ishmemi_member(t, r))) return 0;
+    return 1;
+}
+
+/* ----- work-group collectives: the leader syncs the team, the whole group
+ * moves the data (the group's put/get: its threads' loads and stores, the
+ * copy engine past the group cutover, the ring to PEs it cannot reach),
+ * and the leader completes and syncs again. */
+ISHMEMI_INLINE void ishmemi_wg_sync_team(int team) {
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    if (get_local_linear_id() == 0) {
+        ishmemi_ring_quiet();
+        ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
+        ishmemi_sync_team(team);
+    }
+    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+
+ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n,
+                                             int root) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    if (!t || root < 0 || root >= t->size) return -1;
+    ishmemi_wg_sync_team(team);
+    if (n) ishmemi_wg_get_bytes(dest, src, n, ishmemi_member(t, root), 0);
+    ishmemi_wg_sync_team(team);
+    return 0;
+}
+
+ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    if (!t) return -1;
+    ishmemi_wg_sync_team(team);
+    for (int k = 0; k < t->size && n; k++) {
+        int r = (t->my_rank + k) % t->size;
+        ishmemi_wg_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
+    }
+    ishmemi_wg_sync_team(team);
+    return 0;
+}
+
+ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    if (!t) return -1;
+    ishmemi_wg_sync_team(team);
+    for (int k = 0; k < t->size && n; k++) {
+        int j = (t->my_rank + k) % t->size;
+        ishmemi_wg_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, (ISHMEMI_GLOBAL const char *)src + j * n, n,
+                             ishmemi_member(t, j), 0);
+    }
+    ishmemi_wg_sync_team(team);
+    return 0;
+}
+
 /* A team-sync scratch word of member `pe` (its address in this node's
  * control segment): loaded when the device reaches `pe`, else read by the
  * host (the ring's CTRL_GET). */
@@ -543,23 +609,61 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
 /* Reductions: member r owns slice r (reduce-scatter + allgather in one
  * pass), reading it from every member's source in member order and storing
  * the result into every member's dest; in place is safe because only the
- * owner touches its slice. `G`/`P` are the typed g/p routines (they route). */
+ * owner touches its slice. When every member is reached by loads and
+ * stores, the slice is read and written through the peers' addresses
+ * directly (`LID` of `LSZ` work-items sharing it, neighbours on neighbouring
+ * elements), the extents checked once; otherwise element by element with
+ * `G`/`P`, the typed g/p routines (they route). */
+#define ISHMEMI_REDUCE_SLICE(T, OP, LID, LSZ)                                                  \
+    size_t per = (nreduce + t->size - 1) / t->size;                                            \
+    size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce);           \
+    for (size_t i = lo + (LID); i < hi; i += (LSZ)) {                                          \
+        T a = *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, 0));       \
+        for (int r = 1; r < t->size; r++) {                                                    \
+            T b = *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, r));   \
+            a = OP;                                                                            \
+        }                                                                                      \
+        for (int r = 0; r < t->size; r++) *(ISHMEMI_GLOBAL T *)ishmemi_peer(dest + i, ishmemi_member(t, r)) = a; \
+    }
+#define ISHMEMI_REDUCE_CHECK(T)                                                               \
+    ishmemi_check(ISHMEMI_RING_OP_GET, source, nreduce * sizeof(T), ishmemi_member(t, t->my_rank)); \
+    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, nreduce * sizeof(T), ishmemi_member(t, t->my_rank));
 #define ISHMEMI_REDUCE(T, G, P, OP)                                                     \
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
     ishmemi_sync_team(team);                                                           \
-    size_t per = (nreduce + t->size - 1) / t->size;                                    \
-    size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce);   \
-    for (size_t i = lo; i < hi; i++) {                                                 \
-        T a = G(source + i, ishmemi_member(t, 0));                                     \
-        for (int r = 1; r < t->size; r++) {                                            \
-            T b = G(source + i, ishmemi_member(t, r));                                 \
-            a = OP;                                                                    \
+    if (ishmemi_team_all_local(t)) {                                                   \
+        ISHMEMI_REDUCE_CHECK(T)                                                        \
+        ISHMEMI_REDUCE_SLICE(T, OP, 0, 1)                                              \
+    } else {                                                                           \
+        size_t per = (nreduce + t->size - 1) / t->size;                                \
+        size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce); \
+        for (size_t i = lo; i < hi; i++) {                                             \
+            T a = G(source + i, ishmemi_member(t, 0));                                 \
+            for (int r = 1; r < t->size; r++) {                                        \
+                T b = G(source + i, ishmemi_member(t, r));                             \
+                a = OP;                                                                \
+            }                                                                          \
+            for (int r = 0; r < t->size; r++) P(dest + i, a, ishmemi_member(t, r));    \
         }                                                                              \
-        for (int r = 0; r < t->size; r++) P(dest + i, a, ishmemi_member(t, r));        \
     }                                                                                  \
     ishmemi_ring_quiet();                                                              \
     ishmemi_sync_team(team);                                                           \
+    return 0;
+
+/* Work-group reduction: the whole group shares the slice when every member
+ * is reached by loads and stores; otherwise the leader runs `CALL`, the
+ * thread form. */
+#define ISHMEMI_WG_REDUCE(T, OP, CALL)                                                  \
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
+    if (!t) return -1;                                                                 \
+    if (!ishmemi_team_all_local(t)) {                                                  \
+        ISHMEMI_WG_COLL(team, 0, CALL)                                                 \
+    }                                                                                  \
+    ISHMEMI_REDUCE_CHECK(T)                                                            \
+    ishmemi_wg_sync_team(team);                                                        \
+    ISHMEMI_REDUCE_SLICE(T, OP, get_local_linear_id(), ishmemi_wg_size())              \
+    ishmemi_wg_sync_team(team);                                                        \
     return 0;
 
 #endif

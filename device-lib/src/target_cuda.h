@@ -52,6 +52,10 @@ ISHMEMI_INLINE void ishmemi_fence_all(void) {
     cuda::atomic_thread_fence(cuda::memory_order_seq_cst, ISHMEMI_SYS);
 }
 
+/* The quiet words: a relaxed load (quiet's fence follows), not an acquire. */
+#define ISHMEMI_HAVE_PEEK 1
+ISHMEMI_INLINE long ishmemi_peek64(void *p) { return ishmemi_ref<long>(*(long *)p).load(cuda::memory_order_relaxed); }
+
 /* AMO opcodes (the same numbering as the runtime's AmoOp). */
 #define ISHMEMI_FETCH 0
 #define ISHMEMI_SET 1
@@ -74,6 +78,34 @@ template <typename T> ISHMEMI_INLINE T ishmemi_amo(void *p, int op, T v, T cond)
     case ISHMEMI_FOR: return a.fetch_or(v);
     default: return a.fetch_xor(v);
     }
+}
+/* The library's own words (ring tickets, counters, control words) take
+ * sequentially consistent system-scope AMOs. The user's AMOs are relaxed,
+ * as OpenSHMEM orders them with other operations only through fence and
+ * quiet, and GPU-scope: a GPU performs every atomic on its memory in its
+ * own L2, whichever GPU (over NVLink) or kernel (the host's AMOs are a
+ * kernel on the owning GPU) issues it, so they stay atomic with respect to
+ * each other, without a system-scope fence each (ishmemi_user_amo*). */
+template <typename T> ISHMEMI_INLINE T ishmemi_amo_relaxed(void *p, int op, T v, T cond) {
+    cuda::atomic_ref<T, cuda::thread_scope_device> a(*(T *)p);
+    const cuda::memory_order r = cuda::memory_order_relaxed;
+    switch (op) {
+    case ISHMEMI_FETCH: return a.load(r);
+    case ISHMEMI_SET: a.store(v, r); return 0;
+    case ISHMEMI_SWAP: return a.exchange(v, r);
+    case ISHMEMI_CSWAP: a.compare_exchange_strong(cond, v, r, r); return cond;
+    case ISHMEMI_FADD: return a.fetch_add(v, r);
+    case ISHMEMI_FAND: return a.fetch_and(v, r);
+    case ISHMEMI_FOR: return a.fetch_or(v, r);
+    default: return a.fetch_xor(v, r);
+    }
+}
+#define ISHMEMI_HAVE_USER_AMO 1
+ISHMEMI_INLINE int ishmemi_user_amo32(void *p, int op, int v, int cond) {
+    return ishmemi_amo_relaxed<int>(p, op, v, cond);
+}
+ISHMEMI_INLINE long ishmemi_user_amo64(void *p, int op, long v, long cond) {
+    return ishmemi_amo_relaxed<long>(p, op, v, cond);
 }
 ISHMEMI_INLINE int ishmemi_amo32(void *p, int op, int v, int cond) { return ishmemi_amo<int>(p, op, v, cond); }
 ISHMEMI_INLINE long ishmemi_amo64(void *p, int op, long v, long cond) { return ishmemi_amo<long>(p, op, v, cond); }

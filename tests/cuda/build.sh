@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the CUDA device library and the GPU tests into OUTDIR with a CUDA
 # 13 nvcc (NVCC; tests/cuda/nvcc.sh installs one from PyPI where there is
-# none). Needs no GPU: CI builds them to check they compile.
+# none). Needs no GPU: CI builds them to check they compile (bench_vs is
+# the ishmem-rs build of the NVSHMEM comparison, tests/cuda/bench-vs-nvshmem.sh).
 #   tests/cuda/build.sh OUTDIR
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -15,3 +16,5 @@ cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/test_cuda"
 "$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/bench_cuda.cu" -I "$root/bindings/c/include" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/bench_cuda"
+"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/bench_vs.cu" -I "$root/bindings/c/include" \
+    -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/bench_vs"

@@ -221,12 +221,24 @@ fn funs() -> Vec<Fun> {
             ));
         }
         for (op, params, rest, root) in wg {
-            f(
-                format!("ishmemx_{n}_{op}_work_group"),
-                "int",
-                params,
-                format!("ISHMEMI_WG_COLL(team, {root}, ishmem_{n}_{op}(team, dest, source, {rest}))"),
-            );
+            // The whole group moves the data where the core has a group form
+            // (broadcast, fcollect, alltoall, the reductions); the leader
+            // runs the others.
+            let body = match op.as_str() {
+                "broadcast" => {
+                    format!("return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof({c}), PE_root);")
+                }
+                "fcollect" | "alltoall" => {
+                    format!("return ishmemi_wg_{op}_bytes(team, dest, source, nelems * sizeof({c}));")
+                }
+                _ => match reds.iter().find(|(r, _)| format!("{r}_reduce") == op) {
+                    Some((_, expr)) => {
+                        format!("ISHMEMI_WG_REDUCE({c}, {expr}, ishmem_{n}_{op}(team, dest, source, {rest}))")
+                    }
+                    None => format!("ISHMEMI_WG_COLL(team, {root}, ishmem_{n}_{op}(team, dest, source, {rest}))"),
+                },
+            };
+            f(format!("ishmemx_{n}_{op}_work_group"), "int", params, body);
         }
         // AMOs: 32- and 64-bit types on the device's atomics, `schar` (the
         // one 8-bit AMO type) on a 32-bit compare-and-swap loop.
@@ -710,7 +722,10 @@ pub fn cuda_h(host: &std::collections::BTreeMap<String, usize>) -> String {
          int ishmemx_collective_launch(const void *func, dim3 grid, dim3 block, void **args, size_t shared_mem,\n                              \
          cudaStream_t stream);\n\
          /* The largest grid of `block` threads per block and `shared_mem` bytes of\n   \
-         dynamic shared memory whose blocks can all be resident on this PE's GPU. */\n\
+         dynamic shared memory whose blocks can all be resident on this PE's GPU,\n\
+   when nothing else runs there. PEs that share a GPU (under MPS) share it:\n\
+   with k PEs on one GPU each launches at most 1/k of it, or kernels that\n\
+   wait for each other across PEs cannot all be resident and hang. */\n\
          int ishmemx_collective_launch_query_gridsize(const void *func, dim3 block, void **args, size_t shared_mem,\n                                             \
          int *gridsize);\n",
     );

@@ -550,7 +550,10 @@ __device__ int ishmemx_ptrdiff_xor_reduce_block(int team, ptrdiff_t *dest, const
 int ishmemx_collective_launch(const void *func, dim3 grid, dim3 block, void **args, size_t shared_mem,
                               cudaStream_t stream);
 /* The largest grid of `block` threads per block and `shared_mem` bytes of
-   dynamic shared memory whose blocks can all be resident on this PE's GPU. */
+   dynamic shared memory whose blocks can all be resident on this PE's GPU,
+when nothing else runs there. PEs that share a GPU (under MPS) share it:
+with k PEs on one GPU each launches at most 1/k of it, or kernels that
+wait for each other across PEs cannot all be resident and hang. */
 int ishmemx_collective_launch_query_gridsize(const void *func, dim3 block, void **args, size_t shared_mem,
                                              int *gridsize);
 
