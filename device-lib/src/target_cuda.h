@@ -3,9 +3,10 @@
  * sources build the OpenCL library (target_opencl.h) and this one.
  *
  * Memory model: symmetric memory of peers is reached by plain loads and
- * stores (NVLink or the same GPU); synchronization words, the ring and
- * AMOs use system-scope atomics (libcu++ cuda::atomic_ref), so they order
- * with the host proxy thread and with other GPUs. */
+ * stores (NVLink or the same GPU); synchronization words and the ring use
+ * system-scope atomics (libcu++ cuda::atomic_ref), so they order with the
+ * host proxy thread and with other GPUs; the user's AMOs are relaxed
+ * GPU-scope atomics (see ishmemi_amo_relaxed). */
 #ifndef ISHMEMI_TARGET_CUDA_H
 #define ISHMEMI_TARGET_CUDA_H
 
