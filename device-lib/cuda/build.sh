@@ -4,6 +4,10 @@
 #   device-lib/cuda/build.sh OUTDIR
 # NVCC names the compiler (default: nvcc on PATH); ISHMEM_CUDA_ARCHS the
 # GPU architectures (default "80 90": A100, H100/H200, plus PTX for later).
+# Each architecture gets machine code and LTO IR: a program linked with
+# `nvcc -dlto` inlines the library's routines into its kernels (a call
+# across the library boundary otherwise; docs/device.md), one linked
+# without it uses the machine code.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:?usage: build.sh OUTDIR}"
@@ -13,7 +17,7 @@ mkdir -p "$out"
 gencode=()
 last=""
 for a in $archs; do
-    gencode+=(-gencode "arch=compute_$a,code=sm_$a")
+    gencode+=(-gencode "arch=compute_$a,code=[sm_$a,lto_$a]")
     last=$a
 done
 gencode+=(-gencode "arch=compute_$last,code=compute_$last")

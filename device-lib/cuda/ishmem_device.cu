@@ -69,12 +69,29 @@ __global__ void ishmemi_stream_quiet() { ishmem_quiet(); }
 __global__ void ishmemi_stream_barrier_all() { ishmem_barrier_all(); }
 __global__ void ishmemi_stream_sync_all() { ishmem_sync_all(); }
 
+// The state and the first entries of its peer tables, in constant memory
+// (core.h: ISHMEMI_STATE, ISHMEMI_PEER_BASE, ISHMEMI_PEER_LOCAL).
+__constant__ ishmemx_device_state_t ishmemi_cstate;
+__constant__ ulong ishmemi_cpeer_base[ISHMEMI_CONST_PES];
+__constant__ uchar ishmemi_cpeer_local[ISHMEMI_CONST_PES];
+
 namespace {
 // Makes `device` current for the program's CUDA runtime (the runtime set up
-// that GPU's primary context) and stores the GPU address of the state.
+// that GPU's primary context), stores the GPU address of the state, and
+// copies the state and its peer tables (which do not change while the PE
+// runs) into constant memory.
 int install(int device, void *state) {
+    ishmemx_device_state_t st = {};
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaMemcpyToSymbol(ishmemi_state, &state, sizeof state);
+    if (e == cudaSuccess) e = cudaMemcpy(&st, state, sizeof st, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpyToSymbol(ishmemi_cstate, &st, sizeof st);
+    size_t n = st.n_pes < ISHMEMI_CONST_PES ? (size_t)st.n_pes : ISHMEMI_CONST_PES;
+    if (e == cudaSuccess)
+        e = cudaMemcpyToSymbol(ishmemi_cpeer_base, (const void *)st.peer_heap_base, n * sizeof(ulong), 0,
+                               cudaMemcpyDeviceToDevice);
+    if (e == cudaSuccess)
+        e = cudaMemcpyToSymbol(ishmemi_cpeer_local, (const void *)st.peer_is_local, n, 0, cudaMemcpyDeviceToDevice);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     return (int)e;
 }
@@ -103,7 +120,7 @@ int enqueue(const ishmemx_cuda_queue_op_t *op, void *stream_, void *const *deps,
     return (int)cudaGetLastError();
 }
 
-const ishmemx_cuda_device_library_t library = {2, 0, install, enqueue};
+const ishmemx_cuda_device_library_t library = {3, 0, install, enqueue};
 
 __attribute__((constructor)) void register_library() { ishmemx_cuda_register_device_library(&library); }
 } // namespace

@@ -9,13 +9,12 @@ kernel void ishmemi_install_state(ISHMEMI_GLOBAL ishmemx_device_state_t *s) {
 }
 #endif
 
-ISHMEMI_API int ishmem_my_pe(void) { return ishmemi_state->my_pe; }
-ISHMEMI_API int ishmem_n_pes(void) { return ishmemi_state->n_pes; }
+ISHMEMI_API int ishmem_my_pe(void) { return ISHMEMI_STATE->my_pe; }
+ISHMEMI_API int ishmem_n_pes(void) { return ISHMEMI_STATE->n_pes; }
 
 ISHMEMI_API ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int pe) {
-    ISHMEMI_GLOBAL uchar *is_local = (ISHMEMI_GLOBAL uchar *)ishmemi_state->peer_is_local;
-    ulong off = (ulong)dest - ishmemi_state->heap_base;
-    if (pe < 0 || pe >= ishmemi_state->n_pes || off >= ishmemi_state->heap_size || !is_local[pe]) return 0;
+    ulong off = (ulong)dest - ISHMEMI_STATE->heap_base;
+    if (pe < 0 || pe >= ISHMEMI_STATE->n_pes || off >= ISHMEMI_STATE->heap_size || !ISHMEMI_PEER_LOCAL(pe)) return 0;
     return ishmemi_peer(dest, pe);
 }
 
@@ -25,7 +24,14 @@ ISHMEMI_API ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int
 ISHMEMI_API void ishmem_fence(void) { ishmemi_fence_all(); }
 ISHMEMI_API void ishmem_quiet(void) { ishmemi_ring_quiet(); ishmemi_fence_all(); }
 ISHMEMI_API void ishmem_sync_all(void) { ishmemi_sync_world(); }
-ISHMEMI_API void ishmem_barrier_all(void) { ishmem_quiet(); ishmemi_sync_world(); }
+ISHMEMI_API void ishmem_barrier_all(void) {
+    ishmem_quiet();
+    /* quiet's fence orders what the sync's flags release */
+    if (ishmemi_sync_in_heap())
+        ishmemi_sync_team_fenced(0);
+    else
+        ishmemi_sync_world();
+}
 
 ISHMEMI_API void ishmem_putmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
     ishmemi_put_bytes(dest, source, nelems, pe, 0);
@@ -40,15 +46,16 @@ ISHMEMI_API void ishmem_getmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL con
     ishmemi_get_bytes(dest, source, nelems, pe, 1);
 }
 
-/* put_signal: the data, then the signal as a sequentially consistent AMO;
- * through the ring, the host performs both in that order. */
+/* put_signal: the data, then the signal as an AMO that releases it (CUDA:
+ * a release store or add at system scope; OpenCL: a sequentially
+ * consistent AMO); through the ring, the host performs both in that order. */
 ISHMEMI_API void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
                           ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, dest, nelems, pe);
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)source, nelems);
-        ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
+        ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
         return;
     }
     if (!ISHMEMI_HOST_REACHES(source)) {
@@ -89,9 +96,10 @@ ISHMEMI_API void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISH
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
     if (get_local_linear_id() == 0) {
-        if (ishmemi_is_local(pe))
-            ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
-        else
+        if (ishmemi_is_local(pe)) {
+            ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
+            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
+        } else
             ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
     }
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
@@ -250,9 +258,10 @@ ISHMEMI_API void ishmemx_putmem_signal_sub_group(ISHMEMI_GLOBAL void *dest, ISHM
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);
     if (get_sub_group_local_id() == 0) {
-        if (ishmemi_is_local(pe))
-            ishmemi_amo64(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0);
-        else
+        if (ishmemi_is_local(pe)) {
+            ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
+            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
+        } else
             ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
     }
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);

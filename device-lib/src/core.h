@@ -16,6 +16,25 @@
 #ifndef ISHMEMI_HAVE_PEEK
 #define ishmemi_peek64(p) ishmemi_load64(p)
 #endif
+#ifndef ISHMEMI_NOINLINE
+#define ISHMEMI_NOINLINE ISHMEMI_INLINE
+#endif
+#ifndef ISHMEMI_HAVE_OWN_WORDS
+#define ishmemi_own_load64(p) ishmemi_load64(p)
+#define ishmemi_own_store64(p, v) ishmemi_store64(p, v)
+#define ishmemi_fence_acquire() ishmemi_fence_all()
+#define ishmemi_own_load2(p, a, b) \
+    (*(a) = (ulong)ishmemi_load64(p), *(b) = (ulong)ishmemi_load64((ISHMEMI_GLOBAL ulong *)(p) + 1))
+#define ishmemi_own_store2(p, a, b) \
+    (ishmemi_store64((p), (long)(a)), ishmemi_store64((ISHMEMI_GLOBAL ulong *)(p) + 1, (long)(b)))
+#define ishmemi_ll_store(p, v) ishmemi_store64((p), (long)(v))
+#define ishmemi_fence_release() ishmemi_fence_all()
+#define ishmemi_store_relaxed64(p, v) ishmemi_store64((p), (v))
+#define ishmemi_ll_load(p) ((ulong)ishmemi_load64((ISHMEMI_GLOBAL void *)(p)))
+#endif
+#ifndef ISHMEMI_HAVE_SIGNAL_OP
+#define ishmemi_signal_op(p, op, v) ((void)ishmemi_amo64((p), (op), (v), 0))
+#endif
 #ifndef ISHMEMI_HAVE_USER_AMO
 #define ishmemi_user_amo32 ishmemi_amo32
 #define ishmemi_user_amo64 ishmemi_amo64
@@ -25,19 +44,48 @@
  * ishmemi_install_state; CUDA: the library's registered install hook). */
 extern ISHMEMI_VAR ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
 
+/* How device code reads the state and its peer tables. A target may keep
+ * copies where reads are cheapest; by default through the installed
+ * pointer. CUDA: copies in constant memory (installed by the library's
+ * hook, cuda/ishmem_device.cu): the constant cache serves them, and the
+ * system-scope fences of quiet and the syncs, which invalidate the L1,
+ * leave it alone, so a call after a quiet does not go to L2 for them. The
+ * tables' first ISHMEMI_CONST_PES entries are there. */
+#ifdef __CUDACC__
+#define ISHMEMI_CONST_PES 256
+extern __constant__ ishmemx_device_state_t ishmemi_cstate;
+extern __constant__ ulong ishmemi_cpeer_base[ISHMEMI_CONST_PES];
+extern __constant__ uchar ishmemi_cpeer_local[ISHMEMI_CONST_PES];
+#define ISHMEMI_STATE (&ishmemi_cstate)
+#define ISHMEMI_PEER_BASE(pe) \
+    ((uint)(pe) < ISHMEMI_CONST_PES ? ishmemi_cpeer_base[pe] : ((const ulong *)ishmemi_cstate.peer_heap_base)[pe])
+#define ISHMEMI_PEER_LOCAL(pe) \
+    ((uint)(pe) < ISHMEMI_CONST_PES ? ishmemi_cpeer_local[pe] : ((const uchar *)ishmemi_cstate.peer_is_local)[pe])
+#endif
+#ifndef ISHMEMI_STATE
+#define ISHMEMI_STATE ishmemi_state
+#endif
+#ifndef ISHMEMI_PEER_BASE
+#define ISHMEMI_PEER_BASE(pe) (((ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->peer_heap_base)[pe])
+#define ISHMEMI_PEER_LOCAL(pe) (((ISHMEMI_GLOBAL uchar *)ISHMEMI_STATE->peer_is_local)[pe])
+#endif
+
 /* Address of symmetric `sym` on `pe`, for loads and stores from here. */
 ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_peer(ISHMEMI_GLOBAL const void *sym, int pe) {
-    ISHMEMI_GLOBAL ulong *tab = (ISHMEMI_GLOBAL ulong *)ishmemi_state->peer_heap_base;
-    return (ISHMEMI_GLOBAL char *)(tab[pe] + ((ulong)sym - ishmemi_state->heap_base));
+    return (ISHMEMI_GLOBAL char *)(ISHMEMI_PEER_BASE(pe) + ((ulong)sym - ISHMEMI_STATE->heap_base));
 }
 
-/* Bulk copy: 16-byte vectors when both ends allow it, else bytes. */
+/* Bulk copy: the widest words both ends' alignment allows (16, 8 or 4
+ * bytes), then bytes: an aligned 8-byte put is one store. */
 ISHMEMI_INLINE void ishmemi_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
     size_t i = 0;
-    if ((((ulong)dst | (ulong)src) & 15) == 0) {
-        for (; i + 16 <= n; i += 16)
-            *(ISHMEMI_GLOBAL long2 *)(dst + i) = *(ISHMEMI_GLOBAL const long2 *)(src + i);
-    }
+    ulong a = (ulong)dst | (ulong)src;
+    if ((a & 15) == 0)
+        for (; i + 16 <= n; i += 16) *(ISHMEMI_GLOBAL long2 *)(dst + i) = *(ISHMEMI_GLOBAL const long2 *)(src + i);
+    if ((a & 7) == 0)
+        for (; i + 8 <= n; i += 8) *(ISHMEMI_GLOBAL long *)(dst + i) = *(ISHMEMI_GLOBAL const long *)(src + i);
+    if ((a & 3) == 0)
+        for (; i + 4 <= n; i += 4) *(ISHMEMI_GLOBAL int *)(dst + i) = *(ISHMEMI_GLOBAL const int *)(src + i);
     for (; i < n; i++) dst[i] = src[i];
 }
 
@@ -54,10 +102,10 @@ ISHMEMI_INLINE void ishmemi_strided(ISHMEMI_GLOBAL char *dst, long dst_stride, I
 /* ----- routing: load/store to local peers, the ring for the others ----- */
 
 ISHMEMI_INLINE int ishmemi_is_local(int pe) {
-    return ((ISHMEMI_GLOBAL uchar *)ishmemi_state->peer_is_local)[pe];
+    return ISHMEMI_PEER_LOCAL(pe);
 }
 
-ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_ring(void) { return (ISHMEMI_GLOBAL char *)ishmemi_state->ring; }
+ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_ring(void) { return (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->ring; }
 
 /* Claims a ticket, waits for the slot's previous lap to be acknowledged
  * (flow control), writes the message and publishes it (sequence last). */
@@ -83,7 +131,7 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
     ishmemi_store64(&m->sequence, (long)(t + 1));
     /* Counted once posted (after its ticket), so a quiet that reads the
      * count also sees the ticket in the ring's send counter. */
-    ishmemi_amo64((ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words, ISHMEMI_FADD, 1, 0);
+    ishmemi_amo64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words, ISHMEMI_FADD, 1, 0);
     return t;
 }
 
@@ -104,7 +152,10 @@ ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
  * to complete every ticket sent by then, and record the count. (A racing
  * quiet may record a smaller count: later quiets only look again.) */
 ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
-    ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words;
+    /* With every PE reached by loads and stores, no ring request is ever
+     * left outstanding (copy-engine transfers are waited for). */
+    if (ISHMEMI_STATE->only_local) return;
+    ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words;
     long posted = ishmemi_peek64(q);
     if (ishmemi_peek64(q + 8) >= posted) return;
     ISHMEMI_GLOBAL char *ring = ishmemi_ring();
@@ -124,8 +175,8 @@ ISHMEMI_INLINE void ishmemi_fail(ulong what, uint op, ulong bad, int pe) {
 }
 
 ISHMEMI_INLINE void ishmemi_check(uint op, ISHMEMI_GLOBAL const void *sym, size_t n, int pe) {
-    if ((uint)pe >= (uint)ishmemi_state->n_pes) ishmemi_fail(ISHMEMI_DEVICE_BAD_PE, op, 0, pe);
-    ulong a = (ulong)sym, base = ishmemi_state->heap_base, size = ishmemi_state->heap_size;
+    if ((uint)pe >= (uint)ISHMEMI_STATE->n_pes) ishmemi_fail(ISHMEMI_DEVICE_BAD_PE, op, 0, pe);
+    ulong a = (ulong)sym, base = ISHMEMI_STATE->heap_base, size = ISHMEMI_STATE->heap_size;
     if (a < base || a - base > size || n > size - (a - base)) ishmemi_fail(ISHMEMI_DEVICE_BAD_ADDR, op, a, pe);
 }
 
@@ -185,11 +236,11 @@ ISHMEMI_INLINE int ishmemi_copy_engine(size_t n, ulong cutover, ISHMEMI_GLOBAL c
  * blocks putting at once keep their parallel stores rather than queueing
  * behind one another. The token is quiet word 2. */
 ISHMEMI_INLINE int ishmemi_ce_claim(void) {
-    return ishmemi_amo64((ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words + 16, ISHMEMI_CSWAP, 1, 0) == 0;
+    return ishmemi_amo64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words + 16, ISHMEMI_CSWAP, 1, 0) == 0;
 }
 
 ISHMEMI_INLINE void ishmemi_ce_release(void) {
-    ishmemi_store64((ISHMEMI_GLOBAL char *)ishmemi_state->quiet_words + 16, 0);
+    ishmemi_store64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words + 16, 0);
 }
 
 /* A put through the ring (a remote PE, or the copy engine). */
@@ -215,7 +266,7 @@ ISHMEMI_INLINE void ishmemi_ring_get(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL c
 ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     if (ishmemi_is_local(pe)) {
-        if (ishmemi_copy_engine(n, ishmemi_state->copy_cutover, src) && ishmemi_ce_claim()) {
+        if (ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover, src) && ishmemi_ce_claim()) {
             ishmemi_ring_put(dest, src, n, pe, 0);
             ishmemi_ce_release();
         } else {
@@ -229,7 +280,7 @@ ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
 ISHMEMI_INLINE void ishmemi_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     if (ishmemi_is_local(pe)) {
-        if (ishmemi_copy_engine(n, ishmemi_state->copy_cutover, dest) && ishmemi_ce_claim()) {
+        if (ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover, dest) && ishmemi_ce_claim()) {
             ishmemi_ring_get(dest, src, n, pe, 0);
             ishmemi_ce_release();
         } else {
@@ -304,11 +355,29 @@ ISHMEMI_INLINE size_t ishmemi_wg_size(void) { return get_local_size(0) * get_loc
 ISHMEMI_INLINE void ishmemi_group_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
                                       size_t lsz) {
 #ifdef ISHMEMI_COALESCED_COPY
-    if ((((ulong)dst | (ulong)src) & 15) == 0) {
-        size_t vecs = n / 16;
-        for (size_t i = lid; i < vecs; i += lsz)
-            *(ISHMEMI_GLOBAL long2 *)(dst + 16 * i) = *(ISHMEMI_GLOBAL const long2 *)(src + 16 * i);
-        for (size_t i = 16 * vecs + lid; i < n; i += lsz) dst[i] = src[i];
+    ulong a = (ulong)dst | (ulong)src;
+    if ((a & 7) == 0) {
+        size_t done = 0;
+        if ((a & 15) == 0) {
+            /* Four loads in flight per work-item before their stores (a
+             * get's loads cross the link). */
+            ISHMEMI_GLOBAL long2 *d = (ISHMEMI_GLOBAL long2 *)dst;
+            ISHMEMI_GLOBAL const long2 *s = (ISHMEMI_GLOBAL const long2 *)src;
+            size_t vecs = n / 16, i = lid;
+            for (; i + 3 * lsz < vecs; i += 4 * lsz) {
+                long2 x0 = s[i], x1 = s[i + lsz], x2 = s[i + 2 * lsz], x3 = s[i + 3 * lsz];
+                d[i] = x0;
+                d[i + lsz] = x1;
+                d[i + 2 * lsz] = x2;
+                d[i + 3 * lsz] = x3;
+            }
+            for (; i < vecs; i += lsz) d[i] = s[i];
+            done = 16 * vecs;
+        }
+        size_t words = (n - done) / 8;
+        for (size_t i = lid; i < words; i += lsz)
+            *(ISHMEMI_GLOBAL long *)(dst + done + 8 * i) = *(ISHMEMI_GLOBAL const long *)(src + done + 8 * i);
+        for (size_t i = done + 8 * words + lid; i < n; i += lsz) dst[i] = src[i];
         return;
     }
 #endif
@@ -326,7 +395,7 @@ ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     int near = ishmemi_is_local(pe);
     /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, src) &&
+    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, src) &&
              ISHMEMI_WG_OR(get_local_linear_id() == 0 && ishmemi_ce_claim());
     if (near && !ce)
         ishmemi_wg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
@@ -342,7 +411,7 @@ ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     int near = ishmemi_is_local(pe);
     /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, dest) &&
+    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, dest) &&
              ISHMEMI_WG_OR(get_local_linear_id() == 0 && ishmemi_ce_claim());
     if (near && !ce)
         ishmemi_wg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
@@ -364,7 +433,7 @@ ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
     int near = ishmemi_is_local(pe);
     /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, src) &&
+    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, src) &&
              ISHMEMI_SG_OR(get_sub_group_local_id() == 0 && ishmemi_ce_claim());
     if (near && !ce)
         ishmemi_sg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
@@ -380,7 +449,7 @@ ISHMEMI_INLINE void ishmemi_sg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOB
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
     int near = ishmemi_is_local(pe);
     /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ishmemi_state->copy_cutover_group, dest) &&
+    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, dest) &&
              ISHMEMI_SG_OR(get_sub_group_local_id() == 0 && ishmemi_ce_claim());
     if (near && !ce)
         ishmemi_sg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
@@ -403,28 +472,155 @@ _Static_assert(sizeof(ishmemi_team_t) == 16, "ishmemx_device_team_t layout");
 /* The team behind a handle, or 0 (TEAM_INVALID, or no team on this PE). */
 ISHMEMI_INLINE ISHMEMI_GLOBAL const ishmemi_team_t *ishmemi_get_team(int team) {
     if (team < 0 || team >= ISHMEMI_TEAM_SLOTS) return 0;
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = (ISHMEMI_GLOBAL const ishmemi_team_t *)ishmemi_state->teams + team;
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = (ISHMEMI_GLOBAL const ishmemi_team_t *)ISHMEMI_STATE->teams + team;
     return t->size > 0 ? t : 0;
 }
 
 ISHMEMI_INLINE int ishmemi_member(ISHMEMI_GLOBAL const ishmemi_team_t *t, int rank) { return t->start + rank * t->stride; }
 
-/* Team sync (dissemination), interoperable with the host's: the same flags
- * and epoch in the node's control segment, slot = team handle. Flags of
- * PEs the device cannot reach are stored by the host (ring). */
+/* Team sync. With sync words in the heap (GPU devices): signals through
+ * them, below; device syncs then match device syncs only. Otherwise
+ * dissemination interoperable with the host's: the same flags and epoch in
+ * the node's control segment, slot = team handle; flags of PEs the device
+ * cannot reach are stored by the host (ring). */
 /* PE `pe`'s synchronization record for team slot `slot` in this node's
  * control segment (flags, then epoch, then two scratch words). */
 ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_team_record(int slot, int pe) {
-    return (ISHMEMI_GLOBAL char *)ishmemi_state->ctrl_team_base + slot * (ulong)ishmemi_state->ctrl_team_stride +
-           pe * (ulong)ishmemi_state->ctrl_pe_stride;
+    return (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->ctrl_team_base + slot * (ulong)ISHMEMI_STATE->ctrl_team_stride +
+           pe * (ulong)ISHMEMI_STATE->ctrl_pe_stride;
+}
+
+/* ----- signals through the device sync words (GPU devices: the state's
+ * sync_words, in a reserved part of each heap). PE p's FLAGS[s][q] is the
+ * number of signals PE q has sent p on team slot s; SENT and RECV are the
+ * sender's and the receiver's own counts of them (device_state.rs). A
+ * signal is a release store of the new count into the receiver's GPU
+ * memory (NVLink or the same GPU; through the ring for a PE the device
+ * does not reach, which the host serves after this PE's earlier
+ * requests); a wait polls this PE's own memory. Every signal is awaited
+ * once, in order, by a member running the same team operation, so the
+ * counts of a pair of PEs agree whatever teams used the slot before. */
+
+ISHMEMI_INLINE int ishmemi_sync_in_heap(void) { return ISHMEMI_STATE->sync_words != 0; }
+
+ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_sync_word(ulong region, int slot, int pe) {
+    return (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + region + (ulong)slot * ISHMEMI_SYNC_MAX_PES + (ulong)pe;
+}
+
+/* This PE's four words on the pair (this PE, `pe`) and `slot`: signals
+ * sent, signals awaited, low-latency collectives, spare. */
+ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_pair_words(int slot, int pe) {
+    return (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_PAIRS +
+           4 * ((ulong)slot * ISHMEMI_SYNC_MAX_PES + (ulong)pe);
+}
+
+/* Stores v into `word` (an address of this PE's heap) on `pe`. The
+ * caller has made what it stored before visible (ishmemi_fence_release or
+ * a stronger fence); through the ring the host performs it after this
+ * PE's earlier requests. */
+ISHMEMI_INLINE void ishmemi_sync_store(ISHMEMI_GLOBAL ulong *word, ulong v, int pe) {
+    if (ishmemi_is_local(pe))
+        ishmemi_store_relaxed64(ishmemi_peer(word, pe), (long)v);
+    else
+        ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)word, 0, v, 8, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+}
+
+/* Advances the pair's sent and awaited counts by (ds, dr); returns the new
+ * sent count and stores the new awaited one in *recv. */
+ISHMEMI_INLINE ulong ishmemi_pair_step(int slot, int pe, ulong ds, ulong dr, ulong *recv) {
+    ISHMEMI_GLOBAL ulong *w = ishmemi_pair_words(slot, pe);
+    ulong a, b;
+    ishmemi_own_load2(w, &a, &b);
+    a += ds;
+    b += dr;
+    ishmemi_own_store2(w, a, b);
+    *recv = b;
+    return a;
+}
+
+/* Stores this PE's signal count `v` into its flag on `pe`. */
+ISHMEMI_INLINE void ishmemi_flag_to(int slot, int pe, ulong v) {
+    ishmemi_sync_store(ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, ISHMEMI_STATE->my_pe), v, pe);
+}
+
+/* Waits until `pe` has sent this PE `v` signals on `slot`: relaxed polls,
+ * then one acquire load (cheaper than an acquire fence), after which what
+ * `pe` made visible before its signal is visible here. */
+ISHMEMI_INLINE void ishmemi_flag_wait(int slot, int pe, ulong v) {
+    ISHMEMI_GLOBAL ulong *flag = ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, pe);
+    while ((ulong)ishmemi_peek64(flag) < v) ;
+    (void)ishmemi_load64(flag);
+}
+
+/* Signals world PE `pe` on `slot` (after ishmemi_fence_release). */
+ISHMEMI_INLINE void ishmemi_signal_pe(int slot, int pe) {
+    ulong r;
+    ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 0, &r));
+}
+
+/* Waits for the next signal of world PE `pe` on `slot`. */
+ISHMEMI_INLINE void ishmemi_await_pe(int slot, int pe) {
+    ulong r;
+    ishmemi_pair_step(slot, pe, 0, 1, &r);
+    ishmemi_flag_wait(slot, pe, r);
+}
+
+/* Signals every other member of `t` on `slot`, then waits for each of
+ * their signals: one flight of stores, each PE polling its own memory.
+ * The counts awaited from the first ISHMEMI_SYNC_KEEP members are kept
+ * from the first pass. (Ranks by wrapping, not %, and one loop a function
+ * in the OpenCL build: llvm-spirv 14 places a block before its dominator
+ * otherwise.) */
+#define ISHMEMI_SYNC_KEEP 8
+ISHMEMI_NOINLINE void ishmemi_signal_others(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *keep) {
+    for (int k = 1, r = t->my_rank; k < t->size; k++) {
+        r = r + 1 == t->size ? 0 : r + 1;
+        int pe = ishmemi_member(t, r);
+        ulong want;
+        ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 1, &want));
+        if (k <= ISHMEMI_SYNC_KEEP) keep[k - 1] = want;
+    }
+}
+ISHMEMI_NOINLINE void ishmemi_await_others(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *keep) {
+    for (int k = 1, r = t->my_rank; k < t->size; k++) {
+        r = r + 1 == t->size ? 0 : r + 1;
+        int pe = ishmemi_member(t, r);
+        ulong want;
+        if (k <= ISHMEMI_SYNC_KEEP) {
+            want = keep[k - 1];
+        } else {
+            ulong sent;
+            ishmemi_own_load2(ishmemi_pair_words(slot, pe), &sent, &want);
+        }
+        ishmemi_flag_wait(slot, pe, want);
+    }
+}
+ISHMEMI_INLINE void ishmemi_sync_heap(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+    ulong keep[ISHMEMI_SYNC_KEEP];
+    ishmemi_fence_release();
+    ishmemi_signal_others(slot, t, keep);
+    ishmemi_await_others(slot, t, keep);
+}
+
+/* A sync right after a system-scope fence (barrier_all's quiet, the group
+ * forms' fence): no second fence. */
+ISHMEMI_INLINE void ishmemi_sync_team_fenced(int slot) {
+    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(slot);
+    ulong keep[ISHMEMI_SYNC_KEEP];
+    ishmemi_signal_others(slot, t, keep);
+    ishmemi_await_others(slot, t, keep);
 }
 
 ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(slot);
+    if (ishmemi_sync_in_heap()) {
+        ishmemi_sync_heap(slot, t);
+        return;
+    }
     int n = t->size, rank = t->my_rank;
     ISHMEMI_GLOBAL char *mine = ishmemi_team_record(slot, ishmemi_member(t, rank));
-    long epoch = ishmemi_load64(mine + ishmemi_state->ctrl_epoch_offset) + 1;
-    ishmemi_store64(mine + ishmemi_state->ctrl_epoch_offset, epoch);
+    long epoch = ishmemi_load64(mine + ISHMEMI_STATE->ctrl_epoch_offset) + 1;
+    ishmemi_store64(mine + ISHMEMI_STATE->ctrl_epoch_offset, epoch);
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
         int to = ishmemi_member(t, (rank + dist) % n);
         ISHMEMI_GLOBAL char *flag = ishmemi_team_record(slot, to) + 8 * round;
@@ -439,12 +635,140 @@ ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
 
 ISHMEMI_INLINE void ishmemi_sync_world(void) { ishmemi_sync_team(0); }
 
-/* ----- collectives (one work-item per PE calls, as on the host): sync,
- * data phase through the routing helpers (load/store or ring), sync. */
+/* Whether this PE reaches every member of the team by loads and stores. */
+ISHMEMI_INLINE int ishmemi_team_all_local(ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+    for (int r = 0; r < t->size; r++)
+        if (!ishmemi_is_local(ishmemi_member(t, r))) return 0;
+    return 1;
+}
+
+/* ----- low-latency (LL) collectives: small fcollect, alltoall and
+ * reductions on GPU devices. Each member sends every other member one
+ * message in LL words (sync_words.rs: 4 data bytes and a 4-byte flag in
+ * one 8-byte store) into its buffer at the receiver, and reads the ones it
+ * receives from its own memory as their flags arrive: one flight of
+ * stores, no fence and no separate signal. Taken alike on every member:
+ * the conditions depend on the team, the job and the size only. */
+ISHMEMI_INLINE int ishmemi_ll_ok(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, size_t bytes) {
+    return ishmemi_sync_in_heap() && slot < ISHMEMI_SYNC_LL_SLOTS && ISHMEMI_STATE->n_pes <= ISHMEMI_SYNC_LL_PES &&
+           bytes > 0 && bytes <= ISHMEMI_SYNC_LL_BYTES && t->size > 1 && ishmemi_team_all_local(t);
+}
+
+/* The count of the pair (this PE, `pe`)'s next LL collective on `slot`
+ * (read by every work-item of a group before the leader advances it). */
+ISHMEMI_INLINE ulong ishmemi_ll_next(int slot, int pe) {
+    return (ulong)ishmemi_own_load64(ishmemi_pair_words(slot, pe) + 2) + 1;
+}
+
+/* The LL buffer of sender `from` for count `c` on `slot`, in this PE's heap. */
+ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_ll_buf(int slot, int from, ulong c) {
+    return (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_LL +
+           (((ulong)slot * ISHMEMI_SYNC_LL_PES + (ulong)from) * 2 + (c & 1)) * ISHMEMI_SYNC_LL_WORDS;
+}
+
+/* Bytes 4k..4k+3 of the n bytes at src (zero past the end). */
+ISHMEMI_INLINE uint ishmemi_ll_pack(ISHMEMI_GLOBAL const char *src, size_t n, size_t k) {
+    size_t o = 4 * k;
+    if (o + 4 <= n && (((ulong)src + o) & 3) == 0) return *(ISHMEMI_GLOBAL const uint *)(src + o);
+    uint w = 0;
+    for (size_t b = 0; b < 4 && o + b < n; b++) w |= (uint)(uchar)src[o + b] << (8 * b);
+    return w;
+}
+
+ISHMEMI_INLINE void ishmemi_ll_unpack(ISHMEMI_GLOBAL char *dst, size_t n, size_t k, uint w) {
+    size_t o = 4 * k;
+    if (o + 4 <= n && (((ulong)dst + o) & 3) == 0) {
+        *(ISHMEMI_GLOBAL uint *)(dst + o) = w;
+        return;
+    }
+    for (size_t b = 0; b < 4 && o + b < n; b++) dst[o + b] = (char)(w >> (8 * b));
+}
+
+/* Waits for word `p` to carry flag `c`; returns its data. */
+ISHMEMI_INLINE uint ishmemi_ll_wait(ISHMEMI_GLOBAL const ulong *p, ulong c) {
+    ulong w;
+    do {
+        w = ishmemi_ll_load(p);
+    } while ((uint)(w >> 32) != (uint)c);
+    return (uint)w;
+}
+
+/* Work-item `lid` of `lsz` sends its share of the n bytes at src to `pe`. */
+ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid, size_t lsz) {
+    ulong c = ishmemi_ll_next(slot, pe);
+    ISHMEMI_GLOBAL ulong *buf = (ISHMEMI_GLOBAL ulong *)ishmemi_peer(ishmemi_ll_buf(slot, ISHMEMI_STATE->my_pe, c), pe);
+    ulong flag = (ulong)(uint)c << 32;
+    for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_store(buf + k, flag | ishmemi_ll_pack(src, n, k));
+}
+
+/* Work-item `lid` of `lsz` receives its share of the n bytes `pe` sends. */
+ISHMEMI_INLINE void ishmemi_ll_recv(int slot, int pe, ISHMEMI_GLOBAL char *dst, size_t n, size_t lid, size_t lsz) {
+    ulong c = ishmemi_ll_next(slot, pe);
+    ISHMEMI_GLOBAL const ulong *buf = ishmemi_ll_buf(slot, pe, c);
+    for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c));
+}
+
+/* The `sz` bytes (1, 2, 4 or 8, at a multiple of sz) at byte `off` of what
+ * `pe` sends in the LL collective of count `c`, as a little-endian value. */
+ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz) {
+    ISHMEMI_GLOBAL const ulong *buf = ishmemi_ll_buf(slot, pe, c) + off / 4;
+    if (sz == 8) return (ulong)ishmemi_ll_wait(buf, c) | (ulong)ishmemi_ll_wait(buf + 1, c) << 32;
+    ulong w = ishmemi_ll_wait(buf, c) >> (8 * (off % 4));
+    return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
+}
+
+/* Ends an LL collective: the leader advances the pair counts with every
+ * other member (after every work-item has used them). */
+ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, size_t lid) {
+    if (lid == 0)
+        for (int r = 0; r < t->size; r++)
+            if (r != t->my_rank) {
+                ISHMEMI_GLOBAL ulong *w = ishmemi_pair_words(slot, ishmemi_member(t, r)) + 2;
+                ishmemi_own_store64(w, ishmemi_own_load64(w) + 1);
+            }
+}
+
+/* fcollect (alltoall = 0) or alltoall (1) of n bytes a member by LL words,
+ * shared by `lid` of `lsz` work-items (the caller brackets it with group
+ * barriers and calls ishmemi_ll_done after the last). */
+ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ISHMEMI_GLOBAL char *dest,
+                                       ISHMEMI_GLOBAL const char *src, size_t n, int alltoall, size_t lid, size_t lsz) {
+    for (int k = 1, r = t->my_rank; k < t->size; k++) {
+        r = r + 1 == t->size ? 0 : r + 1;
+        ishmemi_ll_send(slot, ishmemi_member(t, r), alltoall ? src + (size_t)r * n : src, n, lid, lsz);
+    }
+    ishmemi_group_copy(dest + (size_t)t->my_rank * n, alltoall ? src + (size_t)t->my_rank * n : src, n, lid, lsz);
+    for (int k = 1, r = t->my_rank; k < t->size; k++) {
+        r = r + 1 == t->size ? 0 : r + 1;
+        ishmemi_ll_recv(slot, ishmemi_member(t, r), dest + (size_t)r * n, n, lid, lsz);
+    }
+}
+
+/* ----- collectives (one work-item per PE calls, as on the host).
+ * Through the control segment: sync, data phase through the routing
+ * helpers (load/store or ring), sync. With sync words in the heap, the
+ * data is pushed and signalled, with no sync before it: OpenSHMEM requires
+ * every member's dest to be ready for the result when any member calls
+ * (and pSync-free team collectives leave nothing else to wait for), and a
+ * member's source is its own; each member returns once what it receives
+ * has arrived. */
 
 ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int root) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
+    if (ishmemi_sync_in_heap()) {
+        /* The root puts into every member's dest and signals it; the
+         * others wait for the root's signal. */
+        int rpe = ishmemi_member(t, root);
+        if (t->my_rank == root) {
+            for (int k = 0; k < t->size && n; k++) ishmemi_put_bytes(dest, src, n, ishmemi_member(t, (root + k) % t->size), 0);
+            ishmemi_fence_release();
+            for (int k = 1; k < t->size; k++) ishmemi_signal_pe(team, ishmemi_member(t, (root + k) % t->size));
+        } else {
+            ishmemi_await_pe(team, rpe);
+        }
+        return 0;
+    }
     ishmemi_sync_team(team);
     if (n) ishmemi_get_bytes(dest, src, n, ishmemi_member(t, root), 0);
     ishmemi_sync_team(team);
@@ -454,7 +778,15 @@ ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, 
 ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
-    ishmemi_sync_team(team);
+    if (ishmemi_ll_ok(team, t, n)) {
+        ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
+        ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
+        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, 0, 1);
+        ishmemi_ll_done(team, t, 0);
+        return 0;
+    }
+    int heap = ishmemi_sync_in_heap();
+    if (!heap) ishmemi_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int r = (t->my_rank + k) % t->size;
         ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
@@ -466,7 +798,15 @@ ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, I
 ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
-    ishmemi_sync_team(team);
+    if (ishmemi_ll_ok(team, t, n)) {
+        ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
+        ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
+        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, 0, 1);
+        ishmemi_ll_done(team, t, 0);
+        return 0;
+    }
+    int heap = ishmemi_sync_in_heap();
+    if (!heap) ishmemi_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int j = (t->my_rank + k) % t->size;
         ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, (ISHMEMI_GLOBAL const char *)src + j * n, n,
@@ -474,13 +814,6 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, I
     }
     ishmemi_sync_team(team);
     return 0;
-}
-
-/* Whether this PE reaches every member of the team by loads and stores. */
-ISHMEMI_INLINE int ishmemi_team_all_local(ISHMEMI_GLOBAL const ishmemi_team_t *t) {
-    for (int r = 0; r < t->size; r++)
-        if (!ishmemi_is_local(ishmemi_member(t, r))) return 0;
-    return 1;
 }
 
 /* ----- work-group collectives: the leader syncs the team, the whole group
@@ -492,7 +825,10 @@ ISHMEMI_INLINE void ishmemi_wg_sync_team(int team) {
     if (get_local_linear_id() == 0) {
         ishmemi_ring_quiet();
         ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
-        ishmemi_sync_team(team);
+        if (ishmemi_sync_in_heap())
+            ishmemi_sync_team_fenced(team);
+        else
+            ishmemi_sync_team(team);
     }
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
@@ -501,6 +837,23 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *des
                                              int root) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
+    if (ishmemi_sync_in_heap()) {
+        /* As the thread form: the root's group puts into every member's
+         * dest, its leader signals them; the others' leaders wait. */
+        if (t->my_rank == root) {
+            for (int k = 0; k < t->size && n; k++)
+                ishmemi_wg_put_bytes(dest, src, n, ishmemi_member(t, (root + k) % t->size), 0);
+            if (get_local_linear_id() == 0) {
+                ishmemi_ring_quiet();
+                ishmemi_fence_all(); /* the group's stores, ordered by the barrier in the put */
+                for (int k = 1; k < t->size; k++) ishmemi_signal_pe(team, ishmemi_member(t, (root + k) % t->size));
+            }
+        } else if (get_local_linear_id() == 0) {
+            ishmemi_await_pe(team, ishmemi_member(t, root));
+        }
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        return 0;
+    }
     ishmemi_wg_sync_team(team);
     if (n) ishmemi_wg_get_bytes(dest, src, n, ishmemi_member(t, root), 0);
     ishmemi_wg_sync_team(team);
@@ -510,7 +863,19 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *des
 ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
-    ishmemi_wg_sync_team(team);
+    if (ishmemi_ll_ok(team, t, n)) {
+        size_t lid = get_local_linear_id();
+        ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
+        ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, lid,
+                            ishmemi_wg_size());
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        ishmemi_ll_done(team, t, lid);
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        return 0;
+    }
+    if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int r = (t->my_rank + k) % t->size;
         ishmemi_wg_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
@@ -522,7 +887,19 @@ ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest
 ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
-    ishmemi_wg_sync_team(team);
+    if (ishmemi_ll_ok(team, t, n)) {
+        size_t lid = get_local_linear_id();
+        ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
+        ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, lid,
+                            ishmemi_wg_size());
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        ishmemi_ll_done(team, t, lid);
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        return 0;
+    }
+    if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int j = (t->my_rank + k) % t->size;
         ishmemi_wg_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, (ISHMEMI_GLOBAL const char *)src + j * n, n,
@@ -549,9 +926,40 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
                                         size_t elem) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
+    if (ishmemi_sync_in_heap()) {
+        /* The counts go into every member's COUNTS[slot][parity][me] (the
+         * parity of this slot's collect sequence: a member two collects
+         * ahead has had this one's second signal from every member, sent
+         * after they read these counts), then signals, offsets, data,
+         * signals. */
+        ISHMEMI_GLOBAL ulong *seq = (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_CSEQ + team;
+        ulong q = (ulong)ishmemi_own_load64(seq) + 1;
+        ishmemi_own_store64(seq, (long)q);
+        ulong counts = ISHMEMI_SYNC_COUNTS + (q & 1) * ISHMEMI_SYNC_SLOTS * ISHMEMI_SYNC_MAX_PES;
+        int my = ishmemi_member(t, t->my_rank);
+        ISHMEMI_GLOBAL ulong *mine = ishmemi_sync_word(counts, team, my);
+        ishmemi_own_store64(mine, (long)nelems);
+        for (int k = 1; k < t->size; k++) {
+            int pe = ishmemi_member(t, (t->my_rank + k) % t->size);
+            if (ishmemi_is_local(pe))
+                *(ISHMEMI_GLOBAL volatile ulong *)ishmemi_peer(mine, pe) = nelems;
+            else
+                ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)mine, 0, nelems, 8, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+        }
+        ishmemi_sync_heap(team, t);
+        size_t off = 0;
+        for (int r = 0; r < t->my_rank; r++)
+            off += (ulong)ishmemi_peek64(ishmemi_sync_word(counts, team, ishmemi_member(t, r)));
+        for (int k = 0; k < t->size && nelems; k++) {
+            int r = (t->my_rank + k) % t->size;
+            ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
+        }
+        ishmemi_sync_heap(team, t);
+        return 0;
+    }
     ISHMEMI_GLOBAL char *mine = ishmemi_team_record(team, ishmemi_member(t, t->my_rank));
-    long epoch = ishmemi_load64(mine + ishmemi_state->ctrl_epoch_offset) + 1;
-    ulong scratch = ishmemi_state->ctrl_epoch_offset + 8 + 8 * (ulong)(epoch % 2);
+    long epoch = ishmemi_load64(mine + ISHMEMI_STATE->ctrl_epoch_offset) + 1;
+    ulong scratch = ISHMEMI_STATE->ctrl_epoch_offset + 8 + 8 * (ulong)(epoch % 2);
     ishmemi_store64(mine + scratch, (long)nelems);
     ishmemi_sync_team(team);
     size_t off = 0;
@@ -614,23 +1022,84 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
  * directly (`LID` of `LSZ` work-items sharing it, neighbours on neighbouring
  * elements), the extents checked once; otherwise element by element with
  * `G`/`P`, the typed g/p routines (they route). */
+#define ISHMEMI_REDUCE_STEP(T, OP, ACC, VAL) \
+    {                                         \
+        T a = (ACC), b = (VAL);               \
+        (ACC) = (OP);                         \
+    }
 #define ISHMEMI_REDUCE_SLICE(T, OP, LID, LSZ)                                                  \
     size_t per = (nreduce + t->size - 1) / t->size;                                            \
     size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce);           \
-    for (size_t i = lo + (LID); i < hi; i += (LSZ)) {                                          \
-        T a = *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, 0));       \
+    size_t i = lo + (LID);                                                                     \
+    /* Four elements a work-item at a time: their loads from a member are in     \
+     * flight together (loads from peers cross the link). */                     \
+    for (; i + 3 * (LSZ) < hi; i += 4 * (LSZ)) {                                               \
+        ISHMEMI_GLOBAL const T *s0 = (ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, 0)); \
+        T x0 = s0[0], x1 = s0[(LSZ)], x2 = s0[2 * (LSZ)], x3 = s0[3 * (LSZ)];                  \
         for (int r = 1; r < t->size; r++) {                                                    \
-            T b = *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, r));   \
-            a = OP;                                                                            \
+            ISHMEMI_GLOBAL const T *sr = (ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, r)); \
+            T y0 = sr[0], y1 = sr[(LSZ)], y2 = sr[2 * (LSZ)], y3 = sr[3 * (LSZ)];              \
+            ISHMEMI_REDUCE_STEP(T, OP, x0, y0)                                                 \
+            ISHMEMI_REDUCE_STEP(T, OP, x1, y1)                                                 \
+            ISHMEMI_REDUCE_STEP(T, OP, x2, y2)                                                 \
+            ISHMEMI_REDUCE_STEP(T, OP, x3, y3)                                                 \
         }                                                                                      \
-        for (int r = 0; r < t->size; r++) *(ISHMEMI_GLOBAL T *)ishmemi_peer(dest + i, ishmemi_member(t, r)) = a; \
+        for (int r = 0; r < t->size; r++) {                                                    \
+            ISHMEMI_GLOBAL T *d = (ISHMEMI_GLOBAL T *)ishmemi_peer(dest + i, ishmemi_member(t, r)); \
+            d[0] = x0;                                                                         \
+            d[(LSZ)] = x1;                                                                     \
+            d[2 * (LSZ)] = x2;                                                                 \
+            d[3 * (LSZ)] = x3;                                                                 \
+        }                                                                                      \
+    }                                                                                          \
+    for (; i < hi; i += (LSZ)) {                                                               \
+        T x = *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, 0));       \
+        for (int r = 1; r < t->size; r++)                                                      \
+            ISHMEMI_REDUCE_STEP(T, OP, x, *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, r))) \
+        for (int r = 0; r < t->size; r++) *(ISHMEMI_GLOBAL T *)ishmemi_peer(dest + i, ishmemi_member(t, r)) = x; \
     }
 #define ISHMEMI_REDUCE_CHECK(T)                                                               \
     ishmemi_check(ISHMEMI_RING_OP_GET, source, nreduce * sizeof(T), ishmemi_member(t, t->my_rank)); \
     ishmemi_check(ISHMEMI_RING_OP_PUT, dest, nreduce * sizeof(T), ishmemi_member(t, t->my_rank));
+/* Small reductions by LL words (ishmemi_ll_ok): every member sends its
+ * source to every other; each folds them in member order into its own dest
+ * (`LID` of `LSZ` work-items, `BARRIER` between sending and folding so that
+ * an in-place dest is written only after all of the source was sent). */
+#define ISHMEMI_REDUCE_LL(T, OP, LID, LSZ, BARRIER)                                           \
+    {                                                                                          \
+        size_t nb_ = nreduce * sizeof(T);                                                      \
+        for (int k_ = 1, r_ = t->my_rank; k_ < t->size; k_++) {                                \
+            r_ = r_ + 1 == t->size ? 0 : r_ + 1;                                               \
+            ishmemi_ll_send(team, ishmemi_member(t, r_), (ISHMEMI_GLOBAL const char *)source, nb_, LID, LSZ); \
+        }                                                                                      \
+        BARRIER;                                                                               \
+        ulong c_[ISHMEMI_SYNC_LL_PES];                                                         \
+        for (int r_ = 0; r_ < t->size; r_++)                                                   \
+            c_[r_] = r_ == t->my_rank ? 0 : ishmemi_ll_next(team, ishmemi_member(t, r_));      \
+        for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \
+            T a = 0, b;                                                                        \
+            for (int r_ = 0; r_ < t->size; r_++) {                                             \
+                if (r_ == t->my_rank) {                                                        \
+                    b = source[i];                                                             \
+                } else {                                                                       \
+                    union { T v; ulong u; } x_;                                                \
+                    x_.u = ishmemi_ll_read(team, ishmemi_member(t, r_), c_[r_], i * sizeof(T), sizeof(T)); \
+                    b = x_.v;                                                                  \
+                }                                                                              \
+                a = r_ == 0 ? b : (OP);                                                        \
+            }                                                                                  \
+            dest[i] = a;                                                                       \
+        }                                                                                      \
+    }
 #define ISHMEMI_REDUCE(T, G, P, OP)                                                     \
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
+    if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
+        ISHMEMI_REDUCE_CHECK(T)                                                        \
+        ISHMEMI_REDUCE_LL(T, OP, 0, 1, (void)0)                                        \
+        ishmemi_ll_done(team, t, 0);                                                   \
+        return 0;                                                                      \
+    }                                                                                  \
     ishmemi_sync_team(team);                                                           \
     if (ishmemi_team_all_local(t)) {                                                   \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
@@ -657,6 +1126,16 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
 #define ISHMEMI_WG_REDUCE(T, OP, CALL)                                                  \
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
+    if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
+        ISHMEMI_REDUCE_CHECK(T)                                                        \
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
+        ISHMEMI_REDUCE_LL(T, OP, get_local_linear_id(), ishmemi_wg_size(),             \
+                          work_group_barrier(CLK_GLOBAL_MEM_FENCE))                    \
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
+        ishmemi_ll_done(team, t, get_local_linear_id());                               \
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
+        return 0;                                                                      \
+    }                                                                                  \
     if (!ishmemi_team_all_local(t)) {                                                  \
         ISHMEMI_WG_COLL(team, 0, CALL)                                                 \
     }                                                                                  \

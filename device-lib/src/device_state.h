@@ -23,9 +23,10 @@ typedef struct {
     ulong quiet_words;
     ulong copy_cutover;
     ulong copy_cutover_group;
+    ulong sync_words;
 } ishmemx_device_state_t;
 
-_Static_assert(sizeof(ishmemx_device_state_t) == 120, "ishmemx_device_state_t size");
+_Static_assert(sizeof(ishmemx_device_state_t) == 128, "ishmemx_device_state_t size");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, magic) == 0, "magic");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, version) == 4, "version");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, my_pe) == 8, "my_pe");
@@ -46,6 +47,21 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, teams) == 88, "teams")
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, quiet_words) == 96, "quiet_words");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, copy_cutover) == 104, "copy_cutover");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, copy_cutover_group) == 112, "copy_cutover_group");
+_Static_assert(__builtin_offsetof(ishmemx_device_state_t, sync_words) == 120, "sync_words");
+
+/* Device sync words (sync_words; runtime/src/sync_words.rs): u64 offsets. */
+#define ISHMEMI_SYNC_SLOTS 64
+#define ISHMEMI_SYNC_MAX_PES 256
+#define ISHMEMI_SYNC_FLAGS 0
+#define ISHMEMI_SYNC_PAIRS 16384
+#define ISHMEMI_SYNC_COUNTS 81920
+#define ISHMEMI_SYNC_CSEQ 114688
+#define ISHMEMI_SYNC_LL 114752
+#define ISHMEMI_SYNC_LL_SLOTS 8
+#define ISHMEMI_SYNC_LL_PES 16
+#define ISHMEMI_SYNC_LL_WORDS 2048
+#define ISHMEMI_SYNC_LL_BYTES 8192
+#define ISHMEMI_SYNC_WORDS 639040
 
 /* The reverse-offload ring (runtime/src/ring.rs). */
 #define ISHMEMI_RING_SLOTS 4096

@@ -7,6 +7,8 @@
 
 #define ISHMEMI_GLOBAL global
 #define ISHMEMI_INLINE static inline
+/* A helper kept out of line (see its uses in core.h). */
+#define ISHMEMI_NOINLINE static __attribute__((noinline))
 /* An exported routine of the library, and its program-scope state. */
 #define ISHMEMI_API
 #define ISHMEMI_VAR

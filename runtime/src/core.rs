@@ -181,6 +181,14 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
     // The device's quiet words (one cache line), in host memory; a GPU
     // device moves them into its own memory.
     let device_quiet: Box<[AtomicU64]> = (0..8).map(|_| AtomicU64::new(0)).collect();
+    // The device's reserve at the end of the heap (its sync words): past
+    // what the allocator hands out and what device code checks user
+    // addresses against. Host routing covers the whole heap (the ring
+    // server stores the sync words of PEs the device reaches through it).
+    let reserve = device.heap_reserve();
+    let user_heap = heap_size - reserve;
+    let sync_words =
+        if reserve > 0 && n_pes <= crate::sync_words::SYNC_MAX_PES { heap.base() as u64 + user_heap as u64 } else { 0 };
     let device_state = Box::new(ishmemx_device_state_t {
         magic: ISHMEMX_DEVICE_STATE_MAGIC,
         version: ISHMEMX_DEVICE_STATE_VERSION,
@@ -189,7 +197,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         only_local: u32::from(peer_local_table.iter().all(|&l| l == 1)),
         reserved: 0,
         heap_base: heap.base() as u64,
-        heap_size: heap_size as u64,
+        heap_size: user_heap as u64,
         peer_heap_base: peer_base_table.as_ptr() as u64,
         peer_is_local: peer_local_table.as_ptr() as u64,
         ctrl_team_base: ctrl.team_base(),
@@ -202,6 +210,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         quiet_words: device_quiet.as_ptr() as u64,
         copy_cutover: 0,
         copy_cutover_group: 0,
+        sync_words,
     });
     if config.debug {
         error::emit_line(&format!(
@@ -241,7 +250,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         ctrl,
         boot_remote,
         device,
-        alloc: Mutex::new(crate::alloc::SymAllocator::new(heap_size)),
+        alloc: Mutex::new(crate::alloc::SymAllocator::new(user_heap)),
         alloc_seq: AtomicU64::new(0),
         teams: std::sync::RwLock::new(vec![None; ctrl::TEAM_SLOTS]),
         set_marks: Default::default(),

@@ -10,7 +10,7 @@
 /// Value of [`ishmemx_device_state_t::magic`].
 pub const ISHMEMX_DEVICE_STATE_MAGIC: u32 = 0x4953_4844; // "ISHD"
 /// Layout version of [`ishmemx_device_state_t`]; bump on any change.
-pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 5;
+pub const ISHMEMX_DEVICE_STATE_VERSION: u32 = 6;
 
 /// Per-PE state read by device code.
 #[repr(C)]
@@ -72,6 +72,13 @@ pub struct ishmemx_device_state_t {
     pub copy_cutover: u64,
     /// The same for the group (warp, block, work-group) forms.
     pub copy_cutover_group: u64,
+    /// Address of this PE's device sync words ([`crate::sync_words::SYNC_WORDS`] u64, zero at
+    /// first) in a reserved part of its symmetric heap, past the part the
+    /// allocator hands out (the same offset on every PE, so peers reach
+    /// them), or 0. When set, device team syncs and collectives signal
+    /// through them (GPU memory) instead of the control segment: see
+    /// [`crate::sync_words`].
+    pub sync_words: u64,
 }
 
 /// A team as device code sees it: members are world PEs `start + i *
@@ -88,7 +95,8 @@ pub struct ishmemx_device_team_t {
 
 // Layout guard; the C header carries the same numbers as _Static_asserts.
 const _: () = {
-    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 120);
+    assert!(core::mem::size_of::<ishmemx_device_state_t>() == 128);
+    assert!(core::mem::offset_of!(ishmemx_device_state_t, sync_words) == 120);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, my_pe) == 8);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_base) == 24);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_size) == 32);
@@ -121,6 +129,7 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("quiet_words", "u64"),
     ("copy_cutover", "u64"),
     ("copy_cutover_group", "u64"),
+    ("sync_words", "u64"),
 ];
 
 /// `(field name, offset)` for every field; the header generator turns this
@@ -149,5 +158,6 @@ pub fn field_offsets() -> Vec<(&'static str, usize)> {
         ("quiet_words", offset_of!(S, quiet_words)),
         ("copy_cutover", offset_of!(S, copy_cutover)),
         ("copy_cutover_group", offset_of!(S, copy_cutover_group)),
+        ("sync_words", offset_of!(S, sync_words)),
     ]
 }

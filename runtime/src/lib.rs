@@ -5,7 +5,8 @@
 //! 1. plain types and system calls: [`phase`] (lifecycle phase, this PE's
 //!    number), [`env`] (the one environment table), [`types`], [`ctrl`]
 //!    (control segment layout), [`collsig`] (collective call signatures),
-//!    [`device_state`], [`alloc`], [`mem`];
+//!    [`device_state`] and [`sync_words`] (state and words device code
+//!    reads), [`alloc`], [`mem`];
 //! 2. errors and waiting: [`error`], [`wait`], [`dataseg`], [`ring`] (the
 //!    reverse-offload ring's layout and messages);
 //! 3. backends behind traits: [`remote`] (`RemoteOps`: the MPI plugin and
@@ -36,6 +37,7 @@ pub mod device_state;
 pub mod env;
 pub mod mem;
 pub mod phase;
+pub mod sync_words;
 pub mod types;
 
 pub mod dataseg;

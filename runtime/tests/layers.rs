@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Layers, bottom first. A module may use modules of its own layer or
 /// below; within a layer the graph must still be acyclic.
 const LAYERS: &[&[&str]] = &[
-    &["phase", "env", "types", "collsig", "ctrl", "device_state", "alloc", "mem"],
+    &["phase", "env", "types", "collsig", "ctrl", "device_state", "sync_words", "alloc", "mem"],
     &["error", "wait", "dataseg", "ring"],
     &["remote", "device"],
     &["boot"],

@@ -26,7 +26,9 @@ nv="${NVSHMEM_HOME:-$(python3 -c 'import nvidia, os; print(os.path.join(list(nvi
 [ -e "$dir/libishmem.so.0" ] || ln -sf libishmem.so "$dir/libishmem.so.0"
 flags=(-rdc=true -arch=sm_90 -std=c++17 -O2)
 if [ ! -x "$dir/bench_vs" ]; then
-    "$nvcc" "${flags[@]}" "$root/tests/cuda/bench_vs.cu" -I "$root/bindings/c/include" -L "$dir" -lishmem_device \
+    # ishmem-rs with link-time optimization: its routines inlined into the
+    # kernels, as NVSHMEM's are (its device API is mostly inline headers).
+    "$nvcc" "${flags[@]}" -dlto "$root/tests/cuda/bench_vs.cu" -I "$root/bindings/c/include" -L "$dir" -lishmem_device \
         -L "$dir" -lishmem -L "$cudalib" -Xlinker "-rpath=\$ORIGIN" -o "$dir/bench_vs"
 fi
 if [ ! -x "$dir/bench_vs_nvshmem" ]; then

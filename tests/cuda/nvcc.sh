@@ -14,4 +14,10 @@ if ! ls $n >/dev/null 2>&1; then
     "$venv/bin/pip" install -q "nvidia-cuda-nvcc==13.0.*" "nvidia-nvvm==13.0.*" "nvidia-cuda-runtime==13.0.*" \
         "nvidia-cuda-crt==13.0.*" "nvidia-cuda-cccl==13.0.*" >&2
 fi
+# nvlink's link-time optimization (-dlto) loads libnvvm from nvvm/lib64 beside
+# bin, where the PyPI packages do not put it (they ship lib/libnvvm.so.4).
+cu="$(dirname "$(ls $n | head -n1)")/.."
+if [ ! -e "$cu/nvvm/lib64/libnvvm.so" ] && [ -e "$cu/lib/libnvvm.so.4" ]; then
+    mkdir -p "$cu/nvvm/lib64" && ln -sf ../../lib/libnvvm.so.4 "$cu/nvvm/lib64/libnvvm.so"
+fi
 ls $n | head -n1

@@ -31,6 +31,26 @@ pub fn device_state_h() -> String {
     for (f, off) in field_offsets() {
         let _ = writeln!(s, "_Static_assert(__builtin_offsetof(ishmemx_device_state_t, {f}) == {off}, \"{f}\");");
     }
+    {
+        use ishmem_runtime::sync_words::*;
+        s.push_str("\n/* Device sync words (sync_words; runtime/src/sync_words.rs): u64 offsets. */\n");
+        for (name, v) in [
+            ("SLOTS", SYNC_SLOTS),
+            ("MAX_PES", SYNC_MAX_PES),
+            ("FLAGS", SYNC_FLAGS),
+            ("PAIRS", SYNC_PAIRS),
+            ("COUNTS", SYNC_COUNTS),
+            ("CSEQ", SYNC_CSEQ),
+            ("LL", SYNC_LL),
+            ("LL_SLOTS", SYNC_LL_SLOTS),
+            ("LL_PES", SYNC_LL_PES),
+            ("LL_WORDS", SYNC_LL_WORDS),
+            ("LL_BYTES", SYNC_LL_BYTES),
+            ("WORDS", SYNC_WORDS),
+        ] {
+            let _ = writeln!(s, "#define ISHMEMI_SYNC_{name} {v}");
+        }
+    }
     s.push_str("\n/* The reverse-offload ring (runtime/src/ring.rs). */\n");
     use ishmem_runtime::ring::*;
     let _ = writeln!(s, "#define ISHMEMI_RING_SLOTS {RING_SLOTS}");

@@ -179,9 +179,11 @@ pub(crate) fn private_ctrl(n_pes: usize) -> Result<HeapRegion, InitError> {
 /// Bootstraps the job: the way chosen by the launcher's environment,
 /// `ISHMEM_RUNTIME` and `opts`; heaps from `device`.
 pub fn start(config: &Config, opts: &InitOptions, device: &dyn Device) -> Result<JobLayout, InitError> {
-    // Rounded up to the device's granularity (a page; 2 MiB on GPUs).
+    // With the device's reserve, rounded up to its granularity (a page;
+    // 2 MiB on GPUs).
     let heap_size = usize::try_from(config.symmetric_size)
         .ok()
+        .and_then(|s| s.checked_add(device.heap_reserve()))
         .and_then(|s| s.checked_next_multiple_of(device.heap_granularity().max(mem::page_size())))
         .ok_or_else(|| format!("ISHMEM_SYMMETRIC_SIZE={} is too large", config.symmetric_size))?;
     // ISHMRUN_* inherited by a child of a PE (it ran a program that also

@@ -175,6 +175,13 @@ pub trait Device: Send + Sync {
     /// Heap sizes are multiples of this (the bootstrap rounds
     /// `ISHMEM_SYMMETRIC_SIZE` up to it).
     fn heap_granularity(&self) -> usize;
+    /// Bytes at the end of every heap that device code keeps for itself
+    /// (the device sync words, `sync_words::SYNC_RESERVE`), added to
+    /// `ISHMEM_SYMMETRIC_SIZE` and never handed out by the allocator; 0
+    /// for devices that synchronize through the control segment.
+    fn heap_reserve(&self) -> usize {
+        0
+    }
     /// Creates this PE's symmetric heap of `size` bytes, with a handle
     /// local peers can map (a file descriptor). `local` is this PE's place
     /// on its node.

@@ -8,7 +8,10 @@
 //! ishmrun -n 2 ishmem-perf run [--quick] [--coll] [--csv FILE] [--json FILE]
 //! ishmem-perf plot --input FILE.csv [--input ...] --out DIR
 //! ishmem-perf plot-scale --input LABEL=FILE.csv [--input ...] --out DIR
+//! ishmem-perf plot-gpu --input LABEL=FILE.csv [--input ...] --out DIR
 //! ```
+//! `plot-gpu` draws the side-by-side GPU benchmark's CSVs
+//! (`tests/cuda/bench-vs-nvshmem.sh`: ishmem-rs and NVSHMEM).
 //! `--coll`: the many-PE set instead: every PE runs back-to-back calls and
 //! a trial's figure is the largest per-PE time per call (`_max` figures):
 //! barrier_all, team_sync, broadcast, collect, fcollect, alltoall and
@@ -427,7 +430,8 @@ fn main() {
         Some("run") => run(&args[1..]),
         Some("plot") => plot::plot(&args[1..]),
         Some("plot-scale") => plot::plot_scale(&args[1..]),
-        _ => Err("usage: ishmrun -n N ishmem-perf run [--quick] [--csv FILE] [--json FILE]\n       ishmem-perf plot --input FILE.csv [--input ...] --out DIR\n       ishmem-perf plot-scale --input LABEL=FILE.csv [--input ...] --out DIR".into()),
+        Some("plot-gpu") => plot::plot_gpu(&args[1..]),
+        _ => Err("usage: ishmrun -n N ishmem-perf run [--quick] [--csv FILE] [--json FILE]\n       ishmem-perf plot --input FILE.csv [--input ...] --out DIR\n       ishmem-perf plot-scale --input LABEL=FILE.csv [--input ...] --out DIR\n       ishmem-perf plot-gpu --input LABEL=FILE.csv [--input ...] --out DIR".into()),
     };
     if let Err(e) = result {
         eprintln!("ishmem-perf: {e}");

@@ -217,3 +217,93 @@ pub fn plot_scale(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// One GPU benchmark CSV (`tests/cuda/bench_vs.cu`: `# title` lines, then
+/// figure,scope,bytes,value,unit): (figure, scope, bytes) -> value.
+type GpuRows = BTreeMap<(String, String, usize), f64>;
+
+fn read_gpu(path: &str) -> Result<GpuRows, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut rows = GpuRows::new();
+    for (ln, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.starts_with("figure,") || line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 5 {
+            return Err(format!("{path}:{}: expected 5 columns (figure,scope,bytes,value,unit)", ln + 1));
+        }
+        let bytes = f[2].parse::<usize>().map_err(|_| format!("{path}:{}: bad size {:?}", ln + 1, f[2]))?;
+        let v = f[3].parse::<f64>().map_err(|_| format!("{path}:{}: bad number {:?}", ln + 1, f[3]))?;
+        rows.insert((f[0].to_string(), f[1].to_string(), bytes), v);
+    }
+    Ok(rows)
+}
+
+/// `ishmem-perf plot-gpu --input LABEL=FILE.csv [--input ...] --out DIR`:
+/// the side-by-side GPU benchmark (`tests/cuda/bench-vs-nvshmem.sh`)
+/// against the message size: put and get bandwidth by thread-group form,
+/// and the collectives' time per call. The first label is drawn bold, the
+/// others thin, each figure one color in all.
+pub fn plot_gpu(args: &[String]) -> Result<(), String> {
+    let mut inputs: Vec<(String, GpuRows)> = Vec::new();
+    let mut out = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--input" => {
+                let spec = args.get(i + 1).ok_or("--input needs LABEL=FILE")?;
+                let (label, path) = spec.split_once('=').ok_or("--input needs LABEL=FILE")?;
+                inputs.push((label.to_string(), read_gpu(path)?));
+                i += 2;
+            }
+            "--out" => {
+                out = args.get(i + 1).cloned();
+                i += 2;
+            }
+            a => return Err(format!("plot-gpu: unknown argument {a:?}")),
+        }
+    }
+    let out = out.ok_or("plot-gpu: --out DIR is required")?;
+    if inputs.is_empty() {
+        return Err("plot-gpu: at least one --input LABEL=FILE".into());
+    }
+    load_font()?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("{out}: {e}"))?;
+    let thin = inputs.get(1).map(|(l, _)| l.clone());
+    // Labels must not contain spaces: a series is named "LABEL FIGURE".
+    let series = |pick: &dyn Fn(&str, &str) -> Option<String>| -> Series {
+        let mut s = Series::new();
+        for (label, rows) in &inputs {
+            let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+            for ((fig, scope, bytes), v) in rows {
+                if let Some(name) = pick(fig, scope) {
+                    if *bytes > 0 && *v > 0.0 {
+                        by.entry(format!("{label} {name}")).or_default().push((*bytes as f64, *v));
+                    }
+                }
+            }
+            s.extend(by);
+        }
+        s
+    };
+    for (name, title, want) in [
+        ("gpu-put-bw.png", "Device put bandwidth (nbi + quiet, 32 blocks), GB/s", "put_bw"),
+        ("gpu-get-bw.png", "Device get bandwidth (nbi + quiet, 32 blocks), GB/s", "get_bw"),
+    ] {
+        let s = series(&|fig, scope| fig.starts_with(want).then(|| scope.to_string()));
+        chart_styled(&format!("{out}/{name}"), title, "bytes", "GB/s", &s, true, thin.as_deref())?;
+    }
+    let colls = ["broadcast", "fcollect", "alltoall", "sum_reduce"];
+    let s = series(&|fig, scope| (colls.contains(&fig) && scope == "block").then(|| fig.to_string()));
+    chart_styled(
+        &format!("{out}/gpu-collectives.png"),
+        "Device collectives (block form, world team): time per call",
+        "bytes per PE",
+        "microseconds",
+        &s,
+        true,
+        thin.as_deref(),
+    )?;
+    Ok(())
+}

@@ -52,7 +52,7 @@ _Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
 /**
  * Layout version of [`ishmemx_device_state_t`]; bump on any change.
  */
-#define ISHMEMX_DEVICE_STATE_VERSION 5
+#define ISHMEMX_DEVICE_STATE_VERSION 6
 
 /**
  * What [`ishmemx_cuda_queue_op_t::kind`] asks for.
@@ -75,7 +75,7 @@ _Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
  * Version of [`ishmemx_cuda_device_library_t`] and of the device state
  * protocol the library speaks.
  */
-#define ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION 2
+#define ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION 3
 
 /**
  * Major version of the OpenSHMEM specification implemented.
@@ -267,6 +267,15 @@ typedef struct {
    * The same for the group (warp, block, work-group) forms.
    */
   uint64_t copy_cutover_group;
+  /**
+   * Address of this PE's device sync words ([`crate::sync_words::SYNC_WORDS`] u64, zero at
+   * first) in a reserved part of its symmetric heap, past the part the
+   * allocator hands out (the same offset on every PE, so peers reach
+   * them), or 0. When set, device team syncs and collectives signal
+   * through them (GPU memory) instead of the control segment: see
+   * [`crate::sync_words`].
+   */
+  uint64_t sync_words;
 } ishmemx_device_state_t;
 
 /**
@@ -870,7 +879,7 @@ void ishmemx_cuda_register_device_library(const ishmemx_cuda_device_library_t *l
 #else
 #define ISHMEMI_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
-ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 120, "ishmemx_device_state_t size");
+ISHMEMI_STATIC_ASSERT(sizeof(ishmemx_device_state_t) == 128, "ishmemx_device_state_t size");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, magic) == 0, "ishmemx_device_state_t.magic");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, version) == 4, "ishmemx_device_state_t.version");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, my_pe) == 8, "ishmemx_device_state_t.my_pe");
@@ -891,3 +900,4 @@ ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, teams) == 88, "ishmemx_de
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, quiet_words) == 96, "ishmemx_device_state_t.quiet_words");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, copy_cutover) == 104, "ishmemx_device_state_t.copy_cutover");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, copy_cutover_group) == 112, "ishmemx_device_state_t.copy_cutover_group");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, sync_words) == 120, "ishmemx_device_state_t.sync_words");

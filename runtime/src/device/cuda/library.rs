@@ -68,7 +68,7 @@ const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, value) == 48
 
 /// Version of [`ishmemx_cuda_device_library_t`] and of the device state
 /// protocol the library speaks.
-pub const ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION: u32 = 2;
+pub const ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION: u32 = 3;
 
 static LIBRARY: AtomicPtr<ishmemx_cuda_device_library_t> = AtomicPtr::new(std::ptr::null_mut());
 

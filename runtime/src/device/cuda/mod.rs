@@ -413,6 +413,11 @@ impl Device for CudaDevice {
         self.granularity
     }
 
+    /// Device syncs and collectives signal through words in GPU memory.
+    fn heap_reserve(&self) -> usize {
+        crate::sync_words::SYNC_RESERVE
+    }
+
     fn create_heap(&self, size: usize, pe: usize, local: LocalRank) -> Result<HeapRegion, DeviceError> {
         let o = self.open(local)?;
         let d = self.drv;
