@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <type_traits>
 
 #include "names.h"
 #include "../src/core.h"
@@ -30,6 +31,12 @@ typedef struct {
     uint64_t nbytes;
     uint64_t *sig_addr;
     uint64_t value;
+    int32_t team;
+    int32_t root;
+    uint32_t coll;
+    uint32_t dtype;
+    uint32_t rop;
+    uint32_t elem;
 } ishmemx_cuda_queue_op_t;
 typedef struct {
     uint32_t version;
@@ -42,9 +49,12 @@ int shmem_my_pe(void); // libishmem's (the ishmem_ name is the device routine he
 int ishmemi_cuda_device_library_anchor = 1;
 }
 // The layout libishmem has (runtime/src/device/cuda/library.rs asserts the same).
-static_assert(sizeof(ishmemx_cuda_queue_op_t) == 56, "ishmemx_cuda_queue_op_t layout");
+static_assert(sizeof(ishmemx_cuda_queue_op_t) == 80, "ishmemx_cuda_queue_op_t layout");
 static_assert(offsetof(ishmemx_cuda_queue_op_t, dest) == 16, "ishmemx_cuda_queue_op_t layout");
 static_assert(offsetof(ishmemx_cuda_queue_op_t, value) == 48, "ishmemx_cuda_queue_op_t layout");
+static_assert(offsetof(ishmemx_cuda_queue_op_t, team) == 56, "ishmemx_cuda_queue_op_t layout");
+static_assert(offsetof(ishmemx_cuda_queue_op_t, elem) == 76, "ishmemx_cuda_queue_op_t layout");
+
 static_assert(offsetof(ishmemx_cuda_device_library_t, enqueue) == 16, "ishmemx_cuda_device_library_t layout");
 
 // Kernels behind the stream-ordered routines (ishmemx_*_on_stream): one
@@ -66,6 +76,96 @@ __global__ void ishmemi_stream_signal_wait(uint64_t *sig, int cmp, uint64_t v) {
     ishmem_signal_wait_until((unsigned long *)sig, cmp, v);
 }
 __global__ void ishmemi_stream_quiet() { ishmem_quiet(); }
+// Reductions and scans launched on a stream: one generic routine per
+// element kind (ishmemx_cuda_queue_op_t.dtype: 0 float, 1 double, 2..9
+// signed and unsigned integers of 1, 2, 4, 8 bytes), not the typed block
+// forms, so that this kernel keeps few routines alive in a program linked
+// with -dlto. Arithmetic in T, as the typed routines do. Members' elements
+// by loads and stores where the device reaches them, else through the ring.
+template <typename T> static __device__ T ishmemi_stream_rop(int rop, T a, T b) {
+    if constexpr (std::is_integral<T>::value) {
+        if (rop == 0) return (T)(a & b);
+        if (rop == 1) return (T)(a | b);
+        if (rop == 2) return (T)(a ^ b);
+    }
+    if (rop == 3) return b > a ? b : a;
+    if (rop == 4) return b < a ? b : a;
+    if (rop == 5) return (T)(a + b);
+    return (T)(a * b);
+}
+template <typename T> static __device__ T ishmemi_elem_get(const T *sym, int pe) {
+    if (ishmemi_is_local(pe)) return *(const T *)ishmemi_peer(sym, pe);
+    union { T v; ulong u; } x;
+    x.u = ishmemi_ring_g(sym, sizeof(T), pe);
+    return x.v;
+}
+template <typename T> static __device__ void ishmemi_elem_put(T *sym, T v, int pe) {
+    if (ishmemi_is_local(pe)) {
+        *(T *)ishmemi_peer(sym, pe) = v;
+        return;
+    }
+    union { T v; ulong u; } x;
+    x.u = 0;
+    x.v = v;
+    ishmemi_ring_p(sym, x.u, sizeof(T), pe);
+}
+// Reduction (coll 5): member r owns slice r, reads it from every member's
+// source in member order and stores it into every member's dest, between
+// team syncs. Scans (6 inclusive, 7 exclusive): member r owns slice r and
+// walks the members in order with a running sum.
+template <typename T> static __device__ void ishmemi_stream_reduce(const ishmemx_cuda_queue_op_t &op) {
+    const ishmemi_team_t *t = ishmemi_get_team(op.team);
+    T *dest = (T *)op.dest;
+    const T *src = (const T *)op.source;
+    size_t n = op.nbytes, per = (n + t->size - 1) / t->size;
+    size_t lo = min((size_t)t->my_rank * per, n), hi = min(lo + per, n);
+    ishmemi_wg_sync_team(op.team);
+    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        T a = 0;
+        for (int r = 0; r < t->size; r++) {
+            int pe = ishmemi_member(t, r);
+            T b = ishmemi_elem_get(src + i, pe);
+            if (op.coll == 7) ishmemi_elem_put(dest + i, a, pe);
+            a = r == 0 && op.coll == 5 ? b : op.coll == 5 ? ishmemi_stream_rop<T>((int)op.rop, a, b) : (T)(a + b);
+            if (op.coll == 6) ishmemi_elem_put(dest + i, a, pe);
+        }
+        if (op.coll == 5)
+            for (int r = 0; r < t->size; r++) ishmemi_elem_put(dest + i, a, ishmemi_member(t, r));
+    }
+    ishmemi_wg_sync_team(op.team);
+}
+static __device__ void ishmemi_stream_typed(const ishmemx_cuda_queue_op_t &op) {
+    switch (op.dtype) {
+    case 0: ishmemi_stream_reduce<float>(op); break;
+    case 1: ishmemi_stream_reduce<double>(op); break;
+    case 2: ishmemi_stream_reduce<signed char>(op); break;
+    case 3: ishmemi_stream_reduce<unsigned char>(op); break;
+    case 4: ishmemi_stream_reduce<short>(op); break;
+    case 5: ishmemi_stream_reduce<unsigned short>(op); break;
+    case 6: ishmemi_stream_reduce<int>(op); break;
+    case 7: ishmemi_stream_reduce<unsigned int>(op); break;
+    case 8: ishmemi_stream_reduce<long long>(op); break;
+    default: ishmemi_stream_reduce<unsigned long long>(op); break;
+    }
+}
+
+// A collective launched on a stream (runtime's device::COLL_* numbering),
+// by the block forms; the runtime checked the arguments.
+__global__ void ishmemi_stream_coll(ishmemx_cuda_queue_op_t op) {
+    size_t bytes = op.nbytes * op.elem;
+    switch (op.coll) {
+    case 0: ishmemx_team_sync_block(op.team); break;
+    case 1: ishmemx_broadcastmem_block(op.team, op.dest, op.source, bytes, op.root); break;
+    case 2:
+        __syncthreads();
+        if (threadIdx.x == 0) ishmemi_collect_bytes(op.team, op.dest, op.source, op.nbytes, op.elem);
+        __syncthreads();
+        break;
+    case 3: ishmemx_fcollectmem_block(op.team, op.dest, op.source, bytes); break;
+    case 4: ishmemx_alltoallmem_block(op.team, op.dest, op.source, bytes); break;
+    default: ishmemi_stream_typed(op); break;
+    }
+}
 __global__ void ishmemi_stream_barrier_all() { ishmem_barrier_all(); }
 __global__ void ishmemi_stream_sync_all() { ishmem_sync_all(); }
 
@@ -115,6 +215,7 @@ int enqueue(const ishmemx_cuda_queue_op_t *op, void *stream_, void *const *deps,
         break;
     case 5: ishmemi_stream_signal_wait<<<1, 1, 0, stream>>>(op->sig_addr, op->op, op->value); break;
     case 6: ishmemi_stream_sync_all<<<1, 1, 0, stream>>>(); break;
+    case 7: ishmemi_stream_coll<<<1, block, 0, stream>>>(*op); break;
     default: return (int)cudaErrorInvalidValue;
     }
     return (int)cudaGetLastError();

@@ -3,7 +3,7 @@
 //! enqueues the operation on the program's queue after its dependencies.
 //! The C ABI and the Rust crate both call these.
 
-use crate::device::{Native, QueueOp};
+use crate::device::*;
 use crate::error::fatal;
 use crate::state::State;
 use std::ffi::c_void;
@@ -39,8 +39,51 @@ impl State {
                 self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
             }
             QueueOp::BarrierAll | QueueOp::Quiet | QueueOp::SyncAll => {}
+            QueueOp::Coll(_) => fatal(call, format_args!("collectives go through State::coll_on_queue")),
         }
         self.device.enqueue(op, queue, deps).unwrap_or_else(|e| fatal(call, format_args!("{e}")))
+    }
+
+    /// Launches collective `c` on `queue` (a CUDA stream) after checking
+    /// its arguments as the host call does: 0, or -1 (nothing launched)
+    /// when the team is `TEAM_INVALID` or has no slot on this PE.
+    pub fn coll_on_queue(&self, call: &str, c: QueueColl, queue: *mut c_void) -> i32 {
+        let Some(t) = self.team(call, c.team) else { return -1 };
+        let n = t.size;
+        let len = |count: usize| -> usize {
+            c.nelems
+                .checked_mul(c.elem)
+                .and_then(|b| b.checked_mul(count))
+                .unwrap_or_else(|| fatal(call, format_args!("{} elements of {} bytes overflow", c.nelems, c.elem)))
+        };
+        match c.kind {
+            COLL_TEAM_SYNC => {}
+            COLL_BROADCAST => {
+                if c.root < 0 || c.root as usize >= n {
+                    fatal(call, format_args!("PE_root {} is not a PE of the team (team size {n})", c.root))
+                }
+                self.sym_extent(call, "dest", c.dest as *const u8, len(1));
+                self.sym_extent(call, "source", c.source as *const u8, len(1));
+            }
+            COLL_FCOLLECT | COLL_ALLTOALL => {
+                self.sym_extent(call, "dest", c.dest as *const u8, len(n));
+                let src = if c.kind == COLL_ALLTOALL { len(n) } else { len(1) };
+                self.sym_extent(call, "source", c.source as *const u8, src);
+            }
+            // collect: this member's own block; the others' counts are
+            // theirs (dest is checked against the heap at its start).
+            COLL_COLLECT => {
+                self.sym_extent(call, "dest", c.dest as *const u8, len(1));
+                self.sym_extent(call, "source", c.source as *const u8, len(1));
+            }
+            COLL_REDUCE | COLL_INSCAN | COLL_EXSCAN => {
+                self.sym_extent(call, "dest", c.dest as *const u8, len(1));
+                self.sym_extent(call, "source", c.source as *const u8, len(1));
+            }
+            k => fatal(call, format_args!("unknown collective {k}")),
+        }
+        self.device.enqueue(QueueOp::Coll(c), queue, &[]).unwrap_or_else(|e| fatal(call, format_args!("{e}")));
+        0
     }
 
     /// Waits for device-runtime events (as returned by [`State::on_queue`])

@@ -811,6 +811,127 @@ static void test_stream() {
     ishmem_free(src);
 }
 
+// ----- collectives ordered on a stream -----------------------------------------
+
+// Checks of what the stream-ordered collectives delivered (one kernel, by
+// mode), run on the same stream with no host synchronization between.
+enum { SC_BCAST, SC_FCOLLECT, SC_ALLTOALL, SC_COLLECT, SC_ISUM, SC_IMAX, SC_DSUM, SC_INSCAN };
+__global__ void sc_check(int mode, const void *p, long base, long round, size_t n, int me, int npes,
+                         unsigned long long *bad) {
+    size_t total = mode == SC_FCOLLECT || mode == SC_ALLTOALL ? n * npes
+                   : mode == SC_COLLECT                     ? (size_t)npes * (npes + 1) / 2
+                                                            : n;
+    for (size_t k = blockIdx.x * blockDim.x + threadIdx.x; k < total; k += (size_t)gridDim.x * blockDim.x) {
+        long want = 0, got = 0;
+        size_t m = k / n, i = k % n;
+        long f = (long)(i % 7 + 1), np = npes;
+        switch (mode) {
+        case SC_BCAST: want = base + (long)k; got = ((const long *)p)[k]; break;
+        case SC_FCOLLECT: want = m * 1000000L + round * 1000 + (long)i; got = ((const long *)p)[k]; break;
+        case SC_ALLTOALL: want = m * 1000000L + round * 1000 + (long)(me * n + i); got = ((const long *)p)[k]; break;
+        case SC_COLLECT: { // member r gives r + 1 elements
+            size_t r = 0, at = 0;
+            while (at + r + 1 <= k) at += ++r;
+            want = (long)r * 1000000L + round * 1000 + (long)(k - at);
+            got = ((const long *)p)[k];
+            break;
+        }
+        case SC_ISUM: want = f * np * (np + 1) / 2 + round; got = ((const int *)p)[k]; break;
+        case SC_IMAX: want = f * np + round; got = ((const int *)p)[k]; break;
+        case SC_DSUM: want = f * np * (np + 1) / 2 + round; got = (long)((const double *)p)[k]; break;
+        default: want = f * (me + 1) * (me + 2) / 2 + round; got = ((const int *)p)[k]; break;
+        }
+        if (got != want) atomicAdd(bad, 1ull);
+    }
+}
+// Member `me`'s sources: (me + 1) * (i % 7 + 1), plus the round on member 0
+// (sums and scans) or on every member (max), so each result is closed-form.
+__global__ void sc_fill_red(int *ip, double *dp, int me, int round, int npes, size_t n) {
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int f = (int)(i % 7 + 1);
+        // sum over members of (m + 1) * f, plus round from member 0
+        ip[i] = (me + 1) * f + (me == 0 ? round : 0);
+        dp[i] = (double)ip[i];
+    }
+}
+__global__ void sc_fill_max(int *ip, int me, int round, size_t n) {
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        ip[i] = (me + 1) * (int)(i % 7 + 1) + round;
+}
+__global__ void sc_fill_scan(int *ip, int me, int round, size_t n) {
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        ip[i] = (me + 1) * (int)(i % 7 + 1) + (me == 0 ? round : 0);
+}
+
+static void test_stream_coll() {
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t sizes[] = {1, 1000, 100000}; // LL, push-and-signal, large
+    const size_t most = 100000;
+    long *src = (long *)ishmem_malloc(most * npes * sizeof(long));
+    long *dst = (long *)ishmem_malloc(most * npes * sizeof(long));
+    int *isrc = (int *)ishmem_malloc(most * sizeof(int)), *idst = (int *)ishmem_malloc(most * sizeof(int));
+    double *dsrc = (double *)ishmem_malloc(most * sizeof(double)), *ddst = (double *)ishmem_malloc(most * sizeof(double));
+    unsigned long long *bad;
+    CK(cudaMalloc(&bad, sizeof *bad));
+    CK(cudaMemset(bad, 0, sizeof *bad));
+    CK(cudaDeviceSynchronize());
+    ishmem_barrier_all();
+    CHECK(ishmemx_long_broadcast_on_stream(ISHMEM_TEAM_INVALID, dst, src, 1, 0, s) != 0,
+          "a stream broadcast on TEAM_INVALID returned 0");
+    long round = 0;
+    for (size_t n : sizes) {
+        round++;
+        int root = (int)(round % npes);
+        long base = me * 1000000L + round * 1000;
+        s_fill<<<64, 256, 0, s>>>(src, base, n * npes);
+        CHECK(ishmemx_long_broadcast_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, root, s) == 0, "broadcast_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_BCAST, dst, root * 1000000L + round * 1000, round, n, me, npes, bad);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s); // every member checked before dst is written again
+        CHECK(ishmemx_long_fcollect_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, s) == 0, "fcollect_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_FCOLLECT, dst, 0, round, n, me, npes, bad);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        CHECK(ishmemx_long_alltoall_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, s) == 0, "alltoall_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_ALLTOALL, dst, 0, round, n, me, npes, bad);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        CHECK(ishmemx_long_collect_on_stream(ISHMEM_TEAM_WORLD, dst, src, (size_t)me + 1, s) == 0, "collect_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_COLLECT, dst, 0, round, 1, me, npes, bad);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        sc_fill_red<<<64, 256, 0, s>>>(isrc, dsrc, me, (int)round, npes, n);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s); // every source filled before any is read
+        CHECK(ishmemx_int_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, n, s) == 0, "int_sum_reduce_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_ISUM, idst, 0, round, n, me, npes, bad);
+        CHECK(ishmemx_double_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, ddst, dsrc, n, s) == 0, "double_sum_reduce_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_DSUM, ddst, 0, round, n, me, npes, bad);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        sc_fill_max<<<64, 256, 0, s>>>(isrc, me, (int)round, n);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        CHECK(ishmemx_int_max_reduce_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, n, s) == 0, "int_max_reduce_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_IMAX, idst, 0, round, n, me, npes, bad);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        size_t sn = n < 4096 ? n : 4096;
+        sc_fill_scan<<<64, 256, 0, s>>>(isrc, me, (int)round, sn);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        CHECK(ishmemx_int_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, sn, s) == 0, "int_sum_inscan_on_stream");
+        sc_check<<<64, 256, 0, s>>>(SC_INSCAN, idst, 0, round, sn, me, npes, bad);
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        CK(cudaStreamSynchronize(s));
+        unsigned long long b;
+        CK(cudaMemcpy(&b, bad, sizeof b, cudaMemcpyDeviceToHost));
+        CHECK(b == 0, "stream-ordered collectives, %zu elements: %llu elements wrong", n, b);
+        if (me == 0) fprintf(stderr, "stream collectives: %zu elements done\n", n);
+    }
+    ishmem_barrier_all();
+    CK(cudaFree(bad));
+    CK(cudaStreamDestroy(s));
+    ishmem_free(ddst);
+    ishmem_free(dsrc);
+    ishmem_free(idst);
+    ishmem_free(isrc);
+    ishmem_free(dst);
+    ishmem_free(src);
+}
+
 // Every block waits for every other block of the grid (which only ends if
 // all are resident at once); then the first block adds the grid's size to
 // PE 0's counter and meets the other PEs in a device barrier. (Only after
@@ -879,6 +1000,7 @@ int main(int argc, char **argv) {
     if ((all && !basic) || !strcmp(mode, "coll")) test_coll();
     if ((all && !basic) || !strcmp(mode, "stream")) {
         test_stream();
+        test_stream_coll();
         test_collective_launch();
     }
     ishmem_barrier_all();

@@ -630,7 +630,9 @@ pub extern "C" fn ishmemx_test_lock(lock: *mut c_long) -> c_int {
 
 // ----- device backend: native handles, programs, device queues ----------
 
-use ishmem_runtime::device::{Native, QueueOp};
+use ishmem_runtime::device::{
+    Native, QueueColl, QueueOp, COLL_ALLTOALL, COLL_BROADCAST, COLL_COLLECT, COLL_FCOLLECT, COLL_TEAM_SYNC,
+};
 
 /// This PE's OpenCL context (a `cl_context`), opened on first use together
 /// with the device library; the OpenCL runtime is loaded only then.
@@ -988,6 +990,72 @@ pub extern "C" fn ishmemx_barrier_all_on_stream(stream: *mut c_void) {
 #[no_mangle]
 pub extern "C" fn ishmemx_sync_all_on_stream(stream: *mut c_void) {
     on_stream("ishmemx_sync_all_on_stream", QueueOp::SyncAll, stream)
+}
+
+/// Launches collective `c` on `stream` (the cuda device only); 0, or -1
+/// for an invalid team (nothing launched).
+pub(crate) fn coll_on_stream(call: &'static str, c: QueueColl, stream: *mut c_void) -> c_int {
+    guard(call, || {
+        let st = state(call);
+        if st.device_name() != "cuda" {
+            fatal(
+                call,
+                format_args!(
+                    "this PE's device is {}, not cuda: the _on_stream routines take CUDA streams",
+                    st.device_name()
+                ),
+            )
+        }
+        st.coll_on_queue(call, c, stream)
+    })
+}
+
+fn mem_coll(kind: u32, team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, root: c_int) -> QueueColl {
+    QueueColl { kind, team, dest, source, nelems, elem: 1, root, dtype: 0, rop: 0 }
+}
+
+/// team_sync of `team` ordered on the CUDA `stream`: every member's stream
+/// reaches it before any goes on. 0, or non-zero for an invalid team.
+#[no_mangle]
+pub extern "C" fn ishmemx_team_sync_on_stream(team: c_int, stream: *mut c_void) -> c_int {
+    let c = mem_coll(COLL_TEAM_SYNC, team, std::ptr::null_mut(), std::ptr::null(), 0, 0);
+    coll_on_stream("ishmemx_team_sync_on_stream", c, stream)
+}
+
+/// broadcastmem ordered on `stream`: `nelems` bytes of `source` on team
+/// PE `PE_root` to `dest` on every member, complete on this PE when the
+/// stream's later work starts. 0, or non-zero for an invalid team.
+#[no_mangle]
+#[allow(non_snake_case)]
+pub extern "C" fn ishmemx_broadcastmem_on_stream(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    let c = mem_coll(COLL_BROADCAST, team, dest, source, nelems, PE_root);
+    coll_on_stream("ishmemx_broadcastmem_on_stream", c, stream)
+}
+
+/// collectmem ordered on `stream` (`nelems` bytes from this member).
+#[no_mangle]
+pub extern "C" fn ishmemx_collectmem_on_stream(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    coll_on_stream("ishmemx_collectmem_on_stream", mem_coll(COLL_COLLECT, team, dest, source, nelems, 0), stream)
+}
+
+/// fcollectmem ordered on `stream` (`nelems` bytes from every member).
+#[no_mangle]
+pub extern "C" fn ishmemx_fcollectmem_on_stream(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    coll_on_stream("ishmemx_fcollectmem_on_stream", mem_coll(COLL_FCOLLECT, team, dest, source, nelems, 0), stream)
+}
+
+/// alltoallmem ordered on `stream` (`nelems`-byte blocks).
+#[no_mangle]
+pub extern "C" fn ishmemx_alltoallmem_on_stream(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    coll_on_stream("ishmemx_alltoallmem_on_stream", mem_coll(COLL_ALLTOALL, team, dest, source, nelems, 0), stream)
 }
 
 // ----- the CUDA device library's registration ----------------------------

@@ -15225,6 +15225,5880 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_get_on_queue(
     }
 }
 
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_broadcast_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            0,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_collect_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_collect_on_stream", 2, team, dest, source, nelems, 0, 0, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_fcollect_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_fcollect_on_stream", 3, team, dest, source, nelems, 0, 0, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_alltoall_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_alltoall_on_stream", 4, team, dest, source, nelems, 0, 0, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_broadcast_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            1,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_collect_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>("ishmemx_double_collect_on_stream", 2, team, dest, source, nelems, 0, 1, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_fcollect_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>("ishmemx_double_fcollect_on_stream", 3, team, dest, source, nelems, 0, 1, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_alltoall_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>("ishmemx_double_alltoall_on_stream", 4, team, dest, source, nelems, 0, 1, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_broadcast_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_collect_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>("ishmemx_char_collect_on_stream", 2, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_fcollect_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>("ishmemx_char_fcollect_on_stream", 3, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_alltoall_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>("ishmemx_char_alltoall_on_stream", 4, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_broadcast_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_collect_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>("ishmemx_schar_collect_on_stream", 2, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_fcollect_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_alltoall_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_broadcast_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            4,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_collect_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>("ishmemx_short_collect_on_stream", 2, team, dest, source, nelems, 0, 4, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_fcollect_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            4,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_alltoall_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            4,
+            0,
+            stream,
+        )
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_broadcast_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            6,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_collect_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_collect_on_stream", 2, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_fcollect_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_fcollect_on_stream", 3, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_alltoall_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_alltoall_on_stream", 4, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_broadcast_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_collect_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>("ishmemx_long_collect_on_stream", 2, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_fcollect_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>("ishmemx_long_fcollect_on_stream", 3, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_alltoall_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>("ishmemx_long_alltoall_on_stream", 4, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_broadcast_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_collect_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_collect_on_stream",
+            2,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_fcollect_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_alltoall_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_broadcast_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            3,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_collect_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>("ishmemx_uchar_collect_on_stream", 2, team, dest, source, nelems, 0, 3, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_fcollect_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            3,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_alltoall_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            3,
+            0,
+            stream,
+        )
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_broadcast_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_collect_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_collect_on_stream",
+            2,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_fcollect_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_alltoall_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_broadcast_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            7,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_collect_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>("ishmemx_uint_collect_on_stream", 2, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_fcollect_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>("ishmemx_uint_fcollect_on_stream", 3, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_alltoall_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>("ishmemx_uint_alltoall_on_stream", 4, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_broadcast_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_collect_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>("ishmemx_ulong_collect_on_stream", 2, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_fcollect_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_alltoall_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_broadcast_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_collect_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_collect_on_stream",
+            2,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_fcollect_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_alltoall_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_broadcast_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_collect_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_collect_on_stream", 2, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_fcollect_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_fcollect_on_stream", 3, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_alltoall_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_alltoall_on_stream", 4, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_broadcast_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            4,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_collect_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_collect_on_stream", 2, team, dest, source, nelems, 0, 4, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_fcollect_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_fcollect_on_stream", 3, team, dest, source, nelems, 0, 4, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_alltoall_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_alltoall_on_stream", 4, team, dest, source, nelems, 0, 4, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_broadcast_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            6,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_collect_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_collect_on_stream", 2, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_fcollect_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_fcollect_on_stream", 3, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_alltoall_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_alltoall_on_stream", 4, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_broadcast_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_collect_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_collect_on_stream", 2, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_fcollect_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_fcollect_on_stream", 3, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_alltoall_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_alltoall_on_stream", 4, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_broadcast_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            3,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_collect_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_collect_on_stream", 2, team, dest, source, nelems, 0, 3, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_fcollect_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_fcollect_on_stream", 3, team, dest, source, nelems, 0, 3, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_alltoall_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_alltoall_on_stream", 4, team, dest, source, nelems, 0, 3, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_broadcast_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_collect_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>("ishmemx_uint16_collect_on_stream", 2, team, dest, source, nelems, 0, 5, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_fcollect_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>("ishmemx_uint16_fcollect_on_stream", 3, team, dest, source, nelems, 0, 5, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_alltoall_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>("ishmemx_uint16_alltoall_on_stream", 4, team, dest, source, nelems, 0, 5, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_broadcast_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            7,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_collect_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>("ishmemx_uint32_collect_on_stream", 2, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_fcollect_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>("ishmemx_uint32_fcollect_on_stream", 3, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_alltoall_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>("ishmemx_uint32_alltoall_on_stream", 4, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_broadcast_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_collect_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>("ishmemx_uint64_collect_on_stream", 2, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_fcollect_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>("ishmemx_uint64_fcollect_on_stream", 3, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_alltoall_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>("ishmemx_uint64_alltoall_on_stream", 4, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_broadcast_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_collect_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>("ishmemx_size_collect_on_stream", 2, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_fcollect_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>("ishmemx_size_fcollect_on_stream", 3, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_alltoall_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>("ishmemx_size_alltoall_on_stream", 4, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_broadcast_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize, PE_root: c_int, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_broadcast_on_stream",
+            1,
+            team,
+            dest,
+            source,
+            nelems,
+            PE_root,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// collect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_collect_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>("ishmemx_ptrdiff_collect_on_stream", 2, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// fcollect ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_fcollect_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_fcollect_on_stream",
+            3,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// alltoall ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_alltoall_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_alltoall_on_stream",
+            4,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_max_reduce_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 0, 3, stream)
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_min_reduce_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 0, 4, stream)
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_sum_inscan_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 0, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_sum_exscan_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 0, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_max_reduce_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            1,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_min_reduce_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            1,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_sum_inscan_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>("ishmemx_double_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 1, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_sum_exscan_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>("ishmemx_double_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 1, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_max_reduce_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_min_reduce_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_max_reduce_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_min_reduce_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_max_reduce_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            4,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_min_reduce_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            4,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            4,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            4,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_max_reduce_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 3, stream)
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_min_reduce_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 4, stream)
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_max_reduce_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_min_reduce_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_max_reduce_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_min_reduce_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_max_reduce_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            3,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_min_reduce_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            3,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            3,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            3,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_max_reduce_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_min_reduce_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_max_reduce_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_min_reduce_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            7,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            7,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_max_reduce_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_min_reduce_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_max_reduce_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_min_reduce_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_sum_inscan_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_sum_exscan_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_max_reduce_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 3, stream)
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_min_reduce_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 4, stream)
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_sum_inscan_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_sum_exscan_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 2, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_max_reduce_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 3, stream)
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_min_reduce_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 4, stream)
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_sum_inscan_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 4, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_sum_exscan_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 4, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_max_reduce_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 3, stream)
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_min_reduce_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 4, stream)
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_sum_inscan_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_sum_exscan_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 6, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_max_reduce_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 3, stream)
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_min_reduce_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 4, stream)
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_sum_inscan_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_sum_exscan_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 8, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_max_reduce_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 3, stream)
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_min_reduce_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 4, stream)
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_sum_inscan_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 3, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_sum_exscan_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 3, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_max_reduce_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_min_reduce_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_sum_inscan_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>("ishmemx_uint16_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 5, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_sum_exscan_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>("ishmemx_uint16_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 5, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_max_reduce_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_min_reduce_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_sum_inscan_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>("ishmemx_uint32_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_sum_exscan_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>("ishmemx_uint32_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 7, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_max_reduce_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_min_reduce_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_sum_inscan_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>("ishmemx_uint64_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_sum_exscan_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>("ishmemx_uint64_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_max_reduce_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_min_reduce_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_sum_inscan_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>("ishmemx_size_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_sum_exscan_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>("ishmemx_size_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 9, 0, stream)
+    }
+}
+
+/// max_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_max_reduce_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_max_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            3,
+            stream,
+        )
+    }
+}
+
+/// min_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_min_reduce_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_min_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            4,
+            stream,
+        )
+    }
+}
+
+/// sum_inscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_sum_inscan_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_sum_inscan_on_stream",
+            6,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_exscan ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_sum_exscan_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_sum_exscan_on_stream",
+            7,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            8,
+            0,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_sum_reduce_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>("ishmemx_float_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 0, 5, stream)
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_prod_reduce_on_stream(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            0,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_sum_reduce_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            1,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_prod_reduce_on_stream(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            1,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            4,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            4,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>("ishmemx_int_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 5, stream)
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            6,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_longlong>(
+            "ishmemx_longlong_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            3,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            3,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_sum_reduce_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_prod_reduce_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_sum_reduce_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 5, stream)
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_prod_reduce_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_prod_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 6, stream)
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_sum_reduce_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 5, stream)
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_prod_reduce_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            4,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_sum_reduce_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 5, stream)
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_prod_reduce_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            6,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_sum_reduce_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 5, stream)
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_prod_reduce_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_sum_reduce_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 5, stream)
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_prod_reduce_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_prod_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 6, stream)
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_sum_reduce_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_prod_reduce_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_sum_reduce_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_prod_reduce_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_sum_reduce_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_prod_reduce_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_sum_reduce_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_prod_reduce_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            6,
+            stream,
+        )
+    }
+}
+
+/// sum_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_sum_reduce_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_sum_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            5,
+            stream,
+        )
+    }
+}
+
+/// prod_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_prod_reduce_on_stream(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_prod_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            8,
+            6,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_and_reduce_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_or_reduce_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_or_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            1,
+            stream,
+        )
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_xor_reduce_on_stream(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            2,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_and_reduce_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            3,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_or_reduce_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_or_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            3,
+            1,
+            stream,
+        )
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_xor_reduce_on_stream(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            3,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_and_reduce_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_or_reduce_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_or_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            1,
+            stream,
+        )
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_xor_reduce_on_stream(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ushort>(
+            "ishmemx_ushort_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_and_reduce_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_or_reduce_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_or_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            1,
+            stream,
+        )
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_xor_reduce_on_stream(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_and_reduce_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_or_reduce_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_or_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            1,
+            stream,
+        )
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_xor_reduce_on_stream(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_and_reduce_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_or_reduce_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_or_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            1,
+            stream,
+        )
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_xor_reduce_on_stream(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<c_ulonglong>(
+            "ishmemx_ulonglong_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_and_reduce_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 0, stream)
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_or_reduce_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_xor_reduce_on_stream(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i8>("ishmemx_int8_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 2, stream)
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_and_reduce_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 0, stream)
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_or_reduce_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_xor_reduce_on_stream(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i16>("ishmemx_int16_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 2, stream)
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_and_reduce_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 0, stream)
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_or_reduce_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_xor_reduce_on_stream(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i32>("ishmemx_int32_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 2, stream)
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_and_reduce_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 0, stream)
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_or_reduce_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_xor_reduce_on_stream(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<i64>("ishmemx_int64_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 2, stream)
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_and_reduce_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 0, stream)
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_or_reduce_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_xor_reduce_on_stream(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u8>("ishmemx_uint8_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 2, stream)
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_and_reduce_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_or_reduce_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>("ishmemx_uint16_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 5, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_xor_reduce_on_stream(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            5,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_and_reduce_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_or_reduce_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>("ishmemx_uint32_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 7, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_xor_reduce_on_stream(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            7,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_and_reduce_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_or_reduce_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>("ishmemx_uint64_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 9, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_xor_reduce_on_stream(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            2,
+            stream,
+        )
+    }
+}
+
+/// and_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_and_reduce_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_and_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            0,
+            stream,
+        )
+    }
+}
+
+/// or_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_or_reduce_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>("ishmemx_size_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 9, 1, stream)
+    }
+}
+
+/// xor_reduce ordered on the CUDA stream.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_xor_reduce_on_stream(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize, stream: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_xor_reduce_on_stream",
+            5,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            9,
+            2,
+            stream,
+        )
+    }
+}
+
 /// Put of 8-bit elements.
 ///
 /// # Safety

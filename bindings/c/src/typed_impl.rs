@@ -30,6 +30,33 @@ pub unsafe fn rma_on_queue<T>(
     }
 }
 
+/// A typed collective launched on a CUDA stream: `kind` is the runtime's
+/// `device::COLL_*`, `dtype` the element kind and `rop` the reduction
+/// operator (`ishmemx_cuda_queue_op_t`'s numbering).
+///
+/// # Safety
+/// `dest` and `source` are symmetric addresses valid for the counts given
+/// (the runtime checks their extents in the heap before launching).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn coll_on_stream<T>(
+    call: &'static str, kind: u32, team: c_int, dest: *mut T, source: *const T, nelems: usize, root: c_int, dtype: u32,
+    rop: u32, stream: *mut std::ffi::c_void,
+) -> c_int {
+    let c = ishmem_runtime::device::QueueColl {
+        kind,
+        team,
+        dest: dest.cast(),
+        source: source.cast(),
+        nelems,
+        elem: std::mem::size_of::<T>(),
+        root,
+        dtype,
+        rop,
+    };
+    crate::plain::coll_on_stream(call, c, stream)
+}
+
 #[inline(always)]
 pub unsafe fn put<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
     // SAFETY: the caller upholds this function's `# Safety` contract, which

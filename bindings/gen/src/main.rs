@@ -202,6 +202,89 @@ const ONQ_OPS: &[Op] = &[
     ),
 ];
 
+const SCOLL: &[(&str, K)] =
+    &[("team", K::Team), ("dest", K::Ptr), ("source", K::CPtr), ("nelems", K::Size), ("stream", K::Handle)];
+const SBCAST: &[(&str, K)] = &[
+    ("team", K::Team),
+    ("dest", K::Ptr),
+    ("source", K::CPtr),
+    ("nelems", K::Size),
+    ("PE_root", K::Int),
+    ("stream", K::Handle),
+];
+const SRED: &[(&str, K)] =
+    &[("team", K::Team), ("dest", K::Ptr), ("source", K::CPtr), ("nreduce", K::Size), ("stream", K::Handle)];
+
+/// The element kind of a typed stream-ordered reduction or scan, as the
+/// CUDA device library's generic stream reduction reads it
+/// (`ishmemi_stream_reduce` in `device-lib/cuda/ishmem_device.cu`): 0 float,
+/// 1 double, then signed and unsigned integers of 1, 2, 4 and 8 bytes (2..9).
+fn elem_kind(tname: &str) -> Option<u32> {
+    Some(match tname {
+        "float" => 0,
+        "double" => 1,
+        "char" | "schar" | "int8" => 2,
+        "uchar" | "uint8" => 3,
+        "short" | "int16" => 4,
+        "ushort" | "uint16" => 5,
+        "int" | "int32" => 6,
+        "uint" | "uint32" => 7,
+        "long" | "longlong" | "int64" | "ptrdiff" => 8,
+        "ulong" | "ulonglong" | "uint64" | "size" => 9,
+        _ => return None,
+    })
+}
+
+/// Stream-ordered collectives (the cuda device; Intel SHMEM's names only):
+/// `{I}` is the element kind ([`elem_kind`]); the numbers around it are the
+/// runtime's `device::COLL_*` and the reduction operators (below).
+macro_rules! on_stream {
+    ($name:literal, $params:expr, $kind:literal, $root:literal, $n:literal, $rop:literal, $doc:literal) => {
+        op(
+            concat!("{X}_{T}_", $name, "_on_stream"),
+            $params,
+            Some(K::Int),
+            concat!(
+                "ti::coll_on_stream::<{R}>(\"{n}\", ",
+                $kind,
+                ", team, dest, source, ",
+                $n,
+                ", ",
+                $root,
+                ", {I}, ",
+                $rop,
+                ", stream)"
+            ),
+            $doc,
+            Some("dest"),
+        )
+    };
+}
+const STREAM_COLL_OPS: &[Op] = &[
+    on_stream!("broadcast", SBCAST, "1", "PE_root", "nelems", "0",
+        "broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team."),
+    on_stream!("collect", SCOLL, "2", "0", "nelems", "0", "collect ordered on the CUDA stream."),
+    on_stream!("fcollect", SCOLL, "3", "0", "nelems", "0", "fcollect ordered on the CUDA stream."),
+    on_stream!("alltoall", SCOLL, "4", "0", "nelems", "0", "alltoall ordered on the CUDA stream."),
+];
+/// The reduction operators' numbers (the device library's
+/// `ishmemi_stream_rop`): and 0, or 1, xor 2, max 3, min 4, sum 5, prod 6.
+const STREAM_MINMAX_OPS: &[Op] = &[
+    on_stream!("max_reduce", SRED, "5", "0", "nreduce", "3", "max_reduce ordered on the CUDA stream."),
+    on_stream!("min_reduce", SRED, "5", "0", "nreduce", "4", "min_reduce ordered on the CUDA stream."),
+    on_stream!("sum_inscan", SCOLL, "6", "0", "nelems", "0", "sum_inscan ordered on the CUDA stream."),
+    on_stream!("sum_exscan", SCOLL, "7", "0", "nelems", "0", "sum_exscan ordered on the CUDA stream."),
+];
+const STREAM_SUMPROD_OPS: &[Op] = &[
+    on_stream!("sum_reduce", SRED, "5", "0", "nreduce", "5", "sum_reduce ordered on the CUDA stream."),
+    on_stream!("prod_reduce", SRED, "5", "0", "nreduce", "6", "prod_reduce ordered on the CUDA stream."),
+];
+const STREAM_REDBIT_OPS: &[Op] = &[
+    on_stream!("and_reduce", SRED, "5", "0", "nreduce", "0", "and_reduce ordered on the CUDA stream."),
+    on_stream!("or_reduce", SRED, "5", "0", "nreduce", "1", "or_reduce ordered on the CUDA stream."),
+    on_stream!("xor_reduce", SRED, "5", "0", "nreduce", "2", "xor_reduce ordered on the CUDA stream."),
+];
+
 /// Sized RMA (`{B}` bits, void pointers).
 const SIZED_OPS: &[Op] = &[
     op("{P}_put{B}", CONTIG, None, PUT, "Put of {B}-bit elements.", None),
@@ -924,12 +1007,20 @@ const TYPED_GROUPS: &[(&[Op], u32, bool)] = &[
     (DEPWAIT_OPS, types::DEPWAIT, true),
     (DEPSYNC_OPS, types::DEPSYNC, true),
     (ONQ_OPS, types::RMAT, false),
+    (STREAM_COLL_OPS, types::RMAT, false),
+    (STREAM_MINMAX_OPS, types::MINMAX, false),
+    (STREAM_SUMPROD_OPS, types::SUMPROD, false),
+    (STREAM_REDBIT_OPS, types::REDBIT, false),
 ];
+
+/// The device-queue groups (`*_on_queue`, `*_on_stream`): Intel SHMEM's
+/// names only.
+const QUEUE_GROUPS: &[&[Op]] = &[ONQ_OPS, STREAM_COLL_OPS, STREAM_MINMAX_OPS, STREAM_SUMPROD_OPS, STREAM_REDBIT_OPS];
 
 /// Whether a typed group is generated for family `f` (deprecated names and
 /// the on_queue forms only where the family has them).
 fn group_in(f: &Family, ops: &[Op], deprecated: bool) -> bool {
-    (!deprecated || f.deprecated) && (f.on_queue || !std::ptr::eq(ops, ONQ_OPS))
+    (!deprecated || f.deprecated) && (f.on_queue || !QUEUE_GROUPS.iter().any(|g| std::ptr::eq(ops, *g)))
 }
 
 /// The types of a group in family `f`.
@@ -1066,7 +1157,8 @@ fn rust_fn(r: &Routine, export: &str) -> String {
     let params: Vec<String> =
         params_of(r).iter().map(|(n, k)| format!("{n}: {}", rust_kind(*k, r.rust_elem, void))).collect();
     let ret = r.op.ret.map(|k| format!(" -> {}", rust_kind(k, r.rust_elem, void))).unwrap_or_default();
-    let mut body = r.op.body.replace("{n}", &r.name).replace("{R}", r.rust_elem);
+    let kind = elem_kind(r.tname).map_or(String::new(), |k| k.to_string());
+    let mut body = r.op.body.replace("{n}", &r.name).replace("{R}", r.rust_elem).replace("{I}", &kind);
     if r.ctx {
         // Context forms address PEs of the context's team.
         let at = body.rfind("pe)").expect("point-to-point bodies end with pe)");

@@ -124,6 +124,12 @@ impl Device for CpuDevice {
             QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => {
                 ("ishmemi_signal_wait_until_kernel", vec![Svm(sig_addr.cast()), I32(cmp), U64(cmp_value)])
             }
+            QueueOp::Coll(_) => {
+                return Err(DeviceError::Runtime(format!(
+                    "collectives on a device queue are built for the cuda device only (this PE's device is {})",
+                    self.name()
+                )))
+            }
         };
         d.enqueue(queue, kernel, &args, deps, self.attached()?.state as *const c_void).map_err(DeviceError::Runtime)
     }

@@ -100,6 +100,37 @@ pub enum QueueOp {
         cmp_value: u64,
     },
     SyncAll,
+    /// A collective of the device's group form (CUDA: one block of the
+    /// device library), launched on the queue.
+    Coll(QueueColl),
+}
+
+/// What [`QueueColl::kind`] runs (the CUDA device library's numbering,
+/// `ISHMEMX_CUDA_COLL_*`).
+pub const COLL_TEAM_SYNC: u32 = 0;
+pub const COLL_BROADCAST: u32 = 1;
+pub const COLL_COLLECT: u32 = 2;
+pub const COLL_FCOLLECT: u32 = 3;
+pub const COLL_ALLTOALL: u32 = 4;
+pub const COLL_REDUCE: u32 = 5;
+pub const COLL_INSCAN: u32 = 6;
+pub const COLL_EXSCAN: u32 = 7;
+
+/// A stream-ordered collective: `nelems` elements of `elem` bytes (per
+/// member for collect, fcollect and alltoall); `dtype` and `rop` are a
+/// reduction's or scan's element kind and operator (the CUDA device
+/// library's numbering, `ishmemx_cuda_queue_op_t`).
+#[derive(Clone, Copy, Debug)]
+pub struct QueueColl {
+    pub kind: u32,
+    pub team: i32,
+    pub dest: *mut c_void,
+    pub source: *const c_void,
+    pub nelems: usize,
+    pub elem: usize,
+    pub root: i32,
+    pub dtype: u32,
+    pub rop: u32,
 }
 
 /// Performs device requests for the ring server: the running PE's host

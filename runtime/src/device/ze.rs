@@ -1005,6 +1005,12 @@ impl Device for ZeDevice {
                     (cmp_value.to_ne_bytes().to_vec(), 8),
                 ],
             ),
+            QueueOp::Coll(_) => {
+                return Err(DeviceError::Runtime(format!(
+                    "collectives on a device queue are built for the cuda device only (this PE's device is {})",
+                    self.name()
+                )))
+            }
         };
         let ev = self.event().map_err(DeviceError::Runtime)?;
         let l = self.l;

@@ -72,6 +72,11 @@ _Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
 #define ISHMEMX_CUDA_OP_SYNC_ALL 6
 
 /**
+ * A collective ([`ishmemx_cuda_queue_op_t::coll`] says which).
+ */
+#define ISHMEMX_CUDA_OP_COLL 7
+
+/**
  * Version of [`ishmemx_cuda_device_library_t`] and of the device state
  * protocol the library speaks.
  */
@@ -320,6 +325,20 @@ typedef struct {
    * The signal value (put_signal) or the compared value (signal wait).
    */
   uint64_t value;
+  /**
+   * Collectives: the team handle, the root (broadcast), which collective
+   * (the runtime's `device::COLL_*`), the element kind and reduction
+   * operator of a reduction or scan (0 float, 1 double, 2..9 signed and
+   * unsigned integers of 1, 2, 4, 8 bytes; and, or, xor, max, min, sum,
+   * prod as 0..6), and the element size; `nbytes` is the element count
+   * (per member for collect, fcollect and alltoall).
+   */
+  int32_t team;
+  int32_t root;
+  uint32_t coll;
+  uint32_t dtype;
+  uint32_t rop;
+  uint32_t elem;
 } ishmemx_cuda_queue_op_t;
 
 /**
@@ -854,6 +873,51 @@ void ishmemx_barrier_all_on_stream(void *stream);
  * sync_all ordered on `stream`.
  */
 void ishmemx_sync_all_on_stream(void *stream);
+
+/**
+ * team_sync of `team` ordered on the CUDA `stream`: every member's stream
+ * reaches it before any goes on. 0, or non-zero for an invalid team.
+ */
+int ishmemx_team_sync_on_stream(int team, void *stream);
+
+/**
+ * broadcastmem ordered on `stream`: `nelems` bytes of `source` on team
+ * PE `PE_root` to `dest` on every member, complete on this PE when the
+ * stream's later work starts. 0, or non-zero for an invalid team.
+ */
+int ishmemx_broadcastmem_on_stream(int team,
+                                   void *dest,
+                                   const void *source,
+                                   uintptr_t nelems,
+                                   int PE_root,
+                                   void *stream);
+
+/**
+ * collectmem ordered on `stream` (`nelems` bytes from this member).
+ */
+int ishmemx_collectmem_on_stream(int team,
+                                 void *dest,
+                                 const void *source,
+                                 uintptr_t nelems,
+                                 void *stream);
+
+/**
+ * fcollectmem ordered on `stream` (`nelems` bytes from every member).
+ */
+int ishmemx_fcollectmem_on_stream(int team,
+                                  void *dest,
+                                  const void *source,
+                                  uintptr_t nelems,
+                                  void *stream);
+
+/**
+ * alltoallmem ordered on `stream` (`nelems`-byte blocks).
+ */
+int ishmemx_alltoallmem_on_stream(int team,
+                                  void *dest,
+                                  const void *source,
+                                  uintptr_t nelems,
+                                  void *stream);
 
 /**
  * Called by the CUDA device library (`libishmem_device.a`) from a

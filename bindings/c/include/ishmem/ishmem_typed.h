@@ -2088,6 +2088,556 @@ void *ishmemx_size_get_on_queue(size_t *dest, const size_t *source, size_t nelem
 void *ishmemx_ptrdiff_put_on_queue(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
 /** Enqueues a get of nelems elements on the device queue after deps; returns its event. */
 void *ishmemx_ptrdiff_get_on_queue(ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_float_broadcast_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_float_collect_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_float_fcollect_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_float_alltoall_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_double_broadcast_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_double_collect_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_double_fcollect_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_double_alltoall_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_char_broadcast_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_char_collect_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_char_fcollect_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_char_alltoall_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_schar_broadcast_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_schar_collect_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_schar_fcollect_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_schar_alltoall_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_short_broadcast_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_short_collect_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_short_fcollect_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_short_alltoall_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_int_broadcast_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_int_collect_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_int_fcollect_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_int_alltoall_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_long_broadcast_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_long_collect_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_long_fcollect_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_long_alltoall_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_longlong_broadcast_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_longlong_collect_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_longlong_fcollect_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_longlong_alltoall_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_uchar_broadcast_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_uchar_collect_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_uchar_fcollect_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_uchar_alltoall_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_ushort_broadcast_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_ushort_collect_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_ushort_fcollect_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_ushort_alltoall_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_uint_broadcast_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_uint_collect_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_uint_fcollect_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_uint_alltoall_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_ulong_broadcast_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_ulong_collect_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_ulong_fcollect_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_ulong_alltoall_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_ulonglong_broadcast_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_ulonglong_collect_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_ulonglong_fcollect_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_ulonglong_alltoall_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_int8_broadcast_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_int8_collect_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_int8_fcollect_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_int8_alltoall_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_int16_broadcast_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_int16_collect_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_int16_fcollect_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_int16_alltoall_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_int32_broadcast_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_int32_collect_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_int32_fcollect_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_int32_alltoall_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_int64_broadcast_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_int64_collect_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_int64_fcollect_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_int64_alltoall_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_uint8_broadcast_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_uint8_collect_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_uint8_fcollect_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_uint8_alltoall_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_uint16_broadcast_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_uint16_collect_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_uint16_fcollect_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_uint16_alltoall_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_uint32_broadcast_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_uint32_collect_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_uint32_fcollect_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_uint32_alltoall_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_uint64_broadcast_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_uint64_collect_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_uint64_fcollect_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_uint64_alltoall_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_size_broadcast_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_size_collect_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_size_fcollect_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_size_alltoall_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, void *stream);
+/** broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team. */
+int ishmemx_ptrdiff_broadcast_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, int PE_root, void *stream);
+/** collect ordered on the CUDA stream. */
+int ishmemx_ptrdiff_collect_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, void *stream);
+/** fcollect ordered on the CUDA stream. */
+int ishmemx_ptrdiff_fcollect_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, void *stream);
+/** alltoall ordered on the CUDA stream. */
+int ishmemx_ptrdiff_alltoall_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_float_max_reduce_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_float_min_reduce_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_float_sum_inscan_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_float_sum_exscan_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_double_max_reduce_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_double_min_reduce_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_double_sum_inscan_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_double_sum_exscan_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_char_max_reduce_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_char_min_reduce_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_char_sum_inscan_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_char_sum_exscan_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_schar_max_reduce_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_schar_min_reduce_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_schar_sum_inscan_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_schar_sum_exscan_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_short_max_reduce_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_short_min_reduce_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_short_sum_inscan_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_short_sum_exscan_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_int_max_reduce_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_int_min_reduce_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_int_sum_inscan_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_int_sum_exscan_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_long_max_reduce_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_long_min_reduce_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_long_sum_inscan_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_long_sum_exscan_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_longlong_max_reduce_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_longlong_min_reduce_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_longlong_sum_inscan_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_longlong_sum_exscan_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_uchar_max_reduce_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_uchar_min_reduce_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_uchar_sum_inscan_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_uchar_sum_exscan_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_ushort_max_reduce_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_ushort_min_reduce_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_ushort_sum_inscan_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_ushort_sum_exscan_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_uint_max_reduce_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_uint_min_reduce_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_uint_sum_inscan_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_uint_sum_exscan_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_ulong_max_reduce_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_ulong_min_reduce_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_ulong_sum_inscan_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_ulong_sum_exscan_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_ulonglong_max_reduce_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_ulonglong_min_reduce_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_ulonglong_sum_inscan_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_ulonglong_sum_exscan_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_int8_max_reduce_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_int8_min_reduce_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_int8_sum_inscan_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_int8_sum_exscan_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_int16_max_reduce_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_int16_min_reduce_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_int16_sum_inscan_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_int16_sum_exscan_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_int32_max_reduce_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_int32_min_reduce_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_int32_sum_inscan_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_int32_sum_exscan_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_int64_max_reduce_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_int64_min_reduce_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_int64_sum_inscan_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_int64_sum_exscan_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_uint8_max_reduce_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_uint8_min_reduce_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_uint8_sum_inscan_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_uint8_sum_exscan_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_uint16_max_reduce_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_uint16_min_reduce_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_uint16_sum_inscan_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_uint16_sum_exscan_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_uint32_max_reduce_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_uint32_min_reduce_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_uint32_sum_inscan_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_uint32_sum_exscan_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_uint64_max_reduce_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_uint64_min_reduce_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_uint64_sum_inscan_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_uint64_sum_exscan_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_size_max_reduce_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_size_min_reduce_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_size_sum_inscan_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_size_sum_exscan_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nelems, void *stream);
+/** max_reduce ordered on the CUDA stream. */
+int ishmemx_ptrdiff_max_reduce_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce, void *stream);
+/** min_reduce ordered on the CUDA stream. */
+int ishmemx_ptrdiff_min_reduce_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce, void *stream);
+/** sum_inscan ordered on the CUDA stream. */
+int ishmemx_ptrdiff_sum_inscan_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, void *stream);
+/** sum_exscan ordered on the CUDA stream. */
+int ishmemx_ptrdiff_sum_exscan_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nelems, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_float_sum_reduce_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_float_prod_reduce_on_stream(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_double_sum_reduce_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_double_prod_reduce_on_stream(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_char_sum_reduce_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_char_prod_reduce_on_stream(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_schar_sum_reduce_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_schar_prod_reduce_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_short_sum_reduce_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_short_prod_reduce_on_stream(ishmem_team_t team, short *dest, const short *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_int_sum_reduce_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_int_prod_reduce_on_stream(ishmem_team_t team, int *dest, const int *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_long_sum_reduce_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_long_prod_reduce_on_stream(ishmem_team_t team, long *dest, const long *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_longlong_sum_reduce_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_longlong_prod_reduce_on_stream(ishmem_team_t team, long long *dest, const long long *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_uchar_sum_reduce_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_uchar_prod_reduce_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_ushort_sum_reduce_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_ushort_prod_reduce_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_uint_sum_reduce_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_uint_prod_reduce_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_ulong_sum_reduce_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_ulong_prod_reduce_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_ulonglong_sum_reduce_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_ulonglong_prod_reduce_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_int8_sum_reduce_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_int8_prod_reduce_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_int16_sum_reduce_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_int16_prod_reduce_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_int32_sum_reduce_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_int32_prod_reduce_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_int64_sum_reduce_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_int64_prod_reduce_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_uint8_sum_reduce_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_uint8_prod_reduce_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_uint16_sum_reduce_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_uint16_prod_reduce_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_uint32_sum_reduce_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_uint32_prod_reduce_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_uint64_sum_reduce_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_uint64_prod_reduce_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_size_sum_reduce_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_size_prod_reduce_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce, void *stream);
+/** sum_reduce ordered on the CUDA stream. */
+int ishmemx_ptrdiff_sum_reduce_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce, void *stream);
+/** prod_reduce ordered on the CUDA stream. */
+int ishmemx_ptrdiff_prod_reduce_on_stream(ishmem_team_t team, ptrdiff_t *dest, const ptrdiff_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_schar_and_reduce_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_schar_or_reduce_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_schar_xor_reduce_on_stream(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_uchar_and_reduce_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_uchar_or_reduce_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_uchar_xor_reduce_on_stream(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_ushort_and_reduce_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_ushort_or_reduce_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_ushort_xor_reduce_on_stream(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_uint_and_reduce_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_uint_or_reduce_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_uint_xor_reduce_on_stream(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_ulong_and_reduce_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_ulong_or_reduce_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_ulong_xor_reduce_on_stream(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_ulonglong_and_reduce_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_ulonglong_or_reduce_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_ulonglong_xor_reduce_on_stream(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_int8_and_reduce_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_int8_or_reduce_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_int8_xor_reduce_on_stream(ishmem_team_t team, int8_t *dest, const int8_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_int16_and_reduce_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_int16_or_reduce_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_int16_xor_reduce_on_stream(ishmem_team_t team, int16_t *dest, const int16_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_int32_and_reduce_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_int32_or_reduce_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_int32_xor_reduce_on_stream(ishmem_team_t team, int32_t *dest, const int32_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_int64_and_reduce_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_int64_or_reduce_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_int64_xor_reduce_on_stream(ishmem_team_t team, int64_t *dest, const int64_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_uint8_and_reduce_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_uint8_or_reduce_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_uint8_xor_reduce_on_stream(ishmem_team_t team, uint8_t *dest, const uint8_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_uint16_and_reduce_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_uint16_or_reduce_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_uint16_xor_reduce_on_stream(ishmem_team_t team, uint16_t *dest, const uint16_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_uint32_and_reduce_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_uint32_or_reduce_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_uint32_xor_reduce_on_stream(ishmem_team_t team, uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_uint64_and_reduce_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_uint64_or_reduce_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_uint64_xor_reduce_on_stream(ishmem_team_t team, uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream);
+/** and_reduce ordered on the CUDA stream. */
+int ishmemx_size_and_reduce_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce, void *stream);
+/** or_reduce ordered on the CUDA stream. */
+int ishmemx_size_or_reduce_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce, void *stream);
+/** xor_reduce ordered on the CUDA stream. */
+int ishmemx_size_xor_reduce_on_stream(ishmem_team_t team, size_t *dest, const size_t *source, size_t nreduce, void *stream);
 /** Put of 8-bit elements. */
 ISHMEMI_HOSTDEV void ishmem_put8(void *dest, const void *source, size_t nelems, int pe);
 /** Get of 8-bit elements. */
@@ -2999,6 +3549,202 @@ int ishmem_alltoallsmem(ishmem_team_t team, void *dest, const void *source, ptrd
         unsigned long: ishmemx_ulong_get_on_queue, \
         unsigned long long: ishmemx_ulonglong_get_on_queue \
     )(dest, source, nelems, pe, queue, num_deps, deps)
+#define ishmemx_broadcast_on_stream(team, dest, source, nelems, PE_root, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_broadcast_on_stream, \
+        double: ishmemx_double_broadcast_on_stream, \
+        char: ishmemx_char_broadcast_on_stream, \
+        signed char: ishmemx_schar_broadcast_on_stream, \
+        short: ishmemx_short_broadcast_on_stream, \
+        int: ishmemx_int_broadcast_on_stream, \
+        long: ishmemx_long_broadcast_on_stream, \
+        long long: ishmemx_longlong_broadcast_on_stream, \
+        unsigned char: ishmemx_uchar_broadcast_on_stream, \
+        unsigned short: ishmemx_ushort_broadcast_on_stream, \
+        unsigned int: ishmemx_uint_broadcast_on_stream, \
+        unsigned long: ishmemx_ulong_broadcast_on_stream, \
+        unsigned long long: ishmemx_ulonglong_broadcast_on_stream \
+    )(team, dest, source, nelems, PE_root, stream)
+#define ishmemx_collect_on_stream(team, dest, source, nelems, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_collect_on_stream, \
+        double: ishmemx_double_collect_on_stream, \
+        char: ishmemx_char_collect_on_stream, \
+        signed char: ishmemx_schar_collect_on_stream, \
+        short: ishmemx_short_collect_on_stream, \
+        int: ishmemx_int_collect_on_stream, \
+        long: ishmemx_long_collect_on_stream, \
+        long long: ishmemx_longlong_collect_on_stream, \
+        unsigned char: ishmemx_uchar_collect_on_stream, \
+        unsigned short: ishmemx_ushort_collect_on_stream, \
+        unsigned int: ishmemx_uint_collect_on_stream, \
+        unsigned long: ishmemx_ulong_collect_on_stream, \
+        unsigned long long: ishmemx_ulonglong_collect_on_stream \
+    )(team, dest, source, nelems, stream)
+#define ishmemx_fcollect_on_stream(team, dest, source, nelems, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_fcollect_on_stream, \
+        double: ishmemx_double_fcollect_on_stream, \
+        char: ishmemx_char_fcollect_on_stream, \
+        signed char: ishmemx_schar_fcollect_on_stream, \
+        short: ishmemx_short_fcollect_on_stream, \
+        int: ishmemx_int_fcollect_on_stream, \
+        long: ishmemx_long_fcollect_on_stream, \
+        long long: ishmemx_longlong_fcollect_on_stream, \
+        unsigned char: ishmemx_uchar_fcollect_on_stream, \
+        unsigned short: ishmemx_ushort_fcollect_on_stream, \
+        unsigned int: ishmemx_uint_fcollect_on_stream, \
+        unsigned long: ishmemx_ulong_fcollect_on_stream, \
+        unsigned long long: ishmemx_ulonglong_fcollect_on_stream \
+    )(team, dest, source, nelems, stream)
+#define ishmemx_alltoall_on_stream(team, dest, source, nelems, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_alltoall_on_stream, \
+        double: ishmemx_double_alltoall_on_stream, \
+        char: ishmemx_char_alltoall_on_stream, \
+        signed char: ishmemx_schar_alltoall_on_stream, \
+        short: ishmemx_short_alltoall_on_stream, \
+        int: ishmemx_int_alltoall_on_stream, \
+        long: ishmemx_long_alltoall_on_stream, \
+        long long: ishmemx_longlong_alltoall_on_stream, \
+        unsigned char: ishmemx_uchar_alltoall_on_stream, \
+        unsigned short: ishmemx_ushort_alltoall_on_stream, \
+        unsigned int: ishmemx_uint_alltoall_on_stream, \
+        unsigned long: ishmemx_ulong_alltoall_on_stream, \
+        unsigned long long: ishmemx_ulonglong_alltoall_on_stream \
+    )(team, dest, source, nelems, stream)
+#define ishmemx_max_reduce_on_stream(team, dest, source, nreduce, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_max_reduce_on_stream, \
+        double: ishmemx_double_max_reduce_on_stream, \
+        char: ishmemx_char_max_reduce_on_stream, \
+        signed char: ishmemx_schar_max_reduce_on_stream, \
+        short: ishmemx_short_max_reduce_on_stream, \
+        int: ishmemx_int_max_reduce_on_stream, \
+        long: ishmemx_long_max_reduce_on_stream, \
+        long long: ishmemx_longlong_max_reduce_on_stream, \
+        unsigned char: ishmemx_uchar_max_reduce_on_stream, \
+        unsigned short: ishmemx_ushort_max_reduce_on_stream, \
+        unsigned int: ishmemx_uint_max_reduce_on_stream, \
+        unsigned long: ishmemx_ulong_max_reduce_on_stream, \
+        unsigned long long: ishmemx_ulonglong_max_reduce_on_stream \
+    )(team, dest, source, nreduce, stream)
+#define ishmemx_min_reduce_on_stream(team, dest, source, nreduce, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_min_reduce_on_stream, \
+        double: ishmemx_double_min_reduce_on_stream, \
+        char: ishmemx_char_min_reduce_on_stream, \
+        signed char: ishmemx_schar_min_reduce_on_stream, \
+        short: ishmemx_short_min_reduce_on_stream, \
+        int: ishmemx_int_min_reduce_on_stream, \
+        long: ishmemx_long_min_reduce_on_stream, \
+        long long: ishmemx_longlong_min_reduce_on_stream, \
+        unsigned char: ishmemx_uchar_min_reduce_on_stream, \
+        unsigned short: ishmemx_ushort_min_reduce_on_stream, \
+        unsigned int: ishmemx_uint_min_reduce_on_stream, \
+        unsigned long: ishmemx_ulong_min_reduce_on_stream, \
+        unsigned long long: ishmemx_ulonglong_min_reduce_on_stream \
+    )(team, dest, source, nreduce, stream)
+#define ishmemx_sum_inscan_on_stream(team, dest, source, nelems, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_sum_inscan_on_stream, \
+        double: ishmemx_double_sum_inscan_on_stream, \
+        char: ishmemx_char_sum_inscan_on_stream, \
+        signed char: ishmemx_schar_sum_inscan_on_stream, \
+        short: ishmemx_short_sum_inscan_on_stream, \
+        int: ishmemx_int_sum_inscan_on_stream, \
+        long: ishmemx_long_sum_inscan_on_stream, \
+        long long: ishmemx_longlong_sum_inscan_on_stream, \
+        unsigned char: ishmemx_uchar_sum_inscan_on_stream, \
+        unsigned short: ishmemx_ushort_sum_inscan_on_stream, \
+        unsigned int: ishmemx_uint_sum_inscan_on_stream, \
+        unsigned long: ishmemx_ulong_sum_inscan_on_stream, \
+        unsigned long long: ishmemx_ulonglong_sum_inscan_on_stream \
+    )(team, dest, source, nelems, stream)
+#define ishmemx_sum_exscan_on_stream(team, dest, source, nelems, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_sum_exscan_on_stream, \
+        double: ishmemx_double_sum_exscan_on_stream, \
+        char: ishmemx_char_sum_exscan_on_stream, \
+        signed char: ishmemx_schar_sum_exscan_on_stream, \
+        short: ishmemx_short_sum_exscan_on_stream, \
+        int: ishmemx_int_sum_exscan_on_stream, \
+        long: ishmemx_long_sum_exscan_on_stream, \
+        long long: ishmemx_longlong_sum_exscan_on_stream, \
+        unsigned char: ishmemx_uchar_sum_exscan_on_stream, \
+        unsigned short: ishmemx_ushort_sum_exscan_on_stream, \
+        unsigned int: ishmemx_uint_sum_exscan_on_stream, \
+        unsigned long: ishmemx_ulong_sum_exscan_on_stream, \
+        unsigned long long: ishmemx_ulonglong_sum_exscan_on_stream \
+    )(team, dest, source, nelems, stream)
+#define ishmemx_sum_reduce_on_stream(team, dest, source, nreduce, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_sum_reduce_on_stream, \
+        double: ishmemx_double_sum_reduce_on_stream, \
+        char: ishmemx_char_sum_reduce_on_stream, \
+        signed char: ishmemx_schar_sum_reduce_on_stream, \
+        short: ishmemx_short_sum_reduce_on_stream, \
+        int: ishmemx_int_sum_reduce_on_stream, \
+        long: ishmemx_long_sum_reduce_on_stream, \
+        long long: ishmemx_longlong_sum_reduce_on_stream, \
+        unsigned char: ishmemx_uchar_sum_reduce_on_stream, \
+        unsigned short: ishmemx_ushort_sum_reduce_on_stream, \
+        unsigned int: ishmemx_uint_sum_reduce_on_stream, \
+        unsigned long: ishmemx_ulong_sum_reduce_on_stream, \
+        unsigned long long: ishmemx_ulonglong_sum_reduce_on_stream \
+    )(team, dest, source, nreduce, stream)
+#define ishmemx_prod_reduce_on_stream(team, dest, source, nreduce, stream) \
+    _Generic(*(dest), \
+        float: ishmemx_float_prod_reduce_on_stream, \
+        double: ishmemx_double_prod_reduce_on_stream, \
+        char: ishmemx_char_prod_reduce_on_stream, \
+        signed char: ishmemx_schar_prod_reduce_on_stream, \
+        short: ishmemx_short_prod_reduce_on_stream, \
+        int: ishmemx_int_prod_reduce_on_stream, \
+        long: ishmemx_long_prod_reduce_on_stream, \
+        long long: ishmemx_longlong_prod_reduce_on_stream, \
+        unsigned char: ishmemx_uchar_prod_reduce_on_stream, \
+        unsigned short: ishmemx_ushort_prod_reduce_on_stream, \
+        unsigned int: ishmemx_uint_prod_reduce_on_stream, \
+        unsigned long: ishmemx_ulong_prod_reduce_on_stream, \
+        unsigned long long: ishmemx_ulonglong_prod_reduce_on_stream \
+    )(team, dest, source, nreduce, stream)
+#define ishmemx_and_reduce_on_stream(team, dest, source, nreduce, stream) \
+    _Generic(*(dest), \
+        signed char: ishmemx_schar_and_reduce_on_stream, \
+        unsigned char: ishmemx_uchar_and_reduce_on_stream, \
+        unsigned short: ishmemx_ushort_and_reduce_on_stream, \
+        unsigned int: ishmemx_uint_and_reduce_on_stream, \
+        unsigned long: ishmemx_ulong_and_reduce_on_stream, \
+        unsigned long long: ishmemx_ulonglong_and_reduce_on_stream, \
+        short: ishmemx_int16_and_reduce_on_stream, \
+        int: ishmemx_int32_and_reduce_on_stream, \
+        long: ishmemx_int64_and_reduce_on_stream \
+    )(team, dest, source, nreduce, stream)
+#define ishmemx_or_reduce_on_stream(team, dest, source, nreduce, stream) \
+    _Generic(*(dest), \
+        signed char: ishmemx_schar_or_reduce_on_stream, \
+        unsigned char: ishmemx_uchar_or_reduce_on_stream, \
+        unsigned short: ishmemx_ushort_or_reduce_on_stream, \
+        unsigned int: ishmemx_uint_or_reduce_on_stream, \
+        unsigned long: ishmemx_ulong_or_reduce_on_stream, \
+        unsigned long long: ishmemx_ulonglong_or_reduce_on_stream, \
+        short: ishmemx_int16_or_reduce_on_stream, \
+        int: ishmemx_int32_or_reduce_on_stream, \
+        long: ishmemx_int64_or_reduce_on_stream \
+    )(team, dest, source, nreduce, stream)
+#define ishmemx_xor_reduce_on_stream(team, dest, source, nreduce, stream) \
+    _Generic(*(dest), \
+        signed char: ishmemx_schar_xor_reduce_on_stream, \
+        unsigned char: ishmemx_uchar_xor_reduce_on_stream, \
+        unsigned short: ishmemx_ushort_xor_reduce_on_stream, \
+        unsigned int: ishmemx_uint_xor_reduce_on_stream, \
+        unsigned long: ishmemx_ulong_xor_reduce_on_stream, \
+        unsigned long long: ishmemx_ulonglong_xor_reduce_on_stream, \
+        short: ishmemx_int16_xor_reduce_on_stream, \
+        int: ishmemx_int32_xor_reduce_on_stream, \
+        long: ishmemx_int64_xor_reduce_on_stream \
+    )(team, dest, source, nreduce, stream)
 #endif
 
 #endif /* ISHMEM_TYPED_H */

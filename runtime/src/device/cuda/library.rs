@@ -39,6 +39,8 @@ pub const ISHMEMX_CUDA_OP_QUIET: u32 = 3;
 pub const ISHMEMX_CUDA_OP_PUT_SIGNAL: u32 = 4;
 pub const ISHMEMX_CUDA_OP_SIGNAL_WAIT_UNTIL: u32 = 5;
 pub const ISHMEMX_CUDA_OP_SYNC_ALL: u32 = 6;
+/// A collective ([`ishmemx_cuda_queue_op_t::coll`] says which).
+pub const ISHMEMX_CUDA_OP_COLL: u32 = 7;
 
 /// A stream-ordered operation for the CUDA device library to launch
 /// ([`ishmemx_cuda_device_library_t::enqueue`]); fields an operation does not
@@ -60,11 +62,25 @@ pub struct ishmemx_cuda_queue_op_t {
     pub sig_addr: *mut u64,
     /// The signal value (put_signal) or the compared value (signal wait).
     pub value: u64,
+    /// Collectives: the team handle, the root (broadcast), which collective
+    /// (the runtime's `device::COLL_*`), the element kind and reduction
+    /// operator of a reduction or scan (0 float, 1 double, 2..9 signed and
+    /// unsigned integers of 1, 2, 4, 8 bytes; and, or, xor, max, min, sum,
+    /// prod as 0..6), and the element size; `nbytes` is the element count
+    /// (per member for collect, fcollect and alltoall).
+    pub team: i32,
+    pub root: i32,
+    pub coll: u32,
+    pub dtype: u32,
+    pub rop: u32,
+    pub elem: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<ishmemx_cuda_queue_op_t>() == 56);
+const _: () = assert!(std::mem::size_of::<ishmemx_cuda_queue_op_t>() == 80);
 const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, dest) == 16);
 const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, value) == 48);
+const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, team) == 56);
+const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, elem) == 76);
 
 /// Version of [`ishmemx_cuda_device_library_t`] and of the device state
 /// protocol the library speaks.

@@ -590,6 +590,12 @@ impl Device for CudaDevice {
             nbytes: 0,
             sig_addr: std::ptr::null_mut(),
             value: 0,
+            team: 0,
+            root: 0,
+            coll: 0,
+            dtype: 0,
+            rop: 0,
+            elem: 0,
         };
         match op {
             QueueOp::Put { dest, source, nbytes, pe } | QueueOp::Get { dest, source, nbytes, pe } => {
@@ -608,6 +614,13 @@ impl Device for CudaDevice {
             QueueOp::BarrierAll => q.kind = ISHMEMX_CUDA_OP_BARRIER_ALL,
             QueueOp::Quiet => q.kind = ISHMEMX_CUDA_OP_QUIET,
             QueueOp::SyncAll => q.kind = ISHMEMX_CUDA_OP_SYNC_ALL,
+            QueueOp::Coll(c) => {
+                q.kind = ISHMEMX_CUDA_OP_COLL;
+                (q.team, q.root, q.coll, q.dtype, q.rop) = (c.team, c.root, c.kind, c.dtype, c.rop);
+                (q.dest, q.source, q.nbytes) = (c.dest, c.source, c.nelems as u64);
+                q.elem = u32::try_from(c.elem)
+                    .map_err(|_| DeviceError::Runtime(format!("element size {} is too large", c.elem)))?;
+            }
         }
         // SAFETY: the library's hook with an operation the core checked, the
         // program's stream and events.
