@@ -567,26 +567,72 @@ ISHMEMI_INLINE void ishmemi_await_pe(int slot, int pe) {
 
 /* Signals every other member of `t` on `slot`, then waits for each of
  * their signals: one flight of stores, each PE polling its own memory.
- * The counts awaited from the first ISHMEMI_SYNC_KEEP members are kept
- * from the first pass. (Ranks by wrapping, not %, and one loop a function
- * in the OpenCL build: llvm-spirv 14 places a block before its dominator
- * otherwise.) */
-#define ISHMEMI_SYNC_KEEP 8
-ISHMEMI_NOINLINE void ishmemi_signal_others(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *keep) {
+ * For up to ISHMEMI_SYNC_KEEP other members the pair counts are all loaded
+ * first (their loads in flight together) and the awaited counts kept for
+ * the second pass. (Ranks by wrapping, not %, and the loops in functions
+ * of their own in the OpenCL build: llvm-spirv 14 places a block before
+ * its dominator otherwise.) */
+#define ISHMEMI_SYNC_KEEP 16
+ISHMEMI_NOINLINE void ishmemi_load_pairs(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *sent, ulong *keep) {
+    for (int k = 1, r = t->my_rank; k < t->size; k++) {
+        r = r + 1 == t->size ? 0 : r + 1;
+        ishmemi_own_load2(ishmemi_pair_words(slot, ishmemi_member(t, r)), &sent[k - 1], &keep[k - 1]);
+    }
+}
+ISHMEMI_NOINLINE void ishmemi_signal_loaded(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *sent,
+                                           ulong *keep) {
+    for (int k = 1, r = t->my_rank; k < t->size; k++) {
+        r = r + 1 == t->size ? 0 : r + 1;
+        int pe = ishmemi_member(t, r);
+        keep[k - 1] += 1;
+        ishmemi_own_store2(ishmemi_pair_words(slot, pe), sent[k - 1] + 1, keep[k - 1]);
+        ishmemi_flag_to(slot, pe, sent[k - 1] + 1);
+    }
+}
+ISHMEMI_NOINLINE void ishmemi_signal_each(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
         ulong want;
         ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 1, &want));
-        if (k <= ISHMEMI_SYNC_KEEP) keep[k - 1] = want;
     }
 }
+ISHMEMI_INLINE void ishmemi_signal_others(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *keep) {
+    if (t->size - 1 <= ISHMEMI_SYNC_KEEP) {
+        ulong sent[ISHMEMI_SYNC_KEEP];
+        ishmemi_load_pairs(slot, t, sent, keep);
+        ishmemi_signal_loaded(slot, t, sent, keep);
+    } else {
+        ishmemi_signal_each(slot, t);
+    }
+}
+/* Signals every other member once, expecting nothing back (a broadcast's
+ * root), the pair counts loaded together as above. */
+ISHMEMI_NOINLINE void ishmemi_signal_loaded_oneway(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t,
+                                                  const ulong *sent, const ulong *recv) {
+    for (int k = 1, r = t->my_rank; k < t->size; k++) {
+        r = r + 1 == t->size ? 0 : r + 1;
+        int pe = ishmemi_member(t, r);
+        ishmemi_own_store2(ishmemi_pair_words(slot, pe), sent[k - 1] + 1, recv[k - 1]);
+        ishmemi_flag_to(slot, pe, sent[k - 1] + 1);
+    }
+}
+ISHMEMI_INLINE void ishmemi_signal_members(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+    if (t->size - 1 <= ISHMEMI_SYNC_KEEP) {
+        ulong sent[ISHMEMI_SYNC_KEEP], recv[ISHMEMI_SYNC_KEEP];
+        ishmemi_load_pairs(slot, t, sent, recv);
+        ishmemi_signal_loaded_oneway(slot, t, sent, recv);
+        return;
+    }
+    for (int k = 1; k < t->size; k++) ishmemi_signal_pe(slot, ishmemi_member(t, (t->my_rank + k) % t->size));
+}
+
 ISHMEMI_NOINLINE void ishmemi_await_others(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *keep) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
         ulong want;
-        if (k <= ISHMEMI_SYNC_KEEP) {
+        if (t->size - 1 <= ISHMEMI_SYNC_KEEP) {
             want = keep[k - 1];
         } else {
             ulong sent;
@@ -660,6 +706,12 @@ ISHMEMI_INLINE ulong ishmemi_ll_next(int slot, int pe) {
     return (ulong)ishmemi_own_load64(ishmemi_pair_words(slot, pe) + 2) + 1;
 }
 
+/* The next LL counts with every member, by team rank (this PE's own entry
+ * unused), loaded together. */
+ISHMEMI_NOINLINE void ishmemi_ll_counts(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *c) {
+    for (int r = 0; r < t->size; r++) c[r] = r == t->my_rank ? 0 : ishmemi_ll_next(slot, ishmemi_member(t, r));
+}
+
 /* The LL buffer of sender `from` for count `c` on `slot`, in this PE's heap. */
 ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_ll_buf(int slot, int from, ulong c) {
     return (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_LL +
@@ -693,17 +745,19 @@ ISHMEMI_INLINE uint ishmemi_ll_wait(ISHMEMI_GLOBAL const ulong *p, ulong c) {
     return (uint)w;
 }
 
-/* Work-item `lid` of `lsz` sends its share of the n bytes at src to `pe`. */
-ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid, size_t lsz) {
-    ulong c = ishmemi_ll_next(slot, pe);
+/* Work-item `lid` of `lsz` sends its share of the n bytes at src to `pe`
+ * in the LL collective of count `c`. */
+ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ulong c, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
+                                   size_t lsz) {
     ISHMEMI_GLOBAL ulong *buf = (ISHMEMI_GLOBAL ulong *)ishmemi_peer(ishmemi_ll_buf(slot, ISHMEMI_STATE->my_pe, c), pe);
     ulong flag = (ulong)(uint)c << 32;
     for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_store(buf + k, flag | ishmemi_ll_pack(src, n, k));
 }
 
-/* Work-item `lid` of `lsz` receives its share of the n bytes `pe` sends. */
-ISHMEMI_INLINE void ishmemi_ll_recv(int slot, int pe, ISHMEMI_GLOBAL char *dst, size_t n, size_t lid, size_t lsz) {
-    ulong c = ishmemi_ll_next(slot, pe);
+/* Work-item `lid` of `lsz` receives its share of the n bytes `pe` sends
+ * in the LL collective of count `c`. */
+ISHMEMI_INLINE void ishmemi_ll_recv(int slot, int pe, ulong c, ISHMEMI_GLOBAL char *dst, size_t n, size_t lid,
+                                   size_t lsz) {
     ISHMEMI_GLOBAL const ulong *buf = ishmemi_ll_buf(slot, pe, c);
     for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c));
 }
@@ -717,30 +771,28 @@ ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size
     return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
 }
 
-/* Ends an LL collective: the leader advances the pair counts with every
- * other member (after every work-item has used them). */
-ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, size_t lid) {
+/* Ends an LL collective of counts `c`: the leader stores them as the pairs'
+ * counts (after every work-item has read the previous ones). */
+ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c, size_t lid) {
     if (lid == 0)
         for (int r = 0; r < t->size; r++)
-            if (r != t->my_rank) {
-                ISHMEMI_GLOBAL ulong *w = ishmemi_pair_words(slot, ishmemi_member(t, r)) + 2;
-                ishmemi_own_store64(w, ishmemi_own_load64(w) + 1);
-            }
+            if (r != t->my_rank) ishmemi_own_store64(ishmemi_pair_words(slot, ishmemi_member(t, r)) + 2, (long)c[r]);
 }
 
 /* fcollect (alltoall = 0) or alltoall (1) of n bytes a member by LL words,
  * shared by `lid` of `lsz` work-items (the caller brackets it with group
  * barriers and calls ishmemi_ll_done after the last). */
-ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ISHMEMI_GLOBAL char *dest,
-                                       ISHMEMI_GLOBAL const char *src, size_t n, int alltoall, size_t lid, size_t lsz) {
+ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c,
+                                       ISHMEMI_GLOBAL char *dest, ISHMEMI_GLOBAL const char *src, size_t n, int alltoall,
+                                       size_t lid, size_t lsz) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
-        ishmemi_ll_send(slot, ishmemi_member(t, r), alltoall ? src + (size_t)r * n : src, n, lid, lsz);
+        ishmemi_ll_send(slot, ishmemi_member(t, r), c[r], alltoall ? src + (size_t)r * n : src, n, lid, lsz);
     }
     ishmemi_group_copy(dest + (size_t)t->my_rank * n, alltoall ? src + (size_t)t->my_rank * n : src, n, lid, lsz);
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
-        ishmemi_ll_recv(slot, ishmemi_member(t, r), dest + (size_t)r * n, n, lid, lsz);
+        ishmemi_ll_recv(slot, ishmemi_member(t, r), c[r], dest + (size_t)r * n, n, lid, lsz);
     }
 }
 
@@ -763,7 +815,7 @@ ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, 
         if (t->my_rank == root) {
             for (int k = 0; k < t->size && n; k++) ishmemi_put_bytes(dest, src, n, ishmemi_member(t, (root + k) % t->size), 0);
             ishmemi_fence_release();
-            for (int k = 1; k < t->size; k++) ishmemi_signal_pe(team, ishmemi_member(t, (root + k) % t->size));
+            ishmemi_signal_members(team, t);
         } else {
             ishmemi_await_pe(team, rpe);
         }
@@ -781,8 +833,10 @@ ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, I
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
-        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, 0, 1);
-        ishmemi_ll_done(team, t, 0);
+        ulong c[ISHMEMI_SYNC_LL_PES];
+        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, 0, 1);
+        ishmemi_ll_done(team, t, c, 0);
         return 0;
     }
     int heap = ishmemi_sync_in_heap();
@@ -801,8 +855,10 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, I
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
-        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, 0, 1);
-        ishmemi_ll_done(team, t, 0);
+        ulong c[ISHMEMI_SYNC_LL_PES];
+        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, 0, 1);
+        ishmemi_ll_done(team, t, c, 0);
         return 0;
     }
     int heap = ishmemi_sync_in_heap();
@@ -846,7 +902,7 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *des
             if (get_local_linear_id() == 0) {
                 ishmemi_ring_quiet();
                 ishmemi_fence_all(); /* the group's stores, ordered by the barrier in the put */
-                for (int k = 1; k < t->size; k++) ishmemi_signal_pe(team, ishmemi_member(t, (root + k) % t->size));
+                ishmemi_signal_members(team, t);
             }
         } else if (get_local_linear_id() == 0) {
             ishmemi_await_pe(team, ishmemi_member(t, root));
@@ -868,10 +924,12 @@ ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, lid,
+        ulong c[ISHMEMI_SYNC_LL_PES];
+        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, lid,
                             ishmemi_wg_size());
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-        ishmemi_ll_done(team, t, lid);
+        ishmemi_ll_done(team, t, c, lid);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         return 0;
     }
@@ -892,10 +950,12 @@ ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-        ishmemi_ll_exchange(team, t, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, lid,
+        ulong c[ISHMEMI_SYNC_LL_PES];
+        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, lid,
                             ishmemi_wg_size());
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-        ishmemi_ll_done(team, t, lid);
+        ishmemi_ll_done(team, t, c, lid);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         return 0;
     }
@@ -1068,14 +1128,12 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
 #define ISHMEMI_REDUCE_LL(T, OP, LID, LSZ, BARRIER)                                           \
     {                                                                                          \
         size_t nb_ = nreduce * sizeof(T);                                                      \
+        ishmemi_ll_counts(team, t, c_);                                                        \
         for (int k_ = 1, r_ = t->my_rank; k_ < t->size; k_++) {                                \
             r_ = r_ + 1 == t->size ? 0 : r_ + 1;                                               \
-            ishmemi_ll_send(team, ishmemi_member(t, r_), (ISHMEMI_GLOBAL const char *)source, nb_, LID, LSZ); \
+            ishmemi_ll_send(team, ishmemi_member(t, r_), c_[r_], (ISHMEMI_GLOBAL const char *)source, nb_, LID, LSZ); \
         }                                                                                      \
         BARRIER;                                                                               \
-        ulong c_[ISHMEMI_SYNC_LL_PES];                                                         \
-        for (int r_ = 0; r_ < t->size; r_++)                                                   \
-            c_[r_] = r_ == t->my_rank ? 0 : ishmemi_ll_next(team, ishmemi_member(t, r_));      \
         for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \
             T a = 0, b;                                                                        \
             for (int r_ = 0; r_ < t->size; r_++) {                                             \
@@ -1096,8 +1154,9 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
     if (!t) return -1;                                                                 \
     if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
+        ulong c_[ISHMEMI_SYNC_LL_PES];                                                 \
         ISHMEMI_REDUCE_LL(T, OP, 0, 1, (void)0)                                        \
-        ishmemi_ll_done(team, t, 0);                                                   \
+        ishmemi_ll_done(team, t, c_, 0);                                               \
         return 0;                                                                      \
     }                                                                                  \
     ishmemi_sync_team(team);                                                           \
@@ -1129,10 +1188,11 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
     if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
+        ulong c_[ISHMEMI_SYNC_LL_PES];                                                 \
         ISHMEMI_REDUCE_LL(T, OP, get_local_linear_id(), ishmemi_wg_size(),             \
                           work_group_barrier(CLK_GLOBAL_MEM_FENCE))                    \
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
-        ishmemi_ll_done(team, t, get_local_linear_id());                               \
+        ishmemi_ll_done(team, t, c_, get_local_linear_id());                           \
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
         return 0;                                                                      \
     }                                                                                  \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU test suite (tests/cuda/test_cuda.cu) on the GPUs of this machine:
-# 2 PEs, one GPU each when there are two or more, and 2 PEs sharing GPU 0
-# (under MPS where the machine has it);
+# 2 PEs, one GPU each when there are two or more, 2 PEs sharing GPU 0
+# (under MPS where the machine has it), and 4 PEs on two GPUs (under MPS);
 # each with load/store to peers and with every device operation through the
 # reverse-offload ring (ISHMEM_DEVICE_RING_ALL=1).
 #
@@ -32,10 +32,10 @@ run() { # label, scale, env...
     # small` with the ring: 46 s on 2 H200s).
     local mode=all
     case " $* " in *" ISHMEM_DEVICE_RING_ALL=1 "*) mode=basic ;; esac
-    if ! out="$(env "$@" "$bin/ishmrun" -n 2 -t 600 "$build/test_cuda" $mode $scale 2>&1)"; then
+    if ! out="$(env "$@" "$bin/ishmrun" -n "${pes:-2}" -t 600 "$build/test_cuda" $mode $scale 2>&1)"; then
         echo "$out" >&2; fail "$label"
     fi
-    echo "$out" | grep -q "cuda $mode ok on 2 PEs" || { echo "$out" >&2; fail "$label printed no result"; }
+    echo "$out" | grep -q "cuda $mode ok on ${pes:-2} PEs" || { echo "$out" >&2; fail "$label printed no result"; }
     echo "ok: $label ($((SECONDS - t0)) s)"
 }
 # Two PEs sharing a GPU run under MPS when this machine has it (as
@@ -60,6 +60,11 @@ if [ -n "$mps" ] && CUDA_VISIBLE_DEVICES=0 nvidia-cuda-mps-control -d; then
         run "2 PEs sharing GPU 0 under MPS, ring-all $ring" full ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0
     done
     stop_mps
+    # Two PEs on each of two GPUs (MPS over both).
+    if [ "$ngpu" -ge 2 ] && CUDA_VISIBLE_DEVICES=0,1 nvidia-cuda-mps-control -d; then
+        pes=4 run "4 PEs on 2 GPUs (2 per GPU) under MPS, ring-all 0" full ISHMEM_DEVICE_RING_ALL=0 CUDA_VISIBLE_DEVICES=0,1
+        stop_mps
+    fi
     mps=""
 else
     for ring in 0 1; do
