@@ -746,9 +746,15 @@ ISHMEMI_INLINE uint ishmemi_ll_wait(ISHMEMI_GLOBAL const ulong *p, ulong c) {
 }
 
 /* Work-item `lid` of `lsz` sends its share of the n bytes at src to `pe`
- * in the LL collective of count `c`. */
+ * in the LL collective of count `c`, once `pe` has finished reading what
+ * this PE sent it at count c - 2 (the buffer's previous use; its LLDONE
+ * word here, usually there already). */
 ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ulong c, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
                                    size_t lsz) {
+    if (c > 2) {
+        ISHMEMI_GLOBAL ulong *done = ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, pe);
+        while ((ulong)ishmemi_peek64(done) < c - 2) ;
+    }
     ISHMEMI_GLOBAL ulong *buf = (ISHMEMI_GLOBAL ulong *)ishmemi_peer(ishmemi_ll_buf(slot, ISHMEMI_STATE->my_pe, c), pe);
     ulong flag = (ulong)(uint)c << 32;
     for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_store(buf + k, flag | ishmemi_ll_pack(src, n, k));
@@ -771,12 +777,23 @@ ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size
     return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
 }
 
-/* Ends an LL collective of counts `c`: the leader stores them as the pairs'
- * counts (after every work-item has read the previous ones). */
-ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c, size_t lid) {
-    if (lid == 0)
-        for (int r = 0; r < t->size; r++)
-            if (r != t->my_rank) ishmemi_own_store64(ishmemi_pair_words(slot, ishmemi_member(t, r)) + 2, (long)c[r]);
+/* Ends an LL collective of counts `c` (after every work-item has read the
+ * previous counts and finished reading what it received): the leader
+ * stores them as the pairs' counts and tells each member it received from
+ * that it has finished reading (its LLDONE word there). `root` < 0: every
+ * member sent every other one message; else only team rank `root` sent
+ * (a broadcast), so only its pairs took part. */
+ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c, size_t lid,
+                                   int root) {
+    if (lid != 0) return;
+    for (int r = 0; r < t->size; r++) {
+        if (r == t->my_rank || (root >= 0 && r != root && t->my_rank != root)) continue;
+        int pe = ishmemi_member(t, r);
+        ishmemi_own_store64(ishmemi_pair_words(slot, pe) + 2, (long)c[r]);
+        if (root < 0 || r == root)
+            ishmemi_store_relaxed64(ishmemi_peer(ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, ISHMEMI_STATE->my_pe), pe),
+                                    (long)c[r]);
+    }
 }
 
 /* fcollect (alltoall = 0) or alltoall (1) of n bytes a member by LL words,
@@ -796,6 +813,23 @@ ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, ISHMEMI_GLOBAL const ishmemi_t
     }
 }
 
+/* broadcast of n bytes from team rank `root` by LL words, shared by `lid`
+ * of `lsz` work-items: the root writes into every other member's buffer
+ * and copies its own dest; the others read the root's words into dest. */
+ISHMEMI_INLINE void ishmemi_ll_bcast(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c,
+                                    ISHMEMI_GLOBAL char *dest, ISHMEMI_GLOBAL const char *src, size_t n, int root,
+                                    size_t lid, size_t lsz) {
+    if (t->my_rank == root) {
+        for (int k = 1, r = root; k < t->size; k++) {
+            r = r + 1 == t->size ? 0 : r + 1;
+            ishmemi_ll_send(slot, ishmemi_member(t, r), c[r], src, n, lid, lsz);
+        }
+        ishmemi_group_copy(dest, src, n, lid, lsz);
+    } else {
+        ishmemi_ll_recv(slot, ishmemi_member(t, root), c[root], dest, n, lid, lsz);
+    }
+}
+
 /* ----- collectives (one work-item per PE calls, as on the host).
  * Through the control segment: sync, data phase through the routing
  * helpers (load/store or ring), sync. With sync words in the heap, the
@@ -808,6 +842,15 @@ ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, ISHMEMI_GLOBAL const ishmemi_t
 ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int root) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
+    if (ishmemi_ll_ok(team, t, n)) {
+        ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, ISHMEMI_STATE->my_pe);
+        ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
+        ulong c[ISHMEMI_SYNC_LL_PES];
+        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_bcast(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, root, 0, 1);
+        ishmemi_ll_done(team, t, c, 0, root);
+        return 0;
+    }
     if (ishmemi_sync_in_heap()) {
         /* The root puts into every member's dest and signals it; the
          * others wait for the root's signal. */
@@ -836,7 +879,7 @@ ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, I
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
         ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, 0, 1);
-        ishmemi_ll_done(team, t, c, 0);
+        ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
     }
     int heap = ishmemi_sync_in_heap();
@@ -858,7 +901,7 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, I
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
         ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, 0, 1);
-        ishmemi_ll_done(team, t, c, 0);
+        ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
     }
     int heap = ishmemi_sync_in_heap();
@@ -893,6 +936,20 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *des
                                              int root) {
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
+    if (ishmemi_ll_ok(team, t, n)) {
+        size_t lid = get_local_linear_id();
+        ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, ISHMEMI_STATE->my_pe);
+        ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        ulong c[ISHMEMI_SYNC_LL_PES];
+        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_bcast(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, root, lid,
+                         ishmemi_wg_size());
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        ishmemi_ll_done(team, t, c, lid, root);
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+        return 0;
+    }
     if (ishmemi_sync_in_heap()) {
         /* As the thread form: the root's group puts into every member's
          * dest, its leader signals them; the others' leaders wait. */
@@ -929,7 +986,7 @@ ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest
         ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, lid,
                             ishmemi_wg_size());
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-        ishmemi_ll_done(team, t, c, lid);
+        ishmemi_ll_done(team, t, c, lid, -1);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         return 0;
     }
@@ -955,7 +1012,7 @@ ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest
         ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, lid,
                             ishmemi_wg_size());
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-        ishmemi_ll_done(team, t, c, lid);
+        ishmemi_ll_done(team, t, c, lid, -1);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         return 0;
     }
@@ -1156,7 +1213,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         ISHMEMI_REDUCE_CHECK(T)                                                        \
         ulong c_[ISHMEMI_SYNC_LL_PES];                                                 \
         ISHMEMI_REDUCE_LL(T, OP, 0, 1, (void)0)                                        \
-        ishmemi_ll_done(team, t, c_, 0);                                               \
+        ishmemi_ll_done(team, t, c_, 0, -1);                                               \
         return 0;                                                                      \
     }                                                                                  \
     ishmemi_sync_team(team);                                                           \
@@ -1192,7 +1249,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         ISHMEMI_REDUCE_LL(T, OP, get_local_linear_id(), ishmemi_wg_size(),             \
                           work_group_barrier(CLK_GLOBAL_MEM_FENCE))                    \
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
-        ishmemi_ll_done(team, t, c_, get_local_linear_id());                           \
+        ishmemi_ll_done(team, t, c_, get_local_linear_id(), -1);                           \
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
         return 0;                                                                      \
     }                                                                                  \

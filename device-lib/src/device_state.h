@@ -56,12 +56,13 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, sync_words) == 120, "s
 #define ISHMEMI_SYNC_PAIRS 16384
 #define ISHMEMI_SYNC_COUNTS 81920
 #define ISHMEMI_SYNC_CSEQ 114688
-#define ISHMEMI_SYNC_LL 114752
+#define ISHMEMI_SYNC_LLDONE 114752
+#define ISHMEMI_SYNC_LL 131136
 #define ISHMEMI_SYNC_LL_SLOTS 8
 #define ISHMEMI_SYNC_LL_PES 16
 #define ISHMEMI_SYNC_LL_WORDS 2048
 #define ISHMEMI_SYNC_LL_BYTES 8192
-#define ISHMEMI_SYNC_WORDS 639040
+#define ISHMEMI_SYNC_WORDS 655424
 
 /* The reverse-offload ring (runtime/src/ring.rs). */
 #define ISHMEMI_RING_SLOTS 4096

@@ -15,8 +15,8 @@ pub const SYNC_MAX_PES: usize = 256;
 /// release store after what they order). `PAIRS[s][p]` is four words read
 /// and written by this PE alone: the signals it has sent `p` on `s`, the
 /// ones from `p` it has waited for, and the low-latency collectives the
-/// two have run on `s` (each sends the other one message in each), then a
-/// spare. Every signal one member of a team sends another is awaited once,
+/// two have run on `s` (one of them sent the other a message in each),
+/// then a spare. Every signal one member of a team sends another is awaited once,
 /// in order, so per pair of PEs and slot the counts agree whatever teams
 /// used the slot before.
 pub const SYNC_FLAGS: usize = 0;
@@ -26,17 +26,20 @@ pub const SYNC_PAIRS: usize = SYNC_SLOTS * SYNC_MAX_PES;
 pub const SYNC_COUNTS: usize = 5 * SYNC_SLOTS * SYNC_MAX_PES;
 /// `CSEQ[s]`: this PE's collect calls on slot `s`.
 pub const SYNC_CSEQ: usize = 7 * SYNC_SLOTS * SYNC_MAX_PES;
+/// `LLDONE[s][p]`, written by PE `p` only: the last low-latency count of the
+/// pair on slot `s` whose message from this PE `p` has finished reading.
+/// A member waits for it to reach `count - 2` before writing a buffer
+/// again: a broadcast's root hears nothing back otherwise.
+pub const SYNC_LLDONE: usize = SYNC_CSEQ + SYNC_SLOTS;
 /// Low-latency buffers for small collectives on the first [`SYNC_LL_SLOTS`]
 /// team slots of jobs of at most [`SYNC_LL_PES`] PEs: `LL[s][p][parity]`
 /// of [`SYNC_LL_WORDS`] words, written by PE `p` only. Each word is 4
 /// bytes of data and a 4-byte flag (the low half of the pair's
 /// low-latency count, whose parity picks the buffer) stored together by
 /// one 8-byte store, so a receiver that sees the flag has the data, with
-/// no fence in between. Every low-latency collective has each member send
-/// every other one message, so a member writing a buffer again (two
-/// collectives later) has seen the receiver's message of the collective in
-/// between, sent after it finished reading.
-pub const SYNC_LL: usize = SYNC_CSEQ + SYNC_SLOTS;
+/// no fence in between. A member writes a buffer again (two counts later)
+/// only once the receiver's `LLDONE` says it finished reading it.
+pub const SYNC_LL: usize = SYNC_LLDONE + SYNC_SLOTS * SYNC_MAX_PES;
 pub const SYNC_LL_SLOTS: usize = 8;
 pub const SYNC_LL_PES: usize = 16;
 /// Words of one low-latency buffer: [`SYNC_LL_BYTES`] of data.

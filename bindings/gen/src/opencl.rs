@@ -41,6 +41,7 @@ pub fn device_state_h() -> String {
             ("PAIRS", SYNC_PAIRS),
             ("COUNTS", SYNC_COUNTS),
             ("CSEQ", SYNC_CSEQ),
+            ("LLDONE", SYNC_LLDONE),
             ("LL", SYNC_LL),
             ("LL_SLOTS", SYNC_LL_SLOTS),
             ("LL_PES", SYNC_LL_PES),
