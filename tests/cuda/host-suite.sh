@@ -1,63 +1,99 @@
 #!/usr/bin/env bash
-# The host C/C++ test suite (tests/c, tests/cxx, the examples) with every
-# PE's symmetric heap in GPU memory (ISHMEM_DEVICE=cuda): host RMA, AMOs,
-# signals, waits, teams, collectives, locks and contexts on a GPU heap.
+# The host C/C++ programs of tests/programs.list (the lines whose devices
+# include the device) with every PE's symmetric heap in GPU memory
+# (ISHMEM_DEVICE=cuda, default): host RMA, AMOs, signals, waits, teams,
+# collectives, locks and contexts on a GPU heap, and the expected failures.
 # PEs take GPU local_rank % visible GPUs, so on a one-GPU machine the PEs
 # share it. With ISHMEM_DEVICE=opaque (any machine) the heaps are shared
-# memory the programs cannot touch either: what CI runs.
+# memory the programs cannot touch either; ze: Intel GPUs (tests/ze/run.sh).
+# For machines without Rust: CI runs the same lines through the Rust
+# harness (tests/tests/programs.rs).
 #
 #   tests/cuda/host-suite.sh [OUTDIR] [PE counts, default "2"]
 #
-# Needs a GPU, libishmem.so and ishmrun (ISHMEM_LIBDIR, ISHMEM_BINDIR;
-# default target/release), cc and c++. Each program must exit 0 (and print
-# its "ok" line where it has one) within HOST_SUITE_TIMEOUT seconds (120).
+# Each line runs at the counts it lists among the given ones (else at its
+# smallest count). Needs libishmem.so and ishmrun (TEST_LIBDIR,
+# TEST_BINDIR; default target/release), cc and c++. An ordinary program
+# must exit 0 (with its expected output) within HOST_SUITE_TIMEOUT seconds
+# (120); an expected failure must end with its status and messages within
+# 10 s.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:-$root/target/cuda-host-suite}"
 counts="${2:-2}"
-lib="${ISHMEM_LIBDIR:-$root/target/release}"
-bin="${ISHMEM_BINDIR:-$root/target/release}"
-unset ISHMEM_LIBDIR ISHMEM_BINDIR # the script's, not the library's
+lib="${TEST_LIBDIR:-$root/target/release}"
+bin="${TEST_BINDIR:-$root/target/release}"
 mkdir -p "$out"
 [ -e "$lib/libishmem.so.0" ] || ln -sf libishmem.so "$lib/libishmem.so.0"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 inc="$root/bindings/c/include"
 dev="${ISHMEM_DEVICE:-cuda}"
 tmo="${HOST_SUITE_TIMEOUT:-120}" # seconds per program
-failed=0
-build() { # name, source, compiler, std
+failed=0 passed=0
+trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
+has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
+# "1-4 7" -> "1 2 3 4 7"
+expand() { local w; for w in $1; do case $w in *-*) seq "${w%-*}" "${w#*-}" ;; *) echo "$w" ;; esac; done | tr '\n' ' '; }
+declare -A built
+build() { # exe, source, compiler, std (once per run)
+    [ -n "${built[$1]:-}" ] && return 0
     "$3" -std="$4" -O2 -Wall -Wextra -Werror -pthread -I "$inc" -I "$root/tests/c" "$2" \
-        -L "$lib" -lishmem -lm -o "$out/$1" || { echo "FAIL: build $1"; failed=1; return 1; }
+        -L "$lib" -lishmem -lm -o "$out/$1" || { echo "FAIL: build $1"; failed=$((failed + 1)); return 1; }
+    built[$1]=1
 }
-run() { # name, expected output ("" = none), args...
-    local name="$1" want="$2"; shift 2
-    for n in $counts; do
-        local t0=$SECONDS o rc
-        o="$(ISHMEM_DEVICE=$dev "$bin/ishmrun" -n "$n" -t "$tmo" "$out/$name" "$@" 2>&1)"; rc=$?
-        if [ $rc -ne 0 ] || { [ -n "$want" ] && ! grep -q "$want" <<<"$o"; }; then
-            echo "$o" | tail -20
-            echo "FAIL: $name $* on $n PEs (exit $rc)"; failed=1
+while IFS='|' read -r name prog pes launchers devices tags expect envs args; do
+    name="$(trim "$name")"
+    case "$name" in ""|\#*) continue ;; esac
+    devices="$(trim "$devices")" launchers="$(trim "$launchers")"
+    [ "$devices" = any ] || has "$devices" "$dev" || continue
+    [ "$launchers" = any ] || has "$launchers" ishmrun || continue
+    prog="$(trim "$prog")"
+    src="$root/${prog#*:}" exe="$(basename "${prog#*:}")"; exe="${exe%.*}"
+    case "${prog%%:*}" in
+        c) build "$exe" "$src" cc c11 || continue ;;
+        cxx) exe="cxx_$exe"; build "$exe" "$src" c++ c++17 || continue ;;
+        *) continue ;; # Fortran and Rust programs load and store the heap themselves: cpu only
+    esac
+    all="$(expand "$(trim "$pes")")" run_at=""
+    for n in $counts; do has "$all" "$n" && run_at="$run_at $n"; done
+    [ -n "$run_at" ] || run_at="${all%% *}"
+    # expect: exit=N; out=TEXT; err=TEXT (see tests/programs.list)
+    want_exit=0 outs=() errs=()
+    IFS=';' read -ra clauses <<<"$expect"
+    for c in "${clauses[@]}"; do
+        c="$(trim "$c")"
+        case "$c" in exit=*) want_exit="${c#exit=}" ;; out=*) outs+=("${c#out=}") ;; err=*) errs+=("${c#err=}") ;; esac
+    done
+    read -ra envs_a <<<"$envs"
+    read -ra args_a <<<"$args"
+    for n in $run_at; do
+        last=$((n - 1)) others="PE 0"; [ "$n" -gt 2 ] && others="PEs 0-$((n - 2))"
+        sub() { local s="${1//\{n\}/$n}"; s="${s//\{last\}/$last}"; printf '%s' "${s//\{others\}/$others}"; }
+        t0=$SECONDS
+        limit=$tmo; [ "$want_exit" != 0 ] && limit=30
+        o="$(env ISHMEM_DEVICE="$dev" "${envs_a[@]}" "$bin/ishmrun" -n "$n" -t "$limit" "$out/$exe" "${args_a[@]}" 2>"$out/stderr")"
+        rc=$?
+        e="$(cat "$out/stderr")"
+        why=""
+        [ "$rc" = "$want_exit" ] || why="exit $rc, expected $want_exit"
+        [ "$want_exit" != 0 ] && [ $((SECONDS - t0)) -ge 10 ] && why="took $((SECONDS - t0)) s (an expected failure must end within 10 s)"
+        for s in "${outs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$o" || why="${why:-no \"$s\" in stdout}"; done
+        for s in "${errs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$e" || why="${why:-no \"$s\" in stderr}"; done
+        if [ -n "$why" ]; then
+            printf '%s\n%s\n' "$o" "$e" | tail -20
+            echo "FAIL: $name/$n on $dev heaps: $why"; failed=$((failed + 1))
         else
-            echo "ok: $name $* on $n PEs ($((SECONDS - t0)) s)"
+            echo "ok: $name/$n ($((SECONDS - t0)) s)"; passed=$((passed + 1))
         fi
     done
-}
-for t in rma_types fence_order alloc amo signal wait_test coll threads_misc locks_globals ctx \
-    conformance generics; do
-    build "$t" "$root/tests/c/$t.c" cc c11 && run "$t" ""
-done
-build coll_small "$root/tests/c/coll_small.c" cc c11 && run coll_small "coll_small ok"
-build deprecated "$root/tests/c/deprecated.c" cc c11 && run deprecated "deprecated ok"
-build example_heat "$root/tests/c/example_heat.c" cc c11 && run example_heat "heat ok"
-build profiling "$root/tests/c/profiling.c" cc c11 && run profiling "profiling ok"
-build errors "$root/tests/c/errors.c" cc c11 && run errors "" ok
-build hello_ring "$root/packaging/examples/hello_ring.c" cc c11 && run hello_ring "sum = "
-build cxx_conformance "$root/tests/cxx/conformance.cpp" c++ c++17 && run cxx_conformance "C++ conformance ok"
-build intel_style "$root/bindings/cxx/examples/intel_style.cpp" c++ c++17 && run intel_style "intel-style C++ ok"
+done <"$root/tests/programs.list"
 # ISHMEM_DEVICE=cuda is honoured: with no GPU visible, init fails fast.
-[ "$dev" = cuda ] && {
-o="$(CUDA_VISIBLE_DEVICES= ISHMEM_DEVICE=cuda "$bin/ishmrun" -n 1 -t 60 "$out/errors" ok 2>&1)" &&
-    { echo "$o" | tail; echo "FAIL: ISHMEM_DEVICE=cuda with no visible GPU started"; failed=1; }
-echo "no visible GPU: $(grep -m1 ishmem <<<"$o")"
-}
-[ $failed = 0 ] && echo "host suite on $dev heaps: ok" || { echo "host suite on $dev heaps: FAILED"; exit 1; }
+if [ "$dev" = cuda ]; then
+    build errors "$root/tests/c/errors.c" cc c11
+    if o="$(CUDA_VISIBLE_DEVICES= ISHMEM_DEVICE=cuda "$bin/ishmrun" -n 1 -t 60 "$out/errors" ok 2>&1)"; then
+        echo "$o" | tail; echo "FAIL: ISHMEM_DEVICE=cuda with no visible GPU started"; failed=$((failed + 1))
+    fi
+    echo "no visible GPU: $(grep -m1 ishmem <<<"$o")"
+fi
+echo "host suite on $dev heaps: $passed passed, $failed failed"
+[ $failed = 0 ]

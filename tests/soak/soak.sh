@@ -10,19 +10,21 @@
 #
 #   tests/soak/soak.sh [SECONDS, default 3600]
 #
-# Needs libishmem.so and ishmrun (ISHMEM_LIBDIR, ISHMEM_BINDIR; default
+# The programs are the C lines of tests/programs.list tagged soak. Needs
+# libishmem.so and ishmrun (TEST_LIBDIR, TEST_BINDIR; default
 # target/debug) and cc. Exit status 0 when hangs, leaks and mismatches are
 # all zero.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 secs="${1:-3600}"
-lib="${ISHMEM_LIBDIR:-$root/target/debug}"
-bin="${ISHMEM_BINDIR:-$root/target/debug}"
-unset ISHMEM_LIBDIR ISHMEM_BINDIR
+lib="${TEST_LIBDIR:-$root/target/debug}"
+bin="${TEST_BINDIR:-$root/target/debug}"
 [ -e "$lib/libishmem.so.0" ] || ln -sf libishmem.so "$lib/libishmem.so.0"
 work="$(mktemp -d /var/tmp/soak.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
-progs=(rma_types amo signal wait_test coll locks_globals ctx fence_order conformance)
+progs=($(awk -F'|' '$1 !~ /^#/ && $6 ~ /(^| )soak( |$)/ && $2 ~ /^ *c:tests\/c\// {
+    sub(/^ *c:tests\/c\//, "", $2); sub(/\.c *$/, "", $2); print $2 }' "$root/tests/programs.list"))
+[ ${#progs[@]} -gt 0 ] || { echo "soak: no C program of tests/programs.list is tagged soak"; exit 1; }
 for p in "${progs[@]}"; do
     cc -std=c11 -O2 -pthread "$root/tests/c/$p.c" -I "$root/bindings/c/include" -I "$root/tests/c" \
         -L "$lib" -lishmem -lm -Wl,-rpath,"$lib" -o "$work/$p" || { echo "soak: cannot build $p"; exit 1; }

@@ -1,4 +1,7 @@
-//! Support for the Rust PE programs in `src/bin`: failures name the PE.
+//! Support for the Rust PE programs in `src/bin` (failures name the PE)
+//! and the multi-PE harness of the integration tests ([`harness`]).
+
+pub mod harness;
 
 /// Fails the PE (exit status 1, so ishmrun ends the job) with a message.
 #[macro_export]
