@@ -167,6 +167,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_DEVICE_CACHE",
+        kind: Kind::Text,
+        default: "",
+        help: "Directory where the CPU device keeps compiled device programs (a program linked with the device library), shared by the PEs of a node and by later jobs; it must belong to this user and be closed to others (it is made with mode 0700). Default: $XDG_CACHE_HOME/ishmem, else $HOME/.cache/ishmem. 0 turns the cache off.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_DEVICE_RING_ALL",
         kind: Kind::Bool,
         default: "0",
@@ -389,6 +396,8 @@ pub struct Config {
     pub device: DeviceKind,
     /// ISHMEM_DEVICE_LIB
     pub device_lib: Option<String>,
+    /// ISHMEM_DEVICE_CACHE, resolved (`None`: no cache).
+    pub device_cache: Option<String>,
     /// ISHMEM_CUDA_DEVICE
     pub cuda_device: Option<u64>,
     /// ISHMEM_ZE_DEVICE
@@ -492,6 +501,21 @@ impl Reader<'_> {
         (set && !v.is_empty()).then_some(v)
     }
 
+    /// A cache directory: the variable's value, `None` for 0 (off), and
+    /// by default `$XDG_CACHE_HOME/ishmem` or `$HOME/.cache/ishmem`.
+    fn cache_dir(&self, name: &'static str) -> Option<String> {
+        match self.text(name) {
+            Some(v) if matches!(v.trim(), "0" | "off" | "none") => None,
+            Some(v) => Some(v),
+            None => {
+                let nonempty = |n: &str| (self.lookup)(n).filter(|v| !v.is_empty());
+                nonempty("XDG_CACHE_HOME")
+                    .map(|x| format!("{x}/ishmem"))
+                    .or_else(|| nonempty("HOME").map(|h| format!("{h}/.cache/ishmem")))
+            }
+        }
+    }
+
     /// A text variable that counts only by being set (`SHMEM_VERSION`).
     fn present(&self, name: &'static str) -> bool {
         self.value(name, None, Kind::Text).2
@@ -527,6 +551,7 @@ impl Config {
             print_info: r.present("ISHMEM_INFO") || r.present("SHMEM_INFO"),
             device,
             device_lib: r.text("ISHMEM_DEVICE_LIB"),
+            device_cache: r.cache_dir("ISHMEM_DEVICE_CACHE"),
             cuda_device: r.uint("ISHMEM_CUDA_DEVICE")?,
             ze_device: r.uint("ISHMEM_ZE_DEVICE")?,
             ze_subdevices: r.bool("ISHMEM_ZE_SUBDEVICES", None)?,

@@ -15,6 +15,8 @@ use std::sync::{Mutex, OnceLock};
 pub struct CpuDevice {
     /// `ISHMEM_DEVICE_LIB`: where the SPIR-V device library is.
     device_lib: Option<String>,
+    /// `ISHMEM_DEVICE_CACHE`: where compiled programs are kept.
+    cache_dir: Option<String>,
     attach: OnceLock<Attach>,
     /// The OpenCL device, opened at first use (and then kept: programs may
     /// hold its handles until exit).
@@ -23,8 +25,8 @@ pub struct CpuDevice {
 }
 
 impl CpuDevice {
-    pub fn new(device_lib: Option<String>) -> CpuDevice {
-        CpuDevice { device_lib, attach: OnceLock::new(), cl: Mutex::new(None), server: Mutex::new(None) }
+    pub fn new(device_lib: Option<String>, cache_dir: Option<String>) -> CpuDevice {
+        CpuDevice { device_lib, cache_dir, attach: OnceLock::new(), cl: Mutex::new(None), server: Mutex::new(None) }
     }
 
     fn attached(&self) -> Result<&Attach, DeviceError> {
@@ -39,8 +41,10 @@ impl CpuDevice {
             return Ok(dev);
         }
         let a = *self.attached()?;
-        let dev: &'static ClDevice =
-            Box::leak(Box::new(ClDevice::open(self.device_lib.as_deref()).map_err(DeviceError::Unavailable)?));
+        let dev: &'static ClDevice = Box::leak(Box::new(
+            ClDevice::open(self.device_lib.as_deref(), self.cache_dir.as_deref().map(std::path::Path::new))
+                .map_err(DeviceError::Unavailable)?,
+        ));
         *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
         *d = Some(dev);
         Ok(dev)

@@ -21,6 +21,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod opaque;
 pub mod opencl;
+pub mod program_cache;
 pub mod ring_server;
 pub mod ze;
 
@@ -261,6 +262,6 @@ pub fn select(config: &Config) -> Result<&'static dyn Device, DeviceError> {
         DeviceKind::Cuda => Box::leak(Box::new(cuda::CudaDevice::new(config)?)),
         DeviceKind::Opaque => Box::leak(Box::new(opaque::OpaqueDevice::new())),
         DeviceKind::Ze => Box::leak(Box::new(ze::ZeDevice::new(config)?)),
-        _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone()))),
+        _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone(), config.device_cache.clone()))),
     })
 }

@@ -7,7 +7,9 @@
 //! lists every path tried. Verified facts about the runtime are in
 //! `device-lib/README.md`.
 
+use super::program_cache::{Key, ProgramCache};
 use std::ffi::{c_char, c_void, CString};
+use std::path::Path;
 use std::ptr::null_mut;
 use std::sync::Mutex;
 
@@ -16,6 +18,13 @@ type Notify = *const c_void;
 
 const CL_DEVICE_TYPE_CPU: u64 = 1 << 1;
 const CL_PROGRAM_BUILD_LOG: u32 = 0x1183;
+const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
+const CL_PROGRAM_BINARIES: u32 = 0x1166;
+const CL_PLATFORM_VERSION: u32 = 0x0901;
+const CL_PLATFORM_NAME: u32 = 0x0902;
+const CL_DEVICE_NAME: u32 = 0x102B;
+const CL_DRIVER_VERSION: u32 = 0x102D;
+const CL_DEVICE_VERSION: u32 = 0x102F;
 
 /// The OpenCL entry points the runtime uses.
 struct Cl {
@@ -48,6 +57,13 @@ struct Cl {
         *mut i32,
     ) -> Handle,
     get_program_build_info: unsafe extern "C" fn(Handle, Handle, u32, usize, *mut c_void, *mut usize) -> i32,
+    get_program_info: unsafe extern "C" fn(Handle, u32, usize, *mut c_void, *mut usize) -> i32,
+    get_device_info: unsafe extern "C" fn(Handle, u32, usize, *mut c_void, *mut usize) -> i32,
+    get_platform_info: unsafe extern "C" fn(Handle, u32, usize, *mut c_void, *mut usize) -> i32,
+    create_program_with_binary:
+        unsafe extern "C" fn(Handle, u32, *const Handle, *const usize, *const *const u8, *mut i32, *mut i32) -> Handle,
+    build_program: unsafe extern "C" fn(Handle, u32, *const Handle, *const c_char, Notify, *mut c_void) -> i32,
+    release_program: unsafe extern "C" fn(Handle) -> i32,
     create_kernel: unsafe extern "C" fn(Handle, *const c_char, *mut i32) -> Handle,
     set_kernel_arg_svm_pointer: unsafe extern "C" fn(Handle, u32, *const c_void) -> i32,
     set_kernel_arg: unsafe extern "C" fn(Handle, u32, usize, *const c_void) -> i32,
@@ -110,6 +126,12 @@ impl Cl {
             compile_program: sym!("clCompileProgram"),
             link_program: sym!("clLinkProgram"),
             get_program_build_info: sym!("clGetProgramBuildInfo"),
+            get_program_info: sym!("clGetProgramInfo"),
+            get_device_info: sym!("clGetDeviceInfo"),
+            get_platform_info: sym!("clGetPlatformInfo"),
+            create_program_with_binary: sym!("clCreateProgramWithBinary"),
+            build_program: sym!("clBuildProgram"),
+            release_program: sym!("clReleaseProgram"),
             create_kernel: sym!("clCreateKernel"),
             set_kernel_arg_svm_pointer: sym!("clSetKernelArgSVMPointer"),
             set_kernel_arg: sym!("clSetKernelArg"),
@@ -130,14 +152,21 @@ pub enum KernelArg {
     I32(i32),
 }
 
-/// This PE's device: context, queue, and the compiled device library.
+/// This PE's device: context, queue, and the device library (compiled
+/// when a program is linked that the cache does not hold).
 pub struct ClDevice {
     cl: Cl,
     pub platform: Handle,
     pub device: Handle,
     pub context: Handle,
     pub queue: Handle,
-    library: Handle,
+    library_spirv: Vec<u8>,
+    library: Mutex<Handle>,
+    /// The compiled-program cache (`ISHMEM_DEVICE_CACHE`), when usable.
+    cache: Option<ProgramCache>,
+    /// What a compiled program depends on besides its inputs: this
+    /// library's version and the OpenCL platform, device and driver.
+    ident: Vec<u8>,
     /// The device library linked alone, with this PE's state installed:
     /// its kernels implement the on_queue routines. Kernel objects are not
     /// thread-safe, so launches hold this lock.
@@ -233,7 +262,9 @@ pub fn probe_cpu_platform() -> Result<String, String> {
 }
 
 impl ClDevice {
-    pub(super) fn open(device_lib: Option<&str>) -> Result<ClDevice, String> {
+    /// Opens the first CPU device with the device library of `device_lib`
+    /// (`ISHMEM_DEVICE_LIB`) and the program cache in `cache_dir`.
+    pub(super) fn open(device_lib: Option<&str>, cache_dir: Option<&Path>) -> Result<ClDevice, String> {
         let cl = Cl::load()?;
         let mut err = 0;
         // SAFETY: OpenCL calls with valid out-pointers throughout.
@@ -243,19 +274,49 @@ impl ClDevice {
             check("clCreateContext", err)?;
             let queue = (cl.create_queue)(context, device, std::ptr::null(), &mut err);
             check("clCreateCommandQueueWithProperties", err)?;
-            let spirv = read_library(device_lib)?;
-            let mut dev = ClDevice {
+            let library_spirv = read_library(device_lib)?;
+            let mut ident = format!("ishmem-rs {}\n", env!("CARGO_PKG_VERSION")).into_bytes();
+            for (obj, param, platform) in [
+                (platform, CL_PLATFORM_NAME, true),
+                (platform, CL_PLATFORM_VERSION, true),
+                (device, CL_DEVICE_NAME, false),
+                (device, CL_DEVICE_VERSION, false),
+                (device, CL_DRIVER_VERSION, false),
+            ] {
+                ident.extend(info_string(&cl, obj, param, platform)?);
+                ident.push(b'\n');
+            }
+            let cache = cache_dir.and_then(|d| match ProgramCache::open(d) {
+                Ok(c) => Some(c),
+                Err(why) => {
+                    crate::error::warn(format_args!(
+                        "the device program cache is not used: {why} (ISHMEM_DEVICE_CACHE names another, 0 turns it off)"
+                    ));
+                    None
+                }
+            });
+            Ok(ClDevice {
                 cl,
                 platform,
                 device,
                 context,
                 queue,
-                library: null_mut(),
+                library_spirv,
+                library: Mutex::new(null_mut()),
+                cache,
+                ident,
                 on_queue: Mutex::new(null_mut()),
-            };
-            dev.library = dev.compile(&spirv, "the device library")?;
-            Ok(dev)
+            })
         }
+    }
+
+    /// The device library, compiled on first use.
+    fn library(&self) -> Result<Handle, String> {
+        let mut lib = self.library.lock().unwrap_or_else(|e| e.into_inner());
+        if lib.is_null() {
+            *lib = self.compile(&self.library_spirv, "the device library")?;
+        }
+        Ok(*lib)
     }
 
     fn log(&self, program: Handle) -> String {
@@ -303,8 +364,87 @@ impl ClDevice {
     /// Compiles a user program (SPIR-V), links it with the device library
     /// and installs this PE's device state in it. Returns the cl_program.
     pub fn link(&self, spirv: &[u8], state: *const c_void) -> Result<Handle, String> {
-        let user = self.compile(spirv, "the program")?;
-        self.link_programs(&[user, self.library], state)
+        let linked = self.cached(Some(spirv))?;
+        self.install_state(linked, state)?;
+        Ok(linked)
+    }
+
+    /// The device library linked with the user program `user` (or alone):
+    /// from the program cache when it holds the binary, else compiled,
+    /// linked and stored there. PEs missing at once wait for the first to
+    /// store it.
+    fn cached(&self, user: Option<&[u8]>) -> Result<Handle, String> {
+        let key = Key::of(&[&self.ident, user.unwrap_or(b"(library alone)"), &self.library_spirv]);
+        let Some(cache) = &self.cache else { return self.compile_and_link(user) };
+        if let Some(p) = cache.get(key).and_then(|b| self.load_binary(&b)) {
+            return Ok(p);
+        }
+        let _lock = cache.lock(key);
+        if let Some(p) = cache.get(key).and_then(|b| self.load_binary(&b)) {
+            return Ok(p);
+        }
+        let linked = self.compile_and_link(user)?;
+        if let Some(b) = self.binary(linked) {
+            cache.put(key, &b);
+        }
+        Ok(linked)
+    }
+
+    fn compile_and_link(&self, user: Option<&[u8]>) -> Result<Handle, String> {
+        let library = self.library()?;
+        match user {
+            Some(spirv) => {
+                let p = self.compile(spirv, "the program")?;
+                let linked = self.link_programs(&[p, library]);
+                // SAFETY: a program this function created; the link holds what it needs.
+                unsafe { (self.cl.release_program)(p) };
+                linked
+            }
+            None => self.link_programs(&[library]),
+        }
+    }
+
+    /// The executable binary of linked program `p` (one device).
+    fn binary(&self, p: Handle) -> Option<Vec<u8>> {
+        let mut size = 0usize;
+        // SAFETY: valid program; out-pointers sized for one device.
+        unsafe {
+            if (self.cl.get_program_info)(p, CL_PROGRAM_BINARY_SIZES, 8, (&mut size as *mut usize).cast(), null_mut())
+                != 0
+                || size == 0
+            {
+                return None;
+            }
+            let mut buf = vec![0u8; size];
+            let mut ptr = buf.as_mut_ptr();
+            if (self.cl.get_program_info)(p, CL_PROGRAM_BINARIES, 8, (&mut ptr as *mut *mut u8).cast(), null_mut()) != 0
+            {
+                return None;
+            }
+            Some(buf)
+        }
+    }
+
+    /// A program built from a cached binary; `None` when the runtime
+    /// refuses it (then the caller compiles).
+    fn load_binary(&self, b: &[u8]) -> Option<Handle> {
+        let (mut status, mut err) = (0, 0);
+        let len = b.len();
+        let ptr = b.as_ptr();
+        // SAFETY: valid context and device; the binary outlives the calls.
+        unsafe {
+            let p =
+                (self.cl.create_program_with_binary)(self.context, 1, &self.device, &len, &ptr, &mut status, &mut err);
+            if err != 0 || status != 0 || p.is_null() {
+                return None;
+            }
+            let opts = CString::new("").unwrap();
+            if (self.cl.build_program)(p, 1, &self.device, opts.as_ptr(), std::ptr::null(), null_mut()) != 0 {
+                (self.cl.release_program)(p);
+                return None;
+            }
+            Some(p)
+        }
     }
 
     /// Enqueues library kernel `name` (one work-item) on `queue` after
@@ -314,7 +454,9 @@ impl ClDevice {
     ) -> Result<Handle, String> {
         let mut prog = self.on_queue.lock().unwrap_or_else(|e| e.into_inner());
         if prog.is_null() {
-            *prog = self.link_programs(&[self.library], state)?;
+            let p = self.cached(None)?;
+            self.install_state(p, state)?;
+            *prog = p;
         }
         let mut err = 0;
         let cname = CString::new(name).unwrap();
@@ -369,7 +511,7 @@ impl ClDevice {
         }
     }
 
-    fn link_programs(&self, progs: &[Handle], state: *const c_void) -> Result<Handle, String> {
+    fn link_programs(&self, progs: &[Handle]) -> Result<Handle, String> {
         let mut err = 0;
         // SAFETY: valid objects and out-pointers.
         unsafe {
@@ -391,6 +533,16 @@ impl ClDevice {
                     self.log(progs[0])
                 ));
             }
+            Ok(linked)
+        }
+    }
+
+    /// Runs the library's `ishmemi_install_state` in linked program `linked`
+    /// with this PE's device state.
+    fn install_state(&self, linked: Handle, state: *const c_void) -> Result<(), String> {
+        let mut err = 0;
+        // SAFETY: a valid linked program; the state outlives the program.
+        unsafe {
             let name = CString::new("ishmemi_install_state").unwrap();
             let k = (self.cl.create_kernel)(linked, name.as_ptr(), &mut err);
             check("clCreateKernel(ishmemi_install_state)", err)?;
@@ -409,8 +561,23 @@ impl ClDevice {
             );
             (self.cl.release_kernel)(k);
             check("installing the device state", r)?;
-            check("clFinish", (self.cl.finish)(self.queue))?;
-            Ok(linked)
+            check("clFinish", (self.cl.finish)(self.queue))
         }
+    }
+}
+
+/// A string property of an OpenCL platform (`platform`) or device.
+fn info_string(cl: &Cl, obj: Handle, param: u32, platform: bool) -> Result<Vec<u8>, String> {
+    let get = if platform { cl.get_platform_info } else { cl.get_device_info };
+    let mut len = 0usize;
+    // SAFETY: valid object; the first call asks for the size.
+    unsafe {
+        check("clGet*Info", get(obj, param, 0, null_mut(), &mut len))?;
+        let mut buf = vec![0u8; len];
+        check("clGet*Info", get(obj, param, len, buf.as_mut_ptr().cast(), null_mut()))?;
+        while buf.last() == Some(&0) {
+            buf.pop();
+        }
+        Ok(buf)
     }
 }
