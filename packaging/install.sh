@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs ishmem-rs into a relocatable prefix:
-#   packaging/install.sh --prefix DIR [--libdir NAME] [--debug]
+#   packaging/install.sh --prefix DIR [--libdir NAME] [--debug] [--cuda-device-lib FILE]
 #   DESTDIR=/stage packaging/install.sh --prefix /opt/ishmem   (staged install)
 # bin/ (ishmrun, ishmem-info, the oshcc/oshc++/oshfort wrappers, oshrun),
 # <libdir>/ (libishmem.so.X.Y.Z + soname links, libishmem.a, pkgconfig/,
@@ -9,12 +9,15 @@
 # proxy plugins when their toolchains are here. --libdir names the library
 # directory under the prefix (default lib; one component, such as lib64).
 # Binaries and shared libraries are stripped unless --debug is given.
+# --cuda-device-lib installs a libishmem_device.a built before (by
+# device-lib/cuda/build.sh) instead of building one with nvcc.
 # Prints each step, then a summary of what was built and what was skipped.
 set -euo pipefail
 prefix=""
 libdir="lib"
 strip_bins=1
-usage="usage: install.sh --prefix DIR [--libdir NAME] [--debug] (DESTDIR in the environment stages the install)"
+cuda_lib=""
+usage="usage: install.sh --prefix DIR [--libdir NAME] [--debug] [--cuda-device-lib FILE] (DESTDIR in the environment stages the install)"
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
@@ -22,7 +25,9 @@ while [ $# -gt 0 ]; do
         --libdir) libdir="${2:?--libdir needs a name}"; shift 2 ;;
         --libdir=*) libdir="${1#--libdir=}"; shift ;;
         --debug) strip_bins=""; shift ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        --cuda-device-lib) cuda_lib="${2:?--cuda-device-lib needs a file}"; shift 2 ;;
+        --cuda-device-lib=*) cuda_lib="${1#--cuda-device-lib=}"; shift ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown argument $1 ($usage)" >&2; exit 2 ;;
     esac
 done
@@ -32,6 +37,10 @@ case "$libdir" in
 esac
 # A relative prefix is relative to where install.sh was started.
 case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
+if [ -n "$cuda_lib" ]; then
+    case "$cuda_lib" in /*) ;; *) cuda_lib="$PWD/$cuda_lib" ;; esac
+    [ -f "$cuda_lib" ] || { echo "install.sh: --cuda-device-lib $cuda_lib: no such file" >&2; exit 2; }
+fi
 destdir="${DESTDIR:-}"
 step() { echo "install.sh: $*"; }
 built=()
@@ -145,7 +154,12 @@ fi
 # PATH): libishmem_device.a for CUDA programs linked with -rdc=true, and its
 # pkg-config file for nvcc.
 nvcc="${NVCC:-$(command -v nvcc || true)}"
-if [ -n "$nvcc" ]; then
+if [ -n "$cuda_lib" ]; then
+    step "installing the CUDA device library $cuda_lib (built before)"
+    install -m 644 "$cuda_lib" "$L/libishmem_device.a"
+    subst $t/ishmem-cuda.pc.in "$L/pkgconfig/ishmem-cuda.pc"
+    built+=("CUDA device library: $libdir/libishmem_device.a (from $cuda_lib)")
+elif [ -n "$nvcc" ]; then
     step "building the CUDA device library ($nvcc)"
     NVCC="$nvcc" device-lib/cuda/build.sh "$L" >/dev/null
     subst $t/ishmem-cuda.pc.in "$L/pkgconfig/ishmem-cuda.pc"

@@ -9,7 +9,7 @@ command -v pkg-config >/dev/null || {
     sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
     $sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq pkg-config
 }
-prefix="${ISHMEM_PREFIX:-$PWD/target/ishmem}"
+prefix="${MAIN_JOB_PREFIX:-$PWD/target/ishmem}"
 packaging/install.sh --prefix "$prefix"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig" LD_LIBRARY_PATH="$prefix/lib"
 cc -std=c11 -O2 packaging/examples/hello_ring.c $(pkg-config --cflags --libs ishmem) -o "$prefix/hello_ring"

@@ -1,159 +1,184 @@
 #!/usr/bin/env bash
-# The README's test command: the whole test suite.
-set -euo pipefail
+# The README's test command: the whole test suite on a fresh Debian 12
+# machine (what CI runs). Stages, each timed; a failed stage is reported
+# and the later ones still run (unless they need what it made); the run
+# ends with a table of the stages and the ten slowest test runs, and exits
+# non-zero when any stage failed. tests/README.md says what each leg of the
+# multi-PE suite covers and why.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-. packaging/setup-debian.sh
+root="$PWD"
+target="${CARGO_TARGET_DIR:-$root/target}"
+logs="$target/ci"
+rm -rf "$logs" && mkdir -p "$logs"
+export TEST_RESULTS="$logs/runs.tsv"
+: >"$TEST_RESULTS"
+start=$SECONDS
+names=() times=() results=()
+failed=0
 
-# First, before anything is installed: the rules checked by machine.
-# Formatting, lints (clippy with warnings as errors, the workspace lints of
-# Cargo.toml: `unsafe_op_in_unsafe_fn`, SAFETY comments, `# Safety` docs),
-# the runtime's layering rules (runtime/tests/layers.rs), and the generated
-# files. The MPI proxy plugin links MPI, so it is linted after the installs.
-echo "== rules: cargo fmt --check, clippy -D warnings, layers, ishmem-gen --check"
-cargo fmt --all -- --check
-cargo clippy -q --workspace --all-targets --exclude ishmem-proxy-oshmpi -- -D warnings
-cargo test -q -p ishmem-runtime --test layers
-cargo run -q -p ishmem-gen -- --check
-
-# Test prerequisites: Lmod, CMake, pkg-config, C++ and Fortran compilers, and
-# Environment Modules unpacked beside the build (Debian's lmod and
-# environment-modules packages conflict, so the Tcl one is not installed).
-tools="${CARGO_TARGET_DIR:-$PWD/target}/test-tools"
-need=""
-[ -f /usr/share/lmod/lmod/init/bash ] || need="$need lmod"
-command -v cmake >/dev/null || need="$need cmake"
-command -v pkg-config >/dev/null || need="$need pkg-config"
-command -v c++ >/dev/null || need="$need g++"
-command -v tclsh >/dev/null || need="$need tcl"
-command -v gfortran >/dev/null || need="$need gfortran"
-[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need="$need fonts-dejavu-core"
-command -v oshcc >/dev/null || need="$need libopenmpi-dev openmpi-bin"
-# The MPI proxy plugin builds against both MPI ABI families (the mpi crate's
-# bindings need libclang); the multi-host test needs ip(8).
-command -v mpicc.mpich >/dev/null || need="$need mpich libmpich-dev"
-ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || need="$need libclang-dev"
-command -v ip >/dev/null || need="$need iproute2"
-# level-zero-sys/gen.sh --check: Debian's bindgen and Level Zero headers.
-command -v bindgen >/dev/null || need="$need bindgen"
-[ -f /usr/include/level_zero/ze_api.h ] || need="$need libze-dev"
-for tool in clang-14 llvm-spirv-14 llvm-link-14 spirv-val; do
-    command -v $tool >/dev/null || need="$need clang-14 llvm-14 llvm-spirv-14 spirv-tools"
-done
-[ -f /usr/include/CL/cl.h ] && [ -e /usr/lib/x86_64-linux-gnu/libOpenCL.so ] || need="$need ocl-icd-opencl-dev opencl-c-headers"
-modulecmd="$(ls "$tools"/em/usr/lib/*/modulecmd.tcl 2>/dev/null | head -n1 || true)"
-if [ -n "$need" ] || [ -z "$modulecmd" ]; then
-    sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
-    $sudo_ apt-get update -qq
-    [ -z "$need" ] || DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq $need >/dev/null
-    if [ -z "$modulecmd" ]; then
-        mkdir -p "$tools" && rm -rf "$tools/em" "$tools"/environment-modules_*.deb
-        (cd "$tools" && apt-get download -qq environment-modules && dpkg -x environment-modules_*.deb em)
-        modulecmd="$(ls "$tools"/em/usr/lib/*/modulecmd.tcl | head -n1)"
+# stage NAME CMD...: runs CMD, prints its duration, records the result.
+stage() {
+    local name="$1" t0=$SECONDS rc
+    shift
+    echo "== $name"
+    "$@"
+    rc=$?
+    names+=("$name") times+=($((SECONDS - t0)))
+    if [ $rc = 0 ]; then
+        results+=(ok)
+        echo "== $name: ok ($((SECONDS - t0)) s)"
+    else
+        results+=("FAILED (exit $rc)")
+        failed=1
+        echo "== $name: FAILED (exit $rc, $((SECONDS - t0)) s)"
     fi
-fi
+    return $rc
+}
 
-# The Level Zero bindings are what gen.sh makes from Debian's headers.
-level-zero-sys/gen.sh --check
-# Intel's CPU OpenCL runtime (consumes SPIR-V) for the device tests, from
-# PyPI into a venv beside the build.
-oclvenv="$tools/oclvenv"
-if [ ! -f "$oclvenv/lib/libintelocl.so" ]; then
-    python3 -m venv "$oclvenv"
-    "$oclvenv/bin/pip" install -q intel-opencl-rt intel-cmplr-lib-rt
-fi
-
-# A Level Zero GPU driver on a machine without a GPU, for the ze device's
-# no-GPU check (multi_pe.rs, error_ze_fail_fast): Debian's intel-opencl-icd
-# (which contains libze_intel_gpu.so.1) and libigdgmm12, unpacked, not
-# installed.
-zedrv="$tools/zedrv"
-if [ ! -f "$zedrv/usr/lib/x86_64-linux-gnu/libze_intel_gpu.so.1" ]; then
-    rm -rf "$zedrv" && mkdir -p "$zedrv/debs"
-    (cd "$zedrv/debs" && apt-get download -qq intel-opencl-icd libigdgmm12 \
-        && for d in *.deb; do dpkg -x "$d" "$zedrv"; done)
-fi
-export TEST_ZE_DRIVER_DIR="$zedrv/usr/lib/x86_64-linux-gnu"
-
-cargo clippy -q -p ishmem-proxy-oshmpi -- -D warnings
-cargo build --workspace --all-targets
-# The MPI proxy plugin, once per MPI family, beside the debug libishmem.
-proxy-oshmpi/build-plugins.sh >/dev/null
-cargo test --workspace
-# The multi-PE suite again under real MPI launchers: Open MPI and MPICH,
-# with node-local sharing (peers on one node by load/store, the MPI proxy
-# idle) and without it (every peer remote: RMA, AMOs, signals, collectives,
-# locks and teams through the MPI proxy).
-for launcher in openmpi mpich; do
-    for shm in 1 0; do
-        echo "== multi-PE suite under $launcher, ISHMEM_ENABLE_SHM=$shm"
-        TEST_LAUNCHER=$launcher ISHMEM_ENABLE_SHM=$shm cargo test -q -p ishmem-tests --test multi_pe
+summary() {
+    echo
+    echo "== summary ($(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s)"
+    printf '  %-52s %7s  %s\n' stage seconds result
+    local i
+    for i in "${!names[@]}"; do
+        printf '  %-52s %7s  %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"
     done
-done
-# The multi-PE suite through the OpenSHMEM proxy: Open MPI's OSHMEM,
-# loaded at run time (ISHMEM_RUNTIME=OPENSHMEM) and started by oshrun;
-# every peer is reached through it.
-echo "== multi-PE suite under oshrun, through Open MPI's OSHMEM"
-TEST_LAUNCHER=oshmem cargo test -q -p ishmem-tests --test multi_pe
+    local runs
+    runs=$(wc -l <"$TEST_RESULTS")
+    echo "  slowest of the $runs test runs (seconds, limit, share of the limit, leg, run):"
+    sort -t$'\t' -k2,2 -rn "$TEST_RESULTS" | head -n 10 |
+        awk -F'\t' '{ printf "    %7.1f %5d %4.0f%%  %-22s %s%s\n", $2, $3, 100 * $2 / $3, $4, $5, ($1 == "ran" ? "" : "  " $1) }'
+    local over
+    over=$(awk -F'\t' '$2 > $3 / 4' "$TEST_RESULTS" | wc -l)
+    echo "  runs above a quarter of their limit: $over"
+    local ok=0 r
+    for r in "${results[@]}"; do [ "$r" = ok ] && ok=$((ok + 1)); done
+    echo "run-all: $ok passed, $((${#results[@]} - ok)) failed"
+}
+trap summary EXIT
+die() { echo "run-all: $*; later stages need it, stopping"; exit 1; }
+
+# 1. What the machine needs (apt packages, venvs, nvcc); its last lines
+# name the tools.
+stage "provision (apt, PyPI venvs, nvcc)" bash -c "tests/provision.sh > '$logs/provision.log' 2>&1 || { tail -30 '$logs/provision.log'; exit 1; }" \
+    || die "provisioning failed"
+eval "$(tail -n 5 "$logs/provision.log")"
+export TEST_ZE_DRIVER_DIR="$zedrv"
+
+# 2. The rules checked by machine: formatting, lints (clippy with warnings
+# as errors, the workspace lints of Cargo.toml), the runtime's layering,
+# the generated files (ishmem-gen, level-zero-sys's bindings, the CUDA
+# host-AMO PTX).
+rules() {
+    cargo fmt --all -- --check &&
+        cargo clippy -q --workspace --all-targets -- -D warnings &&
+        cargo test -q -p ishmem-runtime --test layers &&
+        cargo run -q -p ishmem-gen -- --check &&
+        level-zero-sys/gen.sh --check &&
+        NVCC="$nvcc" device-lib/cuda/gen-host-amo.sh --check
+}
+stage "rules: fmt, clippy, layers, generated files" rules
+
+# 3. The workspace, debug profile (what the tests run), and the MPI proxy
+# plugin once per MPI family.
+stage "build: workspace (debug) and MPI proxy plugins" \
+    bash -c "cargo build -q --workspace --all-targets && proxy-oshmpi/build-plugins.sh >/dev/null" \
+    || die "the build failed"
+
+# 4. The CUDA device library (sm_90), the other architectures' check and
+# the GPU tests, compiled in the background at the lowest priority while
+# the host tests run (nvcc works on one core for minutes); stage 9 waits
+# for it. No GPU here: tests/cuda/run.sh runs them on a GPU machine.
+cuda_out="$target/cuda-test"
+cuda_t0=$SECONDS
+(
+    build_rc=0
+    nice -n 19 env NVCC="$nvcc" CUDA_ARCHS=90 TEST_LIBDIR="$target/debug" tests/cuda/build.sh "$cuda_out" \
+        >"$logs/cuda-build.log" 2>&1 || build_rc=$?
+    echo "$build_rc $((SECONDS - cuda_t0))" >"$logs/cuda-build.done"
+) &
+cuda_pid=$!
+
+# 5. Unit tests, then the multi-PE suite (tests/programs.list and
+# tests/tests/multi_pe.rs) in its legs: see tests/README.md for which legs
+# run the whole list and which the lines tagged core.
+stage "unit tests" cargo test -q --workspace --exclude ishmem-tests
+stage "ishmem-tests: harness unit tests" cargo test -q -p ishmem-tests --lib
+leg() { # label, env...
+    local label="$1"
+    shift
+    stage "suite: $label" env "$@" cargo test -q -p ishmem-tests --test programs --test multi_pe
+}
+leg "ishmrun, cpu device (whole list)" TEST_LAUNCHER=ishmrun
+leg "ishmrun, opaque device (heaps like GPU memory)" TEST_LAUNCHER=ishmrun ISHMEM_DEVICE=opaque
+leg "Open MPI, all peers remote (whole list)" TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SHM=0
+leg "Open MPI, node-local sharing (core)" TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SHM=1 TEST_TIER=core
+leg "MPICH, all peers remote (whole list, 2 PEs)" TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=0 TEST_MAX_PES=2
+leg "MPICH, node-local sharing (core)" TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=1 TEST_TIER=core
+leg "oshrun through Open MPI's OSHMEM (whole list)" TEST_LAUNCHER=oshmem
 # The same through Sandia OpenSHMEM when an SOS build is here (its sources
 # are not in this repository: tests/sos/build-sos.sh SRC_DIR PREFIX builds
-# one into target/sos, or ISHMEM_TEST_SOS names a prefix), over libfabric's
-# tcp provider (tcp;ofi_rxm), started by MPICH's Hydra.
-sos="${ISHMEM_TEST_SOS:-${CARGO_TARGET_DIR:-$PWD/target}/sos}"
+# one into target/sos, or TEST_SOS names a prefix), over libfabric's tcp
+# provider (tcp;ofi_rxm), started by MPICH's Hydra, one test at a time
+# (side by side, SOS jobs over tcp disturbed each other).
+sos="${TEST_SOS:-$target/sos}"
 if [ -f "$sos/lib/libsma.so" ]; then
-    echo "== multi-PE suite under mpiexec.hydra, through Sandia OpenSHMEM ($sos)"
-    # One test at a time: side by side, SOS jobs over tcp disturbed each other.
-    TEST_LAUNCHER=sos TEST_SOS_PREFIX="$sos" cargo test -q -p ishmem-tests --test multi_pe -- --test-threads=1
+    stage "suite: mpiexec.hydra through Sandia OpenSHMEM ($sos)" env TEST_LAUNCHER=sos TEST_SOS_PREFIX="$sos" \
+        cargo test -q -p ishmem-tests --test programs --test multi_pe -- --test-threads=1
 else
     echo "sos: skipped (no SOS build at $sos; tests/sos/build-sos.sh SRC_DIR $sos makes one)"
 fi
 # Two hosts (network + UTS namespaces joined by a veth pair), Open MPI over
 # TCP between them. Needs root.
 if [ "$(id -u)" = 0 ]; then
-    tests/mpi/multihost.sh 2
-    echo "multihost: 1 passed, 0 failed"
+    stage "multihost: 2 hosts over TCP (network namespaces)" tests/mpi/multihost.sh 2
 else
     echo "multihost: skipped (needs root for network namespaces)"
 fi
-# The installable SDK: prefix install, relocation, Lmod and Tcl modules,
-# pkg-config and CMake, shared and static, ishmem-info, release tarball.
-target="${CARGO_TARGET_DIR:-$PWD/target}"
-nvcc="$(tests/cuda/nvcc.sh)"
-NVCC="$nvcc" ISHMEM_TCL_MODULECMD="$modulecmd" ISHMEM_TEST_OPENCL_VENV="$oclvenv" tests/sdk/test-sdk.sh
-echo "sdk: 1 passed, 0 failed"
-# Device-initiated operations from OpenCL C kernels on the CPU device.
-TEST_DEVICE_MPI=1 ISHMEM_TEST_OPENCL_VENV="$oclvenv" tests/device/test-device.sh
-echo "device: 1 passed, 0 failed"
-# The Level Zero device's test program, compiled against Debian's Level
+
+# 6. Device-initiated operations from OpenCL C kernels on the CPU device.
+stage "device: OpenCL C kernels on the CPU device" \
+    env TEST_DEVICE_MPI=1 TEST_OPENCL_VENV="$oclvenv" tests/device/test-device.sh
+
+# 7. The Level Zero device's test program, compiled against Debian's Level
 # Zero headers and loader, over the same SPIR-V. No Intel GPU here: not run
 # (tests/ze/run.sh runs it on a machine with one; docs/device.md).
-ISHMEM_LIBDIR="$target/debug" tests/ze/run.sh --build-only "$target/ze-test"
-# The CUDA device library and the GPU tests (tests/cuda), compiled with a
-# CUDA 13.0 nvcc from PyPI; the checked-in host-AMO PTX must be what that
-# compiler makes. No GPU here: they are not run (tests/cuda/run.sh runs them
-# on a machine with NVIDIA GPUs; docs/device.md).
-NVCC="$nvcc" device-lib/cuda/gen-host-amo.sh --check
-# One architecture here: the SDK test above builds the installed library
-# for every default one.
-ISHMEM_CUDA_ARCHS=90 NVCC="$nvcc" ISHMEM_LIBDIR="$target/debug" tests/cuda/build.sh "$target/cuda-test" >/dev/null
-echo "cuda: device library, GPU tests and benchmark built; NOT run (no GPU on this machine: tests/cuda/run.sh on a GPU machine)"
-# The host C/C++ suite on heaps the program cannot load from or store to,
-# as GPU heaps are (the opaque test device): what tests/cuda/host-suite.sh
-# runs with ISHMEM_DEVICE=cuda on a GPU machine.
-o="$(ISHMEM_DEVICE=opaque ISHMEM_LIBDIR="$target/debug" ISHMEM_BINDIR="$target/debug" \
-    tests/cuda/host-suite.sh "$target/opaque-host-suite" "1 2 4" 2>&1)" || { echo "$o"; exit 1; }
-tail -n 1 <<<"$o"
-# Benchmarks, smoke mode (they must run; no timing is asserted): ishmem-perf
-# on 2 PEs, its charts, and the side-by-side C benchmark against Open MPI's
-# OSHMEM.
-rm -f "$target/perf-smoke.csv"
-"$target/debug/ishmrun" -n 2 -t 300 "$target/debug/ishmem-perf" run --quick --csv "$target/perf-smoke.csv" > /dev/null
-"$target/debug/ishmem-perf" plot --input "$target/perf-smoke.csv" --out "$target/perf-smoke-plots" > /dev/null
-packaging/bench/compare.sh --quick --rounds 1 --out "$target/bench-smoke" > /dev/null
-# The many-PE set (issue #19): back-to-back collectives, largest per-PE
-# time, through the Rust crate and side by side with OSHMEM; its charts.
-rm -f "$target/perf-coll-smoke.csv"
-"$target/debug/ishmrun" -n 3 -t 300 "$target/debug/ishmem-perf" run --coll --quick --csv "$target/perf-coll-smoke.csv" > /dev/null
-packaging/bench/scale.sh --quick --pes "2 3" --rounds 1 --out "$target/scale-smoke" > /dev/null
-"$target/debug/ishmem-perf" plot-scale --input ishmem-rs="$target/scale-smoke/ishmem-scale.csv" \
-    --input oshmem="$target/scale-smoke/oshmem-scale.csv" --out "$target/scale-smoke-plots" > /dev/null
-echo "benchmark smoke: 1 passed, 0 failed"
+stage "ze: Level Zero device test built (no Intel GPU: not run)" \
+    env TEST_LIBDIR="$target/debug" tests/ze/run.sh --build-only "$target/ze-test"
+
+# 8. Benchmarks, smoke mode (they must run; no timing is asserted):
+# ishmem-perf on 2 PEs, its charts, the side-by-side C benchmark against
+# Open MPI's OSHMEM, the many-PE set and its charts.
+bench() {
+    rm -f "$target/perf-smoke.csv" "$target/perf-coll-smoke.csv"
+    "$target/debug/ishmrun" -n 2 -t 300 "$target/debug/ishmem-perf" run --quick --csv "$target/perf-smoke.csv" >/dev/null &&
+        "$target/debug/ishmem-perf" plot --input "$target/perf-smoke.csv" --out "$target/perf-smoke-plots" >/dev/null &&
+        packaging/bench/compare.sh --quick --rounds 1 --out "$target/bench-smoke" >/dev/null &&
+        "$target/debug/ishmrun" -n 3 -t 300 "$target/debug/ishmem-perf" run --coll --quick \
+            --csv "$target/perf-coll-smoke.csv" >/dev/null &&
+        packaging/bench/scale.sh --quick --pes "2 3" --rounds 1 --out "$target/scale-smoke" >/dev/null &&
+        "$target/debug/ishmem-perf" plot-scale --input ishmem-rs="$target/scale-smoke/ishmem-scale.csv" \
+            --input oshmem="$target/scale-smoke/oshmem-scale.csv" --out "$target/scale-smoke-plots" >/dev/null
+}
+stage "benchmark smoke (no timing asserted)" bench
+
+# 9. The CUDA build started in stage 4.
+cuda_wait() {
+    wait "$cuda_pid"
+    read -r rc secs <"$logs/cuda-build.done" || { echo "the CUDA build left no result"; return 1; }
+    echo "CUDA build: $secs s in the background at nice 19 (log: $logs/cuda-build.log)"
+    [ "$rc" = 0 ] || { tail -30 "$logs/cuda-build.log"; return 1; }
+    echo "cuda: device library (sm_90), architecture check, GPU tests and benchmark built; NOT run (no GPU on this machine: tests/cuda/run.sh on a GPU machine)"
+}
+stage "cuda: device library and GPU tests built (no GPU: not run)" cuda_wait
+
+# 10. The installable SDK: release build, prefix install (with the CUDA
+# device library of stage 9), relocation, Lmod and Tcl modules, pkg-config
+# and CMake, shared and static, ishmem-info, the MPI proxy from the
+# prefix, the release tarball.
+stage "sdk: install, modules, pkg-config, CMake, tarball" \
+    env NVCC="$nvcc" TEST_CUDA_DEVICE_LIB="$cuda_out/libishmem_device.a" TEST_TCL_MODULECMD="$modulecmd" \
+    TEST_OPENCL_VENV="$oclvenv" tests/sdk/test-sdk.sh
+
+[ $failed = 0 ]

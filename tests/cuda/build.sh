@@ -8,9 +8,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${1:?usage: build.sh OUTDIR}"
 nvcc="${NVCC:-nvcc}"
-lib="${ISHMEM_LIBDIR:-$root/target/release}"
+lib="${TEST_LIBDIR:-$root/target/release}"
 mkdir -p "$out"
 NVCC="$nvcc" "$root/device-lib/cuda/build.sh" "$out"
+# The library's core for every default architecture (CUDA_ARCHS may name
+# fewer for the whole library).
+NVCC="$nvcc" "$root/device-lib/cuda/build.sh" --arch-check "$out"
 cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
 "$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/test_cuda.cu" -I "$root/bindings/c/include" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/test_cuda"

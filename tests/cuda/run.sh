@@ -7,15 +7,15 @@
 #
 #   tests/cuda/run.sh [BUILD_DIR]
 #
-# Needs libishmem.so and ishmrun (ISHMEM_LIBDIR, ISHMEM_BINDIR; default
+# Needs libishmem.so and ishmrun (TEST_LIBDIR, TEST_BINDIR; default
 # target/release) and a CUDA 13 nvcc (NVCC, default nvcc on PATH), unless
 # BUILD_DIR already holds libishmem_device.a and test_cuda (built by
 # tests/cuda/build.sh, as CI does without a GPU).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/target/cuda-test}"
-lib="${ISHMEM_LIBDIR:-$root/target/release}"
-bin="${ISHMEM_BINDIR:-$root/target/release}"
+lib="${TEST_LIBDIR:-$root/target/release}"
+bin="${TEST_BINDIR:-$root/target/release}"
 fail() { echo "cuda tests: FAIL: $*" >&2; exit 1; }
 [ -f "$build/test_cuda" ] || "$root/tests/cuda/build.sh" "$build"
 [ -e "$lib/libishmem.so.0" ] || ln -sf libishmem.so "$lib/libishmem.so.0"

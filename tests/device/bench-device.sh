@@ -2,11 +2,10 @@
 # Device-initiated benchmark (not a test): builds bench_kernels.cl and
 # device_bench.c (release library), runs it on 2 PEs with the load/store
 # path and with every operation through the ring. Needs what
-# test-device.sh needs (ISHMEM_TEST_OPENCL_VENV, clang-14, llvm-spirv-14).
+# test-device.sh needs (TEST_OPENCL_VENV, clang-14, llvm-spirv-14).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-venv="${ISHMEM_TEST_OPENCL_VENV:?set ISHMEM_TEST_OPENCL_VENV to a venv with intel-opencl-rt}"
-unset ISHMEM_TEST_OPENCL_VENV
+venv="${TEST_OPENCL_VENV:?set TEST_OPENCL_VENV to a venv with intel-opencl-rt}"
 target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/device-bench"
 mkdir -p "$out"

@@ -4,7 +4,7 @@
 # Modules (Tcl), build C and C++ programs with pkg-config and with CMake,
 # shared and static, run them with the installed ishmrun on 2 PEs, and check
 # ishmem-info. Needs: lmod (Debian package), cmake, pkg-config, c++, tclsh,
-# and an extracted environment-modules package in $ISHMEM_TCL_MODULECMD's
+# and an extracted environment-modules package in $TEST_TCL_MODULECMD's
 # place (Debian's lmod and environment-modules packages conflict, so the
 # suite runs Tcl modules from a copy unpacked with dpkg -x; see run-all.sh).
 set -euo pipefail
@@ -14,12 +14,15 @@ for tool in cmake pkg-config c++ tclsh gfortran; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (tests/run-all.sh installs it)"
 done
 [ -f /usr/share/lmod/lmod/init/bash ] || fail "Lmod is not installed (apt-get install lmod)"
-modulecmd_tcl="${ISHMEM_TCL_MODULECMD:-}"
-[ -f "$modulecmd_tcl" ] || fail "ISHMEM_TCL_MODULECMD does not name Environment Modules' modulecmd.tcl"
+modulecmd_tcl="${TEST_TCL_MODULECMD:-}"
+[ -f "$modulecmd_tcl" ] || fail "TEST_TCL_MODULECMD does not name Environment Modules' modulecmd.tcl"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-"$root/packaging/install.sh" --prefix "$tmp/staging" > "$tmp/install.log"
+# The CUDA device library: TEST_CUDA_DEVICE_LIB (built before, as CI does
+# once per run), else built here when NVCC names a compiler.
+"$root/packaging/install.sh" --prefix "$tmp/staging" ${TEST_CUDA_DEVICE_LIB:+--cuda-device-lib "$TEST_CUDA_DEVICE_LIB"} \
+    > "$tmp/install.log"
 # It says what it does, and what it built and skipped.
 for want in "install.sh: building the library and tools" "installed ishmem-rs" "  built:" "MPI proxy: lib/ishmem/libishmem_proxy_oshmpi-"; do
     grep -qF "$want" "$tmp/install.log" || { cat "$tmp/install.log"; fail "install.sh printed no '$want'"; }
@@ -166,8 +169,8 @@ clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; m
     python3 -c 'import json,sys; d=json.load(open(\"$tmp/info.json\")); v={e[\"name\"]: e for e in d[\"environment\"]}; assert v[\"ISHMEM_SYMMETRIC_SIZE\"][\"value\"]==\"1g\" and v[\"ISHMEM_SYMMETRIC_SIZE\"][\"source\"]==\"environment\", v; assert \"ISHMEM_DEBUG\" in v; cpu=[c for c in d[\"components\"] if c[\"name\"]==\"cpu\"][0]; assert not cpu[\"available\"] and \"device kernels cannot run here\" in cpu[\"detail\"], cpu; assert d[\"prefix\"]==\"$P\", d[\"prefix\"]'
     ishmem-info --version | grep -q '^ishmem-info (ishmem-rs) '
     # With an OpenCL CPU runtime (the suite's), the CPU device says yes.
-    if [ -n \"${ISHMEM_TEST_OPENCL_VENV:-}\" ]; then
-        OCL_ICD_FILENAMES=${ISHMEM_TEST_OPENCL_VENV:-}/lib/libintelocl.so LD_LIBRARY_PATH=${ISHMEM_TEST_OPENCL_VENV:-}/lib:\$LD_LIBRARY_PATH \\
+    if [ -n \"${TEST_OPENCL_VENV:-}\" ]; then
+        OCL_ICD_FILENAMES=${TEST_OPENCL_VENV:-}/lib/libintelocl.so LD_LIBRARY_PATH=${TEST_OPENCL_VENV:-}/lib:\$LD_LIBRARY_PATH \\
             ishmem-info > $tmp/info.txt
         grep -q '^  device    cpu         yes' $tmp/info.txt
     fi
@@ -198,9 +201,16 @@ else
 fi
 
 echo "== release tarball"
-tarball="$(CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$root/packaging/release.sh")"
+# With the CUDA device library of TEST_CUDA_DEVICE_LIB when given (built
+# once per CI run), else without it (NVCC empty: building it again for
+# every architecture would add many minutes of nvcc to every run).
+tarball="$(NVCC= CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" "$root/packaging/release.sh" \
+    ${TEST_CUDA_DEVICE_LIB:+--cuda-device-lib "$TEST_CUDA_DEVICE_LIB"})"
 tar -tzf "$tarball" > "$tmp/list"
 grep -q "/lib/libishmem.so.0.1.0$" "$tmp/list" || fail "tarball lacks the library"
 grep -q "/LICENSE$" "$tmp/list" || fail "tarball lacks LICENSE"
 grep -q "/share/doc/ishmem/architecture.md$" "$tmp/list" || fail "tarball lacks the docs"
+if [ -n "${TEST_CUDA_DEVICE_LIB:-}" ]; then
+    grep -q "/lib/libishmem_device.a$" "$tmp/list" || fail "tarball lacks the CUDA device library"
+fi
 echo "test-sdk: ok"

@@ -10,7 +10,7 @@
 #   tests/ze/run.sh [--build-only] [OUTDIR] [PE counts, default "1 2"]
 #
 # Needs: Level Zero (loader, GPU driver, headers: libze-dev or oneAPI),
-# libishmem.so and ishmrun (ISHMEM_LIBDIR, ISHMEM_BINDIR; default
+# libishmem.so and ishmrun (TEST_LIBDIR, TEST_BINDIR; default
 # target/release), clang-14, llvm-spirv-14, spirv-tools and cc. PEs take
 # GPU local_rank % GPUs (ISHMEM_ZE_SUBDEVICES=1: per tile).
 set -euo pipefail
@@ -19,8 +19,8 @@ build_only=0
 if [ "${1:-}" = "--build-only" ]; then build_only=1; shift; fi
 out="${1:-$root/target/ze-test}"
 counts="${2:-1 2}"
-lib="${ISHMEM_LIBDIR:-$root/target/release}"
-bin="${ISHMEM_BINDIR:-$root/target/release}"
+lib="${TEST_LIBDIR:-$root/target/release}"
+bin="${TEST_BINDIR:-$root/target/release}"
 fail() { echo "ze: FAIL: $*" >&2; exit 1; }
 mkdir -p "$out"
 "$root/tests/device/build-kernels.sh" "$out"
@@ -41,5 +41,5 @@ for ring in 0 1; do
         echo "ok: device test on $n PEs, ring-all $ring ($((SECONDS - t0)) s)"
     done
 done
-ISHMEM_LIBDIR="$lib" ISHMEM_BINDIR="$bin" "$root/tests/cuda/host-suite.sh" "$out/host-suite" "$counts"
+TEST_LIBDIR="$lib" TEST_BINDIR="$bin" "$root/tests/cuda/host-suite.sh" "$out/host-suite" "$counts"
 echo "ze tests: ok"
