@@ -46,26 +46,30 @@ mps=""
 if command -v nvidia-cuda-mps-control >/dev/null; then
     mps="$(mktemp -d)"
     export CUDA_MPS_PIPE_DIRECTORY="$mps/pipe" CUDA_MPS_LOG_DIRECTORY="$mps/log"
-    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
 fi
-stop_mps() { if [ -n "$mps" ]; then echo quit | nvidia-cuda-mps-control 2>/dev/null || true; rm -rf "$mps"; fi; }
-trap stop_mps EXIT
+start_mps() { # visible devices
+    [ -n "$mps" ] || return 1
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    CUDA_VISIBLE_DEVICES="$1" nvidia-cuda-mps-control -d
+}
+stop_mps() { echo quit | nvidia-cuda-mps-control 2>/dev/null || true; sleep 1; }
+trap 'if [ -n "$mps" ]; then stop_mps; rm -rf "$mps"; fi' EXIT
 for ring in 0 1; do
     if [ "$ngpu" -ge 2 ]; then
         run "2 PEs on 2 GPUs, ring-all $ring" full ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0,1
     fi
 done
-if [ -n "$mps" ] && CUDA_VISIBLE_DEVICES=0 nvidia-cuda-mps-control -d; then
+if start_mps 0; then
     for ring in 0 1; do
         run "2 PEs sharing GPU 0 under MPS, ring-all $ring" full ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0
     done
     stop_mps
     # Two PEs on each of two GPUs (MPS over both).
-    if [ "$ngpu" -ge 2 ] && CUDA_VISIBLE_DEVICES=0,1 nvidia-cuda-mps-control -d; then
+    if [ "$ngpu" -ge 2 ]; then
+        start_mps 0,1 || fail "MPS over GPUs 0 and 1 did not start"
         pes=4 run "4 PEs on 2 GPUs (2 per GPU) under MPS, ring-all 0" full ISHMEM_DEVICE_RING_ALL=0 CUDA_VISIBLE_DEVICES=0,1
         stop_mps
     fi
-    mps=""
 else
     for ring in 0 1; do
         scale=full; [ $ring = 1 ] && scale=small

@@ -407,7 +407,9 @@ static void test_mixed() {
     for (int i = 0; i < n; i++) CHECK(got[i] == 5000 * left + i, "host put element %d: %ld", i, got[i]);
     ishmem_long_get(got.data(), b, n, me);
     for (int i = 0; i < n; i++) CHECK(got[i] == 7000 * right + i, "device put element %d: %ld", i, got[i]);
-    // Host element forms and waits on GPU memory.
+    // Host element forms and waits on GPU memory (after every PE has read
+    // its heap above: the p writes into the right neighbour's a).
+    ishmem_barrier_all();
     ishmem_long_p(a, 42, right);
     ishmem_barrier_all();
     CHECK(ishmem_long_g(a, me) == 42, "host p/g on GPU memory");
