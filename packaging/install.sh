@@ -111,8 +111,8 @@ ln -sf ishmrun "$dest/bin/oshrun"
 # and the wrapper library when gfortran is here (.mod files are
 # compiler-specific).
 install -d "$dest/include/fortran"
-cp bindings/fortran/shmem.f90 bindings/fortran/ishmem.f90 bindings/fortran/shmem.fh "$dest/include/fortran/"
-cp bindings/fortran/shmem.fh "$dest/include/"
+cp bindings/fortran/shmem.f90 bindings/fortran/ishmem.f90 bindings/fortran/shmem.fh bindings/fortran/shmem_decls.fh "$dest/include/fortran/"
+cp bindings/fortran/shmem.fh bindings/fortran/shmem_decls.fh "$dest/include/"
 if command -v gfortran >/dev/null 2>&1; then
     step "building the Fortran modules (gfortran)"
     fbuild="$(mktemp -d)"

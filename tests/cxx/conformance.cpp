@@ -27,6 +27,10 @@ static short rs[2], rd[2];
 static std::complex<double> cs[2], cd[2];
 static std::complex<float> cfs, cfd;
 static long dep;
+#if defined(__GNUC__)
+static __complex__ double gs[2], gd[2];
+static __complex__ float gfs, gfd;
+#endif
 #if defined(__x86_64__)
 static long double lds[2], ldd[2];
 #endif
@@ -89,6 +93,25 @@ int main() {
     CHECK(cd[1] == std::complex<double>(re[npes - 1], im[npes - 1]), "(2i)^n");
     CHECK(shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, &cfd, &cfs, 1) == 0 && cfd == std::complex<float>(npes, npes),
           "complexf sum");
+#if defined(__GNUC__)
+    // GNU complex types (C's _Complex in GNU C++), as code written for
+    // Sandia OpenSHMEM passes them: the generic, typed and world forms.
+    __real__ gs[0] = me + 1;
+    __imag__ gs[0] = -me;
+    __real__ gs[1] = 0;
+    __imag__ gs[1] = 2;
+    __real__ gfs = 1;
+    __imag__ gfs = 1;
+    shmem_barrier_all();
+    CHECK(shmem_sum_reduce(SHMEM_TEAM_WORLD, gd, gs, 2) == 0 && __real__ gd[0] == npes * (npes + 1) / 2
+              && __imag__ gd[0] == -(npes * (npes - 1) / 2),
+          "GNU complex sum");
+    CHECK(shmem_prod_reduce(gd, gs, 2) == 0 && __real__ gd[1] == re[npes - 1] && __imag__ gd[1] == im[npes - 1],
+          "GNU complex prod (world form)");
+    CHECK(shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, &gfd, &gfs, 1) == 0 && __real__ gfd == npes && __imag__ gfd == npes,
+          "GNU complexf sum (typed)");
+    CHECK(shmem_complexd_prod_reduce(gd, gs, 2) == 0 && __real__ gd[1] == re[npes - 1], "GNU complexd prod (typed world)");
+#endif
 
 #if defined(__x86_64__)
     // long double

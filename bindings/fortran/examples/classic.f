@@ -9,6 +9,12 @@
       program classic
       implicit none
       include 'shmem.fh'
+! The functions this program calls, declared here (the usual habit;
+! INCLUDE 'shmem_decls.fh' declares them all instead).
+      integer my_pe, num_pes, shmem_my_pe, shmem_n_pes
+      integer*4 shmem_int4_fadd, shmem_int4_fetch
+      integer*8 shmem_int8_finc, shmem_int8_fetch, shmem_int8_cswap
+      logical shmem_pe_accessible, shmem_addr_accessible
       integer ia(16), ib(16), ic(64), ired(4), isrc(4), nbad
       integer psync(SHMEM_BARRIER_SYNC_SIZE)
       integer psync2(SHMEM_REDUCE_SYNC_SIZE)

@@ -264,8 +264,8 @@ pub fn rust(banner: &str) -> String {
     s
 }
 
-/// The function results `shmem.fh` declares for the hand-written entry
-/// points of `fortran.rs` (the typed ones come from the table).
+/// The function results `shmem_decls.fh` declares for the hand-written
+/// entry points of `fortran.rs` (the typed ones come from the table).
 const PLAIN_RESULTS: &[(&str, &str)] = &[
     ("integer", "my_pe"),
     ("integer", "num_pes"),
@@ -283,8 +283,12 @@ fn fixed(s: &mut String, line: &str) {
     let _ = writeln!(s, "      {line}");
 }
 
-/// `bindings/fortran/shmem.fh`: constants and function result types of the
-/// classic interface, usable from fixed- and free-form sources.
+/// `bindings/fortran/shmem.fh`: the constants of the classic interface,
+/// usable from fixed- and free-form sources. It declares no functions:
+/// Fortran forbids declaring a name's type twice, and classic programs
+/// declare the ones they call themselves (`integer shmem_my_pe`), as with
+/// Sandia OpenSHMEM's and Open MPI's `shmem.fh`. `shmem_decls.fh` ([`decls_fh`])
+/// declares them for programs that want the library to.
 pub fn fh(banner: &str, constants: &[(&str, i64)], vendor: &str) -> String {
     let mut s = String::new();
     for l in banner.split(". ") {
@@ -297,7 +301,10 @@ pub fn fh(banner: &str, constants: &[(&str, i64)], vendor: &str) -> String {
          ! that calls SHMEM; link with -lishmem (oshfort does both). Default\n\
          ! integers are 4 bytes. pSync arrays are default integers of\n\
          ! SHMEM_*_SYNC_SIZE elements aligned to 8 bytes, every element set to\n\
-         ! SHMEM_SYNC_VALUE. New code should use the shmem module instead.\n!\n",
+         ! SHMEM_SYNC_VALUE. New code should use the shmem module instead.\n\
+         ! Declare the result type of each function you call (integer\n\
+         ! shmem_my_pe, integer*8 shmem_int8_fadd, ...), or INCLUDE\n\
+         ! 'shmem_decls.fh' after this file to have them all declared.\n!\n",
     );
     for (name, v) in constants {
         fixed(&mut s, &format!("integer {name}"));
@@ -305,7 +312,24 @@ pub fn fh(banner: &str, constants: &[(&str, i64)], vendor: &str) -> String {
     }
     fixed(&mut s, "character*(*) SHMEM_VENDOR_STRING");
     fixed(&mut s, &format!("parameter (SHMEM_VENDOR_STRING = '{vendor}')"));
-    s.push_str("! Function results\n");
+    s
+}
+
+/// `bindings/fortran/shmem_decls.fh`: the result types of the classic
+/// interface's functions, for programs that do not declare them
+/// themselves (an opt-in: a program that declares one of them must not
+/// include this file).
+pub fn decls_fh(banner: &str) -> String {
+    let mut s = String::new();
+    for l in banner.split(". ") {
+        let _ = writeln!(s, "! {}", l.trim_end_matches('.'));
+    }
+    s.push_str(
+        "!\n\
+         ! shmem_decls.fh: the result types of the classic interface's\n\
+         ! functions. INCLUDE it after 'shmem.fh' in a program unit that does\n\
+         ! not declare them itself (Fortran forbids declaring a name twice).\n!\n",
+    );
     // EXTERNAL too: a program unit that uses none of them compiles
     // without unused-variable warnings.
     let typed = table();

@@ -1419,6 +1419,24 @@ fn cxx_h(f: &Family, part: Part) -> String {
                     args[1..].join(", ")
                 );
                 s.push_str(&guarded(t.c, text));
+                // GNU complex types in C++ (as Sandia OpenSHMEM accepts):
+                // the team and world forms, over the std::complex ones.
+                if let Some(g) = gnu_complex(t.c) {
+                    let mut text = String::new();
+                    for (ps, pre) in [(o.params, ""), (&o.params[1..], world.as_str())] {
+                        let call: Vec<String> = std::iter::once(pre.to_string())
+                            .filter(|p| !p.is_empty())
+                            .chain(ps.iter().map(|(n, k)| cast_arg(n, *k, t.c, f)))
+                            .collect();
+                        let _ = writeln!(
+                            text,
+                            "inline {ret} {name}({}) {{ return {name}({}); }}",
+                            decl(ps, g, f, false).join(", "),
+                            call.join(", ")
+                        );
+                    }
+                    s.push_str(&format!("#ifdef ISHMEMI_GNU_COMPLEX\n{text}#endif\n"));
+                }
             }
         }
     }
@@ -1441,16 +1459,38 @@ fn cxx_h(f: &Family, part: Part) -> String {
             forms.push((&ctx_params, format!("ctx, {}", args.join(", ")), true));
         }
         for (ps, call_args, ctx) in forms {
-            let _ =
-                writeln!(s, "template <typename T> {} {gname}({});", ret("T"), decl(ps, "T", f, nondeduced).join(", "));
+            // An element type without a routine is a compile-time error
+            // naming the type ("use of deleted function ... [with T = short]").
+            let _ = writeln!(
+                s,
+                "template <typename T> {} {gname}({}) = delete;",
+                ret("T"),
+                decl(ps, "T", f, nondeduced).join(", ")
+            );
             for (c, tname) in &g.sels {
+                let target = ctx_name(expand(o.name, f, tname, ""), f, ctx);
                 let text = format!(
-                    "template <> inline {} {gname}<{c}>({}) {{ return {}({call_args}); }}\n",
+                    "template <> inline {} {gname}<{c}>({}) {{ return {target}({call_args}); }}\n",
                     ret(c),
                     decl(ps, c, f, nondeduced).join(", "),
-                    ctx_name(expand(o.name, f, tname, ""), f, ctx)
                 );
                 s.push_str(&guarded(c, text));
+                if let Some(gc) = gnu_complex(c) {
+                    let mut call: Vec<String> = Vec::new();
+                    if ps.len() < o.params.len() && !ctx {
+                        call.push(world.clone());
+                    }
+                    if ctx {
+                        call.push("ctx".into());
+                    }
+                    call.extend(ps.iter().filter(|(_, k)| *k != K::Ctx).map(|(n, k)| cast_arg(n, *k, c, f)));
+                    s.push_str(&format!(
+                        "#ifdef ISHMEMI_GNU_COMPLEX\ntemplate <> inline {} {gname}<{gc}>({}) {{ return {target}({}); }}\n#endif\n",
+                        ret(gc),
+                        decl(ps, gc, f, nondeduced).join(", "),
+                        call.join(", ")
+                    ));
+                }
             }
         }
     }
@@ -1475,6 +1515,25 @@ fn cxx_h(f: &Family, part: Part) -> String {
     }
     let _ = write!(s, "\n#endif /* __cplusplus */\n#endif /* {guard} */\n");
     s
+}
+
+/// The GNU complex type of C++ (`__complex__ float`) beside a complex
+/// element type of the table (`std::complex<float>` in C++).
+fn gnu_complex(c: &str) -> Option<&'static str> {
+    match c {
+        "ISHMEMI_COMPLEXF" => Some("ISHMEMI_GNU_COMPLEXF"),
+        "ISHMEMI_COMPLEXD" => Some("ISHMEMI_GNU_COMPLEXD"),
+        _ => None,
+    }
+}
+
+/// Argument `n` of kind `k` passed on to the routine of element type `c`:
+/// element pointers reinterpreted (GNU and std::complex share a layout).
+fn cast_arg(n: &str, k: K, c: &str, f: &Family) -> String {
+    match k {
+        K::Ptr | K::CPtr => format!("reinterpret_cast<{}>({n})", c_kind(k, Some(c), f).trim_end()),
+        _ => n.to_string(),
+    }
 }
 
 fn typed_rs() -> String {
@@ -1502,6 +1561,8 @@ fn typed_rs() -> String {
 /// C declarations of the host-only element types (OpenSHMEM family).
 const HOST_TYPES: &str = "/* The complex reduction types: C99 _Complex in C, std::complex in C++ (the\n   same layout). */\n\
 #ifdef __cplusplus\n#include <complex>\n#define ISHMEMI_COMPLEXF std::complex<float>\n#define ISHMEMI_COMPLEXD std::complex<double>\n\
+/* GNU C++ also has C's complex types (__complex__ float): overloads take them too. */\n\
+#if defined(__GNUC__)\n#define ISHMEMI_GNU_COMPLEX 1\n#define ISHMEMI_GNU_COMPLEXF __complex__ float\n#define ISHMEMI_GNU_COMPLEXD __complex__ double\n#endif\n\
 #else\n#define ISHMEMI_COMPLEXF float _Complex\n#define ISHMEMI_COMPLEXD double _Complex\n#endif\n\n";
 
 /// The typed C declarations of a family (`part`: the standard names or the
@@ -1827,6 +1888,7 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
             root.join("bindings/fortran/shmem.fh"),
             classic::fh(BANNER, &classic_constants(), ishmem_runtime::core::VENDOR),
         ),
+        (root.join("bindings/fortran/shmem_decls.fh"), classic::decls_fh(BANNER)),
         (root.join("docs/man/links"), man_links),
     ];
     out.extend(man_pages.into_iter().map(|(name, text)| (root.join(MAN3).join(name), text)));

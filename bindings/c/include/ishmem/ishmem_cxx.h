@@ -582,7 +582,7 @@ inline int ishmemx_uint16_xor_reduce_on_stream(uint16_t *dest, const uint16_t *s
 inline int ishmemx_uint32_xor_reduce_on_stream(uint32_t *dest, const uint32_t *source, size_t nreduce, void *stream) { return ishmemx_uint32_xor_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 inline int ishmemx_uint64_xor_reduce_on_stream(uint64_t *dest, const uint64_t *source, size_t nreduce, void *stream) { return ishmemx_uint64_xor_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 inline int ishmemx_size_xor_reduce_on_stream(size_t *dest, const size_t *source, size_t nreduce, void *stream) { return ishmemx_size_xor_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
-template <typename T> void ishmem_put(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void ishmem_put(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void ishmem_put<float>(float *dest, const float *source, size_t nelems, int pe) { return ishmem_float_put(dest, source, nelems, pe); }
 template <> inline void ishmem_put<double>(double *dest, const double *source, size_t nelems, int pe) { return ishmem_double_put(dest, source, nelems, pe); }
 template <> inline void ishmem_put<char>(char *dest, const char *source, size_t nelems, int pe) { return ishmem_char_put(dest, source, nelems, pe); }
@@ -596,7 +596,7 @@ template <> inline void ishmem_put<unsigned short>(unsigned short *dest, const u
 template <> inline void ishmem_put<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return ishmem_uint_put(dest, source, nelems, pe); }
 template <> inline void ishmem_put<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return ishmem_ulong_put(dest, source, nelems, pe); }
 template <> inline void ishmem_put<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return ishmem_ulonglong_put(dest, source, nelems, pe); }
-template <typename T> void ishmem_get(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void ishmem_get(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void ishmem_get<float>(float *dest, const float *source, size_t nelems, int pe) { return ishmem_float_get(dest, source, nelems, pe); }
 template <> inline void ishmem_get<double>(double *dest, const double *source, size_t nelems, int pe) { return ishmem_double_get(dest, source, nelems, pe); }
 template <> inline void ishmem_get<char>(char *dest, const char *source, size_t nelems, int pe) { return ishmem_char_get(dest, source, nelems, pe); }
@@ -610,7 +610,7 @@ template <> inline void ishmem_get<unsigned short>(unsigned short *dest, const u
 template <> inline void ishmem_get<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return ishmem_uint_get(dest, source, nelems, pe); }
 template <> inline void ishmem_get<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return ishmem_ulong_get(dest, source, nelems, pe); }
 template <> inline void ishmem_get<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return ishmem_ulonglong_get(dest, source, nelems, pe); }
-template <typename T> void ishmem_put_nbi(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void ishmem_put_nbi(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void ishmem_put_nbi<float>(float *dest, const float *source, size_t nelems, int pe) { return ishmem_float_put_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_put_nbi<double>(double *dest, const double *source, size_t nelems, int pe) { return ishmem_double_put_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_put_nbi<char>(char *dest, const char *source, size_t nelems, int pe) { return ishmem_char_put_nbi(dest, source, nelems, pe); }
@@ -624,7 +624,7 @@ template <> inline void ishmem_put_nbi<unsigned short>(unsigned short *dest, con
 template <> inline void ishmem_put_nbi<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return ishmem_uint_put_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_put_nbi<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return ishmem_ulong_put_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_put_nbi<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return ishmem_ulonglong_put_nbi(dest, source, nelems, pe); }
-template <typename T> void ishmem_get_nbi(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void ishmem_get_nbi(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void ishmem_get_nbi<float>(float *dest, const float *source, size_t nelems, int pe) { return ishmem_float_get_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_get_nbi<double>(double *dest, const double *source, size_t nelems, int pe) { return ishmem_double_get_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_get_nbi<char>(char *dest, const char *source, size_t nelems, int pe) { return ishmem_char_get_nbi(dest, source, nelems, pe); }
@@ -638,7 +638,7 @@ template <> inline void ishmem_get_nbi<unsigned short>(unsigned short *dest, con
 template <> inline void ishmem_get_nbi<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe) { return ishmem_uint_get_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_get_nbi<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe) { return ishmem_ulong_get_nbi(dest, source, nelems, pe); }
 template <> inline void ishmem_get_nbi<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe) { return ishmem_ulonglong_get_nbi(dest, source, nelems, pe); }
-template <typename T> void ishmem_p(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_p(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_p<float>(float *dest, typename ishmemi_cxx::identity<float>::type value, int pe) { return ishmem_float_p(dest, value, pe); }
 template <> inline void ishmem_p<double>(double *dest, typename ishmemi_cxx::identity<double>::type value, int pe) { return ishmem_double_p(dest, value, pe); }
 template <> inline void ishmem_p<char>(char *dest, typename ishmemi_cxx::identity<char>::type value, int pe) { return ishmem_char_p(dest, value, pe); }
@@ -652,7 +652,7 @@ template <> inline void ishmem_p<unsigned short>(unsigned short *dest, typename 
 template <> inline void ishmem_p<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_p(dest, value, pe); }
 template <> inline void ishmem_p<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_p(dest, value, pe); }
 template <> inline void ishmem_p<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_p(dest, value, pe); }
-template <typename T> T ishmem_g(const T *source, int pe);
+template <typename T> T ishmem_g(const T *source, int pe) = delete;
 template <> inline float ishmem_g<float>(const float *source, int pe) { return ishmem_float_g(source, pe); }
 template <> inline double ishmem_g<double>(const double *source, int pe) { return ishmem_double_g(source, pe); }
 template <> inline char ishmem_g<char>(const char *source, int pe) { return ishmem_char_g(source, pe); }
@@ -666,7 +666,7 @@ template <> inline unsigned short ishmem_g<unsigned short>(const unsigned short 
 template <> inline unsigned int ishmem_g<unsigned int>(const unsigned int *source, int pe) { return ishmem_uint_g(source, pe); }
 template <> inline unsigned long ishmem_g<unsigned long>(const unsigned long *source, int pe) { return ishmem_ulong_g(source, pe); }
 template <> inline unsigned long long ishmem_g<unsigned long long>(const unsigned long long *source, int pe) { return ishmem_ulonglong_g(source, pe); }
-template <typename T> void ishmem_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <typename T> void ishmem_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) = delete;
 template <> inline void ishmem_iput<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_float_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iput<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_double_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iput<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_char_iput(dest, source, dst, sst, nelems, pe); }
@@ -680,7 +680,7 @@ template <> inline void ishmem_iput<unsigned short>(unsigned short *dest, const 
 template <> inline void ishmem_iput<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_uint_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iput<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_ulong_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iput<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_ulonglong_iput(dest, source, dst, sst, nelems, pe); }
-template <typename T> void ishmem_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <typename T> void ishmem_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) = delete;
 template <> inline void ishmem_iget<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_float_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iget<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_double_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iget<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_char_iget(dest, source, dst, sst, nelems, pe); }
@@ -694,7 +694,7 @@ template <> inline void ishmem_iget<unsigned short>(unsigned short *dest, const 
 template <> inline void ishmem_iget<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_uint_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iget<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_ulong_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void ishmem_iget<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return ishmem_ulonglong_iget(dest, source, dst, sst, nelems, pe); }
-template <typename T> void ishmemx_ibput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <typename T> void ishmemx_ibput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) = delete;
 template <> inline void ishmemx_ibput<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_float_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibput<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_double_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibput<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_char_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
@@ -708,7 +708,7 @@ template <> inline void ishmemx_ibput<unsigned short>(unsigned short *dest, cons
 template <> inline void ishmemx_ibput<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_uint_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibput<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_ulong_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibput<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_ulonglong_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
-template <typename T> void ishmemx_ibget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <typename T> void ishmemx_ibget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) = delete;
 template <> inline void ishmemx_ibget<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_float_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibget<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_double_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibget<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_char_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
@@ -722,7 +722,7 @@ template <> inline void ishmemx_ibget<unsigned short>(unsigned short *dest, cons
 template <> inline void ishmemx_ibget<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_uint_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibget<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_ulong_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void ishmemx_ibget<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return ishmemx_ulonglong_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
-template <typename T> void ishmem_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <typename T> void ishmem_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) = delete;
 template <> inline void ishmem_put_signal<float>(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_float_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal<double>(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_double_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal<char>(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_char_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -736,7 +736,7 @@ template <> inline void ishmem_put_signal<unsigned short>(unsigned short *dest, 
 template <> inline void ishmem_put_signal<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_uint_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_ulong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_ulonglong_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
-template <typename T> void ishmem_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <typename T> void ishmem_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) = delete;
 template <> inline void ishmem_put_signal_nbi<float>(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_float_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal_nbi<double>(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_double_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal_nbi<char>(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_char_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -750,7 +750,7 @@ template <> inline void ishmem_put_signal_nbi<unsigned short>(unsigned short *de
 template <> inline void ishmem_put_signal_nbi<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_uint_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal_nbi<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_ulong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void ishmem_put_signal_nbi<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return ishmem_ulonglong_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
-template <typename T> T ishmem_atomic_fetch(const T *source, int pe);
+template <typename T> T ishmem_atomic_fetch(const T *source, int pe) = delete;
 template <> inline float ishmem_atomic_fetch<float>(const float *source, int pe) { return ishmem_float_atomic_fetch(source, pe); }
 template <> inline double ishmem_atomic_fetch<double>(const double *source, int pe) { return ishmem_double_atomic_fetch(source, pe); }
 template <> inline signed char ishmem_atomic_fetch<signed char>(const signed char *source, int pe) { return ishmem_schar_atomic_fetch(source, pe); }
@@ -760,7 +760,7 @@ template <> inline long long ishmem_atomic_fetch<long long>(const long long *sou
 template <> inline unsigned int ishmem_atomic_fetch<unsigned int>(const unsigned int *source, int pe) { return ishmem_uint_atomic_fetch(source, pe); }
 template <> inline unsigned long ishmem_atomic_fetch<unsigned long>(const unsigned long *source, int pe) { return ishmem_ulong_atomic_fetch(source, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch<unsigned long long>(const unsigned long long *source, int pe) { return ishmem_ulonglong_atomic_fetch(source, pe); }
-template <typename T> void ishmem_atomic_set(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_set(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_set<float>(float *dest, typename ishmemi_cxx::identity<float>::type value, int pe) { return ishmem_float_atomic_set(dest, value, pe); }
 template <> inline void ishmem_atomic_set<double>(double *dest, typename ishmemi_cxx::identity<double>::type value, int pe) { return ishmem_double_atomic_set(dest, value, pe); }
 template <> inline void ishmem_atomic_set<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_set(dest, value, pe); }
@@ -770,7 +770,7 @@ template <> inline void ishmem_atomic_set<long long>(long long *dest, typename i
 template <> inline void ishmem_atomic_set<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_set(dest, value, pe); }
 template <> inline void ishmem_atomic_set<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_set(dest, value, pe); }
 template <> inline void ishmem_atomic_set<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_set(dest, value, pe); }
-template <typename T> T ishmem_atomic_swap(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T ishmem_atomic_swap(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline float ishmem_atomic_swap<float>(float *dest, typename ishmemi_cxx::identity<float>::type value, int pe) { return ishmem_float_atomic_swap(dest, value, pe); }
 template <> inline double ishmem_atomic_swap<double>(double *dest, typename ishmemi_cxx::identity<double>::type value, int pe) { return ishmem_double_atomic_swap(dest, value, pe); }
 template <> inline signed char ishmem_atomic_swap<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_swap(dest, value, pe); }
@@ -780,7 +780,7 @@ template <> inline long long ishmem_atomic_swap<long long>(long long *dest, type
 template <> inline unsigned int ishmem_atomic_swap<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_swap(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_swap<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_swap(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_swap<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_swap(dest, value, pe); }
-template <typename T> void ishmem_atomic_fetch_nbi(T *fetch, const T *source, int pe);
+template <typename T> void ishmem_atomic_fetch_nbi(T *fetch, const T *source, int pe) = delete;
 template <> inline void ishmem_atomic_fetch_nbi<float>(float *fetch, const float *source, int pe) { return ishmem_float_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void ishmem_atomic_fetch_nbi<double>(double *fetch, const double *source, int pe) { return ishmem_double_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void ishmem_atomic_fetch_nbi<signed char>(signed char *fetch, const signed char *source, int pe) { return ishmem_schar_atomic_fetch_nbi(fetch, source, pe); }
@@ -790,7 +790,7 @@ template <> inline void ishmem_atomic_fetch_nbi<long long>(long long *fetch, con
 template <> inline void ishmem_atomic_fetch_nbi<unsigned int>(unsigned int *fetch, const unsigned int *source, int pe) { return ishmem_uint_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void ishmem_atomic_fetch_nbi<unsigned long>(unsigned long *fetch, const unsigned long *source, int pe) { return ishmem_ulong_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void ishmem_atomic_fetch_nbi<unsigned long long>(unsigned long long *fetch, const unsigned long long *source, int pe) { return ishmem_ulonglong_atomic_fetch_nbi(fetch, source, pe); }
-template <typename T> void ishmem_atomic_swap_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_swap_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_swap_nbi<float>(float *fetch, float *dest, typename ishmemi_cxx::identity<float>::type value, int pe) { return ishmem_float_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_swap_nbi<double>(double *fetch, double *dest, typename ishmemi_cxx::identity<double>::type value, int pe) { return ishmem_double_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_swap_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_swap_nbi(fetch, dest, value, pe); }
@@ -800,7 +800,7 @@ template <> inline void ishmem_atomic_swap_nbi<long long>(long long *fetch, long
 template <> inline void ishmem_atomic_swap_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_swap_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_swap_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_swap_nbi(fetch, dest, value, pe); }
-template <typename T> T ishmem_atomic_compare_swap(T *dest, typename ishmemi_cxx::identity<T>::type cond, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T ishmem_atomic_compare_swap(T *dest, typename ishmemi_cxx::identity<T>::type cond, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char ishmem_atomic_compare_swap<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type cond, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline int ishmem_atomic_compare_swap<int>(int *dest, typename ishmemi_cxx::identity<int>::type cond, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline long ishmem_atomic_compare_swap<long>(long *dest, typename ishmemi_cxx::identity<long>::type cond, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_long_atomic_compare_swap(dest, cond, value, pe); }
@@ -808,7 +808,7 @@ template <> inline long long ishmem_atomic_compare_swap<long long>(long long *de
 template <> inline unsigned int ishmem_atomic_compare_swap<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type cond, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline unsigned long ishmem_atomic_compare_swap<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type cond, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline unsigned long long ishmem_atomic_compare_swap<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type cond, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_compare_swap(dest, cond, value, pe); }
-template <typename T> T ishmem_atomic_fetch_inc(T *dest, int pe);
+template <typename T> T ishmem_atomic_fetch_inc(T *dest, int pe) = delete;
 template <> inline signed char ishmem_atomic_fetch_inc<signed char>(signed char *dest, int pe) { return ishmem_schar_atomic_fetch_inc(dest, pe); }
 template <> inline int ishmem_atomic_fetch_inc<int>(int *dest, int pe) { return ishmem_int_atomic_fetch_inc(dest, pe); }
 template <> inline long ishmem_atomic_fetch_inc<long>(long *dest, int pe) { return ishmem_long_atomic_fetch_inc(dest, pe); }
@@ -816,7 +816,7 @@ template <> inline long long ishmem_atomic_fetch_inc<long long>(long long *dest,
 template <> inline unsigned int ishmem_atomic_fetch_inc<unsigned int>(unsigned int *dest, int pe) { return ishmem_uint_atomic_fetch_inc(dest, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_inc<unsigned long>(unsigned long *dest, int pe) { return ishmem_ulong_atomic_fetch_inc(dest, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_inc<unsigned long long>(unsigned long long *dest, int pe) { return ishmem_ulonglong_atomic_fetch_inc(dest, pe); }
-template <typename T> void ishmem_atomic_inc(T *dest, int pe);
+template <typename T> void ishmem_atomic_inc(T *dest, int pe) = delete;
 template <> inline void ishmem_atomic_inc<signed char>(signed char *dest, int pe) { return ishmem_schar_atomic_inc(dest, pe); }
 template <> inline void ishmem_atomic_inc<int>(int *dest, int pe) { return ishmem_int_atomic_inc(dest, pe); }
 template <> inline void ishmem_atomic_inc<long>(long *dest, int pe) { return ishmem_long_atomic_inc(dest, pe); }
@@ -824,7 +824,7 @@ template <> inline void ishmem_atomic_inc<long long>(long long *dest, int pe) { 
 template <> inline void ishmem_atomic_inc<unsigned int>(unsigned int *dest, int pe) { return ishmem_uint_atomic_inc(dest, pe); }
 template <> inline void ishmem_atomic_inc<unsigned long>(unsigned long *dest, int pe) { return ishmem_ulong_atomic_inc(dest, pe); }
 template <> inline void ishmem_atomic_inc<unsigned long long>(unsigned long long *dest, int pe) { return ishmem_ulonglong_atomic_inc(dest, pe); }
-template <typename T> T ishmem_atomic_fetch_add(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T ishmem_atomic_fetch_add(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char ishmem_atomic_fetch_add<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_add(dest, value, pe); }
 template <> inline int ishmem_atomic_fetch_add<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int_atomic_fetch_add(dest, value, pe); }
 template <> inline long ishmem_atomic_fetch_add<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_long_atomic_fetch_add(dest, value, pe); }
@@ -832,7 +832,7 @@ template <> inline long long ishmem_atomic_fetch_add<long long>(long long *dest,
 template <> inline unsigned int ishmem_atomic_fetch_add<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_add(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_add<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_add(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_add<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_add(dest, value, pe); }
-template <typename T> void ishmem_atomic_add(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_add(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_add<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_add(dest, value, pe); }
 template <> inline void ishmem_atomic_add<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int_atomic_add(dest, value, pe); }
 template <> inline void ishmem_atomic_add<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_long_atomic_add(dest, value, pe); }
@@ -840,7 +840,7 @@ template <> inline void ishmem_atomic_add<long long>(long long *dest, typename i
 template <> inline void ishmem_atomic_add<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_add(dest, value, pe); }
 template <> inline void ishmem_atomic_add<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_add(dest, value, pe); }
 template <> inline void ishmem_atomic_add<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_add(dest, value, pe); }
-template <typename T> void ishmem_atomic_compare_swap_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type cond, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_compare_swap_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type cond, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_compare_swap_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type cond, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void ishmem_atomic_compare_swap_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type cond, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void ishmem_atomic_compare_swap_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type cond, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_long_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
@@ -848,7 +848,7 @@ template <> inline void ishmem_atomic_compare_swap_nbi<long long>(long long *fet
 template <> inline void ishmem_atomic_compare_swap_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type cond, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void ishmem_atomic_compare_swap_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type cond, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void ishmem_atomic_compare_swap_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type cond, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
-template <typename T> void ishmem_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe);
+template <typename T> void ishmem_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe) = delete;
 template <> inline void ishmem_atomic_fetch_inc_nbi<signed char>(signed char *fetch, signed char *dest, int pe) { return ishmem_schar_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void ishmem_atomic_fetch_inc_nbi<int>(int *fetch, int *dest, int pe) { return ishmem_int_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void ishmem_atomic_fetch_inc_nbi<long>(long *fetch, long *dest, int pe) { return ishmem_long_atomic_fetch_inc_nbi(fetch, dest, pe); }
@@ -856,7 +856,7 @@ template <> inline void ishmem_atomic_fetch_inc_nbi<long long>(long long *fetch,
 template <> inline void ishmem_atomic_fetch_inc_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, int pe) { return ishmem_uint_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void ishmem_atomic_fetch_inc_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, int pe) { return ishmem_ulong_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void ishmem_atomic_fetch_inc_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, int pe) { return ishmem_ulonglong_atomic_fetch_inc_nbi(fetch, dest, pe); }
-template <typename T> void ishmem_atomic_fetch_add_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_fetch_add_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_fetch_add_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_add_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_add_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_long_atomic_fetch_add_nbi(fetch, dest, value, pe); }
@@ -864,168 +864,168 @@ template <> inline void ishmem_atomic_fetch_add_nbi<long long>(long long *fetch,
 template <> inline void ishmem_atomic_fetch_add_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_add_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_add_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_add_nbi(fetch, dest, value, pe); }
-template <typename T> T ishmem_atomic_fetch_and(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T ishmem_atomic_fetch_and(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char ishmem_atomic_fetch_and<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned int ishmem_atomic_fetch_and<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_and<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_and<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_and(dest, value, pe); }
 template <> inline int ishmem_atomic_fetch_and<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_and(dest, value, pe); }
 template <> inline long ishmem_atomic_fetch_and<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_and(dest, value, pe); }
-template <typename T> void ishmem_atomic_and(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_and(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_and<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_and(dest, value, pe); }
 template <> inline void ishmem_atomic_and<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_and(dest, value, pe); }
-template <typename T> T ishmem_atomic_fetch_or(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T ishmem_atomic_fetch_or(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char ishmem_atomic_fetch_or<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned int ishmem_atomic_fetch_or<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_or<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_or<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_or(dest, value, pe); }
 template <> inline int ishmem_atomic_fetch_or<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_or(dest, value, pe); }
 template <> inline long ishmem_atomic_fetch_or<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_or(dest, value, pe); }
-template <typename T> void ishmem_atomic_or(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_or(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_or<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_or(dest, value, pe); }
 template <> inline void ishmem_atomic_or<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_or(dest, value, pe); }
-template <typename T> T ishmem_atomic_fetch_xor(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T ishmem_atomic_fetch_xor(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char ishmem_atomic_fetch_xor<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned int ishmem_atomic_fetch_xor<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long ishmem_atomic_fetch_xor<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long long ishmem_atomic_fetch_xor<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_xor(dest, value, pe); }
 template <> inline int ishmem_atomic_fetch_xor<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_xor(dest, value, pe); }
 template <> inline long ishmem_atomic_fetch_xor<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_xor(dest, value, pe); }
-template <typename T> void ishmem_atomic_xor(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_xor(T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_xor<signed char>(signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<unsigned int>(unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<unsigned long>(unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<unsigned long long>(unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<int>(int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_xor(dest, value, pe); }
 template <> inline void ishmem_atomic_xor<long>(long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_xor(dest, value, pe); }
-template <typename T> void ishmem_atomic_fetch_and_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_fetch_and_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_fetch_and_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_and_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_and_nbi(fetch, dest, value, pe); }
-template <typename T> void ishmem_atomic_fetch_or_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_fetch_or_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_fetch_or_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_or_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_or_nbi(fetch, dest, value, pe); }
-template <typename T> void ishmem_atomic_fetch_xor_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void ishmem_atomic_fetch_xor_nbi(T *fetch, T *dest, typename ishmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void ishmem_atomic_fetch_xor_nbi<signed char>(signed char *fetch, signed char *dest, typename ishmemi_cxx::identity<signed char>::type value, int pe) { return ishmem_schar_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename ishmemi_cxx::identity<unsigned int>::type value, int pe) { return ishmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename ishmemi_cxx::identity<unsigned long>::type value, int pe) { return ishmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename ishmemi_cxx::identity<unsigned long long>::type value, int pe) { return ishmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<int>(int *fetch, int *dest, typename ishmemi_cxx::identity<int>::type value, int pe) { return ishmem_int32_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void ishmem_atomic_fetch_xor_nbi<long>(long *fetch, long *dest, typename ishmemi_cxx::identity<long>::type value, int pe) { return ishmem_int64_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
-template <typename T> void ishmem_wait_until(T *ivar, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> void ishmem_wait_until(T *ivar, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline void ishmem_wait_until<int>(int *ivar, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_wait_until(ivar, cmp, cmp_value); }
 template <> inline void ishmem_wait_until<long>(long *ivar, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_wait_until(ivar, cmp, cmp_value); }
 template <> inline void ishmem_wait_until<long long>(long long *ivar, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_wait_until(ivar, cmp, cmp_value); }
 template <> inline void ishmem_wait_until<unsigned int>(unsigned int *ivar, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_wait_until(ivar, cmp, cmp_value); }
 template <> inline void ishmem_wait_until<unsigned long>(unsigned long *ivar, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_wait_until(ivar, cmp, cmp_value); }
 template <> inline void ishmem_wait_until<unsigned long long>(unsigned long long *ivar, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_wait_until(ivar, cmp, cmp_value); }
-template <typename T> void ishmem_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> void ishmem_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline void ishmem_wait_until_all<int>(int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void ishmem_wait_until_all<long>(long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void ishmem_wait_until_all<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void ishmem_wait_until_all<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void ishmem_wait_until_all<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void ishmem_wait_until_all<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t ishmem_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t ishmem_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t ishmem_wait_until_any<int>(int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_any<long>(long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_any<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_any<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_any<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_any<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t ishmem_wait_until_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t ishmem_wait_until_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t ishmem_wait_until_some<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_some<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_some<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_some<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_some<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_wait_until_some<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
-template <typename T> void ishmem_wait_until_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> void ishmem_wait_until_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline void ishmem_wait_until_all_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return ishmem_int_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void ishmem_wait_until_all_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return ishmem_long_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void ishmem_wait_until_all_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return ishmem_longlong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void ishmem_wait_until_all_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return ishmem_uint_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void ishmem_wait_until_all_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return ishmem_ulong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void ishmem_wait_until_all_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return ishmem_ulonglong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t ishmem_wait_until_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t ishmem_wait_until_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t ishmem_wait_until_any_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return ishmem_int_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_any_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return ishmem_long_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_any_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return ishmem_longlong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_any_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return ishmem_uint_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_any_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return ishmem_ulong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_any_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return ishmem_ulonglong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t ishmem_wait_until_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t ishmem_wait_until_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t ishmem_wait_until_some_vector<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values) { return ishmem_int_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_some_vector<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values) { return ishmem_long_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_some_vector<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values) { return ishmem_longlong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_some_vector<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values) { return ishmem_uint_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_some_vector<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values) { return ishmem_ulong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_wait_until_some_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values) { return ishmem_ulonglong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
-template <typename T> int ishmem_test(T *ivar, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> int ishmem_test(T *ivar, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline int ishmem_test<int>(int *ivar, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_test(ivar, cmp, cmp_value); }
 template <> inline int ishmem_test<long>(long *ivar, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_test(ivar, cmp, cmp_value); }
 template <> inline int ishmem_test<long long>(long long *ivar, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_test(ivar, cmp, cmp_value); }
 template <> inline int ishmem_test<unsigned int>(unsigned int *ivar, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_test(ivar, cmp, cmp_value); }
 template <> inline int ishmem_test<unsigned long>(unsigned long *ivar, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_test(ivar, cmp, cmp_value); }
 template <> inline int ishmem_test<unsigned long long>(unsigned long long *ivar, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_test(ivar, cmp, cmp_value); }
-template <typename T> int ishmem_test_all(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> int ishmem_test_all(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline int ishmem_test_all<int>(int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int ishmem_test_all<long>(long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int ishmem_test_all<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int ishmem_test_all<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int ishmem_test_all<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int ishmem_test_all<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_test_all(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t ishmem_test_any(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t ishmem_test_any(T *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t ishmem_test_any<int>(int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_any<long>(long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_any<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_any<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_any<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_any<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_test_any(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t ishmem_test_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t ishmem_test_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t ishmem_test_some<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<int>::type cmp_value) { return ishmem_int_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_some<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<long>::type cmp_value) { return ishmem_long_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_some<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<long long>::type cmp_value) { return ishmem_longlong_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_some<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned int>::type cmp_value) { return ishmem_uint_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_some<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long>::type cmp_value) { return ishmem_ulong_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t ishmem_test_some<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename ishmemi_cxx::identity<unsigned long long>::type cmp_value) { return ishmem_ulonglong_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
-template <typename T> int ishmem_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> int ishmem_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline int ishmem_test_all_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return ishmem_int_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int ishmem_test_all_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return ishmem_long_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int ishmem_test_all_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return ishmem_longlong_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int ishmem_test_all_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return ishmem_uint_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int ishmem_test_all_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return ishmem_ulong_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int ishmem_test_all_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return ishmem_ulonglong_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t ishmem_test_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t ishmem_test_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t ishmem_test_any_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return ishmem_int_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_any_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return ishmem_long_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_any_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return ishmem_longlong_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_any_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return ishmem_uint_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_any_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return ishmem_ulong_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_any_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return ishmem_ulonglong_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t ishmem_test_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t ishmem_test_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t ishmem_test_some_vector<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values) { return ishmem_int_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_some_vector<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values) { return ishmem_long_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_some_vector<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values) { return ishmem_longlong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_some_vector<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values) { return ishmem_uint_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_some_vector<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values) { return ishmem_ulong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t ishmem_test_some_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values) { return ishmem_ulonglong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
-template <typename T> int ishmem_broadcast(ishmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root);
+template <typename T> int ishmem_broadcast(ishmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root) = delete;
 template <> inline int ishmem_broadcast<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root) { return ishmem_float_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root) { return ishmem_double_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root) { return ishmem_char_broadcast(team, dest, source, nelems, PE_root); }
@@ -1039,7 +1039,7 @@ template <> inline int ishmem_broadcast<unsigned short>(ishmem_team_t team, unsi
 template <> inline int ishmem_broadcast<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return ishmem_uint_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return ishmem_ulong_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return ishmem_ulonglong_broadcast(team, dest, source, nelems, PE_root); }
-template <typename T> int ishmem_broadcast(T *dest, const T *source, size_t nelems, int PE_root);
+template <typename T> int ishmem_broadcast(T *dest, const T *source, size_t nelems, int PE_root) = delete;
 template <> inline int ishmem_broadcast<float>(float *dest, const float *source, size_t nelems, int PE_root) { return ishmem_float_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<double>(double *dest, const double *source, size_t nelems, int PE_root) { return ishmem_double_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<char>(char *dest, const char *source, size_t nelems, int PE_root) { return ishmem_char_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
@@ -1053,7 +1053,7 @@ template <> inline int ishmem_broadcast<unsigned short>(unsigned short *dest, co
 template <> inline int ishmem_broadcast<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root) { return ishmem_uint_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root) { return ishmem_ulong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int ishmem_broadcast<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root) { return ishmem_ulonglong_broadcast(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
-template <typename T> int ishmem_collect(ishmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_collect(ishmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_collect<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_collect(team, dest, source, nelems); }
 template <> inline int ishmem_collect<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_collect(team, dest, source, nelems); }
 template <> inline int ishmem_collect<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems) { return ishmem_char_collect(team, dest, source, nelems); }
@@ -1067,7 +1067,7 @@ template <> inline int ishmem_collect<unsigned short>(ishmem_team_t team, unsign
 template <> inline int ishmem_collect<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_collect(team, dest, source, nelems); }
 template <> inline int ishmem_collect<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_collect(team, dest, source, nelems); }
 template <> inline int ishmem_collect<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_collect(team, dest, source, nelems); }
-template <typename T> int ishmem_collect(T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_collect(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_collect<float>(float *dest, const float *source, size_t nelems) { return ishmem_float_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_collect<double>(double *dest, const double *source, size_t nelems) { return ishmem_double_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_collect<char>(char *dest, const char *source, size_t nelems) { return ishmem_char_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1081,7 +1081,7 @@ template <> inline int ishmem_collect<unsigned short>(unsigned short *dest, cons
 template <> inline int ishmem_collect<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_collect<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_collect<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_collect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-template <typename T> int ishmem_fcollect(ishmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_fcollect(ishmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_fcollect<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_fcollect(team, dest, source, nelems); }
 template <> inline int ishmem_fcollect<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_fcollect(team, dest, source, nelems); }
 template <> inline int ishmem_fcollect<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems) { return ishmem_char_fcollect(team, dest, source, nelems); }
@@ -1095,7 +1095,7 @@ template <> inline int ishmem_fcollect<unsigned short>(ishmem_team_t team, unsig
 template <> inline int ishmem_fcollect<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_fcollect(team, dest, source, nelems); }
 template <> inline int ishmem_fcollect<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_fcollect(team, dest, source, nelems); }
 template <> inline int ishmem_fcollect<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_fcollect(team, dest, source, nelems); }
-template <typename T> int ishmem_fcollect(T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_fcollect(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_fcollect<float>(float *dest, const float *source, size_t nelems) { return ishmem_float_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_fcollect<double>(double *dest, const double *source, size_t nelems) { return ishmem_double_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_fcollect<char>(char *dest, const char *source, size_t nelems) { return ishmem_char_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1109,7 +1109,7 @@ template <> inline int ishmem_fcollect<unsigned short>(unsigned short *dest, con
 template <> inline int ishmem_fcollect<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_fcollect<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_fcollect<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_fcollect(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-template <typename T> int ishmem_alltoall(ishmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_alltoall(ishmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_alltoall<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_alltoall(team, dest, source, nelems); }
 template <> inline int ishmem_alltoall<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_alltoall(team, dest, source, nelems); }
 template <> inline int ishmem_alltoall<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems) { return ishmem_char_alltoall(team, dest, source, nelems); }
@@ -1123,7 +1123,7 @@ template <> inline int ishmem_alltoall<unsigned short>(ishmem_team_t team, unsig
 template <> inline int ishmem_alltoall<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_alltoall(team, dest, source, nelems); }
 template <> inline int ishmem_alltoall<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_alltoall(team, dest, source, nelems); }
 template <> inline int ishmem_alltoall<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_alltoall(team, dest, source, nelems); }
-template <typename T> int ishmem_alltoall(T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_alltoall(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_alltoall<float>(float *dest, const float *source, size_t nelems) { return ishmem_float_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_alltoall<double>(double *dest, const double *source, size_t nelems) { return ishmem_double_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_alltoall<char>(char *dest, const char *source, size_t nelems) { return ishmem_char_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1137,7 +1137,7 @@ template <> inline int ishmem_alltoall<unsigned short>(unsigned short *dest, con
 template <> inline int ishmem_alltoall<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_alltoall<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_alltoall<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_alltoall(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-template <typename T> int ishmem_alltoalls(ishmem_team_t team, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+template <typename T> int ishmem_alltoalls(ishmem_team_t team, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) = delete;
 template <> inline int ishmem_alltoalls<float>(ishmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_float_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<double>(ishmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_double_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<char>(ishmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_char_alltoalls(team, dest, source, dst, sst, nelems); }
@@ -1151,7 +1151,7 @@ template <> inline int ishmem_alltoalls<unsigned short>(ishmem_team_t team, unsi
 template <> inline int ishmem_alltoalls<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulong_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulonglong_alltoalls(team, dest, source, dst, sst, nelems); }
-template <typename T> int ishmem_alltoalls(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+template <typename T> int ishmem_alltoalls(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) = delete;
 template <> inline int ishmem_alltoalls<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_float_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_double_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_char_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
@@ -1165,7 +1165,7 @@ template <> inline int ishmem_alltoalls<unsigned short>(unsigned short *dest, co
 template <> inline int ishmem_alltoalls<unsigned int>(unsigned int *dest, const unsigned int *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_uint_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<unsigned long>(unsigned long *dest, const unsigned long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int ishmem_alltoalls<unsigned long long>(unsigned long long *dest, const unsigned long long *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return ishmem_ulonglong_alltoalls(ISHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
-template <typename T> int ishmem_max_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_max_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_max_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_max_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_max_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce) { return ishmem_char_max_reduce(team, dest, source, nreduce); }
@@ -1179,7 +1179,7 @@ template <> inline int ishmem_max_reduce<unsigned short>(ishmem_team_t team, uns
 template <> inline int ishmem_max_reduce<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_max_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_max_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_max_reduce(team, dest, source, nreduce); }
-template <typename T> int ishmem_max_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_max_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_max_reduce<float>(float *dest, const float *source, size_t nreduce) { return ishmem_float_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<double>(double *dest, const double *source, size_t nreduce) { return ishmem_double_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<char>(char *dest, const char *source, size_t nreduce) { return ishmem_char_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1193,7 +1193,7 @@ template <> inline int ishmem_max_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_max_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_max_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_max_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int ishmem_min_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_min_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_min_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_min_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_min_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce) { return ishmem_char_min_reduce(team, dest, source, nreduce); }
@@ -1207,7 +1207,7 @@ template <> inline int ishmem_min_reduce<unsigned short>(ishmem_team_t team, uns
 template <> inline int ishmem_min_reduce<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_min_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_min_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_min_reduce(team, dest, source, nreduce); }
-template <typename T> int ishmem_min_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_min_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_min_reduce<float>(float *dest, const float *source, size_t nreduce) { return ishmem_float_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<double>(double *dest, const double *source, size_t nreduce) { return ishmem_double_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<char>(char *dest, const char *source, size_t nreduce) { return ishmem_char_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1221,7 +1221,7 @@ template <> inline int ishmem_min_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_min_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_min_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_min_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int ishmem_sum_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_sum_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_sum_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_sum_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_sum_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce) { return ishmem_char_sum_reduce(team, dest, source, nreduce); }
@@ -1235,7 +1235,7 @@ template <> inline int ishmem_sum_reduce<unsigned short>(ishmem_team_t team, uns
 template <> inline int ishmem_sum_reduce<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_sum_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_sum_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_sum_reduce(team, dest, source, nreduce); }
-template <typename T> int ishmem_sum_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_sum_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_sum_reduce<float>(float *dest, const float *source, size_t nreduce) { return ishmem_float_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<double>(double *dest, const double *source, size_t nreduce) { return ishmem_double_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<char>(char *dest, const char *source, size_t nreduce) { return ishmem_char_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1249,7 +1249,7 @@ template <> inline int ishmem_sum_reduce<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_sum_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_sum_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_sum_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int ishmem_prod_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_prod_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_prod_reduce<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce) { return ishmem_float_prod_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce) { return ishmem_double_prod_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce) { return ishmem_char_prod_reduce(team, dest, source, nreduce); }
@@ -1263,7 +1263,7 @@ template <> inline int ishmem_prod_reduce<unsigned short>(ishmem_team_t team, un
 template <> inline int ishmem_prod_reduce<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_prod_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_prod_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_prod_reduce(team, dest, source, nreduce); }
-template <typename T> int ishmem_prod_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_prod_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_prod_reduce<float>(float *dest, const float *source, size_t nreduce) { return ishmem_float_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<double>(double *dest, const double *source, size_t nreduce) { return ishmem_double_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<char>(char *dest, const char *source, size_t nreduce) { return ishmem_char_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1277,7 +1277,7 @@ template <> inline int ishmem_prod_reduce<unsigned short>(unsigned short *dest, 
 template <> inline int ishmem_prod_reduce<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce) { return ishmem_uint_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce) { return ishmem_ulong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_prod_reduce<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce) { return ishmem_ulonglong_prod_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int ishmem_sum_inscan(ishmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_sum_inscan(ishmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_sum_inscan<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_sum_inscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_sum_inscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems) { return ishmem_char_sum_inscan(team, dest, source, nelems); }
@@ -1291,7 +1291,7 @@ template <> inline int ishmem_sum_inscan<unsigned short>(ishmem_team_t team, uns
 template <> inline int ishmem_sum_inscan<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_inscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_inscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_inscan(team, dest, source, nelems); }
-template <typename T> int ishmem_sum_inscan(T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_sum_inscan(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_sum_inscan<float>(float *dest, const float *source, size_t nelems) { return ishmem_float_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<double>(double *dest, const double *source, size_t nelems) { return ishmem_double_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<char>(char *dest, const char *source, size_t nelems) { return ishmem_char_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1305,7 +1305,7 @@ template <> inline int ishmem_sum_inscan<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_sum_inscan<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_inscan<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_inscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-template <typename T> int ishmem_sum_exscan(ishmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_sum_exscan(ishmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_sum_exscan<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems) { return ishmem_float_sum_exscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems) { return ishmem_double_sum_exscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems) { return ishmem_char_sum_exscan(team, dest, source, nelems); }
@@ -1319,7 +1319,7 @@ template <> inline int ishmem_sum_exscan<unsigned short>(ishmem_team_t team, uns
 template <> inline int ishmem_sum_exscan<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_exscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_exscan(team, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_exscan(team, dest, source, nelems); }
-template <typename T> int ishmem_sum_exscan(T *dest, const T *source, size_t nelems);
+template <typename T> int ishmem_sum_exscan(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int ishmem_sum_exscan<float>(float *dest, const float *source, size_t nelems) { return ishmem_float_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<double>(double *dest, const double *source, size_t nelems) { return ishmem_double_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<char>(char *dest, const char *source, size_t nelems) { return ishmem_char_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1333,7 +1333,7 @@ template <> inline int ishmem_sum_exscan<unsigned short>(unsigned short *dest, c
 template <> inline int ishmem_sum_exscan<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems) { return ishmem_uint_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems) { return ishmem_ulong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int ishmem_sum_exscan<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems) { return ishmem_ulonglong_sum_exscan(ISHMEM_TEAM_WORLD, dest, source, nelems); }
-template <typename T> int ishmem_and_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_and_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_and_reduce<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_and_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_and_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned short>(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_and_reduce(team, dest, source, nreduce); }
@@ -1343,7 +1343,7 @@ template <> inline int ishmem_and_reduce<unsigned long long>(ishmem_team_t team,
 template <> inline int ishmem_and_reduce<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce) { return ishmem_int16_and_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce) { return ishmem_int32_and_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce) { return ishmem_int64_and_reduce(team, dest, source, nreduce); }
-template <typename T> int ishmem_and_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_and_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_and_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1353,7 +1353,7 @@ template <> inline int ishmem_and_reduce<unsigned long long>(unsigned long long 
 template <> inline int ishmem_and_reduce<short>(short *dest, const short *source, size_t nreduce) { return ishmem_int16_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<int>(int *dest, const int *source, size_t nreduce) { return ishmem_int32_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_and_reduce<long>(long *dest, const long *source, size_t nreduce) { return ishmem_int64_and_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int ishmem_or_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_or_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_or_reduce<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_or_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_or_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned short>(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_or_reduce(team, dest, source, nreduce); }
@@ -1363,7 +1363,7 @@ template <> inline int ishmem_or_reduce<unsigned long long>(ishmem_team_t team, 
 template <> inline int ishmem_or_reduce<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce) { return ishmem_int16_or_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce) { return ishmem_int32_or_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce) { return ishmem_int64_or_reduce(team, dest, source, nreduce); }
-template <typename T> int ishmem_or_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_or_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_or_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1373,7 +1373,7 @@ template <> inline int ishmem_or_reduce<unsigned long long>(unsigned long long *
 template <> inline int ishmem_or_reduce<short>(short *dest, const short *source, size_t nreduce) { return ishmem_int16_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<int>(int *dest, const int *source, size_t nreduce) { return ishmem_int32_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_or_reduce<long>(long *dest, const long *source, size_t nreduce) { return ishmem_int64_or_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int ishmem_xor_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_xor_reduce(ishmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_xor_reduce<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_xor_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_xor_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned short>(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_xor_reduce(team, dest, source, nreduce); }
@@ -1383,7 +1383,7 @@ template <> inline int ishmem_xor_reduce<unsigned long long>(ishmem_team_t team,
 template <> inline int ishmem_xor_reduce<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce) { return ishmem_int16_xor_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce) { return ishmem_int32_xor_reduce(team, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce) { return ishmem_int64_xor_reduce(team, dest, source, nreduce); }
-template <typename T> int ishmem_xor_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int ishmem_xor_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int ishmem_xor_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return ishmem_schar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return ishmem_uchar_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce) { return ishmem_ushort_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1393,7 +1393,7 @@ template <> inline int ishmem_xor_reduce<unsigned long long>(unsigned long long 
 template <> inline int ishmem_xor_reduce<short>(short *dest, const short *source, size_t nreduce) { return ishmem_int16_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<int>(int *dest, const int *source, size_t nreduce) { return ishmem_int32_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int ishmem_xor_reduce<long>(long *dest, const long *source, size_t nreduce) { return ishmem_int64_xor_reduce(ISHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> void * ishmemx_put_on_queue(T *dest, const T *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+template <typename T> void * ishmemx_put_on_queue(T *dest, const T *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) = delete;
 template <> inline void * ishmemx_put_on_queue<float>(float *dest, const float *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_float_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_put_on_queue<double>(double *dest, const double *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_double_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_put_on_queue<char>(char *dest, const char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_char_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
@@ -1407,7 +1407,7 @@ template <> inline void * ishmemx_put_on_queue<unsigned short>(unsigned short *d
 template <> inline void * ishmemx_put_on_queue<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_uint_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_put_on_queue<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_ulong_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_put_on_queue<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_ulonglong_put_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
-template <typename T> void * ishmemx_get_on_queue(T *dest, const T *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps);
+template <typename T> void * ishmemx_get_on_queue(T *dest, const T *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) = delete;
 template <> inline void * ishmemx_get_on_queue<float>(float *dest, const float *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_float_get_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_get_on_queue<double>(double *dest, const double *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_double_get_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_get_on_queue<char>(char *dest, const char *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_char_get_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
@@ -1421,7 +1421,7 @@ template <> inline void * ishmemx_get_on_queue<unsigned short>(unsigned short *d
 template <> inline void * ishmemx_get_on_queue<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_uint_get_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_get_on_queue<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_ulong_get_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
 template <> inline void * ishmemx_get_on_queue<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int pe, void *queue, uint32_t num_deps, void *const *deps) { return ishmemx_ulonglong_get_on_queue(dest, source, nelems, pe, queue, num_deps, deps); }
-template <typename T> int ishmemx_broadcast_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root, void *stream);
+template <typename T> int ishmemx_broadcast_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root, void *stream) = delete;
 template <> inline int ishmemx_broadcast_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root, void *stream) { return ishmemx_float_broadcast_on_stream(team, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root, void *stream) { return ishmemx_double_broadcast_on_stream(team, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root, void *stream) { return ishmemx_char_broadcast_on_stream(team, dest, source, nelems, PE_root, stream); }
@@ -1435,7 +1435,7 @@ template <> inline int ishmemx_broadcast_on_stream<unsigned short>(ishmem_team_t
 template <> inline int ishmemx_broadcast_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root, void *stream) { return ishmemx_uint_broadcast_on_stream(team, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root, void *stream) { return ishmemx_ulong_broadcast_on_stream(team, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root, void *stream) { return ishmemx_ulonglong_broadcast_on_stream(team, dest, source, nelems, PE_root, stream); }
-template <typename T> int ishmemx_broadcast_on_stream(T *dest, const T *source, size_t nelems, int PE_root, void *stream);
+template <typename T> int ishmemx_broadcast_on_stream(T *dest, const T *source, size_t nelems, int PE_root, void *stream) = delete;
 template <> inline int ishmemx_broadcast_on_stream<float>(float *dest, const float *source, size_t nelems, int PE_root, void *stream) { return ishmemx_float_broadcast_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<double>(double *dest, const double *source, size_t nelems, int PE_root, void *stream) { return ishmemx_double_broadcast_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<char>(char *dest, const char *source, size_t nelems, int PE_root, void *stream) { return ishmemx_char_broadcast_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root, stream); }
@@ -1449,7 +1449,7 @@ template <> inline int ishmemx_broadcast_on_stream<unsigned short>(unsigned shor
 template <> inline int ishmemx_broadcast_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, int PE_root, void *stream) { return ishmemx_uint_broadcast_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, int PE_root, void *stream) { return ishmemx_ulong_broadcast_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root, stream); }
 template <> inline int ishmemx_broadcast_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, int PE_root, void *stream) { return ishmemx_ulonglong_broadcast_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, PE_root, stream); }
-template <typename T> int ishmemx_collect_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_collect_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_collect_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_collect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_collect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_collect_on_stream(team, dest, source, nelems, stream); }
@@ -1463,7 +1463,7 @@ template <> inline int ishmemx_collect_on_stream<unsigned short>(ishmem_team_t t
 template <> inline int ishmemx_collect_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_collect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_collect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_collect_on_stream(team, dest, source, nelems, stream); }
-template <typename T> int ishmemx_collect_on_stream(T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_collect_on_stream(T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_collect_on_stream<float>(float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_collect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<double>(double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_collect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<char>(char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_collect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
@@ -1477,7 +1477,7 @@ template <> inline int ishmemx_collect_on_stream<unsigned short>(unsigned short 
 template <> inline int ishmemx_collect_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_collect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_collect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_collect_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_collect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
-template <typename T> int ishmemx_fcollect_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_fcollect_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_fcollect_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_fcollect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_fcollect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_fcollect_on_stream(team, dest, source, nelems, stream); }
@@ -1491,7 +1491,7 @@ template <> inline int ishmemx_fcollect_on_stream<unsigned short>(ishmem_team_t 
 template <> inline int ishmemx_fcollect_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_fcollect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_fcollect_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_fcollect_on_stream(team, dest, source, nelems, stream); }
-template <typename T> int ishmemx_fcollect_on_stream(T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_fcollect_on_stream(T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_fcollect_on_stream<float>(float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_fcollect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<double>(double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_fcollect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<char>(char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_fcollect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
@@ -1505,7 +1505,7 @@ template <> inline int ishmemx_fcollect_on_stream<unsigned short>(unsigned short
 template <> inline int ishmemx_fcollect_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_fcollect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_fcollect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_fcollect_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_fcollect_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
-template <typename T> int ishmemx_alltoall_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_alltoall_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_alltoall_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_alltoall_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_alltoall_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_alltoall_on_stream(team, dest, source, nelems, stream); }
@@ -1519,7 +1519,7 @@ template <> inline int ishmemx_alltoall_on_stream<unsigned short>(ishmem_team_t 
 template <> inline int ishmemx_alltoall_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_alltoall_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_alltoall_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_alltoall_on_stream(team, dest, source, nelems, stream); }
-template <typename T> int ishmemx_alltoall_on_stream(T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_alltoall_on_stream(T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_alltoall_on_stream<float>(float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_alltoall_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<double>(double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_alltoall_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<char>(char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_alltoall_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
@@ -1533,7 +1533,7 @@ template <> inline int ishmemx_alltoall_on_stream<unsigned short>(unsigned short
 template <> inline int ishmemx_alltoall_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_alltoall_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_alltoall_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_alltoall_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_alltoall_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
-template <typename T> int ishmemx_max_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_max_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_max_reduce_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_max_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_max_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_max_reduce_on_stream(team, dest, source, nreduce, stream); }
@@ -1547,7 +1547,7 @@ template <> inline int ishmemx_max_reduce_on_stream<unsigned short>(ishmem_team_
 template <> inline int ishmemx_max_reduce_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_max_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_max_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_max_reduce_on_stream(team, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_max_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_max_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_max_reduce_on_stream<float>(float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_max_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<double>(double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_max_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<char>(char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_max_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
@@ -1561,7 +1561,7 @@ template <> inline int ishmemx_max_reduce_on_stream<unsigned short>(unsigned sho
 template <> inline int ishmemx_max_reduce_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_max_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_max_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_max_reduce_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_max_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_min_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_min_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_min_reduce_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_min_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_min_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_min_reduce_on_stream(team, dest, source, nreduce, stream); }
@@ -1575,7 +1575,7 @@ template <> inline int ishmemx_min_reduce_on_stream<unsigned short>(ishmem_team_
 template <> inline int ishmemx_min_reduce_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_min_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_min_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_min_reduce_on_stream(team, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_min_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_min_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_min_reduce_on_stream<float>(float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_min_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<double>(double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_min_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<char>(char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_min_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
@@ -1589,7 +1589,7 @@ template <> inline int ishmemx_min_reduce_on_stream<unsigned short>(unsigned sho
 template <> inline int ishmemx_min_reduce_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_min_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_min_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_min_reduce_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_min_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_sum_inscan_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_sum_inscan_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_sum_inscan_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_sum_inscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_sum_inscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_sum_inscan_on_stream(team, dest, source, nelems, stream); }
@@ -1603,7 +1603,7 @@ template <> inline int ishmemx_sum_inscan_on_stream<unsigned short>(ishmem_team_
 template <> inline int ishmemx_sum_inscan_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_sum_inscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_sum_inscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_sum_inscan_on_stream(team, dest, source, nelems, stream); }
-template <typename T> int ishmemx_sum_inscan_on_stream(T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_sum_inscan_on_stream(T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_sum_inscan_on_stream<float>(float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<double>(double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<char>(char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
@@ -1617,7 +1617,7 @@ template <> inline int ishmemx_sum_inscan_on_stream<unsigned short>(unsigned sho
 template <> inline int ishmemx_sum_inscan_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_inscan_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
-template <typename T> int ishmemx_sum_exscan_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_sum_exscan_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_sum_exscan_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_sum_exscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_sum_exscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_sum_exscan_on_stream(team, dest, source, nelems, stream); }
@@ -1631,7 +1631,7 @@ template <> inline int ishmemx_sum_exscan_on_stream<unsigned short>(ishmem_team_
 template <> inline int ishmemx_sum_exscan_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_sum_exscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_sum_exscan_on_stream(team, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_sum_exscan_on_stream(team, dest, source, nelems, stream); }
-template <typename T> int ishmemx_sum_exscan_on_stream(T *dest, const T *source, size_t nelems, void *stream);
+template <typename T> int ishmemx_sum_exscan_on_stream(T *dest, const T *source, size_t nelems, void *stream) = delete;
 template <> inline int ishmemx_sum_exscan_on_stream<float>(float *dest, const float *source, size_t nelems, void *stream) { return ishmemx_float_sum_exscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<double>(double *dest, const double *source, size_t nelems, void *stream) { return ishmemx_double_sum_exscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<char>(char *dest, const char *source, size_t nelems, void *stream) { return ishmemx_char_sum_exscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
@@ -1645,7 +1645,7 @@ template <> inline int ishmemx_sum_exscan_on_stream<unsigned short>(unsigned sho
 template <> inline int ishmemx_sum_exscan_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nelems, void *stream) { return ishmemx_uint_sum_exscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nelems, void *stream) { return ishmemx_ulong_sum_exscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
 template <> inline int ishmemx_sum_exscan_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nelems, void *stream) { return ishmemx_ulonglong_sum_exscan_on_stream(ISHMEM_TEAM_WORLD, dest, source, nelems, stream); }
-template <typename T> int ishmemx_sum_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_sum_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_sum_reduce_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_sum_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_sum_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_sum_reduce_on_stream(team, dest, source, nreduce, stream); }
@@ -1659,7 +1659,7 @@ template <> inline int ishmemx_sum_reduce_on_stream<unsigned short>(ishmem_team_
 template <> inline int ishmemx_sum_reduce_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_sum_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_sum_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_sum_reduce_on_stream(team, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_sum_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_sum_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_sum_reduce_on_stream<float>(float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<double>(double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<char>(char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
@@ -1673,7 +1673,7 @@ template <> inline int ishmemx_sum_reduce_on_stream<unsigned short>(unsigned sho
 template <> inline int ishmemx_sum_reduce_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_sum_reduce_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_prod_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_prod_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_prod_reduce_on_stream<float>(ishmem_team_t team, float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_prod_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<double>(ishmem_team_t team, double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_prod_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<char>(ishmem_team_t team, char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_prod_reduce_on_stream(team, dest, source, nreduce, stream); }
@@ -1687,7 +1687,7 @@ template <> inline int ishmemx_prod_reduce_on_stream<unsigned short>(ishmem_team
 template <> inline int ishmemx_prod_reduce_on_stream<unsigned int>(ishmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_prod_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<unsigned long>(ishmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_prod_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<unsigned long long>(ishmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_prod_reduce_on_stream(team, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_prod_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_prod_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_prod_reduce_on_stream<float>(float *dest, const float *source, size_t nreduce, void *stream) { return ishmemx_float_prod_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<double>(double *dest, const double *source, size_t nreduce, void *stream) { return ishmemx_double_prod_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<char>(char *dest, const char *source, size_t nreduce, void *stream) { return ishmemx_char_prod_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
@@ -1701,7 +1701,7 @@ template <> inline int ishmemx_prod_reduce_on_stream<unsigned short>(unsigned sh
 template <> inline int ishmemx_prod_reduce_on_stream<unsigned int>(unsigned int *dest, const unsigned int *source, size_t nreduce, void *stream) { return ishmemx_uint_prod_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<unsigned long>(unsigned long *dest, const unsigned long *source, size_t nreduce, void *stream) { return ishmemx_ulong_prod_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_prod_reduce_on_stream<unsigned long long>(unsigned long long *dest, const unsigned long long *source, size_t nreduce, void *stream) { return ishmemx_ulonglong_prod_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_and_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_and_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_and_reduce_on_stream<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream) { return ishmemx_schar_and_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream) { return ishmemx_uchar_and_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<unsigned short>(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream) { return ishmemx_ushort_and_reduce_on_stream(team, dest, source, nreduce, stream); }
@@ -1711,7 +1711,7 @@ template <> inline int ishmemx_and_reduce_on_stream<unsigned long long>(ishmem_t
 template <> inline int ishmemx_and_reduce_on_stream<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce, void *stream) { return ishmemx_int16_and_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce, void *stream) { return ishmemx_int32_and_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce, void *stream) { return ishmemx_int64_and_reduce_on_stream(team, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_and_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_and_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_and_reduce_on_stream<signed char>(signed char *dest, const signed char *source, size_t nreduce, void *stream) { return ishmemx_schar_and_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream) { return ishmemx_uchar_and_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream) { return ishmemx_ushort_and_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
@@ -1721,7 +1721,7 @@ template <> inline int ishmemx_and_reduce_on_stream<unsigned long long>(unsigned
 template <> inline int ishmemx_and_reduce_on_stream<short>(short *dest, const short *source, size_t nreduce, void *stream) { return ishmemx_int16_and_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<int>(int *dest, const int *source, size_t nreduce, void *stream) { return ishmemx_int32_and_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_and_reduce_on_stream<long>(long *dest, const long *source, size_t nreduce, void *stream) { return ishmemx_int64_and_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_or_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_or_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_or_reduce_on_stream<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream) { return ishmemx_schar_or_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream) { return ishmemx_uchar_or_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<unsigned short>(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream) { return ishmemx_ushort_or_reduce_on_stream(team, dest, source, nreduce, stream); }
@@ -1731,7 +1731,7 @@ template <> inline int ishmemx_or_reduce_on_stream<unsigned long long>(ishmem_te
 template <> inline int ishmemx_or_reduce_on_stream<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce, void *stream) { return ishmemx_int16_or_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce, void *stream) { return ishmemx_int32_or_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce, void *stream) { return ishmemx_int64_or_reduce_on_stream(team, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_or_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_or_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_or_reduce_on_stream<signed char>(signed char *dest, const signed char *source, size_t nreduce, void *stream) { return ishmemx_schar_or_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream) { return ishmemx_uchar_or_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream) { return ishmemx_ushort_or_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
@@ -1741,7 +1741,7 @@ template <> inline int ishmemx_or_reduce_on_stream<unsigned long long>(unsigned 
 template <> inline int ishmemx_or_reduce_on_stream<short>(short *dest, const short *source, size_t nreduce, void *stream) { return ishmemx_int16_or_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<int>(int *dest, const int *source, size_t nreduce, void *stream) { return ishmemx_int32_or_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_or_reduce_on_stream<long>(long *dest, const long *source, size_t nreduce, void *stream) { return ishmemx_int64_or_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_xor_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_xor_reduce_on_stream(ishmem_team_t team, T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_xor_reduce_on_stream<signed char>(ishmem_team_t team, signed char *dest, const signed char *source, size_t nreduce, void *stream) { return ishmemx_schar_xor_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_xor_reduce_on_stream<unsigned char>(ishmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream) { return ishmemx_uchar_xor_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_xor_reduce_on_stream<unsigned short>(ishmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream) { return ishmemx_ushort_xor_reduce_on_stream(team, dest, source, nreduce, stream); }
@@ -1751,7 +1751,7 @@ template <> inline int ishmemx_xor_reduce_on_stream<unsigned long long>(ishmem_t
 template <> inline int ishmemx_xor_reduce_on_stream<short>(ishmem_team_t team, short *dest, const short *source, size_t nreduce, void *stream) { return ishmemx_int16_xor_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_xor_reduce_on_stream<int>(ishmem_team_t team, int *dest, const int *source, size_t nreduce, void *stream) { return ishmemx_int32_xor_reduce_on_stream(team, dest, source, nreduce, stream); }
 template <> inline int ishmemx_xor_reduce_on_stream<long>(ishmem_team_t team, long *dest, const long *source, size_t nreduce, void *stream) { return ishmemx_int64_xor_reduce_on_stream(team, dest, source, nreduce, stream); }
-template <typename T> int ishmemx_xor_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream);
+template <typename T> int ishmemx_xor_reduce_on_stream(T *dest, const T *source, size_t nreduce, void *stream) = delete;
 template <> inline int ishmemx_xor_reduce_on_stream<signed char>(signed char *dest, const signed char *source, size_t nreduce, void *stream) { return ishmemx_schar_xor_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_xor_reduce_on_stream<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce, void *stream) { return ishmemx_uchar_xor_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }
 template <> inline int ishmemx_xor_reduce_on_stream<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce, void *stream) { return ishmemx_ushort_xor_reduce_on_stream(ISHMEM_TEAM_WORLD, dest, source, nreduce, stream); }

@@ -218,7 +218,15 @@ inline int shmem_ptrdiff_sum_reduce(ptrdiff_t *dest, const ptrdiff_t *source, si
 inline int shmem_longdouble_sum_reduce(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 #endif
 inline int shmem_complexf_sum_reduce(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+inline int shmem_complexf_sum_reduce(shmem_team_t team, ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+inline int shmem_complexf_sum_reduce(ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+#endif
 inline int shmem_complexd_sum_reduce(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+inline int shmem_complexd_sum_reduce(shmem_team_t team, ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+inline int shmem_complexd_sum_reduce(ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+#endif
 inline int shmem_float_prod_reduce(float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 inline int shmem_double_prod_reduce(double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 inline int shmem_char_prod_reduce(char *dest, const char *source, size_t nreduce) { return shmem_char_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -246,7 +254,15 @@ inline int shmem_ptrdiff_prod_reduce(ptrdiff_t *dest, const ptrdiff_t *source, s
 inline int shmem_longdouble_prod_reduce(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 #endif
 inline int shmem_complexf_prod_reduce(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+inline int shmem_complexf_prod_reduce(shmem_team_t team, ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+inline int shmem_complexf_prod_reduce(ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+#endif
 inline int shmem_complexd_prod_reduce(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+inline int shmem_complexd_prod_reduce(shmem_team_t team, ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+inline int shmem_complexd_prod_reduce(ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+#endif
 inline int shmem_schar_and_reduce(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 inline int shmem_uchar_and_reduce(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 inline int shmem_ushort_and_reduce(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -292,7 +308,7 @@ inline int shmem_uint16_xor_reduce(uint16_t *dest, const uint16_t *source, size_
 inline int shmem_uint32_xor_reduce(uint32_t *dest, const uint32_t *source, size_t nreduce) { return shmem_uint32_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 inline int shmem_uint64_xor_reduce(uint64_t *dest, const uint64_t *source, size_t nreduce) { return shmem_uint64_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 inline int shmem_size_xor_reduce(size_t *dest, const size_t *source, size_t nreduce) { return shmem_size_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> void shmem_put(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_put(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_put<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_put(dest, source, nelems, pe); }
 template <> inline void shmem_put<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_put(dest, source, nelems, pe); }
 template <> inline void shmem_put<char>(char *dest, const char *source, size_t nelems, int pe) { return shmem_char_put(dest, source, nelems, pe); }
@@ -309,7 +325,7 @@ template <> inline void shmem_put<unsigned long long>(unsigned long long *dest, 
 #if defined(__x86_64__)
 template <> inline void shmem_put<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_put(dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_put(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_put<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_put(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_put<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_put(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_put<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_put(ctx, dest, source, nelems, pe); }
@@ -326,7 +342,7 @@ template <> inline void shmem_put<unsigned long long>(shmem_ctx_t ctx, unsigned 
 #if defined(__x86_64__)
 template <> inline void shmem_put<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_put(ctx, dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_get(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_get(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_get<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_get(dest, source, nelems, pe); }
 template <> inline void shmem_get<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_get(dest, source, nelems, pe); }
 template <> inline void shmem_get<char>(char *dest, const char *source, size_t nelems, int pe) { return shmem_char_get(dest, source, nelems, pe); }
@@ -343,7 +359,7 @@ template <> inline void shmem_get<unsigned long long>(unsigned long long *dest, 
 #if defined(__x86_64__)
 template <> inline void shmem_get<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_get(dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_get(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_get<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_get(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_get<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_get(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_get<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_get(ctx, dest, source, nelems, pe); }
@@ -360,7 +376,7 @@ template <> inline void shmem_get<unsigned long long>(shmem_ctx_t ctx, unsigned 
 #if defined(__x86_64__)
 template <> inline void shmem_get<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_get(ctx, dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_put_nbi(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_put_nbi(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_put_nbi<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_put_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_put_nbi<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_put_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_put_nbi<char>(char *dest, const char *source, size_t nelems, int pe) { return shmem_char_put_nbi(dest, source, nelems, pe); }
@@ -377,7 +393,7 @@ template <> inline void shmem_put_nbi<unsigned long long>(unsigned long long *de
 #if defined(__x86_64__)
 template <> inline void shmem_put_nbi<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_put_nbi(dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_put_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_put_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_put_nbi<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_put_nbi(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_put_nbi<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_put_nbi(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_put_nbi<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_put_nbi(ctx, dest, source, nelems, pe); }
@@ -394,7 +410,7 @@ template <> inline void shmem_put_nbi<unsigned long long>(shmem_ctx_t ctx, unsig
 #if defined(__x86_64__)
 template <> inline void shmem_put_nbi<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_put_nbi(ctx, dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_get_nbi(T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_get_nbi(T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_get_nbi<float>(float *dest, const float *source, size_t nelems, int pe) { return shmem_float_get_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_get_nbi<double>(double *dest, const double *source, size_t nelems, int pe) { return shmem_double_get_nbi(dest, source, nelems, pe); }
 template <> inline void shmem_get_nbi<char>(char *dest, const char *source, size_t nelems, int pe) { return shmem_char_get_nbi(dest, source, nelems, pe); }
@@ -411,7 +427,7 @@ template <> inline void shmem_get_nbi<unsigned long long>(unsigned long long *de
 #if defined(__x86_64__)
 template <> inline void shmem_get_nbi<long double>(long double *dest, const long double *source, size_t nelems, int pe) { return shmem_longdouble_get_nbi(dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_get_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe);
+template <typename T> void shmem_get_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, int pe) = delete;
 template <> inline void shmem_get_nbi<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { return shmem_ctx_float_get_nbi(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_get_nbi<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, int pe) { return shmem_ctx_double_get_nbi(ctx, dest, source, nelems, pe); }
 template <> inline void shmem_get_nbi<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, int pe) { return shmem_ctx_char_get_nbi(ctx, dest, source, nelems, pe); }
@@ -428,7 +444,7 @@ template <> inline void shmem_get_nbi<unsigned long long>(shmem_ctx_t ctx, unsig
 #if defined(__x86_64__)
 template <> inline void shmem_get_nbi<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, int pe) { return shmem_ctx_longdouble_get_nbi(ctx, dest, source, nelems, pe); }
 #endif
-template <typename T> void shmem_p(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_p(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_p<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_p(dest, value, pe); }
 template <> inline void shmem_p<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_p(dest, value, pe); }
 template <> inline void shmem_p<char>(char *dest, typename shmemi_cxx::identity<char>::type value, int pe) { return shmem_char_p(dest, value, pe); }
@@ -445,7 +461,7 @@ template <> inline void shmem_p<unsigned long long>(unsigned long long *dest, ty
 #if defined(__x86_64__)
 template <> inline void shmem_p<long double>(long double *dest, typename shmemi_cxx::identity<long double>::type value, int pe) { return shmem_longdouble_p(dest, value, pe); }
 #endif
-template <typename T> void shmem_p(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_p(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_p<float>(shmem_ctx_t ctx, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_p(ctx, dest, value, pe); }
 template <> inline void shmem_p<double>(shmem_ctx_t ctx, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_p(ctx, dest, value, pe); }
 template <> inline void shmem_p<char>(shmem_ctx_t ctx, char *dest, typename shmemi_cxx::identity<char>::type value, int pe) { return shmem_ctx_char_p(ctx, dest, value, pe); }
@@ -462,7 +478,7 @@ template <> inline void shmem_p<unsigned long long>(shmem_ctx_t ctx, unsigned lo
 #if defined(__x86_64__)
 template <> inline void shmem_p<long double>(shmem_ctx_t ctx, long double *dest, typename shmemi_cxx::identity<long double>::type value, int pe) { return shmem_ctx_longdouble_p(ctx, dest, value, pe); }
 #endif
-template <typename T> T shmem_g(const T *source, int pe);
+template <typename T> T shmem_g(const T *source, int pe) = delete;
 template <> inline float shmem_g<float>(const float *source, int pe) { return shmem_float_g(source, pe); }
 template <> inline double shmem_g<double>(const double *source, int pe) { return shmem_double_g(source, pe); }
 template <> inline char shmem_g<char>(const char *source, int pe) { return shmem_char_g(source, pe); }
@@ -479,7 +495,7 @@ template <> inline unsigned long long shmem_g<unsigned long long>(const unsigned
 #if defined(__x86_64__)
 template <> inline long double shmem_g<long double>(const long double *source, int pe) { return shmem_longdouble_g(source, pe); }
 #endif
-template <typename T> T shmem_g(shmem_ctx_t ctx, const T *source, int pe);
+template <typename T> T shmem_g(shmem_ctx_t ctx, const T *source, int pe) = delete;
 template <> inline float shmem_g<float>(shmem_ctx_t ctx, const float *source, int pe) { return shmem_ctx_float_g(ctx, source, pe); }
 template <> inline double shmem_g<double>(shmem_ctx_t ctx, const double *source, int pe) { return shmem_ctx_double_g(ctx, source, pe); }
 template <> inline char shmem_g<char>(shmem_ctx_t ctx, const char *source, int pe) { return shmem_ctx_char_g(ctx, source, pe); }
@@ -496,7 +512,7 @@ template <> inline unsigned long long shmem_g<unsigned long long>(shmem_ctx_t ct
 #if defined(__x86_64__)
 template <> inline long double shmem_g<long double>(shmem_ctx_t ctx, const long double *source, int pe) { return shmem_ctx_longdouble_g(ctx, source, pe); }
 #endif
-template <typename T> void shmem_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <typename T> void shmem_iput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) = delete;
 template <> inline void shmem_iput<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_float_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iput<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_double_iput(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iput<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_char_iput(dest, source, dst, sst, nelems, pe); }
@@ -513,7 +529,7 @@ template <> inline void shmem_iput<unsigned long long>(unsigned long long *dest,
 #if defined(__x86_64__)
 template <> inline void shmem_iput<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_longdouble_iput(dest, source, dst, sst, nelems, pe); }
 #endif
-template <typename T> void shmem_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <typename T> void shmem_iput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) = delete;
 template <> inline void shmem_iput<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_float_iput(ctx, dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iput<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_double_iput(ctx, dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iput<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_char_iput(ctx, dest, source, dst, sst, nelems, pe); }
@@ -530,7 +546,7 @@ template <> inline void shmem_iput<unsigned long long>(shmem_ctx_t ctx, unsigned
 #if defined(__x86_64__)
 template <> inline void shmem_iput<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_longdouble_iput(ctx, dest, source, dst, sst, nelems, pe); }
 #endif
-template <typename T> void shmem_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <typename T> void shmem_iget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) = delete;
 template <> inline void shmem_iget<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_float_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iget<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_double_iget(dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iget<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_char_iget(dest, source, dst, sst, nelems, pe); }
@@ -547,7 +563,7 @@ template <> inline void shmem_iget<unsigned long long>(unsigned long long *dest,
 #if defined(__x86_64__)
 template <> inline void shmem_iget<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_longdouble_iget(dest, source, dst, sst, nelems, pe); }
 #endif
-template <typename T> void shmem_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe);
+template <typename T> void shmem_iget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) = delete;
 template <> inline void shmem_iget<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_float_iget(ctx, dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iget<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_double_iget(ctx, dest, source, dst, sst, nelems, pe); }
 template <> inline void shmem_iget<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_char_iget(ctx, dest, source, dst, sst, nelems, pe); }
@@ -564,7 +580,7 @@ template <> inline void shmem_iget<unsigned long long>(shmem_ctx_t ctx, unsigned
 #if defined(__x86_64__)
 template <> inline void shmem_iget<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe) { return shmem_ctx_longdouble_iget(ctx, dest, source, dst, sst, nelems, pe); }
 #endif
-template <typename T> void shmem_ibput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <typename T> void shmem_ibput(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) = delete;
 template <> inline void shmem_ibput<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_float_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibput<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_double_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibput<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_char_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
@@ -581,7 +597,7 @@ template <> inline void shmem_ibput<unsigned long long>(unsigned long long *dest
 #if defined(__x86_64__)
 template <> inline void shmem_ibput<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_longdouble_ibput(dest, source, dst, sst, bsize, nblocks, pe); }
 #endif
-template <typename T> void shmem_ibput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <typename T> void shmem_ibput(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) = delete;
 template <> inline void shmem_ibput<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_float_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibput<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_double_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibput<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_char_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
@@ -598,7 +614,7 @@ template <> inline void shmem_ibput<unsigned long long>(shmem_ctx_t ctx, unsigne
 #if defined(__x86_64__)
 template <> inline void shmem_ibput<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_longdouble_ibput(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
 #endif
-template <typename T> void shmem_ibget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <typename T> void shmem_ibget(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) = delete;
 template <> inline void shmem_ibget<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_float_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibget<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_double_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibget<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_char_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
@@ -615,7 +631,7 @@ template <> inline void shmem_ibget<unsigned long long>(unsigned long long *dest
 #if defined(__x86_64__)
 template <> inline void shmem_ibget<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_longdouble_ibget(dest, source, dst, sst, bsize, nblocks, pe); }
 #endif
-template <typename T> void shmem_ibget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe);
+template <typename T> void shmem_ibget(shmem_ctx_t ctx, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) = delete;
 template <> inline void shmem_ibget<float>(shmem_ctx_t ctx, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_float_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibget<double>(shmem_ctx_t ctx, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_double_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
 template <> inline void shmem_ibget<char>(shmem_ctx_t ctx, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_char_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
@@ -632,7 +648,7 @@ template <> inline void shmem_ibget<unsigned long long>(shmem_ctx_t ctx, unsigne
 #if defined(__x86_64__)
 template <> inline void shmem_ibget<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe) { return shmem_ctx_longdouble_ibget(ctx, dest, source, dst, sst, bsize, nblocks, pe); }
 #endif
-template <typename T> void shmem_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <typename T> void shmem_put_signal(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) = delete;
 template <> inline void shmem_put_signal<float>(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_float_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal<double>(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_double_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal<char>(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_char_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -649,7 +665,7 @@ template <> inline void shmem_put_signal<unsigned long long>(unsigned long long 
 #if defined(__x86_64__)
 template <> inline void shmem_put_signal<long double>(long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_longdouble_put_signal(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 #endif
-template <typename T> void shmem_put_signal(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <typename T> void shmem_put_signal(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) = delete;
 template <> inline void shmem_put_signal<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_float_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_double_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_char_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -666,7 +682,7 @@ template <> inline void shmem_put_signal<unsigned long long>(shmem_ctx_t ctx, un
 #if defined(__x86_64__)
 template <> inline void shmem_put_signal<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_longdouble_put_signal(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
 #endif
-template <typename T> void shmem_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <typename T> void shmem_put_signal_nbi(T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) = delete;
 template <> inline void shmem_put_signal_nbi<float>(float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_float_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal_nbi<double>(double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_double_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal_nbi<char>(char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_char_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -683,7 +699,7 @@ template <> inline void shmem_put_signal_nbi<unsigned long long>(unsigned long l
 #if defined(__x86_64__)
 template <> inline void shmem_put_signal_nbi<long double>(long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_longdouble_put_signal_nbi(dest, source, nelems, sig_addr, signal, sig_op, pe); }
 #endif
-template <typename T> void shmem_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
+template <typename T> void shmem_put_signal_nbi(shmem_ctx_t ctx, T *dest, const T *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) = delete;
 template <> inline void shmem_put_signal_nbi<float>(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_float_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal_nbi<double>(shmem_ctx_t ctx, double *dest, const double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_double_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
 template <> inline void shmem_put_signal_nbi<char>(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_char_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
@@ -700,7 +716,7 @@ template <> inline void shmem_put_signal_nbi<unsigned long long>(shmem_ctx_t ctx
 #if defined(__x86_64__)
 template <> inline void shmem_put_signal_nbi<long double>(shmem_ctx_t ctx, long double *dest, const long double *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe) { return shmem_ctx_longdouble_put_signal_nbi(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe); }
 #endif
-template <typename T> T shmem_atomic_fetch(const T *source, int pe);
+template <typename T> T shmem_atomic_fetch(const T *source, int pe) = delete;
 template <> inline float shmem_atomic_fetch<float>(const float *source, int pe) { return shmem_float_atomic_fetch(source, pe); }
 template <> inline double shmem_atomic_fetch<double>(const double *source, int pe) { return shmem_double_atomic_fetch(source, pe); }
 template <> inline signed char shmem_atomic_fetch<signed char>(const signed char *source, int pe) { return shmem_schar_atomic_fetch(source, pe); }
@@ -710,7 +726,7 @@ template <> inline long long shmem_atomic_fetch<long long>(const long long *sour
 template <> inline unsigned int shmem_atomic_fetch<unsigned int>(const unsigned int *source, int pe) { return shmem_uint_atomic_fetch(source, pe); }
 template <> inline unsigned long shmem_atomic_fetch<unsigned long>(const unsigned long *source, int pe) { return shmem_ulong_atomic_fetch(source, pe); }
 template <> inline unsigned long long shmem_atomic_fetch<unsigned long long>(const unsigned long long *source, int pe) { return shmem_ulonglong_atomic_fetch(source, pe); }
-template <typename T> T shmem_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe);
+template <typename T> T shmem_atomic_fetch(shmem_ctx_t ctx, const T *source, int pe) = delete;
 template <> inline float shmem_atomic_fetch<float>(shmem_ctx_t ctx, const float *source, int pe) { return shmem_ctx_float_atomic_fetch(ctx, source, pe); }
 template <> inline double shmem_atomic_fetch<double>(shmem_ctx_t ctx, const double *source, int pe) { return shmem_ctx_double_atomic_fetch(ctx, source, pe); }
 template <> inline signed char shmem_atomic_fetch<signed char>(shmem_ctx_t ctx, const signed char *source, int pe) { return shmem_ctx_schar_atomic_fetch(ctx, source, pe); }
@@ -720,7 +736,7 @@ template <> inline long long shmem_atomic_fetch<long long>(shmem_ctx_t ctx, cons
 template <> inline unsigned int shmem_atomic_fetch<unsigned int>(shmem_ctx_t ctx, const unsigned int *source, int pe) { return shmem_ctx_uint_atomic_fetch(ctx, source, pe); }
 template <> inline unsigned long shmem_atomic_fetch<unsigned long>(shmem_ctx_t ctx, const unsigned long *source, int pe) { return shmem_ctx_ulong_atomic_fetch(ctx, source, pe); }
 template <> inline unsigned long long shmem_atomic_fetch<unsigned long long>(shmem_ctx_t ctx, const unsigned long long *source, int pe) { return shmem_ctx_ulonglong_atomic_fetch(ctx, source, pe); }
-template <typename T> void shmem_atomic_set(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_set(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_set<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_atomic_set(dest, value, pe); }
 template <> inline void shmem_atomic_set<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_atomic_set(dest, value, pe); }
 template <> inline void shmem_atomic_set<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_set(dest, value, pe); }
@@ -730,7 +746,7 @@ template <> inline void shmem_atomic_set<long long>(long long *dest, typename sh
 template <> inline void shmem_atomic_set<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_set(dest, value, pe); }
 template <> inline void shmem_atomic_set<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_set(dest, value, pe); }
 template <> inline void shmem_atomic_set<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_set(dest, value, pe); }
-template <typename T> void shmem_atomic_set(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_set(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_set<float>(shmem_ctx_t ctx, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_atomic_set(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_set<double>(shmem_ctx_t ctx, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_atomic_set(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_set<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_set(ctx, dest, value, pe); }
@@ -740,7 +756,7 @@ template <> inline void shmem_atomic_set<long long>(shmem_ctx_t ctx, long long *
 template <> inline void shmem_atomic_set<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_set(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_set<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_set(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_set<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_set(ctx, dest, value, pe); }
-template <typename T> T shmem_atomic_swap(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_swap(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline float shmem_atomic_swap<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_atomic_swap(dest, value, pe); }
 template <> inline double shmem_atomic_swap<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_atomic_swap(dest, value, pe); }
 template <> inline signed char shmem_atomic_swap<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_swap(dest, value, pe); }
@@ -750,7 +766,7 @@ template <> inline long long shmem_atomic_swap<long long>(long long *dest, typen
 template <> inline unsigned int shmem_atomic_swap<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_swap(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_swap<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_swap(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_swap<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_swap(dest, value, pe); }
-template <typename T> T shmem_atomic_swap(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_swap(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline float shmem_atomic_swap<float>(shmem_ctx_t ctx, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_atomic_swap(ctx, dest, value, pe); }
 template <> inline double shmem_atomic_swap<double>(shmem_ctx_t ctx, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_atomic_swap(ctx, dest, value, pe); }
 template <> inline signed char shmem_atomic_swap<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_swap(ctx, dest, value, pe); }
@@ -760,7 +776,7 @@ template <> inline long long shmem_atomic_swap<long long>(shmem_ctx_t ctx, long 
 template <> inline unsigned int shmem_atomic_swap<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_swap(ctx, dest, value, pe); }
 template <> inline unsigned long shmem_atomic_swap<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_swap(ctx, dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_swap<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_swap(ctx, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_nbi(T *fetch, const T *source, int pe);
+template <typename T> void shmem_atomic_fetch_nbi(T *fetch, const T *source, int pe) = delete;
 template <> inline void shmem_atomic_fetch_nbi<float>(float *fetch, const float *source, int pe) { return shmem_float_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<double>(double *fetch, const double *source, int pe) { return shmem_double_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<signed char>(signed char *fetch, const signed char *source, int pe) { return shmem_schar_atomic_fetch_nbi(fetch, source, pe); }
@@ -770,7 +786,7 @@ template <> inline void shmem_atomic_fetch_nbi<long long>(long long *fetch, cons
 template <> inline void shmem_atomic_fetch_nbi<unsigned int>(unsigned int *fetch, const unsigned int *source, int pe) { return shmem_uint_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<unsigned long>(unsigned long *fetch, const unsigned long *source, int pe) { return shmem_ulong_atomic_fetch_nbi(fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<unsigned long long>(unsigned long long *fetch, const unsigned long long *source, int pe) { return shmem_ulonglong_atomic_fetch_nbi(fetch, source, pe); }
-template <typename T> void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, T *fetch, const T *source, int pe);
+template <typename T> void shmem_atomic_fetch_nbi(shmem_ctx_t ctx, T *fetch, const T *source, int pe) = delete;
 template <> inline void shmem_atomic_fetch_nbi<float>(shmem_ctx_t ctx, float *fetch, const float *source, int pe) { return shmem_ctx_float_atomic_fetch_nbi(ctx, fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<double>(shmem_ctx_t ctx, double *fetch, const double *source, int pe) { return shmem_ctx_double_atomic_fetch_nbi(ctx, fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, const signed char *source, int pe) { return shmem_ctx_schar_atomic_fetch_nbi(ctx, fetch, source, pe); }
@@ -780,7 +796,7 @@ template <> inline void shmem_atomic_fetch_nbi<long long>(shmem_ctx_t ctx, long 
 template <> inline void shmem_atomic_fetch_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, const unsigned int *source, int pe) { return shmem_ctx_uint_atomic_fetch_nbi(ctx, fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, const unsigned long *source, int pe) { return shmem_ctx_ulong_atomic_fetch_nbi(ctx, fetch, source, pe); }
 template <> inline void shmem_atomic_fetch_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, const unsigned long long *source, int pe) { return shmem_ctx_ulonglong_atomic_fetch_nbi(ctx, fetch, source, pe); }
-template <typename T> void shmem_atomic_swap_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_swap_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_swap_nbi<float>(float *fetch, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<double>(double *fetch, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_swap_nbi(fetch, dest, value, pe); }
@@ -790,7 +806,7 @@ template <> inline void shmem_atomic_swap_nbi<long long>(long long *fetch, long 
 template <> inline void shmem_atomic_swap_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_swap_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_swap_nbi(fetch, dest, value, pe); }
-template <typename T> void shmem_atomic_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_swap_nbi<float>(shmem_ctx_t ctx, float *fetch, float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_ctx_float_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<double>(shmem_ctx_t ctx, double *fetch, double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_ctx_double_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
@@ -800,7 +816,7 @@ template <> inline void shmem_atomic_swap_nbi<long long>(shmem_ctx_t ctx, long l
 template <> inline void shmem_atomic_swap_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_swap_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_swap_nbi(ctx, fetch, dest, value, pe); }
-template <typename T> T shmem_atomic_compare_swap(T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_compare_swap(T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_compare_swap<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline int shmem_atomic_compare_swap<int>(int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline long shmem_atomic_compare_swap<long>(long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_atomic_compare_swap(dest, cond, value, pe); }
@@ -808,7 +824,7 @@ template <> inline long long shmem_atomic_compare_swap<long long>(long long *des
 template <> inline unsigned int shmem_atomic_compare_swap<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline unsigned long shmem_atomic_compare_swap<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_compare_swap(dest, cond, value, pe); }
 template <> inline unsigned long long shmem_atomic_compare_swap<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_compare_swap(dest, cond, value, pe); }
-template <typename T> T shmem_atomic_compare_swap(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_compare_swap(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_compare_swap<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_compare_swap(ctx, dest, cond, value, pe); }
 template <> inline int shmem_atomic_compare_swap<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_compare_swap(ctx, dest, cond, value, pe); }
 template <> inline long shmem_atomic_compare_swap<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_compare_swap(ctx, dest, cond, value, pe); }
@@ -816,7 +832,7 @@ template <> inline long long shmem_atomic_compare_swap<long long>(shmem_ctx_t ct
 template <> inline unsigned int shmem_atomic_compare_swap<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_compare_swap(ctx, dest, cond, value, pe); }
 template <> inline unsigned long shmem_atomic_compare_swap<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_compare_swap(ctx, dest, cond, value, pe); }
 template <> inline unsigned long long shmem_atomic_compare_swap<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_compare_swap(ctx, dest, cond, value, pe); }
-template <typename T> T shmem_atomic_fetch_inc(T *dest, int pe);
+template <typename T> T shmem_atomic_fetch_inc(T *dest, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_inc<signed char>(signed char *dest, int pe) { return shmem_schar_atomic_fetch_inc(dest, pe); }
 template <> inline int shmem_atomic_fetch_inc<int>(int *dest, int pe) { return shmem_int_atomic_fetch_inc(dest, pe); }
 template <> inline long shmem_atomic_fetch_inc<long>(long *dest, int pe) { return shmem_long_atomic_fetch_inc(dest, pe); }
@@ -824,7 +840,7 @@ template <> inline long long shmem_atomic_fetch_inc<long long>(long long *dest, 
 template <> inline unsigned int shmem_atomic_fetch_inc<unsigned int>(unsigned int *dest, int pe) { return shmem_uint_atomic_fetch_inc(dest, pe); }
 template <> inline unsigned long shmem_atomic_fetch_inc<unsigned long>(unsigned long *dest, int pe) { return shmem_ulong_atomic_fetch_inc(dest, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_inc<unsigned long long>(unsigned long long *dest, int pe) { return shmem_ulonglong_atomic_fetch_inc(dest, pe); }
-template <typename T> T shmem_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe);
+template <typename T> T shmem_atomic_fetch_inc(shmem_ctx_t ctx, T *dest, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_inc<signed char>(shmem_ctx_t ctx, signed char *dest, int pe) { return shmem_ctx_schar_atomic_fetch_inc(ctx, dest, pe); }
 template <> inline int shmem_atomic_fetch_inc<int>(shmem_ctx_t ctx, int *dest, int pe) { return shmem_ctx_int_atomic_fetch_inc(ctx, dest, pe); }
 template <> inline long shmem_atomic_fetch_inc<long>(shmem_ctx_t ctx, long *dest, int pe) { return shmem_ctx_long_atomic_fetch_inc(ctx, dest, pe); }
@@ -832,7 +848,7 @@ template <> inline long long shmem_atomic_fetch_inc<long long>(shmem_ctx_t ctx, 
 template <> inline unsigned int shmem_atomic_fetch_inc<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, int pe) { return shmem_ctx_uint_atomic_fetch_inc(ctx, dest, pe); }
 template <> inline unsigned long shmem_atomic_fetch_inc<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, int pe) { return shmem_ctx_ulong_atomic_fetch_inc(ctx, dest, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_inc<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, int pe) { return shmem_ctx_ulonglong_atomic_fetch_inc(ctx, dest, pe); }
-template <typename T> void shmem_atomic_inc(T *dest, int pe);
+template <typename T> void shmem_atomic_inc(T *dest, int pe) = delete;
 template <> inline void shmem_atomic_inc<signed char>(signed char *dest, int pe) { return shmem_schar_atomic_inc(dest, pe); }
 template <> inline void shmem_atomic_inc<int>(int *dest, int pe) { return shmem_int_atomic_inc(dest, pe); }
 template <> inline void shmem_atomic_inc<long>(long *dest, int pe) { return shmem_long_atomic_inc(dest, pe); }
@@ -840,7 +856,7 @@ template <> inline void shmem_atomic_inc<long long>(long long *dest, int pe) { r
 template <> inline void shmem_atomic_inc<unsigned int>(unsigned int *dest, int pe) { return shmem_uint_atomic_inc(dest, pe); }
 template <> inline void shmem_atomic_inc<unsigned long>(unsigned long *dest, int pe) { return shmem_ulong_atomic_inc(dest, pe); }
 template <> inline void shmem_atomic_inc<unsigned long long>(unsigned long long *dest, int pe) { return shmem_ulonglong_atomic_inc(dest, pe); }
-template <typename T> void shmem_atomic_inc(shmem_ctx_t ctx, T *dest, int pe);
+template <typename T> void shmem_atomic_inc(shmem_ctx_t ctx, T *dest, int pe) = delete;
 template <> inline void shmem_atomic_inc<signed char>(shmem_ctx_t ctx, signed char *dest, int pe) { return shmem_ctx_schar_atomic_inc(ctx, dest, pe); }
 template <> inline void shmem_atomic_inc<int>(shmem_ctx_t ctx, int *dest, int pe) { return shmem_ctx_int_atomic_inc(ctx, dest, pe); }
 template <> inline void shmem_atomic_inc<long>(shmem_ctx_t ctx, long *dest, int pe) { return shmem_ctx_long_atomic_inc(ctx, dest, pe); }
@@ -848,7 +864,7 @@ template <> inline void shmem_atomic_inc<long long>(shmem_ctx_t ctx, long long *
 template <> inline void shmem_atomic_inc<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, int pe) { return shmem_ctx_uint_atomic_inc(ctx, dest, pe); }
 template <> inline void shmem_atomic_inc<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, int pe) { return shmem_ctx_ulong_atomic_inc(ctx, dest, pe); }
 template <> inline void shmem_atomic_inc<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, int pe) { return shmem_ctx_ulonglong_atomic_inc(ctx, dest, pe); }
-template <typename T> T shmem_atomic_fetch_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_add<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_add(dest, value, pe); }
 template <> inline int shmem_atomic_fetch_add<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_fetch_add(dest, value, pe); }
 template <> inline long shmem_atomic_fetch_add<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_atomic_fetch_add(dest, value, pe); }
@@ -856,7 +872,7 @@ template <> inline long long shmem_atomic_fetch_add<long long>(long long *dest, 
 template <> inline unsigned int shmem_atomic_fetch_add<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_add(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_add<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_add(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_add<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_add(dest, value, pe); }
-template <typename T> T shmem_atomic_fetch_add(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_add(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_add<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_add(ctx, dest, value, pe); }
 template <> inline int shmem_atomic_fetch_add<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_fetch_add(ctx, dest, value, pe); }
 template <> inline long shmem_atomic_fetch_add<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_fetch_add(ctx, dest, value, pe); }
@@ -864,7 +880,7 @@ template <> inline long long shmem_atomic_fetch_add<long long>(shmem_ctx_t ctx, 
 template <> inline unsigned int shmem_atomic_fetch_add<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_add(ctx, dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_add<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_add(ctx, dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_add<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_add(ctx, dest, value, pe); }
-template <typename T> void shmem_atomic_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_add<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_add(dest, value, pe); }
 template <> inline void shmem_atomic_add<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_add(dest, value, pe); }
 template <> inline void shmem_atomic_add<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_atomic_add(dest, value, pe); }
@@ -872,7 +888,7 @@ template <> inline void shmem_atomic_add<long long>(long long *dest, typename sh
 template <> inline void shmem_atomic_add<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_add(dest, value, pe); }
 template <> inline void shmem_atomic_add<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_add(dest, value, pe); }
 template <> inline void shmem_atomic_add<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_add(dest, value, pe); }
-template <typename T> void shmem_atomic_add(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_add(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_add<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_add(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_add<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_add(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_add<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_add(ctx, dest, value, pe); }
@@ -880,7 +896,7 @@ template <> inline void shmem_atomic_add<long long>(shmem_ctx_t ctx, long long *
 template <> inline void shmem_atomic_add<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_add(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_add<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_add(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_add<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_add(ctx, dest, value, pe); }
-template <typename T> void shmem_atomic_compare_swap_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_compare_swap_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_compare_swap_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
@@ -888,7 +904,7 @@ template <> inline void shmem_atomic_compare_swap_nbi<long long>(long long *fetc
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_compare_swap_nbi(fetch, dest, cond, value, pe); }
-template <typename T> void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_compare_swap_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_compare_swap_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type cond, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
@@ -896,7 +912,7 @@ template <> inline void shmem_atomic_compare_swap_nbi<long long>(shmem_ctx_t ctx
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type cond, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type cond, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
 template <> inline void shmem_atomic_compare_swap_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type cond, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_compare_swap_nbi(ctx, fetch, dest, cond, value, pe); }
-template <typename T> void shmem_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe);
+template <typename T> void shmem_atomic_fetch_inc_nbi(T *fetch, T *dest, int pe) = delete;
 template <> inline void shmem_atomic_fetch_inc_nbi<signed char>(signed char *fetch, signed char *dest, int pe) { return shmem_schar_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<int>(int *fetch, int *dest, int pe) { return shmem_int_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<long>(long *fetch, long *dest, int pe) { return shmem_long_atomic_fetch_inc_nbi(fetch, dest, pe); }
@@ -904,7 +920,7 @@ template <> inline void shmem_atomic_fetch_inc_nbi<long long>(long long *fetch, 
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, int pe) { return shmem_uint_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, int pe) { return shmem_ulong_atomic_fetch_inc_nbi(fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, int pe) { return shmem_ulonglong_atomic_fetch_inc_nbi(fetch, dest, pe); }
-template <typename T> void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T *fetch, T *dest, int pe);
+template <typename T> void shmem_atomic_fetch_inc_nbi(shmem_ctx_t ctx, T *fetch, T *dest, int pe) = delete;
 template <> inline void shmem_atomic_fetch_inc_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, int pe) { return shmem_ctx_schar_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, int pe) { return shmem_ctx_int_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, int pe) { return shmem_ctx_long_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
@@ -912,7 +928,7 @@ template <> inline void shmem_atomic_fetch_inc_nbi<long long>(shmem_ctx_t ctx, l
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, int pe) { return shmem_ctx_uint_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, int pe) { return shmem_ctx_ulong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
 template <> inline void shmem_atomic_fetch_inc_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, int pe) { return shmem_ctx_ulonglong_atomic_fetch_inc_nbi(ctx, fetch, dest, pe); }
-template <typename T> void shmem_atomic_fetch_add_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_add_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_add_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_atomic_fetch_add_nbi(fetch, dest, value, pe); }
@@ -920,7 +936,7 @@ template <> inline void shmem_atomic_fetch_add_nbi<long long>(long long *fetch, 
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_add_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_add_nbi(fetch, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_add_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_add_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_long_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
@@ -928,133 +944,133 @@ template <> inline void shmem_atomic_fetch_add_nbi<long long>(shmem_ctx_t ctx, l
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_add_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_add_nbi(ctx, fetch, dest, value, pe); }
-template <typename T> T shmem_atomic_fetch_and(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_and(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_and<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_and<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_and<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_and(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_and<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_and(dest, value, pe); }
 template <> inline int shmem_atomic_fetch_and<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_and(dest, value, pe); }
 template <> inline long shmem_atomic_fetch_and<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_and(dest, value, pe); }
-template <typename T> T shmem_atomic_fetch_and(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_and(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_and<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_and(ctx, dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_and<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_and(ctx, dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_and<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_and(ctx, dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_and<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_and(ctx, dest, value, pe); }
 template <> inline int shmem_atomic_fetch_and<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_and(ctx, dest, value, pe); }
 template <> inline long shmem_atomic_fetch_and<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_and(ctx, dest, value, pe); }
-template <typename T> void shmem_atomic_and(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_and(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_and<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_and(dest, value, pe); }
 template <> inline void shmem_atomic_and<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_and(dest, value, pe); }
-template <typename T> void shmem_atomic_and(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_and(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_and<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_and(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_and(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_and(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_and<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_and(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_and<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_and(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_and<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_and(ctx, dest, value, pe); }
-template <typename T> T shmem_atomic_fetch_or(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_or(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_or<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_or<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_or<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_or(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_or<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_or(dest, value, pe); }
 template <> inline int shmem_atomic_fetch_or<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_or(dest, value, pe); }
 template <> inline long shmem_atomic_fetch_or<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_or(dest, value, pe); }
-template <typename T> T shmem_atomic_fetch_or(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_or(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_or<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_or(ctx, dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_or<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_or(ctx, dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_or<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_or(ctx, dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_or<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_or(ctx, dest, value, pe); }
 template <> inline int shmem_atomic_fetch_or<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_or(ctx, dest, value, pe); }
 template <> inline long shmem_atomic_fetch_or<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_or(ctx, dest, value, pe); }
-template <typename T> void shmem_atomic_or(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_or(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_or<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_or(dest, value, pe); }
 template <> inline void shmem_atomic_or<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_or(dest, value, pe); }
-template <typename T> void shmem_atomic_or(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_or(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_or<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_or(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_or(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_or(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_or<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_or(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_or<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_or(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_or<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_or(ctx, dest, value, pe); }
-template <typename T> T shmem_atomic_fetch_xor(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_xor(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_xor<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_xor<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_xor<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_xor(dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_xor<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_xor(dest, value, pe); }
 template <> inline int shmem_atomic_fetch_xor<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_xor(dest, value, pe); }
 template <> inline long shmem_atomic_fetch_xor<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_xor(dest, value, pe); }
-template <typename T> T shmem_atomic_fetch_xor(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_atomic_fetch_xor(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline signed char shmem_atomic_fetch_xor<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_xor(ctx, dest, value, pe); }
 template <> inline unsigned int shmem_atomic_fetch_xor<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_xor(ctx, dest, value, pe); }
 template <> inline unsigned long shmem_atomic_fetch_xor<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_xor(ctx, dest, value, pe); }
 template <> inline unsigned long long shmem_atomic_fetch_xor<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_xor(ctx, dest, value, pe); }
 template <> inline int shmem_atomic_fetch_xor<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_xor(ctx, dest, value, pe); }
 template <> inline long shmem_atomic_fetch_xor<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_xor(ctx, dest, value, pe); }
-template <typename T> void shmem_atomic_xor(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_xor(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_xor<signed char>(signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned int>(unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned long>(unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned long long>(unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_xor(dest, value, pe); }
 template <> inline void shmem_atomic_xor<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_xor(dest, value, pe); }
-template <typename T> void shmem_atomic_xor(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_xor(shmem_ctx_t ctx, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_xor<signed char>(shmem_ctx_t ctx, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_xor(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned int>(shmem_ctx_t ctx, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_xor(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned long>(shmem_ctx_t ctx, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_xor(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_xor<unsigned long long>(shmem_ctx_t ctx, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_xor(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_xor<int>(shmem_ctx_t ctx, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_xor(ctx, dest, value, pe); }
 template <> inline void shmem_atomic_xor<long>(shmem_ctx_t ctx, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_xor(ctx, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_and_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_and_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_and_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_and_nbi(fetch, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_and_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_and_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_or_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_or_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_or_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_or_nbi(fetch, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_or_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_or_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_xor_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_xor_nbi(T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_xor_nbi<signed char>(signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_schar_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned int>(unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long>(unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long long>(unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<int>(int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int32_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<long>(long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_int64_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
-template <typename T> void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, T *fetch, T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_atomic_fetch_xor_nbi<signed char>(shmem_ctx_t ctx, signed char *fetch, signed char *dest, typename shmemi_cxx::identity<signed char>::type value, int pe) { return shmem_ctx_schar_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned int>(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, typename shmemi_cxx::identity<unsigned int>::type value, int pe) { return shmem_ctx_uint_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long>(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, typename shmemi_cxx::identity<unsigned long>::type value, int pe) { return shmem_ctx_ulong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<unsigned long long>(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, typename shmemi_cxx::identity<unsigned long long>::type value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<int>(shmem_ctx_t ctx, int *fetch, int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_ctx_int32_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 template <> inline void shmem_atomic_fetch_xor_nbi<long>(shmem_ctx_t ctx, long *fetch, long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_ctx_int64_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
-template <typename T> void shmem_wait_until(T *ivar, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> void shmem_wait_until(T *ivar, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline void shmem_wait_until<int>(int *ivar, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait_until(ivar, cmp, cmp_value); }
 template <> inline void shmem_wait_until<long>(long *ivar, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait_until(ivar, cmp, cmp_value); }
 template <> inline void shmem_wait_until<long long>(long long *ivar, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_wait_until(ivar, cmp, cmp_value); }
@@ -1063,49 +1079,49 @@ template <> inline void shmem_wait_until<unsigned long>(unsigned long *ivar, int
 template <> inline void shmem_wait_until<unsigned long long>(unsigned long long *ivar, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_wait_until(ivar, cmp, cmp_value); }
 template <> inline void shmem_wait_until<short>(short *ivar, int cmp, typename shmemi_cxx::identity<short>::type cmp_value) { return shmem_short_wait_until(ivar, cmp, cmp_value); }
 template <> inline void shmem_wait_until<unsigned short>(unsigned short *ivar, int cmp, typename shmemi_cxx::identity<unsigned short>::type cmp_value) { return shmem_ushort_wait_until(ivar, cmp, cmp_value); }
-template <typename T> void shmem_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> void shmem_wait_until_all(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline void shmem_wait_until_all<int>(int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void shmem_wait_until_all<long>(long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void shmem_wait_until_all<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void shmem_wait_until_all<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void shmem_wait_until_all<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline void shmem_wait_until_all<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_wait_until_all(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t shmem_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t shmem_wait_until_any(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t shmem_wait_until_any<int>(int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_any<long>(long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_any<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_any<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_any<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_any<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_wait_until_any(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t shmem_wait_until_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t shmem_wait_until_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t shmem_wait_until_some<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_some<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_some<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_some<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_some<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_wait_until_some<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_wait_until_some(ivars, nelems, indices, status, cmp, cmp_value); }
-template <typename T> void shmem_wait_until_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> void shmem_wait_until_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline void shmem_wait_until_all_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return shmem_int_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void shmem_wait_until_all_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return shmem_long_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void shmem_wait_until_all_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return shmem_longlong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void shmem_wait_until_all_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return shmem_uint_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void shmem_wait_until_all_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return shmem_ulong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline void shmem_wait_until_all_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return shmem_ulonglong_wait_until_all_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t shmem_wait_until_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t shmem_wait_until_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t shmem_wait_until_any_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return shmem_int_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_any_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return shmem_long_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_any_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return shmem_longlong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_any_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return shmem_uint_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_any_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return shmem_ulong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_any_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return shmem_ulonglong_wait_until_any_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t shmem_wait_until_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t shmem_wait_until_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t shmem_wait_until_some_vector<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values) { return shmem_int_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_some_vector<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values) { return shmem_long_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_some_vector<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values) { return shmem_longlong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_some_vector<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values) { return shmem_uint_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_some_vector<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values) { return shmem_ulong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_wait_until_some_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values) { return shmem_ulonglong_wait_until_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
-template <typename T> int shmem_test(T *ivar, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> int shmem_test(T *ivar, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline int shmem_test<int>(int *ivar, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_test(ivar, cmp, cmp_value); }
 template <> inline int shmem_test<long>(long *ivar, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_test(ivar, cmp, cmp_value); }
 template <> inline int shmem_test<long long>(long long *ivar, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_test(ivar, cmp, cmp_value); }
@@ -1114,49 +1130,49 @@ template <> inline int shmem_test<unsigned long>(unsigned long *ivar, int cmp, t
 template <> inline int shmem_test<unsigned long long>(unsigned long long *ivar, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_test(ivar, cmp, cmp_value); }
 template <> inline int shmem_test<short>(short *ivar, int cmp, typename shmemi_cxx::identity<short>::type cmp_value) { return shmem_short_test(ivar, cmp, cmp_value); }
 template <> inline int shmem_test<unsigned short>(unsigned short *ivar, int cmp, typename shmemi_cxx::identity<unsigned short>::type cmp_value) { return shmem_ushort_test(ivar, cmp, cmp_value); }
-template <typename T> int shmem_test_all(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> int shmem_test_all(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline int shmem_test_all<int>(int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int shmem_test_all<long>(long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int shmem_test_all<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int shmem_test_all<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int shmem_test_all<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_test_all(ivars, nelems, status, cmp, cmp_value); }
 template <> inline int shmem_test_all<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_test_all(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t shmem_test_any(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t shmem_test_any(T *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t shmem_test_any<int>(int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_any<long>(long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_any<long long>(long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_any<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_any<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_test_any(ivars, nelems, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_any<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_test_any(ivars, nelems, status, cmp, cmp_value); }
-template <typename T> size_t shmem_test_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> size_t shmem_test_some(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline size_t shmem_test_some<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_some<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_some<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<long long>::type cmp_value) { return shmem_longlong_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_some<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<unsigned int>::type cmp_value) { return shmem_uint_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_some<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long>::type cmp_value) { return shmem_ulong_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
 template <> inline size_t shmem_test_some<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, typename shmemi_cxx::identity<unsigned long long>::type cmp_value) { return shmem_ulonglong_test_some(ivars, nelems, indices, status, cmp, cmp_value); }
-template <typename T> int shmem_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> int shmem_test_all_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline int shmem_test_all_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return shmem_int_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int shmem_test_all_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return shmem_long_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int shmem_test_all_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return shmem_longlong_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int shmem_test_all_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return shmem_uint_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int shmem_test_all_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return shmem_ulong_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline int shmem_test_all_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return shmem_ulonglong_test_all_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t shmem_test_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t shmem_test_any_vector(T *ivars, size_t nelems, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t shmem_test_any_vector<int>(int *ivars, size_t nelems, const int *status, int cmp, int *cmp_values) { return shmem_int_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_any_vector<long>(long *ivars, size_t nelems, const int *status, int cmp, long *cmp_values) { return shmem_long_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_any_vector<long long>(long long *ivars, size_t nelems, const int *status, int cmp, long long *cmp_values) { return shmem_longlong_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_any_vector<unsigned int>(unsigned int *ivars, size_t nelems, const int *status, int cmp, unsigned int *cmp_values) { return shmem_uint_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_any_vector<unsigned long>(unsigned long *ivars, size_t nelems, const int *status, int cmp, unsigned long *cmp_values) { return shmem_ulong_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_any_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, const int *status, int cmp, unsigned long long *cmp_values) { return shmem_ulonglong_test_any_vector(ivars, nelems, status, cmp, cmp_values); }
-template <typename T> size_t shmem_test_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values);
+template <typename T> size_t shmem_test_some_vector(T *ivars, size_t nelems, size_t *indices, const int *status, int cmp, T *cmp_values) = delete;
 template <> inline size_t shmem_test_some_vector<int>(int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, int *cmp_values) { return shmem_int_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_some_vector<long>(long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long *cmp_values) { return shmem_long_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_some_vector<long long>(long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, long long *cmp_values) { return shmem_longlong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_some_vector<unsigned int>(unsigned int *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned int *cmp_values) { return shmem_uint_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_some_vector<unsigned long>(unsigned long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long *cmp_values) { return shmem_ulong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
 template <> inline size_t shmem_test_some_vector<unsigned long long>(unsigned long long *ivars, size_t nelems, size_t *indices, const int *status, int cmp, unsigned long long *cmp_values) { return shmem_ulonglong_test_some_vector(ivars, nelems, indices, status, cmp, cmp_values); }
-template <typename T> int shmem_broadcast(shmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root);
+template <typename T> int shmem_broadcast(shmem_team_t team, T *dest, const T *source, size_t nelems, int PE_root) = delete;
 template <> inline int shmem_broadcast<float>(shmem_team_t team, float *dest, const float *source, size_t nelems, int PE_root) { return shmem_float_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<double>(shmem_team_t team, double *dest, const double *source, size_t nelems, int PE_root) { return shmem_double_broadcast(team, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<char>(shmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root) { return shmem_char_broadcast(team, dest, source, nelems, PE_root); }
@@ -1173,7 +1189,7 @@ template <> inline int shmem_broadcast<unsigned long long>(shmem_team_t team, un
 #if defined(__x86_64__)
 template <> inline int shmem_broadcast<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems, int PE_root) { return shmem_longdouble_broadcast(team, dest, source, nelems, PE_root); }
 #endif
-template <typename T> int shmem_broadcast(T *dest, const T *source, size_t nelems, int PE_root);
+template <typename T> int shmem_broadcast(T *dest, const T *source, size_t nelems, int PE_root) = delete;
 template <> inline int shmem_broadcast<float>(float *dest, const float *source, size_t nelems, int PE_root) { return shmem_float_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<double>(double *dest, const double *source, size_t nelems, int PE_root) { return shmem_double_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 template <> inline int shmem_broadcast<char>(char *dest, const char *source, size_t nelems, int PE_root) { return shmem_char_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
@@ -1190,7 +1206,7 @@ template <> inline int shmem_broadcast<unsigned long long>(unsigned long long *d
 #if defined(__x86_64__)
 template <> inline int shmem_broadcast<long double>(long double *dest, const long double *source, size_t nelems, int PE_root) { return shmem_longdouble_broadcast(SHMEM_TEAM_WORLD, dest, source, nelems, PE_root); }
 #endif
-template <typename T> int shmem_collect(shmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int shmem_collect(shmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmem_collect<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_collect(team, dest, source, nelems); }
 template <> inline int shmem_collect<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_collect(team, dest, source, nelems); }
 template <> inline int shmem_collect<char>(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_collect(team, dest, source, nelems); }
@@ -1207,7 +1223,7 @@ template <> inline int shmem_collect<unsigned long long>(shmem_team_t team, unsi
 #if defined(__x86_64__)
 template <> inline int shmem_collect<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_collect(team, dest, source, nelems); }
 #endif
-template <typename T> int shmem_collect(T *dest, const T *source, size_t nelems);
+template <typename T> int shmem_collect(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmem_collect<float>(float *dest, const float *source, size_t nelems) { return shmem_float_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_collect<double>(double *dest, const double *source, size_t nelems) { return shmem_double_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_collect<char>(char *dest, const char *source, size_t nelems) { return shmem_char_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1224,7 +1240,7 @@ template <> inline int shmem_collect<unsigned long long>(unsigned long long *des
 #if defined(__x86_64__)
 template <> inline int shmem_collect<long double>(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_collect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 #endif
-template <typename T> int shmem_fcollect(shmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int shmem_fcollect(shmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmem_fcollect<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_fcollect(team, dest, source, nelems); }
 template <> inline int shmem_fcollect<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_fcollect(team, dest, source, nelems); }
 template <> inline int shmem_fcollect<char>(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_fcollect(team, dest, source, nelems); }
@@ -1241,7 +1257,7 @@ template <> inline int shmem_fcollect<unsigned long long>(shmem_team_t team, uns
 #if defined(__x86_64__)
 template <> inline int shmem_fcollect<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_fcollect(team, dest, source, nelems); }
 #endif
-template <typename T> int shmem_fcollect(T *dest, const T *source, size_t nelems);
+template <typename T> int shmem_fcollect(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmem_fcollect<float>(float *dest, const float *source, size_t nelems) { return shmem_float_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_fcollect<double>(double *dest, const double *source, size_t nelems) { return shmem_double_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_fcollect<char>(char *dest, const char *source, size_t nelems) { return shmem_char_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1258,7 +1274,7 @@ template <> inline int shmem_fcollect<unsigned long long>(unsigned long long *de
 #if defined(__x86_64__)
 template <> inline int shmem_fcollect<long double>(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_fcollect(SHMEM_TEAM_WORLD, dest, source, nelems); }
 #endif
-template <typename T> int shmem_alltoall(shmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int shmem_alltoall(shmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmem_alltoall<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmem_float_alltoall(team, dest, source, nelems); }
 template <> inline int shmem_alltoall<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmem_double_alltoall(team, dest, source, nelems); }
 template <> inline int shmem_alltoall<char>(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_alltoall(team, dest, source, nelems); }
@@ -1275,7 +1291,7 @@ template <> inline int shmem_alltoall<unsigned long long>(shmem_team_t team, uns
 #if defined(__x86_64__)
 template <> inline int shmem_alltoall<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_alltoall(team, dest, source, nelems); }
 #endif
-template <typename T> int shmem_alltoall(T *dest, const T *source, size_t nelems);
+template <typename T> int shmem_alltoall(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmem_alltoall<float>(float *dest, const float *source, size_t nelems) { return shmem_float_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_alltoall<double>(double *dest, const double *source, size_t nelems) { return shmem_double_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmem_alltoall<char>(char *dest, const char *source, size_t nelems) { return shmem_char_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -1292,7 +1308,7 @@ template <> inline int shmem_alltoall<unsigned long long>(unsigned long long *de
 #if defined(__x86_64__)
 template <> inline int shmem_alltoall<long double>(long double *dest, const long double *source, size_t nelems) { return shmem_longdouble_alltoall(SHMEM_TEAM_WORLD, dest, source, nelems); }
 #endif
-template <typename T> int shmem_alltoalls(shmem_team_t team, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+template <typename T> int shmem_alltoalls(shmem_team_t team, T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) = delete;
 template <> inline int shmem_alltoalls<float>(shmem_team_t team, float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_float_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<double>(shmem_team_t team, double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_double_alltoalls(team, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<char>(shmem_team_t team, char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_char_alltoalls(team, dest, source, dst, sst, nelems); }
@@ -1309,7 +1325,7 @@ template <> inline int shmem_alltoalls<unsigned long long>(shmem_team_t team, un
 #if defined(__x86_64__)
 template <> inline int shmem_alltoalls<long double>(shmem_team_t team, long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longdouble_alltoalls(team, dest, source, dst, sst, nelems); }
 #endif
-template <typename T> int shmem_alltoalls(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+template <typename T> int shmem_alltoalls(T *dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) = delete;
 template <> inline int shmem_alltoalls<float>(float *dest, const float *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_float_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<double>(double *dest, const double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_double_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 template <> inline int shmem_alltoalls<char>(char *dest, const char *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_char_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
@@ -1326,7 +1342,7 @@ template <> inline int shmem_alltoalls<unsigned long long>(unsigned long long *d
 #if defined(__x86_64__)
 template <> inline int shmem_alltoalls<long double>(long double *dest, const long double *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems) { return shmem_longdouble_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems); }
 #endif
-template <typename T> int shmem_max_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_max_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_max_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_max_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_max_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<char>(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_max_reduce(team, dest, source, nreduce); }
@@ -1343,7 +1359,7 @@ template <> inline int shmem_max_reduce<unsigned long long>(shmem_team_t team, u
 #if defined(__x86_64__)
 template <> inline int shmem_max_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_max_reduce(team, dest, source, nreduce); }
 #endif
-template <typename T> int shmem_max_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_max_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_max_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_max_reduce<char>(char *dest, const char *source, size_t nreduce) { return shmem_char_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1360,7 +1376,7 @@ template <> inline int shmem_max_reduce<unsigned long long>(unsigned long long *
 #if defined(__x86_64__)
 template <> inline int shmem_max_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_max_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 #endif
-template <typename T> int shmem_min_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_min_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_min_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_min_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_min_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<char>(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_min_reduce(team, dest, source, nreduce); }
@@ -1377,7 +1393,7 @@ template <> inline int shmem_min_reduce<unsigned long long>(shmem_team_t team, u
 #if defined(__x86_64__)
 template <> inline int shmem_min_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_min_reduce(team, dest, source, nreduce); }
 #endif
-template <typename T> int shmem_min_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_min_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_min_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_min_reduce<char>(char *dest, const char *source, size_t nreduce) { return shmem_char_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1394,7 +1410,7 @@ template <> inline int shmem_min_reduce<unsigned long long>(unsigned long long *
 #if defined(__x86_64__)
 template <> inline int shmem_min_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_min_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 #endif
-template <typename T> int shmem_sum_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_sum_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_sum_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_sum_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_sum_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<char>(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_sum_reduce(team, dest, source, nreduce); }
@@ -1412,8 +1428,14 @@ template <> inline int shmem_sum_reduce<unsigned long long>(shmem_team_t team, u
 template <> inline int shmem_sum_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_sum_reduce(team, dest, source, nreduce); }
 #endif
 template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXF>(shmem_team_t team, ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(team, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_sum_reduce<ISHMEMI_GNU_COMPLEXF>(shmem_team_t team, ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+#endif
 template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXD>(shmem_team_t team, ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(team, dest, source, nreduce); }
-template <typename T> int shmem_sum_reduce(T *dest, const T *source, size_t nreduce);
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_sum_reduce<ISHMEMI_GNU_COMPLEXD>(shmem_team_t team, ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+#endif
+template <typename T> int shmem_sum_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_sum_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_sum_reduce<char>(char *dest, const char *source, size_t nreduce) { return shmem_char_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1431,8 +1453,14 @@ template <> inline int shmem_sum_reduce<unsigned long long>(unsigned long long *
 template <> inline int shmem_sum_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 #endif
 template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXF>(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_sum_reduce<ISHMEMI_GNU_COMPLEXF>(ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_sum_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+#endif
 template <> inline int shmem_sum_reduce<ISHMEMI_COMPLEXD>(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int shmem_prod_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_sum_reduce<ISHMEMI_GNU_COMPLEXD>(ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_sum_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+#endif
+template <typename T> int shmem_prod_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_prod_reduce<float>(shmem_team_t team, float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<double>(shmem_team_t team, double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<char>(shmem_team_t team, char *dest, const char *source, size_t nreduce) { return shmem_char_prod_reduce(team, dest, source, nreduce); }
@@ -1450,8 +1478,14 @@ template <> inline int shmem_prod_reduce<unsigned long long>(shmem_team_t team, 
 template <> inline int shmem_prod_reduce<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_prod_reduce(team, dest, source, nreduce); }
 #endif
 template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXF>(shmem_team_t team, ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(team, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_prod_reduce<ISHMEMI_GNU_COMPLEXF>(shmem_team_t team, ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+#endif
 template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXD>(shmem_team_t team, ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(team, dest, source, nreduce); }
-template <typename T> int shmem_prod_reduce(T *dest, const T *source, size_t nreduce);
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_prod_reduce<ISHMEMI_GNU_COMPLEXD>(shmem_team_t team, ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(team, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+#endif
+template <typename T> int shmem_prod_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_prod_reduce<float>(float *dest, const float *source, size_t nreduce) { return shmem_float_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<double>(double *dest, const double *source, size_t nreduce) { return shmem_double_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_prod_reduce<char>(char *dest, const char *source, size_t nreduce) { return shmem_char_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1469,8 +1503,14 @@ template <> inline int shmem_prod_reduce<unsigned long long>(unsigned long long 
 template <> inline int shmem_prod_reduce<long double>(long double *dest, const long double *source, size_t nreduce) { return shmem_longdouble_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 #endif
 template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXF>(ISHMEMI_COMPLEXF *dest, const ISHMEMI_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_prod_reduce<ISHMEMI_GNU_COMPLEXF>(ISHMEMI_GNU_COMPLEXF *dest, const ISHMEMI_GNU_COMPLEXF *source, size_t nreduce) { return shmem_complexf_prod_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXF *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXF *>(source), nreduce); }
+#endif
 template <> inline int shmem_prod_reduce<ISHMEMI_COMPLEXD>(ISHMEMI_COMPLEXD *dest, const ISHMEMI_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int shmem_and_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+#ifdef ISHMEMI_GNU_COMPLEX
+template <> inline int shmem_prod_reduce<ISHMEMI_GNU_COMPLEXD>(ISHMEMI_GNU_COMPLEXD *dest, const ISHMEMI_GNU_COMPLEXD *source, size_t nreduce) { return shmem_complexd_prod_reduce(SHMEM_TEAM_WORLD, reinterpret_cast<ISHMEMI_COMPLEXD *>(dest), reinterpret_cast<const ISHMEMI_COMPLEXD *>(source), nreduce); }
+#endif
+template <typename T> int shmem_and_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_and_reduce<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_and_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned short>(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_and_reduce(team, dest, source, nreduce); }
@@ -1480,7 +1520,7 @@ template <> inline int shmem_and_reduce<unsigned long long>(shmem_team_t team, u
 template <> inline int shmem_and_reduce<short>(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_int16_and_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<int>(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int32_and_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<long>(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_int64_and_reduce(team, dest, source, nreduce); }
-template <typename T> int shmem_and_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_and_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_and_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1490,7 +1530,7 @@ template <> inline int shmem_and_reduce<unsigned long long>(unsigned long long *
 template <> inline int shmem_and_reduce<short>(short *dest, const short *source, size_t nreduce) { return shmem_int16_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<int>(int *dest, const int *source, size_t nreduce) { return shmem_int32_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_and_reduce<long>(long *dest, const long *source, size_t nreduce) { return shmem_int64_and_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int shmem_or_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_or_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_or_reduce<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_or_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_or_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned short>(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_or_reduce(team, dest, source, nreduce); }
@@ -1500,7 +1540,7 @@ template <> inline int shmem_or_reduce<unsigned long long>(shmem_team_t team, un
 template <> inline int shmem_or_reduce<short>(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_int16_or_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<int>(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int32_or_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<long>(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_int64_or_reduce(team, dest, source, nreduce); }
-template <typename T> int shmem_or_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_or_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_or_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1510,7 +1550,7 @@ template <> inline int shmem_or_reduce<unsigned long long>(unsigned long long *d
 template <> inline int shmem_or_reduce<short>(short *dest, const short *source, size_t nreduce) { return shmem_int16_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<int>(int *dest, const int *source, size_t nreduce) { return shmem_int32_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_or_reduce<long>(long *dest, const long *source, size_t nreduce) { return shmem_int64_or_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> int shmem_xor_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_xor_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_xor_reduce<signed char>(shmem_team_t team, signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_xor_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned char>(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_xor_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned short>(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_xor_reduce(team, dest, source, nreduce); }
@@ -1520,7 +1560,7 @@ template <> inline int shmem_xor_reduce<unsigned long long>(shmem_team_t team, u
 template <> inline int shmem_xor_reduce<short>(shmem_team_t team, short *dest, const short *source, size_t nreduce) { return shmem_int16_xor_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<int>(shmem_team_t team, int *dest, const int *source, size_t nreduce) { return shmem_int32_xor_reduce(team, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<long>(shmem_team_t team, long *dest, const long *source, size_t nreduce) { return shmem_int64_xor_reduce(team, dest, source, nreduce); }
-template <typename T> int shmem_xor_reduce(T *dest, const T *source, size_t nreduce);
+template <typename T> int shmem_xor_reduce(T *dest, const T *source, size_t nreduce) = delete;
 template <> inline int shmem_xor_reduce<signed char>(signed char *dest, const signed char *source, size_t nreduce) { return shmem_schar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned char>(unsigned char *dest, const unsigned char *source, size_t nreduce) { return shmem_uchar_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<unsigned short>(unsigned short *dest, const unsigned short *source, size_t nreduce) { return shmem_ushort_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
@@ -1530,45 +1570,45 @@ template <> inline int shmem_xor_reduce<unsigned long long>(unsigned long long *
 template <> inline int shmem_xor_reduce<short>(short *dest, const short *source, size_t nreduce) { return shmem_int16_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<int>(int *dest, const int *source, size_t nreduce) { return shmem_int32_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
 template <> inline int shmem_xor_reduce<long>(long *dest, const long *source, size_t nreduce) { return shmem_int64_xor_reduce(SHMEM_TEAM_WORLD, dest, source, nreduce); }
-template <typename T> T shmem_fadd(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_fadd(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline int shmem_fadd<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_fadd(dest, value, pe); }
 template <> inline long shmem_fadd<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_fadd(dest, value, pe); }
 template <> inline long long shmem_fadd<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_fadd(dest, value, pe); }
-template <typename T> T shmem_finc(T *dest, int pe);
+template <typename T> T shmem_finc(T *dest, int pe) = delete;
 template <> inline int shmem_finc<int>(int *dest, int pe) { return shmem_int_finc(dest, pe); }
 template <> inline long shmem_finc<long>(long *dest, int pe) { return shmem_long_finc(dest, pe); }
 template <> inline long long shmem_finc<long long>(long long *dest, int pe) { return shmem_longlong_finc(dest, pe); }
-template <typename T> void shmem_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_add(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_add<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_add(dest, value, pe); }
 template <> inline void shmem_add<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_add(dest, value, pe); }
 template <> inline void shmem_add<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_add(dest, value, pe); }
-template <typename T> void shmem_inc(T *dest, int pe);
+template <typename T> void shmem_inc(T *dest, int pe) = delete;
 template <> inline void shmem_inc<int>(int *dest, int pe) { return shmem_int_inc(dest, pe); }
 template <> inline void shmem_inc<long>(long *dest, int pe) { return shmem_long_inc(dest, pe); }
 template <> inline void shmem_inc<long long>(long long *dest, int pe) { return shmem_longlong_inc(dest, pe); }
-template <typename T> T shmem_cswap(T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_cswap(T *dest, typename shmemi_cxx::identity<T>::type cond, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline int shmem_cswap<int>(int *dest, typename shmemi_cxx::identity<int>::type cond, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_cswap(dest, cond, value, pe); }
 template <> inline long shmem_cswap<long>(long *dest, typename shmemi_cxx::identity<long>::type cond, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_cswap(dest, cond, value, pe); }
 template <> inline long long shmem_cswap<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type cond, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_cswap(dest, cond, value, pe); }
-template <typename T> T shmem_swap(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> T shmem_swap(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline float shmem_swap<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_swap(dest, value, pe); }
 template <> inline double shmem_swap<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_swap(dest, value, pe); }
 template <> inline int shmem_swap<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_swap(dest, value, pe); }
 template <> inline long shmem_swap<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_swap(dest, value, pe); }
 template <> inline long long shmem_swap<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_swap(dest, value, pe); }
-template <typename T> T shmem_fetch(const T *source, int pe);
+template <typename T> T shmem_fetch(const T *source, int pe) = delete;
 template <> inline float shmem_fetch<float>(const float *source, int pe) { return shmem_float_fetch(source, pe); }
 template <> inline double shmem_fetch<double>(const double *source, int pe) { return shmem_double_fetch(source, pe); }
 template <> inline int shmem_fetch<int>(const int *source, int pe) { return shmem_int_fetch(source, pe); }
 template <> inline long shmem_fetch<long>(const long *source, int pe) { return shmem_long_fetch(source, pe); }
 template <> inline long long shmem_fetch<long long>(const long long *source, int pe) { return shmem_longlong_fetch(source, pe); }
-template <typename T> void shmem_set(T *dest, typename shmemi_cxx::identity<T>::type value, int pe);
+template <typename T> void shmem_set(T *dest, typename shmemi_cxx::identity<T>::type value, int pe) = delete;
 template <> inline void shmem_set<float>(float *dest, typename shmemi_cxx::identity<float>::type value, int pe) { return shmem_float_set(dest, value, pe); }
 template <> inline void shmem_set<double>(double *dest, typename shmemi_cxx::identity<double>::type value, int pe) { return shmem_double_set(dest, value, pe); }
 template <> inline void shmem_set<int>(int *dest, typename shmemi_cxx::identity<int>::type value, int pe) { return shmem_int_set(dest, value, pe); }
 template <> inline void shmem_set<long>(long *dest, typename shmemi_cxx::identity<long>::type value, int pe) { return shmem_long_set(dest, value, pe); }
 template <> inline void shmem_set<long long>(long long *dest, typename shmemi_cxx::identity<long long>::type value, int pe) { return shmem_longlong_set(dest, value, pe); }
-template <typename T> void shmem_wait(T *ivar, typename shmemi_cxx::identity<T>::type cmp_value);
+template <typename T> void shmem_wait(T *ivar, typename shmemi_cxx::identity<T>::type cmp_value) = delete;
 template <> inline void shmem_wait<short>(short *ivar, typename shmemi_cxx::identity<short>::type cmp_value) { return shmem_short_wait(ivar, cmp_value); }
 template <> inline void shmem_wait<int>(int *ivar, typename shmemi_cxx::identity<int>::type cmp_value) { return shmem_int_wait(ivar, cmp_value); }
 template <> inline void shmem_wait<long>(long *ivar, typename shmemi_cxx::identity<long>::type cmp_value) { return shmem_long_wait(ivar, cmp_value); }

@@ -12,6 +12,12 @@
 #include <complex>
 #define ISHMEMI_COMPLEXF std::complex<float>
 #define ISHMEMI_COMPLEXD std::complex<double>
+/* GNU C++ also has C's complex types (__complex__ float): overloads take them too. */
+#if defined(__GNUC__)
+#define ISHMEMI_GNU_COMPLEX 1
+#define ISHMEMI_GNU_COMPLEXF __complex__ float
+#define ISHMEMI_GNU_COMPLEXD __complex__ double
+#endif
 #else
 #define ISHMEMI_COMPLEXF float _Complex
 #define ISHMEMI_COMPLEXD double _Complex

@@ -57,7 +57,7 @@ inline int shmemx_ptrdiff_sum_exscan(ptrdiff_t *dest, const ptrdiff_t *source, s
 #if defined(__x86_64__)
 inline int shmemx_longdouble_sum_exscan(long double *dest, const long double *source, size_t nelems) { return shmemx_longdouble_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
 #endif
-template <typename T> int shmemx_sum_inscan(shmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int shmemx_sum_inscan(shmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmemx_sum_inscan<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmemx_float_sum_inscan(team, dest, source, nelems); }
 template <> inline int shmemx_sum_inscan<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmemx_double_sum_inscan(team, dest, source, nelems); }
 template <> inline int shmemx_sum_inscan<char>(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmemx_char_sum_inscan(team, dest, source, nelems); }
@@ -74,7 +74,7 @@ template <> inline int shmemx_sum_inscan<unsigned long long>(shmem_team_t team, 
 #if defined(__x86_64__)
 template <> inline int shmemx_sum_inscan<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmemx_longdouble_sum_inscan(team, dest, source, nelems); }
 #endif
-template <typename T> int shmemx_sum_inscan(T *dest, const T *source, size_t nelems);
+template <typename T> int shmemx_sum_inscan(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmemx_sum_inscan<float>(float *dest, const float *source, size_t nelems) { return shmemx_float_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmemx_sum_inscan<double>(double *dest, const double *source, size_t nelems) { return shmemx_double_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmemx_sum_inscan<char>(char *dest, const char *source, size_t nelems) { return shmemx_char_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
@@ -91,7 +91,7 @@ template <> inline int shmemx_sum_inscan<unsigned long long>(unsigned long long 
 #if defined(__x86_64__)
 template <> inline int shmemx_sum_inscan<long double>(long double *dest, const long double *source, size_t nelems) { return shmemx_longdouble_sum_inscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
 #endif
-template <typename T> int shmemx_sum_exscan(shmem_team_t team, T *dest, const T *source, size_t nelems);
+template <typename T> int shmemx_sum_exscan(shmem_team_t team, T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmemx_sum_exscan<float>(shmem_team_t team, float *dest, const float *source, size_t nelems) { return shmemx_float_sum_exscan(team, dest, source, nelems); }
 template <> inline int shmemx_sum_exscan<double>(shmem_team_t team, double *dest, const double *source, size_t nelems) { return shmemx_double_sum_exscan(team, dest, source, nelems); }
 template <> inline int shmemx_sum_exscan<char>(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmemx_char_sum_exscan(team, dest, source, nelems); }
@@ -108,7 +108,7 @@ template <> inline int shmemx_sum_exscan<unsigned long long>(shmem_team_t team, 
 #if defined(__x86_64__)
 template <> inline int shmemx_sum_exscan<long double>(shmem_team_t team, long double *dest, const long double *source, size_t nelems) { return shmemx_longdouble_sum_exscan(team, dest, source, nelems); }
 #endif
-template <typename T> int shmemx_sum_exscan(T *dest, const T *source, size_t nelems);
+template <typename T> int shmemx_sum_exscan(T *dest, const T *source, size_t nelems) = delete;
 template <> inline int shmemx_sum_exscan<float>(float *dest, const float *source, size_t nelems) { return shmemx_float_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmemx_sum_exscan<double>(double *dest, const double *source, size_t nelems) { return shmemx_double_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
 template <> inline int shmemx_sum_exscan<char>(char *dest, const char *source, size_t nelems) { return shmemx_char_sum_exscan(SHMEM_TEAM_WORLD, dest, source, nelems); }
