@@ -36,6 +36,13 @@ const SYNC_WORDS: usize = 64;
 /// (`stage.rs`), each on lines of their own.
 const STAGE_AREA: usize = SYNC_WORDS * 8;
 const PROGRESS_AT: usize = 0;
+/// Words of the progress line after the progress word: the progress word
+/// of the set this pSync array served before the current one, and both
+/// sets' key words (`key_words`), for members of the old set that still
+/// wait on the array (`stage_reused`).
+const PREV_PROGRESS: usize = 1;
+const KEY: usize = 2;
+const PREV_KEY: usize = 4;
 const SLOTS_AT: usize = 64;
 /// Minimum length of every pSync array (`SHMEM_*_SYNC_SIZE`): the sync
 /// words, up to a line of alignment, the progress line and the slots.
@@ -163,6 +170,77 @@ impl Group for ActiveSet<'_> {
         let off = self.stage_area() + PROGRESS_AT;
         st.route.local(self.world_pe(rank), off).expect("staged: every member's pSync is mapped") as *const AtomicU64
     }
+    fn stage_progress_value(&self, st: &State, rank: usize) -> u64 {
+        // A member that has moved on to another set keeps its last
+        // progress in this set beside the word (see `stage_switch`).
+        let line = self.progress_line(st, rank);
+        let pw = line[0].load(Ordering::Acquire);
+        let tag = self.stage_tag() as u64;
+        if pw >> 32 == tag {
+            return pw;
+        }
+        let pv = line[PREV_PROGRESS].load(Ordering::Relaxed);
+        if pv >> 32 == tag {
+            pv
+        } else {
+            pw
+        }
+    }
+    fn stage_switch(&self, st: &State) {
+        let line = self.progress_line(st, self.my_rank);
+        let pw = line[0].load(Ordering::Relaxed);
+        if pw >> 32 != self.stage_tag() as u64 {
+            // This pSync array served another set last (or none since it
+            // was initialized): keep that set's progress and name, for its
+            // members that may still be waiting (`stage_reused`). The
+            // progress store that follows releases these words.
+            line[PREV_PROGRESS].store(pw, Ordering::Relaxed);
+            line[PREV_KEY].store(line[KEY].load(Ordering::Relaxed), Ordering::Relaxed);
+            line[PREV_KEY + 1].store(line[KEY + 1].load(Ordering::Relaxed), Ordering::Relaxed);
+            let k = self.key_words();
+            line[KEY].store(k[0], Ordering::Relaxed);
+            line[KEY + 1].store(k[1], Ordering::Relaxed);
+        }
+    }
+    fn stage_reused(&self, st: &State, call: &str, rank: usize, epoch: u64, not_there: &dyn Fn() -> bool) {
+        let line = self.progress_line(st, rank);
+        let pw = line[0].load(Ordering::Acquire);
+        let tag = self.stage_tag() as u64;
+        let e = epoch as u32;
+        // The member had entered this call (so published its slot) and has
+        // since served another set with this pSync array (its word names
+        // that set now), or served one and came back (its word shows a
+        // later call of this set, which it cannot have entered while this
+        // slot waits for a reader): the other set overwrote the slot.
+        let other = if pw >> 32 != tag {
+            let pv = line[PREV_PROGRESS].load(Ordering::Relaxed);
+            (pv >> 32 == tag && (pv as u32).wrapping_sub(e) as i32 >= 0).then_some(KEY)
+        } else {
+            ((pw as u32).wrapping_sub(e) as i32 > 0).then_some(PREV_KEY)
+        };
+        // The progress load acquired the member's publication of this
+        // call's slot: a slot that still does not show it was overwritten.
+        let Some(k) = other else { return };
+        if !not_there() {
+            return;
+        }
+        let set = |k0: u64, k1: u64| {
+            format!("PE_start {}, logPE_stride {}, PE_size {}", k0 >> 32, k1.max(1).trailing_zeros(), k0 & 0xffff_ffff)
+        };
+        let msg = format!(
+            "PE {} reused the pSync array {:p} for another active set ({}) while this PE's call on active set ({}) \
+             still needed it; a pSync array may serve another active set only after every PE of the old set has \
+             finished its calls on it (a barrier over the old set)",
+            self.world_pe(rank),
+            self.psync,
+            set(line[k].load(Ordering::Relaxed), line[k + 1].load(Ordering::Relaxed)),
+            set(self.key_words()[0], self.key_words()[1]),
+        );
+        if crate::error::claim_report() {
+            fatal(call, format_args!("{msg}"))
+        }
+        crate::error::abort_job(crate::error::ERROR_EXIT_CODE)
+    }
     fn stage_tag(&self) -> u32 {
         let set = (self.start as u64).wrapping_mul(0x9e37_79b9) ^ (self.stride as u64) << 20 ^ (self.size as u64) << 40;
         (set ^ set >> 32) as u32 | 1
@@ -182,6 +260,14 @@ impl ActiveSet<'_> {
     /// and addresses agree on it).
     fn stage_area(&self) -> usize {
         (self.psync_off + STAGE_AREA).next_multiple_of(64)
+    }
+
+    /// Member `rank`'s progress line in its pSync array: the progress
+    /// word, then [`PREV_PROGRESS`], [`KEY`] and [`PREV_KEY`].
+    fn progress_line<'s>(&self, st: &'s State, rank: usize) -> &'s [AtomicU64; 8] {
+        // SAFETY: the progress word starts a line of 8 words of the mapped
+        // pSync array (SYNC_SIZE covers it).
+        unsafe { &*(self.stage_progress(st, rank) as *const [AtomicU64; 8]) }
     }
 
     /// The active set as two words (start and size, stride).

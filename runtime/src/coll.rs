@@ -90,6 +90,21 @@ pub trait Group {
     fn stage_progress(&self, _st: &State, _rank: usize) -> *const AtomicU64 {
         unreachable!("stage progress of a group without stage slots")
     }
+    /// Member `rank`'s progress in this group, as its progress word
+    /// encodes it (an active set may find it beside the word: see
+    /// `activeset.rs`).
+    fn stage_progress_value(&self, st: &State, rank: usize) -> u64 {
+        // SAFETY: a mapped progress word of member `rank`.
+        unsafe { &*self.stage_progress(st, rank) }.load(Ordering::Acquire)
+    }
+    /// Before a staged call publishes anything (an active set notes in its
+    /// pSync array that the array moved to it from another set).
+    fn stage_switch(&self, _st: &State) {}
+    /// While this member waits in call `epoch` for member `rank`'s slot,
+    /// which `not_there` still says is not there: ends the job when that
+    /// member has given the stage area to another group (a pSync array
+    /// moved to another active set while this member still needed it).
+    fn stage_reused(&self, _st: &State, _call: &str, _rank: usize, _epoch: u64, _not_there: &dyn Fn() -> bool) {}
     /// Tag of this group's progress words (0 for a team; a pSync array
     /// may serve several active sets).
     fn stage_tag(&self) -> u32 {

@@ -121,6 +121,11 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
     STATE.store(st as *const State as *mut State, Ordering::Release);
     phase::set(Phase::Running);
     error::set_life(crate::ctrl::LIFE_RUNNING);
+    // PEs on other nodes have other control segments: one claim for the
+    // whole job, at world PE 0.
+    if st.route.has_remote() {
+        error::set_claim_hook(Some(claim_report_at_pe0));
+    }
     st.device.attach(Attach {
         handler: st,
         ring: st.ring,
@@ -295,6 +300,7 @@ pub fn finalize() {
     error::set_life(crate::ctrl::LIFE_FINALIZED);
     // The ring server performs device requests with this state: stop it first.
     st.device.detach();
+    error::set_claim_hook(None);
     // The proxy's windows cover our heap: release them while it is mapped.
     if let Some(p) = st.boot_remote {
         p.finalize();
@@ -304,4 +310,12 @@ pub fn finalize() {
     error::set_ctrl(None);
     // SAFETY: we own the box; no new caller can obtain it after the swap.
     drop(unsafe { Box::from_raw(p) });
+}
+
+/// The job-wide report claim (see `Router::claim_report`).
+fn claim_report_at_pe0() -> bool {
+    match try_state() {
+        Some(st) => st.route.claim_report(&st.ctrl.header().abort_reporter, st.my_pe as i32 + 1),
+        None => true,
+    }
 }

@@ -79,10 +79,24 @@ pub fn fatal(call: &str, msg: fmt::Arguments<'_>) -> ! {
     abort_job(ERROR_EXIT_CODE)
 }
 
+/// Claims the job's report across nodes, where PEs do not share one
+/// control segment (installed by the lifecycle when some PE is remote).
+static CLAIM_HOOK: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+pub(crate) fn set_claim_hook(f: Option<fn() -> bool>) {
+    CLAIM_HOOK.store(f.map_or(std::ptr::null_mut(), |f| f as *mut ()), Ordering::Release);
+}
+
 /// Claims the right to print the one report of a job-wide error that
 /// several PEs may detect at once (e.g. a collective argument mismatch).
 /// Returns false when another PE has claimed it; that PE will abort the job.
 pub(crate) fn claim_report() -> bool {
+    let p = CLAIM_HOOK.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: only `fn() -> bool` values are stored.
+        let f: fn() -> bool = unsafe { std::mem::transmute(p) };
+        return f();
+    }
     match ctrl() {
         None => true,
         Some(c) => {

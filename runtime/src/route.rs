@@ -479,6 +479,32 @@ impl Router {
         }
     }
 
+    /// Claims the one report of an error several PEs may detect at once
+    /// for the whole job: the first PE to set `word` (this node's
+    /// `abort_reporter`) of world PE 0's node to `me` wins, through the
+    /// proxy when PE 0 is not mapped here (a compare-and-swap PE 0 applies
+    /// with the CPU atomics its node peers use on the same word).
+    pub fn claim_report(&self, word: &std::sync::atomic::AtomicI32, me: i32) -> bool {
+        if self.is_local(0) {
+            return word.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        }
+        let call = "reporting an error";
+        let a = word as *const std::sync::atomic::AtomicI32 as usize;
+        debug_assert!(a >= self.ctrl_base && a + 4 <= self.ctrl_base + self.ctrl_size);
+        let old = self.proxy(call, 0).amo(
+            call,
+            Region::Ctrl,
+            0,
+            a - self.ctrl_base,
+            4,
+            AmoOp::CompareSwap,
+            me as u32 as u64,
+            0,
+            false,
+        );
+        old == 0
+    }
+
     // ----- completion --------------------------------------------------------
 
     /// Completes this PE's remote operations to `pe` (`None`: to every PE);

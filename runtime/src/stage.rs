@@ -85,6 +85,7 @@ impl State {
     /// call's slot is at or above it, and advances the epoch.
     pub(crate) fn stage_enter<G: Group>(&self, call: &str, t: &G, sig: Sig, block: bool) -> Stage {
         let check = t.stage_check(self);
+        t.stage_switch(self);
         let mut m = t.stage_marks(self);
         let e = m.epoch + 1;
         // Comparing costs a look at the predecessor's slot (another core's
@@ -109,19 +110,18 @@ impl State {
             };
             let mut low = u64::MAX;
             for r in 0..t.size() {
-                // SAFETY: a mapped progress word of member r.
-                let p = unsafe { &*t.stage_progress(self, r) };
+                let p = || t.stage_progress_value(self, r);
                 wait_until(|| {
-                    if check && past(p.load(Ordering::Acquire)).is_none() {
+                    if check && past(p()).is_none() {
                         // This member's own progress (held back by headers
                         // it has not compared yet) may be what r, or this
                         // very wait, is waiting for.
                         self.stage_catch_up(call, t, &mut m, e - 1, false);
                         self.stage_progress_store(t, e, &m);
                     }
-                    past(p.load(Ordering::Acquire)).is_some()
+                    past(p()).is_some()
                 });
-                low = low.min(need + past(p.load(Ordering::Acquire)).unwrap_or(0));
+                low = low.min(need + past(p()).unwrap_or(0));
             }
             m.horizon = low.min(e);
         }
@@ -247,12 +247,15 @@ impl State {
             if v == s.words[0] {
                 return true;
             }
-            if !s.check {
-                return false;
-            }
             polls = polls.wrapping_add(1);
             if polls.is_multiple_of(256) {
-                self.stage_keep_up(call, t, s.epoch);
+                t.stage_reused(self, call, rank, s.epoch, &|| w.load(Ordering::Acquire) != s.words[0]);
+                if s.check {
+                    self.stage_keep_up(call, t, s.epoch);
+                }
+            }
+            if !s.check {
+                return false;
             }
             // Same epoch with another hash: another call. A later epoch in
             // this slot: the member made calls this PE did not (it cannot
@@ -293,6 +296,22 @@ impl State {
                 let slot = self.stage_wait(call, t, &s, sig, root);
                 if nbytes > 0 {
                     self.route.put(call, self.my_pe, doff, data(slot), nbytes, false);
+                }
+            }
+        }
+        if s.check {
+            // No member returns from a broadcast its members disagree on
+            // (the root, the size): a non-root compared the root's header
+            // when it read its data, and the root nothing yet; each now
+            // compares every other member's header of this call. In a run
+            // of broadcasts the members arrive together, so this is a look
+            // at each slot, not a wait (ISHMEM_COLL_CHECK=0 leaves it out:
+            // the root then returns as soon as it has published).
+            let n = t.size();
+            for k in 1..n {
+                let r = (me + k) % n;
+                if r != root {
+                    self.stage_wait(call, t, &s, sig, r);
                 }
             }
         }

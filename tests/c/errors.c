@@ -20,6 +20,13 @@ int main(int argc, char **argv) {
         shmem_finalize();
         return ok ? 0 : 3;
     }
+    if (!strcmp(mode, "exit_before_init")) {
+        /* The last PE ends before shmem_init (ISHMRUN_PE is the launcher's
+         * word for which PE this process is); the others wait for it in
+         * shmem_init. */
+        const char *pe = getenv("ISHMRUN_PE"), *n = getenv("ISHMRUN_NPES");
+        if (pe && n && atoi(pe) == atoi(n) - 1) return 0;
+    }
     if (!strcmp(mode, "before_init")) {
         shmem_barrier_all();
         return 0;
@@ -54,6 +61,15 @@ int main(int argc, char **argv) {
         shmem_align(24, 64);
     } else if (!strcmp(mode, "sigkill")) {
         if (me == npes - 1) raise(SIGKILL);
+    } else if (!strcmp(mode, "eat_memory")) {
+        /* The last PE touches memory until the kernel stops it (a test puts
+         * the job in a memory cgroup with a small limit). */
+        if (me == npes - 1)
+            for (;;) {
+                char *p = malloc(1 << 20);
+                if (!p) break;
+                memset(p, 1, 1 << 20);
+            }
     } else if (!strcmp(mode, "segv")) {
         if (me == 0) raise(SIGSEGV);
     } else if (!strcmp(mode, "exit_code")) {
@@ -134,6 +150,21 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "free_global")) {
         static long global_var[4];
         shmem_free(global_var);
+    } else if (!strcmp(mode, "psync_reuse")) {
+        /* A pSync array moved to a smaller active set (PEs 0 and 1)
+         * while the PEs of the whole set may still be in their calls
+         * on it (no barrier between): the specification forbids it;
+         * it must end with a report naming both sets, never hang. */
+        static long psync[SHMEM_REDUCE_SYNC_SIZE];
+        static long pwrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
+        static long a, b;
+        for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[i] = SHMEM_SYNC_VALUE;
+        shmem_barrier_all();
+        for (int k = 0; k < 1000; k++) {
+            a = me + k;
+            shmem_long_min_to_all(&b, &a, 1, 0, 0, npes, pwrk, psync);
+            if (me < 2) shmem_long_min_to_all(&b, &a, 1, 0, 0, 2, pwrk, psync);
+        }
     } else if (!strncmp(mode, "mm_", 3)) {
         /* Mismatched collective calls: the last PE differs from the others.
          * Each must end with the check's report, never corrupt or hang. */
@@ -145,6 +176,18 @@ int main(int argc, char **argv) {
             shmem_long_broadcast(SHMEM_TEAM_WORLD, big, x, odd ? 4 : 8, 0);
         } else if (!strcmp(mode, "mm_bcast_root")) {
             shmem_long_broadcast(SHMEM_TEAM_WORLD, big, x, 4, odd ? 1 : 0);
+        } else if (!strcmp(mode, "mm_bcast_self_root") || !strcmp(mode, "mm_bcast_two_roots")) {
+            /* Back-to-back small broadcasts whose members disagree on the
+             * root: every PE names itself, or the two halves name their
+             * first PE. No PE may return from one (each would hold
+             * different data, and pass it on). */
+            for (int k = 0; k < 12; k++) {
+                int root = mode[9] == 's' ? me : (me < npes / 2 ? 0 : npes / 2);
+                shmem_long_broadcast(SHMEM_TEAM_WORLD, big, x, 4, root);
+                printf("PE %d returned from broadcast %d\n", me, k);
+                fflush(stdout);
+                shmem_long_put(big + 8, big, 4, (me + 1) % npes);
+            }
         } else if (!strcmp(mode, "mm_reduce_count")) {
             shmem_int_sum_reduce(SHMEM_TEAM_WORLD, (int *)big, (int *)x, odd ? 2 : 4);
         } else if (!strcmp(mode, "mm_reduce_op")) {
@@ -177,7 +220,7 @@ int main(int argc, char **argv) {
         }
     } else if (!strcmp(mode, "hang")) {
         if (me == 0) for (;;) pause();
-    } else if (!strcmp(mode, "ok")) {
+    } else if (!strcmp(mode, "ok") || !strcmp(mode, "exit_before_init")) {
         if (me == 0) printf("ok\n");
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);

@@ -58,11 +58,16 @@ while IFS='|' read -r name prog pes launchers devices tags expect envs args; do
     for n in $counts; do has "$all" "$n" && run_at="$run_at $n"; done
     [ -n "$run_at" ] || run_at="${all%% *}"
     # expect: exit=N; out=TEXT; err=TEXT (see tests/programs.list)
-    want_exit=0 outs=() errs=()
+    want_exit=0 outs=() errs=() nouts=() nerrs=() onces=()
     IFS=';' read -ra clauses <<<"$expect"
     for c in "${clauses[@]}"; do
         c="$(trim "$c")"
-        case "$c" in exit=*) want_exit="${c#exit=}" ;; out=*) outs+=("${c#out=}") ;; err=*) errs+=("${c#err=}") ;; esac
+        case "$c" in
+            exit=*) want_exit="${c#exit=}" ;; out=*) outs+=("${c#out=}") ;; err=*) errs+=("${c#err=}") ;;
+            '!out='*) nouts+=("${c#!out=}") ;;
+            '!err='*) nerrs+=("${c#!err=}") ;;
+            once=*) onces+=("${c#once=}") ;;
+        esac
     done
     read -ra envs_a <<<"$envs"
     read -ra args_a <<<"$args"
@@ -79,6 +84,11 @@ while IFS='|' read -r name prog pes launchers devices tags expect envs args; do
         [ "$want_exit" != 0 ] && [ $((SECONDS - t0)) -ge 10 ] && why="took $((SECONDS - t0)) s (an expected failure must end within 10 s)"
         for s in "${outs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$o" || why="${why:-no \"$s\" in stdout}"; done
         for s in "${errs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$e" || why="${why:-no \"$s\" in stderr}"; done
+        for s in "${nouts[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$o" && why="${why:-\"$s\" in stdout}"; done
+        for s in "${nerrs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$e" && why="${why:-\"$s\" in stderr}"; done
+        for s in "${onces[@]}"; do
+            k="$(grep -oF -- "$s" <<<"$e" | wc -l)"; [ "$k" = 1 ] || why="${why:-\"$s\" $k times in stderr, expected once}"
+        done
         if [ -n "$why" ]; then
             printf '%s\n%s\n' "$o" "$e" | tail -20
             echo "FAIL: $name/$n on $dev heaps: $why"; failed=$((failed + 1))

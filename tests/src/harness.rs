@@ -432,7 +432,9 @@ pub fn leftovers() -> Vec<String> {
 /// Runs `prog args` on `n` PEs and expects it to fail with `code` within
 /// 10 s, with every string of `expect` in stderr, every PE gone and
 /// nothing left behind.
-pub fn expect_failure_of(prog: &Path, args: &[&str], n: usize, code: i32, expect: &[&str], envs: &[(&str, &str)]) {
+pub fn expect_failure_of(
+    prog: &Path, args: &[&str], n: usize, code: i32, expect: &[&str], envs: &[(&str, &str)],
+) -> Run {
     let before = leftovers();
     let what = format!("{} {} on {n} PEs", file_name(prog), args.join(" "));
     let r = run_labeled(launch(n, prog, args, envs, true), FAIL_TIMEOUT, &format!("{what} (expected failure)"));
@@ -455,6 +457,7 @@ pub fn expect_failure_of(prog: &Path, args: &[&str], n: usize, code: i32, expect
         assert!(!Path::new(&format!("/proc/{pid}")).exists(), "PE process {pid} outlived the job\n{}", r.report(&what));
     }
     assert_eq!(leftovers(), before, "files left behind by {what}");
+    r
 }
 
 /// Runs errors.c in `mode` on `n` PEs; expects failure (see
@@ -490,6 +493,12 @@ pub struct Entry {
     pub exit: i32,
     pub out: Vec<String>,
     pub err: Vec<String>,
+    /// Texts stdout must not contain.
+    pub no_out: Vec<String>,
+    /// Texts stderr must not contain.
+    pub no_err: Vec<String>,
+    /// Texts stderr must contain exactly once (one report per job).
+    pub once: Vec<String>,
     pub env: Vec<(String, String)>,
     pub args: Vec<String>,
 }
@@ -556,12 +565,19 @@ pub fn parse_list(text: &str) -> Result<Vec<Entry>, String> {
                 return Err(at(&format!("unknown tag {t}")));
             }
         }
-        let (mut exit, mut out, mut err) = (0, Vec::new(), Vec::new());
+        let (mut exit, mut out, mut err, mut no_out, mut no_err, mut once) =
+            (0, Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for clause in f[6].split(';').map(str::trim).filter(|c| !c.is_empty()) {
             match clause.split_once('=') {
                 Some(("exit", n)) => exit = n.trim().parse().map_err(|_| at(&format!("bad exit {n}")))?,
                 Some(("out", t)) => out.push(t.to_string()),
                 Some(("err", t)) => err.push(t.to_string()),
+                Some(("!out", t)) => no_out.push(t.to_string()),
+                Some(("!err", t)) => no_err.push(t.to_string()),
+                Some(("once", t)) => {
+                    once.push(t.to_string());
+                    err.push(t.to_string());
+                }
                 _ => return Err(at(&format!("bad expect clause {clause:?}"))),
             }
         }
@@ -574,7 +590,22 @@ pub fn parse_list(text: &str) -> Result<Vec<Entry>, String> {
         if v.iter().any(|e| e.name == name) {
             return Err(at(&format!("{name} is listed twice")));
         }
-        v.push(Entry { name, source, pes, launchers, devices, tags, exit, out, err, env, args: words(f[8]) });
+        v.push(Entry {
+            name,
+            source,
+            pes,
+            launchers,
+            devices,
+            tags,
+            exit,
+            out,
+            err,
+            no_out,
+            no_err,
+            once,
+            env,
+            args: words(f[8]),
+        });
     }
     Ok(v)
 }
@@ -641,20 +672,37 @@ impl Entry {
         let err: Vec<String> = self.err.iter().map(|s| subst(s)).collect();
         let out: Vec<String> = self.out.iter().map(|s| subst(s)).collect();
         let label = format!("{}/{n}", self.name);
-        if self.exit != 0 {
+        let what = format!("{label} ({})", file_name(&prog));
+        let r = if self.exit != 0 {
             let err: Vec<&str> = err.iter().map(String::as_str).collect();
-            let r = std::panic::catch_unwind(|| expect_failure_of(&prog, &args, n, self.exit, &err, &envs));
-            return r.map_err(|p| {
+            std::panic::catch_unwind(|| expect_failure_of(&prog, &args, n, self.exit, &err, &envs)).map_err(|p| {
                 p.downcast_ref::<String>()
                     .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "panic".into())
-            });
+            })?
+        } else {
+            let r = run_labeled(launch(n, &prog, &args, &envs, false), TIMEOUT, &label);
+            if r.code != Some(0) {
+                return Err(r.report(&what));
+            }
+            r
+        };
+        for s in &self.no_out {
+            if r.stdout.contains(s.as_str()) {
+                return Err(format!("stdout must not contain {s:?}\n{}", r.report(&what)));
+            }
         }
-        let r = run_labeled(launch(n, &prog, &args, &envs, false), TIMEOUT, &label);
-        let what = format!("{label} ({})", file_name(&prog));
-        if r.code != Some(0) {
-            return Err(r.report(&what));
+        for s in &self.no_err {
+            if r.stderr.contains(s.as_str()) {
+                return Err(format!("stderr must not contain {s:?}\n{}", r.report(&what)));
+            }
+        }
+        for s in &self.once {
+            let k = r.stderr.matches(s.as_str()).count();
+            if k != 1 {
+                return Err(format!("{s:?} is in stderr {k} times, expected once\n{}", r.report(&what)));
+            }
         }
         for s in &out {
             if !r.stdout.contains(s.as_str()) {

@@ -270,6 +270,107 @@ fn mpi_planted_plugin_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Security: a plugin path through a symbolic link another user controls
+/// is refused, so that user cannot swap the link between the library's
+/// check and its load: another user (nobody, through setpriv) flips a link
+/// in a world-writable sticky directory between the real plugin and a
+/// planted one, as fast as it can, during 100 starts that name the link;
+/// the planted plugin's constructor never runs. (Before the library
+/// loaded through the descriptor it checked, about 7 in 100 starts ran it.)
+#[test]
+fn mpi_plugin_link_race_refused() {
+    if under_mpi() {
+        return; // launcher-independent: the starts run the program directly
+    }
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("mpi_plugin_link_race_refused: not root, so no second user to race with: skipped");
+        return;
+    }
+    let real = env().bin_dir.join("ishmem/libishmem_proxy_oshmpi-openmpi.so");
+    assert!(real.exists(), "{} is missing: proxy-oshmpi/build-plugins.sh builds it", real.display());
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("plugin-race-test.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("nobody")).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let plant_dir = dir.join("nobody");
+    let mark = dir.join("planted-ran");
+    let src = plant_dir.join("plant.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void planted(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f); }}\nint ishmem_proxy_init(void) {{ return 1; }}\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let plant = plant_dir.join("libishmem_proxy_oshmpi-openmpi.so");
+    let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&plant)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The planted plugin and its directory belong to the other user; the
+    // marker file may be written by it.
+    let chown = |p: &Path| {
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path; chown to nobody.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0, "chown {}", p.display());
+    };
+    chown(&plant_dir);
+    chown(&plant);
+    let link = dir.join("proxy.so");
+    let script = format!(
+        "while :; do ln -sfn {real} {d}/a.tmp && mv -Tf {d}/a.tmp {link}; ln -sfn {plant} {d}/b.tmp && mv -Tf {d}/b.tmp {link}; done",
+        real = real.display(),
+        plant = plant.display(),
+        d = plant_dir.display(),
+        link = link.display()
+    );
+    let mut racer = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the racer (setpriv)");
+    // Until the racer's link exists.
+    let t0 = Instant::now();
+    while std::fs::symlink_metadata(&link).is_err() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let prog = c_program("rma_types");
+    let mut refused = 0;
+    let mut last = String::new();
+    for _ in 0..100 {
+        // An MPI start of one process (no launcher needed to load the
+        // plugin: the load comes before MPI_Init).
+        let mut c = Command::new(&prog);
+        c.env_remove("ISHMRUN_FD")
+            .env("ISHMEM_RUNTIME", "MPI")
+            .env("ISHMEM_MPI_PROXY", &link)
+            .env_remove("ISHMEM_ROOT");
+        let r = run_cmd(c, Duration::from_secs(30));
+        if r.code != Some(0) && r.stderr.contains("refused: the symbolic link") {
+            refused += 1;
+        }
+        last = r.report("a start naming the raced link");
+        if mark.exists() {
+            break;
+        }
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(racer.id() as i32, libc::SIGKILL) };
+    let _ = racer.wait();
+    let ran = mark.exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!ran, "the planted plugin ran\n{last}");
+    assert_eq!(refused, 100, "every start must refuse the other user's link\n{last}");
+    assert!(last.contains("is owned by uid 65534, not by this user or root"), "{last}");
+}
+
 /// Security: other local processes that connect to a job's node bootstrap
 /// socket (read from /proc/net/unix) neither take a PE's place nor end the
 /// job: another user's connection (when the suite runs as root) and a
@@ -457,4 +558,76 @@ fn environment_conventions() {
         let want = format!("unknown environment variable {bad} is ignored (did you mean {good}?)");
         assert!(r.stderr.contains(&want), "expected {want:?}\n{}", r.report("misspelled names"));
     }
+}
+
+/// C++: a generic routine called with an element type OpenSHMEM does not
+/// define it for fails at compile time, naming the type (it used to fail
+/// only at link time, as an undefined `shmem_atomic_fetch<short>`).
+#[test]
+fn cxx_unsupported_type_is_a_compile_error() {
+    if under_mpi() {
+        return; // the compiler's answer does not depend on the launcher
+    }
+    let e = env();
+    let src = e.build_dir.join("cxx_unsupported.cpp");
+    std::fs::write(
+        &src,
+        "#include <shmem.h>\nshort s;\nint main() { shmem_init(); short v = shmem_atomic_fetch(&s, 0); (void)v; return 0; }\n",
+    )
+    .unwrap();
+    let o = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
+        .args(["-std=c++17", "-fsyntax-only", "-I"])
+        .arg(e.root.join("bindings/c/include"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "shmem_atomic_fetch(short *) compiled");
+    assert!(err.contains("deleted") && err.contains("shmem_atomic_fetch") && err.contains("short"), "{err}");
+}
+
+/// ishmrun says "OOM killer" only when the kernel's OOM killer killed the
+/// PE: a PE of a job in a memory cgroup with a 256 MiB limit that touches
+/// memory until it is killed. (A SIGKILL from outside is the pe_sigkill
+/// line of tests/programs.list.) Needs root and a writable memory cgroup
+/// (v1 or v2); skipped otherwise.
+#[test]
+fn ishmrun_names_the_oom_killer() {
+    if under_mpi() {
+        return;
+    }
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("ishmrun_names_the_oom_killer: not root: skipped");
+        return;
+    }
+    let name = format!("ishmrun-oom-test.{}", std::process::id());
+    let (dir, limit_file) = if Path::new("/sys/fs/cgroup/memory/cgroup.procs").exists() {
+        (PathBuf::from("/sys/fs/cgroup/memory").join(&name), "memory.limit_in_bytes")
+    } else {
+        (PathBuf::from("/sys/fs/cgroup").join(&name), "memory.max")
+    };
+    if std::fs::create_dir(&dir).is_err() || std::fs::write(dir.join(limit_file), "268435456").is_err() {
+        let _ = std::fs::remove_dir(&dir);
+        eprintln!("ishmrun_names_the_oom_killer: no writable memory cgroup here: skipped");
+        return;
+    }
+    let prog = c_program("errors");
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && exec {} -n 2 {} eat_memory",
+            dir.display(),
+            env().bin_dir.join("ishmrun").display(),
+            prog.display()
+        ))
+        .env("ISHMEM_SYMMETRIC_SIZE", "16m");
+    let r = run_cmd(c, Duration::from_secs(60));
+    let _ = std::fs::remove_dir(&dir);
+    assert_eq!(r.code, Some(137), "{}", r.report("a PE past its cgroup's memory limit"));
+    assert!(
+        r.stderr.contains("was killed by signal 9 (SIGKILL) by the kernel's OOM killer"),
+        "{}",
+        r.report("a PE past its cgroup's memory limit")
+    );
 }

@@ -27,8 +27,11 @@ pub(crate) fn init_or_die(call: &'static str) {
 }
 
 fn init_opts_or_die(call: &'static str, opts: &core::InitOptions) {
-    if let Err(e) = core::init_with(opts) {
-        fatal(call, format_args!("{e}"))
+    match core::init_with(opts) {
+        Ok(()) => {}
+        // The launcher has said why, once for the job.
+        Err(core::InitError::Reported(_)) => ishmem_runtime::error::abort_job(ishmem_runtime::error::ERROR_EXIT_CODE),
+        Err(e) => fatal(call, format_args!("{e}")),
     }
 }
 

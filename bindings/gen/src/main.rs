@@ -1735,7 +1735,9 @@ fn env_md() -> String {
          # Environment variables\n\n\
          Every variable the library reads. Sizes take the suffixes k, m, g and t (powers of 1024); \
          booleans take 0/1, true/false, yes/no, on/off. A bad value stops `ishmem_init` with an error \
-         naming the variable; an unknown `ISHMEM_*` name gets a warning.\n\n\
+         naming the variable; an unknown `ISHMEM_*` name gets a warning. An empty value counts as unset \
+         (the default applies; `SHMEM_DEBUG=` is not a bad value), except where the table says \
+         \"when set (to anything)\".\n\n\
          | Variable | Kind | Default | Meaning |\n|---|---|---|---|\n",
     );
     for v in VARS.iter().filter(|v| !v.internal) {

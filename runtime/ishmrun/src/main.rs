@@ -220,6 +220,10 @@ struct Job {
     pids: Vec<libc::pid_t>,
     alive: Mutex<Vec<bool>>,
     terminating: AtomicBool,
+    /// PEs that ended before calling shmem_init while others waited there
+    /// (reported once by the bootstrap thread; the waiting PEs then end
+    /// without messages of their own).
+    left_before_init: Mutex<Option<Vec<usize>>>,
 }
 
 impl Job {
@@ -264,11 +268,43 @@ impl Job {
 }
 
 /// Serves the init-time exchange: every PE's HELLO, then the job to each.
-fn serve_bootstrap(socks: Vec<OwnedFd>, ctrl_fd: OwnedFd, ctrl_len: usize) {
-    if let Err(e) = bootstrap::serve(&socks, &ctrl_fd, ctrl_len) {
-        // The PEs were told why; only failures to tell them are ours.
-        if e.starts_with("cannot send") {
-            say!("{e}");
+fn serve_bootstrap(job: Arc<Job>, socks: Vec<OwnedFd>, ctrl_fd: OwnedFd, ctrl_len: usize) {
+    let on_left = |left: &[usize], waiting: &[usize]| {
+        if waiting.is_empty() {
+            return; // nobody waits: a program that never initializes
+        }
+        *job.left_before_init.lock().unwrap() = Some(left.to_vec());
+        if job.terminating.load(Ordering::SeqCst) {
+            return; // a failure already reported ends the job
+        }
+        let pe = left[0];
+        say!(
+            "PE {pe} (pid {}) ended before calling shmem_init while {} {} for it there: shmem_init is collective, \
+             every PE must call it; ending the job",
+            job.pids[pe],
+            pe_list(waiting),
+            if waiting.len() == 1 { "waits" } else { "wait" }
+        );
+    };
+    // The PEs were told why; only failures to tell them are ours.
+    if let Err(e @ bootstrap::ServeError::Send(_)) = bootstrap::serve(&socks, &ctrl_fd, ctrl_len, on_left) {
+        say!("{e}")
+    }
+}
+
+/// "PE 3", "PEs 0 and 1", "PEs 0, 1 and 2", "PEs 0, 1, 2, ... (40 PEs)".
+fn pe_list(pes: &[usize]) -> String {
+    match pes {
+        [] => "no PE".into(),
+        [p] => format!("PE {p}"),
+        [a, b] => format!("PEs {a} and {b}"),
+        _ if pes.len() <= 8 => {
+            let head: Vec<String> = pes[..pes.len() - 1].iter().map(|p| p.to_string()).collect();
+            format!("PEs {} and {}", head.join(", "), pes[pes.len() - 1])
+        }
+        _ => {
+            let head: Vec<String> = pes[..4].iter().map(|p| p.to_string()).collect();
+            format!("PEs {}, ... ({} PEs)", head.join(", "), pes.len())
         }
     }
 }
@@ -388,10 +424,16 @@ fn run(mut opts: Options) -> Result<u8, String> {
         unsafe { libc::signal(sig, forward_signal as *const () as libc::sighandler_t) };
     }
 
-    std::thread::spawn(move || serve_bootstrap(ours, ctrl_fd, ctrl_len));
-
-    let job =
-        Arc::new(Job { pids: pids.clone(), alive: Mutex::new(vec![true; n]), terminating: AtomicBool::new(false) });
+    let job = Arc::new(Job {
+        pids: pids.clone(),
+        alive: Mutex::new(vec![true; n]),
+        terminating: AtomicBool::new(false),
+        left_before_init: Mutex::new(None),
+    });
+    {
+        let job = Arc::clone(&job);
+        std::thread::spawn(move || serve_bootstrap(job, ours, ctrl_fd, ctrl_len));
+    }
     {
         // A signal to ishmrun (forwarded to the PEs by the handler) ends the
         // job through the terminate path: PEs that ignore it are killed
@@ -419,9 +461,10 @@ fn run(mut opts: Options) -> Result<u8, String> {
         });
     }
 
+    let oom_at_start = oom_kills();
     let mut first_failure: Option<u8> = None;
     let mut global_status: Option<u8> = None;
-    let mut told_unjoined = false;
+    let mut unjoined_clean: Vec<(usize, libc::pid_t)> = Vec::new();
     let prog = &opts.program[0];
     let mut remaining = n;
     while remaining > 0 {
@@ -448,10 +491,15 @@ fn run(mut opts: Options) -> Result<u8, String> {
             let s = libc::WTERMSIG(status);
             let mut how = format!("was killed by signal {s} ({})", signal_name(s));
             if s == libc::SIGKILL && !job.terminating.load(Ordering::SeqCst) {
-                how.push_str(
-                    " and ishmrun did not send it: out of memory? (the kernel's OOM killer or a cgroup memory \
-                     limit; each PE maps ISHMEM_SYMMETRIC_SIZE of heap, see dmesg)",
-                );
+                // Out of memory only when the kernel says it killed for it.
+                if oom_kills() > oom_at_start {
+                    how.push_str(
+                        " by the kernel's OOM killer (the system or this job's cgroup ran out of memory; each PE \
+                         maps ISHMEM_SYMMETRIC_SIZE of heap: see dmesg or the cgroup's memory.events)",
+                    );
+                } else {
+                    how.push_str(" from outside the job (not by ishmrun, and not by the kernel's OOM killer)");
+                }
             }
             (true, 128u8.wrapping_add(s as u8), how, -s)
         } else {
@@ -471,15 +519,16 @@ fn run(mut opts: Options) -> Result<u8, String> {
         if opts.verbose {
             say!("PE {pe} (pid {pid}) {how}");
         }
-        if !joined && !failed && n > 1 && !told_unjoined && !job.terminating.load(Ordering::SeqCst) {
-            // A program linked with another OpenSHMEM library runs as n
-            // unrelated one-PE jobs: say so once.
-            told_unjoined = true;
-            say!(
-                "PE {pe} (pid {pid}) ended without joining the job (it never called shmem_init through ishmem); \
-                 an OpenSHMEM program linked with another OpenSHMEM library runs as {n} unrelated one-PE jobs under \
-                 ishmrun (check `ldd {prog}`)"
-            );
+        if !joined && !failed {
+            unjoined_clean.push((pe, pid));
+        }
+        // PEs told that another ended before shmem_init (the bootstrap
+        // thread said so once) end without more words.
+        let told_left =
+            !joined && failed && job.left_before_init.lock().unwrap().as_ref().is_some_and(|left| !left.contains(&pe));
+        if told_left {
+            first_failure.get_or_insert(code);
+            continue;
         }
         if let Some((caller, status)) = ctrl.global_exit() {
             if !job.terminating.load(Ordering::SeqCst) {
@@ -513,6 +562,16 @@ fn run(mut opts: Options) -> Result<u8, String> {
         }
     }
     drop(ctrl_region);
+    if n > 1 && unjoined_clean.len() == n && !job.terminating.load(Ordering::SeqCst) {
+        // No PE joined and none failed: a program linked with another
+        // OpenSHMEM library runs as n unrelated one-PE jobs.
+        let (pe, pid) = unjoined_clean[0];
+        say!(
+            "PE {pe} (pid {pid}) ended without joining the job, as every PE did (none called shmem_init through \
+             ishmem); an OpenSHMEM program linked with another OpenSHMEM library runs as {n} unrelated one-PE jobs \
+             under ishmrun (check `ldd {prog}`)"
+        );
+    }
     if timed_out.load(Ordering::SeqCst) {
         return Ok(124);
     }
@@ -531,6 +590,29 @@ fn run(mut opts: Options) -> Result<u8, String> {
 /// would give).
 fn exit_code(status: i32) -> u8 {
     u8::try_from(status).unwrap_or(255)
+}
+
+/// Processes the kernel's OOM killer has killed so far: the system's count
+/// (/proc/vmstat) plus this process's memory cgroup's (cgroup v2
+/// memory.events, or v1 memory.oom_control), so a rise means it killed one
+/// during the job. 0 where none is readable.
+fn oom_kills() -> u64 {
+    let field = |text: &str| {
+        text.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|v| v.trim().parse::<u64>().ok())).unwrap_or(0)
+    };
+    let read = |p: String| std::fs::read_to_string(p).map(|t| field(&t)).unwrap_or(0);
+    let mut n = read("/proc/vmstat".into());
+    for line in std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default().lines() {
+        // "0::/path" (v2), "4:memory:/path" (v1)
+        let mut f = line.splitn(3, ':');
+        let (_, ctrls, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or("").trim());
+        if ctrls.is_empty() {
+            n += read(format!("/sys/fs/cgroup{path}/memory.events"));
+        } else if ctrls.split(',').any(|c| c == "memory") {
+            n += read(format!("/sys/fs/cgroup/memory{path}/memory.oom_control"));
+        }
+    }
+    n
 }
 
 #[cfg(test)]

@@ -24,7 +24,11 @@ pub fn start(launch: IshmrunLaunch, device: &dyn Device, heap_size: usize) -> Re
         heap_size as u64,
         data.as_ref().and_then(|d| d.fd.as_ref().map(|fd| (fd, d.size as u64))),
     )
-    .map_err(|e| format!("bootstrap with ishmrun failed: {e}"))?;
+    .map_err(|e| match e.get_ref().and_then(|r| r.downcast_ref::<super::wire::PeerLeft>()) {
+        // ishmrun says so once for the job; this PE ends without a word.
+        Some(left) => InitError::Reported(left.to_string()),
+        None => InitError::Bootstrap(format!("bootstrap with ishmrun failed: {e}")),
+    })?;
     drop(sock);
     if job.n_pes != n_pes {
         return Err(format!("ishmrun reports {} PEs, ISHMRUN_NPES says {n_pes}", job.n_pes).into());

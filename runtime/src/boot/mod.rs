@@ -77,6 +77,10 @@ pub enum InitError {
     Bootstrap(String),
     /// Called again after finalize.
     Finalized,
+    /// The job cannot start for a reason the launcher reports once for
+    /// every PE (a PE ended before calling `shmem_init`): the C API ends
+    /// this PE without a message of its own.
+    Reported(String),
 }
 
 impl fmt::Display for InitError {
@@ -85,7 +89,7 @@ impl fmt::Display for InitError {
             InitError::Env(e) => e.fmt(f),
             InitError::Remote(e) => e.fmt(f),
             InitError::Device(e) => e.fmt(f),
-            InitError::Bootstrap(m) => f.write_str(m),
+            InitError::Bootstrap(m) | InitError::Reported(m) => f.write_str(m),
             InitError::Finalized => {
                 f.write_str("called after the library was finalized; it cannot be initialized again")
             }

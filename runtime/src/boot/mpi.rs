@@ -320,7 +320,11 @@ fn exchange(
             Some(std::thread::spawn(move || -> Result<(), String> {
                 let socks = accept_node_pes(&l, n_local, token, ACCEPT_DEADLINE)?;
                 drop(l);
-                wire::serve(&socks, &ctrl_fd, ctrl_len)
+                // Sockets are in the order the PEs connected: no PE numbers.
+                wire::serve(&socks, &ctrl_fd, ctrl_len, |_, _| {}).map_err(|e| match e {
+                    wire::ServeError::Left { .. } => "a PE of this node ended during the node-local bootstrap".into(),
+                    e => e.to_string(),
+                })
             }))
         } else {
             None
@@ -341,7 +345,10 @@ fn exchange(
             heap_size as u64,
             shared_data,
         )
-        .map_err(|e| format!("node-local bootstrap failed: {e}"))?;
+        .map_err(|e| match e.get_ref().and_then(|r| r.downcast_ref::<wire::PeerLeft>()) {
+            Some(_) => "node-local bootstrap failed: a PE of this node ended during it".to_string(),
+            None => format!("node-local bootstrap failed: {e}"),
+        })?;
         drop(sock);
         if let Some(h) = server {
             h.join().map_err(|_| "the node's bootstrap server panicked".to_string())??;

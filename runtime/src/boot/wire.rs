@@ -15,6 +15,46 @@ const HELLO: u32 = u32::from_le_bytes(*b"HELO");
 const WELCOME: u32 = u32::from_le_bytes(*b"WLCM");
 const PEERS: u32 = u32::from_le_bytes(*b"PEER");
 const FAIL: u32 = u32::from_le_bytes(*b"FAIL");
+const LEFT: u32 = u32::from_le_bytes(*b"LEFT");
+
+/// What a PE learns when another PE ended before its HELLO (before calling
+/// `shmem_init`): the launcher reports that to the user, so this PE ends
+/// without a message of its own.
+#[derive(Debug)]
+pub struct PeerLeft(pub u32);
+
+impl std::fmt::Display for PeerLeft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PE {} ended before calling shmem_init", self.0)
+    }
+}
+
+impl std::error::Error for PeerLeft {}
+
+/// Why the launcher's side of the exchange failed.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The PEs of sockets `left` ended (or closed their socket) before their
+    /// HELLO while those of `waiting` had sent theirs. Under ishmrun a
+    /// socket's index is its PE. The waiting PEs were told (after
+    /// `serve`'s `on_left`) and end without a message of their own.
+    Left { left: Vec<usize>, waiting: Vec<usize> },
+    /// The exchange failed otherwise: every PE was told why.
+    Failed(String),
+    /// The job could not be sent to some PEs (after every HELLO).
+    Send(String),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Left { left, .. } => {
+                write!(f, "PE {} ended before calling shmem_init", left.first().copied().unwrap_or(0))
+            }
+            ServeError::Failed(m) | ServeError::Send(m) => f.write_str(m),
+        }
+    }
+}
 
 /// Descriptors per message (the kernel allows at most 253).
 pub const FDS_PER_MESSAGE: usize = 128;
@@ -204,6 +244,7 @@ pub fn pe_exchange(
         Some(FAIL) => {
             return Err(io::Error::other(String::from_utf8_lossy(&d[4..]).into_owned()));
         }
+        Some(LEFT) => return Err(io::Error::other(PeerLeft(u32_at(&d, 4).ok_or_else(|| bad("LEFT"))?))),
         _ => return Err(bad("expected WELCOME")),
     }
     let n_pes = u32_at(&d, 4).ok_or_else(|| bad("WELCOME"))? as usize;
@@ -307,34 +348,49 @@ pub fn send_failure(sock: RawFd, why: &str) {
 
 /// Launcher side of the whole exchange: reads every PE's HELLO (in any
 /// order of `socks`; the PEs number themselves 0..n), checks they agree,
-/// and sends each the job. On failure every PE is told why, and the reason
-/// is returned.
-pub fn serve(socks: &[OwnedFd], ctrl_fd: &OwnedFd, ctrl_len: usize) -> Result<(), String> {
-    let fail_all = |why: String| -> Result<(), String> {
+/// and sends each the job. Every socket is read to its HELLO or its end, so
+/// when it returns every PE has either sent its HELLO or gone. PEs that
+/// ended first leave the others waiting: `on_left` hears of it (the
+/// launcher reports it) before the waiting PEs are told. On any other
+/// failure every PE is told why.
+pub fn serve(
+    socks: &[OwnedFd], ctrl_fd: &OwnedFd, ctrl_len: usize, on_left: impl FnOnce(&[usize], &[usize]),
+) -> Result<(), ServeError> {
+    let fail_all = |why: String| -> Result<(), ServeError> {
         for s in socks {
             send_failure(s.as_raw_fd(), &why);
         }
-        Err(why)
+        Err(ServeError::Failed(why))
     };
     let n = socks.len();
     let mut hellos: Vec<Option<Hello>> = (0..n).map(|_| None).collect();
-    let mut order = vec![0usize; n];
+    let mut order: Vec<Option<usize>> = vec![None; n];
+    let mut left = Vec::new();
     for (i, s) in socks.iter().enumerate() {
         match read_hello(s.as_raw_fd()) {
             Ok(h) if (h.pe as usize) < n && hellos[h.pe as usize].is_none() => {
-                order[i] = h.pe as usize;
+                order[i] = Some(h.pe as usize);
                 let pe = h.pe as usize;
                 hellos[pe] = Some(h);
             }
             Ok(h) => return fail_all(format!("a PE announced itself as PE {} (duplicate, or not below {n})", h.pe)),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                // The PE ended without initializing the library. That is
-                // fine for a program that never does; PEs that do wait for
-                // it, so tell them.
-                return fail_all(format!("PE {i} exited or closed its bootstrap socket before initializing"));
-            }
+            // The PE ended without initializing the library: fine for a
+            // program that never does, but PEs that do would wait for it.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => left.push(i),
             Err(e) => return fail_all(format!("bootstrap with PE {i} failed: {e}")),
         }
+    }
+    if !left.is_empty() {
+        let waiting: Vec<usize> = order.iter().flatten().copied().collect();
+        on_left(&left, &waiting);
+        let mut m = LEFT.to_le_bytes().to_vec();
+        m.extend_from_slice(&(left[0] as u32).to_le_bytes());
+        for (i, s) in socks.iter().enumerate() {
+            if order[i].is_some() {
+                let _ = send_msg(s.as_raw_fd(), &m, &[]);
+            }
+        }
+        return Err(ServeError::Left { left, waiting });
     }
     let hellos: Vec<Hello> = hellos.into_iter().map(|h| h.expect("every PE said hello")).collect();
     if let Some(h) = hellos.iter().find(|h| h.heap_size != hellos[0].heap_size) {
@@ -349,12 +405,12 @@ pub fn serve(socks: &[OwnedFd], ctrl_fd: &OwnedFd, ctrl_len: usize) -> Result<()
     let mut errors = Vec::new();
     for (i, s) in socks.iter().enumerate() {
         if let Err(e) = send_job(s.as_raw_fd(), ctrl_fd, ctrl_len, &hellos, share_data) {
-            errors.push(format!("cannot send the job description to PE {}: {e}", order[i]));
+            errors.push(format!("cannot send the job description to PE {}: {e}", order[i].unwrap_or(i)));
         }
     }
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(errors.join("; "))
+        Err(ServeError::Send(errors.join("; ")))
     }
 }

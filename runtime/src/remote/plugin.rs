@@ -120,41 +120,122 @@ fn candidate_paths(explicit: Option<&str>, root: Option<&str>) -> Vec<PathBuf> {
     v
 }
 
-/// Why `path` (a plugin file) must not be loaded, if it must not: the file
-/// or its directory (symbolic links resolved) is writable by group or
-/// others, or owned by someone other than this user or root. Anyone who can
-/// write there could make this job run their code.
-pub fn untrusted(path: &std::path::Path) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let real = match std::fs::canonicalize(path) {
-        Ok(p) => p,
-        Err(e) => return Some(format!("cannot resolve it: {e}")),
-    };
+/// Whether `uid` may own a file this process loads code from.
+fn trusted_owner(uid: u32) -> bool {
     // SAFETY: getuid cannot fail.
-    let me = unsafe { libc::getuid() };
-    let dir = real.parent().map(|d| d.to_path_buf()).unwrap_or_else(|| PathBuf::from("/"));
-    for (what, p) in [("the file", &real), ("its directory", &dir)] {
-        let m = match std::fs::metadata(p) {
-            Ok(m) => m,
-            Err(e) => return Some(format!("cannot stat {}: {e}", p.display())),
-        };
-        if m.uid() != me && m.uid() != 0 {
+    uid == unsafe { libc::getuid() } || uid == 0
+}
+
+/// Why a directory of the plugin's real path is not safe, if it is not:
+/// owned by someone else, or writable by others (`parent`: the plugin's
+/// own directory, where even a sticky bit does not help, as the test of
+/// planted plugins expects; above it, a sticky directory such as /tmp is
+/// fine, since only a directory's owner can replace it there).
+fn unsafe_dir(dir: &std::path::Path, parent: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let what = if parent { "its directory" } else { "the directory" };
+    let m = match std::fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("cannot stat {}: {e}", dir.display())),
+    };
+    if !trusted_owner(m.uid()) {
+        return Some(format!("{what} {} is owned by uid {}, not by this user or root", dir.display(), m.uid()));
+    }
+    let sticky = m.mode() & 0o1000 != 0;
+    if m.mode() & 0o022 != 0 && (parent || !sticky) {
+        return Some(format!(
+            "{what} {} is writable by {} (mode {:04o})",
+            dir.display(),
+            if m.mode() & 0o002 != 0 { "everyone" } else { "its group" },
+            m.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// Why a symbolic link on the way to the plugin is one another user
+/// controls, if it is: owned by someone else, or in a directory others may
+/// write without a sticky bit (so they could replace it).
+fn unsafe_links(path: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut prefix = std::path::PathBuf::new();
+    for c in path.components() {
+        prefix.push(c);
+        let Ok(m) = std::fs::symlink_metadata(&prefix) else { continue };
+        if !m.file_type().is_symlink() {
+            continue;
+        }
+        if !trusted_owner(m.uid()) {
             return Some(format!(
-                "{what} {} is owned by uid {}, not by this user ({me}) or root",
-                p.display(),
+                "the symbolic link {} is owned by uid {}, not by this user or root",
+                prefix.display(),
                 m.uid()
             ));
         }
-        if m.mode() & 0o022 != 0 {
-            return Some(format!(
-                "{what} {} is writable by {} (mode {:04o})",
-                p.display(),
-                if m.mode() & 0o002 != 0 { "everyone" } else { "its group" },
-                m.mode() & 0o7777
-            ));
+        if let Some(dir) = prefix.parent() {
+            if let Ok(d) = std::fs::metadata(dir) {
+                if d.mode() & 0o022 != 0 && d.mode() & 0o1000 == 0 {
+                    return Some(format!(
+                        "the symbolic link {} is in {}, which others may write (mode {:04o})",
+                        prefix.display(),
+                        dir.display(),
+                        d.mode() & 0o7777
+                    ));
+                }
+            }
         }
     }
     None
+}
+
+/// Opens the plugin file `path` if it can be trusted, and returns the open
+/// file: the checks are made on the descriptor (the file that will be
+/// loaded) and on every directory of its real path, and the load goes
+/// through the same descriptor, so a path swapped after the check (a
+/// symbolic link another user flips) cannot change what runs. Refused:
+/// symbolic links on the way that another user controls; a file that is
+/// not a regular file of this user's or root's, or that others may write;
+/// a directory on its real path owned by someone else or writable by
+/// others (see [`unsafe_dir`]). Anyone who could write there could make
+/// this job run their code.
+pub fn open_trusted(path: &std::path::Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    if let Some(why) = unsafe_links(path) {
+        return Err(why);
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| format!("cannot open it: {e}"))?;
+    let m = f.metadata().map_err(|e| format!("cannot stat it: {e}"))?;
+    use std::os::fd::AsRawFd;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
+        .map_err(|e| format!("cannot resolve it: {e}"))?;
+    if !m.is_file() {
+        return Err(format!("the file {} is not a regular file", real.display()));
+    }
+    if !trusted_owner(m.uid()) {
+        return Err(format!("the file {} is owned by uid {}, not by this user or root", real.display(), m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "the file {} is writable by {} (mode {:04o})",
+            real.display(),
+            if m.mode() & 0o002 != 0 { "everyone" } else { "its group" },
+            m.mode() & 0o7777
+        ));
+    }
+    let mut dir = real.parent();
+    let mut parent = true;
+    while let Some(d) = dir {
+        if let Some(why) = unsafe_dir(d, parent) {
+            return Err(why);
+        }
+        parent = false;
+        dir = d.parent();
+    }
+    Ok(f)
 }
 
 /// The MPI proxy plugins this installation has, for `ishmem-info`: every
@@ -188,13 +269,23 @@ pub fn load(
             tried.push(format!("{} (no such file)", path.display()));
             continue;
         }
-        if let Some(why) = untrusted(&path) {
-            tried.push(format!("{} (refused: {why})", path.display()));
-            continue;
-        }
-        // SAFETY: loading our own plugin; its initializers only set up the
-        // MPI library it links.
-        let lib = match unsafe { libloading::Library::new(&path) } {
+        let file = match open_trusted(&path) {
+            Ok(f) => f,
+            Err(why) => {
+                tried.push(format!("{} (refused: {why})", path.display()));
+                continue;
+            }
+        };
+        // Loaded through the descriptor that was checked (the dynamic
+        // linker opens /proc/self/fd/N, which is that file whatever its
+        // path names now).
+        use std::os::fd::AsRawFd;
+        let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
+        // SAFETY: loading our own plugin, checked above; its initializers
+        // only set up the MPI library it links.
+        let loaded = unsafe { libloading::Library::new(&by_fd) };
+        drop(file);
+        let lib = match loaded {
             Ok(l) => l,
             Err(e) => {
                 tried.push(format!("{} ({e})", path.display()));
