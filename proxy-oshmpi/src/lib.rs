@@ -24,7 +24,8 @@
 //!   (the old value or an acknowledgement); quiet waits for the answers.
 //! * Progress: the target serves requests whenever the core calls
 //!   `progress` (in every wait loop, and from the core's progress thread
-//!   when MPI provides `MPI_THREAD_MULTIPLE`).
+//!   when any thread may call: MPI at `MPI_THREAD_MULTIPLE`, or initialized
+//!   here at `MPI_THREAD_SERIALIZED`).
 //!
 //! Thread use: every function takes the plugin's lock around its MPI calls,
 //! so the plugin itself needs no more than `MPI_THREAD_SERIALIZED`; the
@@ -36,7 +37,7 @@
 use ishmem_proxy_abi as abi;
 use mpi::ffi;
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Mutex;
 
 /// Tag of AMO requests on the AM communicator.
@@ -515,7 +516,8 @@ impl Plugin {
             check(
                 "MPI_Win_create",
                 ffi::MPI_Win_create(base, size as ffi::MPI_Aint, 1, ffi::RSMPI_INFO_NULL, self.comm, &mut win),
-            )?;
+            )
+            .map_err(|e| format!("{e}{}", win_create_hint(&self.name)))?;
             check("MPI_Win_set_errhandler", ffi::MPI_Win_set_errhandler(win, ffi::RSMPI_ERRORS_RETURN))?;
             check("MPI_Win_lock_all", ffi::MPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as c_int, win))?;
         }
@@ -742,6 +744,32 @@ fn write_err(args: &abi::ProxyInitArgs, msg: &str) -> c_int {
     1
 }
 
+/// What to do when `MPI_Win_create` fails, for the MPI named `name` (the
+/// plugin's name: library, version and thread level).
+fn win_create_hint(name: &CStr) -> String {
+    let name = name.to_string_lossy();
+    if !name.starts_with("Open MPI") {
+        return String::new();
+    }
+    // Open MPI 4.1 exposes existing memory through osc rdma (a BTL with
+    // RDMA or single-copy: vader needs CMA, XPMEM or KNEM), osc ucx (a UCX
+    // RDMA transport) or osc pt2pt (only with the ob1 PML, and not under
+    // MPI_THREAD_MULTIPLE). On a node whose processes cannot use CMA
+    // (containers; btl_vader_single_copy_mechanism=none) with the ucx PML
+    // selected, none of them can.
+    let multiple = if name.contains("MPI_THREAD_MULTIPLE") {
+        " (osc pt2pt refuses windows under MPI_THREAD_MULTIPLE: initialize MPI with MPI_THREAD_SERIALIZED)"
+    } else {
+        ""
+    };
+    format!(
+        ". No one-sided component of {name} can expose existing memory here: osc rdma needs a transport with \
+         RDMA or single-copy (CMA, XPMEM, KNEM), osc ucx an RDMA-capable UCX transport, osc pt2pt the ob1 PML{multiple}. \
+         Where the others cannot serve, run with `mpirun --mca pml ob1 --mca osc pt2pt` (or OMPI_MCA_pml=ob1 \
+         OMPI_MCA_osc=pt2pt); `--mca osc_base_verbose 100` shows why each component declined"
+    )
+}
+
 fn library_version() -> String {
     let mut buf = vec![0u8; 8192];
     let mut len: c_int = 0;
@@ -768,11 +796,21 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
         if !args.app_comm.is_null() {
             return Err("a communicator was passed but MPI is not initialized".into());
         }
-        // Ask for MULTIPLE so a progress thread and the device proxy may
-        // call MPI; accept what the library gives.
+        // SERIALIZED is all the plugin needs (every function takes its
+        // lock; the core then lets any thread call, the progress thread
+        // and the device proxy included). Asking for MULTIPLE costs: Open
+        // MPI 4.1's pt2pt one-sided component refuses windows under it, so
+        // where rdma and ucx cannot serve (no single-copy transport, UCX
+        // without one) MPI_Win_create failed (the GPU machines' Open MPI
+        // 4.1.6), and MPIs lock internally under MULTIPLE.
         // SAFETY: plain MPI_Init_thread with no arguments.
         check("MPI_Init_thread", unsafe {
-            ffi::MPI_Init_thread(std::ptr::null_mut(), std::ptr::null_mut(), ffi::RSMPI_THREAD_MULTIPLE, &mut provided)
+            ffi::MPI_Init_thread(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                ffi::RSMPI_THREAD_SERIALIZED,
+                &mut provided,
+            )
         })?;
         owns = true;
     } else {

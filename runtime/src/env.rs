@@ -212,7 +212,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_PROXY_PROGRESS_THREAD",
         kind: Kind::Bool,
         default: "1",
-        help: "Under MPI with MPI_THREAD_MULTIPLE, or over Open MPI's OSHMEM (ISHMEM_RUNTIME=OPENSHMEM): a thread serves other PEs' atomic operations while this PE computes outside the library (it sleeps up to 200 us when idle).",
+        help: "Under MPI when any thread may call it (MPI initialized by the library, which serializes its calls, or by the application with MPI_THREAD_MULTIPLE), or over Open MPI's OSHMEM (ISHMEM_RUNTIME=OPENSHMEM): a thread serves other PEs' atomic operations while this PE computes outside the library (it sleeps up to 200 us when idle).",
         internal: false,
     },
     EnvVar {

@@ -6,8 +6,17 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <threads.h>
+#include <time.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* A pause of `ms` milliseconds (C11 has no sleep; spinning on clock()
+ * would take a core from the PEs). */
+static void sleep_ms(int ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    thrd_sleep(&ts, NULL);
+}
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -164,6 +173,17 @@ int main(int argc, char **argv) {
             a = me + k;
             shmem_long_min_to_all(&b, &a, 1, 0, 0, npes, pwrk, psync);
             if (me < 2) shmem_long_min_to_all(&b, &a, 1, 0, 0, 2, pwrk, psync);
+        }
+        /* Where the PEs keep pace (enough cores) the reductions above may
+         * never overwrite a slot still needed. An active-set broadcast's
+         * root returns once it has published, so: the root moves the
+         * array to the smaller set for more calls than it has slots while
+         * PEs 2 and up have not yet entered the whole set's broadcast. */
+        for (int k = 0; k < 200; k++) {
+            if (me >= 2) sleep_ms(2);
+            shmem_broadcast64(&b, &a, 1, 0, 0, 0, npes, psync);
+            if (me < 2)
+                for (int j = 0; j < 9; j++) shmem_broadcast64(&b, &a, 1, 0, 0, 0, 2, psync);
         }
     } else if (!strncmp(mode, "mm_", 3)) {
         /* Mismatched collective calls: the last PE differs from the others.

@@ -7,9 +7,15 @@
 # share it. With ISHMEM_DEVICE=opaque (any machine) the heaps are shared
 # memory the programs cannot touch either; ze: Intel GPUs (tests/ze/run.sh).
 # For machines without Rust: CI runs the same lines through the Rust
-# harness (tests/tests/programs.rs).
+# harness (tests/tests/programs.rs). TEST_LAUNCHER=openmpi starts the PEs
+# with Open MPI's mpirun (MPIRUN, default mpirun.openmpi, else mpirun)
+# instead of ishmrun, passing every ISHMEM_* variable: with
+# ISHMEM_DEVICE=cpu ISHMEM_ENABLE_SHM=0 that is the suite through the MPI
+# proxy on a machine without Rust (the GPU machines' Open MPI).
 #
 #   tests/cuda/host-suite.sh [OUTDIR] [PE counts, default "2"]
+#
+# TEST_ONLY="name ..." runs only those lines.
 #
 # Each line runs at the counts it lists among the given ones (else at its
 # smallest count). Needs libishmem.so and ishmrun (TEST_LIBDIR,
@@ -28,6 +34,12 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 inc="$root/bindings/c/include"
 dev="${ISHMEM_DEVICE:-cuda}"
+launcher="${TEST_LAUNCHER:-ishmrun}"
+case "$launcher" in
+    ishmrun) ;;
+    openmpi) mpirun="${MPIRUN:-$(command -v mpirun.openmpi || command -v mpirun)}" ;;
+    *) echo "host-suite: TEST_LAUNCHER=$launcher: expected ishmrun or openmpi" >&2; exit 2 ;;
+esac
 tmo="${HOST_SUITE_TIMEOUT:-120}" # seconds per program
 failed=0 passed=0
 trim() { local s="$1"; s="${s#"${s%%[![:space:]]*}"}"; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
@@ -44,9 +56,10 @@ build() { # exe, source, compiler, std (once per run)
 while IFS='|' read -r name prog pes launchers devices tags expect envs args; do
     name="$(trim "$name")"
     case "$name" in ""|\#*) continue ;; esac
+    [ -z "${TEST_ONLY:-}" ] || has "$TEST_ONLY" "$name" || continue
     devices="$(trim "$devices")" launchers="$(trim "$launchers")"
     [ "$devices" = any ] || has "$devices" "$dev" || continue
-    [ "$launchers" = any ] || has "$launchers" ishmrun || continue
+    [ "$launchers" = any ] || has "$launchers" "$launcher" || continue
     prog="$(trim "$prog")"
     src="$root/${prog#*:}" exe="$(basename "${prog#*:}")"; exe="${exe%.*}"
     case "${prog%%:*}" in
@@ -57,6 +70,11 @@ while IFS='|' read -r name prog pes launchers devices tags expect envs args; do
     all="$(expand "$(trim "$pes")")" run_at=""
     for n in $counts; do has "$all" "$n" && run_at="$run_at $n"; done
     [ -n "$run_at" ] || run_at="${all%% *}"
+    if [ "$launcher" != ishmrun ]; then # a lone PE reaches no peer through MPI
+        run_at="$(for n in $run_at; do [ "$n" -gt 1 ] && echo "$n"; done | tr '\n' ' ')"
+        [ -n "$(trim "$run_at")" ] || { has "$all" 2 && run_at=2; }
+        [ -n "$(trim "$run_at")" ] || continue
+    fi
     # expect: exit=N; out=TEXT; err=TEXT (see tests/programs.list)
     want_exit=0 outs=() errs=() nouts=() nerrs=() onces=()
     IFS=';' read -ra clauses <<<"$expect"
@@ -76,14 +94,25 @@ while IFS='|' read -r name prog pes launchers devices tags expect envs args; do
         sub() { local s="${1//\{n\}/$n}"; s="${s//\{last\}/$last}"; printf '%s' "${s//\{others\}/$others}"; }
         t0=$SECONDS
         limit=$tmo; [ "$want_exit" != 0 ] && limit=30
-        o="$(env ISHMEM_DEVICE="$dev" "${envs_a[@]}" "$bin/ishmrun" -n "$n" -t "$limit" "$out/$exe" "${args_a[@]}" 2>"$out/stderr")"
-        rc=$?
+        if [ "$launcher" = ishmrun ]; then
+            o="$(env ISHMEM_DEVICE="$dev" "${envs_a[@]}" "$bin/ishmrun" -n "$n" -t "$limit" "$out/$exe" "${args_a[@]}" 2>"$out/stderr")"
+            rc=$?
+        else
+            xs=(-x LD_LIBRARY_PATH)
+            for v in $( (env "${envs_a[@]}" ISHMEM_DEVICE="$dev" env) | grep -o '^ISHMEM_[A-Z0-9_]*' | sort -u); do xs+=(-x "$v"); done
+            o="$(env ISHMEM_DEVICE="$dev" "${envs_a[@]}" timeout -k 5 "$limit" "$mpirun" --allow-run-as-root --oversubscribe \
+                -n "$n" "${xs[@]}" "$out/$exe" "${args_a[@]}" 2>"$out/stderr" </dev/null)"
+            rc=$?
+        fi
         e="$(cat "$out/stderr")"
         why=""
         [ "$rc" = "$want_exit" ] || why="exit $rc, expected $want_exit"
         [ "$want_exit" != 0 ] && [ $((SECONDS - t0)) -ge 10 ] && why="took $((SECONDS - t0)) s (an expected failure must end within 10 s)"
         for s in "${outs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$o" || why="${why:-no \"$s\" in stdout}"; done
-        for s in "${errs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$e" || why="${why:-no \"$s\" in stderr}"; done
+        for s in "${errs[@]}"; do
+            [ "$launcher" != ishmrun ] && [ "${s#ishmrun:}" != "$s" ] && continue
+            s="$(sub "$s")"; grep -qF -- "$s" <<<"$e" || why="${why:-no \"$s\" in stderr}"
+        done
         for s in "${nouts[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$o" && why="${why:-\"$s\" in stdout}"; done
         for s in "${nerrs[@]}"; do s="$(sub "$s")"; grep -qF -- "$s" <<<"$e" && why="${why:-\"$s\" in stderr}"; done
         for s in "${onces[@]}"; do
@@ -105,5 +134,5 @@ if [ "$dev" = cuda ]; then
     fi
     echo "no visible GPU: $(grep -m1 ishmem <<<"$o")"
 fi
-echo "host suite on $dev heaps: $passed passed, $failed failed"
+echo "host suite on $dev heaps under $launcher: $passed passed, $failed failed"
 [ $failed = 0 ]
