@@ -149,12 +149,25 @@ stage "ze: Level Zero device test built (no Intel GPU: not run)" \
 
 # 8. Benchmarks, smoke mode (they must run; no timing is asserted):
 # ishmem-perf on 2 PEs, its charts, the side-by-side C benchmark against
-# Open MPI's OSHMEM, the many-PE set and its charts.
+# Open MPI's OSHMEM, the MPI proxy against raw MPI RMA under both MPIs
+# (and OSHMPI when a build is here: tests/mpi/build-oshmpi.sh SRC_DIR
+# "$target/oshmpi-mpich", or TEST_OSHMPI names a prefix), the many-PE set
+# and its charts.
+oshmpi="${TEST_OSHMPI:-$target/oshmpi-mpich}"
+if [ -x "$oshmpi/bin/oshcc" ]; then
+    echo "oshmpi: $oshmpi (in the proxy benchmark's smoke run)"
+else
+    echo "oshmpi: skipped in the proxy benchmark (no OSHMPI build at $oshmpi; tests/mpi/build-oshmpi.sh SRC_DIR $oshmpi makes one)"
+    oshmpi=""
+fi
 bench() {
     rm -f "$target/perf-smoke.csv" "$target/perf-coll-smoke.csv"
     "$target/debug/ishmrun" -n 2 -t 300 "$target/debug/ishmem-perf" run --quick --csv "$target/perf-smoke.csv" >/dev/null &&
         "$target/debug/ishmem-perf" plot --input "$target/perf-smoke.csv" --out "$target/perf-smoke-plots" >/dev/null &&
         packaging/bench/compare.sh --quick --rounds 1 --out "$target/bench-smoke" >/dev/null &&
+        packaging/bench/proxy.sh --debug --mpi mpich --quick --rounds 1 --out "$target/proxy-smoke-mpich" \
+            ${oshmpi:+--oshmpi "$oshmpi"} >/dev/null &&
+        packaging/bench/proxy.sh --debug --mpi openmpi --quick --rounds 1 --out "$target/proxy-smoke-openmpi" >/dev/null &&
         "$target/debug/ishmrun" -n 3 -t 300 "$target/debug/ishmem-perf" run --coll --quick \
             --csv "$target/perf-coll-smoke.csv" >/dev/null &&
         packaging/bench/scale.sh --quick --pes "2 3" --rounds 1 --out "$target/scale-smoke" >/dev/null &&

@@ -160,6 +160,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         ctrl_region,
         peer_maps,
         node_pes,
+        node_procs,
         boot_remote,
         route_remote,
         amo_remote_all,
@@ -174,7 +175,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
     error::set_ctrl(Some(ctrl));
     // More PEs on this node than cores for them: waits yield almost at once.
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    crate::wait::set_oversubscribed(node_pes.len() > cores);
+    crate::wait::set_oversubscribed(node_procs.max(node_pes.len()) > cores);
     let peer_base_table: Box<[u64]> = peer_base.iter().map(|p| *p as u64).collect();
     // The device-facing "reachable by load/store" table; all zero when
     // every device operation must go through the ring.

@@ -658,6 +658,12 @@ pub fn launched_by_mpi() -> bool {
         .any(|v| std::env::var_os(v).is_some())
 }
 
+/// How many of the job's processes the launcher started on this node,
+/// where it says (Open MPI, Hydra).
+pub fn launcher_local_size() -> Option<usize> {
+    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"].iter().find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
 /// The variable showing that another launcher (mpiexec, mpirun, srun,
 /// oshrun) started this process, if one did, and the job size it
 /// announces.

@@ -84,6 +84,7 @@ pub fn start(launch: IshmrunLaunch, device: &dyn Device, heap_size: usize) -> Re
         ctrl_region,
         peer_maps,
         node_pes: (0..n_pes).collect(),
+        node_procs: n_pes,
         boot_remote: None,
         route_remote: None,
         amo_remote_all: false,

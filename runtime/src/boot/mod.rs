@@ -142,6 +142,9 @@ pub struct JobLayout {
     pub peer_maps: Vec<HeapRegion>,
     /// World PEs that share memory with this one (this node), ascending.
     pub node_pes: Vec<usize>,
+    /// Processes of this job on this node (more than `node_pes` when
+    /// node-local sharing is off): waits sleep when they outnumber cores.
+    pub node_procs: usize,
     /// The proxy the job bootstrapped with (finalized at the end).
     pub boot_remote: Option<&'static Remote>,
     /// The proxy that reaches the PEs not mapped here; `None` when every

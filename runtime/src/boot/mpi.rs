@@ -280,6 +280,7 @@ fn exchange(
     let token = u128::from_le_bytes(all[24..40].try_into().unwrap());
     let name_id = u128::from_le_bytes(all[48..64].try_into().unwrap());
     let my_node = field(my_pe, 0);
+    let node_procs = (0..n_pes).filter(|&p| field(p, 0) == my_node).count();
     let node_pes: Vec<usize> =
         if enable_shm { (0..n_pes).filter(|&p| field(p, 0) == my_node).collect() } else { vec![my_pe] };
     let data_size = data.as_ref().map_or(0, |d| d.size) as u64;
@@ -388,6 +389,7 @@ fn exchange(
         ctrl_region,
         peer_maps,
         node_pes,
+        node_procs,
         boot_remote: Some(proxy),
         route_remote: None,
         amo_remote_all: false,

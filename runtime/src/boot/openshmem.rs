@@ -54,6 +54,7 @@ pub fn start(config: &Config, heap_size: usize) -> Result<JobLayout, InitError> 
         ctrl_region: HeapRegion::foreign(cbase, csize),
         peer_maps: Vec::new(),
         node_pes: vec![my_pe],
+        node_procs: crate::env::launcher_local_size().unwrap_or(1),
         boot_remote: Some(r),
         route_remote: None,
         amo_remote_all: true,

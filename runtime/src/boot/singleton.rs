@@ -22,6 +22,7 @@ pub fn start(device: &dyn Device, heap_size: usize) -> Result<JobLayout, InitErr
         ctrl_region: private_ctrl(1)?,
         peer_maps: Vec::new(),
         node_pes: vec![0],
+        node_procs: 1,
         boot_remote: None,
         route_remote: None,
         amo_remote_all: false,
