@@ -197,17 +197,10 @@ fn mpi_application_owns_mpi() {
 
 /// Security: the MPI proxy plugin is never taken from beside the
 /// executable, and a plugin file or directory others can write is refused.
-/// A planted plugin's constructor would write its marker file.
-#[test]
-fn mpi_planted_plugin_refused() {
-    if launcher() != Launcher::OpenMpi {
-        eprintln!("mpi_planted_plugin_refused: runs in the Open MPI pass of the suite");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("planted-plugin-test.{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mark = dir.join("planted-ran");
+/// Builds a planted "MPI proxy plugin" in `dir`
+/// (`libishmem_proxy_oshmpi-openmpi.so`) whose constructor creates `mark`:
+/// if that file ever exists, the library ran code it should have refused.
+fn build_planted_plugin(dir: &Path, mark: &Path) -> std::path::PathBuf {
     let src = dir.join("plant.c");
     std::fs::write(
         &src,
@@ -225,6 +218,21 @@ fn mpi_planted_plugin_refused() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    plugin
+}
+
+/// A planted plugin's constructor would write its marker file.
+#[test]
+fn mpi_planted_plugin_refused() {
+    if launcher() != Launcher::OpenMpi {
+        eprintln!("mpi_planted_plugin_refused: runs in the Open MPI pass of the suite");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("planted-plugin-test.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mark = dir.join("planted-ran");
+    let plugin = build_planted_plugin(&dir, &mark);
     // A statically linked program (the runtime is in the executable),
     // copied beside the plant, as in a shared or temporary directory.
     let prog = dir.join("rust_amo");
@@ -296,23 +304,7 @@ fn mpi_plugin_link_race_refused() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let plant_dir = dir.join("nobody");
     let mark = dir.join("planted-ran");
-    let src = plant_dir.join("plant.c");
-    std::fs::write(
-        &src,
-        format!(
-            "#include <stdio.h>\n__attribute__((constructor)) static void planted(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f); }}\nint ishmem_proxy_init(void) {{ return 1; }}\n",
-            mark.display()
-        ),
-    )
-    .unwrap();
-    let plant = plant_dir.join("libishmem_proxy_oshmpi-openmpi.so");
-    let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&plant)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plant = build_planted_plugin(&plant_dir, &mark);
     // The planted plugin and its directory belong to the other user; the
     // marker file may be written by it.
     let chown = |p: &Path| {
