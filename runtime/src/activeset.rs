@@ -119,7 +119,9 @@ impl Group for ActiveSet<'_> {
         while dist < self.size {
             let to = self.world_pe((self.my_rank + dist) % self.size);
             st.psync_amo(self, round, AmoOp::FetchAdd, 1, to);
-            wait_until(|| own(round) >= 1);
+            let from = self.world_pe((self.my_rank + self.size - dist) % self.size);
+            let what = || format!("{} (active-set sync, round {round}: waits for PE {from})", self.call);
+            wait_until(&what, || own(round) >= 1);
             // Through the AMO path, not a CPU atomic: under a host
             // OpenSHMEM library the partner's add is the library's atomic
             // (a NIC's, on a network), which CPU atomics on the same word

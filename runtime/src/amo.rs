@@ -74,6 +74,25 @@ pub fn compare<T: PartialOrd>(cmp: c_int, value: T, cmp_value: T) -> bool {
     }
 }
 
+/// The name of comparison `cmp` (checked) as messages show it.
+fn cmp_name(cmp: c_int) -> &'static str {
+    ["SHMEM_CMP_EQ", "SHMEM_CMP_NE", "SHMEM_CMP_GT", "SHMEM_CMP_GE", "SHMEM_CMP_LT", "SHMEM_CMP_LE"]
+        .get((cmp - CMP_EQ) as usize)
+        .copied()
+        .unwrap_or("?")
+}
+
+/// An integer wait operand as messages show it: its bits read as signed.
+fn show<T: Copy>(v: T) -> i64 {
+    let bits = size_of::<T>() * 8;
+    let b = to_bits(v);
+    if bits == 64 {
+        b as i64
+    } else {
+        ((b << (64 - bits)) as i64) >> (64 - bits)
+    }
+}
+
 pub(crate) fn check_cmp(call: &str, cmp: c_int) {
     if !(CMP_EQ..=CMP_LE).contains(&cmp) {
         fatal(
@@ -268,12 +287,19 @@ impl State {
     pub fn signal_wait_until(&self, call: &str, sig_addr: *const u64, cmp: c_int, cmp_value: u64) -> u64 {
         check_cmp(call, cmp);
         let off = self.local_ivars(call, "sig_addr", sig_addr, 1);
-        let mut seen = 0;
-        wait_until(|| {
-            seen = self.load_mine(call, off);
-            compare(cmp, seen, cmp_value)
+        let seen = std::cell::Cell::new(0);
+        let what = || {
+            format!(
+                "{call}(sig_addr {sig_addr:p}, {}, {cmp_value}) (the signal is {})",
+                cmp_name(cmp),
+                self.load_mine::<u64>(call, off)
+            )
+        };
+        wait_until(&what, || {
+            seen.set(self.load_mine(call, off));
+            compare(cmp, seen.get(), cmp_value)
         });
-        seen
+        seen.get()
     }
 
     /// `wait_until` (single variable).
@@ -283,7 +309,15 @@ impl State {
     pub unsafe fn wait_until<T: Copy + PartialOrd>(&self, call: &str, ivar: *const T, cmp: c_int, cmp_value: T) {
         check_cmp(call, cmp);
         let off = self.local_ivars(call, "ivar", ivar, 1);
-        wait_until(|| compare(cmp, self.load_mine::<T>(call, off), cmp_value));
+        let what = || {
+            format!(
+                "{call}(ivar {ivar:p}, {}, {}) (ivar is {})",
+                cmp_name(cmp),
+                show(cmp_value),
+                show(self.load_mine::<T>(call, off))
+            )
+        };
+        wait_until(&what, || compare(cmp, self.load_mine::<T>(call, off), cmp_value));
     }
 
     /// `test` (single variable).
@@ -371,10 +405,16 @@ impl State {
             if !blocking {
                 crate::wait::progress();
             }
+            let what = || {
+                let first = (0..nelems).find(|&i| included(i)).map_or(String::new(), |i| {
+                    format!(", ivars[{i}] is {}", show(self.load_mine::<T>(call, off + i * size_of::<T>())))
+                });
+                format!("{call}(ivars {ivars:p}, nelems {nelems}, {}{first})", cmp_name(cmp))
+            };
             match mode {
                 SyncMode::All if !blocking => usize::from(poll()),
                 SyncMode::All => {
-                    wait_until(poll);
+                    wait_until(&what, poll);
                     1
                 }
                 _ if !any_included => {
@@ -386,7 +426,7 @@ impl State {
                 }
                 _ => {
                     if blocking {
-                        wait_until(&mut poll);
+                        wait_until(&what, &mut poll);
                     } else {
                         poll();
                     }

@@ -141,6 +141,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
         print_startup_info(&st.config);
     }
     st.barrier_sig("shmem_init", crate::collsig::Sig::init());
+    crate::watch::start(st);
     Ok(())
 }
 
@@ -299,6 +300,7 @@ pub fn finalize() {
     error::set_life(crate::ctrl::LIFE_FINALIZING);
     st.barrier_sig("shmem_finalize", crate::collsig::Sig::finalize());
     error::set_life(crate::ctrl::LIFE_FINALIZED);
+    crate::watch::stop();
     // The ring server performs device requests with this state: stop it first.
     st.device.detach();
     error::set_claim_hook(None);

@@ -34,6 +34,92 @@ pub struct CtrlHeader {
     /// PE number + 1 of the first PE that finalized and ended while other
     /// PEs had not started finalizing (recorded by ishmrun), 0 if none.
     pub gone_pe: AtomicI32,
+    /// PE number + 1 of the PE that printed the deadlock report (one per
+    /// job), 0 if none.
+    pub deadlock_reporter: AtomicI32,
+}
+
+/// Bytes of text in a [`Blocked`] record.
+pub const BLOCKED_TEXT: usize = 184;
+
+/// What this PE's threads wait for in the library once a wait has lasted
+/// a while (`wait.rs` publishes it; the watchdog's deadlock report and the
+/// lost-peer messages read it). A seqlock: `seq` is odd while the record
+/// is written.
+#[repr(C, align(64))]
+pub struct Blocked {
+    pub seq: AtomicU64,
+    /// `CLOCK_MONOTONIC` milliseconds (+1) at which the published wait
+    /// started; 0 while no thread of the PE waits long in the library.
+    pub since_ms: AtomicU64,
+    /// The wait as text (a call and its arguments), NUL-padded.
+    pub text: [AtomicU64; BLOCKED_TEXT / 8],
+}
+
+impl Blocked {
+    /// Publishes `text` as started at `since_ms` (callers serialize).
+    pub fn publish(&self, since_ms: u64, text: &str) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s | 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        let b = text.as_bytes();
+        let n = floor_char_boundary(text, b.len().min(BLOCKED_TEXT));
+        for (i, w) in self.text.iter().enumerate() {
+            let mut word = [0u8; 8];
+            for (j, x) in word.iter_mut().enumerate() {
+                if let Some(&c) = b[..n].get(i * 8 + j) {
+                    *x = c;
+                }
+            }
+            w.store(u64::from_le_bytes(word), Ordering::Relaxed);
+        }
+        self.since_ms.store(since_ms, Ordering::Relaxed);
+        self.seq.store((s | 1) + 1, Ordering::Release);
+    }
+
+    /// Marks the PE as no longer waiting (callers serialize).
+    pub fn clear(&self) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s | 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        self.since_ms.store(0, Ordering::Relaxed);
+        self.seq.store((s | 1) + 1, Ordering::Release);
+    }
+
+    /// A consistent snapshot: `(seq, since_ms, text)`, or `None` while no
+    /// thread waits long (or while the record keeps changing).
+    pub fn read(&self) -> Option<(u64, u64, String)> {
+        for _ in 0..100 {
+            let s = self.seq.load(Ordering::Acquire);
+            if s & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let since = self.since_ms.load(Ordering::Relaxed);
+            let mut bytes = Vec::with_capacity(BLOCKED_TEXT);
+            for w in &self.text {
+                bytes.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+            }
+            std::sync::atomic::fence(Ordering::Acquire);
+            if self.seq.load(Ordering::Relaxed) != s {
+                continue;
+            }
+            if since == 0 {
+                return None;
+            }
+            let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+            bytes.truncate(end);
+            return Some((s, since, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+        None
+    }
+}
+
+fn floor_char_boundary(s: &str, mut n: usize) -> usize {
+    while n > 0 && !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    n
 }
 
 /// Arguments of one collective allocation call, published for the
@@ -152,6 +238,15 @@ pub struct PeCtrl {
     /// ishmrun reads it when the PE ends: ending while running leaves the
     /// others waiting for nothing.
     pub life: AtomicU32,
+    /// The PE's process id (set at init): under MPI launchers the
+    /// watchdogs of the node's other PEs watch it end.
+    pub pid: AtomicI32,
+    /// What the PE waits for in the library, when a wait lasts.
+    pub blocked: Blocked,
+    /// While a wait is published: since when (`CLOCK_MONOTONIC` ms) the
+    /// PE's other threads have used no CPU (its watchdog samples them);
+    /// 0 when they do, or when it does not know yet.
+    pub quiet_since_ms: AtomicU64,
 }
 
 /// [`PeCtrl::life`]: initialized, not finalized.
@@ -160,6 +255,10 @@ pub const LIFE_RUNNING: u32 = 1;
 pub const LIFE_FINALIZED: u32 = 2;
 /// [`PeCtrl::life`]: in `finalize`, before its barrier has completed.
 pub const LIFE_FINALIZING: u32 = 3;
+
+/// [`Ctrl::mark_lost`] status of a PE seen to end by another PE (its exit
+/// status is its parent's to know).
+pub const LOST_UNKNOWN: i32 = i32::MIN;
 
 /// Bytes needed for the control segment of an `n_pes` job.
 pub fn ctrl_size(n_pes: usize) -> usize {
@@ -240,8 +339,8 @@ impl Ctrl {
         }
     }
 
-    /// Records that `pe` ended while running (`status`: exit status, or
-    /// minus the signal). Only the first such PE is kept.
+    /// Records that `pe` ended while running (`status`: exit status, minus
+    /// the signal, or [`LOST_UNKNOWN`]). Only the first such PE is kept.
     pub fn mark_lost(&self, pe: usize, status: i32) {
         let h = self.header();
         if h.lost_pe.load(Ordering::Acquire) == 0 {
@@ -261,6 +360,11 @@ impl Ctrl {
             0 => None,
             pe => Some((pe - 1) as usize),
         }
+    }
+
+    /// Claims the job's one deadlock report for `pe`.
+    pub fn claim_deadlock_report(&self, pe: usize) -> bool {
+        self.header().deadlock_reporter.compare_exchange(0, pe as i32 + 1, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
     /// `(PE, status)` of a PE that ended while running, if one did.

@@ -223,6 +223,20 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_DEADLOCK_TIMEOUT",
+        kind: Kind::Uint,
+        default: "20",
+        help: "Seconds after which a job whose PEs all wait in the library, with no other thread of theirs running, is reported as deadlocked: one report names what each PE waits for (its call and arguments). Only where one node holds every PE (ishmrun; MPI with ISHMEM_ENABLE_SHM=1). 0 turns the check off.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_DEADLOCK_ABORT",
+        kind: Kind::Bool,
+        default: "1",
+        help: "Whether a deadlock report (ISHMEM_DEADLOCK_TIMEOUT) ends the job; 0 only warns, once.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_ROOT",
         kind: Kind::Text,
         default: "",
@@ -426,6 +440,10 @@ pub struct Config {
     pub root: Option<String>,
     /// ISHMEM_COLL_CHECK
     pub coll_check: bool,
+    /// ISHMEM_DEADLOCK_TIMEOUT (seconds; 0: off)
+    pub deadlock_timeout: u64,
+    /// ISHMEM_DEADLOCK_ABORT
+    pub deadlock_abort: bool,
 }
 
 const BOOL_EXPECTED: &str = "0/1, true/false, yes/no or on/off";
@@ -493,6 +511,12 @@ impl Reader<'_> {
             value: v,
             expected: "a non-negative integer",
         })
+    }
+
+    /// A [`Kind::Uint`] with a default in its table row.
+    fn uint_or_default(&self, name: &'static str) -> Result<u64, EnvError> {
+        let (v, from, _) = self.value(name, None, Kind::Uint);
+        v.trim().parse::<u64>().map_err(|_| EnvError { name: from, value: v, expected: "a non-negative integer" })
     }
 
     /// Text; `None` when unset or empty.
@@ -566,6 +590,8 @@ impl Config {
             progress_thread: r.bool("ISHMEM_PROXY_PROGRESS_THREAD", None)?,
             root: r.text("ISHMEM_ROOT"),
             coll_check: r.bool("ISHMEM_COLL_CHECK", None)?,
+            deadlock_timeout: r.uint_or_default("ISHMEM_DEADLOCK_TIMEOUT")?,
+            deadlock_abort: r.bool("ISHMEM_DEADLOCK_ABORT", None)?,
         })
     }
 }

@@ -45,8 +45,17 @@ pub(crate) fn set_ctrl(ctrl: Option<Ctrl>) {
 /// [`crate::ctrl::LIFE_FINALIZED`]) for ishmrun.
 pub(crate) fn set_life(v: u32) {
     if let (Some(c), Some(pe)) = (ctrl(), phase::my_pe()) {
+        if v == crate::ctrl::LIFE_RUNNING {
+            c.pe(pe).pid.store(std::process::id() as i32, Ordering::Relaxed);
+        }
         c.pe(pe).life.store(v, Ordering::Release);
     }
+}
+
+/// This PE's published-wait record (`wait.rs`), once the job runs.
+pub(crate) fn my_blocked() -> Option<&'static crate::ctrl::Blocked> {
+    let (c, pe) = ctrl().zip(phase::my_pe())?;
+    Some(&c.pe(pe).blocked)
 }
 
 fn ctrl() -> Option<&'static Ctrl> {
@@ -123,10 +132,14 @@ pub fn abort_job(code: i32) -> ! {
     unsafe { libc::_exit(code & 0xff) }
 }
 
-/// Called from wait loops: if another PE aborted the job or called
-/// `global_exit`, leave too.
+/// Called from wait loops (`waiting`: what the wait is, as its messages
+/// name it) and by the watchdog (`None`: whatever this PE is doing): if
+/// another PE aborted the job or called `global_exit`, leave too; if a PE
+/// ended without finalizing, or finalized while this PE had not started
+/// to, nothing this PE waits for (on the host or in a kernel) can come:
+/// end with a message.
 #[inline]
-pub(crate) fn check_abort() {
+pub(crate) fn check_abort(waiting: Option<&dyn Fn() -> String>) {
     if let Some(c) = ctrl() {
         if let Some((_, status)) = c.global_exit() {
             exit_with(status)
@@ -135,16 +148,18 @@ pub(crate) fn check_abort() {
             exit_for_peer_abort(code)
         }
         if let Some((pe, status)) = c.lost() {
-            peer_lost(pe, status)
+            peer_lost(pe, status, waiting)
         }
         if let Some(pe) = c.gone() {
             // Only a PE that has not started finalizing can be waiting for
             // something the finalized PE would have done.
             if phase::my_pe().is_some_and(|me| c.pe(me).life.load(Ordering::Acquire) == crate::ctrl::LIFE_RUNNING) {
+                let (call, waits) = doing(waiting);
+                let doing = if waits { "still waits for it" } else { "still ran" };
                 fatal(
-                    "waiting in the library",
+                    &call,
                     format_args!(
-                        "PE {pe} called shmem_finalize and exited while this PE still waits for it: its finalize matched a barrier of this PE (every PE must call shmem_finalize, or return from main, at the same point)"
+                        "PE {pe} called shmem_finalize and exited while this PE {doing}: its finalize matched a barrier of this PE (every PE must call shmem_finalize, or return from main, at the same point)"
                     ),
                 )
             }
@@ -152,17 +167,44 @@ pub(crate) fn check_abort() {
     }
 }
 
+/// The call a message about this PE names (its published wait, else
+/// "outside the library"), and whether it is a wait in the library.
+pub(crate) fn what_this_pe_does() -> (String, bool) {
+    doing(None)
+}
+
+/// The call a message about this PE names, and whether it is a wait in
+/// the library: the wait (from the waiting thread, or as this PE published
+/// it), else "outside the library".
+fn doing(waiting: Option<&dyn Fn() -> String>) -> (String, bool) {
+    if let Some(w) = waiting {
+        return (w(), true);
+    }
+    let published = ctrl().zip(phase::my_pe()).and_then(|(c, me)| c.pe(me).blocked.read());
+    match published {
+        Some((_, _, what)) => (what, true),
+        None => ("outside the library".to_string(), false),
+    }
+}
+
 /// A PE this one may be waiting for ended between init and finalize
-/// (ishmrun recorded it): nothing it would have done can come any more.
+/// (ishmrun, or a node peer's watchdog, recorded it): nothing it would
+/// have done can come any more.
 #[cold]
 #[inline(never)]
-fn peer_lost(pe: usize, status: i32) -> ! {
-    let how =
-        if status >= 0 { format!("exited (status {status})") } else { format!("was killed by signal {}", -status) };
-    fatal(
-        "waiting in the library",
-        format_args!("PE {pe} {how} without calling shmem_finalize; what this PE waits for may never come"),
-    )
+fn peer_lost(pe: usize, status: i32, waiting: Option<&dyn Fn() -> String>) -> ! {
+    let how = match status {
+        crate::ctrl::LOST_UNKNOWN => "ended".to_string(),
+        s if s >= 0 => format!("exited (status {s})"),
+        s => format!("was killed by signal {}", -s),
+    };
+    let (call, waits) = doing(waiting);
+    let what = if waits {
+        "what this PE waits for may never come"
+    } else {
+        "this PE ran outside the library (a kernel or thread of it may wait for that PE): the job cannot finish"
+    };
+    fatal(&call, format_args!("PE {pe} {how} without calling shmem_finalize; {what}"))
 }
 
 /// `global_exit` (OpenSHMEM 1.5 §9.1.6): every PE ends with `status`. This

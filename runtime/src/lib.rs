@@ -17,7 +17,9 @@
 //! 5. the routing decision: [`route`] (local pointer or proxy);
 //! 6. the validating core: [`state`] (the running PE and its checks) and
 //!    the operations on it: [`rma`], [`amo`], [`symheap`], [`team`],
-//!    [`coll`], [`activeset`], [`lock`], [`ctx`], [`queue`], [`serve`];
+//!    [`coll`], [`activeset`], [`lock`], [`ctx`], [`queue`], [`serve`],
+//!    and [`watch`] (the watchdog thread: lost PEs, device faults,
+//!    deadlocks);
 //! 7. the lifecycle: [`core`] (init, finalize, the running state).
 //!
 //! The C ABI (`bindings/c`) and the safe Rust crate (`bindings/rust`) are
@@ -64,5 +66,6 @@ pub mod stage;
 pub mod state;
 pub mod symheap;
 pub mod team;
+pub mod watch;
 
 pub mod core;

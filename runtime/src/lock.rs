@@ -79,7 +79,8 @@ impl State {
             self.lock_amo(call, lock, AmoOp::FetchAnd, !WAITING, 0, me);
         } else {
             self.lock_amo(call, lock, AmoOp::FetchOr, me1 << NEXT_SHIFT, 0, (prev - 1) as i32);
-            wait_until(|| self.route.load_mine(call, mine, 8) & WAITING == 0);
+            let what = || format!("{call}(lock {lock:p}) (waits for PE {} to pass the lock on)", prev - 1);
+            wait_until(&what, || self.route.load_mine(call, mine, 8) & WAITING == 0);
         }
         std::sync::atomic::fence(Ordering::SeqCst);
     }
@@ -106,7 +107,8 @@ impl State {
                 return;
             }
             // A PE swapped itself in behind us and is about to link.
-            wait_until(|| next() != 0);
+            let what = || format!("{call}(lock {lock:p}) (waits for the next PE in the queue to link itself)");
+            wait_until(&what, || next() != 0);
         }
         let succ = next();
         self.lock_amo(call, lock, AmoOp::FetchAnd, !NEXT_MASK, 0, me);

@@ -209,7 +209,8 @@ pub fn drain(ring: &Ring) {
     if ring.completed.load(Ordering::Acquire) >= posted || ON_SERVER_THREAD.with(|c| c.get()) {
         return;
     }
-    crate::wait::wait_until(|| ring.completed.load(Ordering::Acquire) >= posted);
+    let what = || format!("the device's requests (waits for the proxy thread to serve up to request {posted})");
+    crate::wait::wait_until(&what, || ring.completed.load(Ordering::Acquire) >= posted);
 }
 
 /// What a ring message asks for.

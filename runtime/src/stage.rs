@@ -111,7 +111,8 @@ impl State {
             let mut low = u64::MAX;
             for r in 0..t.size() {
                 let p = || t.stage_progress_value(self, r);
-                wait_until(|| {
+                let what = || format!("{call} (waits for PE {} to finish call #{need} on this team)", t.world_pe(r));
+                wait_until(&what, || {
                     if check && past(p()).is_none() {
                         // This member's own progress (held back by headers
                         // it has not compared yet) may be what r, or this
@@ -182,7 +183,8 @@ impl State {
                     if !block {
                         return;
                     }
-                    wait_until(|| {
+                    let what = || format!("{call} (checks the calls of the PE before it in the team)");
+                    wait_until(&what, || {
                         v = theirs.load(Ordering::Acquire);
                         here(v)
                     });
@@ -242,7 +244,8 @@ impl State {
         let w = unsafe { word(slot, 0) };
         let e = s.epoch as u32;
         let mut polls = 0u32;
-        wait_until(|| {
+        let what = || format!("{call} (waits for PE {}'s part of the call)", t.world_pe(rank));
+        wait_until(&what, || {
             let v = w.load(Ordering::Acquire);
             if v == s.words[0] {
                 return true;

@@ -104,7 +104,7 @@ impl State {
     pub fn team_sync_with(&self, team: &Team) {
         let e = self.next_epoch(team);
         self.ctrl.pe(self.my_pe).teams[team.slot].epoch.store(e, Ordering::Relaxed);
-        self.team_sync_watch(team, e, None)
+        self.team_sync_watch("a collective's sync", team, e, None)
     }
 
     /// [`State::team_sync_with`] at `epoch` (already this PE's epoch on the
@@ -112,7 +112,7 @@ impl State {
     /// 0), a long wait for the predecessor's flag also looks at its stage
     /// header: a member that made a staged call here instead never stores
     /// the flag, and this PE reports the mismatch instead of waiting.
-    fn team_sync_watch(&self, team: &Team, epoch: u64, watch: Option<u64>) {
+    fn team_sync_watch(&self, call: &str, team: &Team, epoch: u64, watch: Option<u64>) {
         const CALL: &str = "team sync";
         let n = team.size;
         // Requests this PE's kernels posted complete before this sync's
@@ -128,12 +128,18 @@ impl State {
             let to = team.world((team.my_rank + dist) % n);
             self.route.ctrl_store(CALL, to, &self.ctrl.pe(to).teams[team.slot].barrier[round], epoch);
             let flag = &mine.barrier[round];
+            let from = team.world((team.my_rank + n - dist % n) % n);
+            let what = || {
+                let which =
+                    if team.slot == 0 { "the world team".to_string() } else { format!("team slot {}", team.slot) };
+                format!("{call} (the sync of {which}, {n} PEs, round {round}: waits for PE {from})")
+            };
             match watch {
                 Some(w) if round == 0 => {
                     let pred = team.world((team.my_rank + n - 1) % n);
                     let hdr = &self.ctrl.stage(pred, team.slot, (epoch % STAGE_SLOTS as u64) as usize).word0;
                     let mut polls = 0u32;
-                    wait_until(|| {
+                    wait_until(&what, || {
                         if flag.load(Ordering::Acquire) >= epoch {
                             return true;
                         }
@@ -147,7 +153,7 @@ impl State {
                         false
                     })
                 }
-                _ => wait_until(|| flag.load(Ordering::Acquire) >= epoch),
+                _ => wait_until(&what, || flag.load(Ordering::Acquire) >= epoch),
             }
             dist <<= 1;
             round += 1;
@@ -206,7 +212,7 @@ impl State {
             let next = team.world((team.my_rank + 1) % team.size);
             self.route.ctrl_store(call, next, &self.ctrl.pe(next).teams[team.slot].sig_in[par], words[0]);
         }
-        self.team_sync_watch(team, epoch, (check && staged).then_some(words[0]));
+        self.team_sync_watch(call, team, epoch, (check && staged).then_some(words[0]));
         if check {
             // The predecessor pushed before its round-0 flag store, which
             // this sync waited for.

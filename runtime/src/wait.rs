@@ -71,22 +71,85 @@ pub(crate) fn report_once(call: &str, msg: std::fmt::Arguments<'_>) -> ! {
     if crate::error::claim_report() {
         crate::error::fatal(call, msg)
     }
-    wait_until(|| false);
+    wait_until(&|| format!("{call} (waiting for another PE's report to end the job)"), || false);
     unreachable!("the reporting PE aborts the job")
 }
 
-/// Polls `ready` until it returns true.
+/// A wait that lasts this long is published in the control segment (what
+/// it waits for, since when) for the watchdog's deadlock report and the
+/// messages of PEs that end while this one waits.
+const PUBLISH_AFTER: Duration = Duration::from_millis(50);
+
+/// Polls `ready` until it returns true. `what` names the wait as messages
+/// show it (the user's call and its arguments, and what it waits for); it
+/// runs only when the wait lasts.
 #[inline]
-pub fn wait_until(mut ready: impl FnMut() -> bool) {
+pub fn wait_until(what: &dyn Fn() -> String, mut ready: impl FnMut() -> bool) {
     if ready() {
         return;
     }
-    wait_slow(&mut ready)
+    wait_slow(what, &mut ready)
+}
+
+/// The thread ids of this process's threads whose wait is published (the
+/// record is cleared when the last leaves).
+static PUBLISHED: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// The threads of this process whose wait is published (the watchdog
+/// leaves them out when it looks for other threads at work).
+pub(crate) fn waiting_tids() -> Vec<i32> {
+    PUBLISHED.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// A published wait, withdrawn on drop.
+struct Published;
+
+impl Published {
+    fn new(what: &dyn Fn() -> String, started: std::time::Instant) -> Option<Published> {
+        let rec = crate::error::my_blocked()?;
+        let since = monotonic_ms().saturating_sub(started.elapsed().as_millis() as u64) + 1;
+        let text = what();
+        let mut tids = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
+        tids.push(gettid());
+        rec.publish(since, &text);
+        Some(Published)
+    }
+}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        let mut tids = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
+        let me = gettid();
+        if let Some(i) = tids.iter().position(|&t| t == me) {
+            tids.swap_remove(i);
+        }
+        if tids.is_empty() {
+            if let Some(rec) = crate::error::my_blocked() {
+                rec.clear();
+            }
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC` in milliseconds: one clock for every process of the
+/// node (the published waits' times are compared across PEs).
+pub(crate) fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
 }
 
 #[inline(never)]
-fn wait_slow(ready: &mut dyn FnMut() -> bool) {
+fn wait_slow(what: &dyn Fn() -> String, ready: &mut dyn FnMut() -> bool) {
     let _waiting = Waiting::enter();
+    let started = std::time::Instant::now();
+    let mut published: Option<Published> = None;
     let mut polls: u32 = 0;
     let mut since: Option<std::time::Instant> = None;
     let mut sleeping = false;
@@ -109,7 +172,10 @@ fn wait_slow(ready: &mut dyn FnMut() -> bool) {
             continue;
         }
         if polls.is_multiple_of(64) {
-            crate::error::check_abort();
+            crate::error::check_abort(Some(what));
+            if published.is_none() && polls.is_multiple_of(1024) && started.elapsed() >= PUBLISH_AFTER {
+                published = Published::new(what, started);
+            }
         }
         if busy {
             std::hint::spin_loop();

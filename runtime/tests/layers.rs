@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["remote", "device"],
     &["boot"],
     &["route"],
-    &["state", "rma", "amo", "symheap", "team", "coll", "activeset", "lock", "ctx", "queue", "serve", "stage"],
+    &["state", "rma", "amo", "symheap", "team", "coll", "activeset", "lock", "ctx", "queue", "serve", "stage", "watch"],
     &["core"],
 ];
 

@@ -252,6 +252,17 @@ pub fn leg() -> String {
     format!("{} {}{shm}", launcher().name(), device())
 }
 
+/// Whether this leg's PEs share the node's control segment (lines tagged
+/// `node` need it): not under MPI with `ISHMEM_ENABLE_SHM=0`, nor under
+/// the host OpenSHMEM launchers (every other PE through that library).
+fn node_ctrl_shared() -> bool {
+    match launcher() {
+        Launcher::Ishmrun => true,
+        Launcher::OpenMpi | Launcher::Mpich => std::env::var("ISHMEM_ENABLE_SHM").as_deref() != Ok("0"),
+        Launcher::Oshmem | Launcher::Sos => false,
+    }
+}
+
 /// Appends one line to `TEST_RESULTS` (when set): result, seconds, limit,
 /// leg, label, tab-separated.
 fn record(label: &str, r: &Run, limit: Duration) {
@@ -561,7 +572,7 @@ pub fn parse_list(text: &str) -> Result<Vec<Entry>, String> {
             }
         }
         for t in &tags {
-            if !["core", "soak"].contains(&t.as_str()) {
+            if !["core", "soak", "node"].contains(&t.as_str()) {
                 return Err(at(&format!("unknown tag {t}")));
             }
         }
@@ -630,6 +641,9 @@ impl Entry {
             return Vec::new();
         }
         if std::env::var("TEST_TIER").as_deref() == Ok("core") && !self.tags.iter().any(|t| t == "core") {
+            return Vec::new();
+        }
+        if self.tags.iter().any(|t| t == "node") && !node_ctrl_shared() {
             return Vec::new();
         }
         let max: usize = std::env::var("TEST_MAX_PES").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);

@@ -544,7 +544,7 @@ fn run(mut opts: Options) -> Result<u8, String> {
         if life == LIFE_RUNNING && !job.terminating.load(Ordering::SeqCst) {
             ctrl.mark_lost(pe, lost_status);
             if !failed {
-                say!("PE {pe} (pid {pid}) {how} without calling shmem_finalize; PEs that wait for it will stop");
+                say!("PE {pe} (pid {pid}) {how} without calling shmem_finalize; the other PEs will stop");
             }
         } else if life == LIFE_FINALIZED && !failed {
             // Normal at the end of a job; PEs still running (not

@@ -235,6 +235,21 @@ pub trait Device: Send + Sync {
     /// Stops the ring server and releases the kernel runtime's hold on the
     /// PE (finalize), while the PE's memory is still mapped.
     fn detach(&self);
+    /// Whether the kernel runtime's context still works: an error that
+    /// poisons it (a kernel that faulted: illegal address, trap, launch
+    /// failure) is returned, named. The watchdog asks about ten times a
+    /// second, from its own thread; it must not block.
+    fn health(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    /// Whether the device has run no work since the last time the
+    /// watchdog asked (about once a second, while this PE waits long in
+    /// the library): a PE whose kernels still run is not deadlocked. Must
+    /// not block; a backend that can only tell by blocking asks from a
+    /// helper thread and answers `false` until it knows.
+    fn idle(&self) -> bool {
+        true
+    }
     /// A native handle of the kernel runtime, opening it on first use.
     fn native(&self, what: Native) -> Result<*mut c_void, DeviceError>;
     /// Builds a program from `il` (SPIR-V for OpenCL) linked with the

@@ -16,6 +16,8 @@ pub type CUmemGenericAllocationHandle = u64;
 
 pub const CUDA_SUCCESS: CUresult = 0;
 pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
+/// `cuStreamQuery`: work is still pending on the stream.
+pub const CUDA_ERROR_NOT_READY: CUresult = 600;
 
 pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
 pub const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
@@ -121,6 +123,8 @@ pub struct Driver {
     pub memset_d8_async: unsafe extern "C" fn(CUdeviceptr, u8, usize, CUstream) -> CUresult,
     pub stream_create: unsafe extern "C" fn(*mut CUstream, c_uint) -> CUresult,
     pub stream_synchronize: unsafe extern "C" fn(CUstream) -> CUresult,
+    pub stream_query: unsafe extern "C" fn(CUstream) -> CUresult,
+    pub ctx_synchronize: unsafe extern "C" fn() -> CUresult,
     pub stream_destroy: unsafe extern "C" fn(CUstream) -> CUresult,
     pub module_load_data: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult,
     pub module_get_function: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const c_char) -> CUresult,
@@ -208,6 +212,8 @@ impl Driver {
             memset_d8_async: sym!("cuMemsetD8Async"),
             stream_create: sym!("cuStreamCreate"),
             stream_synchronize: sym!("cuStreamSynchronize"),
+            stream_query: sym!("cuStreamQuery"),
+            ctx_synchronize: sym!("cuCtxSynchronize"),
             stream_destroy: sym!("cuStreamDestroy_v2"),
             module_load_data: sym!("cuModuleLoadData"),
             module_get_function: sym!("cuModuleGetFunction"),

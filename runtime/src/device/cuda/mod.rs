@@ -97,6 +97,19 @@ pub struct CudaDevice {
     open: OnceLock<Open>,
     attached: Mutex<Option<Attached>>,
     server: Mutex<Option<RingServer>>,
+    /// The idle probe (see `idle`).
+    probe: std::sync::Arc<Mutex<Probe>>,
+}
+
+/// A `cuCtxSynchronize` on a helper thread: it returns once every kernel
+/// and copy of the context has finished.
+#[derive(Default)]
+struct Probe {
+    /// A helper thread is still synchronizing.
+    in_flight: bool,
+    /// Whether the last probe returned, and when it was started.
+    finished: bool,
+    started_ms: u64,
 }
 
 fn unavailable(msg: String) -> DeviceError {
@@ -138,6 +151,7 @@ impl CudaDevice {
                 open: OnceLock::new(),
                 attached: Mutex::new(None),
                 server: Mutex::new(None),
+                probe: Default::default(),
             })
         }
     }
@@ -553,6 +567,59 @@ impl Device for CudaDevice {
                 }
             }
         }
+    }
+
+    fn health(&self) -> Result<(), DeviceError> {
+        // Not open, or detached: nothing to watch.
+        if self.attached.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+            return Ok(());
+        }
+        let o = self.gpu()?;
+        // A fault poisons the whole context: every call then returns its
+        // error, a query of our idle internal stream too (skipped while
+        // another thread uses the stream; the next tick asks again).
+        let Ok(stream) = o.stream.try_lock() else { return Ok(()) };
+        // SAFETY: our stream, alive while the device is open.
+        match unsafe { (self.drv.stream_query)(*stream) } {
+            CUDA_SUCCESS | CUDA_ERROR_NOT_READY => Ok(()),
+            r => Err(DeviceError::Runtime(format!(
+                "the CUDA context of GPU {} ({}) failed: {}",
+                o.ordinal,
+                o.name,
+                self.drv.check("cuStreamQuery", r).unwrap_err()
+            ))),
+        }
+    }
+
+    fn idle(&self) -> bool {
+        let Some(o) = self.open.get() else { return true };
+        let mut p = self.probe.lock().unwrap_or_else(|e| e.into_inner());
+        if p.in_flight {
+            return false;
+        }
+        // Idle if the last probe, started at the last ask, found nothing
+        // running by the time it returned; then probe again for the next ask.
+        let now = crate::wait::monotonic_ms();
+        let idle = p.finished && now.saturating_sub(p.started_ms) <= 3000;
+        *p = Probe { in_flight: true, finished: false, started_ms: now };
+        drop(p);
+        let (drv, ctx, probe) = (self.drv, o.ctx as usize, std::sync::Arc::clone(&self.probe));
+        let spawned = std::thread::Builder::new().name("ishmem-cudasync".into()).spawn(move || {
+            // SAFETY: the primary context, retained for the life of the
+            // process; a synchronize has no effect on the work it waits for.
+            let r = unsafe {
+                (drv.ctx_set_current)(ctx as CUcontext);
+                (drv.ctx_synchronize)()
+            };
+            let mut p = probe.lock().unwrap_or_else(|e| e.into_inner());
+            p.in_flight = false;
+            // A failed context is `health`'s to report.
+            p.finished = r == CUDA_SUCCESS;
+        });
+        if spawned.is_err() {
+            self.probe.lock().unwrap_or_else(|e| e.into_inner()).in_flight = false;
+        }
+        idle
     }
 
     fn native(&self, what: Native) -> Result<*mut c_void, DeviceError> {

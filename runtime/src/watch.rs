@@ -1,0 +1,266 @@
+//! The watchdog: a thread of every PE, from the end of init to the end of
+//! finalize's barrier, that ends the PE when the job cannot go on, also
+//! while none of its threads waits in the library (a host thread in a
+//! device synchronize, a kernel spinning on a flag, plain computation):
+//!
+//! - another PE aborted, called `global_exit`, or ended without
+//!   finalizing: ishmrun records such a PE; under an MPI launcher the
+//!   watchdogs of a node's PEs watch each other's processes end (pidfds);
+//!   PEs on other nodes are the MPI launcher's to end;
+//! - this PE's device context failed (a kernel fault): [`Device::health`];
+//! - every PE of the job waits in the library and nothing else of theirs
+//!   runs, for `ISHMEM_DEADLOCK_TIMEOUT` seconds: one report of what each
+//!   waits for (the waits publish themselves once they last, `wait.rs`).
+//!
+//! Ten ticks a second on its own thread; nothing on any call's path.
+//!
+//! [`Device::health`]: crate::device::Device::health
+
+use crate::ctrl::{Ctrl, LIFE_FINALIZING, LIFE_RUNNING, LOST_UNKNOWN};
+use crate::state::State;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// How often the watchdog looks.
+const TICK: Duration = Duration::from_millis(100);
+/// Every this many ticks, a PE with a published wait checks whether its
+/// other threads use the CPU.
+const QUIET_TICKS: u32 = 10;
+/// CPU clock ticks (usually 10 ms) the other threads of a PE may use in
+/// [`QUIET_TICKS`] ticks and still count as idle (runtime helper threads
+/// wake now and then).
+const IDLE_CPU_TICKS: u64 = 3;
+
+/// The running watchdog, stopped by [`stop`].
+struct Watchdog {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+static WATCHDOG: Mutex<Option<Watchdog>> = Mutex::new(None);
+
+/// Starts this PE's watchdog (the end of init).
+pub(crate) fn start(st: &'static State) {
+    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let s2 = Arc::clone(&stop);
+    let thread = std::thread::Builder::new()
+        .name("ishmem-watch".into())
+        .spawn(move || run(st, &s2))
+        .expect("spawn the watchdog thread");
+    *WATCHDOG.lock().unwrap_or_else(|e| e.into_inner()) = Some(Watchdog { stop, thread });
+}
+
+/// Stops and joins the watchdog (finalize, after its barrier).
+pub(crate) fn stop() {
+    let w = WATCHDOG.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(w) = w {
+        *w.stop.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        w.stop.1.notify_all();
+        let _ = w.thread.join();
+    }
+}
+
+fn run(st: &'static State, stop: &(Mutex<bool>, Condvar)) {
+    let mut peers = NodePeers::open(st);
+    let mut quiet = Quiet::default();
+    let mut tick: u32 = 0;
+    loop {
+        {
+            let stopped = stop.0.lock().unwrap_or_else(|e| e.into_inner());
+            let (stopped, _) = stop.1.wait_timeout(stopped, TICK).unwrap_or_else(|e| e.into_inner());
+            if *stopped {
+                return;
+            }
+        }
+        tick = tick.wrapping_add(1);
+        if let Some(p) = peers.as_mut() {
+            p.poll(&st.ctrl);
+        }
+        // Another PE aborted, exited or was lost: leave, or end with a
+        // message naming it and what this PE was doing.
+        crate::error::check_abort(None);
+        if let Err(e) = st.device.health() {
+            let (call, _) = crate::error::what_this_pe_does();
+            crate::error::fatal(
+                &call,
+                format_args!("{e}; a kernel of this PE faulted (illegal address, trap or launch failure), so this PE cannot go on"),
+            )
+        }
+        if st.config.deadlock_timeout > 0 {
+            if tick.is_multiple_of(QUIET_TICKS) {
+                quiet.sample(st);
+            }
+            deadlock(st);
+        }
+    }
+}
+
+/// Under an MPI launcher: the node's other PEs' processes, as pidfds (ishmrun
+/// watches its PEs itself and knows how they ended).
+struct NodePeers {
+    fds: Vec<(usize, OwnedFd)>,
+}
+
+impl NodePeers {
+    fn open(st: &State) -> Option<NodePeers> {
+        if st.runtime != crate::boot::Runtime::Mpi {
+            return None;
+        }
+        let mut fds = Vec::new();
+        for pe in (0..st.n_pes).filter(|&p| p != st.my_pe) {
+            let pid = st.ctrl.pe(pe).pid.load(Ordering::Relaxed);
+            if pid <= 0 {
+                continue; // on another node: its segment is not ours
+            }
+            // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            if fd >= 0 {
+                // SAFETY: a fresh fd we own.
+                fds.push((pe, unsafe { OwnedFd::from_raw_fd(fd as i32) }));
+            }
+        }
+        Some(NodePeers { fds })
+    }
+
+    /// Records a node PE that ended while running as lost.
+    fn poll(&mut self, ctrl: &Ctrl) {
+        if self.fds.is_empty() {
+            return;
+        }
+        let mut pfds: Vec<libc::pollfd> = self
+            .fds
+            .iter()
+            .map(|(_, fd)| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 })
+            .collect();
+        // SAFETY: a valid array of pollfds; timeout 0 (no wait).
+        if unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 0) } <= 0 {
+            return;
+        }
+        let mut ended = Vec::new();
+        for (i, p) in pfds.iter().enumerate() {
+            if p.revents != 0 {
+                let pe = self.fds[i].0;
+                if ctrl.pe(pe).life.load(Ordering::Acquire) == LIFE_RUNNING {
+                    ctrl.mark_lost(pe, LOST_UNKNOWN);
+                }
+                ended.push(i);
+            }
+        }
+        for i in ended.into_iter().rev() {
+            self.fds.remove(i);
+        }
+    }
+}
+
+/// Whether this PE's threads other than its published waiters and the
+/// library's own threads use the CPU, or its device runs work, published as
+/// [`crate::ctrl::PeCtrl::quiet_since_ms`].
+#[derive(Default)]
+struct Quiet {
+    /// CPU ticks of the other threads at the last sample, and when.
+    last: Option<(u64, u64)>,
+}
+
+impl Quiet {
+    fn sample(&mut self, st: &State) {
+        let me = st.ctrl.pe(st.my_pe);
+        if me.blocked.read().is_none() {
+            self.last = None;
+            me.quiet_since_ms.store(0, Ordering::Relaxed);
+            return;
+        }
+        let now = crate::wait::monotonic_ms();
+        let cpu = other_threads_cpu();
+        // Kernels still running may be what the waits wait for.
+        let device_idle = st.device.idle();
+        match (self.last, cpu) {
+            (Some((before, at)), Some(c)) if device_idle && c.saturating_sub(before) <= IDLE_CPU_TICKS => {
+                if me.quiet_since_ms.load(Ordering::Relaxed) == 0 {
+                    me.quiet_since_ms.store(at, Ordering::Relaxed);
+                }
+            }
+            _ => me.quiet_since_ms.store(0, Ordering::Relaxed),
+        }
+        self.last = cpu.map(|c| (c, now));
+    }
+}
+
+/// CPU clock ticks used so far by this process's threads, leaving out the
+/// threads now waiting in the library and the library's own threads
+/// (named `ishmem-*`); `None` when `/proc` cannot tell.
+fn other_threads_cpu() -> Option<u64> {
+    let waiting = crate::wait::waiting_tids();
+    let mut total = 0u64;
+    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let name = e.file_name();
+        let Some(tid) = name.to_str().and_then(|t| t.parse::<i32>().ok()) else { continue };
+        if waiting.contains(&tid) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        // "tid (comm) state ...": comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        if stat[open + 1..close].starts_with("ishmem-") {
+            continue;
+        }
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // After the comm: state is field 3 of stat(5); utime and stime are 14 and 15.
+        let t = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        total += t(14) + t(15);
+    }
+    Some(total)
+}
+
+/// Reports a deadlock once every PE of the job (all on this node) has
+/// waited in the library, with nothing else of it running, for the
+/// configured time.
+fn deadlock(st: &State) {
+    let ctrl = &st.ctrl;
+    // Cheap first: this PE itself must be stuck.
+    let mine = ctrl.pe(st.my_pe);
+    if mine.blocked.read().is_none() || mine.quiet_since_ms.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let now = crate::wait::monotonic_ms();
+    let limit = st.config.deadlock_timeout.saturating_mul(1000);
+    let mut waits = Vec::with_capacity(st.n_pes);
+    for pe in 0..st.n_pes {
+        let p = ctrl.pe(pe);
+        if p.pid.load(Ordering::Relaxed) <= 0 {
+            return; // a PE of another node: not ours to judge
+        }
+        let life = p.life.load(Ordering::Acquire);
+        if life != LIFE_RUNNING && life != LIFE_FINALIZING {
+            return;
+        }
+        let Some((_, since, what)) = p.blocked.read() else { return };
+        let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
+        if quiet == 0 {
+            return;
+        }
+        let stuck = now.saturating_sub(since.max(quiet));
+        if stuck < limit {
+            return;
+        }
+        waits.push((pe, what, now.saturating_sub(since)));
+    }
+    if !ctrl.claim_deadlock_report(st.my_pe) {
+        return;
+    }
+    let mut msg = format!(
+        "every PE has waited in the library for at least {} s, with no other thread of it running, and none can go on:",
+        st.config.deadlock_timeout
+    );
+    for (pe, what, ms) in &waits {
+        msg.push_str(&format!("\n    PE {pe} waits in {what}, for {}.{} s", ms / 1000, ms % 1000 / 100));
+    }
+    msg.push_str(
+        "\n    (ISHMEM_DEADLOCK_TIMEOUT=SECONDS sets the time, 0 turns the check off; ISHMEM_DEADLOCK_ABORT=0 only warns)",
+    );
+    if st.config.deadlock_abort {
+        crate::error::fatal("deadlock", format_args!("{msg}"))
+    }
+    crate::error::warn(format_args!("deadlock: {msg}"));
+}

@@ -1,0 +1,100 @@
+// GPU failures must end the job with a message, never hang (issue #38).
+// One case per mode (argv[1]); the last PE is the one that fails, the
+// others wait in a kernel for a flag it never sets (their host threads sit
+// in cudaDeviceSynchronize, outside the library). tests/cuda/failures.sh
+// runs each and checks the message, the exit status and the time.
+//
+//   lost          the last PE calls _exit(0) without finalizing;
+//   trap_barrier  the last PE's kernel traps, then it calls
+//                 ishmem_barrier_all;
+//   trap_idle     the last PE's kernel traps, then it sleeps outside the
+//                 library (no further call: the watchdog must notice);
+//   bad_address   the last PE's kernel stores to an invalid address;
+//   deadlock      every PE's host waits in the library for a flag nobody
+//                 sets (ISHMEM_DEADLOCK_TIMEOUT): one report;
+//   kernel_busy   PE 0's host waits in the library for a flag the last
+//                 PE's kernel sets after spinning for 4 s while that PE's
+//                 host waits in a barrier: no deadlock report (the
+//                 kernel runs), the job ends well.
+#include <ishmem.h>
+#include <ishmemx.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+__global__ void wait_flag(long *flag) { ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 1); }
+
+__global__ void trap_kernel() { __trap(); }
+
+__global__ void bad_store(int *p) { *(volatile int *)p = 1; }
+
+// Spins for about `ns` nanoseconds of GPU time, then sets `flag` on `pe`.
+__global__ void spin_then_set(long *flag, unsigned long long ns, int pe) {
+    unsigned long long t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    for (;;) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if (t - t0 >= ns) break;
+    }
+    ishmem_long_atomic_set(flag, 1, pe);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    ishmem_init();
+    int me = ishmem_my_pe(), npes = ishmem_n_pes(), last = npes - 1;
+    long *flag = (long *)ishmem_calloc(1, sizeof(long));
+    ishmem_barrier_all();
+    if (!strcmp(mode, "deadlock")) {
+        ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 42);
+        printf("PE %d got past the deadlock\n", me);
+        return 1;
+    }
+    if (!strcmp(mode, "kernel_busy")) {
+        if (me == last) {
+            spin_then_set<<<1, 1>>>(flag, 4000000000ull, 0);
+            ishmem_barrier_all();
+            cudaDeviceSynchronize();
+        } else {
+            if (me == 0) ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 1);
+            ishmem_barrier_all();
+        }
+        ishmem_barrier_all();
+        if (me == 0) printf("kernel_busy ok\n");
+        ishmem_finalize();
+        return 0;
+    }
+    if (me != last) {
+        // Wait in a kernel, the host outside the library.
+        wait_flag<<<1, 1>>>(flag);
+        cudaError_t e = cudaDeviceSynchronize();
+        printf("PE %d: the waiting kernel ended (%s): it should not have\n", me, cudaGetErrorString(e));
+        return 1;
+    }
+    usleep(300000); // the others are in their kernels
+    if (!strcmp(mode, "lost")) {
+        _exit(0);
+    } else if (!strcmp(mode, "trap_barrier") || !strcmp(mode, "trap_idle")) {
+        trap_kernel<<<1, 1>>>();
+        cudaError_t e = cudaDeviceSynchronize();
+        fprintf(stderr, "PE %d: the kernel trapped: %s\n", me, cudaGetErrorString(e));
+        if (!strcmp(mode, "trap_barrier")) {
+            ishmem_barrier_all();
+        } else {
+            sleep(60);
+        }
+    } else if (!strcmp(mode, "bad_address")) {
+        bad_store<<<1, 1>>>((int *)0x10);
+        cudaError_t e = cudaDeviceSynchronize();
+        fprintf(stderr, "PE %d: the kernel faulted: %s\n", me, cudaGetErrorString(e));
+        sleep(60);
+    } else {
+        fprintf(stderr, "unknown mode %s\n", mode);
+        return 2;
+    }
+    printf("PE %d was not ended\n", me);
+    return 1;
+}
