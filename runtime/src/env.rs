@@ -651,6 +651,16 @@ pub fn cuda_visible_devices() -> Option<String> {
     std::env::var("CUDA_VISIBLE_DEVICES").ok()
 }
 
+/// The directory of the CUDA MPS daemon's control pipe
+/// (`CUDA_MPS_PIPE_DIRECTORY`, default `/tmp/nvidia-mps`): whether PEs
+/// sharing a GPU run under MPS.
+pub fn cuda_mps_pipe_directory() -> String {
+    std::env::var("CUDA_MPS_PIPE_DIRECTORY")
+        .ok()
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "/tmp/nvidia-mps".to_string())
+}
+
 /// `ZE_AFFINITY_MASK` (which Level Zero devices the driver exposes), for
 /// messages.
 pub fn ze_affinity_mask() -> Option<String> {

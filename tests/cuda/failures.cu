@@ -1,5 +1,5 @@
 // GPU failures must end the job with a message, never hang (issue #38).
-// One case per mode (argv[1]); the last PE is the one that fails, the
+// One case per mode (argv[1]); the last PE (or FAIL_PE) is the one that fails, the
 // others wait in a kernel for a flag it never sets (their host threads sit
 // in cudaDeviceSynchronize, outside the library). tests/cuda/failures.sh
 // runs each and checks the message, the exit status and the time.
@@ -46,6 +46,8 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     ishmem_init();
     int me = ishmem_my_pe(), npes = ishmem_n_pes(), last = npes - 1;
+    // FAIL_PE (the GPU soak): which PE fails, instead of the last.
+    if (getenv("FAIL_PE")) last = atoi(getenv("FAIL_PE")) % npes;
     long *flag = (long *)ishmem_calloc(1, sizeof(long));
     ishmem_barrier_all();
     if (!strcmp(mode, "deadlock")) {
@@ -55,11 +57,11 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "kernel_busy")) {
         if (me == last) {
-            spin_then_set<<<1, 1>>>(flag, 4000000000ull, 0);
+            spin_then_set<<<1, 1>>>(flag, 4000000000ull, last == 0 ? 1 : 0);
             ishmem_barrier_all();
             cudaDeviceSynchronize();
         } else {
-            if (me == 0) ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 1);
+            if (me == (last == 0 ? 1 : 0)) ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 1);
             ishmem_barrier_all();
         }
         ishmem_barrier_all();

@@ -42,10 +42,15 @@ check() {
     local before
     before="$(ls /dev/shm | sort)"
     t0=$(date +%s%N)
+    # heap_too_big: a heap larger than any GPU's memory.
+    local size=64m run="$mode"
+    [ "$mode" = heap_too_big ] && size=1t run=deadlock
     case "$launcher" in
-    ishmrun) out="$(ISHMEM_DEADLOCK_TIMEOUT=2 timeout 60 "$bin/ishmrun" -n 2 "$build/failures" "$mode" 2>&1)" ;;
-    mpirun) out="$(timeout 60 mpirun --allow-run-as-root --oversubscribe -x LD_LIBRARY_PATH -x ISHMEM_DEADLOCK_TIMEOUT=2 \
-        -x CUDA_VISIBLE_DEVICES -n 2 "$build/failures" "$mode" 2>&1)" ;;
+    ishmrun) out="$(ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 timeout 60 "$bin/ishmrun" -n 2 \
+        "$build/failures" "$run" 2>&1)" ;;
+    mpirun) out="$(ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 timeout 60 mpirun --allow-run-as-root \
+        --oversubscribe -x LD_LIBRARY_PATH -x ISHMEM_SYMMETRIC_SIZE -x ISHMEM_DEADLOCK_TIMEOUT -x CUDA_VISIBLE_DEVICES \
+        -n 2 "$build/failures" "$run" 2>&1)" ;;
     esac
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
@@ -74,5 +79,10 @@ for l in $launchers; do
     check "$l" bad_address nonzero "CUDA_ERROR_ILLEGAL_ADDRESS"
     check "$l" deadlock nonzero "deadlock: every PE has waited in the library"
     check "$l" kernel_busy 0 "kernel_busy ok" "deadlock"
+    check "$l" heap_too_big nonzero "it does not fit: the GPU has"
+    # Two PEs on one GPU without MPS: one warning with the fix.
+    if [ "${CUDA_VISIBLE_DEVICES#*,}" = "$CUDA_VISIBLE_DEVICES" ]; then
+        check "$l" kernel_busy 0 "2 PEs share GPU 0" "deadlock"
+    fi
 done
 [ $failed = 0 ] && echo "failures: all cases ok" || { echo "failures: FAILED"; exit 1; }

@@ -15,11 +15,16 @@ pub type CUfunction = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
 
 pub const CUDA_SUCCESS: CUresult = 0;
+pub const CUDA_ERROR_OUT_OF_MEMORY: CUresult = 2;
 pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 /// `cuStreamQuery`: work is still pending on the stream.
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
 
 pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
+pub const CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: c_int = 20;
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_MODE` values.
+pub const CU_COMPUTEMODE_PROHIBITED: c_int = 2;
+pub const CU_COMPUTEMODE_EXCLUSIVE_PROCESS: c_int = 3;
 pub const CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: c_int = 41;
 pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
@@ -125,6 +130,7 @@ pub struct Driver {
     pub stream_synchronize: unsafe extern "C" fn(CUstream) -> CUresult,
     pub stream_query: unsafe extern "C" fn(CUstream) -> CUresult,
     pub ctx_synchronize: unsafe extern "C" fn() -> CUresult,
+    pub mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult,
     pub stream_destroy: unsafe extern "C" fn(CUstream) -> CUresult,
     pub module_load_data: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult,
     pub module_get_function: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const c_char) -> CUresult,
@@ -214,6 +220,7 @@ impl Driver {
             stream_synchronize: sym!("cuStreamSynchronize"),
             stream_query: sym!("cuStreamQuery"),
             ctx_synchronize: sym!("cuCtxSynchronize"),
+            mem_get_info: sym!("cuMemGetInfo_v2"),
             stream_destroy: sym!("cuStreamDestroy_v2"),
             module_load_data: sym!("cuModuleLoadData"),
             module_get_function: sym!("cuModuleGetFunction"),

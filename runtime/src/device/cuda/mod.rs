@@ -216,8 +216,40 @@ impl CudaDevice {
                     return Err(unavailable(format!("GPU {ordinal} ({name}) does not support {what}")));
                 }
             }
+            // PEs of this node on this GPU (round-robin; unknown, taken as
+            // 1, when ISHMEM_CUDA_DEVICE chooses).
+            let sharing = match self.wanted {
+                Some(_) => 1,
+                None => local.size / self.count + usize::from(ordinal < local.size % self.count),
+            };
+            let mode = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_MODE)?;
+            if mode == CU_COMPUTEMODE_PROHIBITED {
+                return Err(unavailable(format!(
+                    "GPU {ordinal} ({name}) is in compute mode Prohibited: no process may use it (nvidia-smi -q shows the mode; an administrator sets it with nvidia-smi -c)"
+                )));
+            }
+            let mps = std::path::Path::new(&crate::env::cuda_mps_pipe_directory()).join("control").exists();
             let mut ctx = std::ptr::null_mut();
-            e(d.check("cuDevicePrimaryCtxRetain", (d.primary_ctx_retain)(&mut ctx, dev)))?;
+            let r = (d.primary_ctx_retain)(&mut ctx, dev);
+            if r != CUDA_SUCCESS && mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS {
+                return Err(unavailable(format!(
+                    "GPU {ordinal} ({name}) is in exclusive-process mode and another process holds it ({}): {sharing} PE(s) of this node use this GPU; run one PE per GPU, start the MPS daemon (nvidia-cuda-mps-control -d), which lets several processes share an exclusive GPU, or have the mode set to Default (nvidia-smi -c DEFAULT)",
+                    d.check("cuDevicePrimaryCtxRetain", r).unwrap_err()
+                )));
+            }
+            e(d.check("cuDevicePrimaryCtxRetain", r).map_err(|m| {
+                if sharing > 1 {
+                    format!("{m} ({sharing} PEs of this node share this GPU: too many for it? run fewer PEs per GPU)")
+                } else {
+                    m
+                }
+            }))?;
+            if sharing > 1 && !mps && local.rank == ordinal {
+                crate::error::warn(format_args!(
+                    "{sharing} PEs share GPU {ordinal} ({name}) without MPS (no daemon's control pipe in {}): their kernels take turns on the GPU, so device operations between them are slow and a kernel that waits for another PE's kernel on this GPU waits for time slices; start MPS before the job (nvidia-cuda-mps-control -d), or run one PE per GPU",
+                    crate::env::cuda_mps_pipe_directory()
+                ));
+            }
             e(d.check("cuCtxSetCurrent", (d.ctx_set_current)(ctx)))?;
             let mut stream = std::ptr::null_mut();
             e(d.check("cuStreamCreate", (d.stream_create)(&mut stream, CU_STREAM_NON_BLOCKING)))?;
@@ -441,8 +473,25 @@ impl Device for CudaDevice {
         // descriptor is ours to own.
         unsafe {
             let prop = alloc_prop(o.dev);
+            let (mut free, mut total) = (0usize, 0usize);
+            let known = (d.mem_get_info)(&mut free, &mut total) == CUDA_SUCCESS;
+            let fit = |m: String| {
+                if !known {
+                    return m;
+                }
+                format!(
+                    "{m}: the GPU has {free} of its {total} bytes free, and every PE on it needs its heap there (ISHMEM_SYMMETRIC_SIZE); lower ISHMEM_SYMMETRIC_SIZE, or run fewer PEs per GPU"
+                )
+            };
+            if known && size > free {
+                return Err(DeviceError::Runtime(fit(format!("{what}: it does not fit"))));
+            }
             let mut h: CUmemGenericAllocationHandle = 0;
-            e(d.check("cuMemCreate", (d.mem_create)(&mut h, size, &prop, 0)))?;
+            let r = (d.mem_create)(&mut h, size, &prop, 0);
+            if r == CUDA_ERROR_OUT_OF_MEMORY {
+                return Err(DeviceError::Runtime(fit(format!("{what}: {}", d.check("cuMemCreate", r).unwrap_err()))));
+            }
+            e(d.check("cuMemCreate", r))?;
             let mut fd: c_int = -1;
             let r = (d.mem_export_to_shareable_handle)(
                 (&mut fd as *mut c_int).cast(),
