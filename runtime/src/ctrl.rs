@@ -247,6 +247,79 @@ pub struct PeCtrl {
     /// PE's other threads have used no CPU (its watchdog samples them);
     /// 0 when they do, or when it does not know yet.
     pub quiet_since_ms: AtomicU64,
+    /// What a kernel of the PE waits for, when a device wait lasts.
+    pub device_wait: DeviceWait,
+}
+
+/// A device wait that lasted (the device library's `ishmemi_wait_publish`
+/// writes it, through `ishmemx_device_state_t::ctrl_wait_offset`): the
+/// first waiting thread of the PE to get there owns the record until its
+/// wait ends. Word layout shared with `device-lib/src/core.h`.
+#[repr(C, align(64))]
+pub struct DeviceWait {
+    /// 0: free; 1: being written; 2: published.
+    pub state: AtomicU64,
+    /// [`DEVICE_WAIT_UNTIL`] and the others.
+    pub op: AtomicU64,
+    pub addr: AtomicU64,
+    pub cmp: AtomicU64,
+    pub value: AtomicU64,
+    /// Written by the PE's watchdog: `CLOCK_MONOTONIC` ms (+1) at which it
+    /// first saw the record published; 0 while it is not.
+    pub seen_ms: AtomicU64,
+}
+
+/// [`DeviceWait::op`]: `ishmem_TYPE_wait_until`.
+pub const DEVICE_WAIT_UNTIL: u64 = 1;
+/// [`DeviceWait::op`]: one element of the `_all`, `_any`, `_some` waits.
+pub const DEVICE_WAIT_MANY: u64 = 2;
+/// [`DeviceWait::op`]: `ishmem_signal_wait_until`.
+pub const DEVICE_WAIT_SIGNAL: u64 = 3;
+/// [`DeviceWait::op`]: a device team sync or collective waiting for a
+/// member's flag.
+pub const DEVICE_WAIT_SYNC: u64 = 4;
+
+impl DeviceWait {
+    /// The published wait as messages show it, if one is published.
+    pub fn describe(&self) -> Option<String> {
+        if self.state.load(Ordering::Acquire) != 2 {
+            return None;
+        }
+        let (op, addr, cmp, value) = (
+            self.op.load(Ordering::Relaxed),
+            self.addr.load(Ordering::Relaxed),
+            self.cmp.load(Ordering::Relaxed) as i64,
+            self.value.load(Ordering::Relaxed) as i64,
+        );
+        if self.state.load(Ordering::Acquire) != 2 {
+            return None;
+        }
+        let cmp = match cmp {
+            1 => "ISHMEM_CMP_EQ",
+            2 => "ISHMEM_CMP_NE",
+            3 => "ISHMEM_CMP_GT",
+            4 => "ISHMEM_CMP_GE",
+            5 => "ISHMEM_CMP_LT",
+            _ => "ISHMEM_CMP_LE",
+        };
+        Some(match op {
+            DEVICE_WAIT_UNTIL => format!("ishmem_wait_until(ivar {addr:#x}, {cmp}, {value})"),
+            DEVICE_WAIT_MANY => format!("ishmem_wait_until_all/any/some (element {addr:#x}, {cmp}, {value})"),
+            DEVICE_WAIT_SIGNAL => format!("ishmem_signal_wait_until(sig_addr {addr:#x}, {cmp}, {value})"),
+            DEVICE_WAIT_SYNC => {
+                format!("a device barrier, team sync or collective (waits for flag {addr:#x} to reach {value})")
+            }
+            _ => format!("a device wait (operation {op}, address {addr:#x})"),
+        })
+    }
+}
+
+/// Offset of a PE's [`DeviceWait`] from its world-team barrier flags
+/// (what `ishmemx_device_state_t::ctrl_wait_offset` holds).
+pub fn device_wait_offset() -> usize {
+    std::mem::offset_of!(PeCtrl, device_wait)
+        - std::mem::offset_of!(PeCtrl, teams)
+        - std::mem::offset_of!(TeamCtrl, barrier)
 }
 
 /// [`PeCtrl::life`]: initialized, not finalized.

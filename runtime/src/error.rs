@@ -142,6 +142,18 @@ pub fn abort_job(code: i32) -> ! {
 pub(crate) fn check_abort(waiting: Option<&dyn Fn() -> String>) {
     if let Some(c) = ctrl() {
         if let Some((_, status)) = c.global_exit() {
+            if waiting.is_none() {
+                // The watchdog's thread: no atexit handlers or C++
+                // destructors while the program's threads still run.
+                phase::mark_exiting();
+                let _ = std::io::stdout().flush();
+                // SAFETY: fflush(NULL) flushes every C stream; _exit does
+                // not return.
+                unsafe {
+                    libc::fflush(std::ptr::null_mut());
+                    libc::_exit(exit_status(status))
+                }
+            }
             exit_with(status)
         }
         if let Some(code) = c.abort_code() {
@@ -180,9 +192,12 @@ fn doing(waiting: Option<&dyn Fn() -> String>) -> (String, bool) {
     if let Some(w) = waiting {
         return (w(), true);
     }
-    let published = ctrl().zip(phase::my_pe()).and_then(|(c, me)| c.pe(me).blocked.read());
-    match published {
-        Some((_, _, what)) => (what, true),
+    let Some((c, me)) = ctrl().zip(phase::my_pe()) else { return ("outside the library".to_string(), false) };
+    if let Some((_, _, what)) = c.pe(me).blocked.read() {
+        return (what, true);
+    }
+    match c.pe(me).device_wait.describe() {
+        Some(k) => (format!("a kernel's {k}"), true),
         None => ("outside the library".to_string(), false),
     }
 }

@@ -148,7 +148,9 @@ pub(crate) fn monotonic_ms() -> u64 {
 #[inline(never)]
 fn wait_slow(what: &dyn Fn() -> String, ready: &mut dyn FnMut() -> bool) {
     let _waiting = Waiting::enter();
-    let started = std::time::Instant::now();
+    // When the wait started spinning slowly (read lazily: nothing extra
+    // on a wait that ends within its first polls).
+    let mut started: Option<std::time::Instant> = None;
     let mut published: Option<Published> = None;
     let mut polls: u32 = 0;
     let mut since: Option<std::time::Instant> = None;
@@ -166,15 +168,20 @@ fn wait_slow(what: &dyn Fn() -> String, ready: &mut dyn FnMut() -> bool) {
             return;
         }
         progress();
-        polls = polls.saturating_add(1);
+        // Wraps after 2^32 polls (a few spins again), so the checks below
+        // keep coming in a wait of any length.
+        polls = polls.wrapping_add(1);
         if polls < spin {
             std::hint::spin_loop();
             continue;
         }
         if polls.is_multiple_of(64) {
             crate::error::check_abort(Some(what));
-            if published.is_none() && polls.is_multiple_of(1024) && started.elapsed() >= PUBLISH_AFTER {
-                published = Published::new(what, started);
+            if published.is_none() && polls.is_multiple_of(1024) {
+                let t0 = *started.get_or_insert_with(std::time::Instant::now);
+                if t0.elapsed() >= PUBLISH_AFTER {
+                    published = Published::new(what, t0);
+                }
             }
         }
         if busy {

@@ -8,9 +8,12 @@
 //!   watchdogs of a node's PEs watch each other's processes end (pidfds);
 //!   PEs on other nodes are the MPI launcher's to end;
 //! - this PE's device context failed (a kernel fault): [`Device::health`];
-//! - every PE of the job waits in the library and nothing else of theirs
-//!   runs, for `ISHMEM_DEADLOCK_TIMEOUT` seconds: one report of what each
-//!   waits for (the waits publish themselves once they last, `wait.rs`).
+//! - every PE of the job waits in the library, for
+//!   `ISHMEM_DEADLOCK_TIMEOUT` seconds, in a host wait while nothing else
+//!   of it runs (no other thread uses the CPU, its device runs nothing) or
+//!   in a kernel's wait: one report of what each waits for (host waits
+//!   publish themselves once they last, `wait.rs`; device waits through
+//!   the device library's `ishmemi_wait_publish`).
 //!
 //! Ten ticks a second on its own thread; nothing on any call's path.
 //!
@@ -89,6 +92,7 @@ fn run(st: &'static State, stop: &(Mutex<bool>, Condvar)) {
             )
         }
         if st.config.deadlock_timeout > 0 {
+            note_device_wait(st);
             if tick.is_multiple_of(QUIET_TICKS) {
                 quiet.sample(st);
             }
@@ -213,18 +217,53 @@ fn other_threads_cpu() -> Option<u64> {
     Some(total)
 }
 
+/// Records when this PE's watchdog first saw a kernel's wait published
+/// (the device cannot read the host's clock).
+fn note_device_wait(st: &State) {
+    let d = &st.ctrl.pe(st.my_pe).device_wait;
+    let published = d.state.load(Ordering::Acquire) == 2;
+    let seen = d.seen_ms.load(Ordering::Relaxed);
+    if published && seen == 0 {
+        d.seen_ms.store(crate::wait::monotonic_ms() + 1, Ordering::Relaxed);
+    } else if !published && seen != 0 {
+        d.seen_ms.store(0, Ordering::Relaxed);
+    }
+}
+
+/// How long PE `p` has been stuck (ms), and what in: a host wait while
+/// nothing else of it runs, or a kernel's wait; `None` when it is not.
+fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<(u64, String)> {
+    let host = p.blocked.read().and_then(|(_, since, what)| {
+        let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
+        (quiet != 0).then(|| (now.saturating_sub(since.max(quiet)), now.saturating_sub(since), what))
+    });
+    let seen = p.device_wait.seen_ms.load(Ordering::Relaxed);
+    let kernel = p.device_wait.describe().filter(|_| seen != 0).map(|what| (now.saturating_sub(seen), what));
+    match (host, kernel) {
+        (Some((stuck, since, what)), Some((_, k))) => {
+            Some((stuck, format!("{what}, for {}, and a kernel of it in {k}", secs(since))))
+        }
+        (Some((stuck, since, what)), None) => Some((stuck, format!("{what}, for {}", secs(since)))),
+        (None, Some((stuck, k))) => Some((stuck, format!("a kernel's {k}, for at least {}", secs(stuck)))),
+        (None, None) => None,
+    }
+}
+
+fn secs(ms: u64) -> String {
+    format!("{}.{} s", ms / 1000, ms % 1000 / 100)
+}
+
 /// Reports a deadlock once every PE of the job (all on this node) has
-/// waited in the library, with nothing else of it running, for the
-/// configured time.
+/// waited in the library (a host thread, with nothing else of the PE
+/// running, or a kernel) for the configured time.
 fn deadlock(st: &State) {
     let ctrl = &st.ctrl;
-    // Cheap first: this PE itself must be stuck.
-    let mine = ctrl.pe(st.my_pe);
-    if mine.blocked.read().is_none() || mine.quiet_since_ms.load(Ordering::Relaxed) == 0 {
-        return;
-    }
     let now = crate::wait::monotonic_ms();
     let limit = st.config.deadlock_timeout.saturating_mul(1000);
+    // Cheap first: this PE itself must be stuck.
+    if stuck(ctrl.pe(st.my_pe), now).is_none_or(|(t, _)| t < limit) {
+        return;
+    }
     let mut waits = Vec::with_capacity(st.n_pes);
     for pe in 0..st.n_pes {
         let p = ctrl.pe(pe);
@@ -235,26 +274,20 @@ fn deadlock(st: &State) {
         if life != LIFE_RUNNING && life != LIFE_FINALIZING {
             return;
         }
-        let Some((_, since, what)) = p.blocked.read() else { return };
-        let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
-        if quiet == 0 {
-            return;
+        match stuck(p, now) {
+            Some((t, what)) if t >= limit => waits.push((pe, what)),
+            _ => return,
         }
-        let stuck = now.saturating_sub(since.max(quiet));
-        if stuck < limit {
-            return;
-        }
-        waits.push((pe, what, now.saturating_sub(since)));
     }
     if !ctrl.claim_deadlock_report(st.my_pe) {
         return;
     }
     let mut msg = format!(
-        "every PE has waited in the library for at least {} s, with no other thread of it running, and none can go on:",
+        "every PE has waited in the library for at least {} s (a kernel, or a host thread with no other thread of it running), and none can go on:",
         st.config.deadlock_timeout
     );
-    for (pe, what, ms) in &waits {
-        msg.push_str(&format!("\n    PE {pe} waits in {what}, for {}.{} s", ms / 1000, ms % 1000 / 100));
+    for (pe, what) in &waits {
+        msg.push_str(&format!("\n    PE {pe} waits in {what}"));
     }
     msg.push_str(
         "\n    (ISHMEM_DEADLOCK_TIMEOUT=SECONDS sets the time, 0 turns the check off; ISHMEM_DEADLOCK_ABORT=0 only warns)",
