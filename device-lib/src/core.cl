@@ -72,10 +72,7 @@ ISHMEMI_API ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
 }
 ISHMEMI_API ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
     ulong v;
-    ishmemi_wait_t w = {0, 0};
-    while (!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value))
-        ISHMEMI_WAIT_POLL(w, ISHMEMI_WAIT_SIGNAL, sig_addr, cmp, cmp_value);
-    ishmemi_wait_end(&w);
+    while (!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value)) ;
     return v;
 }
 

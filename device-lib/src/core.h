@@ -99,57 +99,6 @@ ISHMEMI_INLINE void ishmemi_strided(ISHMEMI_GLOBAL char *dst, long dst_stride, I
     ((cmp) == 1 ? (a) == (b) : (cmp) == 2 ? (a) != (b) : (cmp) == 3 ? (a) > (b)      \
      : (cmp) == 4 ? (a) >= (b) : (cmp) == 5 ? (a) < (b) : (a) <= (b))
 
-/* ----- waits that last: published for the host's watchdog ----- */
-
-/* A wait that has polled ISHMEMI_WAIT_PUBLISH_POLLS times (milliseconds on
- * a CPU, a fraction of a second on a GPU) writes what it waits for into
- * this PE's device-wait record in the control segment (host memory; the
- * layout is ctrl::DeviceWait's: state, op, addr, cmp, value): the host's
- * watchdog names it in deadlock reports and in the message of a PE that
- * ends because another was lost. The first waiter of the PE to get there
- * owns the record until its wait ends. A wait that succeeds at once pays
- * nothing; one that spins pays a counter increment per poll. */
-#define ISHMEMI_WAIT_PUBLISH_POLLS (1ul << 20)
-#define ISHMEMI_WAIT_UNTIL 1
-#define ISHMEMI_WAIT_MANY 2
-#define ISHMEMI_WAIT_SIGNAL 3
-#define ISHMEMI_WAIT_SYNC 4
-
-typedef struct {
-    ulong polls;
-    int owner;
-} ishmemi_wait_t;
-
-ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_wait_record(void) {
-    uint off = ISHMEMI_STATE->ctrl_wait_offset;
-    if (!off) return 0;
-    return (ISHMEMI_GLOBAL char *)(ISHMEMI_STATE->ctrl_team_base +
-                                   (ulong)ISHMEMI_STATE->my_pe * ISHMEMI_STATE->ctrl_pe_stride + off);
-}
-
-ISHMEMI_NOINLINE void ishmemi_wait_publish(ishmemi_wait_t *w, uint op, ulong addr, int cmp, long value) {
-    ISHMEMI_GLOBAL char *r = ishmemi_wait_record();
-    if (!r || ishmemi_amo64(r, ISHMEMI_CSWAP, 1, 0) != 0) return;
-    ishmemi_store64(r + 8, (long)op);
-    ishmemi_store64(r + 16, (long)addr);
-    ishmemi_store64(r + 24, (long)cmp);
-    ishmemi_store64(r + 32, value);
-    ishmemi_store64(r, 2);
-    w->owner = 1;
-}
-
-/* One poll of a wait that has not succeeded yet. */
-#define ISHMEMI_WAIT_POLL(w, op, addr, cmp, value)                                                         \
-    do {                                                                                                  \
-        if (++(w).polls == ISHMEMI_WAIT_PUBLISH_POLLS)                                                    \
-            ishmemi_wait_publish(&(w), (op), (ulong)(addr), (cmp), (long)(value));                        \
-    } while (0)
-
-/* The wait is over: a record it published is freed. */
-ISHMEMI_INLINE void ishmemi_wait_end(ishmemi_wait_t *w) {
-    if (w->owner) ishmemi_store64(ishmemi_wait_record(), 0);
-}
-
 /* ----- routing: load/store to local peers, the ring for the others ----- */
 
 ISHMEMI_INLINE int ishmemi_is_local(int pe) {
@@ -599,9 +548,7 @@ ISHMEMI_INLINE void ishmemi_flag_to(int slot, int pe, ulong v) {
  * `pe` made visible before its signal is visible here. */
 ISHMEMI_INLINE void ishmemi_flag_wait(int slot, int pe, ulong v) {
     ISHMEMI_GLOBAL ulong *flag = ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, pe);
-    ishmemi_wait_t w = {0, 0};
-    while ((ulong)ishmemi_peek64(flag) < v) ISHMEMI_WAIT_POLL(w, ISHMEMI_WAIT_SYNC, flag, 4, v);
-    ishmemi_wait_end(&w);
+    while ((ulong)ishmemi_peek64(flag) < v) ;
     (void)ishmemi_load64(flag);
 }
 

@@ -74,12 +74,13 @@ pub fn compare<T: PartialOrd>(cmp: c_int, value: T, cmp_value: T) -> bool {
     }
 }
 
-/// The name of comparison `cmp` (checked) as messages show it.
-fn cmp_name(cmp: c_int) -> &'static str {
-    ["SHMEM_CMP_EQ", "SHMEM_CMP_NE", "SHMEM_CMP_GT", "SHMEM_CMP_GE", "SHMEM_CMP_LT", "SHMEM_CMP_LE"]
-        .get((cmp - CMP_EQ) as usize)
-        .copied()
-        .unwrap_or("?")
+/// The name of comparison `cmp` (checked) as messages show it, spelled
+/// as the API of `call` spells it (`ISHMEM_CMP_EQ` for an `ishmem_*`
+/// call, else `SHMEM_CMP_EQ`).
+fn cmp_name(call: &str, cmp: c_int) -> String {
+    let name = ["EQ", "NE", "GT", "GE", "LT", "LE"].get((cmp - CMP_EQ) as usize).copied().unwrap_or("?");
+    let prefix = if call.starts_with("ishmem") { "ISHMEM" } else { "SHMEM" };
+    format!("{prefix}_CMP_{name}")
 }
 
 /// An integer wait operand as messages show it: its bits read as signed.
@@ -291,7 +292,7 @@ impl State {
         let what = || {
             format!(
                 "{call}(sig_addr {sig_addr:p}, {}, {cmp_value}) (the signal is {})",
-                cmp_name(cmp),
+                cmp_name(call, cmp),
                 self.load_mine::<u64>(call, off)
             )
         };
@@ -312,7 +313,7 @@ impl State {
         let what = || {
             format!(
                 "{call}(ivar {ivar:p}, {}, {}) (ivar is {})",
-                cmp_name(cmp),
+                cmp_name(call, cmp),
                 show(cmp_value),
                 show(self.load_mine::<T>(call, off))
             )
@@ -409,7 +410,7 @@ impl State {
                 let first = (0..nelems).find(|&i| included(i)).map_or(String::new(), |i| {
                     format!(", ivars[{i}] is {}", show(self.load_mine::<T>(call, off + i * size_of::<T>())))
                 });
-                format!("{call}(ivars {ivars:p}, nelems {nelems}, {}{first})", cmp_name(cmp))
+                format!("{call}(ivars {ivars:p}, nelems {nelems}, {}{first})", cmp_name(call, cmp))
             };
             match mode {
                 SyncMode::All if !blocking => usize::from(poll()),

@@ -51,11 +51,8 @@ pub struct ishmemx_device_state_t {
     pub ctrl_pe_stride: u32,
     pub ctrl_team_stride: u32,
     pub ctrl_epoch_offset: u32,
-    /// Offset from this PE's barrier flags (`ctrl_team_base + my_pe *
-    /// ctrl_pe_stride`) of its device-wait record
-    /// ([`crate::ctrl::DeviceWait`]): a device wait that lasts writes what
-    /// it waits for there, for the host's watchdog; 0 when there is none.
-    pub ctrl_wait_offset: u32,
+    /// Reserved; zero.
+    pub reserved2: u32,
     /// Address of this PE's reverse-offload ring (`ring.rs`); device
     /// operations on PEs whose `peer_is_local` entry is 0 go through it.
     pub ring: u64,
@@ -126,7 +123,7 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("ctrl_pe_stride", "u32"),
     ("ctrl_team_stride", "u32"),
     ("ctrl_epoch_offset", "u32"),
-    ("ctrl_wait_offset", "u32"),
+    ("reserved2", "u32"),
     ("ring", "u64"),
     ("teams", "u64"),
     ("quiet_words", "u64"),
@@ -155,7 +152,7 @@ pub fn field_offsets() -> Vec<(&'static str, usize)> {
         ("ctrl_pe_stride", offset_of!(S, ctrl_pe_stride)),
         ("ctrl_team_stride", offset_of!(S, ctrl_team_stride)),
         ("ctrl_epoch_offset", offset_of!(S, ctrl_epoch_offset)),
-        ("ctrl_wait_offset", offset_of!(S, ctrl_wait_offset)),
+        ("reserved2", offset_of!(S, reserved2)),
         ("ring", offset_of!(S, ring)),
         ("teams", offset_of!(S, teams)),
         ("quiet_words", offset_of!(S, quiet_words)),

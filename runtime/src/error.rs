@@ -192,12 +192,9 @@ fn doing(waiting: Option<&dyn Fn() -> String>) -> (String, bool) {
     if let Some(w) = waiting {
         return (w(), true);
     }
-    let Some((c, me)) = ctrl().zip(phase::my_pe()) else { return ("outside the library".to_string(), false) };
-    if let Some((_, _, what)) = c.pe(me).blocked.read() {
-        return (what, true);
-    }
-    match c.pe(me).device_wait.describe() {
-        Some(k) => (format!("a kernel's {k}"), true),
+    let published = ctrl().zip(phase::my_pe()).and_then(|(c, me)| c.pe(me).blocked.read());
+    match published {
+        Some((_, _, what)) => (what, true),
         None => ("outside the library".to_string(), false),
     }
 }

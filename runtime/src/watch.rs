@@ -9,11 +9,10 @@
 //!   PEs on other nodes are the MPI launcher's to end;
 //! - this PE's device context failed (a kernel fault): [`Device::health`];
 //! - every PE of the job waits in the library, for
-//!   `ISHMEM_DEADLOCK_TIMEOUT` seconds, in a host wait while nothing else
-//!   of it runs (no other thread uses the CPU, its device runs nothing) or
-//!   in a kernel's wait: one report of what each waits for (host waits
-//!   publish themselves once they last, `wait.rs`; device waits through
-//!   the device library's `ishmemi_wait_publish`).
+//!   `ISHMEM_DEADLOCK_TIMEOUT` seconds, while nothing else of it runs (no
+//!   other thread uses the CPU, its device runs nothing): one report of
+//!   what each waits for (waits publish themselves once they last,
+//!   `wait.rs`).
 //!
 //! Ten ticks a second on its own thread; nothing on any call's path.
 //!
@@ -92,7 +91,6 @@ fn run(st: &'static State, stop: &(Mutex<bool>, Condvar)) {
             )
         }
         if st.config.deadlock_timeout > 0 {
-            note_device_wait(st);
             if tick.is_multiple_of(QUIET_TICKS) {
                 quiet.sample(st);
             }
@@ -217,36 +215,14 @@ fn other_threads_cpu() -> Option<u64> {
     Some(total)
 }
 
-/// Records when this PE's watchdog first saw a kernel's wait published
-/// (the device cannot read the host's clock).
-fn note_device_wait(st: &State) {
-    let d = &st.ctrl.pe(st.my_pe).device_wait;
-    let published = d.state.load(Ordering::Acquire) == 2;
-    let seen = d.seen_ms.load(Ordering::Relaxed);
-    if published && seen == 0 {
-        d.seen_ms.store(crate::wait::monotonic_ms() + 1, Ordering::Relaxed);
-    } else if !published && seen != 0 {
-        d.seen_ms.store(0, Ordering::Relaxed);
-    }
-}
-
-/// How long PE `p` has been stuck (ms), and what in: a host wait while
-/// nothing else of it runs, or a kernel's wait; `None` when it is not.
+/// How long PE `p` has been stuck (ms) and what in: a host wait while
+/// nothing else of it runs (no other thread uses the CPU, its device runs
+/// nothing); `None` when it is not.
 fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<(u64, String)> {
-    let host = p.blocked.read().and_then(|(_, since, what)| {
-        let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
-        (quiet != 0).then(|| (now.saturating_sub(since.max(quiet)), now.saturating_sub(since), what))
-    });
-    let seen = p.device_wait.seen_ms.load(Ordering::Relaxed);
-    let kernel = p.device_wait.describe().filter(|_| seen != 0).map(|what| (now.saturating_sub(seen), what));
-    match (host, kernel) {
-        (Some((stuck, since, what)), Some((_, k))) => {
-            Some((stuck, format!("{what}, for {}, and a kernel of it in {k}", secs(since))))
-        }
-        (Some((stuck, since, what)), None) => Some((stuck, format!("{what}, for {}", secs(since)))),
-        (None, Some((stuck, k))) => Some((stuck, format!("a kernel's {k}, for at least {}", secs(stuck)))),
-        (None, None) => None,
-    }
+    let (_, since, what) = p.blocked.read()?;
+    let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
+    (quiet != 0)
+        .then(|| (now.saturating_sub(since.max(quiet)), format!("{what}, for {}", secs(now.saturating_sub(since)))))
 }
 
 fn secs(ms: u64) -> String {
@@ -254,8 +230,8 @@ fn secs(ms: u64) -> String {
 }
 
 /// Reports a deadlock once every PE of the job (all on this node) has
-/// waited in the library (a host thread, with nothing else of the PE
-/// running, or a kernel) for the configured time.
+/// waited in the library, with nothing else of it running, for the
+/// configured time.
 fn deadlock(st: &State) {
     let ctrl = &st.ctrl;
     let now = crate::wait::monotonic_ms();
@@ -283,7 +259,7 @@ fn deadlock(st: &State) {
         return;
     }
     let mut msg = format!(
-        "every PE has waited in the library for at least {} s (a kernel, or a host thread with no other thread of it running), and none can go on:",
+        "every PE has waited in the library for at least {} s, with no other thread of it running and its device idle, and none can go on:",
         st.config.deadlock_timeout
     );
     for (pe, what) in &waits {

@@ -12,9 +12,6 @@
 //   bad_address   the last PE's kernel stores to an invalid address;
 //   deadlock      every PE's host waits in the library for a flag nobody
 //                 sets (ISHMEM_DEADLOCK_TIMEOUT): one report;
-//   kernel_deadlock  every PE's kernel waits for a flag nobody sets, its
-//                 host in cudaDeviceSynchronize: one report naming the
-//                 kernels' waits (the device library publishes them);
 //   kernel_busy   PE 0's host waits in the library for a flag the last
 //                 PE's kernel sets after spinning for 4 s while that PE's
 //                 host waits in a barrier: no deadlock report (the
@@ -55,12 +52,6 @@ int main(int argc, char **argv) {
     ishmem_barrier_all();
     if (!strcmp(mode, "deadlock")) {
         ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 42);
-        printf("PE %d got past the deadlock\n", me);
-        return 1;
-    }
-    if (!strcmp(mode, "kernel_deadlock")) {
-        wait_flag<<<1, 1>>>(flag);
-        cudaDeviceSynchronize();
         printf("PE %d got past the deadlock\n", me);
         return 1;
     }

@@ -79,7 +79,6 @@ for l in $launchers; do
     check "$l" bad_address nonzero "CUDA_ERROR_ILLEGAL_ADDRESS"
     check "$l" deadlock nonzero "deadlock: every PE has waited in the library"
     check "$l" kernel_busy 0 "kernel_busy ok" "deadlock"
-    check "$l" kernel_deadlock nonzero "waits in a kernel's ishmem_wait_until(ivar 0x"
     check "$l" heap_too_big nonzero "it does not fit: the GPU has"
     # Two PEs on one GPU without MPS: one warning with the fix.
     if [ "${CUDA_VISIBLE_DEVICES#*,}" = "$CUDA_VISIBLE_DEVICES" ]; then

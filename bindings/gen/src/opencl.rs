@@ -388,10 +388,7 @@ fn funs() -> Vec<Fun> {
                 format!("ishmem_{n}_wait_until"),
                 "void",
                 format!("{g} {c} *ivar, int cmp, {c} cmp_value"),
-                format!(
-                    "ishmemi_wait_t w = {{0, 0}}; while (!ISHMEMI_CMP(cmp, {}, cmp_value)) ISHMEMI_WAIT_POLL(w, ISHMEMI_WAIT_UNTIL, ivar, cmp, cmp_value); ishmemi_wait_end(&w);",
-                    from_bits(&format!("{load}(ivar)"))
-                ),
+                format!("while (!ISHMEMI_CMP(cmp, {}, cmp_value)) ;", from_bits(&format!("{load}(ivar)"))),
             );
             f(
                 format!("ishmem_{n}_test"),
@@ -449,10 +446,6 @@ fn sync_funs() -> Vec<Fun> {
             ("_vector", format!("{g} const {c} *cmp_values"), "cmp_values[i]".to_string()),
         ] {
             let h = holds(&v);
-            // The comparison value a published wait names (element i's,
-            // or element 0's where the wait polls them all).
-            let cv = v.clone();
-            let cv0 = v.replace("[i]", "[0]");
             f(
                 format!("ishmem_{n}_test_all{vec}"),
                 "int",
@@ -477,13 +470,13 @@ fn sync_funs() -> Vec<Fun> {
                 format!("ishmem_{n}_wait_until_all{vec}"),
                 "void",
                 format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
-                format!("ishmemi_wait_t w = {{0, 0}}; for (size_t i = 0; i < nelems; i++) if {inc} while (!{h}) ISHMEMI_WAIT_POLL(w, ISHMEMI_WAIT_MANY, ivars + i, cmp, {cv}); ishmemi_wait_end(&w);"),
+                format!("for (size_t i = 0; i < nelems; i++) if {inc} while (!{h}) ;"),
             );
             let any_incl = format!("size_t inc = 0; for (size_t i = 0; i < nelems; i++) if {inc} inc++;");
             f(format!("ishmem_{n}_wait_until_any{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
-              format!("{any_incl} size_t r = SIZE_MAX; ishmemi_wait_t w = {{0, 0}}; while (inc && r == SIZE_MAX) {{ for (size_t i = 0; i < nelems && r == SIZE_MAX; i++) if ({inc} && {h}) r = i; if (r == SIZE_MAX) ISHMEMI_WAIT_POLL(w, ISHMEMI_WAIT_MANY, ivars, cmp, {cv0}); }} ishmemi_wait_end(&w); return r;"));
+              format!("{any_incl} size_t r = SIZE_MAX; while (inc && r == SIZE_MAX) {{ for (size_t i = 0; i < nelems && r == SIZE_MAX; i++) if ({inc} && {h}) r = i; }} return r;"));
             f(format!("ishmem_{n}_wait_until_some{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} size_t *indices, {g} const int *status, int cmp, {vparam}"),
-              format!("{any_incl} size_t k = 0; ishmemi_wait_t w = {{0, 0}}; while (inc && k == 0) {{ for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i; if (k == 0) ISHMEMI_WAIT_POLL(w, ISHMEMI_WAIT_MANY, ivars, cmp, {cv0}); }} ishmemi_wait_end(&w); return k;"));
+              format!("{any_incl} size_t k = 0; while (inc && k == 0) {{ for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i; }} return k;"));
         }
     }
     v

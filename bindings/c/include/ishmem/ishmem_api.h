@@ -240,12 +240,9 @@ typedef struct {
   uint32_t ctrl_team_stride;
   uint32_t ctrl_epoch_offset;
   /**
-   * Offset from this PE's barrier flags (`ctrl_team_base + my_pe *
-   * ctrl_pe_stride`) of its device-wait record
-   * ([`crate::ctrl::DeviceWait`]): a device wait that lasts writes what
-   * it waits for there, for the host's watchdog; 0 when there is none.
+   * Reserved; zero.
    */
-  uint32_t ctrl_wait_offset;
+  uint32_t reserved2;
   /**
    * Address of this PE's reverse-offload ring (`ring.rs`); device
    * operations on PEs whose `peer_is_local` entry is 0 go through it.
@@ -961,7 +958,7 @@ ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_base) == 56, "i
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_pe_stride) == 64, "ishmemx_device_state_t.ctrl_pe_stride");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_stride) == 68, "ishmemx_device_state_t.ctrl_team_stride");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ishmemx_device_state_t.ctrl_epoch_offset");
-ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_wait_offset) == 76, "ishmemx_device_state_t.ctrl_wait_offset");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, reserved2) == 76, "ishmemx_device_state_t.reserved2");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ring) == 80, "ishmemx_device_state_t.ring");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, teams) == 88, "ishmemx_device_state_t.teams");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, quiet_words) == 96, "ishmemx_device_state_t.quiet_words");
