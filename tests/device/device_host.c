@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "PE %d: %s:%d: ", ishmem_my_pe(), __FILE__, __LINE__); \
     fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } } while (0)
@@ -57,6 +58,15 @@ int main(int argc, char **argv) {
         long *x = ishmem_calloc(1, sizeof(long));
         long *y = calloc(1, sizeof(long)); /* not symmetric */
         ishmem_barrier_all();
+        if (strcmp(argv[2], "lost_in_kernel") == 0) {
+            /* The last PE ends without finalizing while the others' kernels
+               wait for a value it would have stored: the watchdog must end
+               them with a message. */
+            if (me == np - 1) _exit(0);
+            run("wait_forever", 1, 1, (void *[]){x}, NULL, NULL);
+            printf("PE %d: wait_forever returned\n", me);
+            return 1;
+        }
         if (me == np - 1) run(argv[2], 1, 1, (void *[]){strcmp(argv[2], "bad_addr") == 0 ? (void *)y : (void *)x}, NULL, NULL);
         ishmem_barrier_all();
         printf("PE %d: %s returned\n", me, argv[2]);

@@ -166,6 +166,9 @@ kernel void schar_amo(global char *b, global long *res) { /* schar is OpenCL cha
 /* Device-side argument checks (run only when the test asks for an abort). */
 kernel void bad_pe(global long *x) { ishmem_long_p(x, 1, ishmem_n_pes() + 3); }
 kernel void bad_addr(global long *x) { ishmem_long_p(x, 1, 0); }
+/* Waits for a value nobody stores (lost_in_kernel: its PE must be ended
+ * by the watchdog when another PE is lost). */
+kernel void wait_forever(global long *x) { ishmem_long_wait_until(x, ISHMEM_CMP_EQ, 42); }
 
 /* Work-group forms of collectives: one group of 64 work-items per PE; the
  * last call has a bad root and must return -1 on every work-item and do

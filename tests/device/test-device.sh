@@ -91,6 +91,28 @@ for ring in 0 1; do
         record "device_host $bad, ring-all $ring (expected failure)" $((SECONDS - t0)) 120
     done
 done
+# A PE lost while the others' kernels wait for it (their host threads in
+# clFinish, outside the library): the watchdog ends them within seconds,
+# under ishmrun and under Open MPI (node-local sharing: the node's PEs
+# watch each other's processes).
+lost_in_kernel() { # label, want, command...
+    local label="$1" want="$2" t0=$SECONDS log
+    shift 2
+    if log="$(timeout -k 10 60 "$@" 2>&1)"; then echo "$log" >&2; fail "$label: the job did not fail"; fi
+    for w in "$want" "this PE ran outside the library"; do
+        echo "$log" | grep -qF "$w" || { echo "$log" >&2; fail "$label: no '$w'"; }
+    done
+    if echo "$log" | grep -q "returned"; then echo "$log" >&2; fail "$label: a waiting kernel returned"; fi
+    [ $((SECONDS - t0)) -lt 20 ] || { echo "$log" >&2; fail "$label: took $((SECONDS - t0)) s"; }
+    record "$label (expected failure)" $((SECONDS - t0)) 60
+}
+lost_in_kernel "device_host lost_in_kernel on 3 PEs" "PE 2 exited (status 0) without calling shmem_finalize" \
+    "$ishmrun" -n 3 "$out/device_host" "$out/kernels.spv" lost_in_kernel
+if command -v mpirun.openmpi >/dev/null && [ -f "$target/debug/ishmem/libishmem_proxy_oshmpi-openmpi.so" ]; then
+    lost_in_kernel "device_host lost_in_kernel on 2 PEs over Open MPI" "PE 1 ended without calling shmem_finalize" \
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x OCL_ICD_FILENAMES -x LD_LIBRARY_PATH \
+        -x ISHMEM_DEVICE_LIB -x ISHMEM_DEVICE_CACHE "$out/device_host" "$out/kernels.spv" lost_in_kernel
+fi
 # Across "nodes": under Open MPI with node-local sharing off, every peer is
 # remote, so each device operation goes through the ring, the host proxy
 # thread and the MPI proxy plugin (with a quarter of the work-items in the
