@@ -62,16 +62,11 @@ impl Blocked {
         let s = self.seq.load(Ordering::Relaxed);
         self.seq.store(s | 1, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
-        let b = text.as_bytes();
-        let n = floor_char_boundary(text, b.len().min(BLOCKED_TEXT));
-        for (i, w) in self.text.iter().enumerate() {
-            let mut word = [0u8; 8];
-            for (j, x) in word.iter_mut().enumerate() {
-                if let Some(&c) = b[..n].get(i * 8 + j) {
-                    *x = c;
-                }
-            }
-            w.store(u64::from_le_bytes(word), Ordering::Relaxed);
+        let mut bytes = [0u8; BLOCKED_TEXT];
+        let n = floor_char_boundary(text, text.len().min(BLOCKED_TEXT));
+        bytes[..n].copy_from_slice(&text.as_bytes()[..n]);
+        for (w, chunk) in self.text.iter().zip(bytes.chunks_exact(8)) {
+            w.store(u64::from_le_bytes(chunk.try_into().expect("8 bytes")), Ordering::Relaxed);
         }
         self.since_ms.store(since_ms, Ordering::Relaxed);
         self.seq.store((s | 1) + 1, Ordering::Release);

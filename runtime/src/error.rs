@@ -179,16 +179,10 @@ pub(crate) fn check_abort(waiting: Option<&dyn Fn() -> String>) {
     }
 }
 
-/// The call a message about this PE names (its published wait, else
-/// "outside the library"), and whether it is a wait in the library.
-pub(crate) fn what_this_pe_does() -> (String, bool) {
-    doing(None)
-}
-
 /// The call a message about this PE names, and whether it is a wait in
 /// the library: the wait (from the waiting thread, or as this PE published
 /// it), else "outside the library".
-fn doing(waiting: Option<&dyn Fn() -> String>) -> (String, bool) {
+pub(crate) fn doing(waiting: Option<&dyn Fn() -> String>) -> (String, bool) {
     if let Some(w) = waiting {
         return (w(), true);
     }

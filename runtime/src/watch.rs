@@ -84,7 +84,7 @@ fn run(st: &'static State, stop: &(Mutex<bool>, Condvar)) {
         // message naming it and what this PE was doing.
         crate::error::check_abort(None);
         if let Err(e) = st.device.health() {
-            let (call, _) = crate::error::what_this_pe_does();
+            let (call, _) = crate::error::doing(None);
             crate::error::fatal(
                 &call,
                 format_args!("{e}; a kernel of this PE faulted (illegal address, trap or launch failure), so this PE cannot go on"),
