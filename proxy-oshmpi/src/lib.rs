@@ -20,8 +20,10 @@
 //!   other. MPI accumulates cannot promise that: they are atomic only with
 //!   other accumulates, and by default (`accumulate_ops=same_op_no_op`) only
 //!   with the same operation, while OpenSHMEM programs mix operations on one
-//!   word (locks: or, and, compare-and-swap). Every request is answered
-//!   (the old value or an acknowledgement); quiet waits for the answers.
+//!   word (locks: or, and, compare-and-swap). A fetching AMO waits for
+//!   its answer; a non-fetching one is posted without an answer, and quiet
+//!   sends each target it went to a flush marker, which the target answers
+//!   after applying everything before it.
 //! * Progress: the target serves requests whenever the core calls
 //!   `progress` (in every wait loop, and from the core's progress thread
 //!   when any thread may call: MPI at `MPI_THREAD_MULTIPLE`, or initialized
@@ -51,6 +53,17 @@ const RECVS: usize = 32;
 /// Largest count per MPI call (MPI counts are `int`).
 const MAX_CHUNK: usize = 1 << 30;
 
+/// `Request::slot` of a request that gets no answer (a non-fetching AMO).
+const NO_REPLY: u32 = u32::MAX;
+/// `Request::op` of a flush marker: answered once every earlier request
+/// from its sender has been applied (MPI keeps one sender's messages in
+/// order, and the target serves them in arrival order).
+const OP_FLUSH: u32 = 0xFFFF_0000;
+
+/// `Inner::is_posted` bits.
+const POSTED_USER: u8 = 1;
+const POSTED_CTRL: u8 = 2;
+
 /// An AMO request as sent: 40 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -58,6 +71,7 @@ struct Request {
     region: u32,
     size: u32,
     op: u32,
+    /// The sender's slot, where the answer goes ([`NO_REPLY`]: none).
     slot: u32,
     offset: u64,
     operand: u64,
@@ -71,8 +85,19 @@ struct Reply {
     old: u64,
 }
 
+/// What a client slot carries, which decides who releases it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SlotKind {
+    /// A non-fetching AMO: no answer; free once its send completed.
+    Post,
+    /// A flush marker: counted in `outstanding` until answered.
+    Marker,
+    /// A blocking fetching AMO: its caller reads the answer and frees it.
+    Fetch,
+}
+
 struct ClientSlot {
-    busy: bool,
+    kind: SlotKind,
     target: u32,
     send: ffi::MPI_Request,
     recv: ffi::MPI_Request,
@@ -99,11 +124,21 @@ struct Inner {
     /// Local memory of each exposed region (AMO targets).
     regions: [(usize, usize); abi::REGIONS],
     slots: Vec<ClientSlot>,
-    /// Requests outstanding per target PE.
+    /// Slots not in use, and those in flight (posts and markers; a fetch
+    /// is in neither list while its caller waits).
+    free: Vec<usize>,
+    busy: Vec<usize>,
+    /// Targets sent non-fetching AMOs since their last flush marker: those
+    /// sent some to user memory, those sent only control-word stores, and
+    /// per PE which kinds ([`POSTED_USER`], [`POSTED_CTRL`]).
+    posted: Vec<u32>,
+    ctrl_posted: Vec<u32>,
+    is_posted: Vec<u8>,
+    /// Flush markers unanswered, per target PE.
     outstanding: Vec<u32>,
     total_outstanding: usize,
     recvs: Vec<ServerRecv>,
-    /// The oldest posted receive (see `progress`).
+    /// The oldest posted receive (see `serve`).
     next_recv: usize,
     replies: Vec<PendingReply>,
     am_started: bool,
@@ -208,31 +243,51 @@ fn in_region(offset: usize, size: usize, len: usize) -> bool {
 }
 
 impl Inner {
-    /// Serves received requests, retires sent replies and completed client
-    /// requests. Returns how many events it handled.
+    /// Lets MPI progress, serves other PEs' requests, retires finished
+    /// sends and answered markers. Returns how many events it handled.
     fn progress(&mut self, am_comm: ffi::MPI_Comm) -> Result<usize, String> {
+        let events = self.serve(am_comm)? + self.retire()?;
+        // Orders our loads after remote updates in MPI's separate memory
+        // model. In the unified model a fence would do, but MPICH's
+        // MPI_Win_sync also advances its RMA progress: without it, transfers
+        // from a PE whose wait polls here ran 20% slower.
+        for w in 0..abi::REGIONS {
+            if self.wins[w] != win_null() {
+                // SAFETY: an open window.
+                check("MPI_Win_sync", unsafe { ffi::MPI_Win_sync(self.wins[w]) })?;
+            }
+        }
+        Ok(events)
+    }
+
+    /// Serves requests from other PEs, in arrival order, and retires the
+    /// replies that went out. Each call tests at least one request, so
+    /// MPI progresses.
+    fn serve(&mut self, am_comm: ffi::MPI_Comm) -> Result<usize, String> {
         let mut events = 0;
         if !self.am_started {
             return Ok(0);
         }
-        // Requests from other PEs, in arrival order: receives match
-        // messages in the order they were posted, and each reposted one
-        // goes to the back, so the oldest is always `next_recv` (cyclic).
-        // Serving them in that order keeps one PE's AMOs to a target in
-        // issue order (MPI does not overtake between one pair).
-        if !self.recvs.is_empty() {
-            loop {
-                let i = self.next_recv;
-                let mut flag: c_int = 0;
-                // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
-                let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
-                // SAFETY: the request and its buffer live in self.recvs.
-                check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.recvs[i].req, &mut flag, &mut status) })?;
-                if flag == 0 {
-                    break;
-                }
-                events += 1;
-                let r = *self.recvs[i].buf;
+        // Receives match messages in the order they were posted, and each
+        // reposted one goes to the back, so the oldest is always
+        // `next_recv` (cyclic). Serving them in that order keeps one PE's
+        // AMOs to a target in issue order (MPI does not overtake between
+        // one pair), and answers a flush marker after the AMOs before it.
+        loop {
+            let i = self.next_recv;
+            let mut flag: c_int = 0;
+            // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
+            let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+            // SAFETY: the request and its buffer live in self.recvs.
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.recvs[i].req, &mut flag, &mut status) })?;
+            if flag == 0 {
+                break;
+            }
+            events += 1;
+            let r = *self.recvs[i].buf;
+            let old = if r.op == OP_FLUSH {
+                0
+            } else {
                 let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
                 let sz = r.size as usize;
                 if !matches!(sz, 1 | 2 | 4 | 8)
@@ -245,7 +300,9 @@ impl Inner {
                     ));
                 }
                 // SAFETY: checked aligned and inside the exposed region.
-                let old = unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) }?;
+                unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) }?
+            };
+            if r.slot != NO_REPLY {
                 let buf = Box::new(Reply { old });
                 let mut req = request_null();
                 // SAFETY: buf lives in self.replies until the send completes.
@@ -261,22 +318,22 @@ impl Inner {
                     )
                 })?;
                 self.replies.push(PendingReply { req, _buf: buf });
-                // Repost.
-                let ServerRecv { req, buf } = &mut self.recvs[i];
-                // SAFETY: buf is a live Box owned by self.recvs.
-                check("MPI_Irecv", unsafe {
-                    ffi::MPI_Irecv(
-                        &mut **buf as *mut Request as *mut c_void,
-                        std::mem::size_of::<Request>() as c_int,
-                        ffi::RSMPI_UINT8_T,
-                        ffi::RSMPI_ANY_SOURCE,
-                        TAG_REQUEST,
-                        am_comm,
-                        req,
-                    )
-                })?;
-                self.next_recv = (i + 1) % self.recvs.len();
             }
+            // Repost.
+            let ServerRecv { req, buf } = &mut self.recvs[i];
+            // SAFETY: buf is a live Box owned by self.recvs.
+            check("MPI_Irecv", unsafe {
+                ffi::MPI_Irecv(
+                    &mut **buf as *mut Request as *mut c_void,
+                    std::mem::size_of::<Request>() as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    ffi::RSMPI_ANY_SOURCE,
+                    TAG_REQUEST,
+                    am_comm,
+                    req,
+                )
+            })?;
+            self.next_recv = (i + 1) % self.recvs.len();
         }
         // Our replies that went out.
         let mut k = 0;
@@ -290,32 +347,132 @@ impl Inner {
                 k += 1;
             }
         }
-        // Answers to our requests.
-        for s in 0..self.slots.len() {
-            if !self.slots[s].busy {
-                continue;
-            }
-            let slot = &mut self.slots[s];
-            let mut done_send: c_int = 0;
-            let mut done_recv: c_int = 0;
-            // SAFETY: requests owned by the slot; null requests test as done.
-            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.send, &mut done_send, status_ignore()) })?;
-            // SAFETY: as above.
-            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.recv, &mut done_recv, status_ignore()) })?;
-            if done_send != 0 && done_recv != 0 {
-                slot.busy = false;
-                self.outstanding[slot.target as usize] -= 1;
-                self.total_outstanding -= 1;
-                events += 1;
+        Ok(events)
+    }
+
+    /// Whether slot `s`'s send and (if any) receive have completed.
+    fn slot_done(&mut self, s: usize) -> Result<bool, String> {
+        let slot = &mut self.slots[s];
+        let mut flag: c_int = 1;
+        if slot.recv != request_null() {
+            // SAFETY: a request owned by the slot (null once complete).
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.recv, &mut flag, status_ignore()) })?;
+            if flag == 0 {
+                return Ok(false);
             }
         }
-        for w in 0..abi::REGIONS {
-            if self.wins[w] != win_null() {
-                // SAFETY: an open window; orders our loads after remote updates.
-                check("MPI_Win_sync", unsafe { ffi::MPI_Win_sync(self.wins[w]) })?;
+        if slot.send != request_null() {
+            // SAFETY: as above.
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut slot.send, &mut flag, status_ignore()) })?;
+        }
+        Ok(flag != 0)
+    }
+
+    /// Whether some target has posted AMOs not yet followed by a marker
+    /// (among those to user memory; with `all`, control words too).
+    fn has_posts(&self, all: bool) -> bool {
+        !self.posted.is_empty() || (all && !self.ctrl_posted.is_empty())
+    }
+
+    /// Frees slot `s` (both its requests complete).
+    fn release(&mut self, s: usize) {
+        if self.slots[s].kind == SlotKind::Marker {
+            self.outstanding[self.slots[s].target as usize] -= 1;
+            self.total_outstanding -= 1;
+        }
+        self.free.push(s);
+    }
+
+    /// Frees the posts whose sends completed and the answered markers.
+    fn retire(&mut self) -> Result<usize, String> {
+        let mut events = 0;
+        let mut k = 0;
+        while k < self.busy.len() {
+            let s = self.busy[k];
+            if self.slot_done(s)? {
+                self.busy.swap_remove(k);
+                self.release(s);
+                events += 1;
+            } else {
+                k += 1;
             }
         }
         Ok(events)
+    }
+
+    /// Sends `req` to `pe` from a free slot (the caller made sure there is
+    /// one), with a receive for the answer unless it is a post. Returns the
+    /// slot.
+    fn send(&mut self, am_comm: ffi::MPI_Comm, pe: u32, kind: SlotKind, mut req: Request) -> Result<usize, String> {
+        let s = self.free.pop().ok_or("no free AMO slot")?;
+        let region = req.region;
+        req.slot = if kind == SlotKind::Post { NO_REPLY } else { s as u32 };
+        let slot = &mut self.slots[s];
+        slot.kind = kind;
+        slot.target = pe;
+        *slot.req = req;
+        let ClientSlot { send, recv, req, reply, .. } = slot;
+        // SAFETY: the boxes live in the slot until both requests complete.
+        unsafe {
+            if kind != SlotKind::Post {
+                check(
+                    "MPI_Irecv",
+                    ffi::MPI_Irecv(
+                        &mut **reply as *mut Reply as *mut c_void,
+                        std::mem::size_of::<Reply>() as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        pe as c_int,
+                        TAG_REPLY + s as c_int,
+                        am_comm,
+                        recv,
+                    ),
+                )?;
+            }
+            check(
+                "MPI_Isend",
+                ffi::MPI_Isend(
+                    &**req as *const Request as *const c_void,
+                    std::mem::size_of::<Request>() as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    pe as c_int,
+                    TAG_REQUEST,
+                    am_comm,
+                    send,
+                ),
+            )?;
+        }
+        match kind {
+            SlotKind::Post => {
+                // A small send is usually complete at once: free the slot
+                // now rather than at the next progress.
+                if self.slot_done(s)? {
+                    self.free.push(s);
+                } else {
+                    self.busy.push(s);
+                }
+                let bit = if region == abi::REGION_CTRL { POSTED_CTRL } else { POSTED_USER };
+                let was = self.is_posted[pe as usize];
+                self.is_posted[pe as usize] |= bit;
+                if was == 0 {
+                    if bit == POSTED_USER {
+                        self.posted.push(pe);
+                    } else {
+                        self.ctrl_posted.push(pe);
+                    }
+                } else if was == POSTED_CTRL && bit == POSTED_USER {
+                    // Move it to the list every flush looks at.
+                    self.ctrl_posted.retain(|&t| t != pe);
+                    self.posted.push(pe);
+                }
+            }
+            SlotKind::Marker => {
+                self.outstanding[pe as usize] += 1;
+                self.total_outstanding += 1;
+                self.busy.push(s);
+            }
+            SlotKind::Fetch => {}
+        }
+        Ok(s)
     }
 
     fn win(&self, region: u32) -> Result<ffi::MPI_Win, String> {
@@ -368,46 +525,14 @@ impl Plugin {
             // SAFETY: inside our own exposed region; the core checked alignment.
             return unsafe { apply_amo(base + offset, size, op, operand, cond) };
         }
+        let req = Request { region, size, op, slot: 0, offset: offset as u64, operand, cond };
+        let kind = if nbi { SlotKind::Post } else { SlotKind::Fetch };
         // Claim a slot (serving others while none is free).
         let mut backoff = Backoff(0);
         let slot = loop {
             let mut inner = self.lock();
-            if let Some(s) = inner.slots.iter().position(|s| !s.busy) {
-                let slot = &mut inner.slots[s];
-                slot.busy = true;
-                slot.target = pe;
-                *slot.req = Request { region, size, op, slot: s as u32, offset: offset as u64, operand, cond };
-                let ClientSlot { send, recv, req, reply, .. } = slot;
-                // SAFETY: the boxes live in the slot until both complete.
-                unsafe {
-                    check(
-                        "MPI_Irecv",
-                        ffi::MPI_Irecv(
-                            &mut **reply as *mut Reply as *mut c_void,
-                            std::mem::size_of::<Reply>() as c_int,
-                            ffi::RSMPI_UINT8_T,
-                            pe as c_int,
-                            TAG_REPLY + s as c_int,
-                            self.am_comm,
-                            recv,
-                        ),
-                    )?;
-                    check(
-                        "MPI_Isend",
-                        ffi::MPI_Isend(
-                            &**req as *const Request as *const c_void,
-                            std::mem::size_of::<Request>() as c_int,
-                            ffi::RSMPI_UINT8_T,
-                            pe as c_int,
-                            TAG_REQUEST,
-                            self.am_comm,
-                            send,
-                        ),
-                    )?;
-                }
-                inner.outstanding[pe as usize] += 1;
-                inner.total_outstanding += 1;
-                break s;
+            if !inner.free.is_empty() {
+                break inner.send(self.am_comm, pe, kind, req)?;
             }
             inner.progress(self.am_comm)?;
             drop(inner);
@@ -416,12 +541,16 @@ impl Plugin {
         if nbi {
             return Ok(0);
         }
+        // Wait for the answer, serving other PEs' requests meanwhile (they
+        // may be waiting for ours).
         let mut backoff = Backoff(0);
         loop {
             let mut inner = self.lock();
-            inner.progress(self.am_comm)?;
-            if !inner.slots[slot].busy {
-                return Ok(inner.slots[slot].reply.old);
+            inner.serve(self.am_comm)?;
+            if inner.slot_done(slot)? {
+                let old = inner.slots[slot].reply.old;
+                inner.free.push(slot);
+                return Ok(old);
             }
             drop(inner);
             backoff.pause();
@@ -479,7 +608,7 @@ impl Plugin {
         Ok(())
     }
 
-    fn flush(&self, pe: c_int) -> Result<(), String> {
+    fn flush(&self, pe: c_int, finalizing: bool) -> Result<(), String> {
         {
             // Target by target: cheaper than MPI_Win_flush_all when few
             // targets were written, and MPICH 4.0's flush_all was seen to
@@ -501,9 +630,23 @@ impl Plugin {
                     check("MPI_Win_flush", unsafe { ffi::MPI_Win_flush(t as c_int, win) })?;
                 }
             }
+            let left = if pe < 0 { inner.total_outstanding } else { inner.outstanding[pe as usize] as usize };
+            if left == 0 && (pe >= 0 || !inner.has_posts(finalizing)) {
+                return Ok(());
+            }
         }
-        // Outstanding AMO answers (none: no progress call, whose tests
-        // and window syncs cost as much as the flush itself).
+        // Non-fetching AMOs: a flush for every PE sends a marker to each
+        // target they went to, answered once they are applied (a flush for
+        // one PE completes its transfers only: the core uses it to order
+        // them before a signal or flag, an AMO that MPI delivers after the
+        // earlier AMOs to that PE anyway). Posts to control words (barrier
+        // and collective flags, which their targets wait for) are
+        // completed only at finalize.
+        if pe < 0 {
+            self.send_markers(finalizing)?;
+        }
+        // The markers' answers (no progress call when none are out: its
+        // tests and window syncs cost as much as the flush itself).
         let mut backoff = Backoff(0);
         loop {
             let mut inner = self.lock();
@@ -511,10 +654,37 @@ impl Plugin {
             if left(&inner) == 0 {
                 return Ok(());
             }
-            inner.progress(self.am_comm)?;
+            inner.serve(self.am_comm)?;
+            inner.retire()?;
             if left(&inner) == 0 {
                 return Ok(());
             }
+            drop(inner);
+            backoff.pause();
+        }
+    }
+
+    /// Sends a flush marker to every target of posted AMOs (control-word
+    /// posts too when `all`), serving requests while no slot is free.
+    fn send_markers(&self, all: bool) -> Result<(), String> {
+        let mut backoff = Backoff(0);
+        loop {
+            let mut inner = self.lock();
+            while inner.has_posts(all) && !inner.free.is_empty() {
+                let t = match inner.posted.pop() {
+                    Some(t) => t,
+                    None => inner.ctrl_posted.pop().ok_or("no posted target")?,
+                };
+                if std::mem::take(&mut inner.is_posted[t as usize]) == 0 {
+                    continue;
+                }
+                let marker = Request { op: OP_FLUSH, ..Request::default() };
+                inner.send(self.am_comm, t, SlotKind::Marker, marker)?;
+            }
+            if !inner.has_posts(all) {
+                return Ok(());
+            }
+            inner.progress(self.am_comm)?;
             drop(inner);
             backoff.pause();
         }
@@ -561,7 +731,7 @@ impl Plugin {
     }
 
     fn finalize(&self) -> Result<(), String> {
-        self.flush(-1)?;
+        self.flush(-1, true)?;
         let mut inner = self.lock();
         // Replies we still send (their receivers have posted receives).
         for r in inner.replies.iter_mut() {
@@ -570,9 +740,23 @@ impl Plugin {
         }
         inner.replies.clear();
         // Everybody is done sending requests before receives are withdrawn.
+        // A PE still waits for answers to its flush markers when others
+        // get here, so the barrier serves requests while it waits.
+        let mut req = request_null();
         // SAFETY: a collective on our own communicator, under the plugin lock.
-        check("MPI_Barrier", unsafe { ffi::MPI_Barrier(self.comm) })?;
-        inner.progress(self.am_comm)?;
+        check("MPI_Ibarrier", unsafe { ffi::MPI_Ibarrier(self.comm, &mut req) })?;
+        let mut backoff = Backoff(0);
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: the barrier's request.
+            check("MPI_Test", unsafe { ffi::MPI_Test(&mut req, &mut flag, status_ignore()) })?;
+            if flag != 0 {
+                break;
+            }
+            inner.serve(self.am_comm)?;
+            backoff.pause();
+        }
+        inner.serve(self.am_comm)?;
         for r in inner.replies.iter_mut() {
             // SAFETY: r.req is a pending reply send whose buffer r owns until it completes.
             check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut r.req, status_ignore()) })?;
@@ -696,7 +880,7 @@ unsafe extern "C" fn op_amo(
 }
 
 unsafe extern "C" fn op_flush(ctx: *mut c_void, pe: c_int) -> c_int {
-    guarded("op_flush", 1, || status(plugin(ctx).flush(pe)))
+    guarded("op_flush", 1, || status(plugin(ctx).flush(pe, false)))
 }
 
 unsafe extern "C" fn op_progress(ctx: *mut c_void) -> c_int {
@@ -886,7 +1070,7 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
     let name = format!("{} ({level_name})", library_version());
     let slots = (0..SLOTS)
         .map(|_| ClientSlot {
-            busy: false,
+            kind: SlotKind::Post,
             target: 0,
             send: request_null(),
             recv: request_null(),
@@ -908,6 +1092,11 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
                 is_dirty: [vec![false; size as usize], vec![false; size as usize], vec![false; size as usize]],
                 regions: [(0, 0); abi::REGIONS],
                 slots,
+                free: (0..SLOTS).rev().collect(),
+                busy: Vec::new(),
+                posted: Vec::new(),
+                ctrl_posted: Vec::new(),
+                is_posted: vec![0; size as usize],
                 outstanding: vec![0; size as usize],
                 total_outstanding: 0,
                 recvs,
