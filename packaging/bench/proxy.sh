@@ -13,12 +13,17 @@
 #
 #   packaging/bench/proxy.sh [--mpi openmpi|mpich] [--pes N] [--rounds N]
 #                            [--quick] [--out DIR] [--oshmpi PREFIX] [--debug]
+#                            [--multihost]
+#
+# --multihost runs every program across the two network-namespace hosts of
+# tests/mpi/multihost.sh (root; Open MPI over TCP, PES/2 PEs on each host,
+# node-local sharing on within a host) instead of on this one.
 #
 # --debug uses the debug build already there (CI's smoke run: no extra
 # builds; its figures mean nothing).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-mpi=mpich pes=2 rounds=3 quick="" out="" oshmpi="" profile=release
+mpi=mpich pes=2 rounds=3 quick="" out="" oshmpi="" profile=release multihost=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --mpi) mpi="$2"; shift 2 ;;
@@ -28,6 +33,7 @@ while [ $# -gt 0 ]; do
         --out) out="$2"; shift 2 ;;
         --oshmpi) oshmpi="$2"; shift 2 ;;
         --debug) profile=debug; shift ;;
+        --multihost) multihost=1; shift ;;
         *) echo "proxy.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -36,6 +42,13 @@ case "$mpi" in
     mpich) mpicc=mpicc.mpich; launch=(mpiexec.mpich -n "$pes" -genv ISHMEM_ENABLE_SHM 0) ;;
     *) echo "proxy.sh: --mpi openmpi or mpich" >&2; exit 2 ;;
 esac
+where="one host, ISHMEM_ENABLE_SHM=0"
+if [ -n "$multihost" ]; then
+    [ "$mpi" = openmpi ] || { echo "proxy.sh: --multihost runs Open MPI (--mpi openmpi)" >&2; exit 2; }
+    [ $((pes % 2)) = 0 ] || { echo "proxy.sh: --multihost needs an even --pes" >&2; exit 2; }
+    launch=("$root/tests/mpi/multihost.sh" $((pes / 2)) --)
+    where="two hosts over TCP, $((pes / 2)) PEs each"
+fi
 command -v "$mpicc" >/dev/null || { echo "proxy.sh: $mpicc not found (tests/provision.sh installs both MPIs)" >&2; exit 2; }
 out="${out:-${CARGO_TARGET_DIR:-$root/target}/bench-proxy-$mpi}"
 mkdir -p "$out"
@@ -65,9 +78,9 @@ for r in $(seq 1 "$rounds"); do
     run "$out/create-$r.csv" "$out/bench_mpi" --create
     [ -z "$oshmpi" ] || run "$out/oshmpi-$r.csv" "$out/bench_oshmpi"
 done
-python3 - "$out" "$mpi" "$pes" <<'EOF'
+python3 - "$out" "$mpi" "$pes" "$where" <<'EOF'
 import csv, glob, os, statistics, sys
-out, mpi, pes = sys.argv[1:4]
+out, mpi, pes, where = sys.argv[1:5]
 def load(prefix):
     runs = {}
     for path in sorted(glob.glob(os.path.join(out, f"{prefix}-*.csv"))):
@@ -85,7 +98,7 @@ def adv(a, b, unit):  # > 1: a faster
     return a / b if unit == "MB/s" else b / a
 fmt = lambda x: "n/a" if x is None else (f"{x:.3g}" if x < 1000 else f"{x:.0f}")
 head = ["figure", "bytes"] + [c[0] for c in cols] + ["unit", "vs allocate", "vs create"] + (["vs OSHMPI"] if osh else [])
-print(f"MPI proxy vs raw MPI RMA: {mpi}, {pes} PEs, ISHMEM_ENABLE_SHM=0, medians of rounds\n")
+print(f"MPI proxy vs raw MPI RMA: {mpi}, {pes} PEs, {where}, medians of rounds\n")
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for key in cols[1][1]:

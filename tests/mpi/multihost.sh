@@ -9,15 +9,26 @@
 # a lock across hosts, through the MPI proxy.
 #
 #   tests/mpi/multihost.sh [PES_PER_HOST]     (root; default 2)
+#   tests/mpi/multihost.sh PES_PER_HOST -- PROGRAM [ARGS...]
+#
+# The second form runs PROGRAM (an Open MPI program, e.g. a benchmark)
+# across the two hosts instead of the test, with the same settings, and
+# prints its output (packaging/bench/proxy.sh --multihost uses it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 per_host="${1:-2}"
+user_prog=()
+if [ "${2:-}" = "--" ]; then
+    shift 2
+    user_prog=("$@")
+    [ ${#user_prog[@]} -gt 0 ] || { echo "multihost: no program after --" >&2; exit 2; }
+fi
 [ "$(id -u)" = 0 ] || { echo "multihost: needs root (network and UTS namespaces)" >&2; exit 1; }
 for tool in ip nsenter unshare mpirun.openmpi; do
     command -v $tool >/dev/null || { echo "multihost: $tool is missing" >&2; exit 1; }
 done
 target="${CARGO_TARGET_DIR:-$PWD/target}/debug"
-[ -f "$target/libishmem.so" ] && [ -f "$target/ishmem/libishmem_proxy_oshmpi-openmpi.so" ] || {
+[ ${#user_prog[@]} -gt 0 ] || [ -f "$target/libishmem.so" ] && [ -f "$target/ishmem/libishmem_proxy_oshmpi-openmpi.so" ] || {
     echo "multihost: build first (cargo build --workspace; proxy-oshmpi/build-plugins.sh)" >&2; exit 1; }
 
 run="/run/ishmem-multihost.$$"
@@ -72,21 +83,29 @@ ENTER
 chmod +x "$run/enter"
 chmod +x "$run/agent"
 
+n=$((2 * per_host))
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun_hosts() { # limit, program and args: per_host processes on each host
+    local limit="$1"
+    shift
+    timeout "$limit" nsenter --net="/run/netns/$nsa" --uts="$run/uts-a" -- "$run/enter" \
+        mpirun.openmpi --oversubscribe --mca plm_rsh_agent "$run/agent" \
+        -H "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
+        --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=tcp,self \
+        --mca oob_tcp_if_include 10.77.0.0/24 -x ISHMEM_SYMMETRIC_SIZE=64m "$@"
+}
+if [ ${#user_prog[@]} -gt 0 ]; then
+    mpirun_hosts 600 "${user_prog[@]}" < /dev/null
+    exit
+fi
+
 prog="$target/c-tests/multihost"
 mkdir -p "$target/c-tests"
 cc -std=c11 -O2 -Wall -Wextra -Werror tests/c/multihost.c -I bindings/c/include -I tests/c \
     -L "$target" -lishmem -Wl,-rpath,"$target" -o "$prog"
 
-n=$((2 * per_host))
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 set +e
-out=$(timeout 120 nsenter --net="/run/netns/$nsa" --uts="$run/uts-a" -- "$run/enter" \
-    mpirun.openmpi --oversubscribe --mca plm_rsh_agent "$run/agent" \
-        -H "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
-        --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=tcp,self \
-        --mca oob_tcp_if_include 10.77.0.0/24 \
-        -x TEST_PES_PER_HOST="$per_host" -x ISHMEM_SYMMETRIC_SIZE=64m \
-        "$prog" 2>&1)
+out=$(mpirun_hosts 120 -x TEST_PES_PER_HOST="$per_host" "$prog" 2>&1)
 rc=$?
 set -e
 if [ $rc -ne 0 ] || ! grep -q "multihost ok: $n PEs on 2 hosts" <<<"$out"; then
