@@ -14,6 +14,8 @@
 # The second form runs PROGRAM (an Open MPI program, e.g. a benchmark)
 # across the two hosts instead of the test, with the same settings, and
 # prints its output (packaging/bench/proxy.sh --multihost uses it).
+# MULTIHOST_TRANSPORT=ob1 runs MPI over Open MPI's own TCP transport
+# (pml ob1, btl tcp, osc pt2pt) instead of UCX's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 per_host="${1:-2}"
@@ -85,14 +87,18 @@ chmod +x "$run/agent"
 
 n=$((2 * per_host))
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+case "${MULTIHOST_TRANSPORT:-ucx}" in
+    ucx) transport=(--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=tcp,self) ;;
+    ob1) transport=(--mca pml ob1 --mca btl tcp,self,vader --mca osc pt2pt --mca btl_tcp_if_include 10.77.0.0/24) ;;
+    *) echo "multihost: MULTIHOST_TRANSPORT is ucx or ob1" >&2; exit 2 ;;
+esac
 mpirun_hosts() { # limit, program and args: per_host processes on each host
     local limit="$1"
     shift
     timeout "$limit" nsenter --net="/run/netns/$nsa" --uts="$run/uts-a" -- "$run/enter" \
         mpirun.openmpi --oversubscribe --mca plm_rsh_agent "$run/agent" \
         -H "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
-        --mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=tcp,self \
-        --mca oob_tcp_if_include 10.77.0.0/24 -x ISHMEM_SYMMETRIC_SIZE=64m "$@"
+        "${transport[@]}" --mca oob_tcp_if_include 10.77.0.0/24 -x ISHMEM_SYMMETRIC_SIZE=64m "$@"
 }
 if [ ${#user_prog[@]} -gt 0 ]; then
     mpirun_hosts 600 "${user_prog[@]}" < /dev/null
