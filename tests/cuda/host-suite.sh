@@ -60,6 +60,10 @@ while IFS='|' read -r name prog pes launchers devices tags expect envs args; do
     devices="$(trim "$devices")" launchers="$(trim "$launchers")"
     [ "$devices" = any ] || has "$devices" "$dev" || continue
     [ "$launchers" = any ] || has "$launchers" "$launcher" || continue
+    # node: needs every PE's control segment on this node (tests/README.md)
+    if has "$(trim "$tags")" node && [ "$launcher" != ishmrun ] && [ "${ISHMEM_ENABLE_SHM:-1}" = 0 ]; then
+        continue
+    fi
     prog="$(trim "$prog")"
     src="$root/${prog#*:}" exe="$(basename "${prog#*:}")"; exe="${exe%.*}"
     case "${prog%%:*}" in
