@@ -10,7 +10,8 @@
 //!   region (heap, data segment, control segment), each created over the
 //!   core's own memory with `MPI_Win_create` and opened once with
 //!   `MPI_Win_lock_all(MPI_MODE_NOCHECK)`. Blocking forms end with
-//!   `MPI_Win_flush_local`; quiet is `MPI_Win_flush` of every (window,
+//!   `MPI_Win_flush_local`, except small puts, which leave from a copy
+//!   (`ISHMEM_PROXY_PUT_COPY`); quiet is `MPI_Win_flush` of every (window,
 //!   target) pair written since the last quiet, and a flush for one PE
 //!   (before a signal, a ctrl store) flushes only that target.
 //! * AMOs: active messages on a second duplicate communicator. The target
@@ -59,6 +60,15 @@ const NO_REPLY: u32 = u32::MAX;
 /// from its sender has been applied (MPI keeps one sender's messages in
 /// order, and the target serves them in arrival order).
 const OP_FLUSH: u32 = 0xFFFF_0000;
+
+/// Size of the buffer small blocking puts leave from (see
+/// `Inner::copy_put`).
+const COPY_BYTES: usize = 1 << 20;
+
+/// One cache line of that buffer.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
 
 /// `Inner::is_posted` bits.
 const POSTED_USER: u8 = 1;
@@ -137,6 +147,12 @@ struct Inner {
     /// Flush markers unanswered, per target PE.
     outstanding: Vec<u32>,
     total_outstanding: usize,
+    /// Copies of small blocking puts (see `copy_put`; allocated at the
+    /// first) and how much of the buffer is in use.
+    copies: Vec<Line>,
+    copies_used: usize,
+    /// Some copied put may not be complete even locally.
+    copies_pending: bool,
     recvs: Vec<ServerRecv>,
     /// The oldest posted receive (see `serve`).
     next_recv: usize,
@@ -153,6 +169,8 @@ struct Plugin {
     rank: u32,
     size: u32,
     owns: bool,
+    /// Blocking puts up to this size leave from a copy (`ISHMEM_PROXY_PUT_COPY`).
+    put_copy_max: usize,
     inner: Mutex<Inner>,
     name: CString,
 }
@@ -246,7 +264,15 @@ impl Inner {
     /// Lets MPI progress, serves other PEs' requests, retires finished
     /// sends and answered markers. Returns how many events it handled.
     fn progress(&mut self, am_comm: ffi::MPI_Comm) -> Result<usize, String> {
-        let events = self.serve(am_comm)? + self.retire()?;
+        let mut events = self.serve(am_comm)? + self.retire()?;
+        if self.copies_pending {
+            // Puts that left from copies are not yet pushed to their
+            // targets: some MPIs (Open MPI's pt2pt) queue them until a
+            // completion call, and the PE that wrote them may now wait for
+            // an answer to them (a flag, then wait_until).
+            self.complete_copies()?;
+            events += 1;
+        }
         // Orders our loads after remote updates in MPI's separate memory
         // model. In the unified model a fence would do, but MPICH's
         // MPI_Win_sync also advances its RMA progress: without it, transfers
@@ -475,6 +501,50 @@ impl Inner {
         Ok(s)
     }
 
+    /// Copies `len` bytes at `src` (at most a quarter of the copy buffer:
+    /// the core caps `ISHMEM_PROXY_PUT_COPY` at 128 KiB) into the copy
+    /// buffer and returns the copy. A copy stays untouched until its put is
+    /// complete: the buffer is reused from its start after a flush of every
+    /// target, or, when full, after waiting for local completion of every
+    /// window's transfers.
+    fn copy_put(&mut self, src: *const u8, len: usize) -> Result<*mut c_void, String> {
+        let need = len.div_ceil(64) * 64;
+        if need > COPY_BYTES / 4 {
+            return Err(format!("a put of {len} bytes is too large to copy"));
+        }
+        if self.copies_used + need > COPY_BYTES {
+            self.complete_copies()?;
+        }
+        if self.copies.is_empty() {
+            self.copies = vec![Line([0; 64]); COPY_BYTES / 64];
+        }
+        // SAFETY: copies_used + len <= COPY_BYTES, the buffer's size; src is
+        // valid for len bytes (the caller's contract) and is not ours.
+        unsafe {
+            let d = (self.copies.as_mut_ptr() as *mut u8).add(self.copies_used);
+            std::ptr::copy_nonoverlapping(src, d, len);
+            self.copies_used += need;
+            self.copies_pending = true;
+            Ok(d as *mut c_void)
+        }
+    }
+
+    /// Waits for local completion of the transfers to every target written
+    /// since its last flush, which frees the put copies. Target by target:
+    /// MPICH 4.0's `MPI_Win_flush_local_all` returned while copies were
+    /// still to be read (tests/c/put_stream.c), as its `flush_all` did.
+    fn complete_copies(&mut self) -> Result<(), String> {
+        for w in 0..abi::REGIONS {
+            for &t in &self.dirty[w] {
+                // SAFETY: an open window (a target is dirty only there) and a valid rank.
+                check("MPI_Win_flush_local", unsafe { ffi::MPI_Win_flush_local(t as c_int, self.wins[w]) })?;
+            }
+        }
+        self.copies_used = 0;
+        self.copies_pending = false;
+        Ok(())
+    }
+
     fn win(&self, region: u32) -> Result<ffi::MPI_Win, String> {
         match self.wins.get(region as usize) {
             Some(&w) if w != win_null() => Ok(w),
@@ -562,6 +632,13 @@ impl Plugin {
     ) -> Result<(), String> {
         let mut inner = self.lock();
         let win = inner.win(region)?;
+        // A small blocking put leaves from a copy, so the caller's buffer
+        // is free at once, without waiting for MPI's local completion.
+        let (buf, nbi) = if put && !nbi && len <= self.put_copy_max {
+            (inner.copy_put(buf as *const u8, len)?, true)
+        } else {
+            (buf, nbi)
+        };
         let mut done = 0;
         while done < len {
             let n = (len - done).min(MAX_CHUNK);
@@ -629,6 +706,11 @@ impl Plugin {
                     // SAFETY: an open window and a valid rank.
                     check("MPI_Win_flush", unsafe { ffi::MPI_Win_flush(t as c_int, win) })?;
                 }
+            }
+            if pe < 0 {
+                // Every transfer is complete, the copied puts too.
+                inner.copies_used = 0;
+                inner.copies_pending = false;
             }
             let left = if pe < 0 { inner.total_outstanding } else { inner.outstanding[pe as usize] as usize };
             if left == 0 && (pe >= 0 || !inner.has_posts(finalizing)) {
@@ -1086,6 +1168,7 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
             rank: rank as u32,
             size: size as u32,
             owns,
+            put_copy_max: args.put_copy_max,
             inner: Mutex::new(Inner {
                 wins: [win_null(); abi::REGIONS],
                 dirty: [Vec::new(), Vec::new(), Vec::new()],
@@ -1099,6 +1182,9 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
                 is_posted: vec![0; size as usize],
                 outstanding: vec![0; size as usize],
                 total_outstanding: 0,
+                copies: Vec::new(),
+                copies_used: 0,
+                copies_pending: false,
                 recvs,
                 next_recv: 0,
                 replies: Vec::new(),

@@ -216,6 +216,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_PROXY_PUT_COPY",
+        kind: Kind::Size,
+        default: "8k",
+        help: "Under MPI: a blocking put to a remote PE of at most this many bytes is copied into a 1 MiB buffer of the MPI proxy and leaves from there, so it returns without waiting for MPI's local completion (a round trip with Open MPI's pt2pt one-sided component, the one TCP networks get); the copies are reused after the next quiet. At most 128k; 0 turns it off.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_COLL_CHECK",
         kind: Kind::Bool,
         default: "1",
@@ -436,6 +443,8 @@ pub struct Config {
     pub mpi_proxy: Option<String>,
     /// ISHMEM_PROXY_PROGRESS_THREAD
     pub progress_thread: bool,
+    /// ISHMEM_PROXY_PUT_COPY (bytes, at most 128 KiB; 0: off)
+    pub proxy_put_copy: u64,
     /// ISHMEM_ROOT
     pub root: Option<String>,
     /// ISHMEM_COLL_CHECK
@@ -588,6 +597,14 @@ impl Config {
             enable_shm: r.bool("ISHMEM_ENABLE_SHM", None)?,
             mpi_proxy: r.text("ISHMEM_MPI_PROXY"),
             progress_thread: r.bool("ISHMEM_PROXY_PROGRESS_THREAD", None)?,
+            proxy_put_copy: {
+                let n = r.size_or_zero("ISHMEM_PROXY_PUT_COPY")?;
+                if n > 128 << 10 {
+                    let (v, from, _) = r.value("ISHMEM_PROXY_PUT_COPY", None, Kind::Size);
+                    return Err(EnvError { name: from, value: v, expected: "a size from 0 to 128k" });
+                }
+                n
+            },
             root: r.text("ISHMEM_ROOT"),
             coll_check: r.bool("ISHMEM_COLL_CHECK", None)?,
             deadlock_timeout: r.uint_or_default("ISHMEM_DEADLOCK_TIMEOUT")?,

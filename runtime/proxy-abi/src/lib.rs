@@ -26,7 +26,7 @@ extern crate std;
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// Name of the initialization function a plugin exports.
 pub const INIT_SYMBOL: &[u8] = b"ishmem_proxy_init\0";
@@ -238,6 +238,10 @@ pub struct ProxyInitArgs {
     /// Buffer for an error message when init fails (NUL-terminated).
     pub err: *mut c_char,
     pub err_len: usize,
+    /// Blocking puts of at most this many bytes may leave from a copy the
+    /// plugin keeps until the next flush, instead of waiting for local
+    /// completion (0: never). Since ABI 3.
+    pub put_copy_max: usize,
 }
 
 /// The plugin's function table.

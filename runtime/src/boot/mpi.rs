@@ -33,7 +33,13 @@ use std::time::{Duration, Instant};
 pub fn start(
     config: &Config, opts: &InitOptions, device: &dyn Device, heap_size: usize,
 ) -> Result<JobLayout, InitError> {
-    let ops = plugin::load(config.mpi_proxy.as_deref(), config.root.as_deref(), opts.app_comm, opts.requested_thread)?;
+    let ops = plugin::load(
+        config.mpi_proxy.as_deref(),
+        config.root.as_deref(),
+        opts.app_comm,
+        opts.requested_thread,
+        config.proxy_put_copy as usize,
+    )?;
     let r: &'static Remote = Box::leak(Box::new(Remote::new(Box::new(ops))));
     let (my_pe, n_pes) = (r.rank(), r.size());
     if n_pes == 0 || n_pes > i32::MAX as usize || my_pe >= n_pes {

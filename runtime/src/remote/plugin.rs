@@ -259,9 +259,9 @@ pub fn installed_plugins(root: Option<&str>, also: &[PathBuf]) -> Vec<PathBuf> {
 /// Loads and initializes the MPI proxy: `explicit` (`ISHMEM_MPI_PROXY`) or
 /// the plugin for the MPI in use, searched beside the library and in
 /// `root` (`ISHMEM_ROOT`). `app_comm` points to the application's
-/// `MPI_Comm` when it owns MPI.
+/// `MPI_Comm` when it owns MPI; `put_copy_max` is `ISHMEM_PROXY_PUT_COPY`.
 pub fn load(
-    explicit: Option<&str>, root: Option<&str>, app_comm: *const c_void, requested_thread: c_int,
+    explicit: Option<&str>, root: Option<&str>, app_comm: *const c_void, requested_thread: c_int, put_copy_max: usize,
 ) -> Result<PluginRemote, RemoteError> {
     let mut tried = Vec::new();
     for path in candidate_paths(explicit, root) {
@@ -308,6 +308,7 @@ pub fn load(
             requested_thread,
             err: err.as_mut_ptr() as *mut c_char,
             err_len: err.len(),
+            put_copy_max,
         };
         let mut ops = std::mem::MaybeUninit::<abi::ProxyOps>::uninit();
         let _in = super::InCall::enter();
