@@ -916,7 +916,7 @@ mod tests {
                 };
                 (v.name, val)
             })
-            .chain([("ISHMEM_RUNTIME", "auto"), ("ISHMEM_DEVICE", "cpu")])
+            .chain([("ISHMEM_RUNTIME", "auto"), ("ISHMEM_DEVICE", "cpu"), ("ISHMEM_PROXY_PUT_COPY", "64k")])
             .collect();
         Config::from_lookup(&|n| all.get(n).map(|s| s.to_string())).unwrap();
         let e = Config::from_lookup(&|n| (n == "ISHMEM_DEVICE").then(|| "cuda9".to_string())).unwrap_err();
