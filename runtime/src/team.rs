@@ -203,8 +203,10 @@ impl State {
         if check {
             // The whole signature stays here for a report; word 0 goes to
             // the successor (this sync's round-0 partner), on the line of
-            // the flag this PE stores there next. Through the proxy, the
-            // sync's flush completes it before that flag store.
+            // the flag this PE stores there next. Through a proxy it lands
+            // before that flag: the sync's flush completes it (a host
+            // OpenSHMEM library's quiet), or both are messages to that PE,
+            // applied in the order sent (the MPI proxy).
             for (w, v) in mine.sig[par].iter().zip(words).skip(1) {
                 w.store(v, Ordering::Relaxed);
             }
