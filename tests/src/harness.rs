@@ -169,8 +169,40 @@ impl Run {
 }
 
 /// Runs `cmd` with a timeout, collecting its output; records the run in
-/// `TEST_RESULTS` under `label`.
+/// `TEST_RESULTS` under `label`. A run the launcher itself broke (see
+/// [`launcher_race`]) is run again, twice at most.
 pub fn run_labeled(mut cmd: Command, timeout: Duration, label: &str) -> Run {
+    let mut r = run_once(&mut cmd, timeout, label);
+    for _ in 0..2 {
+        let Some(why) = launcher_race(&cmd, &r) else { break };
+        eprintln!("{label}: {why}: running it again");
+        r = run_once(&mut cmd, timeout, label);
+    }
+    r
+}
+
+/// A failure of the launcher, not of the program, seen on this machine:
+/// - MPICH 4.0's `mpiexec` (Hydra) sometimes dies of SIGPIPE, forwarding
+///   nothing, when a PE ends during start-up (4 of 60 runs of a PE that
+///   fails before `MPI_Init` on a loaded 2-core machine);
+/// - Open MPI 4.1's `mpirun`/`oshrun` sometimes fails to create its session
+///   directory (`/tmp/ompi.<host>.<uid>`, "File exists") while another job
+///   removes it: twice in one CI run of parallel jobs.
+fn launcher_race(cmd: &Command, r: &Run) -> Option<&'static str> {
+    let prog = file_name(Path::new(cmd.get_program()));
+    if prog.starts_with("mpiexec") && r.signal == Some(libc::SIGPIPE) {
+        return Some("mpiexec died of SIGPIPE (a Hydra race with PEs that end early)");
+    }
+    if r.code.is_some_and(|c| c != 0)
+        && r.stderr.contains("A call to mkdir was unable to create the desired directory")
+        && r.stderr.contains("/ompi.")
+    {
+        return Some("Open MPI could not create its session directory (a race with another job's cleanup)");
+    }
+    None
+}
+
+fn run_once(cmd: &mut Command, timeout: Duration, label: &str) -> Run {
     let start = Instant::now();
     let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
     let mut out = child.stdout.take().unwrap();
@@ -451,18 +483,7 @@ pub fn expect_failure_of(
 ) -> Run {
     let before = leftovers();
     let what = format!("{} {} on {n} PEs", file_name(prog), args.join(" "));
-    let mut r = run_labeled(launch(n, prog, args, envs, true), FAIL_TIMEOUT, &format!("{what} (expected failure)"));
-    // MPICH 4.0's mpiexec (Hydra) sometimes dies of SIGPIPE, with nothing
-    // forwarded, when a PE ends during start-up (4 of 60 runs of a PE that
-    // fails before MPI_Init, on a loaded 2-core machine): a launcher bug,
-    // not the library's; run such a job again, twice at most.
-    for _ in 0..2 {
-        if launcher() != Launcher::Mpich || r.signal != Some(libc::SIGPIPE) {
-            break;
-        }
-        eprintln!("{what}: mpiexec died of SIGPIPE (a Hydra race with PEs that end early): running it again");
-        r = run_labeled(launch(n, prog, args, envs, true), FAIL_TIMEOUT, &format!("{what} (expected failure)"));
-    }
+    let r = run_labeled(launch(n, prog, args, envs, true), FAIL_TIMEOUT, &format!("{what} (expected failure)"));
     if launcher() == Launcher::Mpich {
         // Hydra reports the first process that ended badly, which can be a
         // peer it killed (exit 9) rather than the one that called
@@ -754,6 +775,27 @@ fn program_stem(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launcher_races_are_told_from_program_failures() {
+        let run = |code: Option<i32>, signal: Option<i32>, stderr: &str| Run {
+            code,
+            signal,
+            stdout: String::new(),
+            stderr: stderr.into(),
+            elapsed: Duration::ZERO,
+            timed_out: false,
+        };
+        let hydra = Command::new("mpiexec.mpich");
+        let orte = Command::new("mpirun.openmpi");
+        assert!(launcher_race(&hydra, &run(None, Some(libc::SIGPIPE), "")).is_some());
+        assert!(launcher_race(&hydra, &run(None, Some(libc::SIGKILL), "")).is_none());
+        assert!(launcher_race(&orte, &run(None, Some(libc::SIGPIPE), "")).is_none());
+        let session = "A call to mkdir was unable to create the desired directory:\n\n  Directory: /tmp/ompi.vm.0\n";
+        assert!(launcher_race(&orte, &run(Some(1), None, session)).is_some());
+        assert!(launcher_race(&orte, &run(Some(0), None, session)).is_none());
+        assert!(launcher_race(&orte, &run(Some(1), None, "ishmem: PE 0: shmem_init failed")).is_none());
+    }
 
     #[test]
     fn parses_the_list_format() {
