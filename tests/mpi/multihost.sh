@@ -15,7 +15,8 @@
 # across the two hosts instead of the test, with the same settings, and
 # prints its output (packaging/bench/proxy.sh --multihost uses it).
 # MULTIHOST_TRANSPORT=ob1 runs MPI over Open MPI's own TCP transport
-# (pml ob1, btl tcp, osc pt2pt) instead of UCX's.
+# (pml ob1, btl tcp, osc pt2pt) instead of UCX's; MULTIHOST_MPI=mpich
+# starts PROGRAM (an MPICH program) with MPICH's mpiexec instead.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 per_host="${1:-2}"
@@ -52,13 +53,17 @@ ip netns add "$nsb"
 ip link add "mh$$a" type veth peer name "mh$$b"
 ip link set "mh$$a" netns "$nsa"
 ip link set "mh$$b" netns "$nsb"
-ip -n "$nsa" addr add 10.77.0.1/24 dev "mh$$a"
-ip -n "$nsb" addr add 10.77.0.2/24 dev "mh$$b"
+
 for ns in "$nsa" "$nsb"; do
     ip -n "$ns" link set lo up
 done
-ip -n "$nsa" link set "mh$$a" up
-ip -n "$nsb" link set "mh$$b" up
+# One interface name on both hosts (mh0), as on a cluster's nodes.
+ip -n "$nsa" link set "mh$$a" name mh0
+ip -n "$nsb" link set "mh$$b" name mh0
+ip -n "$nsa" addr add 10.77.0.1/24 dev mh0
+ip -n "$nsb" addr add 10.77.0.2/24 dev mh0
+ip -n "$nsa" link set mh0 up
+ip -n "$nsb" link set mh0 up
 # Their own host names.
 for n in a b; do
     touch "$run/uts-$n"
@@ -68,6 +73,7 @@ done
 # The ssh stand-in mpirun uses to start its daemon on host b.
 cat > "$run/agent" <<AGENT
 #!/bin/sh
+while [ "\${1#-}" != "\$1" ]; do shift; done # ssh options (Hydra passes -x)
 host="\$1"; shift
 case "\$host" in
     10.77.0.1) n=a; ns=$nsa ;;
@@ -95,6 +101,14 @@ esac
 mpirun_hosts() { # limit, program and args: per_host processes on each host
     local limit="$1"
     shift
+    if [ "${MULTIHOST_MPI:-openmpi}" = mpich ]; then
+        # MPICH's Hydra through the same agent, ch4:ucx over TCP on mh0.
+        timeout "$limit" nsenter --net="/run/netns/$nsa" --uts="$run/uts-a" -- "$run/enter" \
+            mpiexec.mpich -launcher ssh -launcher-exec "$run/agent" -iface mh0 \
+            -hosts "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
+            -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES mh0 -genv ISHMEM_SYMMETRIC_SIZE 64m "$@"
+        return
+    fi
     timeout "$limit" nsenter --net="/run/netns/$nsa" --uts="$run/uts-a" -- "$run/enter" \
         mpirun.openmpi --oversubscribe --mca plm_rsh_agent "$run/agent" \
         -H "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
