@@ -814,6 +814,21 @@ impl Plugin {
 
     fn finalize(&self) -> Result<(), String> {
         self.flush(-1, true)?;
+        // Posts whose sends MPI has not yet completed locally (their
+        // targets applied them: the markers said so): no request of ours
+        // is left to MPI_Finalize, which over MPICH's UCX could wait for
+        // peers already in its closing barrier.
+        let mut backoff = Backoff(0);
+        loop {
+            let mut inner = self.lock();
+            inner.serve(self.am_comm)?;
+            inner.retire()?;
+            if inner.busy.is_empty() {
+                break;
+            }
+            drop(inner);
+            backoff.pause();
+        }
         let mut inner = self.lock();
         // Replies we still send (their receivers have posted receives).
         for r in inner.replies.iter_mut() {

@@ -125,7 +125,11 @@ cc -std=c11 -O2 -Wall -Wextra -Werror tests/c/multihost.c -I bindings/c/include 
     -L "$target" -lishmem -Wl,-rpath,"$target" -o "$prog"
 
 set +e
-out=$(mpirun_hosts 120 -x TEST_PES_PER_HOST="$per_host" "$prog" 2>&1)
+if [ "${MULTIHOST_MPI:-openmpi}" = mpich ]; then
+    out=$(mpirun_hosts 120 -genv TEST_PES_PER_HOST "$per_host" "$prog" 2>&1)
+else
+    out=$(mpirun_hosts 120 -x TEST_PES_PER_HOST="$per_host" "$prog" 2>&1)
+fi
 rc=$?
 set -e
 if [ $rc -ne 0 ] || ! grep -q "multihost ok: $n PEs on 2 hosts" <<<"$out"; then
@@ -134,4 +138,4 @@ if [ $rc -ne 0 ] || ! grep -q "multihost ok: $n PEs on 2 hosts" <<<"$out"; then
     exit 1
 fi
 echo "$out" | grep -v "^\s*$" | tail -3
-echo "multihost: ok ($n PEs on 2 hosts over TCP)"
+echo "multihost: ok ($n PEs on 2 hosts over TCP, ${MULTIHOST_MPI:-openmpi})"
