@@ -120,6 +120,25 @@ struct ServerRecv {
     buf: Box<Request>,
 }
 
+impl ServerRecv {
+    /// Posts the receive for the next request from any PE.
+    fn post(&mut self, am_comm: ffi::MPI_Comm) -> Result<(), String> {
+        // SAFETY: buf is a live Box owned by self until the receive
+        // completes or is cancelled (finalize).
+        check("MPI_Irecv", unsafe {
+            ffi::MPI_Irecv(
+                &mut *self.buf as *mut Request as *mut c_void,
+                std::mem::size_of::<Request>() as c_int,
+                ffi::RSMPI_UINT8_T,
+                ffi::RSMPI_ANY_SOURCE,
+                TAG_REQUEST,
+                am_comm,
+                &mut self.req,
+            )
+        })
+    }
+}
+
 struct PendingReply {
     req: ffi::MPI_Request,
     _buf: Box<Reply>,
@@ -345,20 +364,7 @@ impl Inner {
                 })?;
                 self.replies.push(PendingReply { req, _buf: buf });
             }
-            // Repost.
-            let ServerRecv { req, buf } = &mut self.recvs[i];
-            // SAFETY: buf is a live Box owned by self.recvs.
-            check("MPI_Irecv", unsafe {
-                ffi::MPI_Irecv(
-                    &mut **buf as *mut Request as *mut c_void,
-                    std::mem::size_of::<Request>() as c_int,
-                    ffi::RSMPI_UINT8_T,
-                    ffi::RSMPI_ANY_SOURCE,
-                    TAG_REQUEST,
-                    am_comm,
-                    req,
-                )
-            })?;
+            self.recvs[i].post(am_comm)?;
             self.next_recv = (i + 1) % self.recvs.len();
         }
         // Our replies that went out.
@@ -501,17 +507,14 @@ impl Inner {
         Ok(s)
     }
 
-    /// Copies `len` bytes at `src` (at most a quarter of the copy buffer:
-    /// the core caps `ISHMEM_PROXY_PUT_COPY` at 128 KiB) into the copy
+    /// Copies `len` bytes at `src` (at most `Plugin::put_copy_max`, a
+    /// quarter of the copy buffer or less) into the copy
     /// buffer and returns the copy. A copy stays untouched until its put is
     /// complete: the buffer is reused from its start after a flush of every
     /// target, or, when full, after waiting for local completion of every
     /// window's transfers.
     fn copy_put(&mut self, src: *const u8, len: usize) -> Result<*mut c_void, String> {
         let need = len.div_ceil(64) * 64;
-        if need > COPY_BYTES / 4 {
-            return Err(format!("a put of {len} bytes is too large to copy"));
-        }
         if self.copies_used + need > COPY_BYTES {
             self.complete_copies()?;
         }
@@ -540,9 +543,14 @@ impl Inner {
                 check("MPI_Win_flush_local", unsafe { ffi::MPI_Win_flush_local(t as c_int, self.wins[w]) })?;
             }
         }
+        self.copies_free();
+        Ok(())
+    }
+
+    /// Every transfer is complete: so is every put that left from a copy.
+    fn copies_free(&mut self) {
         self.copies_used = 0;
         self.copies_pending = false;
-        Ok(())
     }
 
     fn win(&self, region: u32) -> Result<ffi::MPI_Win, String> {
@@ -613,14 +621,29 @@ impl Plugin {
         }
         // Wait for the answer, serving other PEs' requests meanwhile (they
         // may be waiting for ours).
+        self.poll(|inner| {
+            if !inner.slot_done(slot)? {
+                return Ok(None);
+            }
+            inner.free.push(slot);
+            Ok(Some(inner.slots[slot].reply.old))
+        })
+    }
+
+    /// Serves other PEs' requests and retires finished sends and answered
+    /// markers until `done` returns a value (checked first, without a
+    /// progress call: its tests and window syncs cost as much as a flush).
+    fn poll<T>(&self, mut done: impl FnMut(&mut Inner) -> Result<Option<T>, String>) -> Result<T, String> {
         let mut backoff = Backoff(0);
         loop {
             let mut inner = self.lock();
+            if let Some(v) = done(&mut inner)? {
+                return Ok(v);
+            }
             inner.serve(self.am_comm)?;
-            if inner.slot_done(slot)? {
-                let old = inner.slots[slot].reply.old;
-                inner.free.push(slot);
-                return Ok(old);
+            inner.retire()?;
+            if let Some(v) = done(&mut inner)? {
+                return Ok(v);
             }
             drop(inner);
             backoff.pause();
@@ -708,9 +731,7 @@ impl Plugin {
                 }
             }
             if pe < 0 {
-                // Every transfer is complete, the copied puts too.
-                inner.copies_used = 0;
-                inner.copies_pending = false;
+                inner.copies_free();
             }
             let left = if pe < 0 { inner.total_outstanding } else { inner.outstanding[pe as usize] as usize };
             if left == 0 && (pe >= 0 || !inner.has_posts(finalizing)) {
@@ -727,23 +748,11 @@ impl Plugin {
         if pe < 0 {
             self.send_markers(finalizing)?;
         }
-        // The markers' answers (no progress call when none are out: its
-        // tests and window syncs cost as much as the flush itself).
-        let mut backoff = Backoff(0);
-        loop {
-            let mut inner = self.lock();
-            let left = |i: &Inner| if pe < 0 { i.total_outstanding } else { i.outstanding[pe as usize] as usize };
-            if left(&inner) == 0 {
-                return Ok(());
-            }
-            inner.serve(self.am_comm)?;
-            inner.retire()?;
-            if left(&inner) == 0 {
-                return Ok(());
-            }
-            drop(inner);
-            backoff.pause();
-        }
+        // The markers' answers.
+        self.poll(|i| {
+            let left = if pe < 0 { i.total_outstanding } else { i.outstanding[pe as usize] as usize };
+            Ok((left == 0).then_some(()))
+        })
     }
 
     /// Sends a flush marker to every target of posted AMOs (control-word
@@ -792,20 +801,8 @@ impl Plugin {
         inner.wins[region as usize] = win;
         inner.regions[region as usize] = (base as usize, size);
         if !inner.am_started {
-            for i in 0..inner.recvs.len() {
-                let ServerRecv { req, buf } = &mut inner.recvs[i];
-                // SAFETY: buffers live in inner.recvs until finalize.
-                check("MPI_Irecv", unsafe {
-                    ffi::MPI_Irecv(
-                        &mut **buf as *mut Request as *mut c_void,
-                        std::mem::size_of::<Request>() as c_int,
-                        ffi::RSMPI_UINT8_T,
-                        ffi::RSMPI_ANY_SOURCE,
-                        TAG_REQUEST,
-                        self.am_comm,
-                        req,
-                    )
-                })?;
+            for r in inner.recvs.iter_mut() {
+                r.post(self.am_comm)?;
             }
             inner.am_started = true;
         }
@@ -818,17 +815,7 @@ impl Plugin {
         // targets applied them: the markers said so): no request of ours
         // is left to MPI_Finalize, which over MPICH's UCX could wait for
         // peers already in its closing barrier.
-        let mut backoff = Backoff(0);
-        loop {
-            let mut inner = self.lock();
-            inner.serve(self.am_comm)?;
-            inner.retire()?;
-            if inner.busy.is_empty() {
-                break;
-            }
-            drop(inner);
-            backoff.pause();
-        }
+        self.poll(|i| Ok(i.busy.is_empty().then_some(())))?;
         let mut inner = self.lock();
         // Replies we still send (their receivers have posted receives).
         for r in inner.replies.iter_mut() {
@@ -1183,7 +1170,7 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
             rank: rank as u32,
             size: size as u32,
             owns,
-            put_copy_max: args.put_copy_max,
+            put_copy_max: args.put_copy_max.min(COPY_BYTES / 4),
             inner: Mutex::new(Inner {
                 wins: [win_null(); abi::REGIONS],
                 dirty: [Vec::new(), Vec::new(), Vec::new()],
