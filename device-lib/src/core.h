@@ -107,50 +107,144 @@ ISHMEMI_INLINE int ishmemi_is_local(int pe) {
 
 ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_ring(void) { return (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->ring; }
 
-/* Claims a ticket, waits for the slot's previous lap to be acknowledged
- * (flow control), writes the message and publishes it (sequence last). */
+/* The ring protocol (runtime/src/ring.rs says it in full): tickets from
+ * quiet word 0 (the memory the device reaches fastest), messages validated
+ * by a check word instead of ordered by a fence, completions validated the
+ * same way, flow control that reads host memory only when the ring may be
+ * full (quiet word 3 keeps a hint of the server's `retired`). */
+
+/* Targets without their own forms (OpenCL): volatile accesses (relaxed
+ * atomics are calls on Intel's CPU runtime), the sequence a release store,
+ * one work-item a ticket. */
+#ifndef ISHMEMI_HAVE_RING_PRIMS
+ISHMEMI_INLINE ulong ishmemi_ring_rd64(ISHMEMI_GLOBAL void *p) { return *(volatile ISHMEMI_GLOBAL ulong *)p; }
+ISHMEMI_INLINE void ishmemi_ring_wr64(ISHMEMI_GLOBAL void *p, ulong v) { *(volatile ISHMEMI_GLOBAL ulong *)p = v; }
+/* The sequence, last: a release store costs nothing more on the CPU device. */
+ISHMEMI_INLINE void ishmemi_ring_publish64(ISHMEMI_GLOBAL void *p, ulong v) {
+    atomic_store_explicit((ishmemi_a64 *)p, (long)v, memory_order_release, ISHMEMI_SCOPE);
+}
+ISHMEMI_INLINE void ishmemi_ring_rd2(ISHMEMI_GLOBAL void *p, ulong *a, ulong *b) {
+    *b = (ulong)atomic_load_explicit((ishmemi_a64 *)((ISHMEMI_GLOBAL char *)p + 8), memory_order_acquire, ISHMEMI_SCOPE);
+    *a = *(volatile ISHMEMI_GLOBAL ulong *)p;
+}
+/* A ticket from `tickets`; `published` (the ring's) counts it for the host. */
+ISHMEMI_INLINE ulong ishmemi_ring_claim(ISHMEMI_GLOBAL void *tickets, ISHMEMI_GLOBAL void *published) {
+    ulong t = (ulong)atomic_fetch_add_explicit((ishmemi_a64 *)tickets, 1, memory_order_relaxed, ISHMEMI_SCOPE);
+    atomic_fetch_add_explicit((ishmemi_a64 *)published, 1, memory_order_relaxed, ISHMEMI_SCOPE);
+    return t;
+}
+#endif
+
+/* Between polls of host memory in the ring's waits: a few polls at once
+ * (a round trip's worth), then a pause that doubles up to 2 us, so
+ * thousands of waiting threads do not flood the bus with reads of lines
+ * the host is writing. A completion wait also reads how far the server is
+ * (`completed`) once its pauses are long, and sleeps about as many
+ * microseconds as there are requests ahead of it, up to 256 us (a thread
+ * far behind polls rarely; the next one served polls often). */
+#ifndef ISHMEMI_RING_PAUSE
+#define ISHMEMI_RING_PAUSE(ns) ((void)(ns))
+#endif
+#define ISHMEMI_RING_BACKOFF(polls, ns)                   \
+    do {                                                  \
+        if (++(polls) > 4) {                              \
+            ISHMEMI_RING_PAUSE(ns);                       \
+            if ((ns) < 2048) (ns) <<= 1;                  \
+        }                                                 \
+    } while (0)
+
+#define ISHMEMI_RING_MIX 0x9e3779b97f4a7c15UL
+ISHMEMI_INLINE ulong ishmemi_ring_mix(ulong h, ulong w) {
+    ulong x = (h ^ w) * ISHMEMI_RING_MIX;
+    return x ^ (x >> 32);
+}
+/* ring::msg_check and ring::cpl_check (runtime/src/ring.rs). */
+ISHMEMI_INLINE ulong ishmemi_ring_check(ulong dest, ulong source, ulong value, ulong cond, ulong sig, ulong meta,
+                                        ulong seq) {
+    ulong h = ishmemi_ring_mix(ISHMEMI_RING_MIX, seq);
+    h = ishmemi_ring_mix(h, dest);
+    h = ishmemi_ring_mix(h, source);
+    h = ishmemi_ring_mix(h, value);
+    h = ishmemi_ring_mix(h, cond);
+    h = ishmemi_ring_mix(h, sig);
+    return ishmemi_ring_mix(h, meta);
+}
+ISHMEMI_INLINE ulong ishmemi_ring_cpl_check(ulong value, ulong seq) {
+    return ishmemi_ring_mix(ishmemi_ring_mix(ISHMEMI_RING_MIX, seq), value);
+}
+
+/* Slot t's previous lap (ticket t - SLOTS) may still be in use: the hint
+ * (quiet word 3) is behind. Reads the server's `retired` count (host
+ * memory) and keeps it as the new hint; when even that is behind (a whole
+ * lap outstanding), waits for the slot's own ack, so one slow waiter holds
+ * up only the sender of its slot. */
+ISHMEMI_NOINLINE void ishmemi_ring_room(ulong t) {
+    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    ulong r = ishmemi_ring_rd64(ring + ISHMEMI_RING_RETIRED);
+    if (r + ISHMEMI_RING_SLOTS > t) {
+        ishmemi_own_store64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words + 24, (long)r);
+        return;
+    }
+    ISHMEMI_GLOBAL char *c = ring + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
+    uint polls = 0, ns = 128;
+    while (ishmemi_ring_rd64(c + ISHMEMI_RING_CPL_ACK) < t - ISHMEMI_RING_SLOTS + 1) ISHMEMI_RING_BACKOFF(polls, ns);
+}
+
+/* Claims a ticket, makes sure its slot is free (flow control: a host read
+ * only when the hint says the ring may be full), writes the message with
+ * its check word and sequence. Requests whose data the host reads from
+ * device memory (PUT, PUT_SIGNAL) and team-sync flag stores (CTRL_SET)
+ * order this work-item's earlier stores first; the others carry all they
+ * need in the message. */
 ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong value, ulong cond, ulong sig,
                                        int pe, uint amo, uint flags) {
     ISHMEMI_GLOBAL char *ring = ishmemi_ring();
-    ulong t = (ulong)ishmemi_amo64(ring + ISHMEMI_RING_NEXT_SEND, ISHMEMI_FADD, 1, 0);
-    ulong slot = t % ISHMEMI_RING_SLOTS;
-    ISHMEMI_GLOBAL ishmemi_ring_completion_t *c =
-        (ISHMEMI_GLOBAL ishmemi_ring_completion_t *)(ring + ISHMEMI_RING_COMPLETIONS) + slot;
-    if (t >= ISHMEMI_RING_SLOTS)
-        while ((ulong)ishmemi_load64(&c->ack) < t - ISHMEMI_RING_SLOTS + 1) ;
-    ISHMEMI_GLOBAL ishmemi_ring_msg_t *m = (ISHMEMI_GLOBAL ishmemi_ring_msg_t *)(ring + ISHMEMI_RING_MSGS) + slot;
-    m->dest = dest;
-    m->source = source;
-    m->value = value;
-    m->cond = cond;
-    m->sig = sig;
-    m->pe = (uint)pe;
-    m->op = op;
-    m->amo = amo;
-    m->flags = flags;
-    ishmemi_store64(&m->sequence, (long)(t + 1));
-    /* Counted once posted (after its ticket), so a quiet that reads the
-     * count also sees the ticket in the ring's send counter. */
-    ishmemi_amo64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words, ISHMEMI_FADD, 1, 0);
+    ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words;
+    if (op == ISHMEMI_RING_OP_PUT || op == ISHMEMI_RING_OP_PUT_SIGNAL || op == ISHMEMI_RING_OP_CTRL_SET)
+        ishmemi_fence_release();
+    ulong t = ishmemi_ring_claim(q, ring + ISHMEMI_RING_PUBLISHED);
+    if (t >= ISHMEMI_RING_SLOTS && t - ISHMEMI_RING_SLOTS >= (ulong)ishmemi_own_load64(q + 24)) ishmemi_ring_room(t);
+    ISHMEMI_GLOBAL char *m = ring + ISHMEMI_RING_MSGS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_MSG_SIZE;
+    ulong meta = (ulong)(uint)pe | (ulong)(op & 0xff) << 32 | (ulong)(amo & 0xffff) << 40 | (ulong)(flags & 0xff) << 56;
+    ulong seq = t + 1;
+    ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_DEST, dest);
+    ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_SOURCE, source);
+    ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_VALUE, value);
+    ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_COND, cond);
+    ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_SIG, sig);
+    ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_META, meta);
+    ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_CHECK, ishmemi_ring_check(dest, source, value, cond, sig, meta, seq));
+    ishmemi_ring_publish64(m + ISHMEMI_RING_MSG_SEQUENCE, seq);
     return t;
 }
 
-/* Waits for ticket t's completion, reads its value, frees the slot. */
+/* Waits for ticket t's completion (its value and check agreeing: no fence),
+ * reads its value and frees the slot. The ack's store follows the loop that
+ * tested the value read, so it cannot overtake the read. */
 ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
-    ISHMEMI_GLOBAL ishmemi_ring_completion_t *c =
-        (ISHMEMI_GLOBAL ishmemi_ring_completion_t *)(ishmemi_ring() + ISHMEMI_RING_COMPLETIONS) + t % ISHMEMI_RING_SLOTS;
-    while ((ulong)ishmemi_load64(&c->sequence) < t + 1) ;
-    ulong v = (ulong)ishmemi_load64(&c->value);
-    ishmemi_store64(&c->ack, (long)(t + 1));
+    ISHMEMI_GLOBAL char *c = ishmemi_ring() + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
+    ulong v, check, seq = t + 1;
+    uint polls = 0, ns = 128;
+    for (;;) {
+        ishmemi_ring_rd2(c + ISHMEMI_RING_CPL_VALUE, &v, &check);
+        if (check == ishmemi_ring_cpl_check(v, seq)) break;
+        if (ns >= 2048) {
+            ulong done = ishmemi_ring_rd64(ishmemi_ring() + ISHMEMI_RING_COMPLETED);
+            ulong ahead = t > done ? t - done : 0;
+            ISHMEMI_RING_PAUSE((uint)(ahead < 256 ? ahead : 256) * 1000);
+        }
+        ISHMEMI_RING_BACKOFF(polls, ns);
+    }
+    ishmemi_ring_wr64(c + ISHMEMI_RING_CPL_ACK, seq);
     return v;
 }
 
-/* Quiet: every ticket issued so far is complete. The quiet words (in the
- * memory the device reaches fastest) count the messages posted and a number
- * known complete: when they agree, nothing is outstanding and the ring's
- * counters in host memory are not read at all. Otherwise wait for the ring
- * to complete every ticket sent by then, and record the count. (A racing
- * quiet may record a smaller count: later quiets only look again.) */
+/* Quiet: every ticket claimed so far is complete. Quiet word 0 counts the
+ * tickets, word 1 a number known complete: when they agree, nothing is
+ * outstanding and the ring's counters in host memory are not read at all.
+ * Otherwise wait until the server has completed the tickets claimed by
+ * then, and record the count. (A racing quiet may record a smaller count:
+ * later quiets only look again.) */
 ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     /* With every PE reached by loads and stores, no ring request is ever
      * left outstanding (copy-engine transfers are waited for). */
@@ -159,9 +253,10 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     long posted = ishmemi_peek64(q);
     if (ishmemi_peek64(q + 8) >= posted) return;
     ISHMEMI_GLOBAL char *ring = ishmemi_ring();
-    long sent = ishmemi_load64(ring + ISHMEMI_RING_NEXT_SEND);
-    while (ishmemi_load64(ring + ISHMEMI_RING_COMPLETED) < sent) ;
-    ishmemi_store64(q + 8, posted);
+    uint polls = 0, ns = 128;
+    while ((long)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED) < posted) ISHMEMI_RING_BACKOFF(polls, ns);
+    ishmemi_fence_acquire(); /* what nbi gets brought in is visible */
+    ishmemi_own_store64(q + 8, posted);
 }
 
 /* ----- device-side argument checks: a bad PE, or a symmetric address
@@ -171,7 +266,7 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
 ISHMEMI_INLINE void ishmemi_fail(ulong what, uint op, ulong bad, int pe) {
     ISHMEMI_GLOBAL char *ring = ishmemi_ring();
     ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, bad, 0, what, op, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
-    while (ishmemi_load64(ring + ISHMEMI_RING_COMPLETED) >= 0) ; /* until the host ends the job */
+    while ((long)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED) >= 0) ; /* until the host ends the job */
 }
 
 ISHMEMI_INLINE void ishmemi_check(uint op, ISHMEMI_GLOBAL const void *sym, size_t n, int pe) {
@@ -260,7 +355,10 @@ ISHMEMI_INLINE void ishmemi_ring_get(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL c
         return;
     }
     ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_GET, (ulong)dest, (ulong)src, n, 0, 0, pe, 0, nbi ? ISHMEMI_RING_OP_FLAG_NBI : 0);
-    if (!nbi) ishmemi_ring_wait(t);
+    if (!nbi) {
+        ishmemi_ring_wait(t);
+        ishmemi_fence_acquire(); /* the host wrote dest: no stale lines */
+    }
 }
 
 ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {

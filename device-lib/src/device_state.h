@@ -68,23 +68,22 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, sync_words) == 120, "s
 #define ISHMEMI_RING_SLOTS 4096
 #define ISHMEMI_RING_MSGS 0
 #define ISHMEMI_RING_COMPLETIONS 262144
-#define ISHMEMI_RING_COMPLETION_SIZE 32
-#define ISHMEMI_RING_NEXT_SEND 393216
-#define ISHMEMI_RING_COMPLETED 393280
-#define ISHMEMI_RING_SIZE 393344
+#define ISHMEMI_RING_COMPLETION_SIZE 64
+#define ISHMEMI_RING_PUBLISHED 524288
+#define ISHMEMI_RING_COMPLETED 524352
+#define ISHMEMI_RING_RETIRED 524416
+#define ISHMEMI_RING_SIZE 524480
 #define ISHMEMI_RING_MSG_SIZE 64
 #define ISHMEMI_RING_MSG_DEST 0
 #define ISHMEMI_RING_MSG_SOURCE 8
 #define ISHMEMI_RING_MSG_VALUE 16
 #define ISHMEMI_RING_MSG_COND 24
 #define ISHMEMI_RING_MSG_SIG 32
-#define ISHMEMI_RING_MSG_PE 40
-#define ISHMEMI_RING_MSG_OP 44
-#define ISHMEMI_RING_MSG_AMO 48
-#define ISHMEMI_RING_MSG_FLAGS 52
+#define ISHMEMI_RING_MSG_META 40
+#define ISHMEMI_RING_MSG_CHECK 48
 #define ISHMEMI_RING_MSG_SEQUENCE 56
 #define ISHMEMI_RING_CPL_VALUE 0
-#define ISHMEMI_RING_CPL_SEQUENCE 8
+#define ISHMEMI_RING_CPL_CHECK 8
 #define ISHMEMI_RING_CPL_ACK 16
 #define ISHMEMI_RING_CPL_PAD 24
 
@@ -94,10 +93,8 @@ typedef struct {
     ulong value;
     ulong cond;
     ulong sig;
-    uint pe;
-    uint op;
-    uint amo;
-    uint flags;
+    ulong meta;
+    ulong check;
     ulong sequence;
 } ishmemi_ring_msg_t;
 _Static_assert(sizeof(ishmemi_ring_msg_t) == ISHMEMI_RING_MSG_SIZE, "ishmemi_ring_msg_t size");
@@ -106,21 +103,19 @@ _Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, source) == ISHMEMI_RING_MS
 _Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, value) == ISHMEMI_RING_MSG_VALUE, "ishmemi_ring_msg_t.value");
 _Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, cond) == ISHMEMI_RING_MSG_COND, "ishmemi_ring_msg_t.cond");
 _Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, sig) == ISHMEMI_RING_MSG_SIG, "ishmemi_ring_msg_t.sig");
-_Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, pe) == ISHMEMI_RING_MSG_PE, "ishmemi_ring_msg_t.pe");
-_Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, op) == ISHMEMI_RING_MSG_OP, "ishmemi_ring_msg_t.op");
-_Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, amo) == ISHMEMI_RING_MSG_AMO, "ishmemi_ring_msg_t.amo");
-_Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, flags) == ISHMEMI_RING_MSG_FLAGS, "ishmemi_ring_msg_t.flags");
+_Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, meta) == ISHMEMI_RING_MSG_META, "ishmemi_ring_msg_t.meta");
+_Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, check) == ISHMEMI_RING_MSG_CHECK, "ishmemi_ring_msg_t.check");
 _Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, sequence) == ISHMEMI_RING_MSG_SEQUENCE, "ishmemi_ring_msg_t.sequence");
 
 typedef struct {
     ulong value;
-    ulong sequence;
+    ulong check;
     ulong ack;
-    ulong pad;
+    ulong pad[5];
 } ishmemi_ring_completion_t;
 _Static_assert(sizeof(ishmemi_ring_completion_t) == ISHMEMI_RING_COMPLETION_SIZE, "ishmemi_ring_completion_t size");
 _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, value) == ISHMEMI_RING_CPL_VALUE, "ishmemi_ring_completion_t.value");
-_Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, sequence) == ISHMEMI_RING_CPL_SEQUENCE, "ishmemi_ring_completion_t.sequence");
+_Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, check) == ISHMEMI_RING_CPL_CHECK, "ishmemi_ring_completion_t.check");
 _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, ack) == ISHMEMI_RING_CPL_ACK, "ishmemi_ring_completion_t.ack");
 _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, pad) == ISHMEMI_RING_CPL_PAD, "ishmemi_ring_completion_t.pad");
 #define ISHMEMI_RING_OP_PUT 1
@@ -132,6 +127,7 @@ _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, pad) == ISHMEMI_RIN
 #define ISHMEMI_RING_OP_CTRL_SET 7
 #define ISHMEMI_RING_OP_CTRL_GET 8
 #define ISHMEMI_RING_OP_ERROR 9
+#define ISHMEMI_RING_OP_NOP 10
 #define ISHMEMI_RING_OP_FLAG_NBI 1
 #define ISHMEMI_DEVICE_BAD_PE 1
 #define ISHMEMI_DEVICE_BAD_ADDR 2

@@ -95,6 +95,42 @@ ISHMEMI_INLINE void ishmemi_store_relaxed64(void *p, long v) {
     ishmemi_ref<long>(*(long *)p).store(v, cuda::memory_order_relaxed);
 }
 
+/* The reverse-offload ring (core.h): relaxed system-scope accesses to the
+ * ring in host memory (volatile: relaxed at system scope in PTX's model),
+ * completions polled as one 16-byte load, tickets claimed by one lane for
+ * its warp's active lanes (a GPU-memory atomic), the host's `published`
+ * count a non-returning add. */
+#define ISHMEMI_HAVE_RING_PRIMS 1
+ISHMEMI_INLINE ulong ishmemi_ring_rd64(void *p) {
+    ulong v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+ISHMEMI_INLINE void ishmemi_ring_wr64(void *p, ulong v) {
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+#define ishmemi_ring_publish64 ishmemi_ring_wr64
+#define ISHMEMI_RING_PAUSE(ns) __nanosleep(ns)
+ISHMEMI_INLINE void ishmemi_ring_rd2(void *p, ulong *a, ulong *b) {
+    ulong x, y;
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(p) : "memory");
+    *a = x;
+    *b = y;
+}
+ISHMEMI_INLINE ulong ishmemi_ring_claim(void *tickets, void *published) {
+    unsigned mask = __activemask();
+    int lane = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
+    int leader = __ffs(mask) - 1, n = __popc(mask), rank = __popc(mask & ((1u << lane) - 1));
+    ulong base = 0;
+    if (lane == leader) {
+        base = cuda::atomic_ref<ulong, cuda::thread_scope_device>(*(ulong *)tickets)
+                   .fetch_add((ulong)n, cuda::memory_order_relaxed);
+        asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(published), "l"((ulong)n) : "memory");
+    }
+    base = __shfl_sync(mask, base, leader);
+    return base + (ulong)rank;
+}
+
 /* AMO opcodes (the same numbering as the runtime's AmoOp). */
 #define ISHMEMI_FETCH 0
 #define ISHMEMI_SET 1

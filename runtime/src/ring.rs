@@ -1,24 +1,46 @@
 //! The reverse-offload ring: device code asks the host to perform an
 //! operation (for PEs it cannot reach by load/store, or for every operation
 //! in forced-ring mode) with fixed 64-byte messages, and a host proxy thread
-//! serves them (seed paper, §"reverse offload").
+//! serves them (seed paper, §"reverse offload"). Device and host talk with
+//! plain stores and polls; no message pays a fence of its own.
 //!
-//! * A device work-item claims ticket `t` with one atomic fetch-add on
-//!   `next_send`; its message goes to slot `t % RING_SLOTS`.
-//! * Flow control, off the critical path: before writing, it waits until
-//!   the slot's completion shows the previous lap done (`t - RING_SLOTS +
-//!   1`), which is immediate unless the ring is full.
-//! * It writes the message fields, then the `sequence` (= t + 1) last with
-//!   a release store: the proxy never sees a half-written message.
-//! * The proxy thread (one per PE, started with the device) reads slots in
-//!   ticket order, performs the operation through the runtime core (so
-//!   every check and every transport applies), writes the slot's completion
-//!   `(value, sequence = t + 1)` and bumps `completed`.
-//! * Blocking device calls wait for their own completion; nbi calls do not;
-//!   device quiet waits until `completed` reaches the tickets issued so far,
-//!   and returns at once when nothing is outstanding (no round trip).
+//! * **Tickets.** A device work-item claims ticket `t` with one relaxed
+//!   atomic on a counter in the memory the device reaches fastest (quiet
+//!   word 0: GPU memory on GPUs); on CUDA one lane claims for every active
+//!   lane of its warp. The claimer also adds the count to `published` in
+//!   the ring (a non-returning add) for the host's [`drain`].
+//! * **Flow control, off the critical path.** Slot `t % RING_SLOTS` is free
+//!   once ticket `t - RING_SLOTS` is acked (served, and its completion
+//!   read). The server counts the tickets *retired* so (contiguously, half
+//!   a ring at a time); the device keeps a hint of that count (quiet word
+//!   3) and reads host memory only when the hint says the slot may be
+//!   taken: first the ring's `retired`, and when a whole lap is
+//!   outstanding, the slot's own ack (so one slow waiter holds up only the
+//!   next sender of its slot).
+//! * **Messages are validated, not fenced.** The work-item stores the
+//!   fields, a check word ([`msg_check`]: a hash of every field and the
+//!   ticket) and `sequence = t + 1`, in any order the hardware likes. The
+//!   server takes the message once the sequence is there and the check
+//!   agrees with the fields it read; until then some stores are still in
+//!   flight and it reads again. A message whose check never agrees (a
+//!   torn or corrupt message) is reported after a second, never executed.
+//!   Requests whose data the host reads from device memory (puts from
+//!   global memory) and team-sync flag stores are preceded by one release
+//!   fence; the rest carry everything in the message.
+//! * **Completions** are per slot and come in any order: `(value, check =
+//!   [`cpl_check`]`(value, t + 1))`, polled by the waiting work-item as
+//!   one 16-byte load on CUDA and accepted when the check agrees (no
+//!   acquire fence; a get into device memory adds one). The waiter then
+//!   stores `ack = t + 1`; the server acks nbi requests itself.
+//! * The server reads slots in ticket order, performs each request through
+//!   the runtime core (so every check and every transport applies), writes
+//!   the completion, bumps `completed` and advances `retired` over acked
+//!   slots.
+//! * Device quiet waits until `completed` reaches the tickets claimed so
+//!   far, and returns at once when quiet word 1 (a number known complete)
+//!   says nothing is outstanding (no host-memory read).
 //! * Host quiet and host team syncs first wait until the proxy has served
-//!   every request posted so far ([`drain`]), so a kernel's requests are
+//!   every request published so far ([`drain`]), so a kernel's requests are
 //!   ordered before the host's later operations.
 //!
 //! This module is the ring's layout and message decoding (plain types);
@@ -26,10 +48,11 @@
 //! and performs each request through a [`crate::device::RingHandler`].
 //! The layout is `#[repr(C)]` and exported to the device libraries'
 //! generated headers, every field offset with a static assert on both
-//! sides ([`layout`]).
+//! sides ([`layout`]), and the check functions are written once more in
+//! `device-lib/src/core.h` (`ishmemi_ring_check`), tested against these.
 
 use crate::types::AmoOp;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub const RING_SLOTS: usize = 4096;
 
@@ -58,7 +81,9 @@ pub const RING_ERROR: u32 = 9;
 pub const DEVICE_BAD_PE: u64 = 1;
 pub const DEVICE_BAD_ADDR: u64 = 2;
 
-/// One request: 64 bytes, `sequence` written last.
+/// One request: 64 bytes. `meta` packs the target PE (bits 0-31), the
+/// opcode (32-39), the AMO (`amo_op | size << 8`, bits 40-55) and the
+/// flags (56-63); `check` is [`msg_check`] of the other fields.
 #[repr(C, align(64))]
 pub struct RingMsg {
     pub dest: AtomicU64,
@@ -69,26 +94,23 @@ pub struct RingMsg {
     pub cond: AtomicU64,
     /// Signal address (put_signal).
     pub sig: AtomicU64,
-    pub pe: AtomicU32,
-    pub op: AtomicU32,
-    /// AMO opcode (`AmoOp`) and size in bytes: `amo_op | size << 8`.
-    pub amo: AtomicU32,
-    /// `RING_NBI`: no work-item waits for this request.
-    pub flags: AtomicU32,
-    /// Ticket + 1, written last.
+    pub meta: AtomicU64,
+    pub check: AtomicU64,
+    /// Ticket + 1.
     pub sequence: AtomicU64,
 }
 
-/// One completion: `sequence` = ticket + 1 once done; `value` the result;
-/// `ack` = ticket + 1 once the result has been read (by the waiting
-/// work-item, or by the proxy for nbi requests), which frees the slot for
-/// the next lap.
-#[repr(C, align(32))]
+/// One completion, a cache line of its own (the waiting work-item polls
+/// it while the server writes its neighbours): `value` the result, `check`
+/// = [`cpl_check`]`(value, ticket + 1)` once done, `ack` = ticket + 1 once
+/// the result has been read (by the waiting work-item, or by the server
+/// for nbi requests).
+#[repr(C, align(64))]
 pub struct RingCompletion {
     pub value: AtomicU64,
-    pub sequence: AtomicU64,
+    pub check: AtomicU64,
     pub ack: AtomicU64,
-    pub pad: u64,
+    pub pad: [u64; 5],
 }
 
 /// Request flag: nobody waits for the completion.
@@ -99,23 +121,65 @@ pub const RING_G: u32 = 5;
 /// Put of up to 8 bytes carried in the message (`value` = the bits, `cond`
 /// = the size).
 pub const RING_P: u32 = 6;
+/// Nothing to perform: a round trip (benchmarks of the ring itself).
+pub const RING_NOP: u32 = 10;
 
 #[repr(C, align(64))]
 pub struct Ring {
     pub msgs: [RingMsg; RING_SLOTS],
     pub completions: [RingCompletion; RING_SLOTS],
-    /// Next ticket (device fetch-add).
-    pub next_send: AtomicU64,
+    /// Tickets claimed so far (devices add as they claim).
+    pub published: AtomicU64,
     _pad: [u64; 7],
-    /// Requests completed (proxy).
+    /// Requests completed (server): every ticket below it is served.
     pub completed: AtomicU64,
+    _pad2: [u64; 7],
+    /// Requests retired (server): served and their completions read, so
+    /// their slots may take the next lap's tickets.
+    pub retired: AtomicU64,
+    _pad3: [u64; 7],
 }
 
 const _: () = {
     assert!(std::mem::size_of::<RingMsg>() == 64);
-    assert!(std::mem::size_of::<RingCompletion>() == 32);
+    assert!(std::mem::size_of::<RingCompletion>() == 64);
     assert!(std::mem::offset_of!(RingMsg, sequence) == 56);
 };
+
+/// The multiplier of the check hashes (odd: multiplying by it is a
+/// bijection on u64).
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+#[inline]
+fn mix(h: u64, w: u64) -> u64 {
+    let x = (h ^ w).wrapping_mul(MIX);
+    x ^ (x >> 32)
+}
+
+/// The check word of a message with these fields for ticket `t` (its
+/// `sequence` is `t + 1`). Every step is a bijection in the new word, so a
+/// message with any one field stale (a store still in flight) never
+/// checks; `core.h` computes the same.
+#[inline]
+pub fn msg_check(dest: u64, source: u64, value: u64, cond: u64, sig: u64, meta: u64, sequence: u64) -> u64 {
+    let mut h = mix(MIX, sequence);
+    for w in [dest, source, value, cond, sig, meta] {
+        h = mix(h, w);
+    }
+    h
+}
+
+/// The check word of a completion of `value` for the ticket whose
+/// sequence is `sequence`.
+#[inline]
+pub fn cpl_check(value: u64, sequence: u64) -> u64 {
+    mix(mix(MIX, sequence), value)
+}
+
+/// Packs the `meta` word of a message.
+pub fn meta(pe: u32, op: u32, amo: u32, flags: u32) -> u64 {
+    pe as u64 | (op as u64 & 0xff) << 32 | (amo as u64 & 0xffff) << 40 | (flags as u64 & 0xff) << 56
+}
 
 /// The fields of [`RingMsg`] and [`RingCompletion`] with their kinds, in
 /// order: the device libraries' declarations of the structs are generated
@@ -126,13 +190,11 @@ pub const MSG_FIELDS: &[(&str, &str)] = &[
     ("value", "u64"),
     ("cond", "u64"),
     ("sig", "u64"),
-    ("pe", "u32"),
-    ("op", "u32"),
-    ("amo", "u32"),
-    ("flags", "u32"),
+    ("meta", "u64"),
+    ("check", "u64"),
     ("sequence", "u64"),
 ];
-pub const COMPLETION_FIELDS: &[(&str, &str)] = &[("value", "u64"), ("sequence", "u64"), ("ack", "u64"), ("pad", "u64")];
+pub const COMPLETION_FIELDS: &[(&str, &str)] = &[("value", "u64"), ("check", "u64"), ("ack", "u64"), ("pad", "u64[5]")];
 
 /// `(name, offset)` of every ring field the device libraries use: the
 /// generator writes them into the device headers with static asserts, and
@@ -143,8 +205,9 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         ("msgs", offset_of!(Ring, msgs)),
         ("completions", offset_of!(Ring, completions)),
         ("completion_size", size_of::<RingCompletion>()),
-        ("next_send", offset_of!(Ring, next_send)),
+        ("published", offset_of!(Ring, published)),
         ("completed", offset_of!(Ring, completed)),
+        ("retired", offset_of!(Ring, retired)),
         ("size", size_of::<Ring>()),
         ("msg_size", size_of::<RingMsg>()),
         ("msg_dest", offset_of!(RingMsg, dest)),
@@ -152,13 +215,11 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         ("msg_value", offset_of!(RingMsg, value)),
         ("msg_cond", offset_of!(RingMsg, cond)),
         ("msg_sig", offset_of!(RingMsg, sig)),
-        ("msg_pe", offset_of!(RingMsg, pe)),
-        ("msg_op", offset_of!(RingMsg, op)),
-        ("msg_amo", offset_of!(RingMsg, amo)),
-        ("msg_flags", offset_of!(RingMsg, flags)),
+        ("msg_meta", offset_of!(RingMsg, meta)),
+        ("msg_check", offset_of!(RingMsg, check)),
         ("msg_sequence", offset_of!(RingMsg, sequence)),
         ("cpl_value", offset_of!(RingCompletion, value)),
-        ("cpl_sequence", offset_of!(RingCompletion, sequence)),
+        ("cpl_check", offset_of!(RingCompletion, check)),
         ("cpl_ack", offset_of!(RingCompletion, ack)),
         ("cpl_pad", offset_of!(RingCompletion, pad)),
     ]
@@ -205,7 +266,7 @@ pub fn mark_server_thread() {
 /// outstanding, and on the server thread itself.
 #[inline]
 pub fn drain(ring: &Ring) {
-    let posted = ring.next_send.load(Ordering::Acquire);
+    let posted = ring.published.load(Ordering::Acquire);
     if ring.completed.load(Ordering::Acquire) >= posted || ON_SERVER_THREAD.with(|c| c.get()) {
         return;
     }
@@ -228,6 +289,8 @@ pub enum RingOp {
     CtrlGet,
     /// A device-side argument check failed.
     Error,
+    /// Nothing (a round trip).
+    Nop,
 }
 
 /// A decoded ring message.
@@ -252,7 +315,15 @@ pub struct Request {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeError {
     UnknownOp(u32),
-    BadAmo { code: u32, size: u32 },
+    BadAmo {
+        code: u32,
+        size: u32,
+    },
+    /// The message's sequence arrived but its check word never agreed with
+    /// its fields.
+    Torn {
+        ticket: u64,
+    },
 }
 
 impl std::fmt::Display for DecodeError {
@@ -262,11 +333,15 @@ impl std::fmt::Display for DecodeError {
             DecodeError::BadAmo { code, size } => {
                 write!(f, "device atomic request with operation {code} on {size} bytes (corrupt ring message)")
             }
+            DecodeError::Torn { ticket } => write!(
+                f,
+                "device request {ticket}: its check word did not agree with its fields within a second (torn or corrupt ring message; not executed)"
+            ),
         }
     }
 }
 
-/// The raw fields of one message, as read from the ring.
+/// The raw fields of one message, as read from the ring (`meta` unpacked).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RawMsg {
     pub dest: u64,
@@ -278,6 +353,8 @@ pub struct RawMsg {
     pub op: u32,
     pub amo: u32,
     pub flags: u32,
+    /// The check word as read.
+    pub check: u64,
 }
 
 impl RawMsg {
@@ -294,6 +371,7 @@ impl RawMsg {
             RING_CTRL_SET => RingOp::CtrlSet,
             RING_CTRL_GET => RingOp::CtrlGet,
             RING_ERROR => RingOp::Error,
+            RING_NOP => RingOp::Nop,
             other => return Err(DecodeError::UnknownOp(other)),
         };
         let code = self.amo & 0xff;
@@ -320,21 +398,51 @@ impl RawMsg {
     }
 }
 
+impl RawMsg {
+    /// The `meta` word these fields pack into.
+    pub fn meta(&self) -> u64 {
+        meta(self.pe, self.op, self.amo, self.flags)
+    }
+
+    /// Whether the message read is whole for sequence `sequence` (every
+    /// store of its sender had landed when it was read).
+    pub fn is_whole(&self, sequence: u64) -> bool {
+        self.check == msg_check(self.dest, self.source, self.value, self.cond, self.sig, self.meta(), sequence)
+    }
+}
+
 impl RingMsg {
     /// Reads the fields of a message whose `sequence` the reader has seen
-    /// (acquire) as published.
+    /// (acquire); [`RawMsg::is_whole`] says whether they belong together.
     pub fn read(&self) -> RawMsg {
+        let m = self.meta.load(Ordering::Relaxed);
         RawMsg {
             dest: self.dest.load(Ordering::Relaxed),
             source: self.source.load(Ordering::Relaxed),
             value: self.value.load(Ordering::Relaxed),
             cond: self.cond.load(Ordering::Relaxed),
             sig: self.sig.load(Ordering::Relaxed),
-            pe: self.pe.load(Ordering::Relaxed),
-            op: self.op.load(Ordering::Relaxed),
-            amo: self.amo.load(Ordering::Relaxed),
-            flags: self.flags.load(Ordering::Relaxed),
+            pe: m as u32,
+            op: (m >> 32) as u32 & 0xff,
+            amo: (m >> 40) as u32 & 0xffff,
+            flags: (m >> 56) as u32,
+            check: self.check.load(Ordering::Relaxed),
         }
+    }
+
+    /// Writes a whole message for ticket `t` the way a device does (tests
+    /// and host-side tools).
+    pub fn write(&self, m: &RawMsg, t: u64) {
+        let meta = m.meta();
+        let seq = t + 1;
+        self.dest.store(m.dest, Ordering::Relaxed);
+        self.source.store(m.source, Ordering::Relaxed);
+        self.value.store(m.value, Ordering::Relaxed);
+        self.cond.store(m.cond, Ordering::Relaxed);
+        self.sig.store(m.sig, Ordering::Relaxed);
+        self.meta.store(meta, Ordering::Relaxed);
+        self.check.store(msg_check(m.dest, m.source, m.value, m.cond, m.sig, meta, seq), Ordering::Relaxed);
+        self.sequence.store(seq, Ordering::Release);
     }
 }
 
@@ -357,11 +465,38 @@ mod tests {
     }
 
     #[test]
+    fn a_message_checks_only_whole_and_for_its_own_ticket() {
+        let m = RawMsg { op: RING_AMO, pe: 3, dest: 0x1000, value: 7, amo: 4 | 8 << 8, ..Default::default() };
+        let meta = m.meta();
+        let good = RawMsg { check: msg_check(m.dest, m.source, m.value, m.cond, m.sig, meta, 42), ..m };
+        assert!(good.is_whole(42));
+        // Another lap's sequence, or any one field stale, fails.
+        assert!(!good.is_whole(42 + RING_SLOTS as u64));
+        for stale in [
+            RawMsg { dest: 0, ..good },
+            RawMsg { source: 1, ..good },
+            RawMsg { value: 6, ..good },
+            RawMsg { cond: 9, ..good },
+            RawMsg { sig: 2, ..good },
+            RawMsg { pe: 2, ..good },
+            RawMsg { op: RING_PUT, ..good },
+            RawMsg { amo: 4 | 4 << 8, ..good },
+            RawMsg { flags: RING_NBI, ..good },
+        ] {
+            assert!(!stale.is_whole(42), "{stale:?}");
+        }
+        // An all-zero slot never checks.
+        assert!(!RawMsg::default().is_whole(1));
+        assert_ne!(cpl_check(5, 10), cpl_check(5, 10 + RING_SLOTS as u64));
+        assert_ne!(cpl_check(5, 10), cpl_check(6, 10));
+    }
+
+    #[test]
     fn layout_is_what_the_device_headers_assert() {
         let l = layout();
         let get = |n: &str| l.iter().find(|(k, _)| *k == n).unwrap().1;
         assert_eq!(get("msg_size"), 64);
         assert_eq!(get("msg_sequence"), 56);
-        assert_eq!(get("completion_size"), 32);
+        assert_eq!(get("completion_size"), 64);
     }
 }

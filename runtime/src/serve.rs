@@ -54,6 +54,7 @@ impl RingHandler for State {
                 }
                 RingOp::CtrlGet => self.device_ctrl_get(pe, r.source as usize),
                 RingOp::Error => self.device_error(r.value, r.cond as u32, r.dest, pe),
+                RingOp::Nop => 0,
             }
         }
     }

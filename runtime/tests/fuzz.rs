@@ -134,8 +134,10 @@ fn ring_decoder() {
             op: if r.below(2) == 0 { r.below(12) as u32 } else { r.edgy() as u32 },
             amo: if r.below(2) == 0 { (r.below(40) as u32) | ((1u32 << r.below(5)) << 8) } else { r.edgy() as u32 },
             flags: r.edgy() as u32,
+            check: r.edgy(),
         };
         let _ = m.decode();
+        let _ = m.is_whole(r.edgy());
     });
 }
 

@@ -66,11 +66,14 @@ pub fn device_state_h() -> String {
     ] {
         s.push_str("\ntypedef struct {\n");
         for (f, kind) in fields {
-            let t = match *kind {
+            // "u64" or "u32", or an array of them: "u64[5]".
+            let (base, count) = kind.split_once('[').map_or((*kind, ""), |(b, n)| (b, n.trim_end_matches(']')));
+            let t = match base {
                 "u32" => "uint",
                 _ => "ulong",
             };
-            let _ = writeln!(s, "    {t} {f};");
+            let dim = if count.is_empty() { String::new() } else { format!("[{count}]") };
+            let _ = writeln!(s, "    {t} {f}{dim};");
         }
         let _ = writeln!(s, "}} {ty};");
         let _ = writeln!(s, "_Static_assert(sizeof({ty}) == ISHMEMI_RING_{size}, \"{ty} size\");");
@@ -92,6 +95,7 @@ pub fn device_state_h() -> String {
         ("CTRL_SET", RING_CTRL_SET),
         ("CTRL_GET", RING_CTRL_GET),
         ("ERROR", RING_ERROR),
+        ("NOP", RING_NOP),
         ("FLAG_NBI", RING_NBI),
     ] {
         let _ = writeln!(s, "#define ISHMEMI_RING_OP_{name} {v}");

@@ -1,12 +1,13 @@
 //! The host thread that serves a PE's reverse-offload ring (the protocol
-//! is described in `ring.rs`): it reads slots in ticket order, performs
-//! each request through the [`RingHandler`], writes the slot's completion
-//! and bumps `completed`.
+//! is described in `ring.rs`): it reads slots in ticket order, checks each
+//! message whole, performs it through the [`RingHandler`], writes the
+//! slot's completion, bumps `completed` and retires acked slots.
 
 use super::RingHandler;
-use crate::ring::{Ring, RING_SLOTS};
+use crate::ring::{cpl_check, DecodeError, Ring, RING_SLOTS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The running server thread; stopped and joined on drop.
 pub struct RingServer {
@@ -36,13 +37,44 @@ impl Drop for RingServer {
     }
 }
 
+/// How long a message may stay torn (sequence there, check not agreeing)
+/// before it is reported as corrupt.
+const TORN_LIMIT: Duration = Duration::from_secs(1);
+
+fn slot(t: u64) -> usize {
+    (t % RING_SLOTS as u64) as usize
+}
+
+/// Advances `retired` over served tickets whose completions were read,
+/// once half the ring waits for it: a device claims a slot without asking
+/// until the ring holds a whole lap unretired, and reading the acks on
+/// every pass would pull the completion lines the waiters poll.
+#[inline]
+fn retire(ring: &Ring, retired: &mut u64, next: u64) {
+    if next - *retired < RING_SLOTS as u64 / 2 {
+        return;
+    }
+    let before = *retired;
+    // An ack of a later lap counts too: that lap could start only after
+    // this one's ack.
+    while *retired < next && ring.completions[slot(*retired)].ack.load(Ordering::Acquire) > *retired {
+        *retired += 1;
+    }
+    if *retired != before {
+        ring.retired.store(*retired, Ordering::Release);
+    }
+}
+
 fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
     crate::ring::mark_server_thread();
     let mut next: u64 = 0;
+    let mut retired: u64 = 0;
     let mut idle: u32 = 0;
+    let mut torn_since: Option<Instant> = None;
     loop {
-        let slot = &ring.msgs[(next % RING_SLOTS as u64) as usize];
-        if slot.sequence.load(Ordering::Acquire) != next + 1 {
+        let msg = &ring.msgs[slot(next)];
+        if msg.sequence.load(Ordering::Acquire) != next + 1 {
+            retire(ring, &mut retired, next);
             if stop.load(Ordering::Acquire) {
                 return;
             }
@@ -56,23 +88,144 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             } else if idle < (1 << 16) + 64 {
                 std::thread::yield_now();
             } else {
-                std::thread::sleep(std::time::Duration::from_micros(50));
+                std::thread::sleep(Duration::from_micros(50));
             }
             continue;
         }
+        let raw = msg.read();
+        if !raw.is_whole(next + 1) {
+            // Some of the sender's stores are still on their way.
+            let since = *torn_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > TORN_LIMIT {
+                handler.corrupt(DecodeError::Torn { ticket: next });
+            }
+            std::hint::spin_loop();
+            continue;
+        }
+        torn_since = None;
         idle = 0;
-        let req = match slot.read().decode() {
+        let req = match raw.decode() {
             Ok(r) => r,
             Err(e) => handler.corrupt(e),
         };
         let result = handler.serve(&req);
-        let c = &ring.completions[(next % RING_SLOTS as u64) as usize];
+        let c = &ring.completions[slot(next)];
         c.value.store(result, Ordering::Relaxed);
-        c.sequence.store(next + 1, Ordering::Release);
+        c.check.store(cpl_check(result, next + 1), Ordering::Release);
         if req.nbi {
             c.ack.store(next + 1, Ordering::Release);
         }
-        ring.completed.store(next + 1, Ordering::Release);
         next += 1;
+        ring.completed.store(next, Ordering::Release);
+        retire(ring, &mut retired, next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::{cpl_check, new_ring, RawMsg, Request, RingOp, RING_G, RING_NBI, RING_NOP};
+    use std::sync::Mutex;
+
+    /// Serves every request by returning its `value` + 1 and records it;
+    /// a corrupt message panics the server thread with its description.
+    struct Echo(Mutex<Vec<Request>>);
+
+    impl RingHandler for Echo {
+        fn serve(&self, r: &Request) -> u64 {
+            self.0.lock().unwrap().push(*r);
+            r.value + 1
+        }
+        fn corrupt(&self, e: DecodeError) -> ! {
+            panic!("{e}")
+        }
+    }
+
+    fn start(ring: &'static Ring) -> (&'static Echo, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+        let h: &'static Echo = Box::leak(Box::new(Echo(Mutex::new(Vec::new()))));
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = Arc::clone(&stop);
+        (h, stop, std::thread::spawn(move || serve(h, ring, &s2)))
+    }
+
+    /// Waits for ticket t's completion as a device does and acks it.
+    fn wait(ring: &Ring, t: u64) -> u64 {
+        let c = &ring.completions[slot(t)];
+        loop {
+            let check = c.check.load(Ordering::Acquire);
+            let v = c.value.load(Ordering::Relaxed);
+            if check == cpl_check(v, t + 1) {
+                c.ack.store(t + 1, Ordering::Release);
+                return v;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn laps_of_the_ring_with_stores_landing_late_are_served_once_each_in_order() {
+        let ring = new_ring();
+        let (h, stop, thread) = start(ring);
+        let laps = 3 * RING_SLOTS as u64 + 17;
+        for t in 0..laps {
+            // Flow control as a device does it.
+            if t >= RING_SLOTS as u64 {
+                while ring.completions[slot(t)].ack.load(Ordering::Acquire) < t - RING_SLOTS as u64 + 1 {
+                    std::hint::spin_loop();
+                }
+            }
+            let nbi = t % 3 == 0;
+            let m = RawMsg {
+                op: if t % 2 == 0 { RING_NOP } else { RING_G },
+                value: t,
+                pe: 1,
+                flags: if nbi { RING_NBI } else { 0 },
+                ..Default::default()
+            };
+            let msg = &ring.msgs[slot(t)];
+            if t % 1000 == 5 {
+                // The sequence and check first, a field 20 ms later: the
+                // server waits for the field, then serves the message.
+                let meta = m.meta();
+                msg.meta.store(meta, Ordering::Relaxed);
+                msg.check.store(crate::ring::msg_check(0, 0, t, 0, 0, meta, t + 1), Ordering::Relaxed);
+                msg.sequence.store(t + 1, Ordering::Release);
+                std::thread::sleep(Duration::from_millis(20));
+                msg.value.store(t, Ordering::Release);
+            } else {
+                msg.write(&m, t);
+            }
+            ring.published.fetch_add(1, Ordering::Release);
+            if !nbi {
+                assert_eq!(wait(ring, t), t + 1);
+            }
+        }
+        while ring.completed.load(Ordering::Acquire) < laps {
+            std::hint::spin_loop();
+        }
+        stop.store(true, Ordering::Release);
+        thread.join().unwrap();
+        let served = h.0.lock().unwrap();
+        assert_eq!(served.len() as u64, laps);
+        for (t, r) in served.iter().enumerate() {
+            assert_eq!(r.value, t as u64);
+            assert_eq!(r.op, if t % 2 == 0 { RingOp::Nop } else { RingOp::G });
+        }
+    }
+
+    #[test]
+    fn a_message_that_never_checks_is_reported_not_served() {
+        let ring = new_ring();
+        let (h, _stop, thread) = start(ring);
+        let m = RawMsg { op: RING_G, value: 7, pe: 1, ..Default::default() };
+        ring.msgs[0].write(&m, 0);
+        // A field changed after the check was computed: corrupt.
+        ring.msgs[0].dest.store(0xdead, Ordering::Release);
+        let t0 = Instant::now();
+        let e = thread.join().expect_err("the server must report the torn message");
+        let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("torn or corrupt"), "{msg}");
+        assert!(t0.elapsed() >= Duration::from_millis(900));
+        assert!(h.0.lock().unwrap().is_empty(), "a torn message was executed");
     }
 }

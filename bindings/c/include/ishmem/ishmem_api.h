@@ -80,7 +80,7 @@ _Static_assert(sizeof(ishmemx_attr_t) == 16, "ishmemx_attr_t layout");
  * Version of [`ishmemx_cuda_device_library_t`] and of the device state
  * protocol the library speaks.
  */
-#define ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION 3
+#define ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION 4
 
 /**
  * Major version of the OpenSHMEM specification implemented.

@@ -84,7 +84,7 @@ const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, elem) == 76)
 
 /// Version of [`ishmemx_cuda_device_library_t`] and of the device state
 /// protocol the library speaks.
-pub const ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION: u32 = 3;
+pub const ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION: u32 = 4;
 
 static LIBRARY: AtomicPtr<ishmemx_cuda_device_library_t> = AtomicPtr::new(std::ptr::null_mut());
 
