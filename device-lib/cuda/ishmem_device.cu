@@ -192,6 +192,20 @@ int install(int device, void *state) {
                                cudaMemcpyDeviceToDevice);
     if (e == cudaSuccess)
         e = cudaMemcpyToSymbol(ishmemi_cpeer_local, (const void *)st.peer_is_local, n, 0, cudaMemcpyDeviceToDevice);
+    // Every kernel of the library is loaded now. Under CUDA's lazy loading
+    // (the default since CUDA 12.2) a kernel is otherwise loaded at its
+    // first launch, which can wait until the GPU's running kernels end; a
+    // stream routine queued behind one that waits on the ring or on another
+    // PE then never started (back-to-back stream routines hung with
+    // ISHMEM_DEVICE_RING_ALL=1). cudaFuncGetAttributes loads the function.
+    const void *kernels[] = {(const void *)ishmemi_stream_put,        (const void *)ishmemi_stream_get,
+                             (const void *)ishmemi_stream_put_signal, (const void *)ishmemi_stream_signal_wait,
+                             (const void *)ishmemi_stream_quiet,      (const void *)ishmemi_stream_coll,
+                             (const void *)ishmemi_stream_barrier_all, (const void *)ishmemi_stream_sync_all};
+    for (const void *k : kernels) {
+        cudaFuncAttributes a;
+        if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, k);
+    }
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     return (int)e;
 }
@@ -221,7 +235,7 @@ int enqueue(const ishmemx_cuda_queue_op_t *op, void *stream_, void *const *deps,
     return (int)cudaGetLastError();
 }
 
-const ishmemx_cuda_device_library_t library = {3, 0, install, enqueue};
+const ishmemx_cuda_device_library_t library = {4, 0, install, enqueue};
 
 __attribute__((constructor)) void register_library() { ishmemx_cuda_register_device_library(&library); }
 } // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the CUDA device library and the GPU tests into OUTDIR with a CUDA
+# Builds the CUDA device library, the GPU tests and benchmarks into OUTDIR with a CUDA
 # 13 nvcc (NVCC; tests/cuda/nvcc.sh installs one from PyPI where there is
 # none). Needs no GPU: CI builds them to check they compile (bench_vs is
 # the ishmem-rs build of the NVSHMEM comparison, tests/cuda/bench-vs-nvshmem.sh).
@@ -23,3 +23,10 @@ cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
 # inlined into its kernels), as docs/device.md recommends.
 "$nvcc" -rdc=true -dlto -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/bench_vs.cu" -I "$root/bindings/c/include" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/bench_vs"
+# The reverse-offload ring's test, benchmark and floor probe (issue #36).
+"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/ring_test.cu" -I "$root/bindings/c/include" \
+    -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/ring_test"
+"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 -DRING_NOP "$root/tests/cuda/ring_bench.cu" "$root/tests/cuda/ring_bench_nop.cu" \
+    -I "$root/bindings/c/include" -I "$root/device-lib/src" \
+    -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/ring_bench"
+"$nvcc" -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/ring_floor.cu" -L "$cudalib" -o "$out/ring_floor"

@@ -24,18 +24,24 @@ ngpu="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
 [ "$ngpu" -ge 1 ] || fail "no GPU (nvidia-smi -L lists none)"
 run() { # label, scale, env...
     local label="$1" scale="$2"; shift 2
-    local t0=$SECONDS
-    # With every operation through the ring, the collectives and the
-    # stream routines are left out: back-to-back stream routines hang
-    # there (they pass when the host synchronizes after each: open, see
-    # docs/device.md), and the collectives take minutes (`test_cuda coll
-    # small` with the ring: 46 s on 2 H200s).
-    local mode=all
-    case " $* " in *" ISHMEM_DEVICE_RING_ALL=1 "*) mode=basic ;; esac
-    if ! out="$(env "$@" "$bin/ishmrun" -n "${pes:-2}" -t 600 "$build/test_cuda" $mode $scale 2>&1)"; then
-        echo "$out" >&2; fail "$label"
+    local t0=$SECONDS modes=all
+    # With every operation through the ring: everything but the
+    # collectives (each step a ring round trip; minutes) and the collective
+    # launch (test_cuda leaves it out: docs/device.md, forced ring), and
+    # the ring's own test (tests/cuda/ring_test.cu).
+    case " $* " in *" ISHMEM_DEVICE_RING_ALL=1 "*) modes="basic stream" ;; esac
+    for mode in $modes; do
+        if ! out="$(env "$@" "$bin/ishmrun" -n "${pes:-2}" -t 600 "$build/test_cuda" $mode $scale 2>&1)"; then
+            echo "$out" >&2; fail "$label ($mode)"
+        fi
+        echo "$out" | grep -q "cuda $mode ok on ${pes:-2} PEs" || { echo "$out" >&2; fail "$label ($mode) printed no result"; }
+    done
+    if [ "$modes" != all ]; then
+        for args in "storm 8 256 100" "mixed 8 256 4"; do
+            out="$(env "$@" "$bin/ishmrun" -n "${pes:-2}" -t 600 "$build/ring_test" $args 2>&1)" \
+                || { echo "$out" >&2; fail "$label (ring_test $args)"; }
+        done
     fi
-    echo "$out" | grep -q "cuda $mode ok on ${pes:-2} PEs" || { echo "$out" >&2; fail "$label printed no result"; }
     echo "ok: $label ($((SECONDS - t0)) s)"
 }
 # Two PEs sharing a GPU run under MPS when this machine has it (as

@@ -1003,7 +1003,15 @@ int main(int argc, char **argv) {
     if ((all && !basic) || !strcmp(mode, "stream")) {
         test_stream();
         test_stream_coll();
-        test_collective_launch();
+        // With every operation through the ring, the host performs each
+        // AMO on GPU memory as a one-thread kernel, which needs a free SM:
+        // a collective launch of a grid that fills every SM and waits on
+        // the ring leaves none (docs/device.md, forced ring).
+        const char *ring = getenv("ISHMEM_DEVICE_RING_ALL");
+        if (!(ring && atoi(ring)))
+            test_collective_launch();
+        else if (me == 0)
+            fprintf(stderr, "collective launch left out: every operation goes through the ring\n");
     }
     ishmem_barrier_all();
     if (failures == 0 && me == 0) printf("cuda %s ok on %d PEs\n", mode, npes);

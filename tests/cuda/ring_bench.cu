@@ -1,0 +1,104 @@
+// The reverse-offload ring's speed (issue #36; a benchmark, not a test).
+// Run with every device operation through the ring, 2 PEs; PE 0 measures
+// against PE 1:
+//
+//   ISHMEM_DEVICE_RING_ALL=1 ishmrun -n 2 ring_bench
+//
+// Rows (CSV: figure,threads,value,unit): the round trip of one thread's
+// no-op request (the ring alone: built with -DRING_NOP and
+// ring_bench_nop.cu, which reaches into the library's core.h for it), `g` and fetch_add (each also a host access
+// to the target's GPU memory); requests per second from 1, 32, 1024 and
+// 32 x 1024 threads with the one host proxy thread of PE 0.
+#include <ishmem.h>
+#include <ishmemx.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#ifdef RING_NOP
+__device__ long ring_bench_nop(int peer); // ring_bench_nop.cu
+#endif
+
+#define CK(call)                                                                                  \
+    do {                                                                                          \
+        cudaError_t e_ = (call);                                                                  \
+        if (e_ != cudaSuccess) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+__device__ inline unsigned long long gtime() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// op 0: no-op, 1: g, 2: fetch_add.
+__device__ inline long request(int op, long *ctr, int peer) {
+#ifdef RING_NOP
+    if (op == 0) return ring_bench_nop(peer);
+#endif
+    if (op == 1) return ishmem_long_g(ctr, peer);
+    return ishmem_long_atomic_fetch_add(ctr, 1, peer);
+}
+
+__global__ void round_trip(int op, long *ctr, int peer, int iters, unsigned long long *ns, long *sink) {
+    long s = 0;
+    request(op, ctr, peer);
+    unsigned long long t0 = gtime();
+    for (int i = 0; i < iters; i++) s += request(op, ctr, peer);
+    *ns = (gtime() - t0) / iters;
+    *sink = s;
+}
+
+__global__ void rate(int op, long *ctr, int peer, int per, long *sink) {
+    long s = 0;
+    for (int i = 0; i < per; i++) s += request(op, ctr, peer);
+    if (s == -1) *sink = s;
+}
+
+int main() {
+    ishmem_init();
+    int me = ishmem_my_pe();
+    long *ctr = (long *)ishmem_calloc(1, sizeof(long));
+    unsigned long long *ns;
+    long *sink;
+    CK(cudaMallocManaged(&ns, 8));
+    CK(cudaMalloc(&sink, 8));
+    ishmem_barrier_all();
+    if (me == 0) {
+        const char *names[] = {"ring no-op", "ring g", "ring fetch_add"};
+#ifdef RING_NOP
+        int first = 0;
+#else
+        int first = 1;
+#endif
+        for (int op = first; op < 3; op++) {
+            round_trip<<<1, 1>>>(op, ctr, 1, op == 0 ? 20000 : 2000, ns, sink);
+            CK(cudaDeviceSynchronize());
+            printf("%s round trip,1,%.3f,us\n", names[op], *ns / 1e3);
+            struct {
+                int blocks, threads;
+            } shapes[] = {{1, 1}, {1, 32}, {1, 1024}, {32, 1024}};
+            for (auto s : shapes) {
+                long n = (long)s.blocks * s.threads;
+                // About 40000 requests per figure for the no-op, 4000 for the others.
+                int per = (int)((op == 0 ? 40000 : 4000) / n);
+                if (per < 1) per = 1;
+                rate<<<s.blocks, s.threads>>>(op, ctr, 1, 1, sink); // warm
+                CK(cudaDeviceSynchronize());
+                auto t0 = std::chrono::steady_clock::now();
+                rate<<<s.blocks, s.threads>>>(op, ctr, 1, per, sink);
+                CK(cudaDeviceSynchronize());
+                double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                printf("%s rate,%ld,%.3f,M requests/s\n", names[op], n, n * per / sec / 1e6);
+                fflush(stdout);
+            }
+        }
+    }
+    ishmem_barrier_all();
+    ishmem_free(ctr);
+    ishmem_finalize();
+    return 0;
+}

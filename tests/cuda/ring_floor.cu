@@ -1,0 +1,156 @@
+// The reverse-offload ring's physical floor on this machine (issue #36; a
+// benchmark, not a test; no library): what a GPU thread's request to a host
+// thread and its answer cost with nothing but stores and polls.
+//
+//   nvcc -arch=sm_90 -O2 -std=c++17 ring_floor.cu -o ring_floor && ./ring_floor
+//
+// Rows (CSV: figure,value,unit):
+// * floor: one thread stores a 64-byte line into host-pinned memory (8-byte
+//   volatile stores, the last one the line's sequence), a host thread sees
+//   the sequence and stores it into an answer word in host-pinned memory,
+//   the thread polls that word. GPUs without GPUDirect copies (no gdrcopy)
+//   cannot be written by the host with a store, so the answer is polled
+//   across PCIe: this round trip is the floor of any ring on the machine.
+// * the same with a system-scope release fence before the sequence store;
+// * latency of one relaxed system-scope atomic add on host memory (a ticket
+//   counter there) and on GPU memory;
+// * a ring of 4096 lines (tickets from a counter in GPU memory, one atomic
+//   per warp; completions as answer words in host memory): requests per
+//   second from 1, 32, 1024 and 32 x 1024 threads with one host thread.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <cuda_runtime.h>
+
+#define CK(call)                                                                                  \
+    do {                                                                                          \
+        cudaError_t e_ = (call);                                                                  \
+        if (e_ != cudaSuccess) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+typedef unsigned long long u64;
+constexpr int SLOTS = 4096;
+
+struct alignas(64) Line {
+    u64 w[8]; // w[7]: ticket + 1, stored last
+};
+
+__device__ inline u64 gtime() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ inline void vst(u64 *p, u64 v) { asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory"); }
+__device__ inline u64 vld(const u64 *p) {
+    u64 v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ inline void fence_release_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+__device__ inline void send(Line *l, u64 t, bool fence) {
+    for (int i = 0; i < 7; i++) vst(&l->w[i], t * 8 + i);
+    if (fence) fence_release_sys();
+    vst(&l->w[7], t + 1);
+}
+
+// Mode 0: floor; 1: floor with a release fence; 2: atomic add on `ctr`.
+__global__ void round_trip(int mode, Line *line, u64 *answer, u64 *ctr, int iters, u64 *ns) {
+    u64 t0 = gtime();
+    for (int i = 0; i < iters; i++) {
+        if (mode == 2) {
+            u64 v;
+            asm volatile("atom.relaxed.sys.global.add.u64 %0, [%1], 1;" : "=l"(v) : "l"(ctr) : "memory");
+            if (v == ~0ull) *ns = 0; // keep the result live
+            continue;
+        }
+        send(line, i, mode == 1);
+        while (vld(answer) != (u64)i + 1) {
+        }
+    }
+    *ns = (gtime() - t0) / iters;
+}
+
+// Every thread sends `per` requests through the ring and waits for each.
+__global__ void ring_rate(Line *ring, u64 *answers, u64 *tickets, int per) {
+    for (int k = 0; k < per; k++) {
+        unsigned mask = __activemask();
+        int lane = threadIdx.x % 32, leader = __ffs(mask) - 1;
+        int rank = __popc(mask & ((1u << lane) - 1));
+        u64 base = 0;
+        if (lane == leader)
+            base = atomicAdd(tickets, (u64)__popc(mask));
+        base = __shfl_sync(mask, base, leader);
+        u64 t = base + rank;
+        u64 *a = &answers[t % SLOTS];
+        if (t >= SLOTS)
+            while (vld(a) < t - SLOTS + 1) {
+            }
+        send(&ring[t % SLOTS], t, false);
+        while (vld(a) < t + 1) {
+        }
+    }
+}
+
+static void host_echo(Line *ring, u64 *answers, u64 total, bool single, std::atomic<bool> *stop) {
+    volatile Line *r = ring;
+    volatile u64 *a = answers;
+    for (u64 next = 0; next < total && !stop->load(std::memory_order_relaxed);) {
+        volatile Line *l = single ? &r[0] : &r[next % SLOTS];
+        if (l->w[7] != next + 1) continue;
+        std::atomic_thread_fence(std::memory_order_acquire);
+        a[single ? 0 : next % SLOTS] = next + 1;
+        next++;
+    }
+}
+
+int main() {
+    Line *ring;
+    u64 *answers, *hctr, *dctr, *dtickets, *ns;
+    CK(cudaHostAlloc(&ring, sizeof(Line) * SLOTS, cudaHostAllocMapped));
+    CK(cudaHostAlloc(&answers, 8 * SLOTS, cudaHostAllocMapped));
+    CK(cudaHostAlloc(&hctr, 64, cudaHostAllocMapped));
+    CK(cudaMalloc(&dctr, 64));
+    CK(cudaMalloc(&dtickets, 64));
+    CK(cudaMallocManaged(&ns, 8));
+    const int iters = 20000;
+    const char *names[] = {"floor: 64-byte line to the host and an answer word back", "floor with a release fence",
+                           "atomic add on host memory"};
+    for (int mode = 0; mode < 3; mode++) {
+        memset(ring, 0, sizeof(Line) * SLOTS);
+        memset(answers, 0, 8 * SLOTS);
+        std::atomic<bool> stop{false};
+        std::thread h;
+        if (mode < 2) h = std::thread(host_echo, ring, answers, (u64)iters, true, &stop);
+        round_trip<<<1, 1>>>(mode, ring, answers, hctr, iters, ns);
+        CK(cudaDeviceSynchronize());
+        if (h.joinable()) h.join();
+        printf("%s,%.3f,us\n", names[mode], *ns / 1e3);
+    }
+    round_trip<<<1, 1>>>(2, ring, answers, dctr, iters, ns);
+    CK(cudaDeviceSynchronize());
+    printf("atomic add on GPU memory,%.3f,us\n", *ns / 1e3);
+    struct {
+        int blocks, threads, per;
+    } shapes[] = {{1, 1, 20000}, {1, 32, 2000}, {1, 1024, 100}, {32, 1024, 10}};
+    for (auto s : shapes) {
+        memset(ring, 0, sizeof(Line) * SLOTS);
+        memset(answers, 0, 8 * SLOTS);
+        CK(cudaMemset(dtickets, 0, 8));
+        u64 total = (u64)s.blocks * s.threads * s.per;
+        std::atomic<bool> stop{false};
+        std::thread h(host_echo, ring, answers, total, false, &stop);
+        auto t0 = std::chrono::steady_clock::now();
+        ring_rate<<<s.blocks, s.threads>>>(ring, answers, dtickets, s.per);
+        CK(cudaDeviceSynchronize());
+        double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        h.join();
+        printf("raw ring rate from %d x %d threads,%.2f,M requests/s\n", s.blocks, s.threads, total / sec / 1e6);
+    }
+    return 0;
+}
