@@ -138,10 +138,7 @@ ISHMEMI_INLINE ulong ishmemi_ring_claim(ISHMEMI_GLOBAL void *tickets, ISHMEMI_GL
 /* Between polls of host memory in the ring's waits: a few polls at once
  * (a round trip's worth), then a pause that doubles up to 2 us, so
  * thousands of waiting threads do not flood the bus with reads of lines
- * the host is writing. A completion wait also reads how far the server is
- * (`completed`) once its pauses are long, and sleeps about as many
- * microseconds as there are requests ahead of it, up to 256 us (a thread
- * far behind polls rarely; the next one served polls often). */
+ * the host is writing. */
 #ifndef ISHMEMI_RING_PAUSE
 #define ISHMEMI_RING_PAUSE(ns) ((void)(ns))
 #endif
@@ -228,11 +225,6 @@ ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
     for (;;) {
         ishmemi_ring_rd2(c + ISHMEMI_RING_CPL_VALUE, &v, &check);
         if (check == ishmemi_ring_cpl_check(v, seq)) break;
-        if (ns >= 2048) {
-            ulong done = ishmemi_ring_rd64(ishmemi_ring() + ISHMEMI_RING_COMPLETED);
-            ulong ahead = t > done ? t - done : 0;
-            ISHMEMI_RING_PAUSE((uint)(ahead < 256 ? ahead : 256) * 1000);
-        }
         ISHMEMI_RING_BACKOFF(polls, ns);
     }
     ishmemi_ring_wr64(c + ISHMEMI_RING_CPL_ACK, seq);

@@ -45,13 +45,16 @@ fn slot(t: u64) -> usize {
     (t % RING_SLOTS as u64) as usize
 }
 
+/// Tickets served before the server looks at their acks again.
+const RETIRE_BATCH: u64 = 64;
+
 /// Advances `retired` over served tickets whose completions were read,
-/// once half the ring waits for it: a device claims a slot without asking
-/// until the ring holds a whole lap unretired, and reading the acks on
-/// every pass would pull the completion lines the waiters poll.
+/// [`RETIRE_BATCH`] at a time: reading the acks on every pass would pull
+/// the completion lines the waiters poll, and a device asks for `retired`
+/// only when its hint is a lap behind.
 #[inline]
 fn retire(ring: &Ring, retired: &mut u64, next: u64) {
-    if next - *retired < RING_SLOTS as u64 / 2 {
+    if next - *retired < RETIRE_BATCH {
         return;
     }
     let before = *retired;
