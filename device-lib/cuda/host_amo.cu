@@ -4,8 +4,11 @@
 // atomics on device memory are not). Compiled to PTX by gen-host-amo.sh
 // into runtime/src/device/cuda/host_amo.ptx, which is checked in (the
 // runtime JIT-compiles it with the driver: building libishmem needs no
-// CUDA compiler). Opcodes are the runtime's AmoOp values.
+// CUDA compiler). Opcodes are the runtime's AmoOp values (device_codes.h,
+// generated from it).
 #include <cuda/atomic>
+
+#include "../src/device_codes.h"
 
 namespace {
 typedef unsigned long long u64;
@@ -14,13 +17,13 @@ typedef unsigned int u32;
 template <typename T>
 __device__ T apply(T old, u32 op, T v, T cond) {
     switch (op) {
-    case 0: return old;                     // fetch
-    case 1: case 2: return v;               // set, swap
-    case 3: return old == cond ? v : old;   // compare-and-swap
-    case 4: return (T)(old + v);            // fetch-add
-    case 5: return old & v;                 // fetch-and
-    case 6: return old | v;                 // fetch-or
-    default: return old ^ v;                // fetch-xor
+    case ISHMEMI_FETCH: return old;
+    case ISHMEMI_SET: case ISHMEMI_SWAP: return v;
+    case ISHMEMI_CSWAP: return old == cond ? v : old;
+    case ISHMEMI_FADD: return (T)(old + v);
+    case ISHMEMI_FAND: return old & v;
+    case ISHMEMI_FOR: return old | v;
+    default: return old ^ v; /* ISHMEMI_FXOR */
     }
 }
 
@@ -28,13 +31,13 @@ template <typename T>
 __device__ T native(T *p, u32 op, T v, T cond) {
     cuda::atomic_ref<T, cuda::thread_scope_system> a(*p);
     switch (op) {
-    case 0: return a.load();
-    case 1: a.store(v); return 0;
-    case 2: return a.exchange(v);
-    case 3: a.compare_exchange_strong(cond, v); return cond;
-    case 4: return a.fetch_add(v);
-    case 5: return a.fetch_and(v);
-    case 6: return a.fetch_or(v);
+    case ISHMEMI_FETCH: return a.load();
+    case ISHMEMI_SET: a.store(v); return 0;
+    case ISHMEMI_SWAP: return a.exchange(v);
+    case ISHMEMI_CSWAP: a.compare_exchange_strong(cond, v); return cond;
+    case ISHMEMI_FADD: return a.fetch_add(v);
+    case ISHMEMI_FAND: return a.fetch_and(v);
+    case ISHMEMI_FOR: return a.fetch_or(v);
     default: return a.fetch_xor(v);
     }
 }

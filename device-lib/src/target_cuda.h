@@ -131,15 +131,8 @@ ISHMEMI_INLINE ulong ishmemi_ring_claim(void *tickets, void *published) {
     return base + (ulong)rank;
 }
 
-/* AMO opcodes (the same numbering as the runtime's AmoOp). */
-#define ISHMEMI_FETCH 0
-#define ISHMEMI_SET 1
-#define ISHMEMI_SWAP 2
-#define ISHMEMI_CSWAP 3
-#define ISHMEMI_FADD 4
-#define ISHMEMI_FAND 5
-#define ISHMEMI_FOR 6
-#define ISHMEMI_FXOR 7
+/* AMO opcodes: generated from the runtime's AmoOp (device_codes.h). */
+#include "device_codes.h"
 
 template <typename T> ISHMEMI_INLINE T ishmemi_amo(void *p, int op, T v, T cond) {
     ishmemi_ref<T> a(*(T *)p);

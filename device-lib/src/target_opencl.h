@@ -31,15 +31,8 @@ ISHMEMI_INLINE void ishmemi_fence_all(void) {
     atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_seq_cst, ISHMEMI_SCOPE);
 }
 
-/* AMO opcodes (the same numbering as the runtime's AmoOp). */
-#define ISHMEMI_FETCH 0
-#define ISHMEMI_SET 1
-#define ISHMEMI_SWAP 2
-#define ISHMEMI_CSWAP 3
-#define ISHMEMI_FADD 4
-#define ISHMEMI_FAND 5
-#define ISHMEMI_FOR 6
-#define ISHMEMI_FXOR 7
+/* AMO opcodes: generated from the runtime's AmoOp (device_codes.h). */
+#include "device_codes.h"
 
 #define ISHMEMI_AMO_BODY(A, T)                                                              \
     switch (op) {                                                                            \
