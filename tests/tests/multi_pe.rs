@@ -8,6 +8,7 @@
 
 use ishmem_tests::harness::*;
 use std::io::Read;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -322,10 +323,13 @@ fn mpi_plugin_link_race_refused() {
         d = plant_dir.display(),
         link = link.display()
     );
+    // In a process group of its own, so that its `ln` and `mv` end with it
+    // (one left running re-created the link after the cleanup below).
     let mut racer = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", &script])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("start the racer (setpriv)");
     // Until the racer's link exists.
@@ -353,11 +357,17 @@ fn mpi_plugin_link_race_refused() {
             break;
         }
     }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(racer.id() as i32, libc::SIGKILL) };
+    // SAFETY: signalling our own child's process group.
+    unsafe { libc::kill(-(racer.id() as i32), libc::SIGKILL) };
     let _ = racer.wait();
     let ran = mark.exists();
-    let _ = std::fs::remove_dir_all(&dir);
+    // The group's last `mv` may still be finishing: try again briefly.
+    for _ in 0..50 {
+        if std::fs::remove_dir_all(&dir).is_ok() || !dir.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(!ran, "the planted plugin ran\n{last}");
     assert_eq!(refused, 100, "every start must refuse the other user's link\n{last}");
     assert!(last.contains("is owned by uid 65534, not by this user or root"), "{last}");
