@@ -77,21 +77,21 @@ __global__ void ishmemi_stream_signal_wait(uint64_t *sig, int cmp, uint64_t v) {
 }
 __global__ void ishmemi_stream_quiet() { ishmem_quiet(); }
 // Reductions and scans launched on a stream: one generic routine per
-// element kind (ishmemx_cuda_queue_op_t.dtype: 0 float, 1 double, 2..9
-// signed and unsigned integers of 1, 2, 4, 8 bytes), not the typed block
+// element kind (ishmemx_cuda_queue_op_t.dtype: ISHMEMI_ELEM_*, from
+// device_codes.h), not the typed block
 // forms, so that this kernel keeps few routines alive in a program linked
 // with -dlto. Arithmetic in T, as the typed routines do. Members' elements
 // by loads and stores where the device reaches them, else through the ring.
 template <typename T> static __device__ T ishmemi_stream_rop(int rop, T a, T b) {
     if constexpr (std::is_integral<T>::value) {
-        if (rop == 0) return (T)(a & b);
-        if (rop == 1) return (T)(a | b);
-        if (rop == 2) return (T)(a ^ b);
+        if (rop == ISHMEMI_ROP_AND) return (T)(a & b);
+        if (rop == ISHMEMI_ROP_OR) return (T)(a | b);
+        if (rop == ISHMEMI_ROP_XOR) return (T)(a ^ b);
     }
-    if (rop == 3) return b > a ? b : a;
-    if (rop == 4) return b < a ? b : a;
-    if (rop == 5) return (T)(a + b);
-    return (T)(a * b);
+    if (rop == ISHMEMI_ROP_MAX) return b > a ? b : a;
+    if (rop == ISHMEMI_ROP_MIN) return b < a ? b : a;
+    if (rop == ISHMEMI_ROP_SUM) return (T)(a + b);
+    return (T)(a * b); /* ISHMEMI_ROP_PROD */
 }
 template <typename T> static __device__ T ishmemi_elem_get(const T *sym, int pe) {
     if (ishmemi_is_local(pe)) return *(const T *)ishmemi_peer(sym, pe);
@@ -109,9 +109,9 @@ template <typename T> static __device__ void ishmemi_elem_put(T *sym, T v, int p
     x.v = v;
     ishmemi_ring_p(sym, x.u, sizeof(T), pe);
 }
-// Reduction (coll 5): member r owns slice r, reads it from every member's
-// source in member order and stores it into every member's dest, between
-// team syncs. Scans (6 inclusive, 7 exclusive): member r owns slice r and
+// Reduction (ISHMEMI_COLL_REDUCE): member r owns slice r, reads it from
+// every member's source in member order and stores it into every member's
+// dest, between team syncs. Scans (ISHMEMI_COLL_INSCAN, _EXSCAN): member r owns slice r and
 // walks the members in order with a running sum.
 template <typename T> static __device__ void ishmemi_stream_reduce(const ishmemx_cuda_queue_op_t &op) {
     const ishmemi_team_t *t = ishmemi_get_team(op.team);
@@ -125,45 +125,47 @@ template <typename T> static __device__ void ishmemi_stream_reduce(const ishmemx
         for (int r = 0; r < t->size; r++) {
             int pe = ishmemi_member(t, r);
             T b = ishmemi_elem_get(src + i, pe);
-            if (op.coll == 7) ishmemi_elem_put(dest + i, a, pe);
-            a = r == 0 && op.coll == 5 ? b : op.coll == 5 ? ishmemi_stream_rop<T>((int)op.rop, a, b) : (T)(a + b);
-            if (op.coll == 6) ishmemi_elem_put(dest + i, a, pe);
+            if (op.coll == ISHMEMI_COLL_EXSCAN) ishmemi_elem_put(dest + i, a, pe);
+            a = r == 0 && op.coll == ISHMEMI_COLL_REDUCE ? b
+                : op.coll == ISHMEMI_COLL_REDUCE        ? ishmemi_stream_rop<T>((int)op.rop, a, b)
+                                                        : (T)(a + b);
+            if (op.coll == ISHMEMI_COLL_INSCAN) ishmemi_elem_put(dest + i, a, pe);
         }
-        if (op.coll == 5)
+        if (op.coll == ISHMEMI_COLL_REDUCE)
             for (int r = 0; r < t->size; r++) ishmemi_elem_put(dest + i, a, ishmemi_member(t, r));
     }
     ishmemi_wg_sync_team(op.team);
 }
 static __device__ void ishmemi_stream_typed(const ishmemx_cuda_queue_op_t &op) {
     switch (op.dtype) {
-    case 0: ishmemi_stream_reduce<float>(op); break;
-    case 1: ishmemi_stream_reduce<double>(op); break;
-    case 2: ishmemi_stream_reduce<signed char>(op); break;
-    case 3: ishmemi_stream_reduce<unsigned char>(op); break;
-    case 4: ishmemi_stream_reduce<short>(op); break;
-    case 5: ishmemi_stream_reduce<unsigned short>(op); break;
-    case 6: ishmemi_stream_reduce<int>(op); break;
-    case 7: ishmemi_stream_reduce<unsigned int>(op); break;
-    case 8: ishmemi_stream_reduce<long long>(op); break;
-    default: ishmemi_stream_reduce<unsigned long long>(op); break;
+    case ISHMEMI_ELEM_F32: ishmemi_stream_reduce<float>(op); break;
+    case ISHMEMI_ELEM_F64: ishmemi_stream_reduce<double>(op); break;
+    case ISHMEMI_ELEM_I8: ishmemi_stream_reduce<signed char>(op); break;
+    case ISHMEMI_ELEM_U8: ishmemi_stream_reduce<unsigned char>(op); break;
+    case ISHMEMI_ELEM_I16: ishmemi_stream_reduce<short>(op); break;
+    case ISHMEMI_ELEM_U16: ishmemi_stream_reduce<unsigned short>(op); break;
+    case ISHMEMI_ELEM_I32: ishmemi_stream_reduce<int>(op); break;
+    case ISHMEMI_ELEM_U32: ishmemi_stream_reduce<unsigned int>(op); break;
+    case ISHMEMI_ELEM_I64: ishmemi_stream_reduce<long long>(op); break;
+    default: ishmemi_stream_reduce<unsigned long long>(op); break; /* ISHMEMI_ELEM_U64 */
     }
 }
 
-// A collective launched on a stream (runtime's device::COLL_* numbering),
-// by the block forms; the runtime checked the arguments.
+// A collective launched on a stream (ISHMEMI_COLL_*, the runtime's
+// device::COLL_*), by the block forms; the runtime checked the arguments.
 __global__ void ishmemi_stream_coll(ishmemx_cuda_queue_op_t op) {
     size_t bytes = op.nbytes * op.elem;
     switch (op.coll) {
-    case 0: ishmemx_team_sync_block(op.team); break;
-    case 1: ishmemx_broadcastmem_block(op.team, op.dest, op.source, bytes, op.root); break;
-    case 2:
+    case ISHMEMI_COLL_TEAM_SYNC: ishmemx_team_sync_block(op.team); break;
+    case ISHMEMI_COLL_BROADCAST: ishmemx_broadcastmem_block(op.team, op.dest, op.source, bytes, op.root); break;
+    case ISHMEMI_COLL_COLLECT:
         __syncthreads();
         if (threadIdx.x == 0) ishmemi_collect_bytes(op.team, op.dest, op.source, op.nbytes, op.elem);
         __syncthreads();
         break;
-    case 3: ishmemx_fcollectmem_block(op.team, op.dest, op.source, bytes); break;
-    case 4: ishmemx_alltoallmem_block(op.team, op.dest, op.source, bytes); break;
-    default: ishmemi_stream_typed(op); break;
+    case ISHMEMI_COLL_FCOLLECT: ishmemx_fcollectmem_block(op.team, op.dest, op.source, bytes); break;
+    case ISHMEMI_COLL_ALLTOALL: ishmemx_alltoallmem_block(op.team, op.dest, op.source, bytes); break;
+    default: ishmemi_stream_typed(op); break; /* reductions and scans */
     }
 }
 __global__ void ishmemi_stream_barrier_all() { ishmem_barrier_all(); }

@@ -12,4 +12,32 @@
 #define ISHMEMI_FOR 6
 #define ISHMEMI_FXOR 7
 
+/* Stream-ordered collectives: the collective, the element kind and the
+ * reduction operator (runtime/src/device/mod.rs). */
+#define ISHMEMI_COLL_TEAM_SYNC 0
+#define ISHMEMI_COLL_BROADCAST 1
+#define ISHMEMI_COLL_COLLECT 2
+#define ISHMEMI_COLL_FCOLLECT 3
+#define ISHMEMI_COLL_ALLTOALL 4
+#define ISHMEMI_COLL_REDUCE 5
+#define ISHMEMI_COLL_INSCAN 6
+#define ISHMEMI_COLL_EXSCAN 7
+#define ISHMEMI_ELEM_F32 0
+#define ISHMEMI_ELEM_F64 1
+#define ISHMEMI_ELEM_I8 2
+#define ISHMEMI_ELEM_U8 3
+#define ISHMEMI_ELEM_I16 4
+#define ISHMEMI_ELEM_U16 5
+#define ISHMEMI_ELEM_I32 6
+#define ISHMEMI_ELEM_U32 7
+#define ISHMEMI_ELEM_I64 8
+#define ISHMEMI_ELEM_U64 9
+#define ISHMEMI_ROP_AND 0
+#define ISHMEMI_ROP_OR 1
+#define ISHMEMI_ROP_XOR 2
+#define ISHMEMI_ROP_MAX 3
+#define ISHMEMI_ROP_MIN 4
+#define ISHMEMI_ROP_SUM 5
+#define ISHMEMI_ROP_PROD 6
+
 #endif

@@ -15238,13 +15238,13 @@ pub unsafe extern "C" fn ishmemx_float_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            0,
+            ishmem_runtime::device::ELEM_F32,
             0,
             stream,
         )
@@ -15262,7 +15262,18 @@ pub unsafe extern "C" fn ishmemx_float_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_collect_on_stream", 2, team, dest, source, nelems, 0, 0, 0, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15277,7 +15288,18 @@ pub unsafe extern "C" fn ishmemx_float_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_fcollect_on_stream", 3, team, dest, source, nelems, 0, 0, 0, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15292,7 +15314,18 @@ pub unsafe extern "C" fn ishmemx_float_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_alltoall_on_stream", 4, team, dest, source, nelems, 0, 0, 0, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15309,13 +15342,13 @@ pub unsafe extern "C" fn ishmemx_double_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            1,
+            ishmem_runtime::device::ELEM_F64,
             0,
             stream,
         )
@@ -15333,7 +15366,18 @@ pub unsafe extern "C" fn ishmemx_double_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f64>("ishmemx_double_collect_on_stream", 2, team, dest, source, nelems, 0, 1, 0, stream)
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15348,7 +15392,18 @@ pub unsafe extern "C" fn ishmemx_double_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f64>("ishmemx_double_fcollect_on_stream", 3, team, dest, source, nelems, 0, 1, 0, stream)
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15363,7 +15418,18 @@ pub unsafe extern "C" fn ishmemx_double_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f64>("ishmemx_double_alltoall_on_stream", 4, team, dest, source, nelems, 0, 1, 0, stream)
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15380,13 +15446,13 @@ pub unsafe extern "C" fn ishmemx_char_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -15404,7 +15470,18 @@ pub unsafe extern "C" fn ishmemx_char_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_char>("ishmemx_char_collect_on_stream", 2, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15419,7 +15496,18 @@ pub unsafe extern "C" fn ishmemx_char_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_char>("ishmemx_char_fcollect_on_stream", 3, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15434,7 +15522,18 @@ pub unsafe extern "C" fn ishmemx_char_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_char>("ishmemx_char_alltoall_on_stream", 4, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<c_char>(
+            "ishmemx_char_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15451,13 +15550,13 @@ pub unsafe extern "C" fn ishmemx_schar_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -15475,7 +15574,18 @@ pub unsafe extern "C" fn ishmemx_schar_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_schar>("ishmemx_schar_collect_on_stream", 2, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<c_schar>(
+            "ishmemx_schar_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15492,13 +15602,13 @@ pub unsafe extern "C" fn ishmemx_schar_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -15518,13 +15628,13 @@ pub unsafe extern "C" fn ishmemx_schar_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -15544,13 +15654,13 @@ pub unsafe extern "C" fn ishmemx_short_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            4,
+            ishmem_runtime::device::ELEM_I16,
             0,
             stream,
         )
@@ -15568,7 +15678,18 @@ pub unsafe extern "C" fn ishmemx_short_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_short>("ishmemx_short_collect_on_stream", 2, team, dest, source, nelems, 0, 4, 0, stream)
+        ti::coll_on_stream::<c_short>(
+            "ishmemx_short_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15585,13 +15706,13 @@ pub unsafe extern "C" fn ishmemx_short_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            4,
+            ishmem_runtime::device::ELEM_I16,
             0,
             stream,
         )
@@ -15611,13 +15732,13 @@ pub unsafe extern "C" fn ishmemx_short_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            4,
+            ishmem_runtime::device::ELEM_I16,
             0,
             stream,
         )
@@ -15637,13 +15758,13 @@ pub unsafe extern "C" fn ishmemx_int_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            6,
+            ishmem_runtime::device::ELEM_I32,
             0,
             stream,
         )
@@ -15661,7 +15782,18 @@ pub unsafe extern "C" fn ishmemx_int_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_collect_on_stream", 2, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15676,7 +15808,18 @@ pub unsafe extern "C" fn ishmemx_int_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_fcollect_on_stream", 3, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15691,7 +15834,18 @@ pub unsafe extern "C" fn ishmemx_int_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_alltoall_on_stream", 4, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15708,13 +15862,13 @@ pub unsafe extern "C" fn ishmemx_long_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -15732,7 +15886,18 @@ pub unsafe extern "C" fn ishmemx_long_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_long>("ishmemx_long_collect_on_stream", 2, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15747,7 +15912,18 @@ pub unsafe extern "C" fn ishmemx_long_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_long>("ishmemx_long_fcollect_on_stream", 3, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15762,7 +15938,18 @@ pub unsafe extern "C" fn ishmemx_long_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_long>("ishmemx_long_alltoall_on_stream", 4, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<c_long>(
+            "ishmemx_long_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15779,13 +15966,13 @@ pub unsafe extern "C" fn ishmemx_longlong_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -15805,13 +15992,13 @@ pub unsafe extern "C" fn ishmemx_longlong_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_collect_on_stream",
-            2,
+            ishmem_runtime::device::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -15831,13 +16018,13 @@ pub unsafe extern "C" fn ishmemx_longlong_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -15857,13 +16044,13 @@ pub unsafe extern "C" fn ishmemx_longlong_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -15883,13 +16070,13 @@ pub unsafe extern "C" fn ishmemx_uchar_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            3,
+            ishmem_runtime::device::ELEM_U8,
             0,
             stream,
         )
@@ -15907,7 +16094,18 @@ pub unsafe extern "C" fn ishmemx_uchar_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_uchar>("ishmemx_uchar_collect_on_stream", 2, team, dest, source, nelems, 0, 3, 0, stream)
+        ti::coll_on_stream::<c_uchar>(
+            "ishmemx_uchar_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -15924,13 +16122,13 @@ pub unsafe extern "C" fn ishmemx_uchar_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            3,
+            ishmem_runtime::device::ELEM_U8,
             0,
             stream,
         )
@@ -15950,13 +16148,13 @@ pub unsafe extern "C" fn ishmemx_uchar_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            3,
+            ishmem_runtime::device::ELEM_U8,
             0,
             stream,
         )
@@ -15976,13 +16174,13 @@ pub unsafe extern "C" fn ishmemx_ushort_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            5,
+            ishmem_runtime::device::ELEM_U16,
             0,
             stream,
         )
@@ -16002,13 +16200,13 @@ pub unsafe extern "C" fn ishmemx_ushort_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_collect_on_stream",
-            2,
+            ishmem_runtime::device::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            5,
+            ishmem_runtime::device::ELEM_U16,
             0,
             stream,
         )
@@ -16028,13 +16226,13 @@ pub unsafe extern "C" fn ishmemx_ushort_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            5,
+            ishmem_runtime::device::ELEM_U16,
             0,
             stream,
         )
@@ -16054,13 +16252,13 @@ pub unsafe extern "C" fn ishmemx_ushort_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            5,
+            ishmem_runtime::device::ELEM_U16,
             0,
             stream,
         )
@@ -16080,13 +16278,13 @@ pub unsafe extern "C" fn ishmemx_uint_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            7,
+            ishmem_runtime::device::ELEM_U32,
             0,
             stream,
         )
@@ -16104,7 +16302,18 @@ pub unsafe extern "C" fn ishmemx_uint_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_uint>("ishmemx_uint_collect_on_stream", 2, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16119,7 +16328,18 @@ pub unsafe extern "C" fn ishmemx_uint_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_uint>("ishmemx_uint_fcollect_on_stream", 3, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16134,7 +16354,18 @@ pub unsafe extern "C" fn ishmemx_uint_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_uint>("ishmemx_uint_alltoall_on_stream", 4, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<c_uint>(
+            "ishmemx_uint_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16151,13 +16382,13 @@ pub unsafe extern "C" fn ishmemx_ulong_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16175,7 +16406,18 @@ pub unsafe extern "C" fn ishmemx_ulong_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_ulong>("ishmemx_ulong_collect_on_stream", 2, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<c_ulong>(
+            "ishmemx_ulong_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16192,13 +16434,13 @@ pub unsafe extern "C" fn ishmemx_ulong_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16218,13 +16460,13 @@ pub unsafe extern "C" fn ishmemx_ulong_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16244,13 +16486,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16270,13 +16512,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_collect_on_stream",
-            2,
+            ishmem_runtime::device::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16296,13 +16538,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16322,13 +16564,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16348,13 +16590,13 @@ pub unsafe extern "C" fn ishmemx_int8_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -16372,7 +16614,18 @@ pub unsafe extern "C" fn ishmemx_int8_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_collect_on_stream", 2, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16387,7 +16640,18 @@ pub unsafe extern "C" fn ishmemx_int8_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_fcollect_on_stream", 3, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16402,7 +16666,18 @@ pub unsafe extern "C" fn ishmemx_int8_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_alltoall_on_stream", 4, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16419,13 +16694,13 @@ pub unsafe extern "C" fn ishmemx_int16_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            4,
+            ishmem_runtime::device::ELEM_I16,
             0,
             stream,
         )
@@ -16443,7 +16718,18 @@ pub unsafe extern "C" fn ishmemx_int16_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_collect_on_stream", 2, team, dest, source, nelems, 0, 4, 0, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16458,7 +16744,18 @@ pub unsafe extern "C" fn ishmemx_int16_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_fcollect_on_stream", 3, team, dest, source, nelems, 0, 4, 0, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16473,7 +16770,18 @@ pub unsafe extern "C" fn ishmemx_int16_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_alltoall_on_stream", 4, team, dest, source, nelems, 0, 4, 0, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16490,13 +16798,13 @@ pub unsafe extern "C" fn ishmemx_int32_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            6,
+            ishmem_runtime::device::ELEM_I32,
             0,
             stream,
         )
@@ -16514,7 +16822,18 @@ pub unsafe extern "C" fn ishmemx_int32_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_collect_on_stream", 2, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16529,7 +16848,18 @@ pub unsafe extern "C" fn ishmemx_int32_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_fcollect_on_stream", 3, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16544,7 +16874,18 @@ pub unsafe extern "C" fn ishmemx_int32_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_alltoall_on_stream", 4, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16561,13 +16902,13 @@ pub unsafe extern "C" fn ishmemx_int64_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -16585,7 +16926,18 @@ pub unsafe extern "C" fn ishmemx_int64_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_collect_on_stream", 2, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16600,7 +16952,18 @@ pub unsafe extern "C" fn ishmemx_int64_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_fcollect_on_stream", 3, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16615,7 +16978,18 @@ pub unsafe extern "C" fn ishmemx_int64_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_alltoall_on_stream", 4, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16632,13 +17006,13 @@ pub unsafe extern "C" fn ishmemx_uint8_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            3,
+            ishmem_runtime::device::ELEM_U8,
             0,
             stream,
         )
@@ -16656,7 +17030,18 @@ pub unsafe extern "C" fn ishmemx_uint8_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_collect_on_stream", 2, team, dest, source, nelems, 0, 3, 0, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16671,7 +17056,18 @@ pub unsafe extern "C" fn ishmemx_uint8_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_fcollect_on_stream", 3, team, dest, source, nelems, 0, 3, 0, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16686,7 +17082,18 @@ pub unsafe extern "C" fn ishmemx_uint8_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_alltoall_on_stream", 4, team, dest, source, nelems, 0, 3, 0, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16703,13 +17110,13 @@ pub unsafe extern "C" fn ishmemx_uint16_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            5,
+            ishmem_runtime::device::ELEM_U16,
             0,
             stream,
         )
@@ -16727,7 +17134,18 @@ pub unsafe extern "C" fn ishmemx_uint16_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u16>("ishmemx_uint16_collect_on_stream", 2, team, dest, source, nelems, 0, 5, 0, stream)
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16742,7 +17160,18 @@ pub unsafe extern "C" fn ishmemx_uint16_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u16>("ishmemx_uint16_fcollect_on_stream", 3, team, dest, source, nelems, 0, 5, 0, stream)
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16757,7 +17186,18 @@ pub unsafe extern "C" fn ishmemx_uint16_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u16>("ishmemx_uint16_alltoall_on_stream", 4, team, dest, source, nelems, 0, 5, 0, stream)
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16774,13 +17214,13 @@ pub unsafe extern "C" fn ishmemx_uint32_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            7,
+            ishmem_runtime::device::ELEM_U32,
             0,
             stream,
         )
@@ -16798,7 +17238,18 @@ pub unsafe extern "C" fn ishmemx_uint32_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u32>("ishmemx_uint32_collect_on_stream", 2, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16813,7 +17264,18 @@ pub unsafe extern "C" fn ishmemx_uint32_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u32>("ishmemx_uint32_fcollect_on_stream", 3, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16828,7 +17290,18 @@ pub unsafe extern "C" fn ishmemx_uint32_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u32>("ishmemx_uint32_alltoall_on_stream", 4, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16845,13 +17318,13 @@ pub unsafe extern "C" fn ishmemx_uint64_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16869,7 +17342,18 @@ pub unsafe extern "C" fn ishmemx_uint64_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u64>("ishmemx_uint64_collect_on_stream", 2, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16884,7 +17368,18 @@ pub unsafe extern "C" fn ishmemx_uint64_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u64>("ishmemx_uint64_fcollect_on_stream", 3, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16899,7 +17394,18 @@ pub unsafe extern "C" fn ishmemx_uint64_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u64>("ishmemx_uint64_alltoall_on_stream", 4, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16916,13 +17422,13 @@ pub unsafe extern "C" fn ishmemx_size_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -16940,7 +17446,18 @@ pub unsafe extern "C" fn ishmemx_size_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<usize>("ishmemx_size_collect_on_stream", 2, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16955,7 +17472,18 @@ pub unsafe extern "C" fn ishmemx_size_fcollect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<usize>("ishmemx_size_fcollect_on_stream", 3, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_fcollect_on_stream",
+            ishmem_runtime::device::COLL_FCOLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16970,7 +17498,18 @@ pub unsafe extern "C" fn ishmemx_size_alltoall_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<usize>("ishmemx_size_alltoall_on_stream", 4, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_alltoall_on_stream",
+            ishmem_runtime::device::COLL_ALLTOALL,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -16987,13 +17526,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_broadcast_on_stream",
-            1,
+            ishmem_runtime::device::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -17011,7 +17550,18 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_collect_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<isize>("ishmemx_ptrdiff_collect_on_stream", 2, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<isize>(
+            "ishmemx_ptrdiff_collect_on_stream",
+            ishmem_runtime::device::COLL_COLLECT,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -17028,13 +17578,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_fcollect_on_stream",
-            3,
+            ishmem_runtime::device::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -17054,13 +17604,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_alltoall_on_stream",
-            4,
+            ishmem_runtime::device::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -17078,7 +17628,18 @@ pub unsafe extern "C" fn ishmemx_float_max_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 0, 3, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_max_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            ishmem_runtime::device::ROP_MAX,
+            stream,
+        )
     }
 }
 
@@ -17093,7 +17654,18 @@ pub unsafe extern "C" fn ishmemx_float_min_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 0, 4, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_min_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            ishmem_runtime::device::ROP_MIN,
+            stream,
+        )
     }
 }
 
@@ -17108,7 +17680,18 @@ pub unsafe extern "C" fn ishmemx_float_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 0, 0, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -17123,7 +17706,18 @@ pub unsafe extern "C" fn ishmemx_float_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 0, 0, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -17140,14 +17734,14 @@ pub unsafe extern "C" fn ishmemx_double_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            1,
-            3,
+            ishmem_runtime::device::ELEM_F64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17166,14 +17760,14 @@ pub unsafe extern "C" fn ishmemx_double_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            1,
-            4,
+            ishmem_runtime::device::ELEM_F64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17190,7 +17784,18 @@ pub unsafe extern "C" fn ishmemx_double_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f64>("ishmemx_double_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 1, 0, stream)
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -17205,7 +17810,18 @@ pub unsafe extern "C" fn ishmemx_double_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f64>("ishmemx_double_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 1, 0, stream)
+        ti::coll_on_stream::<f64>(
+            "ishmemx_double_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_F64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -17222,14 +17838,14 @@ pub unsafe extern "C" fn ishmemx_char_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            3,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17248,14 +17864,14 @@ pub unsafe extern "C" fn ishmemx_char_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            4,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17274,13 +17890,13 @@ pub unsafe extern "C" fn ishmemx_char_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -17300,13 +17916,13 @@ pub unsafe extern "C" fn ishmemx_char_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -17326,14 +17942,14 @@ pub unsafe extern "C" fn ishmemx_schar_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            3,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17352,14 +17968,14 @@ pub unsafe extern "C" fn ishmemx_schar_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            4,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17378,13 +17994,13 @@ pub unsafe extern "C" fn ishmemx_schar_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -17404,13 +18020,13 @@ pub unsafe extern "C" fn ishmemx_schar_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            2,
+            ishmem_runtime::device::ELEM_I8,
             0,
             stream,
         )
@@ -17430,14 +18046,14 @@ pub unsafe extern "C" fn ishmemx_short_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            4,
-            3,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17456,14 +18072,14 @@ pub unsafe extern "C" fn ishmemx_short_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            4,
-            4,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17482,13 +18098,13 @@ pub unsafe extern "C" fn ishmemx_short_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            4,
+            ishmem_runtime::device::ELEM_I16,
             0,
             stream,
         )
@@ -17508,13 +18124,13 @@ pub unsafe extern "C" fn ishmemx_short_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            4,
+            ishmem_runtime::device::ELEM_I16,
             0,
             stream,
         )
@@ -17532,7 +18148,18 @@ pub unsafe extern "C" fn ishmemx_int_max_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 3, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_max_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_MAX,
+            stream,
+        )
     }
 }
 
@@ -17547,7 +18174,18 @@ pub unsafe extern "C" fn ishmemx_int_min_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 4, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_min_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_MIN,
+            stream,
+        )
     }
 }
 
@@ -17562,7 +18200,18 @@ pub unsafe extern "C" fn ishmemx_int_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -17577,7 +18226,18 @@ pub unsafe extern "C" fn ishmemx_int_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -17594,14 +18254,14 @@ pub unsafe extern "C" fn ishmemx_long_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            3,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17620,14 +18280,14 @@ pub unsafe extern "C" fn ishmemx_long_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            4,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17646,13 +18306,13 @@ pub unsafe extern "C" fn ishmemx_long_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -17672,13 +18332,13 @@ pub unsafe extern "C" fn ishmemx_long_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -17698,14 +18358,14 @@ pub unsafe extern "C" fn ishmemx_longlong_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            3,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17724,14 +18384,14 @@ pub unsafe extern "C" fn ishmemx_longlong_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            4,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17750,13 +18410,13 @@ pub unsafe extern "C" fn ishmemx_longlong_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -17776,13 +18436,13 @@ pub unsafe extern "C" fn ishmemx_longlong_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -17802,14 +18462,14 @@ pub unsafe extern "C" fn ishmemx_uchar_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            3,
-            3,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17828,14 +18488,14 @@ pub unsafe extern "C" fn ishmemx_uchar_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            3,
-            4,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17854,13 +18514,13 @@ pub unsafe extern "C" fn ishmemx_uchar_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            3,
+            ishmem_runtime::device::ELEM_U8,
             0,
             stream,
         )
@@ -17880,13 +18540,13 @@ pub unsafe extern "C" fn ishmemx_uchar_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            3,
+            ishmem_runtime::device::ELEM_U8,
             0,
             stream,
         )
@@ -17906,14 +18566,14 @@ pub unsafe extern "C" fn ishmemx_ushort_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            3,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -17932,14 +18592,14 @@ pub unsafe extern "C" fn ishmemx_ushort_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            4,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -17958,13 +18618,13 @@ pub unsafe extern "C" fn ishmemx_ushort_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            5,
+            ishmem_runtime::device::ELEM_U16,
             0,
             stream,
         )
@@ -17984,13 +18644,13 @@ pub unsafe extern "C" fn ishmemx_ushort_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            5,
+            ishmem_runtime::device::ELEM_U16,
             0,
             stream,
         )
@@ -18010,14 +18670,14 @@ pub unsafe extern "C" fn ishmemx_uint_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            3,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18036,14 +18696,14 @@ pub unsafe extern "C" fn ishmemx_uint_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            4,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -18062,13 +18722,13 @@ pub unsafe extern "C" fn ishmemx_uint_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            7,
+            ishmem_runtime::device::ELEM_U32,
             0,
             stream,
         )
@@ -18088,13 +18748,13 @@ pub unsafe extern "C" fn ishmemx_uint_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            7,
+            ishmem_runtime::device::ELEM_U32,
             0,
             stream,
         )
@@ -18114,14 +18774,14 @@ pub unsafe extern "C" fn ishmemx_ulong_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            3,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18140,14 +18800,14 @@ pub unsafe extern "C" fn ishmemx_ulong_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            4,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -18166,13 +18826,13 @@ pub unsafe extern "C" fn ishmemx_ulong_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -18192,13 +18852,13 @@ pub unsafe extern "C" fn ishmemx_ulong_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -18218,14 +18878,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            3,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18244,14 +18904,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            4,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -18270,13 +18930,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -18296,13 +18956,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            9,
+            ishmem_runtime::device::ELEM_U64,
             0,
             stream,
         )
@@ -18320,7 +18980,18 @@ pub unsafe extern "C" fn ishmemx_int8_max_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 3, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_max_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_MAX,
+            stream,
+        )
     }
 }
 
@@ -18335,7 +19006,18 @@ pub unsafe extern "C" fn ishmemx_int8_min_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 4, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_min_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_MIN,
+            stream,
+        )
     }
 }
 
@@ -18350,7 +19032,18 @@ pub unsafe extern "C" fn ishmemx_int8_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18365,7 +19058,18 @@ pub unsafe extern "C" fn ishmemx_int8_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 2, 0, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18380,7 +19084,18 @@ pub unsafe extern "C" fn ishmemx_int16_max_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 3, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_max_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_MAX,
+            stream,
+        )
     }
 }
 
@@ -18395,7 +19110,18 @@ pub unsafe extern "C" fn ishmemx_int16_min_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 4, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_min_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_MIN,
+            stream,
+        )
     }
 }
 
@@ -18410,7 +19136,18 @@ pub unsafe extern "C" fn ishmemx_int16_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 4, 0, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18425,7 +19162,18 @@ pub unsafe extern "C" fn ishmemx_int16_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 4, 0, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18440,7 +19188,18 @@ pub unsafe extern "C" fn ishmemx_int32_max_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 3, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_max_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_MAX,
+            stream,
+        )
     }
 }
 
@@ -18455,7 +19214,18 @@ pub unsafe extern "C" fn ishmemx_int32_min_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 4, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_min_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_MIN,
+            stream,
+        )
     }
 }
 
@@ -18470,7 +19240,18 @@ pub unsafe extern "C" fn ishmemx_int32_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18485,7 +19266,18 @@ pub unsafe extern "C" fn ishmemx_int32_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 6, 0, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18500,7 +19292,18 @@ pub unsafe extern "C" fn ishmemx_int64_max_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 3, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_max_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MAX,
+            stream,
+        )
     }
 }
 
@@ -18515,7 +19318,18 @@ pub unsafe extern "C" fn ishmemx_int64_min_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 4, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_min_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MIN,
+            stream,
+        )
     }
 }
 
@@ -18530,7 +19344,18 @@ pub unsafe extern "C" fn ishmemx_int64_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18545,7 +19370,18 @@ pub unsafe extern "C" fn ishmemx_int64_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 8, 0, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18560,7 +19396,18 @@ pub unsafe extern "C" fn ishmemx_uint8_max_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_max_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 3, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_max_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_MAX,
+            stream,
+        )
     }
 }
 
@@ -18575,7 +19422,18 @@ pub unsafe extern "C" fn ishmemx_uint8_min_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_min_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 4, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_min_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_MIN,
+            stream,
+        )
     }
 }
 
@@ -18590,7 +19448,18 @@ pub unsafe extern "C" fn ishmemx_uint8_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 3, 0, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18605,7 +19474,18 @@ pub unsafe extern "C" fn ishmemx_uint8_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 3, 0, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18622,14 +19502,14 @@ pub unsafe extern "C" fn ishmemx_uint16_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            3,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18648,14 +19528,14 @@ pub unsafe extern "C" fn ishmemx_uint16_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            4,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -18672,7 +19552,18 @@ pub unsafe extern "C" fn ishmemx_uint16_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u16>("ishmemx_uint16_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 5, 0, stream)
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18687,7 +19578,18 @@ pub unsafe extern "C" fn ishmemx_uint16_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u16>("ishmemx_uint16_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 5, 0, stream)
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U16,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18704,14 +19606,14 @@ pub unsafe extern "C" fn ishmemx_uint32_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            3,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18730,14 +19632,14 @@ pub unsafe extern "C" fn ishmemx_uint32_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            4,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -18754,7 +19656,18 @@ pub unsafe extern "C" fn ishmemx_uint32_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u32>("ishmemx_uint32_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18769,7 +19682,18 @@ pub unsafe extern "C" fn ishmemx_uint32_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u32>("ishmemx_uint32_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 7, 0, stream)
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18786,14 +19710,14 @@ pub unsafe extern "C" fn ishmemx_uint64_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            3,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18812,14 +19736,14 @@ pub unsafe extern "C" fn ishmemx_uint64_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            4,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -18836,7 +19760,18 @@ pub unsafe extern "C" fn ishmemx_uint64_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u64>("ishmemx_uint64_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18851,7 +19786,18 @@ pub unsafe extern "C" fn ishmemx_uint64_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u64>("ishmemx_uint64_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18868,14 +19814,14 @@ pub unsafe extern "C" fn ishmemx_size_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            3,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18894,14 +19840,14 @@ pub unsafe extern "C" fn ishmemx_size_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            4,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -18918,7 +19864,18 @@ pub unsafe extern "C" fn ishmemx_size_sum_inscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<usize>("ishmemx_size_sum_inscan_on_stream", 6, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_sum_inscan_on_stream",
+            ishmem_runtime::device::COLL_INSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18933,7 +19890,18 @@ pub unsafe extern "C" fn ishmemx_size_sum_exscan_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<usize>("ishmemx_size_sum_exscan_on_stream", 7, team, dest, source, nelems, 0, 9, 0, stream)
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_sum_exscan_on_stream",
+            ishmem_runtime::device::COLL_EXSCAN,
+            team,
+            dest,
+            source,
+            nelems,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            0,
+            stream,
+        )
     }
 }
 
@@ -18950,14 +19918,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_max_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            3,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MAX,
             stream,
         )
     }
@@ -18976,14 +19944,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_min_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            4,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_MIN,
             stream,
         )
     }
@@ -19002,13 +19970,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_sum_inscan_on_stream",
-            6,
+            ishmem_runtime::device::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -19028,13 +19996,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_sum_exscan_on_stream",
-            7,
+            ishmem_runtime::device::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            8,
+            ishmem_runtime::device::ELEM_I64,
             0,
             stream,
         )
@@ -19052,7 +20020,18 @@ pub unsafe extern "C" fn ishmemx_float_sum_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<f32>("ishmemx_float_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 0, 5, stream)
+        ti::coll_on_stream::<f32>(
+            "ishmemx_float_sum_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_F32,
+            ishmem_runtime::device::ROP_SUM,
+            stream,
+        )
     }
 }
 
@@ -19069,14 +20048,14 @@ pub unsafe extern "C" fn ishmemx_float_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            0,
-            6,
+            ishmem_runtime::device::ELEM_F32,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19095,14 +20074,14 @@ pub unsafe extern "C" fn ishmemx_double_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            1,
-            5,
+            ishmem_runtime::device::ELEM_F64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19121,14 +20100,14 @@ pub unsafe extern "C" fn ishmemx_double_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            1,
-            6,
+            ishmem_runtime::device::ELEM_F64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19147,14 +20126,14 @@ pub unsafe extern "C" fn ishmemx_char_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            5,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19173,14 +20152,14 @@ pub unsafe extern "C" fn ishmemx_char_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            6,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19199,14 +20178,14 @@ pub unsafe extern "C" fn ishmemx_schar_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            5,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19225,14 +20204,14 @@ pub unsafe extern "C" fn ishmemx_schar_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            6,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19251,14 +20230,14 @@ pub unsafe extern "C" fn ishmemx_short_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            4,
-            5,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19277,14 +20256,14 @@ pub unsafe extern "C" fn ishmemx_short_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            4,
-            6,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19301,7 +20280,18 @@ pub unsafe extern "C" fn ishmemx_int_sum_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<c_int>("ishmemx_int_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 5, stream)
+        ti::coll_on_stream::<c_int>(
+            "ishmemx_int_sum_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_SUM,
+            stream,
+        )
     }
 }
 
@@ -19318,14 +20308,14 @@ pub unsafe extern "C" fn ishmemx_int_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            6,
-            6,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19344,14 +20334,14 @@ pub unsafe extern "C" fn ishmemx_long_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            5,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19370,14 +20360,14 @@ pub unsafe extern "C" fn ishmemx_long_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            6,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19396,14 +20386,14 @@ pub unsafe extern "C" fn ishmemx_longlong_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            5,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19422,14 +20412,14 @@ pub unsafe extern "C" fn ishmemx_longlong_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            6,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19448,14 +20438,14 @@ pub unsafe extern "C" fn ishmemx_uchar_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            3,
-            5,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19474,14 +20464,14 @@ pub unsafe extern "C" fn ishmemx_uchar_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            3,
-            6,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19500,14 +20490,14 @@ pub unsafe extern "C" fn ishmemx_ushort_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            5,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19526,14 +20516,14 @@ pub unsafe extern "C" fn ishmemx_ushort_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            6,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19552,14 +20542,14 @@ pub unsafe extern "C" fn ishmemx_uint_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            5,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19578,14 +20568,14 @@ pub unsafe extern "C" fn ishmemx_uint_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            6,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19604,14 +20594,14 @@ pub unsafe extern "C" fn ishmemx_ulong_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            5,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19630,14 +20620,14 @@ pub unsafe extern "C" fn ishmemx_ulong_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            6,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19656,14 +20646,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            5,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19682,14 +20672,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            6,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19706,7 +20696,18 @@ pub unsafe extern "C" fn ishmemx_int8_sum_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 5, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_sum_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_SUM,
+            stream,
+        )
     }
 }
 
@@ -19721,7 +20722,18 @@ pub unsafe extern "C" fn ishmemx_int8_prod_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_prod_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 6, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_prod_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_PROD,
+            stream,
+        )
     }
 }
 
@@ -19736,7 +20748,18 @@ pub unsafe extern "C" fn ishmemx_int16_sum_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 5, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_sum_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_SUM,
+            stream,
+        )
     }
 }
 
@@ -19753,14 +20776,14 @@ pub unsafe extern "C" fn ishmemx_int16_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            4,
-            6,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19777,7 +20800,18 @@ pub unsafe extern "C" fn ishmemx_int32_sum_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 5, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_sum_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_SUM,
+            stream,
+        )
     }
 }
 
@@ -19794,14 +20828,14 @@ pub unsafe extern "C" fn ishmemx_int32_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            6,
-            6,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19818,7 +20852,18 @@ pub unsafe extern "C" fn ishmemx_int64_sum_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 5, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_sum_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_SUM,
+            stream,
+        )
     }
 }
 
@@ -19835,14 +20880,14 @@ pub unsafe extern "C" fn ishmemx_int64_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            6,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19859,7 +20904,18 @@ pub unsafe extern "C" fn ishmemx_uint8_sum_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_sum_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 5, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_sum_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_SUM,
+            stream,
+        )
     }
 }
 
@@ -19874,7 +20930,18 @@ pub unsafe extern "C" fn ishmemx_uint8_prod_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_prod_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 6, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_prod_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_PROD,
+            stream,
+        )
     }
 }
 
@@ -19891,14 +20958,14 @@ pub unsafe extern "C" fn ishmemx_uint16_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            5,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19917,14 +20984,14 @@ pub unsafe extern "C" fn ishmemx_uint16_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            6,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19943,14 +21010,14 @@ pub unsafe extern "C" fn ishmemx_uint32_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            5,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -19969,14 +21036,14 @@ pub unsafe extern "C" fn ishmemx_uint32_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            6,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -19995,14 +21062,14 @@ pub unsafe extern "C" fn ishmemx_uint64_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            5,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -20021,14 +21088,14 @@ pub unsafe extern "C" fn ishmemx_uint64_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            6,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -20047,14 +21114,14 @@ pub unsafe extern "C" fn ishmemx_size_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            5,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -20073,14 +21140,14 @@ pub unsafe extern "C" fn ishmemx_size_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            6,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -20099,14 +21166,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_sum_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            5,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_SUM,
             stream,
         )
     }
@@ -20125,14 +21192,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_prod_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            8,
-            6,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_PROD,
             stream,
         )
     }
@@ -20151,14 +21218,14 @@ pub unsafe extern "C" fn ishmemx_schar_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20177,14 +21244,14 @@ pub unsafe extern "C" fn ishmemx_schar_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_or_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            1,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_OR,
             stream,
         )
     }
@@ -20203,14 +21270,14 @@ pub unsafe extern "C" fn ishmemx_schar_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            2,
-            2,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20229,14 +21296,14 @@ pub unsafe extern "C" fn ishmemx_uchar_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            3,
-            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20255,14 +21322,14 @@ pub unsafe extern "C" fn ishmemx_uchar_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_or_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            3,
-            1,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_OR,
             stream,
         )
     }
@@ -20281,14 +21348,14 @@ pub unsafe extern "C" fn ishmemx_uchar_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            3,
-            2,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20307,14 +21374,14 @@ pub unsafe extern "C" fn ishmemx_ushort_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            0,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20333,14 +21400,14 @@ pub unsafe extern "C" fn ishmemx_ushort_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_or_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            1,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_OR,
             stream,
         )
     }
@@ -20359,14 +21426,14 @@ pub unsafe extern "C" fn ishmemx_ushort_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            2,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20385,14 +21452,14 @@ pub unsafe extern "C" fn ishmemx_uint_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            0,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20411,14 +21478,14 @@ pub unsafe extern "C" fn ishmemx_uint_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_or_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            1,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_OR,
             stream,
         )
     }
@@ -20437,14 +21504,14 @@ pub unsafe extern "C" fn ishmemx_uint_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            2,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20463,14 +21530,14 @@ pub unsafe extern "C" fn ishmemx_ulong_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            0,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20489,14 +21556,14 @@ pub unsafe extern "C" fn ishmemx_ulong_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_or_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            1,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_OR,
             stream,
         )
     }
@@ -20515,14 +21582,14 @@ pub unsafe extern "C" fn ishmemx_ulong_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            2,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20541,14 +21608,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            0,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20567,14 +21634,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_or_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            1,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_OR,
             stream,
         )
     }
@@ -20593,14 +21660,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            2,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20617,7 +21684,18 @@ pub unsafe extern "C" fn ishmemx_int8_and_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 0, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_and_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_AND,
+            stream,
+        )
     }
 }
 
@@ -20632,7 +21710,18 @@ pub unsafe extern "C" fn ishmemx_int8_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 1, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -20647,7 +21736,18 @@ pub unsafe extern "C" fn ishmemx_int8_xor_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i8>("ishmemx_int8_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 2, 2, stream)
+        ti::coll_on_stream::<i8>(
+            "ishmemx_int8_xor_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I8,
+            ishmem_runtime::device::ROP_XOR,
+            stream,
+        )
     }
 }
 
@@ -20662,7 +21762,18 @@ pub unsafe extern "C" fn ishmemx_int16_and_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 0, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_and_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_AND,
+            stream,
+        )
     }
 }
 
@@ -20677,7 +21788,18 @@ pub unsafe extern "C" fn ishmemx_int16_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 1, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -20692,7 +21814,18 @@ pub unsafe extern "C" fn ishmemx_int16_xor_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i16>("ishmemx_int16_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 4, 2, stream)
+        ti::coll_on_stream::<i16>(
+            "ishmemx_int16_xor_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I16,
+            ishmem_runtime::device::ROP_XOR,
+            stream,
+        )
     }
 }
 
@@ -20707,7 +21840,18 @@ pub unsafe extern "C" fn ishmemx_int32_and_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 0, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_and_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_AND,
+            stream,
+        )
     }
 }
 
@@ -20722,7 +21866,18 @@ pub unsafe extern "C" fn ishmemx_int32_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 1, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -20737,7 +21892,18 @@ pub unsafe extern "C" fn ishmemx_int32_xor_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i32>("ishmemx_int32_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 6, 2, stream)
+        ti::coll_on_stream::<i32>(
+            "ishmemx_int32_xor_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I32,
+            ishmem_runtime::device::ROP_XOR,
+            stream,
+        )
     }
 }
 
@@ -20752,7 +21918,18 @@ pub unsafe extern "C" fn ishmemx_int64_and_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 0, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_and_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_AND,
+            stream,
+        )
     }
 }
 
@@ -20767,7 +21944,18 @@ pub unsafe extern "C" fn ishmemx_int64_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 1, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -20782,7 +21970,18 @@ pub unsafe extern "C" fn ishmemx_int64_xor_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<i64>("ishmemx_int64_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 8, 2, stream)
+        ti::coll_on_stream::<i64>(
+            "ishmemx_int64_xor_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_I64,
+            ishmem_runtime::device::ROP_XOR,
+            stream,
+        )
     }
 }
 
@@ -20797,7 +21996,18 @@ pub unsafe extern "C" fn ishmemx_uint8_and_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_and_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 0, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_and_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_AND,
+            stream,
+        )
     }
 }
 
@@ -20812,7 +22022,18 @@ pub unsafe extern "C" fn ishmemx_uint8_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 1, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -20827,7 +22048,18 @@ pub unsafe extern "C" fn ishmemx_uint8_xor_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u8>("ishmemx_uint8_xor_reduce_on_stream", 5, team, dest, source, nreduce, 0, 3, 2, stream)
+        ti::coll_on_stream::<u8>(
+            "ishmemx_uint8_xor_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U8,
+            ishmem_runtime::device::ROP_XOR,
+            stream,
+        )
     }
 }
 
@@ -20844,14 +22076,14 @@ pub unsafe extern "C" fn ishmemx_uint16_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            0,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20868,7 +22100,18 @@ pub unsafe extern "C" fn ishmemx_uint16_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u16>("ishmemx_uint16_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 5, 1, stream)
+        ti::coll_on_stream::<u16>(
+            "ishmemx_uint16_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -20885,14 +22128,14 @@ pub unsafe extern "C" fn ishmemx_uint16_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            5,
-            2,
+            ishmem_runtime::device::ELEM_U16,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20911,14 +22154,14 @@ pub unsafe extern "C" fn ishmemx_uint32_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            0,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -20935,7 +22178,18 @@ pub unsafe extern "C" fn ishmemx_uint32_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u32>("ishmemx_uint32_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 7, 1, stream)
+        ti::coll_on_stream::<u32>(
+            "ishmemx_uint32_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -20952,14 +22206,14 @@ pub unsafe extern "C" fn ishmemx_uint32_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            7,
-            2,
+            ishmem_runtime::device::ELEM_U32,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -20978,14 +22232,14 @@ pub unsafe extern "C" fn ishmemx_uint64_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            0,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -21002,7 +22256,18 @@ pub unsafe extern "C" fn ishmemx_uint64_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<u64>("ishmemx_uint64_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 9, 1, stream)
+        ti::coll_on_stream::<u64>(
+            "ishmemx_uint64_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -21019,14 +22284,14 @@ pub unsafe extern "C" fn ishmemx_uint64_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            2,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }
@@ -21045,14 +22310,14 @@ pub unsafe extern "C" fn ishmemx_size_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_and_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            0,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_AND,
             stream,
         )
     }
@@ -21069,7 +22334,18 @@ pub unsafe extern "C" fn ishmemx_size_or_reduce_on_stream(
 ) -> c_int {
     // SAFETY: the caller's contract (above), forwarded.
     unsafe {
-        ti::coll_on_stream::<usize>("ishmemx_size_or_reduce_on_stream", 5, team, dest, source, nreduce, 0, 9, 1, stream)
+        ti::coll_on_stream::<usize>(
+            "ishmemx_size_or_reduce_on_stream",
+            ishmem_runtime::device::COLL_REDUCE,
+            team,
+            dest,
+            source,
+            nreduce,
+            0,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_OR,
+            stream,
+        )
     }
 }
 
@@ -21086,14 +22362,14 @@ pub unsafe extern "C" fn ishmemx_size_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_xor_reduce_on_stream",
-            5,
+            ishmem_runtime::device::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            9,
-            2,
+            ishmem_runtime::device::ELEM_U64,
+            ishmem_runtime::device::ROP_XOR,
             stream,
         )
     }

@@ -215,29 +215,29 @@ const SBCAST: &[(&str, K)] = &[
 const SRED: &[(&str, K)] =
     &[("team", K::Team), ("dest", K::Ptr), ("source", K::CPtr), ("nreduce", K::Size), ("stream", K::Handle)];
 
-/// The element kind of a typed stream-ordered reduction or scan, as the
-/// CUDA device library's generic stream reduction reads it
-/// (`ishmemi_stream_reduce` in `device-lib/cuda/ishmem_device.cu`): 0 float,
-/// 1 double, then signed and unsigned integers of 1, 2, 4 and 8 bytes (2..9).
-fn elem_kind(tname: &str) -> Option<u32> {
+/// The element kind of a typed stream-ordered reduction or scan: the
+/// runtime's `device::ELEM_*` constant, by name (the generated code refers
+/// to it; the device library's `device_codes.h` has the same values).
+fn elem_kind(tname: &str) -> Option<&'static str> {
     Some(match tname {
-        "float" => 0,
-        "double" => 1,
-        "char" | "schar" | "int8" => 2,
-        "uchar" | "uint8" => 3,
-        "short" | "int16" => 4,
-        "ushort" | "uint16" => 5,
-        "int" | "int32" => 6,
-        "uint" | "uint32" => 7,
-        "long" | "longlong" | "int64" | "ptrdiff" => 8,
-        "ulong" | "ulonglong" | "uint64" | "size" => 9,
+        "float" => "F32",
+        "double" => "F64",
+        "char" | "schar" | "int8" => "I8",
+        "uchar" | "uint8" => "U8",
+        "short" | "int16" => "I16",
+        "ushort" | "uint16" => "U16",
+        "int" | "int32" => "I32",
+        "uint" | "uint32" => "U32",
+        "long" | "longlong" | "int64" | "ptrdiff" => "I64",
+        "ulong" | "ulonglong" | "uint64" | "size" => "U64",
         _ => return None,
     })
 }
 
 /// Stream-ordered collectives (the cuda device; Intel SHMEM's names only):
-/// `{I}` is the element kind ([`elem_kind`]); the numbers around it are the
-/// runtime's `device::COLL_*` and the reduction operators (below).
+/// `{I}` is the element kind ([`elem_kind`]); the collective and the
+/// reduction operator (0 where there is none) are the runtime's
+/// `device::COLL_*` and `ROP_*`.
 macro_rules! on_stream {
     ($name:literal, $params:expr, $kind:literal, $root:literal, $n:literal, $rop:literal, $doc:literal) => {
         op(
@@ -245,13 +245,13 @@ macro_rules! on_stream {
             $params,
             Some(K::Int),
             concat!(
-                "ti::coll_on_stream::<{R}>(\"{n}\", ",
+                "ti::coll_on_stream::<{R}>(\"{n}\", ishmem_runtime::device::COLL_",
                 $kind,
                 ", team, dest, source, ",
                 $n,
                 ", ",
                 $root,
-                ", {I}, ",
+                ", ishmem_runtime::device::ELEM_{I}, ",
                 $rop,
                 ", stream)"
             ),
@@ -261,28 +261,82 @@ macro_rules! on_stream {
     };
 }
 const STREAM_COLL_OPS: &[Op] = &[
-    on_stream!("broadcast", SBCAST, "1", "PE_root", "nelems", "0",
+    on_stream!("broadcast", SBCAST, "BROADCAST", "PE_root", "nelems", "0",
         "broadcast ordered on the CUDA stream (0 is the default stream): complete on this PE when the stream's later work starts; 0, or non-zero for an invalid team."),
-    on_stream!("collect", SCOLL, "2", "0", "nelems", "0", "collect ordered on the CUDA stream."),
-    on_stream!("fcollect", SCOLL, "3", "0", "nelems", "0", "fcollect ordered on the CUDA stream."),
-    on_stream!("alltoall", SCOLL, "4", "0", "nelems", "0", "alltoall ordered on the CUDA stream."),
+    on_stream!("collect", SCOLL, "COLLECT", "0", "nelems", "0", "collect ordered on the CUDA stream."),
+    on_stream!("fcollect", SCOLL, "FCOLLECT", "0", "nelems", "0", "fcollect ordered on the CUDA stream."),
+    on_stream!("alltoall", SCOLL, "ALLTOALL", "0", "nelems", "0", "alltoall ordered on the CUDA stream."),
 ];
-/// The reduction operators' numbers (the device library's
-/// `ishmemi_stream_rop`): and 0, or 1, xor 2, max 3, min 4, sum 5, prod 6.
 const STREAM_MINMAX_OPS: &[Op] = &[
-    on_stream!("max_reduce", SRED, "5", "0", "nreduce", "3", "max_reduce ordered on the CUDA stream."),
-    on_stream!("min_reduce", SRED, "5", "0", "nreduce", "4", "min_reduce ordered on the CUDA stream."),
-    on_stream!("sum_inscan", SCOLL, "6", "0", "nelems", "0", "sum_inscan ordered on the CUDA stream."),
-    on_stream!("sum_exscan", SCOLL, "7", "0", "nelems", "0", "sum_exscan ordered on the CUDA stream."),
+    on_stream!(
+        "max_reduce",
+        SRED,
+        "REDUCE",
+        "0",
+        "nreduce",
+        "ishmem_runtime::device::ROP_MAX",
+        "max_reduce ordered on the CUDA stream."
+    ),
+    on_stream!(
+        "min_reduce",
+        SRED,
+        "REDUCE",
+        "0",
+        "nreduce",
+        "ishmem_runtime::device::ROP_MIN",
+        "min_reduce ordered on the CUDA stream."
+    ),
+    on_stream!("sum_inscan", SCOLL, "INSCAN", "0", "nelems", "0", "sum_inscan ordered on the CUDA stream."),
+    on_stream!("sum_exscan", SCOLL, "EXSCAN", "0", "nelems", "0", "sum_exscan ordered on the CUDA stream."),
 ];
 const STREAM_SUMPROD_OPS: &[Op] = &[
-    on_stream!("sum_reduce", SRED, "5", "0", "nreduce", "5", "sum_reduce ordered on the CUDA stream."),
-    on_stream!("prod_reduce", SRED, "5", "0", "nreduce", "6", "prod_reduce ordered on the CUDA stream."),
+    on_stream!(
+        "sum_reduce",
+        SRED,
+        "REDUCE",
+        "0",
+        "nreduce",
+        "ishmem_runtime::device::ROP_SUM",
+        "sum_reduce ordered on the CUDA stream."
+    ),
+    on_stream!(
+        "prod_reduce",
+        SRED,
+        "REDUCE",
+        "0",
+        "nreduce",
+        "ishmem_runtime::device::ROP_PROD",
+        "prod_reduce ordered on the CUDA stream."
+    ),
 ];
 const STREAM_REDBIT_OPS: &[Op] = &[
-    on_stream!("and_reduce", SRED, "5", "0", "nreduce", "0", "and_reduce ordered on the CUDA stream."),
-    on_stream!("or_reduce", SRED, "5", "0", "nreduce", "1", "or_reduce ordered on the CUDA stream."),
-    on_stream!("xor_reduce", SRED, "5", "0", "nreduce", "2", "xor_reduce ordered on the CUDA stream."),
+    on_stream!(
+        "and_reduce",
+        SRED,
+        "REDUCE",
+        "0",
+        "nreduce",
+        "ishmem_runtime::device::ROP_AND",
+        "and_reduce ordered on the CUDA stream."
+    ),
+    on_stream!(
+        "or_reduce",
+        SRED,
+        "REDUCE",
+        "0",
+        "nreduce",
+        "ishmem_runtime::device::ROP_OR",
+        "or_reduce ordered on the CUDA stream."
+    ),
+    on_stream!(
+        "xor_reduce",
+        SRED,
+        "REDUCE",
+        "0",
+        "nreduce",
+        "ishmem_runtime::device::ROP_XOR",
+        "xor_reduce ordered on the CUDA stream."
+    ),
 ];
 
 /// Sized RMA (`{B}` bits, void pointers).
@@ -1157,8 +1211,8 @@ fn rust_fn(r: &Routine, export: &str) -> String {
     let params: Vec<String> =
         params_of(r).iter().map(|(n, k)| format!("{n}: {}", rust_kind(*k, r.rust_elem, void))).collect();
     let ret = r.op.ret.map(|k| format!(" -> {}", rust_kind(k, r.rust_elem, void))).unwrap_or_default();
-    let kind = elem_kind(r.tname).map_or(String::new(), |k| k.to_string());
-    let mut body = r.op.body.replace("{n}", &r.name).replace("{R}", r.rust_elem).replace("{I}", &kind);
+    let kind = elem_kind(r.tname).unwrap_or_default();
+    let mut body = r.op.body.replace("{n}", &r.name).replace("{R}", r.rust_elem).replace("{I}", kind);
     if r.ctx {
         // Context forms address PEs of the context's team.
         let at = body.rfind("pe)").expect("point-to-point bodies end with pe)");

@@ -117,10 +117,61 @@ pub const COLL_REDUCE: u32 = 5;
 pub const COLL_INSCAN: u32 = 6;
 pub const COLL_EXSCAN: u32 = 7;
 
+/// The element kinds of [`QueueColl::dtype`]: float, double, then signed
+/// and unsigned integers of 1, 2, 4 and 8 bytes.
+pub const ELEM_F32: u32 = 0;
+pub const ELEM_F64: u32 = 1;
+pub const ELEM_I8: u32 = 2;
+pub const ELEM_U8: u32 = 3;
+pub const ELEM_I16: u32 = 4;
+pub const ELEM_U16: u32 = 5;
+pub const ELEM_I32: u32 = 6;
+pub const ELEM_U32: u32 = 7;
+pub const ELEM_I64: u32 = 8;
+pub const ELEM_U64: u32 = 9;
+
+/// The reduction operators of [`QueueColl::rop`].
+pub const ROP_AND: u32 = 0;
+pub const ROP_OR: u32 = 1;
+pub const ROP_XOR: u32 = 2;
+pub const ROP_MAX: u32 = 3;
+pub const ROP_MIN: u32 = 4;
+pub const ROP_SUM: u32 = 5;
+pub const ROP_PROD: u32 = 6;
+
+/// Every stream-collective code with the name the device library's
+/// generated `device_codes.h` gives it (`ISHMEMI_<name>`).
+pub const STREAM_CODES: &[(&str, u32)] = &[
+    ("COLL_TEAM_SYNC", COLL_TEAM_SYNC),
+    ("COLL_BROADCAST", COLL_BROADCAST),
+    ("COLL_COLLECT", COLL_COLLECT),
+    ("COLL_FCOLLECT", COLL_FCOLLECT),
+    ("COLL_ALLTOALL", COLL_ALLTOALL),
+    ("COLL_REDUCE", COLL_REDUCE),
+    ("COLL_INSCAN", COLL_INSCAN),
+    ("COLL_EXSCAN", COLL_EXSCAN),
+    ("ELEM_F32", ELEM_F32),
+    ("ELEM_F64", ELEM_F64),
+    ("ELEM_I8", ELEM_I8),
+    ("ELEM_U8", ELEM_U8),
+    ("ELEM_I16", ELEM_I16),
+    ("ELEM_U16", ELEM_U16),
+    ("ELEM_I32", ELEM_I32),
+    ("ELEM_U32", ELEM_U32),
+    ("ELEM_I64", ELEM_I64),
+    ("ELEM_U64", ELEM_U64),
+    ("ROP_AND", ROP_AND),
+    ("ROP_OR", ROP_OR),
+    ("ROP_XOR", ROP_XOR),
+    ("ROP_MAX", ROP_MAX),
+    ("ROP_MIN", ROP_MIN),
+    ("ROP_SUM", ROP_SUM),
+    ("ROP_PROD", ROP_PROD),
+];
+
 /// A stream-ordered collective: `nelems` elements of `elem` bytes (per
 /// member for collect, fcollect and alltoall); `dtype` and `rop` are a
-/// reduction's or scan's element kind and operator (the CUDA device
-/// library's numbering, `ishmemx_cuda_queue_op_t`).
+/// reduction's or scan's element kind (`ELEM_*`) and operator (`ROP_*`).
 #[derive(Clone, Copy, Debug)]
 pub struct QueueColl {
     pub kind: u32,

@@ -64,10 +64,10 @@ pub struct ishmemx_cuda_queue_op_t {
     pub value: u64,
     /// Collectives: the team handle, the root (broadcast), which collective
     /// (the runtime's `device::COLL_*`), the element kind and reduction
-    /// operator of a reduction or scan (0 float, 1 double, 2..9 signed and
-    /// unsigned integers of 1, 2, 4, 8 bytes; and, or, xor, max, min, sum,
-    /// prod as 0..6), and the element size; `nbytes` is the element count
-    /// (per member for collect, fcollect and alltoall).
+    /// operator of a reduction or scan (`device::ELEM_*`, `device::ROP_*`;
+    /// the device library's `device_codes.h` is generated from them), and
+    /// the element size; `nbytes` is the element count (per member for
+    /// collect, fcollect and alltoall).
     pub team: i32,
     pub root: i32,
     pub coll: u32,
