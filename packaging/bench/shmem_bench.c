@@ -18,7 +18,9 @@
  * 64 KiB, fetch_add by every PE to PE 0 (contended), and puts of 8 bytes
  * and 64 KiB by every PE to the next (a ring) with quiet. --pin binds PE i
  * to CPU i (mod the CPUs it may use), the same way in every build.
- * Usage: shmem_bench [--quick] [--coll] [--pin] */
+ * --device: the heap may be memory the host cannot touch (GPU memory):
+ * the program never loads or stores it, and leaves out the memcpy row.
+ * Usage: shmem_bench [--quick] [--coll] [--pin] [--device] */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <shmem.h>
@@ -72,8 +74,10 @@ static long calibrate(size_t bytes, op_fn fn, int runs) {
             for (int pe = 0; pe < npes; pe++) shmem_long_put(iters_sym, msg, 2, pe);
         }
         shmem_barrier_all();
-        long more = iters_sym[0];
-        iters = iters_sym[1];
+        long got[2];
+        shmem_long_get(got, iters_sym, 2, me); /* the heap may be device memory */
+        long more = got[0];
+        iters = got[1];
         shmem_barrier_all();
         if (!more) break;
         double t0 = now();
@@ -189,11 +193,12 @@ static void coll_set(void) {
 }
 
 int main(int argc, char **argv) {
-    int coll = 0, pin = 0;
+    int coll = 0, pin = 0, device = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--coll") == 0) coll = 1;
         else if (strcmp(argv[i], "--pin") == 0) pin = 1;
+        else if (strcmp(argv[i], "--device") == 0) device = 1;
         else { fprintf(stderr, "shmem_bench: unknown argument %s\n", argv[i]); return 2; }
     }
     shmem_init();
@@ -224,7 +229,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof psync / sizeof psync[0]; i++) psync[i] = SHMEM_SYNC_VALUE;
     for (size_t i = 0; i < sizeof psync_a2a / sizeof psync_a2a[0]; i++) psync_a2a[i] = SHMEM_SYNC_VALUE;
     shmem_barrier_all();
-    memset(sbuf, 2, maxb * npes);
+    memset(lbuf, 2, maxb * npes);
+    shmem_putmem(sbuf, lbuf, maxb * npes, me);
+    shmem_barrier_all();
     if (me == 0) printf("figure,bytes,pes,best,median,unit\n");
     if (coll) {
         coll_set();
@@ -249,7 +256,7 @@ int main(int argc, char **argv) {
         measure("put_bw", b, f_put_bw, 0, "MB/s");
         measure("put_nbi_bw", b, f_nbi_bw, 0, "MB/s");
         measure("get_bw", b, f_get_bw, 0, "MB/s");
-        measure("memcpy_bw", b, f_memcpy, 0, "MB/s");
+        if (!device) measure("memcpy_bw", b, f_memcpy, 0, "MB/s");
     }
     size_t csz[] = {8, 65536};
     for (int i = 0; i < 2; i++) {

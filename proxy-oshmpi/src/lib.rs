@@ -25,6 +25,13 @@
 //!   its answer; a non-fetching one is posted without an answer, and quiet
 //!   sends each target it went to a flush marker, which the target answers
 //!   after applying everything before it.
+//! * Regions in GPU memory (`expose_served`): no window; puts, gets and
+//!   AMOs on them are requests on the AM communicator too, which the
+//!   target performs through the core's callbacks (its device's copies and
+//!   atomics). A put of at most [`EAGER`] bytes travels inside its request;
+//!   larger ones, and the data of gets, follow in [`CHUNK`]-byte messages
+//!   of their own. Served puts are posted like non-fetching AMOs: quiet's
+//!   flush markers complete them.
 //! * Progress: the target serves requests whenever the core calls
 //!   `progress` (in every wait loop, and from the core's progress thread
 //!   when any thread may call: MPI at `MPI_THREAD_MULTIPLE`, or initialized
@@ -45,6 +52,15 @@ use std::sync::Mutex;
 
 /// Tag of AMO requests on the AM communicator.
 const TAG_REQUEST: c_int = 1;
+/// Data of a served put larger than [`EAGER`], after its request.
+const TAG_DATA: c_int = 2;
+/// Data of a served get to client slot `s` carries tag `TAG_GET_DATA + s`.
+const TAG_GET_DATA: c_int = 1024;
+/// Served puts of at most this many bytes travel inside their request.
+const EAGER: usize = 8192;
+/// Larger served transfers move in messages of this size (the target
+/// stages each through a host buffer).
+const CHUNK: usize = 1 << 20;
 /// Replies to client slot `s` carry tag `TAG_REPLY + s`.
 const TAG_REPLY: c_int = 16;
 /// Outstanding AMO requests per PE (client side).
@@ -60,6 +76,13 @@ const NO_REPLY: u32 = u32::MAX;
 /// from its sender has been applied (MPI keeps one sender's messages in
 /// order, and the target serves them in arrival order).
 const OP_FLUSH: u32 = 0xFFFF_0000;
+/// `Request::op` of a put to a served region: `operand` bytes to
+/// `offset`, inside the request up to [`EAGER`], else in [`TAG_DATA`]
+/// messages that follow it.
+const OP_PUT: u32 = 0xFFFF_0001;
+/// `Request::op` of a get from a served region: `operand` bytes at
+/// `offset`, sent back in `TAG_GET_DATA + slot` messages.
+const OP_GET: u32 = 0xFFFF_0002;
 
 /// Size of the buffer small blocking puts leave from (see
 /// `Inner::copy_put`).
@@ -88,6 +111,19 @@ struct Request {
     cond: u64,
 }
 
+/// What a request arrives in (a served put's data follows the request).
+#[repr(C)]
+struct Message {
+    req: Request,
+    payload: [u8; EAGER],
+}
+
+impl Message {
+    fn boxed() -> Box<Message> {
+        Box::new(Message { req: Request::default(), payload: [0; EAGER] })
+    }
+}
+
 /// The answer: the old value.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -104,6 +140,8 @@ enum SlotKind {
     Marker,
     /// A blocking fetching AMO: its caller reads the answer and frees it.
     Fetch,
+    /// A served get: no answer but its data; its caller frees it.
+    Get,
 }
 
 struct ClientSlot {
@@ -113,11 +151,13 @@ struct ClientSlot {
     recv: ffi::MPI_Request,
     req: Box<Request>,
     reply: Box<Reply>,
+    /// A served put's request with its data (allocated at the first).
+    message: Option<Box<Message>>,
 }
 
 struct ServerRecv {
     req: ffi::MPI_Request,
-    buf: Box<Request>,
+    buf: Box<Message>,
 }
 
 impl ServerRecv {
@@ -127,8 +167,8 @@ impl ServerRecv {
         // completes or is cancelled (finalize).
         check("MPI_Irecv", unsafe {
             ffi::MPI_Irecv(
-                &mut *self.buf as *mut Request as *mut c_void,
-                std::mem::size_of::<Request>() as c_int,
+                &mut *self.buf as *mut Message as *mut c_void,
+                std::mem::size_of::<Message>() as c_int,
                 ffi::RSMPI_UINT8_T,
                 ffi::RSMPI_ANY_SOURCE,
                 TAG_REQUEST,
@@ -150,8 +190,15 @@ struct Inner {
     /// (a list, and a membership flag per PE).
     dirty: [Vec<u32>; abi::REGIONS],
     is_dirty: [Vec<bool>; abi::REGIONS],
-    /// Local memory of each exposed region (AMO targets).
+    /// Local memory of each exposed region (AMO targets; base 0 for a
+    /// served one).
     regions: [(usize, usize); abi::REGIONS],
+    /// The core's access to each region of ours that is served.
+    access: [Option<abi::TargetOps>; abi::REGIONS],
+    /// Per region, which ranks serve it (no window there).
+    served: [Vec<bool>; abi::REGIONS],
+    /// Where served transfers are staged (allocated at the first).
+    bounce: Vec<u8>,
     slots: Vec<ClientSlot>,
     /// Slots not in use, and those in flight (posts and markers; a fetch
     /// is in neither list while its caller waits).
@@ -329,25 +376,22 @@ impl Inner {
                 break;
             }
             events += 1;
-            let r = *self.recvs[i].buf;
-            let old = if r.op == OP_FLUSH {
-                0
-            } else {
-                let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
-                let sz = r.size as usize;
-                if !matches!(sz, 1 | 2 | 4 | 8)
-                    || !(r.offset as usize).is_multiple_of(sz)
-                    || !in_region(r.offset as usize, sz, len)
-                {
-                    return Err(format!(
-                        "AMO request from PE {} is out of bounds (region {}, offset {}, size {})",
-                        status.MPI_SOURCE, r.region, r.offset, r.size
-                    ));
+            let r = self.recvs[i].buf.req;
+            let from = status.MPI_SOURCE;
+            let old = match r.op {
+                OP_FLUSH => 0,
+                OP_PUT => {
+                    self.serve_put(am_comm, i, &r, from)?;
+                    0
                 }
-                // SAFETY: checked aligned and inside the exposed region.
-                unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) }?
+                OP_GET => {
+                    self.serve_get(am_comm, &r, from)?;
+                    0
+                }
+                _ => self.serve_amo(&r, from)?,
             };
-            if r.slot != NO_REPLY {
+            // A get's answer is its data.
+            if r.slot != NO_REPLY && r.op != OP_GET {
                 let buf = Box::new(Reply { old });
                 let mut req = request_null();
                 // SAFETY: buf lives in self.replies until the send completes.
@@ -380,6 +424,118 @@ impl Inner {
             }
         }
         Ok(events)
+    }
+
+    /// An AMO request from PE `from`: applied with the CPU atomics the
+    /// node uses, or through the core on a served region.
+    fn serve_amo(&self, r: &Request, from: c_int) -> Result<u64, String> {
+        let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
+        let sz = r.size as usize;
+        if !matches!(sz, 1 | 2 | 4 | 8)
+            || !(r.offset as usize).is_multiple_of(sz)
+            || !in_region(r.offset as usize, sz, len)
+        {
+            return Err(format!(
+                "AMO request from PE {from} is out of bounds (region {}, offset {}, size {})",
+                r.region, r.offset, r.size
+            ));
+        }
+        if let Some(a) = self.access[r.region as usize] {
+            abi::AmoOp::from_code(r.op).ok_or_else(|| format!("unknown AMO operation {}", r.op))?;
+            let mut old = 0u64;
+            // SAFETY: the core's callback on a checked range of its region.
+            unsafe { (a.amo)(a.ctx, r.offset as usize, r.size, r.op, r.operand, r.cond, &mut old) };
+            return Ok(old);
+        }
+        // SAFETY: checked aligned and inside the exposed region.
+        unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) }
+    }
+
+    /// The core's access to `len` bytes at `offset` of served `region`
+    /// (checked), for a request from PE `from`.
+    fn served_access(&self, region: u32, offset: u64, len: u64, from: c_int) -> Result<abi::TargetOps, String> {
+        let a = self.access.get(region as usize).copied().flatten();
+        let size = self.regions.get(region as usize).map_or(0, |r| r.1);
+        match a {
+            Some(a) if in_region(offset as usize, len as usize, size) && len <= usize::MAX as u64 => Ok(a),
+            Some(_) => Err(format!(
+                "transfer from PE {from} is out of bounds (region {region}, offset {offset}, {len} bytes, region size {size})"
+            )),
+            None => Err(format!("transfer from PE {from} to region {region}, which this PE does not serve")),
+        }
+    }
+
+    /// A put to a served region from PE `from`, whose request arrived in
+    /// receive `i`: its data is in the request, or follows it.
+    fn serve_put(&mut self, am_comm: ffi::MPI_Comm, i: usize, r: &Request, from: c_int) -> Result<(), String> {
+        let a = self.served_access(r.region, r.offset, r.operand, from)?;
+        let (off, len) = (r.offset as usize, r.operand as usize);
+        if len <= EAGER {
+            let p = self.recvs[i].buf.payload.as_ptr();
+            // SAFETY: the core's callback; the payload holds len bytes.
+            unsafe { (a.write)(a.ctx, off, p as *const c_void, len) };
+            return Ok(());
+        }
+        if self.bounce.is_empty() {
+            self.bounce = vec![0; CHUNK];
+        }
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHUNK);
+            // SAFETY: the bounce buffer holds CHUNK bytes. The sender
+            // posted its data sends with the request, so this receive
+            // needs no action of ours to complete.
+            check("MPI_Recv", unsafe {
+                ffi::MPI_Recv(
+                    self.bounce.as_mut_ptr() as *mut c_void,
+                    n as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    from,
+                    TAG_DATA,
+                    am_comm,
+                    status_ignore(),
+                )
+            })?;
+            // SAFETY: as above; n bytes were received.
+            unsafe { (a.write)(a.ctx, off + done, self.bounce.as_ptr() as *const c_void, n) };
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// A get from a served region by PE `from`, which posted receives for
+    /// the data before it sent the request.
+    fn serve_get(&mut self, am_comm: ffi::MPI_Comm, r: &Request, from: c_int) -> Result<(), String> {
+        let a = self.served_access(r.region, r.offset, r.operand, from)?;
+        let (off, len) = (r.offset as usize, r.operand as usize);
+        if r.slot as usize >= SLOTS {
+            return Err(format!("get from PE {from} names slot {}", r.slot));
+        }
+        if self.bounce.is_empty() {
+            self.bounce = vec![0; CHUNK];
+        }
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(CHUNK);
+            // SAFETY: the core's callback into our bounce buffer of CHUNK
+            // bytes; the send completes once the posted receive takes it.
+            unsafe {
+                (a.read)(a.ctx, off + done, self.bounce.as_mut_ptr() as *mut c_void, n);
+                check(
+                    "MPI_Send",
+                    ffi::MPI_Send(
+                        self.bounce.as_ptr() as *const c_void,
+                        n as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        from,
+                        TAG_GET_DATA + r.slot as c_int,
+                        am_comm,
+                    ),
+                )?;
+            }
+            done += n;
+        }
+        Ok(())
     }
 
     /// Whether slot `s`'s send and (if any) receive have completed.
@@ -435,18 +591,35 @@ impl Inner {
     /// Sends `req` to `pe` from a free slot (the caller made sure there is
     /// one), with a receive for the answer unless it is a post. Returns the
     /// slot.
-    fn send(&mut self, am_comm: ffi::MPI_Comm, pe: u32, kind: SlotKind, mut req: Request) -> Result<usize, String> {
+    fn send(&mut self, am_comm: ffi::MPI_Comm, pe: u32, kind: SlotKind, req: Request) -> Result<usize, String> {
         let s = self.free.pop().ok_or("no free AMO slot")?;
+        self.send_slot(am_comm, s, pe, kind, req, &[])?;
+        Ok(s)
+    }
+
+    /// Sends `req` to `pe` from slot `s` (taken off the free list), with
+    /// `payload` after it (a served put's data, at most [`EAGER`] bytes).
+    fn send_slot(
+        &mut self, am_comm: ffi::MPI_Comm, s: usize, pe: u32, kind: SlotKind, mut req: Request, payload: &[u8],
+    ) -> Result<(), String> {
         let region = req.region;
         req.slot = if kind == SlotKind::Post { NO_REPLY } else { s as u32 };
         let slot = &mut self.slots[s];
         slot.kind = kind;
         slot.target = pe;
         *slot.req = req;
-        let ClientSlot { send, recv, req, reply, .. } = slot;
+        let (buf, bytes) = if payload.is_empty() {
+            (&*slot.req as *const Request as *const c_void, std::mem::size_of::<Request>())
+        } else {
+            let m = slot.message.get_or_insert_with(Message::boxed);
+            m.req = req;
+            m.payload[..payload.len()].copy_from_slice(payload);
+            (&**m as *const Message as *const c_void, std::mem::size_of::<Request>() + payload.len())
+        };
+        let ClientSlot { send, recv, reply, .. } = slot;
         // SAFETY: the boxes live in the slot until both requests complete.
         unsafe {
-            if kind != SlotKind::Post {
+            if matches!(kind, SlotKind::Marker | SlotKind::Fetch) {
                 check(
                     "MPI_Irecv",
                     ffi::MPI_Irecv(
@@ -462,15 +635,7 @@ impl Inner {
             }
             check(
                 "MPI_Isend",
-                ffi::MPI_Isend(
-                    &**req as *const Request as *const c_void,
-                    std::mem::size_of::<Request>() as c_int,
-                    ffi::RSMPI_UINT8_T,
-                    pe as c_int,
-                    TAG_REQUEST,
-                    am_comm,
-                    send,
-                ),
+                ffi::MPI_Isend(buf, bytes as c_int, ffi::RSMPI_UINT8_T, pe as c_int, TAG_REQUEST, am_comm, send),
             )?;
         }
         match kind {
@@ -502,9 +667,9 @@ impl Inner {
                 self.total_outstanding += 1;
                 self.busy.push(s);
             }
-            SlotKind::Fetch => {}
+            SlotKind::Fetch | SlotKind::Get => {}
         }
-        Ok(s)
+        Ok(())
     }
 
     /// Copies `len` bytes at `src` (at most `Plugin::put_copy_max`, a
@@ -561,6 +726,20 @@ impl Inner {
     }
 }
 
+/// `Some(())` once every request of `reqs` has completed (tested, not
+/// waited for).
+fn test_all(reqs: &mut [ffi::MPI_Request]) -> Result<Option<()>, String> {
+    if reqs.is_empty() {
+        return Ok(Some(()));
+    }
+    let mut flag: c_int = 0;
+    // SAFETY: live requests owned by the caller; completed ones become null.
+    check("MPI_Testall", unsafe {
+        ffi::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE)
+    })?;
+    Ok((flag != 0).then_some(()))
+}
+
 /// Whether this node runs more of the job's processes than it has cores
 /// (decided at init).
 static OVERSUBSCRIBED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -593,29 +772,13 @@ impl Plugin {
     fn amo(
         &self, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64, nbi: bool,
     ) -> Result<u64, String> {
-        if pe == self.rank {
-            let inner = self.lock();
-            let (base, len) =
-                *inner.regions.get(region as usize).ok_or_else(|| format!("AMO on an unknown region {region}"))?;
-            if !in_region(offset, size as usize, len) {
-                return Err(format!("AMO at offset {offset} is outside region {region}"));
-            }
-            // SAFETY: inside our own exposed region; the core checked alignment.
-            return unsafe { apply_amo(base + offset, size, op, operand, cond) };
-        }
         let req = Request { region, size, op, slot: 0, offset: offset as u64, operand, cond };
+        if pe == self.rank {
+            // Our own memory, as a request from ourselves would be served.
+            return self.lock().serve_amo(&req, pe as c_int);
+        }
         let kind = if nbi { SlotKind::Post } else { SlotKind::Fetch };
-        // Claim a slot (serving others while none is free).
-        let mut backoff = Backoff(0);
-        let slot = loop {
-            let mut inner = self.lock();
-            if !inner.free.is_empty() {
-                break inner.send(self.am_comm, pe, kind, req)?;
-            }
-            inner.progress(self.am_comm)?;
-            drop(inner);
-            backoff.pause();
-        };
+        let slot = self.with_slot(|inner| inner.send(self.am_comm, pe, kind, req))?;
         if nbi {
             return Ok(0);
         }
@@ -627,6 +790,105 @@ impl Plugin {
             }
             inner.free.push(slot);
             Ok(Some(inner.slots[slot].reply.old))
+        })
+    }
+
+    /// Runs `f` under the lock once a client slot is free (serving others'
+    /// requests while none is).
+    fn with_slot<T>(&self, mut f: impl FnMut(&mut Inner) -> Result<T, String>) -> Result<T, String> {
+        let mut backoff = Backoff(0);
+        loop {
+            let mut inner = self.lock();
+            if !inner.free.is_empty() {
+                return f(&mut inner);
+            }
+            inner.progress(self.am_comm)?;
+            drop(inner);
+            backoff.pause();
+        }
+    }
+
+    /// A put to `pe`'s served `region`: posted like a non-fetching AMO
+    /// (quiet's flush marker completes it at the target); `src` is free on
+    /// return.
+    fn served_put(&self, region: u32, pe: u32, offset: usize, src: *const u8, len: usize) -> Result<(), String> {
+        let req = Request { region, size: 0, op: OP_PUT, slot: 0, offset: offset as u64, operand: len as u64, cond: 0 };
+        if len <= EAGER {
+            // SAFETY: the caller guarantees src for len bytes.
+            let data = unsafe { std::slice::from_raw_parts(src, len) };
+            return self.with_slot(|inner| {
+                let s = inner.free.pop().ok_or("no free AMO slot")?;
+                inner.send_slot(self.am_comm, s, pe, SlotKind::Post, req, data)
+            });
+        }
+        // The request and its data leave under one hold of the lock, so
+        // that the target, which takes the data right after the request,
+        // finds them in this order.
+        let mut sends = self.with_slot(|inner| {
+            inner.send(self.am_comm, pe, SlotKind::Post, req)?;
+            let mut sends = Vec::with_capacity(len.div_ceil(CHUNK));
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(CHUNK);
+                let mut q = request_null();
+                // SAFETY: src is valid for len bytes until the sends
+                // complete (this function waits for them).
+                check("MPI_Isend", unsafe {
+                    ffi::MPI_Isend(
+                        src.add(done) as *const c_void,
+                        n as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        pe as c_int,
+                        TAG_DATA,
+                        self.am_comm,
+                        &mut q,
+                    )
+                })?;
+                sends.push(q);
+                done += n;
+            }
+            Ok(sends)
+        })?;
+        self.poll(|_| test_all(&mut sends))
+    }
+
+    /// A get from `pe`'s served `region` into `dst` (complete on return).
+    fn served_get(&self, region: u32, pe: u32, offset: usize, dst: *mut u8, len: usize) -> Result<(), String> {
+        let req = Request { region, size: 0, op: OP_GET, slot: 0, offset: offset as u64, operand: len as u64, cond: 0 };
+        let (slot, mut recvs) = self.with_slot(|inner| {
+            let s = inner.free.pop().ok_or("no free AMO slot")?;
+            // The data's receives first: the target sends as soon as it
+            // serves the request.
+            let mut recvs = Vec::with_capacity(len.div_ceil(CHUNK));
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(CHUNK);
+                let mut q = request_null();
+                // SAFETY: dst is valid for len bytes until the receives
+                // complete (this function waits for them).
+                check("MPI_Irecv", unsafe {
+                    ffi::MPI_Irecv(
+                        dst.add(done) as *mut c_void,
+                        n as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        pe as c_int,
+                        TAG_GET_DATA + s as c_int,
+                        self.am_comm,
+                        &mut q,
+                    )
+                })?;
+                recvs.push(q);
+                done += n;
+            }
+            inner.send_slot(self.am_comm, s, pe, SlotKind::Get, req, &[])?;
+            Ok((s, recvs))
+        })?;
+        self.poll(|inner| {
+            if test_all(&mut recvs)?.is_none() || !inner.slot_done(slot)? {
+                return Ok(None);
+            }
+            inner.free.push(slot);
+            Ok(Some(()))
         })
     }
 
@@ -654,6 +916,28 @@ impl Plugin {
         &self, put: bool, region: u32, pe: u32, offset: usize, buf: *mut c_void, len: usize, nbi: bool,
     ) -> Result<(), String> {
         let mut inner = self.lock();
+        if inner.served[region as usize % abi::REGIONS].get(pe as usize).copied().unwrap_or(false) {
+            if pe == self.rank {
+                // Our own region: through the core, as a request would be.
+                let a = inner.served_access(region, offset as u64, len as u64, pe as c_int)?;
+                // SAFETY: the core's callbacks on a checked range; buf is
+                // valid for len bytes (the caller's contract).
+                unsafe {
+                    if put {
+                        (a.write)(a.ctx, offset, buf, len);
+                    } else {
+                        (a.read)(a.ctx, offset, buf, len);
+                    }
+                }
+                return Ok(());
+            }
+            drop(inner);
+            return if put {
+                self.served_put(region, pe, offset, buf as *const u8, len)
+            } else {
+                self.served_get(region, pe, offset, buf as *mut u8, len)
+            };
+        }
         let win = inner.win(region)?;
         // A small blocking put leaves from a copy, so the caller's buffer
         // is free at once, without waiting for MPI's local completion.
@@ -781,24 +1065,49 @@ impl Plugin {
         }
     }
 
-    fn expose(&self, region: u32, base: *mut c_void, size: usize) -> Result<(), String> {
+    /// Collective: exposes `region`, as `size` bytes at `base` (a window)
+    /// or served through `access` (no window here).
+    fn expose(
+        &self, region: u32, base: *mut c_void, size: usize, access: Option<abi::TargetOps>,
+    ) -> Result<(), String> {
         let mut inner = self.lock();
-        if region as usize >= abi::REGIONS || inner.wins[region as usize] != win_null() {
+        if region as usize >= abi::REGIONS || !inner.served[region as usize].is_empty() {
             return Err(format!("region {region} is unknown or already exposed"));
         }
-        let mut win = win_null();
-        // SAFETY: base/size describe memory the core keeps mapped until
-        // finalize; disp_unit 1 (byte offsets).
-        unsafe {
-            check(
-                "MPI_Win_create",
-                ffi::MPI_Win_create(base, size as ffi::MPI_Aint, 1, ffi::RSMPI_INFO_NULL, self.comm, &mut win),
+        // Which ranks serve the region: a window only where some do not.
+        let mine = u8::from(access.is_some());
+        let mut all = vec![0u8; self.size as usize];
+        // SAFETY: one byte from each rank into size bytes.
+        check("MPI_Allgather", unsafe {
+            ffi::MPI_Allgather(
+                &mine as *const u8 as *const c_void,
+                1,
+                ffi::RSMPI_UINT8_T,
+                all.as_mut_ptr() as *mut c_void,
+                1,
+                ffi::RSMPI_UINT8_T,
+                self.comm,
             )
-            .map_err(|e| format!("{e}{}", win_create_hint(&self.name)))?;
-            check("MPI_Win_set_errhandler", ffi::MPI_Win_set_errhandler(win, ffi::RSMPI_ERRORS_RETURN))?;
-            check("MPI_Win_lock_all", ffi::MPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as c_int, win))?;
+        })?;
+        let (base, wsize) = if access.is_some() { (std::ptr::null_mut(), 0) } else { (base, size) };
+        if all.contains(&0) {
+            let mut win = win_null();
+            // SAFETY: base/size describe memory the core keeps mapped until
+            // finalize (none where this rank serves the region); disp_unit 1
+            // (byte offsets).
+            unsafe {
+                check(
+                    "MPI_Win_create",
+                    ffi::MPI_Win_create(base, wsize as ffi::MPI_Aint, 1, ffi::RSMPI_INFO_NULL, self.comm, &mut win),
+                )
+                .map_err(|e| format!("{e}{}", win_create_hint(&self.name)))?;
+                check("MPI_Win_set_errhandler", ffi::MPI_Win_set_errhandler(win, ffi::RSMPI_ERRORS_RETURN))?;
+                check("MPI_Win_lock_all", ffi::MPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as c_int, win))?;
+            }
+            inner.wins[region as usize] = win;
         }
-        inner.wins[region as usize] = win;
+        inner.served[region as usize] = all.iter().map(|&f| f != 0).collect();
+        inner.access[region as usize] = access;
         inner.regions[region as usize] = (base as usize, size);
         if !inner.am_started {
             for r in inner.recvs.iter_mut() {
@@ -927,7 +1236,20 @@ unsafe extern "C" fn op_barrier(ctx: *mut c_void) -> c_int {
 }
 
 unsafe extern "C" fn op_expose(ctx: *mut c_void, region: u32, base: *mut c_void, size: usize) -> c_int {
-    guarded("op_expose", 1, || status(plugin(ctx).expose(region, base, size)))
+    guarded("op_expose", 1, || status(plugin(ctx).expose(region, base, size, None)))
+}
+
+unsafe extern "C" fn op_expose_served(
+    ctx: *mut c_void, region: u32, size: usize, target: *const abi::TargetOps,
+) -> c_int {
+    guarded("op_expose_served", 1, || {
+        if target.is_null() {
+            return set_error("expose_served without callbacks".into());
+        }
+        // SAFETY: the ABI's contract: target is valid (and stays so).
+        let t = unsafe { *target };
+        status(plugin(ctx).expose(region, std::ptr::null_mut(), size, Some(t)))
+    })
 }
 
 unsafe extern "C" fn op_put(
@@ -1160,9 +1482,10 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
             recv: request_null(),
             req: Box::default(),
             reply: Box::default(),
+            message: None,
         })
         .collect();
-    let recvs = (0..RECVS).map(|_| ServerRecv { req: request_null(), buf: Box::default() }).collect();
+    let recvs = (0..RECVS).map(|_| ServerRecv { req: request_null(), buf: Message::boxed() }).collect();
     Ok((
         Box::new(Plugin {
             comm,
@@ -1176,6 +1499,9 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
                 dirty: [Vec::new(), Vec::new(), Vec::new()],
                 is_dirty: [vec![false; size as usize], vec![false; size as usize], vec![false; size as usize]],
                 regions: [(0, 0); abi::REGIONS],
+                access: [None; abi::REGIONS],
+                served: [Vec::new(), Vec::new(), Vec::new()],
+                bounce: Vec::new(),
                 slots,
                 free: (0..SLOTS).rev().collect(),
                 busy: Vec::new(),
@@ -1241,6 +1567,7 @@ pub unsafe extern "C" fn ishmem_proxy_init(args: *const abi::ProxyInitArgs, ops:
                         finalize: op_finalize,
                         last_error: op_last_error,
                         alloc: None,
+                        expose_served: Some(op_expose_served),
                         self_progressing: 0,
                         reserved2: 0,
                     })

@@ -109,12 +109,6 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
     }
     let device = device::select(&config)?;
     let job = boot::start(&config, opts, device)?;
-    if device.memory().is_some() && job.peer_base.iter().any(|p| p.is_null()) {
-        return Err(InitError::Bootstrap(format!(
-            "ISHMEM_DEVICE={}: every PE must be on one node and share its memory (a proxy cannot reach GPU heaps yet); this job has PEs this one cannot map",
-            device.name()
-        )));
-    }
     let st = build_state(config, device, job)?;
     st.install_predefined_teams();
     let st: &'static State = Box::leak(st);

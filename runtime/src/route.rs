@@ -237,8 +237,20 @@ impl Router {
     #[inline(never)]
     pub unsafe fn remote_put(&self, call: &str, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
         let (region, roff) = self.region_of(offset);
-        // SAFETY: the caller's contract.
-        unsafe { self.proxy(call, pe).put(call, region, pe, roff, src, len, nbi) }
+        let proxy = self.proxy(call, pe);
+        match self.mem {
+            // SAFETY: the caller's contract.
+            None => unsafe { proxy.put(call, region, pe, roff, src, len, nbi) },
+            // The source may be device memory, which the proxy cannot
+            // read: staged through host memory, piece by piece.
+            Some(m) => staged(len, |buf, done, n| {
+                // SAFETY: the caller's contract; buf holds n bytes.
+                unsafe {
+                    self.device_copy(call, m, buf, src.add(done), n);
+                    proxy.put(call, region, pe, roff + done, buf, n, false);
+                }
+            }),
+        }
     }
 
     /// # Safety
@@ -246,8 +258,19 @@ impl Router {
     #[inline(never)]
     pub unsafe fn remote_get(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
         let (region, roff) = self.region_of(offset);
-        // SAFETY: the caller's contract.
-        unsafe { self.proxy(call, pe).get(call, region, pe, roff, dst, len, nbi) }
+        let proxy = self.proxy(call, pe);
+        match self.mem {
+            // SAFETY: the caller's contract.
+            None => unsafe { proxy.get(call, region, pe, roff, dst, len, nbi) },
+            // The destination may be device memory: as in remote_put.
+            Some(m) => staged(len, |buf, done, n| {
+                // SAFETY: the caller's contract; buf holds n bytes.
+                unsafe {
+                    proxy.get(call, region, pe, roff + done, buf, n, false);
+                    self.device_copy(call, m, dst.add(done), buf, n);
+                }
+            }),
+        }
     }
 
     /// `len` bytes at `offset` on `pe`, readable here: the mapped address,
@@ -533,6 +556,33 @@ impl Router {
         std::sync::atomic::fence(Ordering::SeqCst);
         self.flush(call, None);
     }
+}
+
+/// Pieces of remote transfers that a device heap is part of move through
+/// a host buffer of this size (per thread).
+const STAGE_BYTES: usize = 4 << 20;
+
+thread_local! {
+    static STAGE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Runs `each(buf, done, n)` for consecutive pieces of a `len`-byte
+/// transfer, `buf` a host buffer of at least `n` bytes.
+fn staged(len: usize, mut each: impl FnMut(*mut u8, usize, usize)) {
+    // Taken out while in use: a nested transfer on this thread (none is
+    // expected) would get a buffer of its own.
+    let mut buf = STAGE.with(|s| s.take());
+    let want = len.min(STAGE_BYTES);
+    if buf.len() < want {
+        buf.resize(want, 0);
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(STAGE_BYTES);
+        each(buf.as_mut_ptr(), done, n);
+        done += n;
+    }
+    STAGE.with(|s| s.set(buf));
 }
 
 /// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`

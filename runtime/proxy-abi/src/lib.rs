@@ -26,7 +26,7 @@ extern crate std;
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 /// Name of the initialization function a plugin exports.
 pub const INIT_SYMBOL: &[u8] = b"ishmem_proxy_init\0";
@@ -333,12 +333,49 @@ pub struct ProxyOps {
     /// `finalize`. Null for proxies that can expose any memory (MPI).
     pub alloc:
         Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize, align: usize, out: *mut *mut c_void) -> c_int>,
+    /// Optional, collective (since ABI 4): exposes `size` bytes of `region`
+    /// of this rank that the host cannot load from or store to (a heap in
+    /// GPU memory). The plugin serves other ranks' puts, gets and AMOs on
+    /// it by calling `target` (which stays valid until `finalize`) instead
+    /// of touching memory; every rank calls `expose` or `expose_served`
+    /// for each region, in the same order. Null for proxies that cannot
+    /// serve so (the core then refuses such heaps at init).
+    pub expose_served:
+        Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32, size: usize, target: *const TargetOps) -> c_int>,
     /// 1 when the runtime below needs no `progress` calls from a separate
     /// thread (it completes one-sided operations without the target's
     /// help, or progresses itself); the core then starts no progress
     /// thread.
     pub self_progressing: u32,
     pub reserved2: u32,
+}
+
+/// The core's access to one of its regions that the host cannot load from
+/// or store to (see [`ProxyOps::expose_served`]). Offsets are relative to
+/// the region, checked by the plugin against its size. A failure inside a
+/// callback is reported by the core itself (it ends the job); the
+/// callbacks return 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TargetOps {
+    /// Passed back to every callback.
+    pub ctx: *mut c_void,
+    /// Copies `len` bytes from host memory at `src` to `offset`.
+    pub write: unsafe extern "C" fn(ctx: *mut c_void, offset: usize, src: *const c_void, len: usize) -> c_int,
+    /// Copies `len` bytes at `offset` to host memory at `dst`.
+    pub read: unsafe extern "C" fn(ctx: *mut c_void, offset: usize, dst: *mut c_void, len: usize) -> c_int,
+    /// An AMO as [`ProxyOps::amo`] describes, on the naturally aligned
+    /// `size`-byte value at `offset`, atomic with the device's own atomics
+    /// on it; `*old` receives the previous value.
+    pub amo: unsafe extern "C" fn(
+        ctx: *mut c_void,
+        offset: usize,
+        size: u32,
+        op: u32,
+        operand: u64,
+        cond: u64,
+        old: *mut u64,
+    ) -> c_int,
 }
 
 /// The plugin's exported init function: fills `ops` and returns 0, or

@@ -22,11 +22,11 @@ pub mod wire;
 
 use crate::ctrl::{ctrl_size, Ctrl};
 use crate::dataseg::DataSegment;
-use crate::device::{Device, DeviceError};
+use crate::device::{Device, DeviceError, DeviceMemory};
 use crate::env::{self, Config, EnvError, RuntimeChoice};
 use crate::error::warn;
 use crate::mem::{self, HeapRegion};
-use crate::remote::{Region, Remote, RemoteError};
+use crate::remote::{Region, RegionAccess, Remote, RemoteError};
 use std::fmt;
 
 /// How `init` bootstraps (Intel SHMEM's `ishmemx_attr_t`).
@@ -183,9 +183,54 @@ pub(crate) fn private_ctrl(n_pes: usize) -> Result<HeapRegion, InitError> {
     Ok(r)
 }
 
+/// This PE's heap in device memory, as the proxy reaches it when it serves
+/// other PEs (the device's copies and atomics; a failure ends the job).
+struct DeviceHeap {
+    mem: &'static dyn DeviceMemory,
+    base: usize,
+    size: usize,
+    pe: usize,
+}
+
+impl DeviceHeap {
+    #[cold]
+    fn failed(&self, what: &str, offset: usize, len: usize, e: DeviceError) -> ! {
+        crate::error::fatal(
+            "ishmem proxy",
+            format_args!(
+                "serving another PE's {what} of {len} bytes at offset {offset} of PE {}'s heap ({} bytes): {e}",
+                self.pe, self.size
+            ),
+        )
+    }
+}
+
+impl RegionAccess for DeviceHeap {
+    unsafe fn write(&self, offset: usize, src: *const u8, len: usize) {
+        // SAFETY: the proxy checked the range against the heap; src is
+        // valid (the caller's contract).
+        if let Err(e) = unsafe { self.mem.copy((self.base + offset) as *mut u8, src, len) } {
+            self.failed("put", offset, len, e)
+        }
+    }
+
+    unsafe fn read(&self, offset: usize, dst: *mut u8, len: usize) {
+        // SAFETY: as in write.
+        if let Err(e) = unsafe { self.mem.copy(dst, (self.base + offset) as *const u8, len) } {
+            self.failed("get", offset, len, e)
+        }
+    }
+
+    fn amo(&self, offset: usize, size: usize, op: crate::types::AmoOp, operand: u64, cond: u64) -> u64 {
+        // SAFETY: the proxy checked that the value is aligned and inside the heap.
+        unsafe { self.mem.atomic((self.base + offset) as *mut u8, size, op, operand, cond) }
+            .unwrap_or_else(|e| self.failed("AMO", offset, size, e))
+    }
+}
+
 /// Bootstraps the job: the way chosen by the launcher's environment,
 /// `ISHMEM_RUNTIME` and `opts`; heaps from `device`.
-pub fn start(config: &Config, opts: &InitOptions, device: &dyn Device) -> Result<JobLayout, InitError> {
+pub fn start(config: &Config, opts: &InitOptions, device: &'static dyn Device) -> Result<JobLayout, InitError> {
     // With the device's reserve, rounded up to its granularity (a page;
     // 2 MiB on GPUs).
     let heap_size = usize::try_from(config.symmetric_size)
@@ -224,7 +269,26 @@ pub fn start(config: &Config, opts: &InitOptions, device: &dyn Device) -> Result
     match (remote_any, job.boot_remote) {
         (true, Some(r)) => {
             const CALL: &str = "ishmem_init";
-            r.expose(CALL, Region::Heap, job.heap.base(), heap_size);
+            match device.memory() {
+                // A heap in device memory: the proxy serves other PEs'
+                // operations on it through the device.
+                Some(m) => {
+                    let access: &'static DeviceHeap = Box::leak(Box::new(DeviceHeap {
+                        mem: m,
+                        base: job.heap.base() as usize,
+                        size: heap_size,
+                        pe: job.my_pe,
+                    }));
+                    r.expose_served(Region::Heap, heap_size, access).map_err(|e| {
+                        InitError::Bootstrap(format!(
+                            "ISHMEM_DEVICE={}: some PEs are reached through the {}, which cannot serve this PE's heap in device memory: {e}",
+                            device.name(),
+                            r.kind()
+                        ))
+                    })?;
+                }
+                None => r.expose(CALL, Region::Heap, job.heap.base(), heap_size),
+            }
             let (dbase, dsize) = job.data.as_ref().map_or((std::ptr::null_mut(), 0), |d| (d.base, d.size));
             r.expose(CALL, Region::Data, dbase, dsize);
             r.expose(CALL, Region::Ctrl, job.ctrl_region.base(), ctrl_size(job.n_pes));

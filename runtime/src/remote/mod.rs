@@ -94,6 +94,27 @@ impl fmt::Display for RemoteError {
 
 impl std::error::Error for RemoteError {}
 
+/// Host access to a region of this PE that the host cannot load from or
+/// store to (a heap in GPU memory): a proxy serves other PEs' operations on
+/// such a region through it (the device's copies and atomics) instead of
+/// touching the memory. Offsets are relative to the region and checked by
+/// the proxy; a failure ends the job (the implementation reports it).
+pub trait RegionAccess: Send + Sync {
+    /// Copies `len` bytes from host memory at `src` to `offset`.
+    ///
+    /// # Safety
+    /// `src` is valid for `len` bytes; `offset + len` is inside the region.
+    unsafe fn write(&self, offset: usize, src: *const u8, len: usize);
+    /// Copies `len` bytes at `offset` to host memory at `dst`.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes; `offset + len` is inside the region.
+    unsafe fn read(&self, offset: usize, dst: *mut u8, len: usize);
+    /// `op` on the naturally aligned `size`-byte value at `offset`, atomic
+    /// with the device's own atomics; returns the old value.
+    fn amo(&self, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64;
+}
+
 /// A way of reaching remote PEs. Offsets are relative to the start of the
 /// region on the target; the caller (the routing step) has checked them
 /// against the region's size on this PE, which is the same on every PE.
@@ -124,6 +145,11 @@ pub trait RemoteOps: Send + Sync {
     fn barrier(&self) -> Result<(), RemoteError>;
     /// Collective: exposes `size` bytes at `base` as `region` of this PE.
     fn expose(&self, region: Region, base: *mut u8, size: usize) -> Result<(), RemoteError>;
+    /// Collective, in place of [`RemoteOps::expose`]: `region` of this PE
+    /// (`size` bytes) is memory the host cannot touch; other PEs'
+    /// operations on it are served through `access`. A proxy that cannot
+    /// serve so returns [`RemoteError::Unsupported`].
+    fn expose_served(&self, region: Region, size: usize, access: &'static dyn RegionAccess) -> Result<(), RemoteError>;
     /// Copies `len` bytes from local `src` to `offset` in `region` of `pe`.
     ///
     /// # Safety
@@ -293,6 +319,15 @@ impl Remote {
         self.ops
             .expose(region, base, size)
             .unwrap_or_else(|e| self.failed(call, format_args!("exposing the {region:?} region ({size} bytes)"), e))
+    }
+
+    /// Collective: exposes `region` (`size` bytes the host cannot touch),
+    /// served through `access` (see [`RemoteOps::expose_served`]).
+    pub fn expose_served(
+        &self, region: Region, size: usize, access: &'static dyn RegionAccess,
+    ) -> Result<(), RemoteError> {
+        let _in = InCall::enter();
+        self.ops.expose_served(region, size, access)
     }
 
     /// # Safety

@@ -9,7 +9,7 @@
 //! [`RemoteOps`] trait, with a typed error built from the plugin's
 //! `last_error` on every failure.
 
-use super::{Region, RemoteError, RemoteOps};
+use super::{Region, RegionAccess, RemoteError, RemoteOps};
 use crate::env::{self, MpiFamily};
 use crate::types::AmoOp;
 use ishmem_proxy_abi as abi;
@@ -433,6 +433,26 @@ impl RemoteOps for PluginRemote {
         self.check(unsafe { (self.ops.expose)(self.ops.ctx, region_id(region), base as *mut c_void, size) })
     }
 
+    fn expose_served(&self, region: Region, size: usize, access: &'static dyn RegionAccess) -> Result<(), RemoteError> {
+        let Some(f) = self.ops.expose_served else {
+            return Err(RemoteError::Unsupported(format!(
+                "{} cannot serve a heap in device memory (a plugin of proxy ABI 3 or older)",
+                self.describe()
+            )));
+        };
+        // The callbacks' context: the access, boxed once and kept for the
+        // rest of the process (the plugin may call until finalize).
+        let ctx: &'static &'static dyn RegionAccess = Box::leak(Box::new(access));
+        let target: &'static abi::TargetOps = Box::leak(Box::new(abi::TargetOps {
+            ctx: ctx as *const &'static dyn RegionAccess as *mut c_void,
+            write: target_write,
+            read: target_read,
+            amo: target_amo,
+        }));
+        // SAFETY: target stays valid for the process's life.
+        self.check(unsafe { f(self.ops.ctx, region_id(region), size, target) })
+    }
+
     unsafe fn put(
         &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
     ) -> Result<(), RemoteError> {
@@ -497,4 +517,47 @@ impl RemoteOps for PluginRemote {
         // SAFETY: last call on the context.
         self.check(unsafe { (self.ops.finalize)(self.ops.ctx) })
     }
+}
+
+/// The [`RegionAccess`] behind a [`abi::TargetOps`] context.
+///
+/// # Safety
+/// `ctx` is the context `expose_served` made.
+unsafe fn access<'a>(ctx: *mut c_void) -> &'a dyn RegionAccess {
+    // SAFETY: the caller's contract: a leaked `&'static dyn RegionAccess`.
+    unsafe { *(ctx as *const &'static dyn RegionAccess) }
+}
+
+unsafe extern "C" fn target_write(ctx: *mut c_void, offset: usize, src: *const c_void, len: usize) -> c_int {
+    crate::error::callback_guard("ishmem proxy (serving a put)", || {
+        // SAFETY: the plugin passes our context, a checked range and len
+        // readable bytes at src.
+        unsafe { access(ctx).write(offset, src as *const u8, len) };
+        0
+    })
+}
+
+unsafe extern "C" fn target_read(ctx: *mut c_void, offset: usize, dst: *mut c_void, len: usize) -> c_int {
+    crate::error::callback_guard("ishmem proxy (serving a get)", || {
+        // SAFETY: as in target_write, with len writable bytes at dst.
+        unsafe { access(ctx).read(offset, dst as *mut u8, len) };
+        0
+    })
+}
+
+unsafe extern "C" fn target_amo(
+    ctx: *mut c_void, offset: usize, size: u32, op: u32, operand: u64, cond: u64, old: *mut u64,
+) -> c_int {
+    crate::error::callback_guard("ishmem proxy (serving an AMO)", || {
+        let Some(op) = AmoOp::from_code(op) else {
+            crate::error::fatal("ishmem proxy (serving an AMO)", format_args!("unknown AMO operation {op}"))
+        };
+        // SAFETY: as in target_write.
+        let v = unsafe { access(ctx) }.amo(offset, size as usize, op, operand, cond);
+        if !old.is_null() {
+            // SAFETY: the plugin passes a valid pointer or null.
+            unsafe { *old = v };
+        }
+        0
+    })
 }

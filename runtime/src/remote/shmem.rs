@@ -31,7 +31,7 @@
 //! under one lock, so a `SHMEM_THREAD_SERIALIZED` library serves a
 //! multi-threaded program.
 
-use super::{Region, RemoteError, RemoteOps, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
+use super::{Region, RegionAccess, RemoteError, RemoteOps, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
 use crate::types::AmoOp;
 use ishmem_proxy_abi::atomic::narrow_by_word;
 use std::ffi::{c_char, c_int, c_void};
@@ -397,6 +397,14 @@ impl RemoteOps for ShmemRemote {
         r.1.store(size, Ordering::Release);
         r.0.store(base as usize, Ordering::Release);
         Ok(())
+    }
+
+    fn expose_served(&self, _: Region, _: usize, _: &'static dyn RegionAccess) -> Result<(), RemoteError> {
+        Err(RemoteError::Unsupported(format!(
+            "the OpenSHMEM proxy ({}) cannot reach heaps in device memory: its library only moves host memory; \
+             run GPU heaps across nodes under the MPI proxy (mpirun/mpiexec)",
+            self.describe()
+        )))
     }
 
     unsafe fn put(

@@ -542,6 +542,14 @@ impl Device for CudaDevice {
         // loading a module can wait for the GPU's running kernels, and a
         // kernel waiting on the ring for a host AMO would never finish.
         self.amo_kernel(o)?;
+        // SAFETY: the state is live (the caller's contract).
+        let heap = unsafe { (*a.state).heap_base } as *mut u8;
+        // Getting the function does not load it under CUDA's lazy loading
+        // (the default): its first launch does. A GPU heap served to other
+        // nodes meets its first host AMO while kernels run, so launch it
+        // once now (a fetch of this PE's first heap word).
+        // SAFETY: an aligned word of this PE's heap.
+        unsafe { self.atomic(heap, 8, AmoOp::Fetch, 0, 0) }?;
         let mut registered = Vec::new();
         let ring_size = std::mem::size_of::<crate::ring::Ring>().next_multiple_of(crate::mem::page_size());
         registered.push(self.register(a.ring as *const _ as *mut u8, ring_size, "reverse-offload ring")?);
