@@ -116,6 +116,12 @@ leg "Open MPI, all peers remote (whole list)" TEST_LAUNCHER=openmpi ISHMEM_ENABL
 leg "Open MPI, node-local sharing (core)" TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SHM=1 TEST_TIER=core
 leg "MPICH, all peers remote (whole list, 2 PEs)" TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=0 TEST_MAX_PES=2
 leg "MPICH, node-local sharing (core)" TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=1 TEST_TIER=core
+# Heaps the host cannot touch (the opaque device, as GPU heaps) with every
+# peer remote: the MPI proxy serves them through the device (issue #37).
+leg "Open MPI, opaque device, all peers remote (whole list)" \
+    TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SHM=0 ISHMEM_DEVICE=opaque
+leg "MPICH, opaque device, all peers remote (core, 2 PEs)" \
+    TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=0 ISHMEM_DEVICE=opaque TEST_TIER=core TEST_MAX_PES=2
 leg "oshrun through Open MPI's OSHMEM (whole list)" TEST_LAUNCHER=oshmem
 # The same through Sandia OpenSHMEM when an SOS build is here (its sources
 # are not in this repository: tests/sos/build-sos.sh SRC_DIR PREFIX builds
@@ -133,6 +139,7 @@ fi
 # TCP between them. Needs root.
 if [ "$(id -u)" = 0 ]; then
     stage "multihost: 2 hosts over TCP (network namespaces)" tests/mpi/multihost.sh 2
+    stage "multihost: 2 hosts over TCP, opaque heaps" env MULTIHOST_DEVICE=opaque tests/mpi/multihost.sh 2
 else
     echo "multihost: skipped (needs root for network namespaces)"
 fi

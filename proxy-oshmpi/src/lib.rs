@@ -197,8 +197,9 @@ struct Inner {
     access: [Option<abi::TargetOps>; abi::REGIONS],
     /// Per region, which ranks serve it (no window there).
     served: [Vec<bool>; abi::REGIONS],
-    /// Where served transfers are staged (allocated at the first).
-    bounce: Vec<u8>,
+    /// Where served transfers are staged: [`CHUNK`] bytes of the core's
+    /// staging memory (pinned for its device), allocated at the first.
+    bounce: usize,
     slots: Vec<ClientSlot>,
     /// Slots not in use, and those in flight (posts and markers; a fetch
     /// is in neither list while its caller waits).
@@ -465,6 +466,16 @@ impl Inner {
         }
     }
 
+    /// The staging buffer of served transfers ([`CHUNK`] bytes), from the
+    /// core's access `a` at the first use.
+    fn bounce(&mut self, a: &abi::TargetOps) -> *mut u8 {
+        if self.bounce == 0 {
+            // SAFETY: the core's callback; it never returns null.
+            self.bounce = unsafe { (a.staging)(a.ctx, CHUNK) } as usize;
+        }
+        self.bounce as *mut u8
+    }
+
     /// A put to a served region from PE `from`, whose request arrived in
     /// receive `i`: its data is in the request, or follows it.
     fn serve_put(&mut self, am_comm: ffi::MPI_Comm, i: usize, r: &Request, from: c_int) -> Result<(), String> {
@@ -476,9 +487,7 @@ impl Inner {
             unsafe { (a.write)(a.ctx, off, p as *const c_void, len) };
             return Ok(());
         }
-        if self.bounce.is_empty() {
-            self.bounce = vec![0; CHUNK];
-        }
+        let bounce = self.bounce(&a);
         let mut done = 0;
         while done < len {
             let n = (len - done).min(CHUNK);
@@ -487,7 +496,7 @@ impl Inner {
             // needs no action of ours to complete.
             check("MPI_Recv", unsafe {
                 ffi::MPI_Recv(
-                    self.bounce.as_mut_ptr() as *mut c_void,
+                    bounce as *mut c_void,
                     n as c_int,
                     ffi::RSMPI_UINT8_T,
                     from,
@@ -497,7 +506,7 @@ impl Inner {
                 )
             })?;
             // SAFETY: as above; n bytes were received.
-            unsafe { (a.write)(a.ctx, off + done, self.bounce.as_ptr() as *const c_void, n) };
+            unsafe { (a.write)(a.ctx, off + done, bounce as *const c_void, n) };
             done += n;
         }
         Ok(())
@@ -511,20 +520,18 @@ impl Inner {
         if r.slot as usize >= SLOTS {
             return Err(format!("get from PE {from} names slot {}", r.slot));
         }
-        if self.bounce.is_empty() {
-            self.bounce = vec![0; CHUNK];
-        }
+        let bounce = self.bounce(&a);
         let mut done = 0;
         while done < len {
             let n = (len - done).min(CHUNK);
             // SAFETY: the core's callback into our bounce buffer of CHUNK
             // bytes; the send completes once the posted receive takes it.
             unsafe {
-                (a.read)(a.ctx, off + done, self.bounce.as_mut_ptr() as *mut c_void, n);
+                (a.read)(a.ctx, off + done, bounce as *mut c_void, n);
                 check(
                     "MPI_Send",
                     ffi::MPI_Send(
-                        self.bounce.as_ptr() as *const c_void,
+                        bounce as *const c_void,
                         n as c_int,
                         ffi::RSMPI_UINT8_T,
                         from,
@@ -1501,7 +1508,7 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
                 regions: [(0, 0); abi::REGIONS],
                 access: [None; abi::REGIONS],
                 served: [Vec::new(), Vec::new(), Vec::new()],
-                bounce: Vec::new(),
+                bounce: 0,
                 slots,
                 free: (0..SLOTS).rev().collect(),
                 busy: Vec::new(),

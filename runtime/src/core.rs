@@ -131,6 +131,12 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
     ATEXIT.call_once(|| unsafe {
         on_exit(finalize_at_exit, std::ptr::null_mut());
     });
+    if st.my_pe == 0 && device.needs_host_cores() && std::thread::available_parallelism().is_ok_and(|n| n.get() < 2) {
+        warn(format_args!(
+            "this PE may run on one CPU core only (its launcher bound it there; Open MPI's mpirun binds each process to a core by default): the host threads that serve its {} kernels (the reverse-offload ring, the MPI proxy's progress) share that core with the program, and a device operation they serve can take milliseconds. Give each PE several cores: mpirun --bind-to none, or --map-by slot:PE=4 (Slurm: --cpus-per-task)",
+            device.name()
+        ));
+    }
     if st.my_pe == 0 && (st.config.print_version || st.config.print_info) {
         print_startup_info(&st.config);
     }

@@ -239,17 +239,17 @@ impl Router {
         let (region, roff) = self.region_of(offset);
         let proxy = self.proxy(call, pe);
         match self.mem {
-            // SAFETY: the caller's contract.
-            None => unsafe { proxy.put(call, region, pe, roff, src, len, nbi) },
-            // The source may be device memory, which the proxy cannot
-            // read: staged through host memory, piece by piece.
-            Some(m) => staged(len, |buf, done, n| {
+            // The source is device memory, which the proxy cannot read:
+            // staged through host memory, piece by piece.
+            Some(m) if !m.host_accessible(src, len) => self.staged(call, m, len, |buf, done, n| {
                 // SAFETY: the caller's contract; buf holds n bytes.
                 unsafe {
                     self.device_copy(call, m, buf, src.add(done), n);
                     proxy.put(call, region, pe, roff + done, buf, n, false);
                 }
             }),
+            // SAFETY: the caller's contract.
+            _ => unsafe { proxy.put(call, region, pe, roff, src, len, nbi) },
         }
     }
 
@@ -260,17 +260,37 @@ impl Router {
         let (region, roff) = self.region_of(offset);
         let proxy = self.proxy(call, pe);
         match self.mem {
-            // SAFETY: the caller's contract.
-            None => unsafe { proxy.get(call, region, pe, roff, dst, len, nbi) },
-            // The destination may be device memory: as in remote_put.
-            Some(m) => staged(len, |buf, done, n| {
+            // The destination is device memory: as in remote_put.
+            Some(m) if !m.host_accessible(dst, len) => self.staged(call, m, len, |buf, done, n| {
                 // SAFETY: the caller's contract; buf holds n bytes.
                 unsafe {
                     proxy.get(call, region, pe, roff + done, buf, n, false);
                     self.device_copy(call, m, dst.add(done), buf, n);
                 }
             }),
+            // SAFETY: the caller's contract.
+            _ => unsafe { proxy.get(call, region, pe, roff, dst, len, nbi) },
         }
+    }
+
+    /// Runs `each(buf, done, n)` for consecutive pieces of a `len`-byte
+    /// transfer, `buf` a staging buffer of the device (pinned host memory)
+    /// of at least `n` bytes.
+    fn staged(&self, call: &str, m: &dyn DeviceMemory, len: usize, mut each: impl FnMut(*mut u8, usize, usize)) {
+        // A free buffer, or a new one (as many as transfers ever ran at
+        // once; they are kept for the life of the process).
+        let buf = STAGES.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let buf = match buf {
+            Some(b) => b as *mut u8,
+            None => m.staging(STAGE_BYTES).unwrap_or_else(|e| self.device_failed(call, e)),
+        };
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(STAGE_BYTES);
+            each(buf, done, n);
+            done += n;
+        }
+        STAGES.lock().unwrap_or_else(|e| e.into_inner()).push(buf as usize);
     }
 
     /// `len` bytes at `offset` on `pe`, readable here: the mapped address,
@@ -558,32 +578,12 @@ impl Router {
     }
 }
 
-/// Pieces of remote transfers that a device heap is part of move through
-/// a host buffer of this size (per thread).
+/// Pieces of remote transfers that device memory is part of move through
+/// a staging buffer of this size.
 const STAGE_BYTES: usize = 4 << 20;
 
-thread_local! {
-    static STAGE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-/// Runs `each(buf, done, n)` for consecutive pieces of a `len`-byte
-/// transfer, `buf` a host buffer of at least `n` bytes.
-fn staged(len: usize, mut each: impl FnMut(*mut u8, usize, usize)) {
-    // Taken out while in use: a nested transfer on this thread (none is
-    // expected) would get a buffer of its own.
-    let mut buf = STAGE.with(|s| s.take());
-    let want = len.min(STAGE_BYTES);
-    if buf.len() < want {
-        buf.resize(want, 0);
-    }
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(STAGE_BYTES);
-        each(buf.as_mut_ptr(), done, n);
-        done += n;
-    }
-    STAGE.with(|s| s.set(buf));
-}
+/// Staging buffers not in use (addresses).
+static STAGES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
 
 /// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`
 /// starts at element `b * sst` of `src` and `b * dst` of `dest`.

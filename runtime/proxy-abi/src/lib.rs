@@ -376,6 +376,10 @@ pub struct TargetOps {
         cond: u64,
         old: *mut u64,
     ) -> c_int,
+    /// `len` bytes of host memory that `write` and `read` move fastest
+    /// (pinned for the device), valid for the rest of the process: the
+    /// plugin's staging buffer. Never null (a failure ends the job).
+    pub staging: unsafe extern "C" fn(ctx: *mut c_void, len: usize) -> *mut c_void,
 }
 
 /// The plugin's exported init function: fills `ops` and returns 0, or

@@ -226,6 +226,12 @@ impl RegionAccess for DeviceHeap {
         unsafe { self.mem.atomic((self.base + offset) as *mut u8, size, op, operand, cond) }
             .unwrap_or_else(|e| self.failed("AMO", offset, size, e))
     }
+
+    fn staging(&self, len: usize) -> *mut u8 {
+        self.mem.staging(len).unwrap_or_else(|e| {
+            crate::error::fatal("ishmem proxy", format_args!("a {len}-byte staging buffer for PE {}: {e}", self.pe))
+        })
+    }
 }
 
 /// Bootstraps the job: the way chosen by the launcher's environment,

@@ -240,6 +240,18 @@ pub trait DeviceMemory: Send + Sync {
     /// `addr` is aligned device memory valid for `size` bytes.
     unsafe fn atomic(&self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64)
         -> Result<u64, DeviceError>;
+    /// True when `len` bytes at `p` are plain host memory, which a proxy
+    /// may read and write itself; false for device memory (and when
+    /// unsure: transfers are then staged through host memory).
+    fn host_accessible(&self, _p: *const u8, _len: usize) -> bool {
+        false
+    }
+    /// `len` bytes of host memory that [`DeviceMemory::copy`] moves to and
+    /// from device memory fastest (pinned where the device has it), for
+    /// staging buffers that live as long as the process.
+    fn staging(&self, len: usize) -> Result<*mut u8, DeviceError> {
+        Ok(Box::leak(vec![0u8; len].into_boxed_slice()).as_mut_ptr())
+    }
 }
 
 // SAFETY: `state` points to the PE's device state, which lives until the
@@ -278,6 +290,12 @@ pub trait Device: Send + Sync {
     }
     /// Connects the device to the running PE (once, at the end of init).
     fn attach(&self, a: Attach) -> Result<(), DeviceError>;
+    /// True when kernels may wait for host threads of this PE (the ring
+    /// server, the MPI proxy's progress) while its own threads wait for
+    /// the kernels: the PE then needs more than one CPU core (GPUs).
+    fn needs_host_cores(&self) -> bool {
+        false
+    }
     /// The device-visible team table changed (a team was created or
     /// destroyed): devices that keep a copy of it update the copy.
     fn teams_changed(&self) -> Result<(), DeviceError> {

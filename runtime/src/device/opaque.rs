@@ -120,6 +120,14 @@ impl DeviceMemory for OpaqueDevice {
         // SAFETY: the caller's contract (aligned, valid), moved to the alias.
         Ok(unsafe { atomic::apply(a as *mut u8, size, op, operand, cond) })
     }
+
+    /// Everything but the heaps (as CUDA's pointer query tells host
+    /// memory from GPU memory).
+    fn host_accessible(&self, p: *const u8, len: usize) -> bool {
+        let (p, end) = (p as usize, (p as usize).saturating_add(len));
+        let h = self.heaps.read().unwrap_or_else(|e| e.into_inner());
+        !h.iter().any(|a| p < a.base + a.size && end > a.base)
+    }
 }
 
 impl Device for OpaqueDevice {

@@ -922,6 +922,10 @@ impl Device for ZeDevice {
         Ok(())
     }
 
+    fn needs_host_cores(&self) -> bool {
+        true
+    }
+
     fn teams_changed(&self) -> Result<(), DeviceError> {
         let (dst, src) = {
             let g = self.lib.lock().unwrap_or_else(|e| e.into_inner());

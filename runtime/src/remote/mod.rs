@@ -113,6 +113,9 @@ pub trait RegionAccess: Send + Sync {
     /// `op` on the naturally aligned `size`-byte value at `offset`, atomic
     /// with the device's own atomics; returns the old value.
     fn amo(&self, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64;
+    /// `len` bytes of host memory that `write` and `read` move fastest,
+    /// kept for the life of the process (the proxy's staging buffer).
+    fn staging(&self, len: usize) -> *mut u8;
 }
 
 /// A way of reaching remote PEs. Offsets are relative to the start of the

@@ -448,6 +448,7 @@ impl RemoteOps for PluginRemote {
             write: target_write,
             read: target_read,
             amo: target_amo,
+            staging: target_staging,
         }));
         // SAFETY: target stays valid for the process's life.
         self.check(unsafe { f(self.ops.ctx, region_id(region), size, target) })
@@ -559,5 +560,12 @@ unsafe extern "C" fn target_amo(
             unsafe { *old = v };
         }
         0
+    })
+}
+
+unsafe extern "C" fn target_staging(ctx: *mut c_void, len: usize) -> *mut c_void {
+    crate::error::callback_guard("ishmem proxy (staging buffer)", || {
+        // SAFETY: the plugin passes our context.
+        unsafe { access(ctx) }.staging(len) as *mut c_void
     })
 }

@@ -19,6 +19,8 @@ pub const CUDA_ERROR_OUT_OF_MEMORY: CUresult = 2;
 pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 /// `cuStreamQuery`: work is still pending on the stream.
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
+pub const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
+pub const CU_MEMORYTYPE_HOST: c_uint = 1;
 
 pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
 pub const CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: c_int = 20;
@@ -124,6 +126,7 @@ pub struct Driver {
     pub mem_host_register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> CUresult,
     pub mem_host_unregister: unsafe extern "C" fn(*mut c_void) -> CUresult,
     pub mem_host_get_device_pointer: unsafe extern "C" fn(*mut CUdeviceptr, *mut c_void, c_uint) -> CUresult,
+    pub pointer_get_attribute: unsafe extern "C" fn(*mut c_void, c_int, CUdeviceptr) -> CUresult,
     pub memcpy_async: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult,
     pub memset_d8_async: unsafe extern "C" fn(CUdeviceptr, u8, usize, CUstream) -> CUresult,
     pub stream_create: unsafe extern "C" fn(*mut CUstream, c_uint) -> CUresult,
@@ -214,6 +217,7 @@ impl Driver {
             mem_host_register: sym!("cuMemHostRegister_v2"),
             mem_host_unregister: sym!("cuMemHostUnregister"),
             mem_host_get_device_pointer: sym!("cuMemHostGetDevicePointer_v2"),
+            pointer_get_attribute: sym!("cuPointerGetAttribute"),
             memcpy_async: sym!("cuMemcpyAsync"),
             memset_d8_async: sym!("cuMemsetD8Async"),
             stream_create: sym!("cuStreamCreate"),

@@ -444,6 +444,57 @@ impl DeviceMemory for CudaDevice {
             Ok(std::ptr::read_volatile(k.result))
         }
     }
+
+    /// Host memory the driver does not know (malloc, the stack) or knows
+    /// as host memory (registered, pinned); not GPU or managed memory.
+    fn host_accessible(&self, p: *const u8, _len: usize) -> bool {
+        if self.gpu().is_err() {
+            return false;
+        }
+        let mut kind: std::ffi::c_uint = 0;
+        let d = self.drv;
+        // SAFETY: a query about an address; kind is a valid out value.
+        let r = unsafe {
+            (d.pointer_get_attribute)(
+                (&mut kind as *mut std::ffi::c_uint).cast(),
+                CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                p as u64,
+            )
+        };
+        // An address the driver does not know is plain host memory.
+        r != CUDA_SUCCESS || kind == CU_MEMORYTYPE_HOST
+    }
+
+    /// Page-aligned host memory registered with the driver (pinned), so
+    /// copies to and from the GPU are DMA transfers.
+    fn staging(&self, len: usize) -> Result<*mut u8, DeviceError> {
+        self.gpu()?;
+        let len = len.next_multiple_of(crate::mem::page_size());
+        // SAFETY: a fresh private mapping, registered below and kept for the
+        // life of the process.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(DeviceError::Runtime(format!(
+                "cannot map {len} bytes for staging: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let d = self.drv;
+        // SAFETY: the mapping above, len bytes.
+        self.err(d.check("cuMemHostRegister (staging buffer)", unsafe {
+            (d.mem_host_register)(p, len, CU_MEMHOSTREGISTER_PORTABLE)
+        }))?;
+        Ok(p.cast())
+    }
 }
 
 impl Device for CudaDevice {
@@ -460,6 +511,10 @@ impl Device for CudaDevice {
     }
 
     /// Device syncs and collectives signal through words in GPU memory.
+    fn needs_host_cores(&self) -> bool {
+        true
+    }
+
     fn heap_reserve(&self) -> usize {
         crate::sync_words::SYNC_RESERVE
     }
