@@ -53,6 +53,18 @@ pub fn start(
 const RECORD: usize = 64;
 
 /// FNV-1a, enough to compare node identities.
+/// PE `me`'s place among the job's processes on its node (`nodes[pe]` is
+/// PE `pe`'s node identity), whether or not they share memory: a GPU
+/// device picks its GPU by it. (With `ISHMEM_ENABLE_SHM=0` the place among
+/// the PEs sharing memory is always the first, and every PE took GPU 0.)
+fn place_on_node(nodes: &[u64], me: usize) -> LocalRank {
+    let mine = nodes[me];
+    LocalRank {
+        rank: nodes[..me].iter().filter(|&&n| n == mine).count(),
+        size: nodes.iter().filter(|&&n| n == mine).count(),
+    }
+}
+
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
 }
@@ -295,11 +307,15 @@ fn exchange(
         warn_data_not_symmetric(my_pe);
     }
 
+    // This PE's place among the job's processes on its node, whether or
+    // not they share memory: a GPU device picks its GPU by it (with
+    // ISHMEM_ENABLE_SHM=0 every PE used to count as the first of its node,
+    // and all of them took GPU 0).
+    let nodes: Vec<u64> = (0..n_pes).map(|p| field(p, 0)).collect();
+    // The heap, now that this PE's place on its node is known.
+    let heap = dev.create_heap(heap_size, my_pe, place_on_node(&nodes, my_pe))?;
     let local_idx = node_pes.iter().position(|&p| p == my_pe).expect("this PE is on its node");
     let n_local = node_pes.len();
-    // The heap, now that this PE's place on its node is known (a GPU device
-    // picks its GPU by it).
-    let heap = dev.create_heap(heap_size, my_pe, LocalRank { rank: local_idx, size: n_local })?;
     let mut peer_base = vec![std::ptr::null_mut(); n_pes];
     let mut data_base = vec![std::ptr::null_mut(); n_pes];
     peer_base[my_pe] = heap.base();
@@ -408,6 +424,16 @@ mod tests {
 
     fn name(tag: &str) -> String {
         format!("ishmem-test-{}-{tag}-{:x}", std::process::id(), random_token().unwrap() as u64)
+    }
+
+    /// Each PE's place on its node counts the node's processes in PE
+    /// order, interleaved nodes included (a GPU device picks its GPU by it).
+    #[test]
+    fn place_on_node_counts_the_nodes_processes() {
+        let nodes = [7, 9, 7, 7, 9];
+        let places: Vec<(usize, usize)> =
+            (0..5).map(|pe| place_on_node(&nodes, pe)).map(|l| (l.rank, l.size)).collect();
+        assert_eq!(places, [(0, 3), (0, 2), (1, 3), (2, 3), (1, 2)]);
     }
 
     /// Silent connections and a wrong secret neither take a PE's place nor
