@@ -287,7 +287,7 @@ pub fn start(config: &Config, opts: &InitOptions, device: &'static dyn Device) -
                     }));
                     r.expose_served(Region::Heap, heap_size, access).map_err(|e| {
                         InitError::Bootstrap(format!(
-                            "ISHMEM_DEVICE={}: some PEs are reached through the {}, which cannot serve this PE's heap in device memory: {e}",
+                            "ISHMEM_DEVICE={}: the PEs this one cannot map are reached through the {}: {e}",
                             device.name(),
                             r.kind()
                         ))

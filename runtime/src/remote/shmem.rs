@@ -401,8 +401,8 @@ impl RemoteOps for ShmemRemote {
 
     fn expose_served(&self, _: Region, _: usize, _: &'static dyn RegionAccess) -> Result<(), RemoteError> {
         Err(RemoteError::Unsupported(format!(
-            "the OpenSHMEM proxy ({}) cannot reach heaps in device memory: its library only moves host memory; \
-             run GPU heaps across nodes under the MPI proxy (mpirun/mpiexec)",
+            "the host OpenSHMEM library ({}) only moves host memory, so it cannot reach heaps in device memory; run GPU heaps across \
+             nodes under the MPI proxy (mpirun or mpiexec, without ISHMEM_RUNTIME=OPENSHMEM)",
             self.describe()
         )))
     }
