@@ -197,7 +197,7 @@ struct Inner {
     access: [Option<abi::TargetOps>; abi::REGIONS],
     /// Per region, which ranks serve it (no window there).
     served: [Vec<bool>; abi::REGIONS],
-    /// Where served transfers are staged: [`CHUNK`] bytes of the core's
+    /// Where served transfers are staged: two [`CHUNK`]s of the core's
     /// staging memory (pinned for its device), allocated at the first.
     bounce: usize,
     slots: Vec<ClientSlot>,
@@ -466,12 +466,12 @@ impl Inner {
         }
     }
 
-    /// The staging buffer of served transfers ([`CHUNK`] bytes), from the
+    /// The staging buffer of served transfers (two [`CHUNK`]s), from the
     /// core's access `a` at the first use.
     fn bounce(&mut self, a: &abi::TargetOps) -> *mut u8 {
         if self.bounce == 0 {
             // SAFETY: the core's callback; it never returns null.
-            self.bounce = unsafe { (a.staging)(a.ctx, CHUNK) } as usize;
+            self.bounce = unsafe { (a.staging)(a.ctx, 2 * CHUNK) } as usize;
         }
         self.bounce as *mut u8
     }
@@ -487,27 +487,40 @@ impl Inner {
             unsafe { (a.write)(a.ctx, off, p as *const c_void, len) };
             return Ok(());
         }
+        // Two halves of the bounce buffer: the next piece arrives while
+        // the core writes this one.
         let bounce = self.bounce(&a);
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(CHUNK);
-            // SAFETY: the bounce buffer holds CHUNK bytes. The sender
-            // posted its data sends with the request, so this receive
-            // needs no action of ours to complete.
-            check("MPI_Recv", unsafe {
-                ffi::MPI_Recv(
-                    bounce as *mut c_void,
-                    n as c_int,
+        let half = |k: usize| bounce.wrapping_add((k % 2) * CHUNK);
+        let pieces = len.div_ceil(CHUNK);
+        let piece = |k: usize| (len - k * CHUNK).min(CHUNK);
+        let recv = |k: usize| -> Result<ffi::MPI_Request, String> {
+            let mut q = request_null();
+            // SAFETY: the half holds CHUNK bytes and is not touched until
+            // the receive completes. The sender posted its data sends with
+            // the request, so the receive needs no action of ours.
+            check("MPI_Irecv", unsafe {
+                ffi::MPI_Irecv(
+                    half(k) as *mut c_void,
+                    piece(k) as c_int,
                     ffi::RSMPI_UINT8_T,
                     from,
                     TAG_DATA,
                     am_comm,
-                    status_ignore(),
+                    &mut q,
                 )
             })?;
-            // SAFETY: as above; n bytes were received.
-            unsafe { (a.write)(a.ctx, off + done, bounce as *const c_void, n) };
-            done += n;
+            Ok(q)
+        };
+        let mut next = recv(0)?;
+        for k in 0..pieces {
+            let mut this = next;
+            // SAFETY: the receive of piece k.
+            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut this, status_ignore()) })?;
+            if k + 1 < pieces {
+                next = recv(k + 1)?;
+            }
+            // SAFETY: piece k is in its half.
+            unsafe { (a.write)(a.ctx, off + k * CHUNK, half(k) as *const c_void, piece(k)) };
         }
         Ok(())
     }
@@ -520,28 +533,36 @@ impl Inner {
         if r.slot as usize >= SLOTS {
             return Err(format!("get from PE {from} names slot {}", r.slot));
         }
+        // Two halves of the bounce buffer: the core reads the next piece
+        // while this one is sent.
         let bounce = self.bounce(&a);
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(CHUNK);
-            // SAFETY: the core's callback into our bounce buffer of CHUNK
-            // bytes; the send completes once the posted receive takes it.
+        let half = |k: usize| bounce.wrapping_add((k % 2) * CHUNK);
+        let pieces = len.div_ceil(CHUNK);
+        let piece = |k: usize| (len - k * CHUNK).min(CHUNK);
+        let mut sends = [request_null(), request_null()];
+        for k in 0..pieces {
+            // SAFETY: the half's previous send is complete (waited for
+            // below) before the core writes it; each send completes once
+            // the receive the getter posted takes it.
             unsafe {
-                (a.read)(a.ctx, off + done, bounce as *mut c_void, n);
+                check("MPI_Wait", ffi::MPI_Wait(&mut sends[k % 2], status_ignore()))?;
+                (a.read)(a.ctx, off + k * CHUNK, half(k) as *mut c_void, piece(k));
                 check(
-                    "MPI_Send",
-                    ffi::MPI_Send(
-                        bounce as *const c_void,
-                        n as c_int,
+                    "MPI_Isend",
+                    ffi::MPI_Isend(
+                        half(k) as *const c_void,
+                        piece(k) as c_int,
                         ffi::RSMPI_UINT8_T,
                         from,
                         TAG_GET_DATA + r.slot as c_int,
                         am_comm,
+                        &mut sends[k % 2],
                     ),
                 )?;
             }
-            done += n;
         }
+        // SAFETY: the last sends, whose halves the next request reuses.
+        check("MPI_Waitall", unsafe { ffi::MPI_Waitall(2, sends.as_mut_ptr(), ffi::RSMPI_STATUSES_IGNORE) })?;
         Ok(())
     }
 
