@@ -122,6 +122,9 @@ leg "Open MPI, opaque device, all peers remote (whole list)" \
     TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SHM=0 ISHMEM_DEVICE=opaque
 leg "MPICH, opaque device, all peers remote (core, 2 PEs)" \
     TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=0 ISHMEM_DEVICE=opaque TEST_TIER=core TEST_MAX_PES=2
+# Host heaps served the same way on request (ISHMEM_PROXY_RMA=message).
+leg "Open MPI, RMA by message, all peers remote (core)" \
+    TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SHM=0 ISHMEM_PROXY_RMA=message TEST_TIER=core
 leg "oshrun through Open MPI's OSHMEM (whole list)" TEST_LAUNCHER=oshmem
 # The same through Sandia OpenSHMEM when an SOS build is here (its sources
 # are not in this repository: tests/sos/build-sos.sh SRC_DIR PREFIX builds

@@ -13,17 +13,25 @@
 #
 #   packaging/bench/proxy.sh [--mpi openmpi|mpich] [--pes N] [--rounds N]
 #                            [--quick] [--out DIR] [--oshmpi PREFIX] [--debug]
-#                            [--multihost]
+#                            [--multihost] [--device cpu|opaque|cuda]
+#                            [--rma window|message]
 #
 # --multihost runs every program across the two network-namespace hosts of
 # tests/mpi/multihost.sh (root; TCP between them, PES/2 PEs on each host,
 # node-local sharing on within a host) instead of on this one.
 #
+# --device puts ishmem-rs's heaps on that device (default cpu): opaque
+# (memory the host cannot touch, as GPU heaps, which the proxy serves
+# through the device) or cuda; shmem_bench then never touches the heap.
+#
+# --rma sets ishmem-rs's ISHMEM_PROXY_RMA (default window): message serves
+# puts and gets to host heaps on request, as for device heaps.
+#
 # --debug uses the debug build already there (CI's smoke run: no extra
 # builds; its figures mean nothing).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-mpi=mpich pes=2 rounds=3 quick="" out="" oshmpi="" profile=release multihost=""
+mpi=mpich pes=2 rounds=3 quick="" out="" oshmpi="" profile=release multihost="" device=cpu rma=window
 while [ $# -gt 0 ]; do
     case "$1" in
         --mpi) mpi="$2"; shift 2 ;;
@@ -34,18 +42,20 @@ while [ $# -gt 0 ]; do
         --oshmpi) oshmpi="$2"; shift 2 ;;
         --debug) profile=debug; shift ;;
         --multihost) multihost=1; shift ;;
+        --device) device="$2"; shift 2 ;;
+        --rma) rma="$2"; shift 2 ;;
         *) echo "proxy.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 case "$mpi" in
-    openmpi) mpicc=mpicc.openmpi; launch=(mpirun.openmpi --allow-run-as-root --oversubscribe -n "$pes" -x ISHMEM_ENABLE_SHM=0) ;;
-    mpich) mpicc=mpicc.mpich; launch=(mpiexec.mpich -n "$pes" -genv ISHMEM_ENABLE_SHM 0) ;;
+    openmpi) mpicc=mpicc.openmpi; launch=(mpirun.openmpi --allow-run-as-root --oversubscribe -n "$pes" -x ISHMEM_ENABLE_SHM=0 -x ISHMEM_DEVICE="$device" -x ISHMEM_PROXY_RMA="$rma") ;;
+    mpich) mpicc=mpicc.mpich; launch=(mpiexec.mpich -n "$pes" -genv ISHMEM_ENABLE_SHM 0 -genv ISHMEM_DEVICE "$device" -genv ISHMEM_PROXY_RMA "$rma") ;;
     *) echo "proxy.sh: --mpi openmpi or mpich" >&2; exit 2 ;;
 esac
 where="one host, ISHMEM_ENABLE_SHM=0"
 if [ -n "$multihost" ]; then
     [ $((pes % 2)) = 0 ] || { echo "proxy.sh: --multihost needs an even --pes" >&2; exit 2; }
-    launch=(env MULTIHOST_MPI="$mpi" "$root/tests/mpi/multihost.sh" $((pes / 2)) --)
+    launch=(env MULTIHOST_MPI="$mpi" MULTIHOST_DEVICE="$device" MULTIHOST_RMA="$rma" "$root/tests/mpi/multihost.sh" $((pes / 2)) --)
     # Open MPI's waits poll without pause, which on a small VM starves the
     # kernel's packet processing between the namespaces (a 4 ms tick per
     # message); MPICH's did not need this.
@@ -76,12 +86,14 @@ run() { # csv, program, args...
 }
 rm -f "$out"/*.csv "$out"/*.err
 for r in $(seq 1 "$rounds"); do
-    run "$out/ours-$r.csv" "$out/bench_ishmem"
+    ours_args=()
+    [ "$device" = cpu ] || ours_args=(--device)
+    run "$out/ours-$r.csv" "$out/bench_ishmem" "${ours_args[@]}"
     run "$out/allocate-$r.csv" "$out/bench_mpi" --allocate
     run "$out/create-$r.csv" "$out/bench_mpi" --create
     [ -z "$oshmpi" ] || run "$out/oshmpi-$r.csv" "$out/bench_oshmpi"
 done
-python3 - "$out" "$mpi" "$pes" "$where" <<'EOF'
+BENCH_DEVICE="$device" BENCH_RMA="$rma" python3 - "$out" "$mpi" "$pes" "$where" <<'EOF'
 import csv, glob, os, statistics, sys
 out, mpi, pes, where = sys.argv[1:5]
 def load(prefix):
@@ -101,7 +113,7 @@ def adv(a, b, unit):  # > 1: a faster
     return a / b if unit == "MB/s" else b / a
 fmt = lambda x: "n/a" if x is None else (f"{x:.3g}" if x < 1000 else f"{x:.0f}")
 head = ["figure", "bytes"] + [c[0] for c in cols] + ["unit", "vs allocate", "vs create"] + (["vs OSHMPI"] if osh else [])
-print(f"MPI proxy vs raw MPI RMA: {mpi}, {pes} PEs, {where}, medians of rounds\n")
+print(f"MPI proxy vs raw MPI RMA: {mpi}, {pes} PEs, {where}, ishmem-rs heaps on the {os.environ.get('BENCH_DEVICE', 'cpu')} device, RMA by {os.environ.get('BENCH_RMA', 'window')}, medians of rounds\n")
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for key in cols[1][1]:

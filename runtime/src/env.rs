@@ -223,6 +223,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_PROXY_RMA",
+        kind: Kind::Text,
+        default: "window",
+        help: "Under MPI: how puts and gets reach the heap and globals of PEs this one cannot map. window: MPI-3 RMA windows, one-sided (best where MPI does RDMA, and on one node's shared memory). message: requests the target's proxy serves, as it does for heaps in device memory (over TCP between two hosts: 1.3-3.7x the bandwidth of MPI RMA and faster gets, docs/cluster.md). Heaps in device memory always use messages.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_COLL_CHECK",
         kind: Kind::Bool,
         default: "1",
@@ -445,6 +452,9 @@ pub struct Config {
     pub progress_thread: bool,
     /// ISHMEM_PROXY_PUT_COPY (bytes, at most 128 KiB; 0: off)
     pub proxy_put_copy: u64,
+    /// ISHMEM_PROXY_RMA=message: remote puts and gets to host memory are
+    /// requests the target serves instead of MPI RMA.
+    pub proxy_rma_messages: bool,
     /// ISHMEM_ROOT
     pub root: Option<String>,
     /// ISHMEM_COLL_CHECK
@@ -571,6 +581,12 @@ impl Config {
             "openshmem" => RuntimeChoice::OpenShmem,
             _ => return Err(EnvError { name: from, value: rt, expected: "MPI, OPENSHMEM or auto" }),
         };
+        let (rma, rma_from, _) = r.value("ISHMEM_PROXY_RMA", None, Kind::Text);
+        let proxy_rma_messages = match rma.trim().to_ascii_lowercase().as_str() {
+            "window" | "" => false,
+            "message" => true,
+            _ => return Err(EnvError { name: rma_from, value: rma, expected: "window or message" }),
+        };
         let (dev, from, _) = r.value("ISHMEM_DEVICE", None, Kind::Text);
         let device = DeviceKind::parse(&dev).ok_or(EnvError {
             name: from,
@@ -597,6 +613,7 @@ impl Config {
             enable_shm: r.bool("ISHMEM_ENABLE_SHM", None)?,
             mpi_proxy: r.text("ISHMEM_MPI_PROXY"),
             progress_thread: r.bool("ISHMEM_PROXY_PROGRESS_THREAD", None)?,
+            proxy_rma_messages,
             proxy_put_copy: {
                 let n = r.size_or_zero("ISHMEM_PROXY_PUT_COPY")?;
                 if n > 128 << 10 {
@@ -916,7 +933,12 @@ mod tests {
                 };
                 (v.name, val)
             })
-            .chain([("ISHMEM_RUNTIME", "auto"), ("ISHMEM_DEVICE", "cpu"), ("ISHMEM_PROXY_PUT_COPY", "64k")])
+            .chain([
+                ("ISHMEM_RUNTIME", "auto"),
+                ("ISHMEM_DEVICE", "cpu"),
+                ("ISHMEM_PROXY_PUT_COPY", "64k"),
+                ("ISHMEM_PROXY_RMA", "message"),
+            ])
             .collect();
         Config::from_lookup(&|n| all.get(n).map(|s| s.to_string())).unwrap();
         let e = Config::from_lookup(&|n| (n == "ISHMEM_DEVICE").then(|| "cuda9".to_string())).unwrap_err();

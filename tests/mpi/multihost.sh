@@ -19,6 +19,7 @@
 # starts PROGRAM (an MPICH program) with MPICH's mpiexec instead.
 # MULTIHOST_DEVICE=opaque puts the heaps on the opaque test device (memory
 # the host cannot touch, as GPU heaps: the proxy serves them across hosts).
+# MULTIHOST_RMA=message sets the proxy's ISHMEM_PROXY_RMA (default window).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 per_host="${1:-2}"
@@ -109,14 +110,14 @@ mpirun_hosts() { # limit, program and args: per_host processes on each host
             mpiexec.mpich -launcher ssh -launcher-exec "$run/agent" -iface mh0 \
             -hosts "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
             -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES mh0 -genv ISHMEM_SYMMETRIC_SIZE 64m \
-            -genv ISHMEM_DEVICE "${MULTIHOST_DEVICE:-cpu}" "$@"
+            -genv ISHMEM_DEVICE "${MULTIHOST_DEVICE:-cpu}" -genv ISHMEM_PROXY_RMA "${MULTIHOST_RMA:-window}" "$@"
         return
     fi
     timeout "$limit" nsenter --net="/run/netns/$nsa" --uts="$run/uts-a" -- "$run/enter" \
         mpirun.openmpi --oversubscribe --mca plm_rsh_agent "$run/agent" \
         -H "10.77.0.1:$per_host,10.77.0.2:$per_host" -n "$n" \
         "${transport[@]}" --mca oob_tcp_if_include 10.77.0.0/24 -x ISHMEM_SYMMETRIC_SIZE=64m \
-        -x ISHMEM_DEVICE="${MULTIHOST_DEVICE:-cpu}" "$@"
+        -x ISHMEM_DEVICE="${MULTIHOST_DEVICE:-cpu}" -x ISHMEM_PROXY_RMA="${MULTIHOST_RMA:-window}" "$@"
 }
 if [ ${#user_prog[@]} -gt 0 ]; then
     mpirun_hosts 600 "${user_prog[@]}" < /dev/null
@@ -142,4 +143,4 @@ if [ $rc -ne 0 ] || ! grep -q "multihost ok: $n PEs on 2 hosts" <<<"$out"; then
     exit 1
 fi
 echo "$out" | grep -v "^\s*$" | tail -3
-echo "multihost: ok ($n PEs on 2 hosts over TCP, ${MULTIHOST_MPI:-openmpi}, ${MULTIHOST_DEVICE:-cpu} heaps)"
+echo "multihost: ok ($n PEs on 2 hosts over TCP, ${MULTIHOST_MPI:-openmpi}, ${MULTIHOST_DEVICE:-cpu} heaps, RMA by ${MULTIHOST_RMA:-window})"
