@@ -117,7 +117,7 @@ leg "Open MPI, node-local sharing (core)" TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SH
 leg "MPICH, all peers remote (whole list, 2 PEs)" TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=0 TEST_MAX_PES=2
 leg "MPICH, node-local sharing (core)" TEST_LAUNCHER=mpich ISHMEM_ENABLE_SHM=1 TEST_TIER=core
 # Heaps the host cannot touch (the opaque device, as GPU heaps) with every
-# peer remote: the MPI proxy serves them through the device (issue #37).
+# peer remote: the MPI proxy serves them through the device.
 leg "Open MPI, opaque device, all peers remote (whole list)" \
     TEST_LAUNCHER=openmpi ISHMEM_ENABLE_SHM=0 ISHMEM_DEVICE=opaque
 leg "MPICH, opaque device, all peers remote (core, 2 PEs)" \
