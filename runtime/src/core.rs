@@ -108,7 +108,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
         }
     }
     let device = device::select(&config)?;
-    let job = boot::start(&config, opts, device)?;
+    let job = boot::start(&config, opts, device, crate::route::host_region)?;
     let st = build_state(config, device, job)?;
     st.install_predefined_teams();
     let st: &'static State = Box::leak(st);

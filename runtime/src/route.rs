@@ -21,7 +21,7 @@
 //! call.
 
 use crate::device::DeviceMemory;
-use crate::remote::{Region, Remote};
+use crate::remote::{Region, RegionAccess, Remote};
 use crate::types::AmoOp;
 use ishmem_proxy_abi::atomic;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -575,6 +575,42 @@ impl Router {
     pub fn quiet(&self, call: &str) {
         std::sync::atomic::fence(Ordering::SeqCst);
         self.flush(call, None);
+    }
+}
+
+/// Host memory served on request (`ISHMEM_PROXY_RMA=message`): other PEs'
+/// puts, gets and AMOs are requests this PE's proxy performs with copies
+/// and the CPU atomics its node peers use (so they stay atomic with them).
+struct HostRegion {
+    base: usize,
+}
+
+/// The proxy's access to host region `base` served on request (kept for
+/// the life of the process).
+pub fn host_region(base: *mut u8) -> &'static dyn RegionAccess {
+    Box::leak(Box::new(HostRegion { base: base as usize }))
+}
+
+impl RegionAccess for HostRegion {
+    unsafe fn write(&self, offset: usize, src: *const u8, len: usize) {
+        // SAFETY: the proxy checked the range against the region; src is
+        // valid (the caller's contract).
+        unsafe { std::ptr::copy(src, (self.base + offset) as *mut u8, len) }
+    }
+
+    unsafe fn read(&self, offset: usize, dst: *mut u8, len: usize) {
+        // SAFETY: as in write.
+        unsafe { std::ptr::copy((self.base + offset) as *const u8, dst, len) }
+    }
+
+    fn amo(&self, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64 {
+        // SAFETY: the proxy checked that the value is aligned and inside
+        // the region; symmetric words are accessed atomically.
+        unsafe { atomic::apply((self.base + offset) as *mut u8, size, op, operand, cond) }
+    }
+
+    fn staging(&self, len: usize) -> *mut u8 {
+        Box::leak(vec![0u8; len].into_boxed_slice()).as_mut_ptr()
     }
 }
 

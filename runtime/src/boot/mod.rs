@@ -234,41 +234,15 @@ impl RegionAccess for DeviceHeap {
     }
 }
 
-/// Host memory served on request (`ISHMEM_PROXY_RMA=message`): other PEs'
-/// puts, gets and AMOs are requests this PE's proxy performs with copies
-/// and the CPU atomics its node peers use.
-struct HostRegion {
-    base: usize,
-}
+/// The routing step's access to host memory served on request (it owns the
+/// CPU atomics on symmetric memory): `route::host_region`.
+pub type HostAccess = fn(*mut u8) -> &'static dyn RegionAccess;
 
-impl RegionAccess for HostRegion {
-    unsafe fn write(&self, offset: usize, src: *const u8, len: usize) {
-        // SAFETY: the proxy checked the range against the region; src is
-        // valid (the caller's contract).
-        unsafe { std::ptr::copy(src, (self.base + offset) as *mut u8, len) }
-    }
-
-    unsafe fn read(&self, offset: usize, dst: *mut u8, len: usize) {
-        // SAFETY: as in write.
-        unsafe { std::ptr::copy((self.base + offset) as *const u8, dst, len) }
-    }
-
-    fn amo(&self, offset: usize, size: usize, op: crate::types::AmoOp, operand: u64, cond: u64) -> u64 {
-        // SAFETY: the proxy checked that the value is aligned and inside
-        // the region; symmetric words are accessed atomically.
-        unsafe { ishmem_proxy_abi::atomic::apply((self.base + offset) as *mut u8, size, op, operand, cond) }
-    }
-
-    fn staging(&self, len: usize) -> *mut u8 {
-        Box::leak(vec![0u8; len].into_boxed_slice()).as_mut_ptr()
-    }
-}
-
-/// Exposes host `region` served on request, or as a window where the
-/// proxy cannot serve (the host OpenSHMEM proxy, an older plugin).
-fn expose_host(r: &Remote, region: Region, base: *mut u8, size: usize) {
-    let access: &'static HostRegion = Box::leak(Box::new(HostRegion { base: base as usize }));
-    if let Err(e) = r.expose_served(region, size, access) {
+/// Exposes host `region` served on request (through `host`), or as a
+/// window where the proxy cannot serve (the host OpenSHMEM proxy, an older
+/// plugin).
+fn expose_host(r: &Remote, host: HostAccess, region: Region, base: *mut u8, size: usize) {
+    if let Err(e) = r.expose_served(region, size, host(base)) {
         match e {
             RemoteError::Unsupported(_) => r.expose("ishmem_init", region, base, size),
             e => crate::error::fatal("ishmem_init", format_args!("exposing the {region:?} region ({size} bytes): {e}")),
@@ -278,7 +252,10 @@ fn expose_host(r: &Remote, region: Region, base: *mut u8, size: usize) {
 
 /// Bootstraps the job: the way chosen by the launcher's environment,
 /// `ISHMEM_RUNTIME` and `opts`; heaps from `device`.
-pub fn start(config: &Config, opts: &InitOptions, device: &'static dyn Device) -> Result<JobLayout, InitError> {
+/// `host` serves host regions on request (`ISHMEM_PROXY_RMA=message`).
+pub fn start(
+    config: &Config, opts: &InitOptions, device: &'static dyn Device, host: HostAccess,
+) -> Result<JobLayout, InitError> {
     // With the device's reserve, rounded up to its granularity (a page;
     // 2 MiB on GPUs).
     let heap_size = usize::try_from(config.symmetric_size)
@@ -337,12 +314,12 @@ pub fn start(config: &Config, opts: &InitOptions, device: &'static dyn Device) -
                 }
                 // Host memory, served on request (ISHMEM_PROXY_RMA=message)
                 // where the proxy can, else a window.
-                None if config.proxy_rma_messages => expose_host(r, Region::Heap, job.heap.base(), heap_size),
+                None if config.proxy_rma_messages => expose_host(r, host, Region::Heap, job.heap.base(), heap_size),
                 None => r.expose(CALL, Region::Heap, job.heap.base(), heap_size),
             }
             let (dbase, dsize) = job.data.as_ref().map_or((std::ptr::null_mut(), 0), |d| (d.base, d.size));
             if config.proxy_rma_messages {
-                expose_host(r, Region::Data, dbase, dsize);
+                expose_host(r, host, Region::Data, dbase, dsize);
             } else {
                 r.expose(CALL, Region::Data, dbase, dsize);
             }
