@@ -30,3 +30,5 @@ cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
     -I "$root/bindings/c/include" -I "$root/device-lib/src" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/ring_bench"
 "$nvcc" -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/ring_floor.cu" -L "$cudalib" -o "$out/ring_floor"
+"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/remote_bench.cu" -I "$root/bindings/c/include" \
+    -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/remote_bench"
