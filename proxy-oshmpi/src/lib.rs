@@ -511,17 +511,28 @@ impl Inner {
             })?;
             Ok(q)
         };
-        let mut next = recv(0)?;
+        // Both halves take a piece at once. The device copies a piece while
+        // the next one arrives (MPI is polled meanwhile: a receive may need
+        // this side's calls to move), and a half takes the piece after next
+        // once its copy has ended.
+        let mut q = [recv(0)?, if pieces > 1 { recv(1)? } else { request_null() }];
         for k in 0..pieces {
-            let mut this = next;
-            // SAFETY: the receive of piece k.
-            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut this, status_ignore()) })?;
-            if k + 1 < pieces {
-                next = recv(k + 1)?;
+            // SAFETY: the receive of piece k (or a null request).
+            check("MPI_Wait", unsafe { ffi::MPI_Wait(&mut q[k % 2], status_ignore()) })?;
+            // SAFETY: piece k is in its half, untouched until its write ends.
+            unsafe { (a.write_start)(a.ctx, off + k * CHUNK, half(k) as *const c_void, piece(k)) };
+            if k + 2 < pieces {
+                // SAFETY: the core's callback.
+                while unsafe { (a.writes_done)(a.ctx, 0) } == 0 {
+                    let mut flag = 0;
+                    // SAFETY: the receive of piece k + 1 (null once complete).
+                    check("MPI_Test", unsafe { ffi::MPI_Test(&mut q[(k + 1) % 2], &mut flag, status_ignore()) })?;
+                }
+                q[k % 2] = recv(k + 2)?;
             }
-            // SAFETY: piece k is in its half.
-            unsafe { (a.write)(a.ctx, off + k * CHUNK, half(k) as *const c_void, piece(k)) };
         }
+        // SAFETY: the core's callback; the put is complete when it returns.
+        unsafe { (a.writes_done)(a.ctx, 1) };
         Ok(())
     }
 

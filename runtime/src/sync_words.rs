@@ -45,8 +45,17 @@ pub const SYNC_LL_PES: usize = 16;
 /// Words of one low-latency buffer: [`SYNC_LL_BYTES`] of data.
 pub const SYNC_LL_WORDS: usize = 2048;
 pub const SYNC_LL_BYTES: usize = 4 * SYNC_LL_WORDS;
+/// Scratch buffers of this PE's own for the reductions and scans of teams
+/// it reaches some members of only through the ring (another node):
+/// `SCRATCH[s][half]` of [`SYNC_SCRATCH_WORDS`] words, read and written by
+/// this PE alone (its ring gets land there, its ring puts leave from there)
+/// while it runs a collective on slot `s`; a slice moves through them in
+/// chunks of [`SYNC_SCRATCH_BYTES`].
+pub const SYNC_SCRATCH: usize = SYNC_LL + SYNC_LL_SLOTS * SYNC_LL_PES * 2 * SYNC_LL_WORDS;
+pub const SYNC_SCRATCH_WORDS: usize = 2048;
+pub const SYNC_SCRATCH_BYTES: usize = 8 * SYNC_SCRATCH_WORDS;
 /// Number of u64 device sync words.
-pub const SYNC_WORDS: usize = SYNC_LL + SYNC_LL_SLOTS * SYNC_LL_PES * 2 * SYNC_LL_WORDS;
+pub const SYNC_WORDS: usize = SYNC_SCRATCH + SYNC_SLOTS * 2 * SYNC_SCRATCH_WORDS;
 /// Bytes a device that uses sync words reserves at the end of each heap.
 pub const SYNC_RESERVE: usize = (SYNC_WORDS * 8).next_multiple_of(64 << 10);
 

@@ -26,7 +26,7 @@ extern crate std;
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 
 /// Name of the initialization function a plugin exports.
 pub const INIT_SYMBOL: &[u8] = b"ishmem_proxy_init\0";
@@ -380,6 +380,13 @@ pub struct TargetOps {
     /// (pinned for the device), valid for the rest of the process: the
     /// plugin's staging buffer. Never null (a failure ends the job).
     pub staging: unsafe extern "C" fn(ctx: *mut c_void, len: usize) -> *mut c_void,
+    /// Starts a `write` that may still run when it returns (on the
+    /// device's copy engine): `src` must stay unchanged until
+    /// `writes_done` returns 1. Writes started end in order.
+    pub write_start: unsafe extern "C" fn(ctx: *mut c_void, offset: usize, src: *const c_void, len: usize) -> c_int,
+    /// 1 when every write started by `write_start` has ended, else 0;
+    /// with `wait` non-zero, waits for them and returns 1.
+    pub writes_done: unsafe extern "C" fn(ctx: *mut c_void, wait: u32) -> c_int,
 }
 
 /// The plugin's exported init function: fills `ops` and returns 0, or

@@ -214,6 +214,20 @@ impl RegionAccess for DeviceHeap {
         }
     }
 
+    unsafe fn write_start(&self, offset: usize, src: *const u8, len: usize) {
+        // SAFETY: as in write; src stays until writes_done (the caller's
+        // contract).
+        if let Err(e) = unsafe { self.mem.copy_start((self.base + offset) as *mut u8, src, len) } {
+            self.failed("put", offset, len, e)
+        }
+    }
+
+    fn writes_done(&self, wait: bool) -> bool {
+        self.mem.copies_done(wait).unwrap_or_else(|e| {
+            crate::error::fatal("ishmem proxy", format_args!("serving another PE's put to PE {}'s heap: {e}", self.pe))
+        })
+    }
+
     unsafe fn read(&self, offset: usize, dst: *mut u8, len: usize) {
         // SAFETY: as in write.
         if let Err(e) = unsafe { self.mem.copy(dst, (self.base + offset) as *const u8, len) } {

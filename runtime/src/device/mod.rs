@@ -227,6 +227,23 @@ pub trait DeviceMemory: Send + Sync {
     /// # Safety
     /// Both ranges are valid for `len` bytes.
     unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError>;
+    /// Starts a [`DeviceMemory::copy`] that may still run when this
+    /// returns (on the device's copy engine); [`DeviceMemory::copies_done`]
+    /// says when every copy started so far has ended. Copies start and end
+    /// in order. The default copies at once.
+    ///
+    /// # Safety
+    /// As [`DeviceMemory::copy`], and both ranges stay valid and untouched
+    /// until `copies_done` has returned true.
+    unsafe fn copy_start(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.copy(dst, src, len) }
+    }
+    /// Whether every copy started by [`DeviceMemory::copy_start`] has
+    /// ended; with `wait`, waits for them first (and returns true).
+    fn copies_done(&self, _wait: bool) -> Result<bool, DeviceError> {
+        Ok(true)
+    }
     /// Zeroes `len` bytes of device memory.
     ///
     /// # Safety

@@ -10,6 +10,12 @@
 //! directly faults here as it would on a GPU heap, on any machine: the
 //! host test suite runs in this mode in CI to stay runnable with
 //! `ISHMEM_DEVICE=cuda`. Kernels cannot run on this device.
+//!
+//! Copies started with [`DeviceMemory::copy_start`] are made late, as a
+//! GPU's copy engine makes them: at the first poll of
+//! [`DeviceMemory::copies_done`] (which still says "not yet") or before
+//! the next operation on device memory. A caller that reuses a source
+//! before the copy ended sends the wrong bytes here too.
 
 use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
 use crate::mem::{self, HeapRegion, Release, HEAP_BASE_ALIGN};
@@ -17,7 +23,7 @@ use crate::types::AmoOp;
 use ishmem_proxy_abi::atomic;
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// A heap: where the program sees it, its size, and where its bytes are.
 #[derive(Clone, Copy)]
@@ -30,6 +36,9 @@ struct Alias {
 /// Heaps behind no-access mappings, reached through their aliases.
 pub struct OpaqueDevice {
     heaps: Arc<RwLock<Vec<Alias>>>,
+    /// Copies started and not made yet: (destination, source, length),
+    /// aliases resolved.
+    started: Mutex<Vec<(usize, usize, usize)>>,
 }
 
 impl Default for OpaqueDevice {
@@ -46,7 +55,7 @@ fn no_kernels() -> DeviceError {
 
 impl OpaqueDevice {
     pub fn new() -> OpaqueDevice {
-        OpaqueDevice { heaps: Arc::new(RwLock::new(Vec::new())) }
+        OpaqueDevice { heaps: Arc::new(RwLock::new(Vec::new())), started: Mutex::new(Vec::new()) }
     }
 
     /// Maps `fd` twice: a no-access reservation aligned to `align` (the
@@ -94,10 +103,24 @@ impl OpaqueDevice {
             None => Ok(p),
         }
     }
+
+    /// Makes the copies started so far, in order; whether there were any.
+    fn make_started(&self) -> bool {
+        let mut s = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        for &(d, src, len) in s.iter() {
+            // SAFETY: copy_start's caller kept both ranges valid until
+            // copies_done says they ended, which is after this.
+            unsafe { std::ptr::copy(src as *const u8, d as *mut u8, len) };
+        }
+        let any = !s.is_empty();
+        s.clear();
+        any
+    }
 }
 
 impl DeviceMemory for OpaqueDevice {
     unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        self.make_started();
         let d = self.at(dst as usize, len)?;
         let s = self.at(src as usize, len)?;
         // SAFETY: the caller's contract, moved to the aliases; `memmove`
@@ -106,7 +129,19 @@ impl DeviceMemory for OpaqueDevice {
         Ok(())
     }
 
+    unsafe fn copy_start(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        let d = self.at(dst as usize, len)?;
+        let s = self.at(src as usize, len)?;
+        self.started.lock().unwrap_or_else(|e| e.into_inner()).push((d, s, len));
+        Ok(())
+    }
+
+    fn copies_done(&self, wait: bool) -> Result<bool, DeviceError> {
+        Ok(!self.make_started() || wait)
+    }
+
     unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError> {
+        self.make_started();
         let d = self.at(dst as usize, len)?;
         // SAFETY: the caller's contract, moved to the alias.
         unsafe { std::ptr::write_bytes(d as *mut u8, 0, len) };
@@ -116,6 +151,7 @@ impl DeviceMemory for OpaqueDevice {
     unsafe fn atomic(
         &self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
     ) -> Result<u64, DeviceError> {
+        self.make_started();
         let a = self.at(addr as usize, size)?;
         // SAFETY: the caller's contract (aligned, valid), moved to the alias.
         Ok(unsafe { atomic::apply(a as *mut u8, size, op, operand, cond) })

@@ -105,6 +105,22 @@ pub trait RegionAccess: Send + Sync {
     /// # Safety
     /// `src` is valid for `len` bytes; `offset + len` is inside the region.
     unsafe fn write(&self, offset: usize, src: *const u8, len: usize);
+    /// Starts a `write` that may still run when this returns;
+    /// [`RegionAccess::writes_done`] says when the ones started have ended
+    /// (in order). The default writes at once.
+    ///
+    /// # Safety
+    /// As `write`, and `src` stays valid and unchanged until `writes_done`
+    /// has returned true.
+    unsafe fn write_start(&self, offset: usize, src: *const u8, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { self.write(offset, src, len) }
+    }
+    /// Whether every write started by `write_start` has ended; with
+    /// `wait`, waits for them (and returns true).
+    fn writes_done(&self, _wait: bool) -> bool {
+        true
+    }
     /// Copies `len` bytes at `offset` to host memory at `dst`.
     ///
     /// # Safety

@@ -449,6 +449,8 @@ impl RemoteOps for PluginRemote {
             read: target_read,
             amo: target_amo,
             staging: target_staging,
+            write_start: target_write_start,
+            writes_done: target_writes_done,
         }));
         // SAFETY: target stays valid for the process's life.
         self.check(unsafe { f(self.ops.ctx, region_id(region), size, target) })
@@ -535,6 +537,22 @@ unsafe extern "C" fn target_write(ctx: *mut c_void, offset: usize, src: *const c
         // readable bytes at src.
         unsafe { access(ctx).write(offset, src as *const u8, len) };
         0
+    })
+}
+
+unsafe extern "C" fn target_write_start(ctx: *mut c_void, offset: usize, src: *const c_void, len: usize) -> c_int {
+    crate::error::callback_guard("ishmem proxy (serving a put)", || {
+        // SAFETY: as in target_write; the plugin keeps src until
+        // target_writes_done says the write ended.
+        unsafe { access(ctx).write_start(offset, src as *const u8, len) };
+        0
+    })
+}
+
+unsafe extern "C" fn target_writes_done(ctx: *mut c_void, wait: u32) -> c_int {
+    crate::error::callback_guard("ishmem proxy (serving a put)", || {
+        // SAFETY: the plugin passes our context.
+        c_int::from(unsafe { access(ctx) }.writes_done(wait != 0))
     })
 }
 

@@ -407,6 +407,32 @@ impl DeviceMemory for CudaDevice {
         self.on_stream("cuMemcpyAsync", |s| unsafe { (d.memcpy_async)(dst as u64, src as u64, len, s) })
     }
 
+    unsafe fn copy_start(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let (o, d) = (self.gpu()?, self.drv);
+        let s = o.stream.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: as in copy; the caller keeps both ranges until
+        // copies_done (the internal stream runs them in order).
+        self.err(d.check("cuMemcpyAsync", unsafe { (d.memcpy_async)(dst as u64, src as u64, len, *s) }))
+    }
+
+    fn copies_done(&self, wait: bool) -> Result<bool, DeviceError> {
+        let (o, d) = (self.gpu()?, self.drv);
+        let s = o.stream.lock().unwrap_or_else(|e| e.into_inner());
+        if wait {
+            // SAFETY: our stream.
+            self.err(d.check("cuStreamSynchronize", unsafe { (d.stream_synchronize)(*s) }))?;
+            return Ok(true);
+        }
+        // SAFETY: our stream.
+        match unsafe { (d.stream_query)(*s) } {
+            CUDA_ERROR_NOT_READY => Ok(false),
+            r => self.err(d.check("cuStreamQuery", r)).map(|()| true),
+        }
+    }
+
     unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError> {
         if len == 0 {
             return Ok(());
