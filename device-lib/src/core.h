@@ -1183,24 +1183,61 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
     return 0;
 }
 
+/* Scratch half `part` of this PE's own on team slot `slot` (sync words
+ * SCRATCH): where the chunked reductions and scans of teams with members on
+ * other nodes gather a chunk and fold it. */
+ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_coll_scratch(int slot, int part) {
+    return (ISHMEMI_GLOBAL char *)((ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_SCRATCH +
+                                   ((ulong)slot * 2 + (ulong)part) * ISHMEMI_SYNC_SCRATCH_WORDS);
+}
+
+/* Whether a reduction or scan moves its slices in chunks: some member is
+ * reached only through the ring (one bulk get per member and chunk instead
+ * of a round trip per element) and the scratch words are in the heap.
+ * Taken alike on every member only in effect: each member picks its own
+ * way to move its own slice. */
+ISHMEMI_INLINE int ishmemi_coll_chunked(ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+    return ishmemi_sync_in_heap() && !ishmemi_team_all_local(t);
+}
+
 /* sum_inscan / sum_exscan (Intel SHMEM): member r's dest gets the sum of
  * members 0..r's sources (exscan: 0..r-1; member 0 gets zeros). Member r
  * owns element slice r and walks the members in order with a running sum,
  * reading each member's source element before writing its dest element, so
- * in place is safe. */
+ * in place is safe. Chunked (ishmemi_coll_chunked): the running sums of a
+ * chunk live in scratch half 0, each member's source chunk comes into half
+ * 1 by one get, and each member's dest chunk leaves by one blocking put
+ * (before the sums change). */
 #define ISHMEMI_SCAN(T, G, P, EXCLUSIVE)                                               \
     ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
     ishmemi_sync_team(team);                                                           \
     size_t per = (nelems + t->size - 1) / t->size;                                     \
     size_t lo = min((size_t)t->my_rank * per, nelems), hi = min(lo + per, nelems);     \
-    for (size_t i = lo; i < hi; i++) {                                                 \
-        T a = 0;                                                                       \
-        for (int r = 0; r < t->size; r++) {                                            \
-            T b = G(source + i, ishmemi_member(t, r));                                 \
-            if (EXCLUSIVE) P(dest + i, a, ishmemi_member(t, r));                       \
-            a = (T)(a + b);                                                            \
-            if (!(EXCLUSIVE)) P(dest + i, a, ishmemi_member(t, r));                    \
+    if (ishmemi_coll_chunked(t)) {                                                     \
+        ISHMEMI_GLOBAL T *acc_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 0);    \
+        ISHMEMI_GLOBAL T *in_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 1);     \
+        size_t ch_ = ISHMEMI_SYNC_SCRATCH_BYTES / sizeof(T);                           \
+        for (size_t c0 = lo; c0 < hi; c0 += ch_) {                                     \
+            size_t n_ = min(ch_, hi - c0);                                             \
+            for (size_t i = 0; i < n_; i++) acc_[i] = 0;                               \
+            for (int r = 0; r < t->size; r++) {                                        \
+                int pe_ = ishmemi_member(t, r);                                        \
+                ishmemi_get_bytes(in_, source + c0, n_ * sizeof(T), pe_, 0);           \
+                if (EXCLUSIVE) ishmemi_put_bytes(dest + c0, acc_, n_ * sizeof(T), pe_, 0); \
+                for (size_t i = 0; i < n_; i++) acc_[i] = (T)(acc_[i] + in_[i]);       \
+                if (!(EXCLUSIVE)) ishmemi_put_bytes(dest + c0, acc_, n_ * sizeof(T), pe_, 0); \
+            }                                                                          \
+        }                                                                              \
+    } else {                                                                           \
+        for (size_t i = lo; i < hi; i++) {                                             \
+            T a = 0;                                                                   \
+            for (int r = 0; r < t->size; r++) {                                        \
+                T b = G(source + i, ishmemi_member(t, r));                             \
+                if (EXCLUSIVE) P(dest + i, a, ishmemi_member(t, r));                   \
+                a = (T)(a + b);                                                        \
+                if (!(EXCLUSIVE)) P(dest + i, a, ishmemi_member(t, r));                \
+            }                                                                          \
         }                                                                              \
     }                                                                                  \
     ishmemi_ring_quiet();                                                              \
@@ -1268,6 +1305,28 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
 #define ISHMEMI_REDUCE_CHECK(T)                                                               \
     ishmemi_check(ISHMEMI_RING_OP_GET, source, nreduce * sizeof(T), ishmemi_member(t, t->my_rank)); \
     ishmemi_check(ISHMEMI_RING_OP_PUT, dest, nreduce * sizeof(T), ishmemi_member(t, t->my_rank));
+/* A reduction's slice moved in chunks (ishmemi_coll_chunked): member 0's
+ * chunk comes into scratch half 0 by one get, every other member's into
+ * half 1 and is folded into half 0 in member order, and the result leaves
+ * for every member by one blocking put. */
+#define ISHMEMI_REDUCE_CHUNKED(T, OP)                                                          \
+    {                                                                                          \
+        size_t per = (nreduce + t->size - 1) / t->size;                                        \
+        size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce);       \
+        ISHMEMI_GLOBAL T *acc_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 0);            \
+        ISHMEMI_GLOBAL T *in_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 1);             \
+        size_t ch_ = ISHMEMI_SYNC_SCRATCH_BYTES / sizeof(T);                                   \
+        for (size_t c0 = lo; c0 < hi; c0 += ch_) {                                             \
+            size_t n_ = min(ch_, hi - c0);                                                     \
+            ishmemi_get_bytes(acc_, source + c0, n_ * sizeof(T), ishmemi_member(t, 0), 0);     \
+            for (int r = 1; r < t->size; r++) {                                                \
+                ishmemi_get_bytes(in_, source + c0, n_ * sizeof(T), ishmemi_member(t, r), 0);  \
+                for (size_t i = 0; i < n_; i++) ISHMEMI_REDUCE_STEP(T, OP, acc_[i], in_[i])    \
+            }                                                                                  \
+            for (int r = 0; r < t->size; r++)                                                  \
+                ishmemi_put_bytes(dest + c0, acc_, n_ * sizeof(T), ishmemi_member(t, r), 0);   \
+        }                                                                                      \
+    }
 /* Small reductions by LL words (ishmemi_ll_ok): every member sends its
  * source to every other; each folds them in member order into its own dest
  * (`LID` of `LSZ` work-items, `BARRIER` between sending and folding so that
@@ -1310,6 +1369,9 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
     if (ishmemi_team_all_local(t)) {                                                   \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
         ISHMEMI_REDUCE_SLICE(T, OP, 0, 1)                                              \
+    } else if (ishmemi_coll_chunked(t)) {                                              \
+        ISHMEMI_REDUCE_CHECK(T)                                                        \
+        ISHMEMI_REDUCE_CHUNKED(T, OP)                                                  \
     } else {                                                                           \
         size_t per = (nreduce + t->size - 1) / t->size;                                \
         size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce); \

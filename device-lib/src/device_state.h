@@ -62,7 +62,10 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, sync_words) == 120, "s
 #define ISHMEMI_SYNC_LL_PES 16
 #define ISHMEMI_SYNC_LL_WORDS 2048
 #define ISHMEMI_SYNC_LL_BYTES 8192
-#define ISHMEMI_SYNC_WORDS 655424
+#define ISHMEMI_SYNC_SCRATCH 655424
+#define ISHMEMI_SYNC_SCRATCH_WORDS 2048
+#define ISHMEMI_SYNC_SCRATCH_BYTES 16384
+#define ISHMEMI_SYNC_WORDS 917568
 
 /* The reverse-offload ring (runtime/src/ring.rs). */
 #define ISHMEMI_RING_SLOTS 4096

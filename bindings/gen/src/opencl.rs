@@ -75,6 +75,9 @@ pub fn device_state_h() -> String {
             ("LL_PES", SYNC_LL_PES),
             ("LL_WORDS", SYNC_LL_WORDS),
             ("LL_BYTES", SYNC_LL_BYTES),
+            ("SCRATCH", SYNC_SCRATCH),
+            ("SCRATCH_WORDS", SYNC_SCRATCH_WORDS),
+            ("SCRATCH_BYTES", SYNC_SCRATCH_BYTES),
             ("WORDS", SYNC_WORDS),
         ] {
             let _ = writeln!(s, "#define ISHMEMI_SYNC_{name} {v}");
