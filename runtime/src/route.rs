@@ -115,6 +115,24 @@ impl Router {
         }
     }
 
+    /// Starts a device copy ([`DeviceMemory::copy_start`]).
+    ///
+    /// # Safety
+    /// As [`DeviceMemory::copy_start`].
+    unsafe fn device_copy_start(&self, call: &str, m: &dyn DeviceMemory, dst: *mut u8, src: *const u8, len: usize) {
+        // SAFETY: the caller's contract.
+        if let Err(e) = unsafe { m.copy_start(dst, src, len) } {
+            self.device_failed(call, e)
+        }
+    }
+
+    /// Waits for the device copies started so far.
+    fn device_copies_wait(&self, call: &str, m: &dyn DeviceMemory) {
+        if let Err(e) = m.copies_done(true) {
+            self.device_failed(call, e)
+        }
+    }
+
     /// Address of symmetric offset `offset` on `pe`, if `pe` is mapped here.
     #[inline(always)]
     pub fn local(&self, pe: usize, offset: usize) -> Option<*mut u8> {
@@ -240,12 +258,25 @@ impl Router {
         let proxy = self.proxy(call, pe);
         match self.mem {
             // The source is device memory, which the proxy cannot read:
-            // staged through host memory, piece by piece.
-            Some(m) if !m.host_accessible(src, len) => self.staged(call, m, len, |buf, done, n| {
-                // SAFETY: the caller's contract; buf holds n bytes.
-                unsafe {
-                    self.device_copy(call, m, buf, src.add(done), n);
-                    proxy.put(call, region, pe, roff + done, buf, n, false);
+            // staged through the halves of a host buffer, the device
+            // copying the next piece into one while the proxy sends the
+            // other.
+            Some(m) if !m.host_accessible(src, len) => self.staged(call, m, |buf| {
+                let piece = |k: usize| (buf.wrapping_add((k % 2) * HALF), (len - k * HALF).min(HALF));
+                let pieces = len.div_ceil(HALF);
+                // SAFETY: the caller's contract; a half holds HALF bytes.
+                unsafe { self.device_copy_start(call, m, piece(0).0, src, piece(0).1) };
+                for k in 0..pieces {
+                    self.device_copies_wait(call, m);
+                    if k + 1 < pieces {
+                        let (b, n) = piece(k + 1);
+                        // SAFETY: as above; the blocking put out of this
+                        // half (piece k - 1) has returned.
+                        unsafe { self.device_copy_start(call, m, b, src.add((k + 1) * HALF), n) };
+                    }
+                    let (b, n) = piece(k);
+                    // SAFETY: piece k is in its half (the wait above).
+                    unsafe { proxy.put(call, region, pe, roff + k * HALF, b, n, false) };
                 }
             }),
             // SAFETY: the caller's contract.
@@ -260,23 +291,31 @@ impl Router {
         let (region, roff) = self.region_of(offset);
         let proxy = self.proxy(call, pe);
         match self.mem {
-            // The destination is device memory: as in remote_put.
-            Some(m) if !m.host_accessible(dst, len) => self.staged(call, m, len, |buf, done, n| {
-                // SAFETY: the caller's contract; buf holds n bytes.
-                unsafe {
-                    proxy.get(call, region, pe, roff + done, buf, n, false);
-                    self.device_copy(call, m, dst.add(done), buf, n);
+            // The destination is device memory: as in remote_put, the
+            // device copying one piece out of its half while the proxy
+            // gets the next into the other.
+            Some(m) if !m.host_accessible(dst, len) => self.staged(call, m, |buf| {
+                let piece = |k: usize| (buf.wrapping_add((k % 2) * HALF), (len - k * HALF).min(HALF));
+                for k in 0..len.div_ceil(HALF) {
+                    let (b, n) = piece(k);
+                    // SAFETY: the caller's contract; the copy out of this
+                    // half (piece k - 2) ended at the wait of the last round.
+                    unsafe { proxy.get(call, region, pe, roff + k * HALF, b, n, false) };
+                    self.device_copies_wait(call, m);
+                    // SAFETY: the caller's contract; the half holds piece k
+                    // until the next round's wait.
+                    unsafe { self.device_copy_start(call, m, dst.add(k * HALF), b, n) };
                 }
+                self.device_copies_wait(call, m);
             }),
             // SAFETY: the caller's contract.
             _ => unsafe { proxy.get(call, region, pe, roff, dst, len, nbi) },
         }
     }
 
-    /// Runs `each(buf, done, n)` for consecutive pieces of a `len`-byte
-    /// transfer, `buf` a staging buffer of the device (pinned host memory)
-    /// of at least `n` bytes.
-    fn staged(&self, call: &str, m: &dyn DeviceMemory, len: usize, mut each: impl FnMut(*mut u8, usize, usize)) {
+    /// Runs `with(buf)` with a staging buffer of the device (pinned host
+    /// memory) of [`STAGE_BYTES`].
+    fn staged(&self, call: &str, m: &dyn DeviceMemory, with: impl FnOnce(*mut u8)) {
         // A free buffer, or a new one (as many as transfers ever ran at
         // once; they are kept for the life of the process).
         let buf = STAGES.lock().unwrap_or_else(|e| e.into_inner()).pop();
@@ -284,12 +323,7 @@ impl Router {
             Some(b) => b as *mut u8,
             None => m.staging(STAGE_BYTES).unwrap_or_else(|e| self.device_failed(call, e)),
         };
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(STAGE_BYTES);
-            each(buf, done, n);
-            done += n;
-        }
+        with(buf);
         STAGES.lock().unwrap_or_else(|e| e.into_inner()).push(buf as usize);
     }
 
@@ -617,6 +651,8 @@ impl RegionAccess for HostRegion {
 /// Pieces of remote transfers that device memory is part of move through
 /// a staging buffer of this size.
 const STAGE_BYTES: usize = 4 << 20;
+/// A staged transfer's piece: half a staging buffer.
+const HALF: usize = STAGE_BYTES / 2;
 
 /// Staging buffers not in use (addresses).
 static STAGES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
