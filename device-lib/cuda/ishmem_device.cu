@@ -109,6 +109,35 @@ template <typename T> static __device__ void ishmemi_elem_put(T *sym, T v, int p
     x.v = v;
     ishmemi_ring_p(sym, x.u, sizeof(T), pe);
 }
+// The same with members on other nodes (ishmemi_coll_chunked): thread 0
+// moves the slice in chunks through this PE's scratch words, one bulk get
+// per member and chunk and one put of the result per member and chunk
+// (core.h's chunked reductions and scans), then waits for its puts.
+template <typename T>
+static __device__ void ishmemi_stream_reduce_chunked(const ishmemx_cuda_queue_op_t &op, const ishmemi_team_t *t,
+                                                     T *dest, const T *src, size_t lo, size_t hi) {
+    T *acc = (T *)ishmemi_coll_scratch(op.team, 0), *in = (T *)ishmemi_coll_scratch(op.team, 1);
+    const size_t ch = ISHMEMI_SYNC_SCRATCH_BYTES / sizeof(T);
+    const bool reduce = op.coll == ISHMEMI_COLL_REDUCE;
+    for (size_t c0 = lo; c0 < hi; c0 += ch) {
+        size_t n = min(ch, hi - c0), bytes = n * sizeof(T);
+        if (!reduce)
+            for (size_t i = 0; i < n; i++) acc[i] = 0;
+        for (int r = 0; r < t->size; r++) {
+            int pe = ishmemi_member(t, r);
+            T *into = reduce && r == 0 ? acc : in;
+            ishmemi_get_bytes(into, src + c0, bytes, pe, 0);
+            if (op.coll == ISHMEMI_COLL_EXSCAN) ishmemi_put_bytes(dest + c0, acc, bytes, pe, 0);
+            if (into == in)
+                for (size_t i = 0; i < n; i++)
+                    acc[i] = reduce ? ishmemi_stream_rop<T>((int)op.rop, acc[i], in[i]) : (T)(acc[i] + in[i]);
+            if (op.coll == ISHMEMI_COLL_INSCAN) ishmemi_put_bytes(dest + c0, acc, bytes, pe, 0);
+        }
+        if (reduce)
+            for (int r = 0; r < t->size; r++) ishmemi_put_bytes(dest + c0, acc, bytes, ishmemi_member(t, r), 0);
+    }
+    ishmemi_ring_quiet();
+}
 // Reduction (ISHMEMI_COLL_REDUCE): member r owns slice r, reads it from
 // every member's source in member order and stores it into every member's
 // dest, between team syncs. Scans (ISHMEMI_COLL_INSCAN, _EXSCAN): member r owns slice r and
@@ -120,6 +149,12 @@ template <typename T> static __device__ void ishmemi_stream_reduce(const ishmemx
     size_t n = op.nbytes, per = (n + t->size - 1) / t->size;
     size_t lo = min((size_t)t->my_rank * per, n), hi = min(lo + per, n);
     ishmemi_wg_sync_team(op.team);
+    if (ishmemi_coll_chunked(t)) {
+        if (threadIdx.x == 0) ishmemi_stream_reduce_chunked<T>(op, t, dest, src, lo, hi);
+        __syncthreads();
+        ishmemi_wg_sync_team(op.team);
+        return;
+    }
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         T a = 0;
         for (int r = 0; r < t->size; r++) {

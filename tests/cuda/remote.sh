@@ -15,6 +15,9 @@
 # library, and BUILD_DIR from tests/cuda/build.sh. REMOTE_MCA holds the
 # mpirun options that pick Open MPI's transports (default: --mca pml ob1
 # --mca osc pt2pt, what the GPU machines' Open MPI 4.1.6 can run).
+# REMOTE_ONE_GPU=1 puts both PEs on GPU 0 (start the MPS daemon first:
+# nvidia-cuda-mps-control -d). REMOTE_PARTS picks parts (default "host gpu
+# ring bench"), REMOTE_STEP_LIMIT the seconds a GPU test may take (300).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/target/cuda-test}"
@@ -26,8 +29,15 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 read -r -a mca <<<"${REMOTE_MCA:---mca pml ob1 --mca osc pt2pt}"
+# The same settings for the host suite's mpirun, as OMPI_MCA_* variables.
+for ((i = 0; i + 2 < ${#mca[@]} + 1; i += 3)); do
+    [ "${mca[i]}" = --mca ] && export "OMPI_MCA_${mca[i + 1]}=${mca[i + 2]}"
+done
 mpirun="$(command -v mpirun.openmpi || command -v mpirun)"
 launch=("$mpirun" -n 2 --bind-to none "${mca[@]}" -x LD_LIBRARY_PATH -x ISHMEM_ENABLE_SHM=0 -x ISHMEM_DEVICE=cuda)
+if [ -n "${REMOTE_ONE_GPU:-}" ]; then
+    export CUDA_VISIBLE_DEVICES=0 # inherited by the PEs mpirun starts on this node
+fi
 failed=0
 step() { # label, seconds, command...
     local label="$1" limit="$2" t0=$SECONDS
@@ -41,18 +51,19 @@ step() { # label, seconds, command...
         failed=$((failed + 1))
     fi
 }
-step "host suite on CUDA heaps, every peer remote" 900 \
+parts=" ${REMOTE_PARTS:-host gpu ring bench} "
+[[ $parts == *" host "* ]] && step "host suite on CUDA heaps, every peer remote" 900 \
     env TEST_LIBDIR="$lib" TEST_BINDIR="$bin" TEST_LAUNCHER=openmpi MPIRUN="$mpirun" ISHMEM_DEVICE=cuda \
     ISHMEM_ENABLE_SHM=0 "$root/tests/cuda/host-suite.sh" "$out/suite" 2
-for mode in rma amo pingpong fence barrier mixed coll stream; do
-    step "test_cuda $mode" 300 bash -c '"$@" | tee /dev/stderr | grep "cuda '$mode' ok on 2 PEs" >/dev/null' _ \
+[[ $parts == *" gpu "* ]] && for mode in rma amo pingpong fence barrier mixed coll stream; do
+    step "test_cuda $mode" "${REMOTE_STEP_LIMIT:-300}" bash -c '"$@" | tee /dev/stderr | grep "cuda '$mode' ok on 2 PEs" >/dev/null' _ \
         "${launch[@]}" "$build/test_cuda" "$mode"
 done
-for args in "storm 8 256 100" "mixed 8 256 4"; do
-    step "ring_test $args" 300 "${launch[@]}" "$build/ring_test" $args
+[[ $parts == *" ring "* ]] && for args in "storm 8 256 100" "mixed 8 256 4"; do
+    step "ring_test $args" "${REMOTE_STEP_LIMIT:-300}" "${launch[@]}" "$build/ring_test" $args
 done
 # Benchmarks: their tables, not pass or fail.
-for b in remote_bench ring_bench; do
+[[ $parts == *" bench "* ]] && for b in remote_bench ring_bench; do
     [ -x "$build/$b" ] || continue
     echo "== $b"
     timeout -s KILL 300 "${launch[@]}" "$build/$b" 2>&1 | tee "$out/$b.csv" | grep -v '^\s*$'

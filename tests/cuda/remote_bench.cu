@@ -6,9 +6,10 @@
 //
 // PE 0 measures against PE 1. Rows (CSV: figure,value,unit): one thread's
 // device round trips (fetch_add, g, fetch) and non-fetching adds with and
-// without a quiet each; then host fetch_add with the target's GPU idle and
-// with a kernel running there (a served AMO is a kernel at the target), and
-// with a kernel running on the origin's GPU.
+// without a quiet each; one block's put+quiet and get by size, as latency
+// and bandwidth (GPU memory on both sides); then host fetch_add with the
+// target's GPU idle and with a kernel running there (a served AMO is a
+// kernel at the target), and with a kernel running on the origin's GPU.
 
 #include <ishmem.h>
 
@@ -49,6 +50,21 @@ __global__ void device_ops(int op, long *ctr, int peer, int n, unsigned long lon
     *sink = s;
 }
 
+// One block: `n` puts (with a quiet each) or gets of `bytes`.
+__global__ void device_xfer(int get, char *remote, char *local, size_t bytes, int peer, int n, unsigned long long *ns) {
+    unsigned long long t0 = gtime();
+    for (int i = 0; i < n; i++) {
+        if (get) {
+            ishmemx_getmem_block(local, remote, bytes, peer);
+        } else {
+            ishmemx_putmem_block(remote, local, bytes, peer);
+            if (threadIdx.x == 0) ishmem_quiet();
+            __syncthreads();
+        }
+    }
+    if (threadIdx.x == 0) *ns = (gtime() - t0) / n;
+}
+
 __global__ void spin(volatile int *stop) {
     while (!*stop) __nanosleep(1000);
 }
@@ -68,6 +84,9 @@ int main() {
         return 2;
     }
     long *ctr = (long *)ishmem_calloc(1, sizeof(long));
+    char *buf = (char *)ishmem_malloc((size_t)4 << 20), *lbuf;
+    CK(cudaMalloc(&lbuf, (size_t)4 << 20));
+    CK(cudaMemset(lbuf, 1, (size_t)4 << 20));
     unsigned long long *ns;
     long *sink;
     int *stop;
@@ -89,6 +108,18 @@ int main() {
             printf("%s,%.2f,us\n", names[op], *ns / 1e3);
             fflush(stdout);
         }
+        for (int get = 0; get < 2; get++)
+            for (size_t bytes : {(size_t)8, (size_t)4096, (size_t)65536, (size_t)1 << 20, (size_t)4 << 20}) {
+                int n = bytes >= ((size_t)1 << 20) ? 10 : 50;
+                device_xfer<<<1, 256>>>(get, buf, lbuf, bytes, 1, 2, ns); // warm
+                CK(cudaDeviceSynchronize());
+                device_xfer<<<1, 256>>>(get, buf, lbuf, bytes, 1, n, ns);
+                CK(cudaDeviceSynchronize());
+                printf("device block %s %zu B,%.2f,us\n", get ? "get" : "put+quiet", bytes, *ns / 1e3);
+                printf("device block %s %zu B bandwidth,%.1f,MB/s\n", get ? "get" : "put+quiet", bytes,
+                       bytes / (*ns / 1e3));
+                fflush(stdout);
+            }
         printf("host fetch_add,%.2f,us\n", host_fetch_add_us(ctr, 1, 200));
         *stop = 0;
         spin<<<1, 1, 0, side>>>(stop);
@@ -113,6 +144,8 @@ int main() {
         CK(cudaStreamSynchronize(side));
     }
     ishmem_barrier_all();
+    CK(cudaFree(lbuf));
+    ishmem_free(buf);
     ishmem_free(ctr);
     ishmem_finalize();
     return 0;

@@ -887,34 +887,34 @@ static void test_stream_coll() {
         int root = (int)(round % npes);
         long base = me * 1000000L + round * 1000;
         s_fill<<<64, 256, 0, s>>>(src, base, n * npes);
-        CHECK(ishmemx_long_broadcast_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, root, s) == 0, "broadcast_on_stream");
+        CHECK(ishmemx_long_broadcast_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, root, s) == 0, "broadcast_on_stream"); step(s, "broadcast_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_BCAST, dst, root * 1000000L + round * 1000, round, n, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s); // every member checked before dst is written again
-        CHECK(ishmemx_long_fcollect_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, s) == 0, "fcollect_on_stream");
+        CHECK(ishmemx_long_fcollect_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, s) == 0, "fcollect_on_stream"); step(s, "fcollect_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_FCOLLECT, dst, 0, round, n, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
-        CHECK(ishmemx_long_alltoall_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, s) == 0, "alltoall_on_stream");
+        CHECK(ishmemx_long_alltoall_on_stream(ISHMEM_TEAM_WORLD, dst, src, n, s) == 0, "alltoall_on_stream"); step(s, "alltoall_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_ALLTOALL, dst, 0, round, n, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
-        CHECK(ishmemx_long_collect_on_stream(ISHMEM_TEAM_WORLD, dst, src, (size_t)me + 1, s) == 0, "collect_on_stream");
+        CHECK(ishmemx_long_collect_on_stream(ISHMEM_TEAM_WORLD, dst, src, (size_t)me + 1, s) == 0, "collect_on_stream"); step(s, "collect_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_COLLECT, dst, 0, round, 1, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
         sc_fill_red<<<64, 256, 0, s>>>(isrc, dsrc, me, (int)round, npes, n);
-        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s); // every source filled before any is read
-        CHECK(ishmemx_int_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, n, s) == 0, "int_sum_reduce_on_stream");
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s); step(s, "team_sync_on_stream"); // every source filled before any is read
+        CHECK(ishmemx_int_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, n, s) == 0, "int_sum_reduce_on_stream"); step(s, "int_sum_reduce_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_ISUM, idst, 0, round, n, me, npes, bad);
-        CHECK(ishmemx_double_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, ddst, dsrc, n, s) == 0, "double_sum_reduce_on_stream");
+        CHECK(ishmemx_double_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, ddst, dsrc, n, s) == 0, "double_sum_reduce_on_stream"); step(s, "double_sum_reduce_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_DSUM, ddst, 0, round, n, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
         sc_fill_max<<<64, 256, 0, s>>>(isrc, me, (int)round, n);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
-        CHECK(ishmemx_int_max_reduce_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, n, s) == 0, "int_max_reduce_on_stream");
+        CHECK(ishmemx_int_max_reduce_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, n, s) == 0, "int_max_reduce_on_stream"); step(s, "int_max_reduce_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_IMAX, idst, 0, round, n, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
         size_t sn = n < 4096 ? n : 4096;
         sc_fill_scan<<<64, 256, 0, s>>>(isrc, me, (int)round, sn);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
-        CHECK(ishmemx_int_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, sn, s) == 0, "int_sum_inscan_on_stream");
+        CHECK(ishmemx_int_sum_inscan_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, sn, s) == 0, "int_sum_inscan_on_stream"); step(s, "int_sum_inscan_on_stream");
         sc_check<<<64, 256, 0, s>>>(SC_INSCAN, idst, 0, round, sn, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
         CK(cudaStreamSynchronize(s));
