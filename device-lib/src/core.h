@@ -234,9 +234,9 @@ ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
 /* Quiet: every ticket claimed so far is complete. Quiet word 0 counts the
  * tickets, word 1 a number known complete: when they agree, nothing is
  * outstanding and the ring's counters in host memory are not read at all.
- * Otherwise wait until the server has completed the tickets claimed by
- * then, and record the count. (A racing quiet may record a smaller count:
- * later quiets only look again.) */
+ * Otherwise send the host's quiet (RING_OP_QUIET, below) and wait for it,
+ * and record the count. (A racing quiet may record a smaller count: later
+ * quiets only look again.) */
 ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     /* With every PE reached by loads and stores, no ring request is ever
      * left outstanding (copy-engine transfers are waited for). */
@@ -244,11 +244,15 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words;
     long posted = ishmemi_peek64(q);
     if (ishmemi_peek64(q + 8) >= posted) return;
-    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
-    uint polls = 0, ns = 128;
-    while ((long)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED) < posted) ISHMEMI_RING_BACKOFF(polls, ns);
+    /* One more request, the host's quiet: the server takes tickets in
+     * order, so when it completes every earlier request has been served,
+     * and what the proxy posted for them to PEs of other nodes (puts to
+     * their heaps, non-fetching AMOs) is complete there, as OpenSHMEM's
+     * quiet requires (a third PE may read it next). */
+    ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_QUIET, 0, 0, 0, 0, 0, ISHMEMI_STATE->my_pe, 0, 0);
+    ishmemi_ring_wait(t);
     ishmemi_fence_acquire(); /* what nbi gets brought in is visible */
-    ishmemi_own_store64(q + 8, posted);
+    ishmemi_own_store64(q + 8, (long)(t + 1));
 }
 
 /* ----- device-side argument checks: a bad PE, or a symmetric address

@@ -36,9 +36,12 @@
 //!   the runtime core (so every check and every transport applies), writes
 //!   the completion, bumps `completed` and advances `retired` over acked
 //!   slots.
-//! * Device quiet waits until `completed` reaches the tickets claimed so
-//!   far, and returns at once when quiet word 1 (a number known complete)
-//!   says nothing is outstanding (no host-memory read).
+//! * Device quiet returns at once when quiet word 1 (a number known
+//!   complete) says nothing is outstanding (no host-memory read); else it
+//!   sends one more request, [`RING_QUIET`], and waits for it: the server
+//!   takes tickets in order and performs the host's quiet for it, so what
+//!   the proxy posted for earlier requests to PEs of other nodes (puts,
+//!   non-fetching AMOs) is complete there too, as a third PE may rely on.
 //! * Host quiet and host team syncs first wait until the proxy has served
 //!   every request published so far ([`drain`]), so a kernel's requests are
 //!   ordered before the host's later operations.
@@ -123,6 +126,10 @@ pub const RING_G: u32 = 5;
 pub const RING_P: u32 = 6;
 /// Nothing to perform: a round trip (benchmarks of the ring itself).
 pub const RING_NOP: u32 = 10;
+/// The host's quiet, after every earlier request: what the proxy posted
+/// for them to PEs of other nodes (puts to served regions and windows,
+/// non-fetching AMOs) is complete there when this one completes.
+pub const RING_QUIET: u32 = 11;
 
 #[repr(C, align(64))]
 pub struct Ring {
@@ -291,6 +298,8 @@ pub enum RingOp {
     Error,
     /// Nothing (a round trip).
     Nop,
+    /// The host's quiet (`RING_QUIET`).
+    Quiet,
 }
 
 /// A decoded ring message.
@@ -372,6 +381,7 @@ impl RawMsg {
             RING_CTRL_GET => RingOp::CtrlGet,
             RING_ERROR => RingOp::Error,
             RING_NOP => RingOp::Nop,
+            RING_QUIET => RingOp::Quiet,
             other => return Err(DecodeError::UnknownOp(other)),
         };
         let code = self.amo & 0xff;

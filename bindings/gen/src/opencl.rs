@@ -127,6 +127,7 @@ pub fn device_state_h() -> String {
         ("CTRL_GET", RING_CTRL_GET),
         ("ERROR", RING_ERROR),
         ("NOP", RING_NOP),
+        ("QUIET", RING_QUIET),
         ("FLAG_NBI", RING_NBI),
     ] {
         let _ = writeln!(s, "#define ISHMEMI_RING_OP_{name} {v}");
