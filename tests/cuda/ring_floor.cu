@@ -24,14 +24,7 @@
 #include <thread>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
+#include "check.h"
 
 typedef unsigned long long u64;
 constexpr int SLOTS = 4096;
