@@ -785,22 +785,24 @@ static OVERSUBSCRIBED: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 
 /// Backs off between polls of a blocking wait: polls without pause, as an
 /// MPI wait does, unless the node's processes outnumber its cores; then
-/// spin briefly, yield, and sleep. Other PEs' one-sided operations on this
-/// PE may progress only while it polls (MPICH answers passive-target RMA
-/// from the target's progress), so a sleep here added its length, in
-/// practice 60-100 us, to each of theirs (an 8-byte get from a PE waiting
-/// in a barrier: 90 us). Where processes outnumber cores a waiter that
-/// sleeps gives its core to the PE with work, which matters more (the
-/// suite's collectives under MPICH at 3 and 4 PEs on 2 cores ran past
-/// their limit without sleeps).
+/// spin briefly and sleep. Other PEs' one-sided operations on this PE may
+/// progress only while it polls (MPICH answers passive-target RMA from the
+/// target's progress), so a sleep here added its length, in practice
+/// 60-100 us, to each of theirs (an 8-byte get from a PE waiting in a
+/// barrier: 90 us). Where processes outnumber cores a waiter that sleeps
+/// gives its core to the PE with work, which matters more (the suite's
+/// collectives under MPICH at 3 and 4 PEs on 2 cores ran past their limit
+/// without sleeps). No yields between the spins and the sleeps: with any
+/// other busy process on the node (a compiler at low priority), a yield
+/// gave it the core for a whole time slice, and `rma_types` on 4 PEs over
+/// 2 cores with every RMA served by message took 115 s instead of 46 s
+/// (8 s against 7.7 s with the node otherwise idle).
 struct Backoff(u32);
 impl Backoff {
     fn pause(&mut self) {
         self.0 = self.0.saturating_add(1);
         if self.0 < 64 || !OVERSUBSCRIBED.load(std::sync::atomic::Ordering::Relaxed) {
             std::hint::spin_loop();
-        } else if self.0 < 4096 {
-            std::thread::yield_now();
         } else {
             std::thread::sleep(std::time::Duration::from_micros(20));
         }
