@@ -685,6 +685,22 @@ pub fn cuda_visible_devices() -> Option<String> {
     std::env::var("CUDA_VISIBLE_DEVICES").ok()
 }
 
+/// `CUDA_MODULE_LOADING` (CUDA's choice of lazy or eager kernel loading),
+/// if set.
+pub fn cuda_module_loading() -> Option<String> {
+    std::env::var("CUDA_MODULE_LOADING").ok()
+}
+
+/// Sets `CUDA_MODULE_LOADING=EAGER` unless the user set it (before the
+/// CUDA driver starts, which reads it; device/cuda says why). Changing the
+/// environment races with other threads' getenv: called once, at
+/// ishmem_init, before CUDA starts.
+pub fn cuda_eager_loading_unless_set() {
+    if std::env::var_os("CUDA_MODULE_LOADING").is_none() {
+        std::env::set_var("CUDA_MODULE_LOADING", "EAGER");
+    }
+}
+
 /// The directory of the CUDA MPS daemon's control pipe
 /// (`CUDA_MPS_PIPE_DIRECTORY`, default `/tmp/nvidia-mps`): whether PEs
 /// sharing a GPU run under MPS.

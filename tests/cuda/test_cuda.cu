@@ -897,8 +897,8 @@ static void test_stream_coll() {
         sc_check<<<64, 256, 0, s>>>(SC_ALLTOALL, dst, 0, round, n, me, npes, bad);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
         CHECK(ishmemx_long_collect_on_stream(ISHMEM_TEAM_WORLD, dst, src, (size_t)me + 1, s) == 0, "collect_on_stream"); step(s, "collect_on_stream");
-        sc_check<<<64, 256, 0, s>>>(SC_COLLECT, dst, 0, round, 1, me, npes, bad);
-        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s);
+        sc_check<<<64, 256, 0, s>>>(SC_COLLECT, dst, 0, round, 1, me, npes, bad); step(s, "check of collect_on_stream");
+        ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s); step(s, "team_sync_on_stream after collect");
         sc_fill_red<<<64, 256, 0, s>>>(isrc, dsrc, me, (int)round, npes, n);
         ishmemx_team_sync_on_stream(ISHMEM_TEAM_WORLD, s); step(s, "team_sync_on_stream"); // every source filled before any is read
         CHECK(ishmemx_int_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, idst, isrc, n, s) == 0, "int_sum_reduce_on_stream"); step(s, "int_sum_reduce_on_stream");

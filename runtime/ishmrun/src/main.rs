@@ -387,6 +387,12 @@ fn run(mut opts: Options) -> Result<u8, String> {
             .env("ISHMRUN_PE", pe.to_string())
             .env("ISHMRUN_NPES", n.to_string())
             .env("ISHMRUN_FD", child_fd.to_string());
+        // CUDA's lazy kernel loading can hang a GPU job (the library asks
+        // for eager loading at ishmem_init, too late for a program that
+        // starts CUDA first): eager unless the user chose.
+        if std::env::var_os("CUDA_MODULE_LOADING").is_none() {
+            cmd.env("CUDA_MODULE_LOADING", "EAGER");
+        }
         // SAFETY: the closure only makes async-signal-safe calls (fcntl,
         // prctl, getppid) between fork and exec.
         unsafe {

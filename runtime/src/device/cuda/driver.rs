@@ -21,6 +21,8 @@ pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
 pub const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
 pub const CU_MEMORYTYPE_HOST: c_uint = 1;
+/// `CUmoduleLoadingMode`: kernels loaded at their first launch.
+pub const CU_MODULE_LAZY_LOADING: c_uint = 2;
 
 pub const CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
 pub const CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: c_int = 20;
@@ -96,6 +98,7 @@ pub struct Driver {
     _lib: libloading::Library,
     pub path: String,
     pub init: unsafe extern "C" fn(c_uint) -> CUresult,
+    pub module_get_loading_mode: unsafe extern "C" fn(*mut c_uint) -> CUresult,
     pub driver_get_version: unsafe extern "C" fn(*mut c_int) -> CUresult,
     pub get_error_name: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
     pub get_error_string: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
@@ -191,6 +194,7 @@ impl Driver {
         Ok(Driver {
             path: name.to_string(),
             init: sym!("cuInit"),
+            module_get_loading_mode: sym!("cuModuleGetLoadingMode"),
             driver_get_version: sym!("cuDriverGetVersion"),
             get_error_name: sym!("cuGetErrorName"),
             get_error_string: sym!("cuGetErrorString"),

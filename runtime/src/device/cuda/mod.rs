@@ -112,6 +112,39 @@ struct Probe {
     started_ms: u64,
 }
 
+/// CUDA loads a kernel at its first launch by default ("lazy loading",
+/// since CUDA 12.2). That first launch holds the context's lock until the
+/// GPU's running kernels end, and every other CUDA call of the process
+/// waits for the lock: a proxy thread's copy into this GPU's memory (a
+/// flag another PE's sync sends, a served put) then waits behind a kernel
+/// that waits for that very copy, and the job hangs (a stream collective's
+/// team sync on 2 GPUs with every peer remote, whenever the program
+/// launched one of its kernels for the first time meanwhile). Eager
+/// loading, where every kernel is loaded at the start, has no such wait.
+/// So unless the user chose, ask for it before the driver starts; it has
+/// no effect when the program started CUDA already (`warn_if_lazy`).
+fn eager_loading_first() {
+    crate::env::cuda_eager_loading_unless_set();
+}
+
+/// Warns when the driver loads kernels lazily (see `eager_loading_first`).
+fn warn_if_lazy(drv: &Driver) {
+    let mut mode: std::ffi::c_uint = 0;
+    // SAFETY: a query with a valid out-pointer.
+    if unsafe { (drv.module_get_loading_mode)(&mut mode) } != CUDA_SUCCESS || mode != CU_MODULE_LAZY_LOADING {
+        return;
+    }
+    let why = match crate::env::cuda_module_loading() {
+        Some(v) if v != "EAGER" => format!("CUDA_MODULE_LOADING={v}"),
+        _ => "the program started CUDA before ishmem_init".to_string(),
+    };
+    crate::error::warn(format_args!(
+        "CUDA loads kernels lazily ({why}): a kernel's first launch waits, holding the driver's lock, until the \
+         GPU's running kernels end, so a kernel that waits for another PE or for this PE's proxy can hang the \
+         job; set CUDA_MODULE_LOADING=EAGER in the environment of every PE"
+    ));
+}
+
 fn unavailable(msg: String) -> DeviceError {
     DeviceError::Unavailable(msg)
 }
@@ -121,10 +154,12 @@ impl CudaDevice {
     pub fn new(config: &Config) -> Result<CudaDevice, DeviceError> {
         let drv: &'static Driver = Box::leak(Box::new(Driver::load().map_err(unavailable)?));
         let e = |m: String| unavailable(format!("ISHMEM_DEVICE=cuda: {m}"));
+        eager_loading_first();
         // SAFETY: plain driver calls with valid out-pointers.
         unsafe {
             drv.check("cuInit", (drv.init)(0))
                 .map_err(|m| e(format!("the CUDA driver {} did not start: {m}", drv.path)))?;
+            warn_if_lazy(drv);
             let mut n = 0;
             let r = (drv.device_get_count)(&mut n);
             if r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && n == 0) {
