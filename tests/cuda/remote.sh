@@ -37,6 +37,10 @@ mpirun="$(command -v mpirun.openmpi || command -v mpirun)"
 launch=("$mpirun" -n 2 --bind-to none "${mca[@]}" -x LD_LIBRARY_PATH -x ISHMEM_ENABLE_SHM=0 -x ISHMEM_DEVICE=cuda)
 if [ -n "${REMOTE_ONE_GPU:-}" ]; then
     export CUDA_VISIBLE_DEVICES=0 # inherited by the PEs mpirun starts on this node
+    # test_cuda's collective launch splits the GPU between the PEs on it
+    # (with every peer remote its node team is the PE alone).
+    export TEST_PES_PER_GPU=2
+    launch+=(-x TEST_PES_PER_GPU)
 fi
 failed=0
 step() { # label, seconds, command...

@@ -24,19 +24,18 @@ ngpu="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
 [ "$ngpu" -ge 1 ] || fail "no GPU (nvidia-smi -L lists none)"
 run() { # label, scale, env...
     local label="$1" scale="$2"; shift 2
-    local t0=$SECONDS modes=all
-    # With every operation through the ring: everything but the
-    # collectives (each step a ring round trip; minutes) and the collective
-    # launch (test_cuda leaves it out: docs/device.md, forced ring), and
+    local t0=$SECONDS modes=all ring=""
+    # With every operation through the ring: every section too (test_cuda
+    # leaves the collective launch out: docs/device.md, forced ring), and
     # the ring's own test (tests/cuda/ring_test.cu).
-    case " $* " in *" ISHMEM_DEVICE_RING_ALL=1 "*) modes="basic stream" ;; esac
+    case " $* " in *" ISHMEM_DEVICE_RING_ALL=1 "*) ring=1 ;; esac
     for mode in $modes; do
         if ! out="$(env "$@" "$bin/ishmrun" -n "${pes:-2}" -t 600 "$build/test_cuda" $mode $scale 2>&1)"; then
             echo "$out" >&2; fail "$label ($mode)"
         fi
         echo "$out" | grep -q "cuda $mode ok on ${pes:-2} PEs" || { echo "$out" >&2; fail "$label ($mode) printed no result"; }
     done
-    if [ "$modes" != all ]; then
+    if [ -n "$ring" ]; then
         for args in "storm 8 256 100" "mixed 8 256 4"; do
             out="$(env "$@" "$bin/ishmrun" -n "${pes:-2}" -t 600 "$build/ring_test" $args 2>&1)" \
                 || { echo "$out" >&2; fail "$label (ring_test $args)"; }
