@@ -125,26 +125,10 @@ ISHMEMI_API void ishmemx_sync_all_work_group(void) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
-/* Kernels behind the host's ishmemx_*_on_queue routines (one work-item). */
 #ifndef __CUDACC__
-kernel void ishmemi_putmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, ulong nbytes, int pe) {
-    ishmem_putmem(dest, source, nbytes, pe);
-    ishmem_quiet();
-}
-kernel void ishmemi_getmem_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, ulong nbytes, int pe) {
-    ishmem_getmem(dest, source, nbytes, pe);
-}
-kernel void ishmemi_barrier_all_kernel(void) { ishmem_barrier_all(); }
-kernel void ishmemi_quiet_kernel(void) { ishmem_quiet(); }
-kernel void ishmemi_sync_all_kernel(void) { ishmem_sync_all(); }
-kernel void ishmemi_putmem_signal_kernel(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, ulong nbytes,
-                                         ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
-    ishmem_putmem_signal(dest, source, nbytes, sig_addr, signal, sig_op, pe);
-    ishmem_quiet();
-}
-kernel void ishmemi_signal_wait_until_kernel(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
-    ishmem_signal_wait_until(sig_addr, cmp, cmp_value);
-}
+/* The kernels behind the host's ishmemx_*_on_queue routines (generated:
+ * runtime/src/device/mod.rs, QUEUE_KERNELS). */
+#include "queue_kernels.h"
 
 /* The kernel a GPU device's runtime launches for a host AMO on device
  * memory (one work-item): atomic with device code's AMOs on the same word,

@@ -1934,6 +1934,7 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (root.join("docs/env.md"), env_md()),
         (root.join("device-lib/src/device_state.h"), opencl::device_state_h()),
         (root.join("device-lib/src/device_codes.h"), opencl::device_codes_h()),
+        (root.join("device-lib/src/queue_kernels.h"), opencl::queue_kernels_h()),
         (root.join("device-lib/src/typed.cl"), opencl::typed_cl()),
         (root.join("device-lib/src/sync.cl"), opencl::sync_cl()),
         (root.join("device-lib/include/ishmem_device.h"), opencl::device_h()),

@@ -36,6 +36,30 @@ pub fn device_codes_h() -> String {
     s
 }
 
+/// `device-lib/src/queue_kernels.h`: the kernels behind the host's
+/// `ishmemx_*_on_queue` routines on the SPIR-V devices (one work-item),
+/// from `device::QUEUE_KERNELS`, whose order of parameters the OpenCL and
+/// Level Zero devices pass their arguments in. `core.cl` includes it.
+pub fn queue_kernels_h() -> String {
+    let mut s = format!(
+        "/* {BANNER} */\n/* Kernels behind the host's ishmemx_*_on_queue routines (one work-item;\n * runtime/src/device/mod.rs: QUEUE_KERNELS). */\n"
+    );
+    for k in ishmem_runtime::device::QUEUE_KERNELS {
+        let params: Vec<String> = k
+            .params
+            .iter()
+            .map(|p| if p.ty.ends_with('*') { format!("{}{}", p.ty, p.name) } else { format!("{} {}", p.ty, p.name) })
+            .collect();
+        let params = if params.is_empty() { "void".to_string() } else { params.join(", ") };
+        let _ = writeln!(s, "kernel void {}({params}) {{", k.name);
+        for line in k.body {
+            let _ = writeln!(s, "    {line}");
+        }
+        s.push_str("}\n");
+    }
+    s
+}
+
 pub fn device_state_h() -> String {
     use ishmem_runtime::device_state::{field_offsets, ishmemx_device_state_t, FIELDS};
     let mut s = format!(

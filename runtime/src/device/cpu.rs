@@ -5,7 +5,7 @@
 
 use super::opencl::{ClDevice, KernelArg};
 use super::ring_server::RingServer;
-use super::{Attach, Device, DeviceError, LocalRank, Native, QueueOp};
+use super::{Attach, Device, DeviceError, LocalRank, Native, QueueArg, QueueOp};
 use crate::mem::{self, HeapRegion, HEAP_BASE_ALIGN};
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
@@ -101,41 +101,23 @@ impl Device for CpuDevice {
     }
 
     fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
-        use KernelArg::*;
         let d = self.cl()?;
-        let (kernel, args) = match op {
-            QueueOp::Put { dest, source, nbytes, pe } => {
-                ("ishmemi_putmem_kernel", vec![Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)])
-            }
-            QueueOp::Get { dest, source, nbytes, pe } => {
-                ("ishmemi_getmem_kernel", vec![Svm(dest), Svm(source), U64(nbytes as u64), I32(pe)])
-            }
-            QueueOp::BarrierAll => ("ishmemi_barrier_all_kernel", vec![]),
-            QueueOp::Quiet => ("ishmemi_quiet_kernel", vec![]),
-            QueueOp::SyncAll => ("ishmemi_sync_all_kernel", vec![]),
-            QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe } => (
-                "ishmemi_putmem_signal_kernel",
-                vec![
-                    Svm(dest),
-                    Svm(source),
-                    U64(nbytes as u64),
-                    Svm(sig_addr.cast()),
-                    U64(signal),
-                    I32(sig_op),
-                    I32(pe),
-                ],
-            ),
-            QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => {
-                ("ishmemi_signal_wait_until_kernel", vec![Svm(sig_addr.cast()), I32(cmp), U64(cmp_value)])
-            }
-            QueueOp::Coll(_) => {
-                return Err(DeviceError::Runtime(format!(
-                    "collectives on a device queue are built for the cuda device only (this PE's device is {})",
-                    self.name()
-                )))
-            }
+        let Some((kernel, args)) = op.spirv_kernel() else {
+            return Err(DeviceError::Runtime(format!(
+                "collectives on a device queue are built for the cuda device only (this PE's device is {})",
+                self.name()
+            )));
         };
-        d.enqueue(queue, kernel, &args, deps, self.attached()?.state as *const c_void).map_err(DeviceError::Runtime)
+        let args: Vec<KernelArg> = args
+            .into_iter()
+            .map(|a| match a {
+                QueueArg::Ptr(p) => KernelArg::Svm(p),
+                QueueArg::U64(v) => KernelArg::U64(v),
+                QueueArg::I32(v) => KernelArg::I32(v),
+            })
+            .collect();
+        d.enqueue(queue, kernel.name, &args, deps, self.attached()?.state as *const c_void)
+            .map_err(DeviceError::Runtime)
     }
 
     fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError> {

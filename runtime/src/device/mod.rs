@@ -106,6 +106,116 @@ pub enum QueueOp {
     Coll(QueueColl),
 }
 
+/// A parameter of a kernel of the SPIR-V device library: its OpenCL C type
+/// and name.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueParam {
+    pub ty: &'static str,
+    pub name: &'static str,
+}
+
+/// A kernel of the SPIR-V device library behind a [`QueueOp`] (one
+/// work-item): ishmem-gen writes `device-lib/src/queue_kernels.h` from this
+/// table, and the OpenCL and Level Zero devices launch them with the
+/// arguments [`QueueOp::spirv_kernel`] gives, in this order.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueKernel {
+    pub name: &'static str,
+    pub params: &'static [QueueParam],
+    /// The statements of its body (OpenCL C).
+    pub body: &'static [&'static str],
+}
+
+const fn qp(ty: &'static str, name: &'static str) -> QueueParam {
+    QueueParam { ty, name }
+}
+const RMA_PARAMS: &[QueueParam] = &[
+    qp("ISHMEMI_GLOBAL void *", "dest"),
+    qp("ISHMEMI_GLOBAL const void *", "source"),
+    qp("ulong", "nbytes"),
+    qp("int", "pe"),
+];
+
+/// The SPIR-V library's queue kernels, in [`QueueOp`]'s order.
+pub const QUEUE_KERNELS: &[QueueKernel] = &[
+    QueueKernel {
+        name: "ishmemi_putmem_kernel",
+        params: RMA_PARAMS,
+        body: &["ishmem_putmem(dest, source, nbytes, pe);", "ishmem_quiet();"],
+    },
+    QueueKernel {
+        name: "ishmemi_getmem_kernel",
+        params: RMA_PARAMS,
+        body: &["ishmem_getmem(dest, source, nbytes, pe);"],
+    },
+    QueueKernel { name: "ishmemi_barrier_all_kernel", params: &[], body: &["ishmem_barrier_all();"] },
+    QueueKernel { name: "ishmemi_quiet_kernel", params: &[], body: &["ishmem_quiet();"] },
+    QueueKernel {
+        name: "ishmemi_putmem_signal_kernel",
+        params: &[
+            qp("ISHMEMI_GLOBAL void *", "dest"),
+            qp("ISHMEMI_GLOBAL const void *", "source"),
+            qp("ulong", "nbytes"),
+            qp("ISHMEMI_GLOBAL ulong *", "sig_addr"),
+            qp("ulong", "signal"),
+            qp("int", "sig_op"),
+            qp("int", "pe"),
+        ],
+        body: &["ishmem_putmem_signal(dest, source, nbytes, sig_addr, signal, sig_op, pe);", "ishmem_quiet();"],
+    },
+    QueueKernel {
+        name: "ishmemi_signal_wait_until_kernel",
+        params: &[qp("ISHMEMI_GLOBAL ulong *", "sig_addr"), qp("int", "cmp"), qp("ulong", "cmp_value")],
+        body: &["ishmem_signal_wait_until(sig_addr, cmp, cmp_value);"],
+    },
+    QueueKernel { name: "ishmemi_sync_all_kernel", params: &[], body: &["ishmem_sync_all();"] },
+];
+
+/// An argument of a queue kernel: a pointer (an OpenCL `global` pointer,
+/// device or shared memory), a `ulong` or an `int`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueArg {
+    Ptr(*const c_void),
+    U64(u64),
+    I32(i32),
+}
+
+impl QueueOp {
+    /// The SPIR-V library's kernel behind this operation and its arguments
+    /// (`None` for collectives: the CUDA device library's only).
+    pub fn spirv_kernel(&self) -> Option<(&'static QueueKernel, Vec<QueueArg>)> {
+        use QueueArg::*;
+        let k = |name: &str| QUEUE_KERNELS.iter().find(|k| k.name == name).expect("a kernel of QUEUE_KERNELS");
+        Some(match *self {
+            QueueOp::Put { dest, source, nbytes, pe } => {
+                (k("ishmemi_putmem_kernel"), vec![Ptr(dest), Ptr(source), U64(nbytes as u64), I32(pe)])
+            }
+            QueueOp::Get { dest, source, nbytes, pe } => {
+                (k("ishmemi_getmem_kernel"), vec![Ptr(dest), Ptr(source), U64(nbytes as u64), I32(pe)])
+            }
+            QueueOp::BarrierAll => (k("ishmemi_barrier_all_kernel"), vec![]),
+            QueueOp::Quiet => (k("ishmemi_quiet_kernel"), vec![]),
+            QueueOp::SyncAll => (k("ishmemi_sync_all_kernel"), vec![]),
+            QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe } => (
+                k("ishmemi_putmem_signal_kernel"),
+                vec![
+                    Ptr(dest),
+                    Ptr(source),
+                    U64(nbytes as u64),
+                    Ptr(sig_addr.cast()),
+                    U64(signal),
+                    I32(sig_op),
+                    I32(pe),
+                ],
+            ),
+            QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => {
+                (k("ishmemi_signal_wait_until_kernel"), vec![Ptr(sig_addr.cast()), I32(cmp), U64(cmp_value)])
+            }
+            QueueOp::Coll(_) => return None,
+        })
+    }
+}
+
 /// What [`QueueColl::kind`] runs (the CUDA device library's numbering,
 /// `ISHMEMX_CUDA_COLL_*`).
 pub const COLL_TEAM_SYNC: u32 = 0;
@@ -365,4 +475,44 @@ pub fn select(config: &Config) -> Result<&'static dyn Device, DeviceError> {
         DeviceKind::Ze => Box::leak(Box::new(ze::ZeDevice::new(config)?)),
         _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone(), config.device_cache.clone()))),
     })
+}
+
+#[cfg(test)]
+mod queue_kernel_tests {
+    use super::*;
+
+    /// Every operation but a collective has a kernel whose parameters its
+    /// arguments match in number and kind, and every kernel is some
+    /// operation's.
+    #[test]
+    fn arguments_match_the_table() {
+        let p = 8 as *mut c_void;
+        let ops = [
+            QueueOp::Put { dest: p, source: p, nbytes: 1, pe: 0 },
+            QueueOp::Get { dest: p, source: p, nbytes: 1, pe: 0 },
+            QueueOp::BarrierAll,
+            QueueOp::Quiet,
+            QueueOp::PutSignal { dest: p, source: p, nbytes: 1, sig_addr: p.cast(), signal: 1, sig_op: 0, pe: 0 },
+            QueueOp::SignalWaitUntil { sig_addr: p.cast(), cmp: 0, cmp_value: 1 },
+            QueueOp::SyncAll,
+        ];
+        let mut used = Vec::new();
+        for op in ops {
+            let (k, args) = op.spirv_kernel().expect("a kernel");
+            assert_eq!(k.params.len(), args.len(), "{}", k.name);
+            for (q, a) in k.params.iter().zip(&args) {
+                let ok = match a {
+                    QueueArg::Ptr(_) => q.ty.ends_with('*'),
+                    QueueArg::U64(_) => q.ty == "ulong",
+                    QueueArg::I32(_) => q.ty == "int",
+                };
+                assert!(ok, "{}: {} {} given {a:?}", k.name, q.ty, q.name);
+            }
+            used.push(k.name);
+        }
+        let mut all: Vec<_> = QUEUE_KERNELS.iter().map(|k| k.name).collect();
+        all.sort();
+        used.sort();
+        assert_eq!(all, used);
+    }
 }

@@ -43,7 +43,7 @@
 
 use super::opencl::read_library;
 use super::ring_server::RingServer;
-use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
+use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueArg, QueueOp};
 use crate::ctrl::TEAM_SLOTS;
 use crate::device_state::ishmemx_device_state_t;
 use crate::env::Config;
@@ -976,46 +976,22 @@ impl Device for ZeDevice {
     }
 
     fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
-        let (name, args): (&'static str, Vec<(Vec<u8>, usize)>) = match op {
-            QueueOp::Put { dest, source, nbytes, pe } | QueueOp::Get { dest, source, nbytes, pe } => (
-                if matches!(op, QueueOp::Put { .. }) { "ishmemi_putmem_kernel" } else { "ishmemi_getmem_kernel" },
-                vec![
-                    ((dest as u64).to_ne_bytes().to_vec(), 8),
-                    ((source as u64).to_ne_bytes().to_vec(), 8),
-                    ((nbytes as u64).to_ne_bytes().to_vec(), 8),
-                    (pe.to_ne_bytes().to_vec(), 4),
-                ],
-            ),
-            QueueOp::BarrierAll => ("ishmemi_barrier_all_kernel", vec![]),
-            QueueOp::Quiet => ("ishmemi_quiet_kernel", vec![]),
-            QueueOp::SyncAll => ("ishmemi_sync_all_kernel", vec![]),
-            QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe } => (
-                "ishmemi_putmem_signal_kernel",
-                vec![
-                    ((dest as u64).to_ne_bytes().to_vec(), 8),
-                    ((source as u64).to_ne_bytes().to_vec(), 8),
-                    ((nbytes as u64).to_ne_bytes().to_vec(), 8),
-                    ((sig_addr as u64).to_ne_bytes().to_vec(), 8),
-                    (signal.to_ne_bytes().to_vec(), 8),
-                    (sig_op.to_ne_bytes().to_vec(), 4),
-                    (pe.to_ne_bytes().to_vec(), 4),
-                ],
-            ),
-            QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => (
-                "ishmemi_signal_wait_until_kernel",
-                vec![
-                    ((sig_addr as u64).to_ne_bytes().to_vec(), 8),
-                    (cmp.to_ne_bytes().to_vec(), 4),
-                    (cmp_value.to_ne_bytes().to_vec(), 8),
-                ],
-            ),
-            QueueOp::Coll(_) => {
-                return Err(DeviceError::Runtime(format!(
-                    "collectives on a device queue are built for the cuda device only (this PE's device is {})",
-                    self.name()
-                )))
-            }
+        let Some((kernel, args)) = op.spirv_kernel() else {
+            return Err(DeviceError::Runtime(format!(
+                "collectives on a device queue are built for the cuda device only (this PE's device is {})",
+                self.name()
+            )));
         };
+        let name = kernel.name;
+        // Each argument's bytes and size (pointers as 64-bit addresses).
+        let args: Vec<(Vec<u8>, usize)> = args
+            .into_iter()
+            .map(|a| match a {
+                QueueArg::Ptr(p) => ((p as u64).to_ne_bytes().to_vec(), 8),
+                QueueArg::U64(v) => (v.to_ne_bytes().to_vec(), 8),
+                QueueArg::I32(v) => (v.to_ne_bytes().to_vec(), 4),
+            })
+            .collect();
         let ev = self.event().map_err(DeviceError::Runtime)?;
         let l = self.l;
         let r = self.with_lib(|lib| {
