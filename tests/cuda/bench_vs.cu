@@ -41,14 +41,7 @@ static const char *lib_name = "NVSHMEM " BENCH_STR(NVSHMEM_VENDOR_MAJOR_VERSION)
 static const char *lib_name = "ishmem-rs";
 #endif
 
-#define CK(call)                                                                                    \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 // ----- kernels (the same source for both libraries) -----
 

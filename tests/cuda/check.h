@@ -1,6 +1,7 @@
 // CK(call): a CUDA runtime call that must succeed; otherwise the file, line,
 // call and CUDA's message go to stderr and the program exits with 1 (the
-// GPU benchmarks' check; the tests print their PE and exit with 2).
+// GPU benchmarks' check, bench_vs.cu's too; the tests print their PE and
+// exit with 2).
 #pragma once
 #include <cstdio>
 #include <cstdlib>

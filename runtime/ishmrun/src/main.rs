@@ -390,7 +390,7 @@ fn run(mut opts: Options) -> Result<u8, String> {
         // CUDA's lazy kernel loading can hang a GPU job (the library asks
         // for eager loading at ishmem_init, too late for a program that
         // starts CUDA first): eager unless the user chose.
-        if std::env::var_os("CUDA_MODULE_LOADING").is_none() {
+        if ishmem_runtime::env::cuda_module_loading().is_none() {
             cmd.env("CUDA_MODULE_LOADING", "EAGER");
         }
         // SAFETY: the closure only makes async-signal-safe calls (fcntl,

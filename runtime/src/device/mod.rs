@@ -136,39 +136,49 @@ const RMA_PARAMS: &[QueueParam] = &[
     qp("int", "pe"),
 ];
 
+const PUTMEM_KERNEL: QueueKernel = QueueKernel {
+    name: "ishmemi_putmem_kernel",
+    params: RMA_PARAMS,
+    body: &["ishmem_putmem(dest, source, nbytes, pe);", "ishmem_quiet();"],
+};
+const GETMEM_KERNEL: QueueKernel = QueueKernel {
+    name: "ishmemi_getmem_kernel",
+    params: RMA_PARAMS,
+    body: &["ishmem_getmem(dest, source, nbytes, pe);"],
+};
+const BARRIER_ALL_KERNEL: QueueKernel =
+    QueueKernel { name: "ishmemi_barrier_all_kernel", params: &[], body: &["ishmem_barrier_all();"] };
+const QUIET_KERNEL: QueueKernel = QueueKernel { name: "ishmemi_quiet_kernel", params: &[], body: &["ishmem_quiet();"] };
+const PUTMEM_SIGNAL_KERNEL: QueueKernel = QueueKernel {
+    name: "ishmemi_putmem_signal_kernel",
+    params: &[
+        qp("ISHMEMI_GLOBAL void *", "dest"),
+        qp("ISHMEMI_GLOBAL const void *", "source"),
+        qp("ulong", "nbytes"),
+        qp("ISHMEMI_GLOBAL ulong *", "sig_addr"),
+        qp("ulong", "signal"),
+        qp("int", "sig_op"),
+        qp("int", "pe"),
+    ],
+    body: &["ishmem_putmem_signal(dest, source, nbytes, sig_addr, signal, sig_op, pe);", "ishmem_quiet();"],
+};
+const SIGNAL_WAIT_UNTIL_KERNEL: QueueKernel = QueueKernel {
+    name: "ishmemi_signal_wait_until_kernel",
+    params: &[qp("ISHMEMI_GLOBAL ulong *", "sig_addr"), qp("int", "cmp"), qp("ulong", "cmp_value")],
+    body: &["ishmem_signal_wait_until(sig_addr, cmp, cmp_value);"],
+};
+const SYNC_ALL_KERNEL: QueueKernel =
+    QueueKernel { name: "ishmemi_sync_all_kernel", params: &[], body: &["ishmem_sync_all();"] };
+
 /// The SPIR-V library's queue kernels, in [`QueueOp`]'s order.
 pub const QUEUE_KERNELS: &[QueueKernel] = &[
-    QueueKernel {
-        name: "ishmemi_putmem_kernel",
-        params: RMA_PARAMS,
-        body: &["ishmem_putmem(dest, source, nbytes, pe);", "ishmem_quiet();"],
-    },
-    QueueKernel {
-        name: "ishmemi_getmem_kernel",
-        params: RMA_PARAMS,
-        body: &["ishmem_getmem(dest, source, nbytes, pe);"],
-    },
-    QueueKernel { name: "ishmemi_barrier_all_kernel", params: &[], body: &["ishmem_barrier_all();"] },
-    QueueKernel { name: "ishmemi_quiet_kernel", params: &[], body: &["ishmem_quiet();"] },
-    QueueKernel {
-        name: "ishmemi_putmem_signal_kernel",
-        params: &[
-            qp("ISHMEMI_GLOBAL void *", "dest"),
-            qp("ISHMEMI_GLOBAL const void *", "source"),
-            qp("ulong", "nbytes"),
-            qp("ISHMEMI_GLOBAL ulong *", "sig_addr"),
-            qp("ulong", "signal"),
-            qp("int", "sig_op"),
-            qp("int", "pe"),
-        ],
-        body: &["ishmem_putmem_signal(dest, source, nbytes, sig_addr, signal, sig_op, pe);", "ishmem_quiet();"],
-    },
-    QueueKernel {
-        name: "ishmemi_signal_wait_until_kernel",
-        params: &[qp("ISHMEMI_GLOBAL ulong *", "sig_addr"), qp("int", "cmp"), qp("ulong", "cmp_value")],
-        body: &["ishmem_signal_wait_until(sig_addr, cmp, cmp_value);"],
-    },
-    QueueKernel { name: "ishmemi_sync_all_kernel", params: &[], body: &["ishmem_sync_all();"] },
+    PUTMEM_KERNEL,
+    GETMEM_KERNEL,
+    BARRIER_ALL_KERNEL,
+    QUIET_KERNEL,
+    PUTMEM_SIGNAL_KERNEL,
+    SIGNAL_WAIT_UNTIL_KERNEL,
+    SYNC_ALL_KERNEL,
 ];
 
 /// An argument of a queue kernel: a pointer (an OpenCL `global` pointer,
@@ -185,19 +195,18 @@ impl QueueOp {
     /// (`None` for collectives: the CUDA device library's only).
     pub fn spirv_kernel(&self) -> Option<(&'static QueueKernel, Vec<QueueArg>)> {
         use QueueArg::*;
-        let k = |name: &str| QUEUE_KERNELS.iter().find(|k| k.name == name).expect("a kernel of QUEUE_KERNELS");
         Some(match *self {
             QueueOp::Put { dest, source, nbytes, pe } => {
-                (k("ishmemi_putmem_kernel"), vec![Ptr(dest), Ptr(source), U64(nbytes as u64), I32(pe)])
+                (&PUTMEM_KERNEL, vec![Ptr(dest), Ptr(source), U64(nbytes as u64), I32(pe)])
             }
             QueueOp::Get { dest, source, nbytes, pe } => {
-                (k("ishmemi_getmem_kernel"), vec![Ptr(dest), Ptr(source), U64(nbytes as u64), I32(pe)])
+                (&GETMEM_KERNEL, vec![Ptr(dest), Ptr(source), U64(nbytes as u64), I32(pe)])
             }
-            QueueOp::BarrierAll => (k("ishmemi_barrier_all_kernel"), vec![]),
-            QueueOp::Quiet => (k("ishmemi_quiet_kernel"), vec![]),
-            QueueOp::SyncAll => (k("ishmemi_sync_all_kernel"), vec![]),
+            QueueOp::BarrierAll => (&BARRIER_ALL_KERNEL, vec![]),
+            QueueOp::Quiet => (&QUIET_KERNEL, vec![]),
+            QueueOp::SyncAll => (&SYNC_ALL_KERNEL, vec![]),
             QueueOp::PutSignal { dest, source, nbytes, sig_addr, signal, sig_op, pe } => (
-                k("ishmemi_putmem_signal_kernel"),
+                &PUTMEM_SIGNAL_KERNEL,
                 vec![
                     Ptr(dest),
                     Ptr(source),
@@ -209,7 +218,7 @@ impl QueueOp {
                 ],
             ),
             QueueOp::SignalWaitUntil { sig_addr, cmp, cmp_value } => {
-                (k("ishmemi_signal_wait_until_kernel"), vec![Ptr(sig_addr.cast()), I32(cmp), U64(cmp_value)])
+                (&SIGNAL_WAIT_UNTIL_KERNEL, vec![Ptr(sig_addr.cast()), I32(cmp), U64(cmp_value)])
             }
             QueueOp::Coll(_) => return None,
         })

@@ -121,13 +121,9 @@ struct Probe {
 /// team sync on 2 GPUs with every peer remote, whenever the program
 /// launched one of its kernels for the first time meanwhile). Eager
 /// loading, where every kernel is loaded at the start, has no such wait.
-/// So unless the user chose, ask for it before the driver starts; it has
-/// no effect when the program started CUDA already (`warn_if_lazy`).
-fn eager_loading_first() {
-    crate::env::cuda_eager_loading_unless_set();
-}
-
-/// Warns when the driver loads kernels lazily (see `eager_loading_first`).
+/// So unless the user chose, `new` asks for it before the driver starts
+/// (`env::cuda_eager_loading_unless_set`); that has no effect when the
+/// program started CUDA already, and then this warns.
 fn warn_if_lazy(drv: &Driver) {
     let mut mode: std::ffi::c_uint = 0;
     // SAFETY: a query with a valid out-pointer.
@@ -154,7 +150,7 @@ impl CudaDevice {
     pub fn new(config: &Config) -> Result<CudaDevice, DeviceError> {
         let drv: &'static Driver = Box::leak(Box::new(Driver::load().map_err(unavailable)?));
         let e = |m: String| unavailable(format!("ISHMEM_DEVICE=cuda: {m}"));
-        eager_loading_first();
+        crate::env::cuda_eager_loading_unless_set();
         // SAFETY: plain driver calls with valid out-pointers.
         unsafe {
             drv.check("cuInit", (drv.init)(0))
