@@ -22,7 +22,7 @@
 
 use crate::coll::Group;
 use crate::collsig::Sig;
-use crate::ctrl::{STAGE_BYTES, STAGE_SLOTS};
+use crate::ctrl::{StageSlot, STAGE_BYTES, STAGE_SLOTS};
 use crate::error::fatal;
 use crate::state::State;
 use crate::types::{AmoOp, Marks, SetKey, SetMarks};
@@ -146,9 +146,7 @@ impl Group for ActiveSet<'_> {
     fn staged(&self, st: &State) -> bool {
         // The slots are read and written by the CPU: every member's pSync
         // mapped here, in memory the host can load from.
-        self.size > 1
-            && st.route.host_direct()
-            && (0..self.size).all(|r| st.route.local(self.world_pe(r), self.psync_off).is_some())
+        self.size > 1 && st.route.all_shared((0..self.size).map(|r| self.world_pe(r)), self.psync_off)
     }
     fn stage_marks(&self, st: &State) -> Marks {
         let m = self.marks(st);
@@ -164,13 +162,14 @@ impl Group for ActiveSet<'_> {
         w.horizon.store(m.horizon, Ordering::Relaxed);
         w.checked.store(m.checked, Ordering::Relaxed);
     }
-    fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
+    fn stage_slot<'s>(&self, st: &'s State, rank: usize, epoch: u64) -> &'s StageSlot {
         let off = self.stage_area() + SLOTS_AT + (epoch % STAGE_SLOTS as u64) as usize * STAGE_BYTES;
-        st.route.local(self.world_pe(rank), off).expect("staged: every member's pSync is mapped")
+        // SAFETY: a line-aligned slot inside the pSync array (SYNC_SIZE
+        // covers the stage area), used as a stage slot by every member.
+        unsafe { st.route.shared(self.world_pe(rank), off) }.expect("staged: every member's pSync is mapped")
     }
-    fn stage_progress(&self, st: &State, rank: usize) -> *const AtomicU64 {
-        let off = self.stage_area() + PROGRESS_AT;
-        st.route.local(self.world_pe(rank), off).expect("staged: every member's pSync is mapped") as *const AtomicU64
+    fn stage_progress<'s>(&self, st: &'s State, rank: usize) -> &'s AtomicU64 {
+        &self.progress_line(st, rank)[0]
     }
     fn stage_progress_value(&self, st: &State, rank: usize) -> u64 {
         // A member that has moved on to another set keeps its last
@@ -267,9 +266,10 @@ impl ActiveSet<'_> {
     /// Member `rank`'s progress line in its pSync array: the progress
     /// word, then [`PREV_PROGRESS`], [`KEY`] and [`PREV_KEY`].
     fn progress_line<'s>(&self, st: &'s State, rank: usize) -> &'s [AtomicU64; 8] {
+        let off = self.stage_area() + PROGRESS_AT;
         // SAFETY: the progress word starts a line of 8 words of the mapped
-        // pSync array (SYNC_SIZE covers it).
-        unsafe { &*(self.stage_progress(st, rank) as *const [AtomicU64; 8]) }
+        // pSync array (SYNC_SIZE covers it), used as words by every member.
+        unsafe { st.route.shared(self.world_pe(rank), off) }.expect("staged: every member's pSync is mapped")
     }
 
     /// The active set as two words (start and size, stride).

@@ -24,7 +24,7 @@
 //! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
 
 use crate::collsig::{RedOp, Sig};
-use crate::ctrl::{STAGE_DATA, STAGE_SLOTS};
+use crate::ctrl::{StageSlot, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
 use crate::types::{Marks, Team};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -82,20 +82,19 @@ pub trait Group {
         unreachable!("stage bookkeeping of a group without stage slots")
     }
     fn stage_set_marks(&self, _st: &State, _m: Marks) {}
-    /// Address of member `rank`'s stage slot for `epoch`.
-    fn stage_slot(&self, _st: &State, _rank: usize, _epoch: u64) -> *mut u8 {
+    /// Member `rank`'s stage slot for `epoch`.
+    fn stage_slot<'s>(&self, _st: &'s State, _rank: usize, _epoch: u64) -> &'s StageSlot {
         unreachable!("stage slot of a group without stage slots")
     }
     /// Member `rank`'s progress word.
-    fn stage_progress(&self, _st: &State, _rank: usize) -> *const AtomicU64 {
+    fn stage_progress<'s>(&self, _st: &'s State, _rank: usize) -> &'s AtomicU64 {
         unreachable!("stage progress of a group without stage slots")
     }
     /// Member `rank`'s progress in this group, as its progress word
     /// encodes it (an active set may find it beside the word: see
     /// `activeset.rs`).
     fn stage_progress_value(&self, st: &State, rank: usize) -> u64 {
-        // SAFETY: a mapped progress word of member `rank`.
-        unsafe { &*self.stage_progress(st, rank) }.load(Ordering::Acquire)
+        self.stage_progress(st, rank).load(Ordering::Acquire)
     }
     /// Before a staged call publishes anything (an active set notes in its
     /// pSync array that the array moved to it from another set).
@@ -164,11 +163,11 @@ impl Group for Team {
         c.horizon.store(m.horizon, Ordering::Relaxed);
         c.checked.store(m.checked, Ordering::Relaxed);
     }
-    fn stage_slot(&self, st: &State, rank: usize, epoch: u64) -> *mut u8 {
+    fn stage_slot<'s>(&self, st: &'s State, rank: usize, epoch: u64) -> &'s StageSlot {
         let k = (epoch % STAGE_SLOTS as u64) as usize;
-        st.ctrl.stage(self.world(rank), self.slot, k) as *const _ as *mut u8
+        st.ctrl.stage(self.world(rank), self.slot, k)
     }
-    fn stage_progress(&self, st: &State, rank: usize) -> *const AtomicU64 {
+    fn stage_progress<'s>(&self, st: &'s State, rank: usize) -> &'s AtomicU64 {
         st.ctrl.stage_progress(self.world(rank), self.slot)
     }
     fn stage_check(&self, st: &State) -> bool {
@@ -347,24 +346,11 @@ impl State {
                             nelems * elem,
                             false,
                         );
-                    } else if let Some(to) = self.route.local(pe, doff) {
-                        self.route.strided(
-                            call,
-                            to.offset(t.my_rank() as isize * nelems as isize * dst * elem as isize),
-                            dst,
-                            source.offset(j as isize * nelems as isize * sst * elem as isize),
-                            sst,
-                            elem,
-                            1,
-                            nelems,
-                        );
                     } else {
-                        // Remote and strided: one transfer per element.
-                        for e in 0..nelems as isize {
-                            let d = doff as isize + (t.my_rank() as isize * nelems as isize + e) * dst * elem as isize;
-                            let s = source.offset((j as isize * nelems as isize + e) * sst * elem as isize);
-                            self.xput(call, pe, d as usize, s, elem, false);
-                        }
+                        // Complete by the team sync below.
+                        let d = doff as isize + t.my_rank() as isize * nelems as isize * dst * elem as isize;
+                        let s = source.offset(j as isize * nelems as isize * sst * elem as isize);
+                        self.route.put_strided(call, pe, d as usize, dst, s, sst, elem, 1, nelems, true);
                     }
                 }
             }

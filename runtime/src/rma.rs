@@ -98,10 +98,7 @@ impl State {
         unsafe {
             let pe = self.check_pe(call, pe);
             let off = self.sym_offset(call, "dest", dest as *const u8, std::mem::size_of::<T>());
-            match self.route.local(pe, off) {
-                Some(a) if self.route.host_direct() => std::ptr::write_volatile(a as *mut T, value),
-                _ => self.route.put(call, pe, off, &value as *const T as *const u8, std::mem::size_of::<T>(), false),
-            }
+            self.route.p(call, pe, off, value)
         }
     }
 
@@ -116,14 +113,7 @@ impl State {
         unsafe {
             let pe = self.check_pe(call, pe);
             let off = self.sym_offset(call, "source", src as *const u8, std::mem::size_of::<T>());
-            match self.route.local(pe, off) {
-                Some(a) if self.route.host_direct() => std::ptr::read_volatile(a as *const T),
-                _ => {
-                    let mut v = std::mem::MaybeUninit::<T>::uninit();
-                    self.route.get(call, pe, off, v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>(), false);
-                    v.assume_init()
-                }
-            }
+            self.route.g(call, pe, off)
         }
     }
 
@@ -178,20 +168,9 @@ impl State {
             let off = self.sym_offset(call, "dest", dest.wrapping_offset(lo), span);
             let _ = extent(call, "source", sst, elem, bsize, nblocks);
             self.check_local(call, "source", src);
-            let base = match self.route.local(pe, off) {
-                Some(a) => a.wrapping_offset(-lo),
-                None => {
-                    // One transfer per block, completed together.
-                    for b in 0..nblocks as isize {
-                        let d = (off as isize - lo + b * dst * elem as isize) as usize;
-                        let s = src.wrapping_offset(b * sst * elem as isize);
-                        self.route.remote_put(call, pe, d, s, bsize * elem, true);
-                    }
-                    self.route.flush(call, Some(pe));
-                    return;
-                }
-            };
-            self.route.strided(call, base, dst, src, sst, elem, bsize, nblocks);
+            // Block 0's offset (`lo` is the lowest block's, at or before it).
+            let first = (off as isize - lo) as usize;
+            self.route.put_strided(call, pe, first, dst, src, sst, elem, bsize, nblocks, false);
         }
     }
 
@@ -215,19 +194,9 @@ impl State {
             let off = self.sym_offset(call, "source", src.wrapping_offset(lo), span);
             let _ = extent(call, "dest", dst, elem, bsize, nblocks);
             self.check_local(call, "dest", dest);
-            let base = match self.route.local(pe, off) {
-                Some(a) => a.wrapping_offset(-lo) as *const u8,
-                None => {
-                    for b in 0..nblocks as isize {
-                        let s = (off as isize - lo + b * sst * elem as isize) as usize;
-                        let d = dest.wrapping_offset(b * dst * elem as isize);
-                        self.route.remote_get(call, pe, s, d, bsize * elem, true);
-                    }
-                    self.route.flush(call, Some(pe));
-                    return;
-                }
-            };
-            self.route.strided(call, dest, dst, base, sst, elem, bsize, nblocks);
+            // Block 0's offset, as in `ibput`.
+            let first = (off as isize - lo) as usize;
+            self.route.get_strided(call, pe, first, sst, dest, dst, elem, bsize, nblocks);
         }
     }
 
@@ -282,7 +251,7 @@ impl State {
                 None => return std::ptr::null_mut(),
             }
         };
-        self.route.local(pe, off).unwrap_or(std::ptr::null_mut())
+        self.route.address(pe, off).unwrap_or(std::ptr::null_mut())
     }
 
     /// True when `addr` (one byte) is inside the symmetric heap or the

@@ -26,15 +26,6 @@ use crate::types::AmoOp;
 use ishmem_proxy_abi::atomic;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Where an operation on a symmetric offset of a PE goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// The address of the target in this process.
-    Local(*mut u8),
-    /// Through the proxy: region and offset in it on the target PE.
-    Remote(Region, usize),
-}
-
 /// The routing tables of one PE (immutable after init).
 pub struct Router {
     my_pe: usize,
@@ -83,9 +74,17 @@ impl Router {
     }
 
     /// True when the host reaches the heaps by loads and stores.
-    #[inline]
-    pub fn host_direct(&self) -> bool {
+    #[inline(always)]
+    fn host_direct(&self) -> bool {
         self.mem.is_none()
+    }
+
+    /// True when the symmetric heap is host memory this process can read
+    /// and write (not GPU memory): a query for the bindings (the safe Rust
+    /// API copies through the library otherwise), not a routing decision.
+    #[inline]
+    pub fn heap_is_host_memory(&self) -> bool {
+        self.host_direct()
     }
 
     /// The device memory `offset` lies in, when the host cannot touch it.
@@ -135,7 +134,7 @@ impl Router {
 
     /// Address of symmetric offset `offset` on `pe`, if `pe` is mapped here.
     #[inline(always)]
-    pub fn local(&self, pe: usize, offset: usize) -> Option<*mut u8> {
+    fn local(&self, pe: usize, offset: usize) -> Option<*mut u8> {
         let (b, off) = if offset < self.heap_size {
             (self.heap_base[pe], offset)
         } else {
@@ -149,18 +148,6 @@ impl Router {
         }
     }
 
-    /// Where an operation on `offset` of `pe` goes.
-    #[inline(always)]
-    pub fn resolve(&self, pe: usize, offset: usize) -> Target {
-        match self.local(pe, offset) {
-            Some(p) => Target::Local(p),
-            None => {
-                let (r, o) = self.region_of(offset);
-                Target::Remote(r, o)
-            }
-        }
-    }
-
     /// Address of symmetric offset `offset` on this PE (always mapped).
     #[inline]
     pub fn mine(&self, offset: usize) -> *mut u8 {
@@ -169,7 +156,7 @@ impl Router {
 
     /// True when `pe`'s memory is mapped here (same node).
     #[inline]
-    pub fn is_local(&self, pe: usize) -> bool {
+    fn is_local(&self, pe: usize) -> bool {
         !self.heap_base[pe].is_null()
     }
 
@@ -183,11 +170,6 @@ impl Router {
     /// level).
     pub fn remote(&self) -> Option<&'static Remote> {
         self.remote
-    }
-
-    /// Heap address table (device state).
-    pub fn heap_bases(&self) -> &[*mut u8] {
-        &self.heap_base
     }
 
     #[inline]
@@ -253,7 +235,7 @@ impl Router {
     /// # Safety
     /// As [`Router::put`].
     #[inline(never)]
-    pub unsafe fn remote_put(&self, call: &str, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
+    unsafe fn remote_put(&self, call: &str, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
         let (region, roff) = self.region_of(offset);
         let proxy = self.proxy(call, pe);
         match self.mem {
@@ -287,7 +269,7 @@ impl Router {
     /// # Safety
     /// As [`Router::get`].
     #[inline(never)]
-    pub unsafe fn remote_get(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
+    unsafe fn remote_get(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
         let (region, roff) = self.region_of(offset);
         let proxy = self.proxy(call, pe);
         match self.mem {
@@ -345,6 +327,149 @@ impl Router {
         }
     }
 
+    // ----- single elements and strided transfers ---------------------------
+
+    /// `p`: stores one element at `offset` on `pe` (one volatile store
+    /// where the host reaches the target by stores).
+    ///
+    /// # Safety
+    /// `offset` is aligned for `T` and `offset + size_of::<T>()` lies
+    /// inside one symmetric segment.
+    #[inline(always)]
+    pub unsafe fn p<T: Copy>(&self, call: &str, pe: usize, offset: usize, value: T) {
+        match self.local(pe, offset) {
+            // SAFETY: the caller's contract; the target is mapped here.
+            Some(a) if self.host_direct() => unsafe { std::ptr::write_volatile(a as *mut T, value) },
+            // SAFETY: the caller's contract; a blocking put reads `value`
+            // before it returns.
+            _ => unsafe { self.put(call, pe, offset, (&value as *const T).cast(), std::mem::size_of::<T>(), false) },
+        }
+    }
+
+    /// `g`: loads one element at `offset` on `pe`.
+    ///
+    /// # Safety
+    /// As [`Router::p`]; `T` is a plain value type.
+    #[inline(always)]
+    pub unsafe fn g<T: Copy>(&self, call: &str, pe: usize, offset: usize) -> T {
+        match self.local(pe, offset) {
+            // SAFETY: the caller's contract; the source is mapped here.
+            Some(a) if self.host_direct() => unsafe { std::ptr::read_volatile(a as *const T) },
+            _ => {
+                let mut v = std::mem::MaybeUninit::<T>::uninit();
+                // SAFETY: the caller's contract; the blocking get fills
+                // all of `v`.
+                unsafe {
+                    self.get(call, pe, offset, v.as_mut_ptr().cast(), std::mem::size_of::<T>(), false);
+                    v.assume_init()
+                }
+            }
+        }
+    }
+
+    /// Block-strided put: block `b` (`bsize` elements of `elem` bytes),
+    /// from element `b * sst` of local `src`, goes to element `b * dst`
+    /// counted from `offset` (block 0's target) on `pe`. Complete on
+    /// return, or with `nbi` by the next flush (a remote PE takes one
+    /// transfer per block).
+    ///
+    /// # Safety
+    /// `src` is valid for the block-strided reads (until the next flush
+    /// with `nbi`); every block's target lies inside the symmetric segment
+    /// `offset` is in.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put_strided(
+        &self, call: &str, pe: usize, offset: usize, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize,
+        nblocks: usize, nbi: bool,
+    ) {
+        match self.local(pe, offset) {
+            // SAFETY: the caller's contract; the target is mapped here.
+            Some(base) => unsafe { self.strided(call, base, dst, src, sst, elem, bsize, nblocks) },
+            None => {
+                for b in 0..nblocks as isize {
+                    let d = (offset as isize + b * dst * elem as isize) as usize;
+                    let s = src.wrapping_offset(b * sst * elem as isize);
+                    // SAFETY: the caller's contract, block by block.
+                    unsafe { self.remote_put(call, pe, d, s, bsize * elem, true) };
+                }
+                if !nbi {
+                    self.flush(call, Some(pe));
+                }
+            }
+        }
+    }
+
+    /// Block-strided get, the mirror of [`Router::put_strided`] (block `b`
+    /// from element `b * sst` counted from `offset` on `pe` to element
+    /// `b * dst` of local `dest`); complete on return.
+    ///
+    /// # Safety
+    /// `dest` is valid for the block-strided writes; every block's source
+    /// lies inside the symmetric segment `offset` is in.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn get_strided(
+        &self, call: &str, pe: usize, offset: usize, sst: isize, dest: *mut u8, dst: isize, elem: usize, bsize: usize,
+        nblocks: usize,
+    ) {
+        match self.local(pe, offset) {
+            // SAFETY: the caller's contract; the source is mapped here.
+            Some(base) => unsafe { self.strided(call, dest, dst, base, sst, elem, bsize, nblocks) },
+            None => {
+                for b in 0..nblocks as isize {
+                    let s = (offset as isize + b * sst * elem as isize) as usize;
+                    let d = dest.wrapping_offset(b * dst * elem as isize);
+                    // SAFETY: the caller's contract, block by block.
+                    unsafe { self.remote_get(call, pe, s, d, bsize * elem, true) };
+                }
+                self.flush(call, Some(pe));
+            }
+        }
+    }
+
+    // ----- what other modules may ask --------------------------------------
+
+    /// `shmem_ptr`'s answer: the address of `offset` on `pe` in this
+    /// process when `pe` is mapped here (an address of device memory when
+    /// the heaps are on a device), else `None`. Not a routing decision:
+    /// every transfer goes through the methods above.
+    #[inline]
+    pub fn address(&self, pe: usize, offset: usize) -> Option<*mut u8> {
+        self.local(pe, offset)
+    }
+
+    /// True when every PE of `pes` is mapped here (same node): a team's
+    /// small collectives then publish and pull through the control
+    /// segment (`stage.rs`).
+    pub fn all_mapped(&self, mut pes: impl Iterator<Item = usize>) -> bool {
+        pes.all(|pe| self.is_local(pe))
+    }
+
+    /// The `T` at `offset` on `pe`, when it is mapped here in memory the
+    /// host loads from and stores to (the staged collectives' pSync words
+    /// and slots); `None` otherwise.
+    ///
+    /// # Safety
+    /// `offset` is aligned for `T` and `offset + size_of::<T>()` lies
+    /// inside one symmetric segment; every process accesses those bytes
+    /// as `T` only, for as long as the reference is used.
+    #[inline]
+    pub unsafe fn shared<T: Shared>(&self, pe: usize, offset: usize) -> Option<&T> {
+        if self.device_mem(offset).is_some() {
+            return None;
+        }
+        let a = self.local(pe, offset)?;
+        debug_assert!((a as usize).is_multiple_of(std::mem::align_of::<T>()));
+        // SAFETY: the caller's contract; the mapping lives as long as the
+        // router (the job).
+        Some(unsafe { &*(a as *const T) })
+    }
+
+    /// True when [`Router::shared`] answers for `offset` on every PE of
+    /// `pes`.
+    pub fn all_shared(&self, mut pes: impl Iterator<Item = usize>, offset: usize) -> bool {
+        self.device_mem(offset).is_none() && pes.all(|pe| self.local(pe, offset).is_some())
+    }
+
     /// Copies `nblocks` blocks of `bsize` elements of `elem` bytes between
     /// local memory and a mapped symmetric range (an address from
     /// [`Router::local`]): block `b` is at element `b * dst` of `dest` and
@@ -353,7 +478,7 @@ impl Router {
     /// # Safety
     /// Every block of both sides is valid.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn strided(
+    unsafe fn strided(
         &self, call: &str, dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize,
         nblocks: usize,
     ) {
@@ -521,12 +646,16 @@ impl Router {
         a - self.ctrl_base
     }
 
-    /// True when `addr` is an aligned word inside this node's control
-    /// segment.
-    pub fn is_ctrl_word(&self, addr: usize) -> bool {
-        addr >= self.ctrl_base
+    /// The word of this node's control segment at `addr`, when `addr` is
+    /// an aligned word inside it (a device names control words by their
+    /// addresses).
+    pub fn ctrl_word(&self, addr: usize) -> Option<&AtomicU64> {
+        let inside = addr >= self.ctrl_base
             && addr.checked_add(8).is_some_and(|end| end <= self.ctrl_base + self.ctrl_size)
-            && addr.is_multiple_of(8)
+            && addr.is_multiple_of(8);
+        // SAFETY: checked inside the mapped control segment and aligned;
+        // control words are accessed atomically.
+        inside.then(|| unsafe { &*(addr as *const AtomicU64) })
     }
 
     /// Stores `v` into control word `word` of PE `pe`'s record (`word` is
@@ -611,6 +740,22 @@ impl Router {
         self.flush(call, None);
     }
 }
+
+/// Types that [`Router::shared`] hands out over memory other processes
+/// use at the same time.
+///
+/// # Safety
+/// Implementors consist of atomics, and of cells accessed under a
+/// protocol that orders them by those atomics, only; every bit pattern is
+/// a valid value.
+pub unsafe trait Shared {}
+// SAFETY: an atomic word.
+unsafe impl Shared for AtomicU64 {}
+// SAFETY: atomic words.
+unsafe impl<const N: usize> Shared for [AtomicU64; N] {}
+// SAFETY: atomic header words and a data cell that the stage protocol
+// orders by word 0 (`stage.rs`).
+unsafe impl Shared for crate::ctrl::StageSlot {}
 
 /// Host memory served on request (`ISHMEM_PROXY_RMA=message`): other PEs'
 /// puts, gets and AMOs are requests this PE's proxy performs with copies

@@ -94,11 +94,10 @@ impl State {
     /// The control word at device-supplied address `addr`, checked to lie
     /// in the control segment and aligned.
     fn device_ctrl_word(&self, addr: usize) -> &AtomicU64 {
-        if !self.route.is_ctrl_word(addr) {
-            fatal(CALL, format_args!("device control word address {addr:#x} is not in the control segment"))
+        match self.route.ctrl_word(addr) {
+            Some(w) => w,
+            None => fatal(CALL, format_args!("device control word address {addr:#x} is not in the control segment")),
         }
-        // SAFETY: checked inside the mapped control segment and aligned.
-        unsafe { &*(addr as *const AtomicU64) }
     }
 
     /// Aborts the job for a failed device-side argument check.

@@ -43,24 +43,25 @@
 
 use crate::coll::Group;
 use crate::collsig::{Sig, Stage};
-use crate::ctrl::{STAGE_BYTES, STAGE_DATA, STAGE_SLOTS};
+use crate::ctrl::{StageSlot, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
 use crate::types::Marks;
 use crate::wait::wait_until;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Word 0 of the slot at `slot`.
-///
-/// # Safety
-/// `slot` is a mapped stage slot (8-byte aligned) that outlives the use.
-unsafe fn word<'a>(slot: *const u8, i: usize) -> &'a AtomicU64 {
-    // SAFETY: the caller's contract; the header is four aligned words.
-    unsafe { &*(slot as *const AtomicU64).add(i) }
+/// Header word `i` of `slot` (0: the ready flag, see the module comment;
+/// 1 to 3: the rest of the call's signature).
+fn word(slot: &StageSlot, i: usize) -> &AtomicU64 {
+    if i == 0 {
+        &slot.word0
+    } else {
+        &slot.sig[i - 1]
+    }
 }
 
-/// The data bytes of the slot at `slot`.
-fn data(slot: *const u8) -> *mut u8 {
-    slot.wrapping_add(STAGE_BYTES - STAGE_DATA) as *mut u8
+/// The data bytes of `slot`.
+fn data(slot: &StageSlot) -> *mut u8 {
+    slot.data.get().cast()
 }
 
 /// The epoch in a header word 0 (32 bits, as `Sig::words` stores it).
@@ -137,8 +138,7 @@ impl State {
     /// before).
     fn stage_progress_store<G: Group>(&self, t: &G, e: u64, m: &Marks) {
         let p = if t.stage_check(self) { e.min(m.checked + 1) } else { e };
-        // SAFETY: the group's mapped progress word of this member.
-        let mine = unsafe { &*t.stage_progress(self, t.my_rank()) };
+        let mine = t.stage_progress(self, t.my_rank());
         // A team's word is the whole epoch; an active set's carries its tag
         // and the low 32 bits.
         let tag = t.stage_tag() as u64;
@@ -166,9 +166,7 @@ impl State {
         let pred = (t.my_rank() + n - 1) % n;
         while m.checked < upto {
             let e = m.checked + 1;
-            // SAFETY: mapped slots of this member and its predecessor.
-            let (own, theirs) =
-                unsafe { (word(t.stage_slot(self, t.my_rank(), e), 0), word(t.stage_slot(self, pred, e), 0)) };
+            let (own, theirs) = (word(t.stage_slot(self, t.my_rank(), e), 0), word(t.stage_slot(self, pred, e), 0));
             let own = own.load(Ordering::Acquire);
             if epoch_of(own) == e as u32 {
                 let here = |v: u64| {
@@ -238,10 +236,9 @@ impl State {
 
     /// Waits until member `rank` has published for this call; returns its
     /// slot.
-    fn stage_wait<G: Group>(&self, call: &str, t: &G, s: &Stage, sig: Sig, rank: usize) -> *const u8 {
+    fn stage_wait<G: Group>(&self, call: &str, t: &G, s: &Stage, sig: Sig, rank: usize) -> &StageSlot {
         let slot = t.stage_slot(self, rank, s.epoch);
-        // SAFETY: a mapped slot of a member (the group resolved it).
-        let w = unsafe { word(slot, 0) };
+        let w = word(slot, 0);
         let e = s.epoch as u32;
         let mut polls = 0u32;
         let what = || format!("{call} (waits for PE {}'s part of the call)", t.world_pe(rank));
@@ -385,7 +382,7 @@ impl State {
         unsafe {
             let len = if nbytes <= CAP { nbytes } else { 0 };
             self.stage_publish_after(call, t, &s, Some(nbytes as u64), soff, len);
-            let count = |slot: *const u8| (data(slot) as *const u64).read_unaligned() as usize;
+            let count = |slot: &StageSlot| (data(slot) as *const u64).read_unaligned() as usize;
             let mut total = 0usize;
             for k in 0..n {
                 let slot = self.stage_wait(call, t, &s, sig, (me + n - 1 + k) % n);

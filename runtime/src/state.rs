@@ -90,7 +90,7 @@ impl State {
     /// True when the host reaches the symmetric heap by loads and stores
     /// (not a heap in GPU memory).
     pub fn heap_host_direct(&self) -> bool {
-        self.route.host_direct()
+        self.route.heap_is_host_memory()
     }
     /// How the job bootstrapped.
     pub fn runtime(&self) -> Runtime {
@@ -117,11 +117,6 @@ impl State {
     /// This PE's reverse-offload ring.
     pub fn ring(&self) -> &'static Ring {
         self.ring
-    }
-    /// True when `pe`'s memory is mapped here (same node).
-    #[inline]
-    pub fn is_local(&self, pe: usize) -> bool {
-        self.route.is_local(pe)
     }
 
     // ----- checks --------------------------------------------------------

@@ -168,7 +168,7 @@ impl State {
     /// (`stage.rs`): a team slot with stage slots, every member mapped here.
     /// Every member decides alike.
     pub(crate) fn team_staged(&self, team: &Team) -> bool {
-        team.size > 1 && team.slot < STAGED_TEAMS && (0..team.size).all(|r| self.route.is_local(team.world(r)))
+        team.size > 1 && team.slot < STAGED_TEAMS && self.route.all_mapped((0..team.size).map(|r| team.world(r)))
     }
 
     /// Synchronizes `team` for the collective call `sig`, checking (unless

@@ -191,3 +191,40 @@ fn cpu_atomics_on_symmetric_memory_only_in_the_routing_step() {
         "the shared AMO helper is applied only by the routing step and the opaque device"
     );
 }
+
+#[test]
+fn the_router_alone_decides_where_an_operation_goes() {
+    // Whether a PE is mapped here and whether the host reaches the heaps by
+    // loads and stores are the router's private questions: other modules
+    // call an operation (p, g, put, strided, AMO, ...) or a typed query
+    // (all_mapped, shared), never branch on a mapping themselves.
+    let route = code(&src().join("route.rs"));
+    for f in ["fn local(", "fn is_local(", "fn host_direct("] {
+        assert!(!route.contains(&format!("pub {f}")), "route.rs makes `{f}` public: only the router may branch on it");
+    }
+    for needle in [".local(", ".is_local(", ".host_direct("] {
+        let found = containing(&format!("route{needle}"));
+        assert!(found.is_empty(), "route{needle} outside route.rs: {found:?}");
+    }
+    // shmem_ptr's answer, and nothing else, asks for a mapped address.
+    let found = containing("route.address(");
+    assert_eq!(found, vec!["rma.rs".to_string()], "route.address( is shmem_ptr's alone");
+}
+
+#[test]
+fn symmetric_words_are_typed_by_the_router() {
+    // Memory other processes use at the same time is reached as typed
+    // atomics handed out by the router (`Router::shared`, the control
+    // segment's structs), never by casting an address to an atomic.
+    for needle in ["as *const Atomic", "as *mut Atomic", "as *const [Atomic", "as *mut [Atomic"] {
+        let mut all = Vec::new();
+        files(&src(), &mut all);
+        let found: Vec<String> = all
+            .iter()
+            .filter(|f| code(f).contains(needle))
+            .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+            .filter(|f| f != "route.rs")
+            .collect();
+        assert!(found.is_empty(), "`{needle}` outside route.rs: {found:?}");
+    }
+}
