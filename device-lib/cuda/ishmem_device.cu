@@ -18,44 +18,14 @@
 #include "../src/sync.cl"
 #include "../src/typed.cl"
 
-// The registration interface of libishmem (ishmem/ishmem_api.h; repeated
-// here because that header's ishmemx_device_state_t is the host's view).
+// The registration interface of libishmem, generated from the runtime's
+// structs with every field asserted (ishmem/ishmem_api.h has the same, but
+// its ishmemx_device_state_t is the host's view).
+#include "library_abi.h"
 extern "C" {
-typedef struct {
-    uint32_t kind;
-    int32_t pe;
-    int32_t op;
-    uint32_t reserved;
-    void *dest;
-    const void *source;
-    uint64_t nbytes;
-    uint64_t *sig_addr;
-    uint64_t value;
-    int32_t team;
-    int32_t root;
-    uint32_t coll;
-    uint32_t dtype;
-    uint32_t rop;
-    uint32_t elem;
-} ishmemx_cuda_queue_op_t;
-typedef struct {
-    uint32_t version;
-    uint32_t reserved;
-    int (*install)(int device, void *state);
-    int (*enqueue)(const ishmemx_cuda_queue_op_t *op, void *stream, void *const *deps, uint32_t num_deps);
-} ishmemx_cuda_device_library_t;
-void ishmemx_cuda_register_device_library(const ishmemx_cuda_device_library_t *lib);
 int shmem_my_pe(void); // libishmem's (the ishmem_ name is the device routine here)
 int ishmemi_cuda_device_library_anchor = 1;
 }
-// The layout libishmem has (runtime/src/device/cuda/library.rs asserts the same).
-static_assert(sizeof(ishmemx_cuda_queue_op_t) == 80, "ishmemx_cuda_queue_op_t layout");
-static_assert(offsetof(ishmemx_cuda_queue_op_t, dest) == 16, "ishmemx_cuda_queue_op_t layout");
-static_assert(offsetof(ishmemx_cuda_queue_op_t, value) == 48, "ishmemx_cuda_queue_op_t layout");
-static_assert(offsetof(ishmemx_cuda_queue_op_t, team) == 56, "ishmemx_cuda_queue_op_t layout");
-static_assert(offsetof(ishmemx_cuda_queue_op_t, elem) == 76, "ishmemx_cuda_queue_op_t layout");
-
-static_assert(offsetof(ishmemx_cuda_device_library_t, enqueue) == 16, "ishmemx_cuda_device_library_t layout");
 
 // Kernels behind the stream-ordered routines (ishmemx_*_on_stream): one
 // block; RMA by its block form (whose copy-engine cutover applies), then
@@ -256,23 +226,23 @@ int enqueue(const ishmemx_cuda_queue_op_t *op, void *stream_, void *const *deps,
     }
     const unsigned block = 1024;
     switch (op->kind) {
-    case 0: ishmemi_stream_put<<<1, block, 0, stream>>>(op->dest, op->source, op->nbytes, op->pe); break;
-    case 1: ishmemi_stream_get<<<1, block, 0, stream>>>(op->dest, op->source, op->nbytes, op->pe); break;
-    case 2: ishmemi_stream_barrier_all<<<1, 1, 0, stream>>>(); break;
-    case 3: ishmemi_stream_quiet<<<1, 1, 0, stream>>>(); break;
-    case 4:
+    case ISHMEMI_CUDA_OP_PUT: ishmemi_stream_put<<<1, block, 0, stream>>>(op->dest, op->source, op->nbytes, op->pe); break;
+    case ISHMEMI_CUDA_OP_GET: ishmemi_stream_get<<<1, block, 0, stream>>>(op->dest, op->source, op->nbytes, op->pe); break;
+    case ISHMEMI_CUDA_OP_BARRIER_ALL: ishmemi_stream_barrier_all<<<1, 1, 0, stream>>>(); break;
+    case ISHMEMI_CUDA_OP_QUIET: ishmemi_stream_quiet<<<1, 1, 0, stream>>>(); break;
+    case ISHMEMI_CUDA_OP_PUT_SIGNAL:
         ishmemi_stream_put_signal<<<1, block, 0, stream>>>(op->dest, op->source, op->nbytes, op->sig_addr, op->value,
                                                            op->op, op->pe);
         break;
-    case 5: ishmemi_stream_signal_wait<<<1, 1, 0, stream>>>(op->sig_addr, op->op, op->value); break;
-    case 6: ishmemi_stream_sync_all<<<1, 1, 0, stream>>>(); break;
-    case 7: ishmemi_stream_coll<<<1, block, 0, stream>>>(*op); break;
+    case ISHMEMI_CUDA_OP_SIGNAL_WAIT_UNTIL: ishmemi_stream_signal_wait<<<1, 1, 0, stream>>>(op->sig_addr, op->op, op->value); break;
+    case ISHMEMI_CUDA_OP_SYNC_ALL: ishmemi_stream_sync_all<<<1, 1, 0, stream>>>(); break;
+    case ISHMEMI_CUDA_OP_COLL: ishmemi_stream_coll<<<1, block, 0, stream>>>(*op); break;
     default: return (int)cudaErrorInvalidValue;
     }
     return (int)cudaGetLastError();
 }
 
-const ishmemx_cuda_device_library_t library = {4, 0, install, enqueue};
+const ishmemx_cuda_device_library_t library = {ISHMEMI_CUDA_LIBRARY_VERSION, 0, install, enqueue};
 
 __attribute__((constructor)) void register_library() { ishmemx_cuda_register_device_library(&library); }
 } // namespace

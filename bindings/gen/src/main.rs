@@ -1912,6 +1912,7 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (inc.join("ishmem/ishmem_api.h"), ishmem_api.clone()),
         (inc.join("ishmem/ishmem_cuda.h"), opencl::cuda_h(&host)),
         (root.join("device-lib/cuda/names.h"), opencl::cuda_names_h()),
+        (root.join("device-lib/cuda/library_abi.h"), opencl::cuda_library_abi_h()),
         (root.join("device-lib/cuda/decls.h"), opencl::cuda_decls_h()),
         (inc.join("shmem/shmem_api.h"), shmem_api.clone()),
         (

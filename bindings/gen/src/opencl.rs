@@ -713,6 +713,45 @@ pub fn cuda_name(name: &str) -> String {
 
 /// `device-lib/cuda/names.h`: the CUDA build of the device library defines
 /// the block and warp forms under their CUDA names.
+/// The CUDA device library's copy of the registration interface
+/// (`runtime/src/device/cuda/library.rs`; the public `ishmem_api.h` cannot
+/// be included there, its `ishmemx_device_state_t` being the host's view):
+/// both structs with every field asserted at the runtime's offset, the
+/// operation kinds and the version.
+pub fn cuda_library_abi_h() -> String {
+    use ishmem_runtime::device::cuda::library::*;
+    let mut s = format!(
+        "/* {BANNER} */\n/* The registration interface of libishmem (runtime/src/device/cuda/library.rs). */\n\
+         #ifndef ISHMEMI_CUDA_LIBRARY_ABI_H\n#define ISHMEMI_CUDA_LIBRARY_ABI_H\n\n#include <cstddef>\n#include <cstdint>\n\n\
+         extern \"C\" {{\n"
+    );
+    let _ = writeln!(s, "#define ISHMEMI_CUDA_LIBRARY_VERSION {ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION}");
+    for (name, v) in QUEUE_OP_KINDS {
+        let _ = writeln!(s, "#define ISHMEMI_CUDA_OP_{name} {v}");
+    }
+    for (ty, fields, size) in [
+        ("ishmemx_cuda_queue_op_t", queue_op_fields(), std::mem::size_of::<ishmemx_cuda_queue_op_t>()),
+        ("ishmemx_cuda_device_library_t", library_fields(), std::mem::size_of::<ishmemx_cuda_device_library_t>()),
+    ] {
+        s.push_str("typedef struct {\n");
+        for (f, t, _) in &fields {
+            let decl = match t {
+                t if t.contains("{}") => t.replace("{}", f),
+                t if t.ends_with('*') => format!("{t}{f}"),
+                t => format!("{t} {f}"),
+            };
+            let _ = writeln!(s, "    {decl};");
+        }
+        let _ = writeln!(s, "}} {ty};");
+        let _ = writeln!(s, "static_assert(sizeof({ty}) == {size}, \"{ty} size\");");
+        for (f, _, off) in &fields {
+            let _ = writeln!(s, "static_assert(offsetof({ty}, {f}) == {off}, \"{ty}.{f}\");");
+        }
+    }
+    s.push_str("void ishmemx_cuda_register_device_library(const ishmemx_cuda_device_library_t *lib);\n}\n\n#endif\n");
+    s
+}
+
 pub fn cuda_names_h() -> String {
     let mut s = format!("/* {BANNER} */\n/* CUDA names of the device library's group forms. */\n#ifndef ISHMEMI_CUDA_NAMES_H\n#define ISHMEMI_CUDA_NAMES_H\n");
     for f in all_funs() {

@@ -76,11 +76,61 @@ pub struct ishmemx_cuda_queue_op_t {
     pub elem: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<ishmemx_cuda_queue_op_t>() == 80);
-const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, dest) == 16);
-const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, value) == 48);
-const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, team) == 56);
-const _: () = assert!(std::mem::offset_of!(ishmemx_cuda_queue_op_t, elem) == 76);
+/// The fields of [`ishmemx_cuda_queue_op_t`] in order, with their offsets
+/// and C types: ishmem-gen writes the device library's copy of the struct
+/// (`device-lib/cuda/library_abi.h`) from it, every field asserted there
+/// at the offset the runtime uses.
+pub fn queue_op_fields() -> Vec<(&'static str, &'static str, usize)> {
+    use std::mem::offset_of;
+    type S = ishmemx_cuda_queue_op_t;
+    vec![
+        ("kind", "uint32_t", offset_of!(S, kind)),
+        ("pe", "int32_t", offset_of!(S, pe)),
+        ("op", "int32_t", offset_of!(S, op)),
+        ("reserved", "uint32_t", offset_of!(S, reserved)),
+        ("dest", "void *", offset_of!(S, dest)),
+        ("source", "const void *", offset_of!(S, source)),
+        ("nbytes", "uint64_t", offset_of!(S, nbytes)),
+        ("sig_addr", "uint64_t *", offset_of!(S, sig_addr)),
+        ("value", "uint64_t", offset_of!(S, value)),
+        ("team", "int32_t", offset_of!(S, team)),
+        ("root", "int32_t", offset_of!(S, root)),
+        ("coll", "uint32_t", offset_of!(S, coll)),
+        ("dtype", "uint32_t", offset_of!(S, dtype)),
+        ("rop", "uint32_t", offset_of!(S, rop)),
+        ("elem", "uint32_t", offset_of!(S, elem)),
+    ]
+}
+
+/// The fields of [`ishmemx_cuda_device_library_t`], as
+/// [`queue_op_fields`] (the function pointers' C declarators with `{}` for
+/// the name).
+pub fn library_fields() -> Vec<(&'static str, &'static str, usize)> {
+    use std::mem::offset_of;
+    type S = ishmemx_cuda_device_library_t;
+    vec![
+        ("version", "uint32_t", offset_of!(S, version)),
+        ("reserved", "uint32_t", offset_of!(S, reserved)),
+        ("install", "int (*{})(int device, void *state)", offset_of!(S, install)),
+        (
+            "enqueue",
+            "int (*{})(const ishmemx_cuda_queue_op_t *op, void *stream, void *const *deps, uint32_t num_deps)",
+            offset_of!(S, enqueue),
+        ),
+    ]
+}
+
+/// The operation kinds ([`ishmemx_cuda_queue_op_t::kind`]) by name.
+pub const QUEUE_OP_KINDS: &[(&str, u32)] = &[
+    ("PUT", ISHMEMX_CUDA_OP_PUT),
+    ("GET", ISHMEMX_CUDA_OP_GET),
+    ("BARRIER_ALL", ISHMEMX_CUDA_OP_BARRIER_ALL),
+    ("QUIET", ISHMEMX_CUDA_OP_QUIET),
+    ("PUT_SIGNAL", ISHMEMX_CUDA_OP_PUT_SIGNAL),
+    ("SIGNAL_WAIT_UNTIL", ISHMEMX_CUDA_OP_SIGNAL_WAIT_UNTIL),
+    ("SYNC_ALL", ISHMEMX_CUDA_OP_SYNC_ALL),
+    ("COLL", ISHMEMX_CUDA_OP_COLL),
+];
 
 /// Version of [`ishmemx_cuda_device_library_t`] and of the device state
 /// protocol the library speaks.
@@ -108,4 +158,30 @@ pub fn library_linked() -> bool {
 pub(super) fn library() -> Option<&'static ishmemx_cuda_device_library_t> {
     // SAFETY: only &'static values are stored.
     unsafe { LIBRARY.load(Ordering::Acquire).as_ref() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables name every field once, in order, ending at the struct's
+    /// size: a field added to a struct and not to its table fails here.
+    #[test]
+    fn the_field_tables_cover_the_structs() {
+        for (fields, size) in [
+            (queue_op_fields(), std::mem::size_of::<ishmemx_cuda_queue_op_t>()),
+            (library_fields(), std::mem::size_of::<ishmemx_cuda_device_library_t>()),
+        ] {
+            let mut end = 0;
+            for (name, ty, off) in &fields {
+                assert!(*off >= end, "{name} overlaps the field before it");
+                let width = if ty.contains('*') || ty.contains("64") { 8 } else { 4 };
+                assert!(off - end < width, "a field is missing before {name} (gap at {end})");
+                end = off + width;
+            }
+            assert!(size - end < 8, "a field is missing at the end ({end} of {size} bytes)");
+        }
+        let kinds: Vec<u32> = QUEUE_OP_KINDS.iter().map(|k| k.1).collect();
+        assert_eq!(kinds, (0..kinds.len() as u32).collect::<Vec<_>>(), "every kind once, in order");
+    }
 }
