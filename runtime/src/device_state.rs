@@ -2,7 +2,7 @@
 //! symmetric heap is, and how to reach each peer.
 //!
 //! This struct is shared between the host runtime and the device library
-//! (issue #9). It is `#[repr(C)]`, exported to C by cbindgen into
+//!. It is `#[repr(C)]`, exported to C by cbindgen into
 //! `ishmem/ishmem_api.h`, and its size and field offsets are asserted on
 //! both sides. Addresses are carried as `u64` so the layout is identical for
 //! 64-bit hosts and for device compilers whose pointers differ from the host's.

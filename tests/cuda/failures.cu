@@ -1,4 +1,4 @@
-// GPU failures must end the job with a message, never hang (issue #38).
+// GPU failures must end the job with a message, never hang.
 // One case per mode (argv[1]); the last PE (or FAIL_PE) is the one that fails, the
 // others wait in a kernel for a flag it never sets (their host threads sit
 // in cudaDeviceSynchronize, outside the library). tests/cuda/failures.sh

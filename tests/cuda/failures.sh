@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU failures end the job with a message, never a hang (issue #38): each
+# GPU failures end the job with a message, never a hang: each
 # case of tests/cuda/failures.cu on 2 PEs (one GPU each when there are two,
 # else sharing GPU 0), under ishmrun and, where there is one, under Open
 # MPI's mpirun; each must end within 10 s with its message and exit status

@@ -1,4 +1,4 @@
-// The reverse-offload ring's speed (issue #36; a benchmark, not a test).
+// The reverse-offload ring's speed (a benchmark, not a test).
 // Run with every device operation through the ring, 2 PEs; PE 0 measures
 // against PE 1:
 //

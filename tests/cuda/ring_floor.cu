@@ -1,4 +1,4 @@
-// The reverse-offload ring's physical floor on this machine (issue #36; a
+// The reverse-offload ring's physical floor on this machine (a
 // benchmark, not a test; no library): what a GPU thread's request to a host
 // thread and its answer cost with nothing but stores and polls.
 //

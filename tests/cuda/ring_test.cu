@@ -1,4 +1,4 @@
-// The reverse-offload ring under load (issue #36), meant for
+// The reverse-offload ring under load, meant for
 // ISHMEM_DEVICE_RING_ALL=1 (every device operation through the ring; it
 // passes without it too). Exact results, thousands of threads, many
 // wrap-arounds of the 4096-slot ring, every request kind:

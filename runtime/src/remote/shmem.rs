@@ -1,4 +1,4 @@
-//! The host-OpenSHMEM remote (issue #11): a host OpenSHMEM library loaded
+//! The host-OpenSHMEM remote: a host OpenSHMEM library loaded
 //! at run time — Sandia OpenSHMEM's `libsma`, Open MPI's `liboshmem`, or any
 //! library named by `ISHMEM_SHMEM_LIB_NAME` — called directly from Rust
 //! behind the [`RemoteOps`] trait.
