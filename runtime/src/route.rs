@@ -244,7 +244,7 @@ impl Router {
             // copying the next piece into one while the proxy sends the
             // other.
             Some(m) if !m.host_accessible(src, len) => self.staged(call, m, |buf| {
-                let piece = |k: usize| (buf.wrapping_add((k % 2) * HALF), (len - k * HALF).min(HALF));
+                let piece = |k: usize| piece(buf, len, k);
                 let pieces = len.div_ceil(HALF);
                 // SAFETY: the caller's contract; a half holds HALF bytes.
                 unsafe { self.device_copy_start(call, m, piece(0).0, src, piece(0).1) };
@@ -277,7 +277,7 @@ impl Router {
             // device copying one piece out of its half while the proxy
             // gets the next into the other.
             Some(m) if !m.host_accessible(dst, len) => self.staged(call, m, |buf| {
-                let piece = |k: usize| (buf.wrapping_add((k % 2) * HALF), (len - k * HALF).min(HALF));
+                let piece = |k: usize| piece(buf, len, k);
                 for k in 0..len.div_ceil(HALF) {
                     let (b, n) = piece(k);
                     // SAFETY: the caller's contract; the copy out of this
@@ -798,6 +798,12 @@ impl RegionAccess for HostRegion {
 const STAGE_BYTES: usize = 4 << 20;
 /// A staged transfer's piece: half a staging buffer.
 const HALF: usize = STAGE_BYTES / 2;
+
+/// Piece `k` of a staged transfer of `len` bytes through `buf`: the half
+/// it goes through (pieces alternate) and its length.
+fn piece(buf: *mut u8, len: usize, k: usize) -> (*mut u8, usize) {
+    (buf.wrapping_add((k % 2) * HALF), (len - k * HALF).min(HALF))
+}
 
 /// Staging buffers not in use (addresses).
 static STAGES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
