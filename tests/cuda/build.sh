@@ -30,5 +30,7 @@ cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
     -I "$root/bindings/c/include" -I "$root/device-lib/src" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/ring_bench"
 "$nvcc" -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/ring_floor.cu" -L "$cudalib" -o "$out/ring_floor"
+# What ordering costs between two GPUs (no library; a probe, not a test).
+"$nvcc" -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/fence_probe.cu" -L "$cudalib" -o "$out/fence_probe"
 "$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/remote_bench.cu" -I "$root/bindings/c/include" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/remote_bench"
