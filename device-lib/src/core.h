@@ -484,36 +484,58 @@ ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL con
     ishmemi_group_copy(dst, src, n, get_local_linear_id(), ishmemi_wg_size());
 }
 
-ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
-    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+/* A group of work-items making one call together: the work-group
+ * (ISHMEMI_WG) or the sub-group (ISHMEMI_SG). The group routines take it as
+ * a constant, so after inlining each keeps only its own group's code. */
+#define ISHMEMI_WG 0
+#define ISHMEMI_SG 1
+ISHMEMI_INLINE size_t ishmemi_grp_id(int g) { return g == ISHMEMI_WG ? get_local_linear_id() : get_sub_group_local_id(); }
+ISHMEMI_INLINE size_t ishmemi_grp_size(int g) { return g == ISHMEMI_WG ? ishmemi_wg_size() : get_sub_group_size(); }
+ISHMEMI_INLINE void ishmemi_grp_barrier(int g) {
+    if (g == ISHMEMI_WG)
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    else
+        sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+/* The group's vote: true on every member when `x` is true on one. A macro,
+ * so that `x` is not evaluated where the target has no vote (OpenCL: 0). */
+#define ISHMEMI_GRP_OR(g, x) ((g) == ISHMEMI_WG ? ISHMEMI_WG_OR(x) : ISHMEMI_SG_OR(x))
+
+/* The group forms' one route: a put (`put`) or get of `n` bytes by group
+ * `g`. After the checks and a group barrier, the group agrees on the way:
+ * loads and stores shared among its members to a peer mapped here, unless
+ * the leader claims the copy engine for a large transfer; otherwise the
+ * leader's request through the ring (the copy engine's, or one to a PE
+ * not mapped here). A closing barrier makes the call complete for every
+ * member. */
+ISHMEMI_INLINE void ishmemi_grp_rma(int g, int put, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n,
+                                   int pe, int nbi) {
+    ishmemi_check(put ? ISHMEMI_RING_OP_PUT : ISHMEMI_RING_OP_GET, put ? (ISHMEMI_GLOBAL const void *)dest : src, n, pe);
+    ishmemi_grp_barrier(g);
     int near = ishmemi_is_local(pe);
-    /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, src) &&
-             ISHMEMI_WG_OR(get_local_linear_id() == 0 && ishmemi_ce_claim());
-    if (near && !ce)
-        ishmemi_wg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
-    else if (get_local_linear_id() == 0) {
-        ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
+    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, put ? src : (ISHMEMI_GLOBAL const void *)dest) &&
+             ISHMEMI_GRP_OR(g, ishmemi_grp_id(g) == 0 && ishmemi_ce_claim());
+    if (near && !ce) {
+        if (put)
+            ishmemi_group_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n, ishmemi_grp_id(g), ishmemi_grp_size(g));
+        else
+            ishmemi_group_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n, ishmemi_grp_id(g), ishmemi_grp_size(g));
+    } else if (ishmemi_grp_id(g) == 0) {
+        if (put)
+            ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
+        else
+            ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
         if (ce) ishmemi_ce_release();
     }
-    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    ishmemi_grp_barrier(g);
+}
+
+ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+    ishmemi_grp_rma(ISHMEMI_WG, 1, dest, src, n, pe, nbi);
 }
 
 ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
-    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    int near = ishmemi_is_local(pe);
-    /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, dest) &&
-             ISHMEMI_WG_OR(get_local_linear_id() == 0 && ishmemi_ce_claim());
-    if (near && !ce)
-        ishmemi_wg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
-    else if (get_local_linear_id() == 0) {
-        ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
-        if (ce) ishmemi_ce_release();
-    }
-    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    ishmemi_grp_rma(ISHMEMI_WG, 0, dest, src, n, pe, nbi);
 }
 
 /* ----- sub-group forms: the same sharing over the calling sub-group ----- */
@@ -523,35 +545,11 @@ ISHMEMI_INLINE void ishmemi_sg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL con
 }
 
 ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
-    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    int near = ishmemi_is_local(pe);
-    /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, src) &&
-             ISHMEMI_SG_OR(get_sub_group_local_id() == 0 && ishmemi_ce_claim());
-    if (near && !ce)
-        ishmemi_sg_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
-    else if (get_sub_group_local_id() == 0) {
-        ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
-        if (ce) ishmemi_ce_release();
-    }
-    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    ishmemi_grp_rma(ISHMEMI_SG, 1, dest, src, n, pe, nbi);
 }
 
 ISHMEMI_INLINE void ishmemi_sg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
-    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    int near = ishmemi_is_local(pe);
-    /* The group agrees on the leader's claim of the copy engine. */
-    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, dest) &&
-             ISHMEMI_SG_OR(get_sub_group_local_id() == 0 && ishmemi_ce_claim());
-    if (near && !ce)
-        ishmemi_sg_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
-    else if (get_sub_group_local_id() == 0) {
-        ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
-        if (ce) ishmemi_ce_release();
-    }
-    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    ishmemi_grp_rma(ISHMEMI_SG, 0, dest, src, n, pe, nbi);
 }
 
 /* ----- teams: the host mirrors every team slot into the device table ----- */
