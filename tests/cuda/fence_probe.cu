@@ -18,17 +18,8 @@
 // count of stale reads above 0 shows an order that does not hold; 0 does
 // not prove one that does.
 #include <cuda/atomic>
-#include <cstdio>
-#include <cstdlib>
 
-#define CK(x)                                                                               \
-    do {                                                                                    \
-        cudaError_t e_ = (x);                                                               \
-        if (e_ != cudaSuccess) {                                                            \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                        \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
 
 enum { RELAXED, FENCE_GPU_ACQREL, FENCE_GPU_SC, FENCE_SYS_ACQREL, FENCE_SYS_SC, STORE_SYS_RELEASE, VARIANTS };
 static const char *names[] = {"relaxed (no fence)",      "fence.acq_rel.gpu",       "fence.sc.gpu (__threadfence)",
