@@ -123,8 +123,16 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "coll_not_symmetric")) {
         shmem_long_broadcast(SHMEM_TEAM_WORLD, x, &local, 1, 0);
     } else if (!strcmp(mode, "exit_without_finalize")) {
-        /* The last PE leaves without finalizing while the others wait. */
-        if (me == npes - 1) _exit(0);
+        /* The last PE leaves without finalizing while the others wait in
+         * shmem_barrier_all. It leaves once every other PE is past the
+         * allocations' syncs (each adds one to its counter), so that no PE
+         * is still waiting in those when it goes. */
+        long *arrived = shmem_calloc(1, sizeof(long));
+        if (me == npes - 1) {
+            shmem_long_wait_until(arrived, SHMEM_CMP_EQ, npes - 1);
+            _exit(0);
+        }
+        shmem_long_atomic_inc(arrived, npes - 1);
         shmem_barrier_all();
     } else if (!strcmp(mode, "finalize_mismatch")) {
         /* The last PE returns (finalize at exit, whose barrier matches the
