@@ -16,11 +16,11 @@ fn main() -> Result<(), ishmem::Error> {
         if me == 0 {
             token.put_signal(0, &[lap * 1000], &sig, 0, lap, SignalOp::Set, right);
             sig.signal_wait_until(0, Cmp::Eq, lap);
-            assert_eq!(token.local()[0], lap * 1000 + n as u64 - 1, "token came back with every PE's increment");
+            assert_eq!(token.read_local_at(0), lap * 1000 + n as u64 - 1, "token came back with every PE's increment");
             laps.atomic_fetch_add(0, 1, 0);
         } else {
             sig.signal_wait_until(0, Cmp::Eq, lap);
-            let t = token.local()[0] + 1;
+            let t = token.read_local_at(0) + 1;
             token.put_signal(0, &[t], &sig, 0, lap, SignalOp::Set, right);
         }
     }
@@ -29,7 +29,7 @@ fn main() -> Result<(), ishmem::Error> {
     let v = shmem.alloc::<u64>(1)?;
     v.put(0, &[me as u64], me);
     shmem.team_world().reduce_in_place(ReduceOp::Sum, &v, 1);
-    assert_eq!(v.local()[0], (n * (n - 1) / 2) as u64);
+    assert_eq!(v.read_local_at(0), (n * (n - 1) / 2) as u64);
     if me == 0 {
         println!("ring ok: {LAPS} laps over {n} PEs");
     }

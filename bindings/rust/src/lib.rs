@@ -11,7 +11,7 @@
 //! let mut inbox = shmem.alloc::<u64>(4).expect("alloc");
 //! inbox.put(0, &[me as u64; 4], (me + 1) % n);
 //! shmem.barrier_all();
-//! assert_eq!(inbox.local()[0], ((me + n - 1) % n) as u64);
+//! assert_eq!(inbox.read_local_at(0), ((me + n - 1) % n) as u64);
 //! ```
 //!
 //! The handle [`Ishmem`] stands for the initialized library: everything that
@@ -24,9 +24,13 @@
 //! with a PE-tagged message, as in C; failures the specification defines
 //! (initialization, heap exhaustion) are `Result`s.
 //!
-//! Memory model: a PE's local view ([`SymmVec::local`]) may be changed by
-//! other PEs' puts at any time; as in C, a program reads it only after the
-//! synchronization that orders those puts (a barrier, a wait on a flag).
+//! Memory model: a PE's own elements of a symmetric vector may be changed
+//! by other PEs' puts at any time; as in C, a program reads them only after
+//! the synchronization that orders those puts (a barrier, a wait on a
+//! flag). The safe calls copy them ([`SymmVec::read_local`],
+//! [`SymmVec::read_local_at`], [`SymmVec::write_local`]); borrowing them as
+//! a slice ([`SymmVec::local`]) is unsafe, since another PE may write under
+//! the borrow.
 
 use ishmem_runtime::amo::{self as amo_rt, CmpValues, SyncMode};
 use ishmem_runtime::collsig::RedOp;
@@ -289,7 +293,7 @@ impl Drop for Ishmem {
 /// v.put(0, &[1.0, 2.0], right);
 /// v.atomic_set(3, 9.5, right);
 /// shmem.barrier_all();
-/// assert_eq!(v.local()[1], 2.0);
+/// assert_eq!(v.read_local_at(1), 2.0);
 /// ```
 pub struct SymmVec<'a, T: Symmetric> {
     ptr: NonNull<T>,
@@ -332,22 +336,85 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         }
     }
 
-    /// This PE's copy.
+    /// A copy of this PE's elements.
     ///
     /// Only where the host reaches the heap by loads and stores (not a heap
     /// in GPU memory: read it with [`SymmVec::get`] there; asking is a
-    /// PE-tagged error).
-    pub fn local(&self) -> &[T] {
+    /// PE-tagged error). Other PEs may write these elements at any time, so
+    /// the safe API copies them out instead of lending a `&[T]`; read them
+    /// after the synchronization that orders those writes (a barrier, a
+    /// wait on a flag). [`SymmVec::local`] lends them without a copy, as an
+    /// unsafe call.
+    pub fn read_local(&self) -> Vec<T> {
+        let mut v = Vec::with_capacity(self.len);
+        self.read_local_into("ishmem::SymmVec::read_local", 0, v.spare_capacity_mut().as_mut_ptr().cast(), self.len);
+        // SAFETY: the copy above initialized all `len` elements.
+        unsafe { v.set_len(self.len) };
+        v
+    }
+
+    /// Element `index` of this PE's copy (a fresh load each call, so a loop
+    /// may wait on it; as [`SymmVec::read_local`] otherwise).
+    pub fn read_local_at(&self, index: usize) -> T {
+        let call = "ishmem::SymmVec::read_local_at";
+        self.range(call, index, 1);
+        self.host_view(call);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        // SAFETY: in bounds of our live allocation, in host memory; a
+        // volatile load of a `Symmetric` value, valid for any bits.
+        unsafe { self.ptr.as_ptr().add(index).read_volatile() }
+    }
+
+    /// Copies elements `offset..offset + dst.len()` of this PE's copy into
+    /// `dst` (as [`SymmVec::read_local`]).
+    pub fn copy_local_to(&self, offset: usize, dst: &mut [T]) {
+        self.read_local_into("ishmem::SymmVec::copy_local_to", offset, dst.as_mut_ptr(), dst.len());
+    }
+
+    fn read_local_into(&self, call: &str, offset: usize, dst: *mut T, n: usize) {
+        self.range(call, offset, n);
+        self.host_view(call);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        // SAFETY: bounds checked; host memory; `dst` is valid for `n`
+        // elements and is not symmetric memory (a local slice or vector).
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), dst, n) }
+    }
+
+    /// Stores `src` into elements `offset..` of this PE's copy (local
+    /// stores: no other PE sees them before a synchronization, as in C).
+    pub fn write_local(&self, offset: usize, src: &[T]) {
+        let call = "ishmem::SymmVec::write_local";
+        self.range(call, offset, src.len());
+        self.host_view(call);
+        // SAFETY: bounds checked; host memory; `src` is a local slice.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len()) }
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    }
+
+    /// This PE's copy, borrowed without a copy.
+    ///
+    /// # Safety
+    /// While the slice lives, nothing may write these elements: no other
+    /// PE (a put, an AMO, a collective that writes them), and not this PE
+    /// through the library (a put or AMO to itself). Typically: borrow after
+    /// a barrier, drop before the next operation on the vector. Host memory
+    /// only, as [`SymmVec::read_local`].
+    pub unsafe fn local(&self) -> &[T] {
         self.host_view("ishmem::SymmVec::local");
-        // SAFETY: ptr/len describe our live allocation (see the crate docs
-        // on when remote writes may change it), in host memory.
+        // SAFETY: ptr/len describe our live allocation, in host memory; the
+        // caller guarantees no writes while the borrow lives.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
-    /// This PE's copy, mutably (as [`SymmVec::local`]).
-    pub fn local_mut(&mut self) -> &mut [T] {
+    /// This PE's copy, borrowed mutably without a copy.
+    ///
+    /// # Safety
+    /// As [`SymmVec::local`]: nothing else may read or write these elements
+    /// while the slice lives (`&mut self` excludes this program's other
+    /// borrows, not other PEs).
+    pub unsafe fn local_mut(&mut self) -> &mut [T] {
         self.host_view("ishmem::SymmVec::local_mut");
-        // SAFETY: as in `local`; `&mut self` excludes other local borrows.
+        // SAFETY: as in `local`.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
@@ -467,14 +534,19 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
     }
 
     /// `shmem_ptr` as a slice: `pe`'s copy of this vector, readable by plain
-    /// loads, when `pe` shares memory with this PE (§9.2.5).
-    pub fn peer_slice(&self, pe: usize) -> Option<&[T]> {
-        if self.owned && !self.shmem.st.heap_host_direct() {
-            return None; // GPU memory: not for host loads.
-        }
-        let p = self.shmem.st.ptr("ishmem::SymmVec::peer_slice", self.ptr.as_ptr().cast(), pe_i32(pe));
-        // SAFETY: a non-null result maps the same allocation on `pe`.
-        NonNull::new(p as *mut T).map(|p| unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) })
+    /// loads, when `pe` shares memory with this PE (§9.2.5); `None` when it
+    /// does not, or when the heap is in GPU memory. [`SymmVec::get`] reads
+    /// any PE's copy safely.
+    ///
+    /// # Safety
+    /// While the slice lives, nothing may write those elements: not `pe`,
+    /// not any other PE, not this PE through the library.
+    pub unsafe fn peer_slice(&self, pe: usize) -> Option<&[T]> {
+        let p = self.peer_ptr("ishmem::SymmVec::peer_slice", pe)?;
+        // SAFETY: `p` maps the same live allocation of `len` elements on
+        // `pe`, in host memory; the caller guarantees no writes under the
+        // borrow.
+        Some(unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) })
     }
 
     /// `pe`'s copy of this vector, writable by plain stores.
@@ -484,15 +556,17 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
     /// any PE) overlaps the returned borrow.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn peer_slice_mut(&self, pe: usize) -> Option<&mut [T]> {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            if self.owned && !self.shmem.st.heap_host_direct() {
-                return None; // GPU memory: not for host stores.
-            }
-            let p = self.shmem.st.ptr("ishmem::SymmVec::peer_slice_mut", self.ptr.as_ptr().cast(), pe_i32(pe));
-            NonNull::new(p as *mut T).map(|p| std::slice::from_raw_parts_mut(p.as_ptr(), self.len))
+        let p = self.peer_ptr("ishmem::SymmVec::peer_slice_mut", pe)?;
+        // SAFETY: as in `peer_slice`; the caller guarantees no other access.
+        Some(unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) })
+    }
+
+    /// `shmem_ptr` of this vector on `pe`, where the host may load and store.
+    fn peer_ptr(&self, call: &str, pe: usize) -> Option<NonNull<T>> {
+        if self.owned && !self.shmem.st.heap_host_direct() {
+            return None; // GPU memory: not for host loads and stores.
         }
+        NonNull::new(self.shmem.st.ptr(call, self.ptr.as_ptr().cast(), pe_i32(pe)) as *mut T)
     }
 }
 
@@ -783,7 +857,7 @@ reduce_float!(f32, f64);
 /// x.put(0, &[shmem.my_pe() as i64 + 1], shmem.my_pe());
 /// world.reduce_in_place(ReduceOp::Sum, &x, 1);
 /// let n = shmem.n_pes() as i64;
-/// assert_eq!(x.local()[0], n * (n + 1) / 2);
+/// assert_eq!(x.read_local_at(0), n * (n + 1) / 2);
 /// ```
 pub struct Team<'a> {
     handle: i32,
@@ -1064,7 +1138,7 @@ pub struct CtxOptions {
 /// let ctx = shmem.team_world().create_ctx(Default::default()).unwrap();
 /// ctx.put(&v, 0, &[1, 2, 3], shmem.my_pe());
 /// ctx.quiet();
-/// assert_eq!(&v.local()[..3], &[1, 2, 3]);
+/// assert_eq!(&v.read_local()[..3], &[1, 2, 3]);
 /// ```
 pub struct Ctx<'a> {
     handle: usize,

@@ -88,7 +88,7 @@ impl Bench<'_> {
                 }
             }
             self.shmem.barrier_all();
-            let (more, it) = (self.ctl.local()[0], self.ctl.local()[1] as u64);
+            let (more, it) = (self.ctl.read_local_at(0), self.ctl.read_local_at(1) as u64);
             self.shmem.barrier_all();
             if more == 0 {
                 iters = it;
@@ -114,10 +114,10 @@ impl Bench<'_> {
         }
         self.shmem.barrier_all();
         if who == Who::AllMax {
-            self.tmine.local_mut().copy_from_slice(&t);
+            self.tmine.write_local(0, &t);
             let world = self.shmem.team_world();
             world.reduce(ReduceOp::Max, &self.tmax, &self.tmine, TRIALS);
-            t.copy_from_slice(self.tmax.local());
+            self.tmax.copy_local_to(0, &mut t);
         }
         let mut v: Vec<f64> = if unit == "MB/s" {
             t.iter().map(|s| bytes as f64 / s / 1e6).collect()

@@ -73,7 +73,7 @@ fn main() {
         check!(
             me,
             payload
-                .local()
+                .read_local()
                 .iter()
                 .enumerate()
                 .all(|(i, &x)| x == (round as u32) << 20 | (left as u32) << 16 | i as u32),

@@ -16,7 +16,7 @@ fn main() {
     let idst = shmem.alloc::<i64>(1000).expect("alloc");
     for op in [ReduceOp::And, ReduceOp::Or, ReduceOp::Xor, ReduceOp::Max, ReduceOp::Min, ReduceOp::Sum, ReduceOp::Prod]
     {
-        let mut s = isrc.local().to_vec();
+        let mut s = isrc.read_local();
         for (k, x) in s.iter_mut().enumerate() {
             *x = ((me + 1) * (k % 5 + 1)) as i64;
         }
@@ -38,7 +38,7 @@ fn main() {
                     ReduceOp::Prod => a * b,
                 })
                 .unwrap();
-            check!(me, idst.local()[k] == want, "{op:?} element {k}: {} vs {want}", idst.local()[k]);
+            check!(me, idst.read_local_at(k) == want, "{op:?} element {k}: {} vs {want}", idst.read_local_at(k));
         }
     }
     let v: Vec<f64> = (0..4096).map(|k| (me * 4096 + k) as f64).collect();
@@ -46,14 +46,18 @@ fn main() {
     world.reduce_in_place(ReduceOp::Sum, &src, 4096);
     for k in 0..4096 {
         let want: f64 = (0..n).map(|r| (r * 4096 + k) as f64).sum();
-        check!(me, src.local()[k] == want, "in-place f64 sum {k}");
+        check!(me, src.read_local_at(k) == want, "in-place f64 sum {k}");
     }
     // broadcast, fcollect
     src.put(0, &v, me);
     world.broadcast(&dst, &src, 4096, n - 1);
-    check!(me, dst.local()[..4096].iter().enumerate().all(|(k, &x)| x == ((n - 1) * 4096 + k) as f64), "broadcast");
+    check!(
+        me,
+        dst.read_local()[..4096].iter().enumerate().all(|(k, &x)| x == ((n - 1) * 4096 + k) as f64),
+        "broadcast"
+    );
     world.fcollect(&dst, &src, 4096);
-    check!(me, dst.local().iter().enumerate().all(|(k, &x)| x == k as f64), "fcollect");
+    check!(me, dst.read_local().iter().enumerate().all(|(k, &x)| x == k as f64), "fcollect");
 
     // split: even PEs; 2-D; teams dropped destroy themselves
     for _ in 0..100 {
@@ -63,7 +67,7 @@ fn main() {
             check!(me, t.my_pe() == me / 2 && t.translate_pe(t.my_pe(), &world) == Some(me), "even ranks");
             let one = shmem_one(&shmem);
             t.reduce_in_place(ReduceOp::Sum, &one, 1);
-            check!(me, one.local()[0] == n.div_ceil(2) as u32, "sum over evens");
+            check!(me, one.read_local_at(0) == n.div_ceil(2) as u32, "sum over evens");
             drop(one);
         } else {
             // keep allocations collective over the world
@@ -77,7 +81,7 @@ fn main() {
     s.put(0, &[me as u64], me);
     col.sum_scan(&d, &s, 1, false);
     let want: u64 = (0..=me / 2).map(|r| (r * 2 + me % 2) as u64).sum();
-    check!(me, d.local()[0] == want, "scan on a column: {} vs {want}", d.local()[0]);
+    check!(me, d.read_local_at(0) == want, "scan on a column: {} vs {want}", d.read_local_at(0));
     drop((row, col));
     if me == 0 {
         println!("rust_coll ok on {n} PEs");

@@ -22,7 +22,7 @@ fn main() {
             shmem.global(std::ptr::addr_of_mut!(SEED).cast::<u64>(), 4),
         )
     };
-    check!(me, seed.local() == [11, 22, 33, 44], "initialized globals keep their values");
+    check!(me, seed.read_local() == [11, 22, 33, 44], "initialized globals keep their values");
     shmem.barrier_all(); // every PE has checked before any updates them
     let right = (me + 1) % n;
     let words: Vec<u32> = (0..64).map(|i| (me * 1000 + i) as u32).collect();
@@ -34,9 +34,9 @@ fn main() {
     shmem.barrier_all();
     let left = (me + n - 1) % n;
     let want: Vec<u32> = (0..64).map(|i| (left * 1000 + i) as u32).collect();
-    check!(me, inbox.local() == want.as_slice(), "put into a static of another PE");
+    check!(me, inbox.read_local() == want.as_slice(), "put into a static of another PE");
     if me == 0 {
-        check!(me, counter.local()[0] == 100 * n as u64, "AMOs on a static of PE 0");
+        check!(me, counter.read_local_at(0) == 100 * n as u64, "AMOs on a static of PE 0");
     }
     let mut got = [0u64; 4];
     seed.get(0, &mut got, me);

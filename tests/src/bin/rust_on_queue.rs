@@ -20,7 +20,7 @@ fn main() {
     let barrier = q.barrier_all(&[quiet]);
     q.wait(&[barrier]);
     let want: Vec<u64> = (0..256).map(|i| (left * 100_000 + i) as u64).collect();
-    check!(me, inbox.local() == want.as_slice(), "put_on_queue reached the right neighbour");
+    check!(me, inbox.read_local() == want.as_slice(), "put_on_queue reached the right neighbour");
     let mut back = vec![0u64; 256];
     // SAFETY: back outlives the wait below and is not read before it.
     let get = unsafe { inbox.get_on_queue(0, &mut back, right, &q, &[]) };

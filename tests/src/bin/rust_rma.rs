@@ -14,12 +14,14 @@ fn main() {
     let mut len = 1;
     while len <= 65536 {
         let v = shmem.alloc::<u64>(len + 2).expect("alloc");
-        check!(me, v.local().iter().all(|&x| x == 0), "alloc zeroes");
+        check!(me, v.read_local().iter().all(|&x| x == 0), "alloc zeroes");
         shmem.barrier_all(); // peers may put as soon as their alloc returns
         let src: Vec<u64> = (0..len as u64).map(|i| (me as u64) << 32 | i).collect();
         v.put(1, &src, right);
         shmem.barrier_all();
-        let got = v.local();
+        // SAFETY: between the barrier above and the next put no PE writes
+        // v (the get below reads another PE's copy): a zero-copy borrow.
+        let got = unsafe { v.local() };
         for i in 0..len {
             check!(me, got[1 + i] == (left as u64) << 32 | i as u64, "put len {len} element {i}: {:#x}", got[1 + i]);
         }
@@ -34,25 +36,26 @@ fn main() {
     }
 
     // p/g and a peer view
-    let mut w = shmem.alloc::<f64>(n).expect("alloc");
+    let w = shmem.alloc::<f64>(n).expect("alloc");
     for pe in 0..n {
         w.p(me, me as f64 + 0.25, pe);
     }
     shmem.barrier_all();
     for pe in 0..n {
-        check!(me, w.local()[pe] == pe as f64 + 0.25, "p from PE {pe}");
+        check!(me, w.read_local_at(pe) == pe as f64 + 0.25, "p from PE {pe}");
         check!(me, w.g(pe, right) == pe as f64 + 0.25, "g element {pe}");
     }
     // A view exists exactly for PEs sharing memory with this one.
     let shares = shmem.team_world().translate_pe(right, &shmem.team_shared()).is_some();
-    match w.peer_slice(right) {
+    // SAFETY: no PE writes w until the barrier below.
+    match unsafe { w.peer_slice(right) } {
         Some(view) => check!(me, shares && view[left] == left as f64 + 0.25, "peer view"),
         None => check!(me, !shares, "PEs sharing memory have a view"),
     }
     shmem.barrier_all();
-    w.local_mut()[0] = -1.0;
+    w.write_local(0, &[-1.0]);
     shmem.barrier_all();
-    check!(me, w.g(0, right) == -1.0, "local_mut write seen by peers");
+    check!(me, w.g(0, right) == -1.0, "write_local seen by peers");
 
     // strided
     let s = shmem.alloc::<i32>(64).expect("alloc");
@@ -60,7 +63,7 @@ fn main() {
     s.iput(0, 3, &src, 2, 16, right);
     shmem.barrier_all();
     for i in 0..16 {
-        check!(me, s.local()[3 * i] == (2 * i as i32) * 10 + left as i32, "iput element {i}");
+        check!(me, s.read_local_at(3 * i) == (2 * i as i32) * 10 + left as i32, "iput element {i}");
     }
     let mut dst = vec![0i32; 32];
     s.iget(0, 3, &mut dst, 2, 16, right);
@@ -78,7 +81,11 @@ fn main() {
     check!(me, b.as_ptr() as usize == addr, "dropped vector's space reused");
     check!(me, matches!(shmem.alloc::<u8>(1 << 40), Err(Error::OutOfMemory { .. })), "exhaustion is an error");
     let al = shmem.alloc_aligned::<u8>(100, 1 << 16).expect("aligned");
-    check!(me, (al.as_ptr() as usize).is_multiple_of(1 << 16) && al.local().iter().all(|&x| x == 0), "aligned alloc");
+    check!(
+        me,
+        (al.as_ptr() as usize).is_multiple_of(1 << 16) && al.read_local().iter().all(|&x| x == 0),
+        "aligned alloc"
+    );
     drop((b, al, s, w));
     if me == 0 {
         println!("rust_rma ok on {n} PEs");
