@@ -4,19 +4,25 @@
 use level_zero_sys::*;
 
 fn main() {
-    let names: Vec<String> = std::env::args().skip(1).collect();
-    let l = if names.is_empty() {
-        Loader::load()
-    } else {
-        Loader::load_from(&names.iter().map(String::as_str).collect::<Vec<_>>())
-    };
-    let l = match l {
-        Ok(l) => l,
-        Err(e) => {
-            println!("{e}");
-            std::process::exit(1);
+    let mut names: Vec<String> = std::env::args().skip(1).collect();
+    if names.is_empty() {
+        names = LOADER_NAMES.iter().map(|s| s.to_string()).collect();
+    }
+    let mut loaded = None;
+    for name in &names {
+        // SAFETY: loading the Level Zero loader; its initializers are its own.
+        match unsafe { libloading::Library::new(name) }
+            .map_err(|e| e.to_string())
+            .and_then(|lib| Loader::bind(lib, name))
+        {
+            Ok(l) => {
+                loaded = Some(l);
+                break;
+            }
+            Err(e) => println!("{name}: {e}"),
         }
-    };
+    }
+    let Some(l) = loaded else { std::process::exit(1) };
     println!("loader {}: spec-1.6 IPC fd calls {}", l.path, l.mem_get_file_descriptor_from_ipc_handle.is_some());
     // SAFETY: plain calls into the loader with valid out-pointers.
     unsafe {

@@ -171,34 +171,15 @@ unsafe impl Send for Loader {}
 unsafe impl Sync for Loader {}
 
 impl Loader {
-    /// Opens the loader; the error names every path tried and why.
-    pub fn load() -> Result<Loader, String> {
-        Self::load_from(LOADER_NAMES)
-    }
-
-    /// Opens the first of `names` that loads.
-    pub fn load_from(names: &[&str]) -> Result<Loader, String> {
-        let mut tried = Vec::new();
-        for name in names {
-            // SAFETY: loading the Level Zero loader; its initializers are
-            // its own (it reads its environment and finds no driver yet).
-            match unsafe { libloading::Library::new(name) } {
-                Ok(lib) => return Self::bind(lib, name),
-                Err(e) => tried.push(format!("{name} ({e})")),
-            }
-        }
-        Err(format!(
-            "no Level Zero loader: tried {} (install libze1, or Intel's level-zero package, and a GPU driver such as intel-level-zero-gpu)",
-            tried.join(", ")
-        ))
-    }
-
-    fn bind(lib: libloading::Library, name: &str) -> Result<Loader, String> {
+    /// The loader's table from the opened library `lib` (found as
+    /// `name`); the error names a required entry point it lacks. The
+    /// runtime searches for the library (every path tried, and why).
+    pub fn bind(lib: libloading::Library, name: &str) -> Result<Loader, String> {
         macro_rules! req {
             ($s:literal) => {
                 // SAFETY: the symbol has the prototype of ze_api.h (spec
                 // 1.4) that the field's type spells.
-                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }.map_err(|e| format!("{name} lacks {}: {e}", $s))?
+                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }.map_err(|e| format!("lacks {}: {e}", $s))?
             };
         }
         macro_rules! opt {
@@ -325,12 +306,5 @@ mod tests {
         assert_eq!(ZE_RESULT_ERROR_UNINITIALIZED, 0x7800_0001);
         assert_eq!(ZE_RESULT_SUCCESS, 0);
         assert_eq!(result_name(0x7800_0001), "ZE_RESULT_ERROR_UNINITIALIZED");
-    }
-
-    #[test]
-    fn a_missing_loader_names_every_path_tried() {
-        let e = Loader::load_from(&["libze_loader_absent_a.so.1", "/nonexistent/libze_loader.so"]).err().unwrap();
-        assert!(e.contains("libze_loader_absent_a.so.1 (") && e.contains("/nonexistent/libze_loader.so ("), "{e}");
-        assert!(e.contains("install libze1"), "{e}");
     }
 }

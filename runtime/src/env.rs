@@ -390,6 +390,17 @@ impl DeviceKind {
     /// Every value `ISHMEM_DEVICE` accepts, as a user writes it.
     pub const NAMES: &'static [&'static str] = &["auto", "cpu", "cuda", "opaque", "ze"];
 
+    /// The name `ISHMEM_DEVICE` gives this kind (and diagnostics use).
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Auto => "auto",
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::Opaque => "opaque",
+            DeviceKind::Ze => "ze",
+        }
+    }
+
     fn parse(s: &str) -> Option<DeviceKind> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" | "" => Some(DeviceKind::Auto),

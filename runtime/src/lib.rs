@@ -6,7 +6,8 @@
 //!    number), [`env`] (the one environment table), [`types`], [`ctrl`]
 //!    (control segment layout), [`collsig`] (collective call signatures),
 //!    [`device_state`] and [`sync_words`] (state and words device code
-//!    reads), [`alloc`], [`mem`];
+//!    reads), [`alloc`], [`mem`], [`dynlib`] (loading a foreign library's
+//!    function table);
 //! 2. errors and waiting: [`error`], [`wait`], [`dataseg`], [`ring`] (the
 //!    reverse-offload ring's layout and messages);
 //! 3. backends behind traits: [`remote`] (`RemoteOps`: the MPI plugin and
@@ -36,6 +37,7 @@ pub mod alloc;
 pub mod collsig;
 pub mod ctrl;
 pub mod device_state;
+pub mod dynlib;
 pub mod env;
 pub mod mem;
 pub mod phase;

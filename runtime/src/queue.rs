@@ -4,6 +4,7 @@
 //! The C ABI and the Rust crate both call these.
 
 use crate::device::*;
+use crate::env::DeviceKind;
 use crate::error::fatal;
 use crate::state::State;
 use std::ffi::c_void;
@@ -14,7 +15,7 @@ impl State {
     /// returns the operation's event (the program releases it).
     pub fn on_queue(&self, call: &str, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> *mut c_void {
         // (A CUDA stream may be 0: the legacy default stream.)
-        if queue.is_null() && self.device.name() != "cuda" {
+        if queue.is_null() && self.device.kind() != DeviceKind::Cuda {
             fatal(call, format_args!("queue is a null pointer"))
         }
         match op {

@@ -13,7 +13,7 @@ use crate::ctrl::Ctrl;
 use crate::dataseg::DataSegment;
 use crate::device::Device;
 use crate::device_state::ishmemx_device_state_t;
-use crate::env::Config;
+use crate::env::{Config, DeviceKind};
 use crate::error::fatal;
 use crate::mem::HeapRegion;
 use crate::remote::Remote;
@@ -82,6 +82,10 @@ impl State {
     }
     pub fn device_name(&self) -> &'static str {
         self.device.name()
+    }
+    /// Which device backend this PE runs.
+    pub fn device_kind(&self) -> DeviceKind {
+        self.device.kind()
     }
     /// The device backend.
     pub fn device(&self) -> &'static dyn Device {

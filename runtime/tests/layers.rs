@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Layers, bottom first. A module may use modules of its own layer or
 /// below; within a layer the graph must still be acyclic.
 const LAYERS: &[&[&str]] = &[
-    &["phase", "env", "types", "collsig", "ctrl", "device_state", "sync_words", "alloc", "mem"],
+    &["phase", "env", "types", "collsig", "ctrl", "device_state", "sync_words", "alloc", "mem", "dynlib"],
     &["error", "wait", "dataseg", "ring"],
     &["remote", "device"],
     &["boot"],
@@ -226,5 +226,36 @@ fn symmetric_words_are_typed_by_the_router() {
             .filter(|f| f != "route.rs")
             .collect();
         assert!(found.is_empty(), "`{needle}` outside route.rs: {found:?}");
+    }
+}
+
+#[test]
+fn devices_are_told_apart_by_kind() {
+    // A device's name is for messages; code that depends on which backend
+    // runs compares `DeviceKind`s (the runtime and the bindings alike).
+    let root = src();
+    let mut all = Vec::new();
+    files(&root, &mut all);
+    for b in ["c", "rust"] {
+        files(&root.join("../../bindings").join(b).join("src"), &mut all);
+    }
+    let mut found = Vec::new();
+    for f in &all {
+        let text = code(f).replace(char::is_whitespace, "");
+        if ["name()==", "name()!=", "==\"cuda\"", "!=\"cuda\"", "==\"ze\"", "!=\"ze\""].iter().any(|n| text.contains(n))
+        {
+            found.push(f.display().to_string());
+        }
+    }
+    assert!(found.is_empty(), "device names compared as strings: {found:?}");
+}
+
+#[test]
+fn foreign_libraries_load_through_one_loader() {
+    // Every foreign library is opened by `dynlib::Search`, whose error
+    // lists every candidate tried and why.
+    for needle in ["Library::new(", "Library::open("] {
+        let found: Vec<String> = containing(needle).into_iter().filter(|f| f != "dynlib.rs").collect();
+        assert!(found.is_empty(), "`{needle}` outside dynlib.rs: {found:?}");
     }
 }

@@ -126,7 +126,7 @@ if [ -n "${NVCC:-}" ]; then
     clean ". /usr/share/lmod/lmod/init/bash; module use $P/share/modulefiles/lmod; module load ishmem; cd $tmp
         $NVCC -rdc=true -arch=sm_90 cuda_ring.cu \$(pkg-config --cflags --libs ishmem-cuda) -L$(dirname "$NVCC")/../lib -o cuda_ring
         if out=\$(timeout 20 ishmrun -n 2 ./cuda_ring 2>&1); then echo \"\$out\"; exit 1; fi
-        echo \"\$out\" | grep -q 'ishmem_init: no CUDA driver: tried libcuda.so.1' || { echo \"\$out\"; exit 1; }" \
+        echo \"\$out\" | grep -q 'ishmem_init: cannot load the CUDA driver: tried libcuda.so.1' || { echo \"\$out\"; exit 1; }" \
         || fail "CUDA: build with pkg-config ishmem-cuda, or the no-driver message"
 fi
 echo "== site MODULEPATH (Lmod): linked module file, family(shmem)"

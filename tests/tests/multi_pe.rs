@@ -76,7 +76,7 @@ fn error_ze_fail_fast() {
         "ok",
         2,
         1,
-        &["ISHMEM_DEVICE=ze: no Level Zero loader: tried /nonexistent/libze_loader.so.1 (", "install libze1"],
+        &["cannot load the Level Zero loader: tried /nonexistent/libze_loader.so.1 (", "install libze1"],
         &[ze, ("ISHMEM_ZE_LOADER", "/nonexistent/libze_loader.so.1")],
     );
     expect_failure(

@@ -4,6 +4,7 @@
 use crate::guard;
 use ishmem_runtime::core::{self, state};
 use ishmem_runtime::device_state::ishmemx_device_state_t;
+use ishmem_runtime::env::DeviceKind;
 use ishmem_runtime::error::fatal;
 use std::ffi::{c_char, c_int, c_long, c_void};
 
@@ -679,14 +680,28 @@ pub unsafe extern "C" fn ishmemx_cl_link_program(spirv: *const c_void, len: usiz
     })
 }
 
-/// The state of a PE whose device is Level Zero (`ISHMEM_DEVICE=ze`); any
-/// other device stops the job naming it.
-fn ze_state(call: &'static str) -> &'static ishmem_runtime::state::State {
+/// The state of a PE whose device is `kind`; any other device stops the
+/// job naming both, then `hint` (what to do instead).
+fn state_of_kind(call: &'static str, kind: DeviceKind, hint: &str) -> &'static ishmem_runtime::state::State {
     let st = state(call);
-    if st.device_name() != "ze" {
-        fatal(call, format_args!("this PE's device is {}, not ze (set ISHMEM_DEVICE=ze)", st.device_name()))
+    if st.device_kind() != kind {
+        fatal(call, format_args!("this PE's device is {}, not {}{hint}", st.device_name(), kind.name()))
     }
     st
+}
+
+/// The state of a PE whose device is Level Zero (`ISHMEM_DEVICE=ze`).
+fn ze_state(call: &'static str) -> &'static ishmem_runtime::state::State {
+    state_of_kind(call, DeviceKind::Ze, " (set ISHMEM_DEVICE=ze)")
+}
+
+/// The state of a PE whose device is CUDA, for the `_on_stream` routines.
+fn cuda_state(call: &'static str) -> &'static ishmem_runtime::state::State {
+    state_of_kind(
+        call,
+        DeviceKind::Cuda,
+        ": the _on_stream routines take CUDA streams (the _on_queue routines take other devices' queues)",
+    )
 }
 
 /// With `ISHMEM_DEVICE=ze`: this PE's Level Zero context (a
@@ -899,18 +914,7 @@ pub unsafe extern "C" fn ishmemx_sync_all_on_queue(
 /// later work runs after it.
 fn on_stream(call: &'static str, op: QueueOp, stream: *mut c_void) {
     guard(call, || {
-        let st = state(call);
-        if st.device_name() != "cuda" {
-            fatal(
-                call,
-                format_args!(
-                    "this PE's device is {}, not cuda: the _on_stream routines take CUDA streams (the _on_queue routines take the {} device's queues)",
-                    st.device_name(),
-                    st.device_name()
-                ),
-            )
-        }
-        st.on_queue(call, op, stream, &[]);
+        cuda_state(call).on_queue(call, op, stream, &[]);
     })
 }
 
@@ -998,19 +1002,7 @@ pub extern "C" fn ishmemx_sync_all_on_stream(stream: *mut c_void) {
 /// Launches collective `c` on `stream` (the cuda device only); 0, or -1
 /// for an invalid team (nothing launched).
 pub(crate) fn coll_on_stream(call: &'static str, c: QueueColl, stream: *mut c_void) -> c_int {
-    guard(call, || {
-        let st = state(call);
-        if st.device_name() != "cuda" {
-            fatal(
-                call,
-                format_args!(
-                    "this PE's device is {}, not cuda: the _on_stream routines take CUDA streams",
-                    st.device_name()
-                ),
-            )
-        }
-        st.coll_on_queue(call, c, stream)
-    })
+    guard(call, || cuda_state(call).coll_on_queue(call, c, stream))
 }
 
 fn mem_coll(kind: u32, team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, root: c_int) -> QueueColl {

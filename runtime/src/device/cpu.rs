@@ -6,6 +6,7 @@
 use super::opencl::{ClDevice, KernelArg};
 use super::ring_server::RingServer;
 use super::{Attach, Device, DeviceError, LocalRank, Native, QueueArg, QueueOp};
+use crate::env::DeviceKind;
 use crate::mem::{self, HeapRegion, HEAP_BASE_ALIGN};
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
@@ -52,8 +53,8 @@ impl CpuDevice {
 }
 
 impl Device for CpuDevice {
-    fn name(&self) -> &'static str {
-        "cpu"
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
     }
 
     fn heap_align(&self) -> usize {

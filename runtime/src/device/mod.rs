@@ -26,6 +26,7 @@ pub mod ring_server;
 pub mod ze;
 
 use crate::device_state::ishmemx_device_state_t;
+use crate::dynlib::LoadError;
 use crate::env::{Config, DeviceKind};
 use crate::mem::HeapRegion;
 use crate::ring::{DecodeError, Request, Ring};
@@ -44,6 +45,14 @@ pub enum DeviceError {
     Runtime(String),
     /// A heap could not be created or mapped.
     Heap { what: String, source: std::io::Error },
+    /// The device's runtime library could not be loaded: every path tried.
+    Load(LoadError),
+}
+
+impl From<LoadError> for DeviceError {
+    fn from(e: LoadError) -> DeviceError {
+        DeviceError::Load(e)
+    }
 }
 
 impl fmt::Display for DeviceError {
@@ -51,6 +60,7 @@ impl fmt::Display for DeviceError {
         match self {
             DeviceError::Unavailable(m) | DeviceError::Runtime(m) => f.write_str(m),
             DeviceError::Heap { what, source } => write!(f, "{what}: {source}"),
+            DeviceError::Load(e) => e.fmt(f),
         }
     }
 }
@@ -398,8 +408,12 @@ unsafe impl Sync for Attach {}
 
 /// A device backend.
 pub trait Device: Send + Sync {
+    /// Which backend this is (never `Auto`).
+    fn kind(&self) -> DeviceKind;
     /// Short name for diagnostics (`cpu`, `cuda`, `ze`).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
     /// Alignment of the heap bases this device creates: the largest
     /// alignment `align` can honour.
     fn heap_align(&self) -> usize;

@@ -18,6 +18,7 @@
 //! before the copy ended sends the wrong bytes here too.
 
 use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
+use crate::env::DeviceKind;
 use crate::mem::{self, HeapRegion, Release, HEAP_BASE_ALIGN};
 use crate::types::AmoOp;
 use ishmem_proxy_abi::atomic;
@@ -167,8 +168,8 @@ impl DeviceMemory for OpaqueDevice {
 }
 
 impl Device for OpaqueDevice {
-    fn name(&self) -> &'static str {
-        "opaque"
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Opaque
     }
 
     fn heap_align(&self) -> usize {

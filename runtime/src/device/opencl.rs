@@ -8,6 +8,7 @@
 //! `device-lib/README.md`.
 
 use super::program_cache::{Key, ProgramCache};
+use crate::dynlib::{symbol, LoadError, Open, Search};
 use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 use std::ptr::null_mut;
@@ -93,28 +94,28 @@ unsafe impl Sync for Cl {}
 const LIB_NAMES: &[&str] = &["libOpenCL.so.1", "libOpenCL.so"];
 
 impl Cl {
-    fn load() -> Result<Cl, String> {
-        let mut tried = Vec::new();
+    /// Loads the ICD loader; the error names every path tried and why.
+    fn load() -> Result<Cl, LoadError> {
+        let mut search = Search::new(
+            "an OpenCL runtime",
+            "install an OpenCL ICD loader and a CPU runtime: Debian ocl-icd-libopencl1, PyPI intel-opencl-rt with OCL_ICD_FILENAMES=<venv>/lib/libintelocl.so",
+        );
         for name in LIB_NAMES {
-            // SAFETY: loading the system OpenCL ICD loader; its initializers
-            // are the loader's own.
-            match unsafe { libloading::Library::new(name) } {
-                Ok(lib) => return Self::bind(lib, name),
-                Err(e) => tried.push(format!("{name}: {e}")),
+            let Some(lib) = search.open(name, Open::Local) else { continue };
+            match Self::bind(lib) {
+                Ok(cl) => return Ok(cl),
+                Err(why) => search.unusable(name, why),
             }
         }
-        Err(format!(
-            "cannot load an OpenCL runtime; tried {} (install an OpenCL ICD loader and a CPU runtime: Debian ocl-icd-libopencl1, PyPI intel-opencl-rt with OCL_ICD_FILENAMES=<venv>/lib/libintelocl.so)",
-            tried.join("; ")
-        ))
+        Err(search.failed())
     }
 
-    fn bind(lib: libloading::Library, name: &str) -> Result<Cl, String> {
+    fn bind(lib: libloading::Library) -> Result<Cl, String> {
         macro_rules! sym {
             ($s:literal) => {
                 // SAFETY: the symbol has the OpenCL signature declared in
                 // the table's field type.
-                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }.map_err(|e| format!("{name} lacks {}: {e}", $s))?
+                unsafe { symbol(&lib, $s) }?
             };
         }
         Ok(Cl {
@@ -245,7 +246,7 @@ unsafe fn first_cpu_device(cl: &Cl) -> Result<(Handle, Handle, u32), String> {
 /// platform with a CPU device. `Ok` says how many platforms there are;
 /// `Err` says what is missing (for `ishmem-info`).
 pub fn probe_cpu_platform() -> Result<String, String> {
-    let cl = Cl::load()?;
+    let cl = Cl::load().map_err(|e| e.to_string())?;
     let mut n = 0u32;
     // SAFETY: OpenCL calls with valid out-pointers on a loaded library.
     unsafe {
@@ -265,7 +266,7 @@ impl ClDevice {
     /// Opens the first CPU device with the device library of `device_lib`
     /// (`ISHMEM_DEVICE_LIB`) and the program cache in `cache_dir`.
     pub(super) fn open(device_lib: Option<&str>, cache_dir: Option<&Path>) -> Result<ClDevice, String> {
-        let cl = Cl::load()?;
+        let cl = Cl::load().map_err(|e| e.to_string())?;
         let mut err = 0;
         // SAFETY: OpenCL calls with valid out-pointers throughout.
         unsafe {

@@ -46,7 +46,8 @@ use super::ring_server::RingServer;
 use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueArg, QueueOp};
 use crate::ctrl::TEAM_SLOTS;
 use crate::device_state::ishmemx_device_state_t;
-use crate::env::Config;
+use crate::dynlib::{self, LoadError, Search};
+use crate::env::{Config, DeviceKind};
 use crate::mem::{HeapRegion, Release};
 use crate::types::AmoOp;
 use level_zero_sys::*;
@@ -188,20 +189,11 @@ fn no_gpu_reason(l: &Loader, init: Option<ze_result_t>) -> String {
         Some(r) => format!("zeInit(ZE_INIT_FLAG_GPU_ONLY) returned {} ({r:#x})", result_name(r)),
         None => "the drivers it loaded report no GPU".to_string(),
     };
-    let mut tried = Vec::new();
-    let mut driver = None;
-    for name in DRIVER_NAMES {
-        // SAFETY: loading the driver library to see whether it is there
-        // (the loader loads the same library the same way).
-        match unsafe { libloading::Library::new(name) } {
-            Ok(_) => {
-                driver = Some(*name);
-                break;
-            }
-            Err(e) => tried.push(format!("{name} ({e})")),
-        }
-    }
+    // Whether the driver library is there (the loader opens it the same way).
+    let mut search = Search::new("a Level Zero GPU driver", "");
+    let driver = DRIVER_NAMES.iter().copied().find(|name| search.open(name, dynlib::Open::Local).is_some());
     let Some(driver) = driver else {
+        let tried: Vec<String> = search.failed().tried.iter().map(|(name, why)| format!("{name} ({why})")).collect();
         return format!(
             "the Level Zero loader {} has no GPU driver ({what}); tried {} (install Intel's GPU compute runtime: Debian/Ubuntu intel-level-zero-gpu, or intel-opencl-icd, which contains libze_intel_gpu.so.1)",
             l.path,
@@ -241,12 +233,27 @@ fn no_gpu_reason(l: &Loader, init: Option<ze_result_t>) -> String {
     )
 }
 
+/// Opens the Level Zero loader: `path` (`ISHMEM_ZE_LOADER`) or the usual
+/// names; the error names every path tried and why.
+fn load_loader(path: Option<&str>) -> Result<Loader, LoadError> {
+    let mut search = Search::new(
+        "the Level Zero loader",
+        "install libze1, or Intel's level-zero package, and a GPU driver such as intel-level-zero-gpu",
+    );
+    let names: Vec<&str> = path.map_or_else(|| LOADER_NAMES.to_vec(), |p| vec![p]);
+    for name in names {
+        let Some(lib) = search.open(name, dynlib::Open::Local) else { continue };
+        match Loader::bind(lib, name) {
+            Ok(l) => return Ok(l),
+            Err(why) => search.unusable(name, why),
+        }
+    }
+    Err(search.failed())
+}
+
 /// What `ishmem-info` reports: the GPUs Level Zero sees, or why none.
 pub fn probe(loader: Option<&str>) -> Result<String, String> {
-    let l = match loader {
-        Some(p) => Loader::load_from(&[p])?,
-        None => Loader::load()?,
-    };
+    let l = load_loader(loader).map_err(|e| e.to_string())?;
     // SAFETY: discovery calls with valid out-pointers.
     let gpus = unsafe { discover(&l)? };
     let names: Vec<String> = gpus.1.iter().map(|(_, p)| device_name(p)).collect();
@@ -337,11 +344,7 @@ unsafe fn queue_group(l: &Loader, dev: ze_device_handle_t, compute: bool) -> Res
 impl ZeDevice {
     /// Loads the loader, finds the driver and its GPUs (fail fast).
     pub fn new(config: &Config) -> Result<ZeDevice, DeviceError> {
-        let l = match &config.ze_loader {
-            Some(p) => Loader::load_from(&[p.as_str()]),
-            None => Loader::load(),
-        }
-        .map_err(unavailable)?;
+        let l = load_loader(config.ze_loader.as_deref())?;
         let l: &'static Loader = Box::leak(Box::new(l));
         // SAFETY: discovery and driver queries with valid out-pointers.
         unsafe {
@@ -830,8 +833,8 @@ impl DeviceMemory for ZeDevice {
 }
 
 impl Device for ZeDevice {
-    fn name(&self) -> &'static str {
-        "ze"
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Ze
     }
 
     fn heap_align(&self) -> usize {

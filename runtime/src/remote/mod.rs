@@ -29,6 +29,7 @@
 pub mod plugin;
 pub mod shmem;
 
+use crate::dynlib::LoadError;
 use crate::error::fatal;
 use crate::types::AmoOp;
 use std::ffi::c_int;
@@ -72,7 +73,7 @@ pub enum RemoteError {
     /// An operation the implementation cannot perform.
     Unsupported(String),
     /// Nothing could be loaded: every candidate tried, and why each failed.
-    Load { what: &'static str, hint: &'static str, tried: Vec<String> },
+    Load(LoadError),
     /// Loaded, but initialization failed.
     Init(String),
 }
@@ -85,9 +86,7 @@ impl fmt::Display for RemoteError {
             RemoteError::OutOfRegion { region, offset, len, size } => {
                 write!(f, "{len} bytes at offset {offset} are outside the {region:?} region ({size} bytes)")
             }
-            RemoteError::Load { what, hint, tried } => {
-                write!(f, "cannot load {what} ({hint}); tried:\n    {}", tried.join("\n    "))
-            }
+            RemoteError::Load(e) => e.fmt(f),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! `last_error` on every failure.
 
 use super::{Region, RegionAccess, RemoteError, RemoteOps};
+use crate::dynlib::{Open, Search};
 use crate::env::{self, MpiFamily};
 use crate::types::AmoOp;
 use ishmem_proxy_abi as abi;
@@ -263,16 +264,19 @@ pub fn installed_plugins(root: Option<&str>, also: &[PathBuf]) -> Vec<PathBuf> {
 pub fn load(
     explicit: Option<&str>, root: Option<&str>, app_comm: *const c_void, requested_thread: c_int, put_copy_max: usize,
 ) -> Result<PluginRemote, RemoteError> {
-    let mut tried = Vec::new();
+    let mut search = Search::new(
+        "the MPI proxy plugin",
+        "build it with proxy-oshmpi/build-plugins.sh; a statically linked program finds it through ISHMEM_ROOT (the module sets it) or ISHMEM_MPI_PROXY (the file, or its directory)",
+    );
     for path in candidate_paths(explicit, root) {
         if !path.exists() {
-            tried.push(format!("{} (no such file)", path.display()));
+            search.unusable(path.display(), "no such file");
             continue;
         }
         let file = match open_trusted(&path) {
             Ok(f) => f,
             Err(why) => {
-                tried.push(format!("{} (refused: {why})", path.display()));
+                search.unusable(path.display(), format!("refused: {why}"));
                 continue;
             }
         };
@@ -281,22 +285,14 @@ pub fn load(
         // path names now).
         use std::os::fd::AsRawFd;
         let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
-        // SAFETY: loading our own plugin, checked above; its initializers
-        // only set up the MPI library it links.
-        let loaded = unsafe { libloading::Library::new(&by_fd) };
+        let loaded = search.open_as(&by_fd, path.display(), Open::Local);
         drop(file);
-        let lib = match loaded {
-            Ok(l) => l,
-            Err(e) => {
-                tried.push(format!("{} ({e})", path.display()));
-                continue;
-            }
-        };
+        let Some(lib) = loaded else { continue };
         // SAFETY: the symbol has the ABI's init signature.
         let init: abi::ProxyInitFn = match unsafe { lib.get::<abi::ProxyInitFn>(abi::INIT_SYMBOL) } {
             Ok(f) => *f,
             Err(e) => {
-                tried.push(format!("{} (not a proxy plugin: {e})", path.display()));
+                search.unusable(path.display(), format!("not a proxy plugin: {e}"));
                 continue;
             }
         };
@@ -332,11 +328,7 @@ pub fn load(
         std::mem::forget(lib);
         return Ok(PluginRemote { ops, path });
     }
-    Err(RemoteError::Load {
-        what: "the MPI proxy plugin",
-        hint: "build it with proxy-oshmpi/build-plugins.sh; a statically linked program finds it through ISHMEM_ROOT (the module sets it) or ISHMEM_MPI_PROXY (the file, or its directory)",
-        tried,
-    })
+    Err(RemoteError::Load(search.failed()))
 }
 
 fn region_id(r: Region) -> u32 {

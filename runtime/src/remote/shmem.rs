@@ -32,6 +32,7 @@
 //! multi-threaded program.
 
 use super::{Region, RegionAccess, RemoteError, RemoteOps, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
+use crate::dynlib::{Open, Search};
 use crate::types::AmoOp;
 use ishmem_proxy_abi::atomic::narrow_by_word;
 use std::ffi::{c_char, c_int, c_void};
@@ -125,25 +126,13 @@ impl Lib {
     /// Loads the first library of `names` that has every required symbol;
     /// the error lists every name tried and why it failed.
     fn load(names: &[String]) -> Result<(Lib, libloading::Library), RemoteError> {
-        let mut tried = Vec::new();
+        let mut search = Search::new("a host OpenSHMEM library", "set ISHMEM_SHMEM_LIB_NAME to its name or path");
         for name in names {
-            // SAFETY: loading a host OpenSHMEM library. RTLD_GLOBAL so the
-            // components it loads itself (Open MPI's MCA plugins) see its
-            // symbols; RTLD_DEEPBIND so its own calls to shmem_* names bind
-            // to itself, not to ours (libishmem exports the same names and
-            // was loaded first).
-            let lib = match unsafe {
-                libloading::os::unix::Library::open(
-                    Some(name.as_str()),
-                    libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL | libc::RTLD_DEEPBIND,
-                )
-            } {
-                Ok(l) => libloading::Library::from(l),
-                Err(e) => {
-                    tried.push(format!("{name} ({e})"));
-                    continue;
-                }
-            };
+            // Global, so that the components it loads itself (Open MPI's
+            // MCA plugins) see its symbols; deep-bound, so that its own
+            // calls to shmem_* names bind to itself, not to ours (libishmem
+            // exports the same names and was loaded first).
+            let Some(lib) = search.open(name, Open::GlobalDeepBind) else { continue };
             let mut missing = Vec::new();
             macro_rules! req {
                 ($n:literal) => {{
@@ -170,7 +159,7 @@ impl Lib {
                 missing.push("shmem_uint64_atomic_compare_swap (or shmem_ulong_atomic_compare_swap, shmem_long_cswap)");
             }
             if !missing.is_empty() {
-                tried.push(format!("{name} (not an OpenSHMEM library: lacks {})", missing.join(", ")));
+                search.unusable(name, format!("not an OpenSHMEM library: lacks {}", missing.join(", ")));
                 continue;
             }
             // SAFETY: as for req!.
@@ -196,11 +185,7 @@ impl Lib {
             };
             return Ok((l, lib));
         }
-        Err(RemoteError::Load {
-            what: "a host OpenSHMEM library",
-            hint: "set ISHMEM_SHMEM_LIB_NAME to its name or path",
-            tried,
-        })
+        Err(RemoteError::Load(search.failed()))
     }
 }
 

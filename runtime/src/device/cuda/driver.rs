@@ -3,6 +3,7 @@
 //! installed). Only the entry points the CUDA device uses; the versioned
 //! symbol names are those `cuda.h` 13.0 maps the API names to.
 
+use crate::dynlib::{symbol, LoadError, Open, Search};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 pub type CUresult = c_int;
@@ -166,20 +167,17 @@ const LIB_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
 impl Driver {
     /// Loads the driver library; the error names every path tried and why.
-    pub fn load() -> Result<Driver, String> {
-        let mut tried = Vec::new();
+    pub fn load() -> Result<Driver, LoadError> {
+        let mut search =
+            Search::new("the CUDA driver", "install the NVIDIA driver, or run on a machine with an NVIDIA GPU");
         for name in LIB_NAMES {
-            // SAFETY: loading the NVIDIA driver library; its initializers
-            // are the driver's own.
-            match unsafe { libloading::Library::new(name) } {
-                Ok(lib) => return Self::bind(lib, name),
-                Err(e) => tried.push(format!("{name} ({e})")),
+            let Some(lib) = search.open(name, Open::Local) else { continue };
+            match Self::bind(lib, name) {
+                Ok(d) => return Ok(d),
+                Err(why) => search.unusable(name, format!("{why} (a driver older than CUDA 12?)")),
             }
         }
-        Err(format!(
-            "no CUDA driver: tried {} (install the NVIDIA driver, or run on a machine with an NVIDIA GPU)",
-            tried.join(", ")
-        ))
+        Err(search.failed())
     }
 
     fn bind(lib: libloading::Library, name: &str) -> Result<Driver, String> {
@@ -187,8 +185,7 @@ impl Driver {
             ($s:literal) => {
                 // SAFETY: the symbol has the driver API signature (cuda.h
                 // 13.0) declared in the table's field type.
-                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }
-                    .map_err(|e| format!("{name} lacks {} (a driver older than CUDA 12?): {e}", $s))?
+                unsafe { symbol(&lib, $s) }?
             };
         }
         Ok(Driver {

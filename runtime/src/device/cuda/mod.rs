@@ -35,7 +35,7 @@ use super::ring_server::RingServer;
 use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
 use crate::ctrl::TEAM_SLOTS;
 use crate::device_state::ishmemx_device_state_t;
-use crate::env::Config;
+use crate::env::{Config, DeviceKind};
 use crate::mem::{HeapRegion, Release, HEAP_BASE_ALIGN};
 use crate::types::AmoOp;
 use driver::*;
@@ -148,7 +148,7 @@ fn unavailable(msg: String) -> DeviceError {
 impl CudaDevice {
     /// Loads the driver and checks there is a GPU (fail fast).
     pub fn new(config: &Config) -> Result<CudaDevice, DeviceError> {
-        let drv: &'static Driver = Box::leak(Box::new(Driver::load().map_err(unavailable)?));
+        let drv: &'static Driver = Box::leak(Box::new(Driver::load()?));
         let e = |m: String| unavailable(format!("ISHMEM_DEVICE=cuda: {m}"));
         crate::env::cuda_eager_loading_unless_set();
         // SAFETY: plain driver calls with valid out-pointers.
@@ -555,8 +555,8 @@ impl DeviceMemory for CudaDevice {
 }
 
 impl Device for CudaDevice {
-    fn name(&self) -> &'static str {
-        "cuda"
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cuda
     }
 
     fn heap_align(&self) -> usize {
