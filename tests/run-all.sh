@@ -102,6 +102,17 @@ cuda_t0=$SECONDS
     echo "$build_rc $((SECONDS - cuda_t0))" >"$logs/cuda-build.done"
 ) &
 cuda_pid=$!
+# The release build the SDK stage installs (library, launcher, the MPI
+# proxy plugins), made in the background the same way: cargo's release
+# profile has its own lock, so the test legs' debug builds do not wait for
+# it, and install.sh then finds everything built.
+(
+    build_rc=0
+    nice -n 19 bash -c 'cargo build --release -q -p ishmem-capi -p ishmrun && proxy-oshmpi/build-plugins.sh --release "$1"' \
+        _ "$target/release-plugins" >"$logs/release-build.log" 2>&1 || build_rc=$?
+    echo "$build_rc" >"$logs/release-build.done"
+) &
+release_pid=$!
 
 # 5. Unit tests, then the multi-PE suite (tests/programs.list and
 # tests/tests/multi_pe.rs) in its legs: see tests/README.md for which legs
@@ -206,12 +217,17 @@ cuda_wait() {
 }
 stage "cuda: device library and GPU tests built (no GPU: not run)" cuda_wait
 
-# 10. The installable SDK: release build, prefix install (with the CUDA
-# device library of stage 9), relocation, Lmod and Tcl modules, pkg-config
-# and CMake, shared and static, ishmem-info, the MPI proxy from the
-# prefix, the release tarball.
+# 10. The installable SDK: release build (made in stage 4), prefix install
+# (with the CUDA device library of stage 9), relocation, Lmod and Tcl
+# modules, pkg-config and CMake, shared and static, ishmem-info, the MPI
+# proxy from the prefix, the release tarball.
+release_wait() {
+    wait "$release_pid"
+    [ "$(cat "$logs/release-build.done" 2>/dev/null)" = 0 ] || { tail -30 "$logs/release-build.log"; return 1; }
+}
+sdk() { release_wait && env "$@"; }
 stage "sdk: install, modules, pkg-config, CMake, tarball" \
-    env NVCC="$nvcc" TEST_CUDA_DEVICE_LIB="$cuda_out/libishmem_device.a" TEST_TCL_MODULECMD="$modulecmd" \
+    sdk NVCC="$nvcc" TEST_CUDA_DEVICE_LIB="$cuda_out/libishmem_device.a" TEST_TCL_MODULECMD="$modulecmd" \
     TEST_OPENCL_VENV="$oclvenv" tests/sdk/test-sdk.sh
 
 [ $failed = 0 ]
