@@ -14,7 +14,7 @@
 
 use crate::error::fatal;
 use crate::state::State;
-use crate::types::AmoOp;
+use crate::types::{Amo, AmoOp};
 use crate::wait::wait_until;
 use std::ffi::c_int;
 use std::mem::size_of;
@@ -175,7 +175,8 @@ impl State {
             let pe = self.check_pe(call, pe);
             let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
             self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-            from_bits(self.route.amo(call, pe, off, size_of::<T>(), op, to_bits(value), to_bits(cond)))
+            let amo = Amo { op, size: size_of::<T>(), operand: to_bits(value), cond: to_bits(cond) };
+            from_bits(self.route.amo(call, pe, off, amo))
         }
     }
 
@@ -193,7 +194,7 @@ impl State {
             let pe = self.check_pe(call, pe);
             let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
             self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-            self.route.amo_post(call, pe, off, size_of::<T>(), op, to_bits(value));
+            self.route.amo_post(call, pe, off, Amo::new(op, size_of::<T>(), to_bits(value)));
         }
     }
 

@@ -26,7 +26,7 @@
 use crate::collsig::{RedOp, Sig};
 use crate::ctrl::{StageSlot, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
-use crate::types::{Marks, Team};
+use crate::types::{Blocks, Marks, Team};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Below this many bytes, every member reduces the whole vector itself.
@@ -350,7 +350,8 @@ impl State {
                         // Complete by the team sync below.
                         let d = doff as isize + t.my_rank() as isize * nelems as isize * dst * elem as isize;
                         let s = source.offset(j as isize * nelems as isize * sst * elem as isize);
-                        self.route.put_strided(call, pe, d as usize, dst, s, sst, elem, 1, nelems, true);
+                        let shape = Blocks { elem, bsize: 1, nblocks: nelems, dst, sst };
+                        self.route.put_strided(call, pe, d as usize, s, shape, true);
                     }
                 }
             }

@@ -9,6 +9,7 @@
 use crate::collsig::Sig;
 use crate::error::fatal;
 use crate::state::State;
+use crate::types::Blocks;
 
 impl State {
     // ----- contiguous RMA ------------------------------------------------
@@ -130,7 +131,7 @@ impl State {
     ) {
         // SAFETY: the caller upholds this function's `# Safety` contract, which
         // covers every unsafe operation below.
-        unsafe { self.ibput(call, dest, src, dst, sst, elem, 1, nelems, pe) }
+        unsafe { self.ibput(call, dest, src, Blocks { elem, bsize: 1, nblocks: nelems, dst, sst }, pe) }
     }
 
     /// `iget`: element `i * sst` of symmetric `src` on `pe` goes to element
@@ -144,60 +145,49 @@ impl State {
     ) {
         // SAFETY: the caller upholds this function's `# Safety` contract, which
         // covers every unsafe operation below.
-        unsafe { self.ibget(call, dest, src, dst, sst, elem, 1, nelems, pe) }
+        unsafe { self.ibget(call, dest, src, Blocks { elem, bsize: 1, nblocks: nelems, dst, sst }, pe) }
     }
 
-    /// `ibput`: block `b` (`bsize` contiguous elements) of `src`, starting at
-    /// element `b * sst`, goes to element `b * dst` of symmetric `dest`.
+    /// `ibput`: the blocks of local `src` go to symmetric `dest` on `pe`
+    /// (block `b`, `bsize` contiguous elements, from element `b * sst` to
+    /// element `b * dst`).
     ///
     /// # Safety
     /// `src` must be valid for the block-strided reads.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn ibput(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, bsize: usize,
-        nblocks: usize, pe: i32,
-    ) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            if bsize == 0 || nblocks == 0 {
-                return;
-            }
-            let (lo, span) = extent(call, "dest", dst, elem, bsize, nblocks);
-            let off = self.sym_offset(call, "dest", dest.wrapping_offset(lo), span);
-            let _ = extent(call, "source", sst, elem, bsize, nblocks);
-            self.check_local(call, "source", src);
-            // Block 0's offset (`lo` is the lowest block's, at or before it).
-            let first = (off as isize - lo) as usize;
-            self.route.put_strided(call, pe, first, dst, src, sst, elem, bsize, nblocks, false);
+    pub unsafe fn ibput(&self, call: &str, dest: *mut u8, src: *const u8, shape: Blocks, pe: i32) {
+        let pe = self.check_pe(call, pe);
+        if shape.bsize == 0 || shape.nblocks == 0 {
+            return;
         }
+        let (lo, span) = extent(call, "dest", shape.dst, shape);
+        let off = self.sym_offset(call, "dest", dest.wrapping_offset(lo), span);
+        let _ = extent(call, "source", shape.sst, shape);
+        self.check_local(call, "source", src);
+        // Block 0's offset (`lo` is the lowest block's, at or before it).
+        let first = (off as isize - lo) as usize;
+        // SAFETY: the caller's contract for `src`; every block's target is
+        // inside the checked symmetric range.
+        unsafe { self.route.put_strided(call, pe, first, src, shape, false) }
     }
 
     /// `ibget`: the mirror of [`State::ibput`].
     ///
     /// # Safety
     /// `dest` must be valid for the block-strided writes.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn ibget(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, bsize: usize,
-        nblocks: usize, pe: i32,
-    ) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            if bsize == 0 || nblocks == 0 {
-                return;
-            }
-            let (lo, span) = extent(call, "source", sst, elem, bsize, nblocks);
-            let off = self.sym_offset(call, "source", src.wrapping_offset(lo), span);
-            let _ = extent(call, "dest", dst, elem, bsize, nblocks);
-            self.check_local(call, "dest", dest);
-            // Block 0's offset, as in `ibput`.
-            let first = (off as isize - lo) as usize;
-            self.route.get_strided(call, pe, first, sst, dest, dst, elem, bsize, nblocks);
+    pub unsafe fn ibget(&self, call: &str, dest: *mut u8, src: *const u8, shape: Blocks, pe: i32) {
+        let pe = self.check_pe(call, pe);
+        if shape.bsize == 0 || shape.nblocks == 0 {
+            return;
         }
+        let (lo, span) = extent(call, "source", shape.sst, shape);
+        let off = self.sym_offset(call, "source", src.wrapping_offset(lo), span);
+        let _ = extent(call, "dest", shape.dst, shape);
+        self.check_local(call, "dest", dest);
+        // Block 0's offset, as in `ibput`.
+        let first = (off as isize - lo) as usize;
+        // SAFETY: the caller's contract for `dest`; every block's source is
+        // inside the checked symmetric range.
+        unsafe { self.route.get_strided(call, pe, first, dest, shape) }
     }
 
     // ----- ordering and synchronization ------------------------------------
@@ -263,7 +253,8 @@ impl State {
 
 /// Byte extent `(lowest offset, span)` touched by `nblocks` blocks of
 /// `bsize` elements of `elem` bytes whose starts are `stride` elements apart.
-fn extent(call: &str, what: &str, stride: isize, elem: usize, bsize: usize, nblocks: usize) -> (isize, usize) {
+fn extent(call: &str, what: &str, stride: isize, shape: Blocks) -> (isize, usize) {
+    let Blocks { elem, bsize, nblocks, .. } = shape;
     let calc = || -> Option<(isize, usize)> {
         let last = (nblocks as i128 - 1) * stride as i128 * elem as i128;
         let lo = last.min(0);

@@ -22,7 +22,7 @@
 
 use crate::device::DeviceMemory;
 use crate::remote::{Region, RegionAccess, Remote};
-use crate::types::AmoOp;
+use crate::types::{Amo, AmoOp, Blocks};
 use ishmem_proxy_abi::atomic;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -367,30 +367,26 @@ impl Router {
         }
     }
 
-    /// Block-strided put: block `b` (`bsize` elements of `elem` bytes),
-    /// from element `b * sst` of local `src`, goes to element `b * dst`
-    /// counted from `offset` (block 0's target) on `pe`. Complete on
-    /// return, or with `nbi` by the next flush (a remote PE takes one
-    /// transfer per block).
+    /// Block-strided put: the blocks of local `src` go to `pe`, block 0's
+    /// target at `offset` (see [`Blocks`]). Complete on return, or with
+    /// `nbi` by the next flush (a remote PE takes one transfer per block).
     ///
     /// # Safety
     /// `src` is valid for the block-strided reads (until the next flush
     /// with `nbi`); every block's target lies inside the symmetric segment
     /// `offset` is in.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn put_strided(
-        &self, call: &str, pe: usize, offset: usize, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize,
-        nblocks: usize, nbi: bool,
-    ) {
+    pub unsafe fn put_strided(&self, call: &str, pe: usize, offset: usize, src: *const u8, shape: Blocks, nbi: bool) {
         match self.local(pe, offset) {
             // SAFETY: the caller's contract; the target is mapped here.
-            Some(base) => unsafe { self.strided(call, base, dst, src, sst, elem, bsize, nblocks) },
+            Some(base) => unsafe { self.strided(call, base, src, shape) },
             None => {
-                for b in 0..nblocks as isize {
-                    let d = (offset as isize + b * dst * elem as isize) as usize;
-                    let s = src.wrapping_offset(b * sst * elem as isize);
+                for b in 0..shape.nblocks {
+                    let (d, s) = shape.offsets(b);
                     // SAFETY: the caller's contract, block by block.
-                    unsafe { self.remote_put(call, pe, d, s, bsize * elem, true) };
+                    unsafe {
+                        let (d, s) = ((offset as isize + d) as usize, src.wrapping_offset(s));
+                        self.remote_put(call, pe, d, s, shape.block_bytes(), true)
+                    };
                 }
                 if !nbi {
                     self.flush(call, Some(pe));
@@ -399,27 +395,25 @@ impl Router {
         }
     }
 
-    /// Block-strided get, the mirror of [`Router::put_strided`] (block `b`
-    /// from element `b * sst` counted from `offset` on `pe` to element
-    /// `b * dst` of local `dest`); complete on return.
+    /// Block-strided get, the mirror of [`Router::put_strided`]: the blocks
+    /// from `pe`, block 0's source at `offset`, go to local `dest`;
+    /// complete on return.
     ///
     /// # Safety
     /// `dest` is valid for the block-strided writes; every block's source
     /// lies inside the symmetric segment `offset` is in.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn get_strided(
-        &self, call: &str, pe: usize, offset: usize, sst: isize, dest: *mut u8, dst: isize, elem: usize, bsize: usize,
-        nblocks: usize,
-    ) {
+    pub unsafe fn get_strided(&self, call: &str, pe: usize, offset: usize, dest: *mut u8, shape: Blocks) {
         match self.local(pe, offset) {
             // SAFETY: the caller's contract; the source is mapped here.
-            Some(base) => unsafe { self.strided(call, dest, dst, base, sst, elem, bsize, nblocks) },
+            Some(base) => unsafe { self.strided(call, dest, base, shape) },
             None => {
-                for b in 0..nblocks as isize {
-                    let s = (offset as isize + b * sst * elem as isize) as usize;
-                    let d = dest.wrapping_offset(b * dst * elem as isize);
+                for b in 0..shape.nblocks {
+                    let (d, s) = shape.offsets(b);
                     // SAFETY: the caller's contract, block by block.
-                    unsafe { self.remote_get(call, pe, s, d, bsize * elem, true) };
+                    unsafe {
+                        let (s, d) = ((offset as isize + s) as usize, dest.wrapping_offset(d));
+                        self.remote_get(call, pe, s, d, shape.block_bytes(), true)
+                    };
                 }
                 self.flush(call, Some(pe));
             }
@@ -470,27 +464,22 @@ impl Router {
         self.device_mem(offset).is_none() && pes.all(|pe| self.local(pe, offset).is_some())
     }
 
-    /// Copies `nblocks` blocks of `bsize` elements of `elem` bytes between
-    /// local memory and a mapped symmetric range (an address from
-    /// [`Router::local`]): block `b` is at element `b * dst` of `dest` and
-    /// `b * sst` of `src`.
+    /// Copies the blocks of `shape` between local memory and a mapped
+    /// symmetric range (an address from [`Router::local`]).
     ///
     /// # Safety
     /// Every block of both sides is valid.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn strided(
-        &self, call: &str, dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize,
-        nblocks: usize,
-    ) {
+    unsafe fn strided(&self, call: &str, dest: *mut u8, src: *const u8, shape: Blocks) {
         match self.mem {
             // SAFETY: the caller's contract.
-            None => unsafe { strided_copy(dest, dst, src, sst, elem, bsize, nblocks) },
+            None => unsafe { strided_copy(dest, src, shape) },
             Some(m) => {
-                for b in 0..nblocks as isize {
-                    let d = dest.wrapping_offset(b * dst * elem as isize);
-                    let s = src.wrapping_offset(b * sst * elem as isize);
+                for b in 0..shape.nblocks {
+                    let (d, s) = shape.offsets(b);
                     // SAFETY: the caller's contract, block by block.
-                    unsafe { self.device_copy(call, m, d, s, bsize * elem) };
+                    unsafe {
+                        self.device_copy(call, m, dest.wrapping_offset(d), src.wrapping_offset(s), shape.block_bytes())
+                    };
                 }
             }
         }
@@ -542,44 +531,38 @@ impl Router {
 
     // ----- atomics ---------------------------------------------------------
 
-    /// An AMO on the naturally aligned `size`-byte value at `offset` on
-    /// `pe`; returns the old value (0 for `Set`). Local targets take one
+    /// `amo` on the naturally aligned value at `offset` on `pe`; returns
+    /// the old value (0 for `Set`). Local targets take one
     /// CPU atomic, sequentially consistent (ordered after this PE's earlier
     /// stores); remote ones wait for the answer.
     ///
     /// # Safety
-    /// `offset` is aligned to `size` and `offset + size` lies inside one
-    /// symmetric segment.
+    /// `offset` is aligned to `amo.size` and `offset + amo.size` lies
+    /// inside one symmetric segment.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn amo(
-        &self, call: &str, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64,
-    ) -> u64 {
+    pub unsafe fn amo(&self, call: &str, pe: usize, offset: usize, amo: Amo) -> u64 {
         if !self.amo_remote_all {
             if let Some(a) = self.local(pe, offset) {
                 if let Some(m) = self.device_mem(offset) {
                     // SAFETY: as below, on device memory.
-                    return unsafe { self.device_amo(call, m, a, size, op, operand, cond) };
+                    return unsafe { self.device_amo(call, m, a, amo) };
                 }
                 // SAFETY: aligned and inside a mapped segment (the caller);
                 // AMO targets are only accessed atomically.
-                return unsafe { atomic::apply(a, size, op, operand, cond) };
+                return unsafe { atomic::apply(a, amo.size, amo.op, amo.operand, amo.cond) };
             }
         }
-        self.remote_amo(call, pe, offset, size, op, operand, cond, false)
+        self.remote_amo(call, pe, offset, amo, false)
     }
 
     /// An AMO on device memory, with the device's atomics.
     ///
     /// # Safety
-    /// `a` is aligned device memory valid for `size` bytes.
+    /// `a` is aligned device memory valid for `amo.size` bytes.
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn device_amo(
-        &self, call: &str, m: &dyn DeviceMemory, a: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
-    ) -> u64 {
+    unsafe fn device_amo(&self, call: &str, m: &dyn DeviceMemory, a: *mut u8, amo: Amo) -> u64 {
         // SAFETY: the caller's contract.
-        unsafe { m.atomic(a, size, op, operand, cond) }.unwrap_or_else(|e| self.device_failed(call, e))
+        unsafe { m.atomic(a, amo) }.unwrap_or_else(|e| self.device_failed(call, e))
     }
 
     /// A non-fetching AMO: to a remote PE it is not waited for (it
@@ -589,19 +572,19 @@ impl Router {
     /// # Safety
     /// As [`Router::amo`].
     #[inline(always)]
-    pub unsafe fn amo_post(&self, call: &str, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64) {
+    pub unsafe fn amo_post(&self, call: &str, pe: usize, offset: usize, amo: Amo) {
         if !self.amo_remote_all {
             if let Some(a) = self.local(pe, offset) {
                 match self.device_mem(offset) {
                     // SAFETY: as in `amo`.
-                    Some(m) => unsafe { self.device_amo(call, m, a, size, op, operand, 0) },
+                    Some(m) => unsafe { self.device_amo(call, m, a, amo) },
                     // SAFETY: as in `amo`.
-                    None => unsafe { atomic::apply(a, size, op, operand, 0) },
+                    None => unsafe { atomic::apply(a, amo.size, amo.op, amo.operand, amo.cond) },
                 };
                 return;
             }
         }
-        self.remote_amo(call, pe, offset, size, op, operand, 0, true);
+        self.remote_amo(call, pe, offset, amo, true);
     }
 
     /// The signal of a `put_signal` to `pe`, after its data: local, one
@@ -616,7 +599,7 @@ impl Router {
             if let Some(a) = self.local(pe, offset) {
                 match self.device_mem(offset) {
                     // SAFETY: as in `amo` (the data's copies completed).
-                    Some(m) => unsafe { self.device_amo(call, m, a, 8, op, value, 0) },
+                    Some(m) => unsafe { self.device_amo(call, m, a, Amo::new(op, 8, value)) },
                     // SAFETY: as in `amo`.
                     None => unsafe { atomic::apply(a, 8, op, value, 0) },
                 };
@@ -624,16 +607,13 @@ impl Router {
             }
         }
         self.flush(call, Some(pe));
-        self.remote_amo(call, pe, offset, 8, op, value, 0, true);
+        self.remote_amo(call, pe, offset, Amo::new(op, 8, value), true);
     }
 
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn remote_amo(
-        &self, call: &str, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
-    ) -> u64 {
+    fn remote_amo(&self, call: &str, pe: usize, offset: usize, amo: Amo, nbi: bool) -> u64 {
         let (region, roff) = self.region_of(offset);
-        self.proxy(call, pe).amo(call, region, pe, roff, size, op, operand, cond, nbi)
+        self.proxy(call, pe).amo(call, region, pe, roff, amo, nbi)
     }
 
     // ----- control words ---------------------------------------------------
@@ -667,7 +647,7 @@ impl Router {
             word.store(v, Ordering::Release);
         } else {
             let off = self.ctrl_offset(word);
-            self.proxy(call, pe).amo(call, Region::Ctrl, pe, off, 8, AmoOp::Set, v, 0, true);
+            self.proxy(call, pe).amo(call, Region::Ctrl, pe, off, Amo::new(AmoOp::Set, 8, v), true);
         }
     }
 
@@ -697,17 +677,8 @@ impl Router {
         let call = "reporting an error";
         let a = word as *const std::sync::atomic::AtomicI32 as usize;
         debug_assert!(a >= self.ctrl_base && a + 4 <= self.ctrl_base + self.ctrl_size);
-        let old = self.proxy(call, 0).amo(
-            call,
-            Region::Ctrl,
-            0,
-            a - self.ctrl_base,
-            4,
-            AmoOp::CompareSwap,
-            me as u32 as u64,
-            0,
-            false,
-        );
+        let cas = Amo { op: AmoOp::CompareSwap, size: 4, operand: me as u32 as u64, cond: 0 };
+        let old = self.proxy(call, 0).amo(call, Region::Ctrl, 0, a - self.ctrl_base, cas, false);
         old == 0
     }
 
@@ -782,10 +753,10 @@ impl RegionAccess for HostRegion {
         unsafe { std::ptr::copy((self.base + offset) as *const u8, dst, len) }
     }
 
-    fn amo(&self, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64 {
+    fn amo(&self, offset: usize, amo: Amo) -> u64 {
         // SAFETY: the proxy checked that the value is aligned and inside
         // the region; symmetric words are accessed atomically.
-        unsafe { atomic::apply((self.base + offset) as *mut u8, size, op, operand, cond) }
+        unsafe { atomic::apply((self.base + offset) as *mut u8, amo.size, amo.op, amo.operand, amo.cond) }
     }
 
     fn staging(&self, len: usize) -> *mut u8 {
@@ -808,48 +779,41 @@ fn piece(buf: *mut u8, len: usize, k: usize) -> (*mut u8, usize) {
 /// Staging buffers not in use (addresses).
 static STAGES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
 
-/// Copies `nblocks` blocks of `bsize` elements of `elem` bytes; block `b`
-/// starts at element `b * sst` of `src` and `b * dst` of `dest`.
+/// Copies the blocks of `shape` from `src` to `dest`.
 ///
 /// # Safety
-/// Every block of both sides is valid for `bsize * elem` bytes (reads of
-/// `src`, writes of `dest`).
-unsafe fn strided_copy(
-    dest: *mut u8, dst: isize, src: *const u8, sst: isize, elem: usize, bsize: usize, nblocks: usize,
-) {
+/// Every block of both sides is valid for `shape.block_bytes()` bytes
+/// (reads of `src`, writes of `dest`).
+unsafe fn strided_copy(dest: *mut u8, src: *const u8, shape: Blocks) {
     #[inline(always)]
-    unsafe fn each<T: Copy>(dest: *mut u8, dst: isize, src: *const u8, sst: isize, bsize: usize, nblocks: usize) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let (d, s) = (dest as *mut T, src as *const T);
-            for b in 0..nblocks as isize {
-                let db = d.wrapping_offset(b * dst);
-                let sb = s.wrapping_offset(b * sst);
-                if bsize == 1 {
+    unsafe fn each<T: Copy>(dest: *mut u8, src: *const u8, shape: Blocks) {
+        let (d, s) = (dest as *mut T, src as *const T);
+        for b in 0..shape.nblocks as isize {
+            let db = d.wrapping_offset(b * shape.dst);
+            let sb = s.wrapping_offset(b * shape.sst);
+            // SAFETY: the caller's contract: every block of both sides is
+            // valid (unaligned: the element type only sets the width).
+            unsafe {
+                if shape.bsize == 1 {
                     db.write_unaligned(sb.read_unaligned());
                 } else {
-                    std::ptr::copy(sb, db, bsize);
+                    std::ptr::copy(sb, db, shape.bsize);
                 }
             }
         }
     }
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the caller's contract, for the width of `shape.elem`.
     unsafe {
-        match elem {
-            1 => each::<u8>(dest, dst, src, sst, bsize, nblocks),
-            2 => each::<u16>(dest, dst, src, sst, bsize, nblocks),
-            4 => each::<u32>(dest, dst, src, sst, bsize, nblocks),
-            8 => each::<u64>(dest, dst, src, sst, bsize, nblocks),
-            16 => each::<[u64; 2]>(dest, dst, src, sst, bsize, nblocks),
+        match shape.elem {
+            1 => each::<u8>(dest, src, shape),
+            2 => each::<u16>(dest, src, shape),
+            4 => each::<u32>(dest, src, shape),
+            8 => each::<u64>(dest, src, shape),
+            16 => each::<[u64; 2]>(dest, src, shape),
             _ => {
-                for b in 0..nblocks as isize {
-                    std::ptr::copy(
-                        src.wrapping_offset(b * sst * elem as isize),
-                        dest.wrapping_offset(b * dst * elem as isize),
-                        bsize * elem,
-                    );
+                for b in 0..shape.nblocks {
+                    let (d, s) = shape.offsets(b);
+                    std::ptr::copy(src.wrapping_offset(s), dest.wrapping_offset(d), shape.block_bytes());
                 }
             }
         }

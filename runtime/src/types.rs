@@ -1,6 +1,59 @@
-//! Plain types shared by the layers: atomic operations and team shapes.
+//! Plain types shared by the layers: the requests an operation passes down
+//! (an atomic on a word, a block-strided transfer) and team shapes.
 
 pub use ishmem_proxy_abi::AmoOp;
+
+/// One atomic operation on a naturally aligned word of `size` bytes (1, 2,
+/// 4 or 8), as it goes down the layers: the router, the remote seam, the
+/// device's atomics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Amo {
+    pub op: AmoOp,
+    pub size: usize,
+    /// The operand, in the word's low bits.
+    pub operand: u64,
+    /// The compare value of `CompareSwap` (ignored by the other ops).
+    pub cond: u64,
+}
+
+/// The shape of a block-strided transfer (`iput`, `ibget`, strided
+/// `alltoalls`): `nblocks` blocks of `bsize` elements of `elem` bytes;
+/// block `b` starts at element `b * dst` of the destination and element
+/// `b * sst` of the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    pub elem: usize,
+    pub bsize: usize,
+    pub nblocks: usize,
+    /// Destination stride, in elements.
+    pub dst: isize,
+    /// Source stride, in elements.
+    pub sst: isize,
+}
+
+impl Blocks {
+    /// Bytes of one block.
+    #[inline(always)]
+    pub fn block_bytes(&self) -> usize {
+        self.bsize * self.elem
+    }
+
+    /// Byte offsets of block `b` from the destination's and the source's
+    /// start.
+    #[inline(always)]
+    pub fn offsets(&self, b: usize) -> (isize, isize) {
+        let (b, elem) = (b as isize, self.elem as isize);
+        (b * self.dst * elem, b * self.sst * elem)
+    }
+}
+
+impl Amo {
+    /// `op` with `operand` on a `size`-byte word (no compare value).
+    #[inline(always)]
+    pub const fn new(op: AmoOp, size: usize, operand: u64) -> Amo {
+        Amo { op, size, operand, cond: 0 }
+    }
+}
 
 /// Predefined team handles (Intel SHMEM's values).
 pub const TEAM_WORLD: i32 = 0;

@@ -4,6 +4,7 @@ use crate::guard;
 pub use ishmem_runtime::collsig::RedOp;
 use ishmem_runtime::core::state;
 use ishmem_runtime::error::fatal;
+use ishmem_runtime::types::Blocks;
 use std::ffi::c_int;
 use std::mem::size_of;
 
@@ -146,7 +147,15 @@ pub unsafe fn ibput<T>(
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
     unsafe {
-        guard(call, || state(call).ibput(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), bsize, nblocks, pe))
+        guard(call, || {
+            state(call).ibput(
+                call,
+                dest.cast(),
+                src.cast(),
+                Blocks { elem: size_of::<T>(), bsize, nblocks, dst, sst },
+                pe,
+            )
+        })
     }
 }
 
@@ -158,7 +167,15 @@ pub unsafe fn ibget<T>(
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
     unsafe {
-        guard(call, || state(call).ibget(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), bsize, nblocks, pe))
+        guard(call, || {
+            state(call).ibget(
+                call,
+                dest.cast(),
+                src.cast(),
+                Blocks { elem: size_of::<T>(), bsize, nblocks, dst, sst },
+                pe,
+            )
+        })
     }
 }
 

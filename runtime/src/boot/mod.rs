@@ -235,10 +235,10 @@ impl RegionAccess for DeviceHeap {
         }
     }
 
-    fn amo(&self, offset: usize, size: usize, op: crate::types::AmoOp, operand: u64, cond: u64) -> u64 {
+    fn amo(&self, offset: usize, amo: crate::types::Amo) -> u64 {
         // SAFETY: the proxy checked that the value is aligned and inside the heap.
-        unsafe { self.mem.atomic((self.base + offset) as *mut u8, size, op, operand, cond) }
-            .unwrap_or_else(|e| self.failed("AMO", offset, size, e))
+        unsafe { self.mem.atomic((self.base + offset) as *mut u8, amo) }
+            .unwrap_or_else(|e| self.failed("AMO", offset, amo.size, e))
     }
 
     fn staging(&self, len: usize) -> *mut u8 {

@@ -30,7 +30,7 @@ use crate::dynlib::LoadError;
 use crate::env::{Config, DeviceKind};
 use crate::mem::HeapRegion;
 use crate::ring::{DecodeError, Request, Ring};
-use crate::types::AmoOp;
+use crate::types::Amo;
 use std::ffi::c_void;
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -378,14 +378,13 @@ pub trait DeviceMemory: Send + Sync {
     /// # Safety
     /// The range is valid device memory.
     unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError>;
-    /// `op` on the naturally aligned `size`-byte value at `addr` (device
-    /// memory), atomic with device code's system-scope atomics on it;
-    /// returns the old value (0 for `Set`).
+    /// `amo` on the naturally aligned value at `addr` (device memory),
+    /// atomic with device code's system-scope atomics on it; returns the
+    /// old value (0 for `Set`).
     ///
     /// # Safety
-    /// `addr` is aligned device memory valid for `size` bytes.
-    unsafe fn atomic(&self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64)
-        -> Result<u64, DeviceError>;
+    /// `addr` is aligned device memory valid for `amo.size` bytes.
+    unsafe fn atomic(&self, addr: *mut u8, amo: Amo) -> Result<u64, DeviceError>;
     /// True when `len` bytes at `p` are plain host memory, which a proxy
     /// may read and write itself; false for device memory (and when
     /// unsure: transfers are then staged through host memory).

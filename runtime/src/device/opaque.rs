@@ -20,7 +20,7 @@
 use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
 use crate::env::DeviceKind;
 use crate::mem::{self, HeapRegion, Release, HEAP_BASE_ALIGN};
-use crate::types::AmoOp;
+use crate::types::Amo;
 use ishmem_proxy_abi::atomic;
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
@@ -149,13 +149,11 @@ impl DeviceMemory for OpaqueDevice {
         Ok(())
     }
 
-    unsafe fn atomic(
-        &self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
-    ) -> Result<u64, DeviceError> {
+    unsafe fn atomic(&self, addr: *mut u8, amo: Amo) -> Result<u64, DeviceError> {
         self.make_started();
-        let a = self.at(addr as usize, size)?;
+        let a = self.at(addr as usize, amo.size)?;
         // SAFETY: the caller's contract (aligned, valid), moved to the alias.
-        Ok(unsafe { atomic::apply(a as *mut u8, size, op, operand, cond) })
+        Ok(unsafe { atomic::apply(a as *mut u8, amo.size, amo.op, amo.operand, amo.cond) })
     }
 
     /// Everything but the heaps (as CUDA's pointer query tells host

@@ -49,7 +49,7 @@ use crate::device_state::ishmemx_device_state_t;
 use crate::dynlib::{self, LoadError, Search};
 use crate::env::{Config, DeviceKind};
 use crate::mem::{HeapRegion, Release};
-use crate::types::AmoOp;
+use crate::types::Amo;
 use level_zero_sys::*;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -796,9 +796,8 @@ impl DeviceMemory for ZeDevice {
         })
     }
 
-    unsafe fn atomic(
-        &self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
-    ) -> Result<u64, DeviceError> {
+    unsafe fn atomic(&self, addr: *mut u8, amo: Amo) -> Result<u64, DeviceError> {
+        let Amo { op, size, operand, cond } = amo;
         let o = self.gpu()?;
         let l = self.l;
         self.with_lib(|lib| {

@@ -31,7 +31,7 @@ pub mod shmem;
 
 use crate::dynlib::LoadError;
 use crate::error::fatal;
-use crate::types::AmoOp;
+use crate::types::Amo;
 use std::ffi::c_int;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -125,9 +125,9 @@ pub trait RegionAccess: Send + Sync {
     /// # Safety
     /// `dst` is valid for `len` bytes; `offset + len` is inside the region.
     unsafe fn read(&self, offset: usize, dst: *mut u8, len: usize);
-    /// `op` on the naturally aligned `size`-byte value at `offset`, atomic
-    /// with the device's own atomics; returns the old value.
-    fn amo(&self, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64) -> u64;
+    /// `amo` on the naturally aligned value at `offset`, atomic with the
+    /// device's own atomics; returns the old value.
+    fn amo(&self, offset: usize, amo: Amo) -> u64;
     /// `len` bytes of host memory that `write` and `read` move fastest,
     /// kept for the life of the process (the proxy's staging buffer).
     fn staging(&self, len: usize) -> *mut u8;
@@ -182,14 +182,11 @@ pub trait RemoteOps: Send + Sync {
     unsafe fn get(
         &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
     ) -> Result<(), RemoteError>;
-    /// `op` on the naturally aligned `size`-byte value at `offset` in
-    /// `region` of `pe`; returns the old value (0 with `nbi`, which
-    /// completes by the next flush). AMOs from every PE to one location are
-    /// atomic with each other and with the node's load/store AMOs.
-    #[allow(clippy::too_many_arguments)]
-    fn amo(
-        &self, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
-    ) -> Result<u64, RemoteError>;
+    /// `amo` on the naturally aligned value at `offset` in `region` of
+    /// `pe`; returns the old value (0 with `nbi`, which completes by the
+    /// next flush). AMOs from every PE to one location are atomic with each
+    /// other and with the node's load/store AMOs.
+    fn amo(&self, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> Result<u64, RemoteError>;
     /// Completes every operation issued to `pe` (`None`: to every PE).
     fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError>;
     /// Serves other PEs' requests and lets the runtime below progress;
@@ -378,17 +375,13 @@ impl Remote {
 
     /// An AMO at `offset` of `region` on `pe`; with `nbi` the result is not
     /// waited for (0 is returned) and the operation completes by `flush`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn amo(
-        &self, call: &str, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64,
-        nbi: bool,
-    ) -> u64 {
+    pub fn amo(&self, call: &str, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> u64 {
         let _in = InCall::enter();
         self.check_thread(call);
         // The proxy waits for the answer (serving others meanwhile).
         let _w = (!nbi).then(crate::wait::Waiting::enter);
         self.ops
-            .amo(region, pe, offset, size, op, operand, cond, nbi)
+            .amo(region, pe, offset, amo, nbi)
             .unwrap_or_else(|e| self.failed(call, format_args!("atomic operation on PE {pe}"), e))
     }
 

@@ -12,7 +12,7 @@
 use super::{Region, RegionAccess, RemoteError, RemoteOps};
 use crate::dynlib::{Open, Search};
 use crate::env::{self, MpiFamily};
-use crate::types::AmoOp;
+use crate::types::{Amo, AmoOp};
 use ishmem_proxy_abi as abi;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::PathBuf;
@@ -469,9 +469,7 @@ impl RemoteOps for PluginRemote {
         })
     }
 
-    fn amo(
-        &self, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
-    ) -> Result<u64, RemoteError> {
+    fn amo(&self, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
         let mut old = 0u64;
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
         // SAFETY: the core checked offset and alignment; old is writable.
@@ -481,10 +479,10 @@ impl RemoteOps for PluginRemote {
                 region_id(region),
                 pe as u32,
                 offset,
-                size as u32,
-                op as u32,
-                operand,
-                cond,
+                amo.size as u32,
+                amo.op as u32,
+                amo.operand,
+                amo.cond,
                 &mut old,
                 flags,
             )
@@ -564,7 +562,7 @@ unsafe extern "C" fn target_amo(
             crate::error::fatal("ishmem proxy (serving an AMO)", format_args!("unknown AMO operation {op}"))
         };
         // SAFETY: as in target_write.
-        let v = unsafe { access(ctx) }.amo(offset, size as usize, op, operand, cond);
+        let v = unsafe { access(ctx) }.amo(offset, Amo { op, size: size as usize, operand, cond });
         if !old.is_null() {
             // SAFETY: the plugin passes a valid pointer or null.
             unsafe { *old = v };

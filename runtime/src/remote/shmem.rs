@@ -33,7 +33,7 @@
 
 use super::{Region, RegionAccess, RemoteError, RemoteOps, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
 use crate::dynlib::{Open, Search};
-use crate::types::AmoOp;
+use crate::types::{Amo, AmoOp};
 use ishmem_proxy_abi::atomic::narrow_by_word;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -436,9 +436,8 @@ impl RemoteOps for ShmemRemote {
         Ok(())
     }
 
-    fn amo(
-        &self, region: Region, pe: usize, offset: usize, size: usize, op: AmoOp, operand: u64, cond: u64, nbi: bool,
-    ) -> Result<u64, RemoteError> {
+    fn amo(&self, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
+        let Amo { op, size, operand, cond } = amo;
         let a = self.addr(region, offset, size)?;
         if !matches!(size, 1 | 2 | 4 | 8) || a % size != 0 {
             return Err(RemoteError::Unsupported(format!("AMO {op:?} on {size} bytes at {a:#x}")));

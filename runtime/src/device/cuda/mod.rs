@@ -37,7 +37,7 @@ use crate::ctrl::TEAM_SLOTS;
 use crate::device_state::ishmemx_device_state_t;
 use crate::env::{Config, DeviceKind};
 use crate::mem::{HeapRegion, Release, HEAP_BASE_ALIGN};
-use crate::types::AmoOp;
+use crate::types::{Amo, AmoOp};
 use driver::*;
 use std::ffi::{c_int, c_void, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -473,9 +473,8 @@ impl DeviceMemory for CudaDevice {
         self.on_stream("cuMemsetD8Async", |s| unsafe { (d.memset_d8_async)(dst as u64, 0, len, s) })
     }
 
-    unsafe fn atomic(
-        &self, addr: *mut u8, size: usize, op: AmoOp, operand: u64, cond: u64,
-    ) -> Result<u64, DeviceError> {
+    unsafe fn atomic(&self, addr: *mut u8, amo: Amo) -> Result<u64, DeviceError> {
+        let Amo { op, size, operand, cond } = amo;
         let o = self.gpu()?;
         let k = self.amo_kernel(o)?;
         let d = self.drv;
@@ -661,7 +660,7 @@ impl Device for CudaDevice {
         // nodes meets its first host AMO while kernels run, so launch it
         // once now (a fetch of this PE's first heap word).
         // SAFETY: an aligned word of this PE's heap.
-        unsafe { self.atomic(heap, 8, AmoOp::Fetch, 0, 0) }?;
+        unsafe { self.atomic(heap, Amo::new(AmoOp::Fetch, 8, 0)) }?;
         let mut registered = Vec::new();
         let ring_size = std::mem::size_of::<crate::ring::Ring>().next_multiple_of(crate::mem::page_size());
         registered.push(self.register(a.ring as *const _ as *mut u8, ring_size, "reverse-offload ring")?);
