@@ -239,11 +239,21 @@ fn devices_are_told_apart_by_kind() {
     for b in ["c", "rust"] {
         files(&root.join("../../bindings").join(b).join("src"), &mut all);
     }
+    let mut needles =
+        vec![".name()==".to_string(), ".name()!=".into(), "device_name()==".into(), "device_name()!=".into()];
+    // A match on the name, and a name literal on either side of a
+    // comparison.
+    needles.extend([".name(){".to_string(), "device_name(){".into()]);
+    for kind in ["cpu", "cuda", "opaque", "ze"] {
+        for op in ["==", "!="] {
+            needles.push(format!("{op}\"{kind}\""));
+            needles.push(format!("\"{kind}\"{op}"));
+        }
+    }
     let mut found = Vec::new();
     for f in &all {
         let text = code(f).replace(char::is_whitespace, "");
-        if ["name()==", "name()!=", "==\"cuda\"", "!=\"cuda\"", "==\"ze\"", "!=\"ze\""].iter().any(|n| text.contains(n))
-        {
+        if needles.iter().any(|n| text.contains(n.as_str())) {
             found.push(f.display().to_string());
         }
     }
@@ -254,7 +264,7 @@ fn devices_are_told_apart_by_kind() {
 fn foreign_libraries_load_through_one_loader() {
     // Every foreign library is opened by `dynlib::Search`, whose error
     // lists every candidate tried and why.
-    for needle in ["Library::new(", "Library::open("] {
+    for needle in ["Library::new(", "Library::open(", "dlopen("] {
         let found: Vec<String> = containing(needle).into_iter().filter(|f| f != "dynlib.rs").collect();
         assert!(found.is_empty(), "`{needle}` outside dynlib.rs: {found:?}");
     }

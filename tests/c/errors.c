@@ -206,11 +206,11 @@ int main(int argc, char **argv) {
             shmem_long_broadcast(SHMEM_TEAM_WORLD, big, x, 4, odd ? 1 : 0);
         } else if (!strcmp(mode, "mm_bcast_self_root") || !strcmp(mode, "mm_bcast_two_roots")) {
             /* Back-to-back small broadcasts whose members disagree on the
-             * root: every PE names itself, or the two halves name their
-             * first PE. No PE may return from one (each would hold
-             * different data, and pass it on). */
+             * root: every PE names itself, or the first half names PE 0
+             * and the others the last PE. No PE may return from one (each
+             * would hold different data, and pass it on). */
             for (int k = 0; k < 12; k++) {
-                int root = mode[9] == 's' ? me : (me < npes / 2 ? 0 : npes / 2);
+                int root = mode[9] == 's' ? me : (me < npes / 2 ? 0 : npes - 1);
                 shmem_long_broadcast(SHMEM_TEAM_WORLD, big, x, 4, root);
                 printf("PE %d returned from broadcast %d\n", me, k);
                 fflush(stdout);

@@ -46,9 +46,11 @@ rm -rf "$ISHMEM_DEVICE_CACHE"
 (run "device_host on 1 PE, no program cache" "device ok on 1 PEs" 300 \
     env ISHMEM_DEVICE_CACHE=0 "$ishmrun" -n 1 "$out/device_host" "$out/kernels.spv") &
 nocache=$!
+trap 'kill "$nocache" 2>/dev/null || true' EXIT # not left running if the run below fails
 run "device_host on 4 PEs, empty program cache" "device ok on 4 PEs" 300 \
     "$ishmrun" -n 4 "$out/device_host" "$out/kernels.spv"
 wait "$nocache" || fail "device_host on 1 PE, no program cache"
+trap - EXIT
 t_passed=$((t_passed + 1))
 [ "$(stat -c %a "$ISHMEM_DEVICE_CACHE")" = 700 ] || fail "the program cache is not private: $(stat -c %a "$ISHMEM_DEVICE_CACHE")"
 [ "$(ls "$ISHMEM_DEVICE_CACHE" | grep -c '\.bin$')" = 2 ] || fail "the program cache holds $(ls "$ISHMEM_DEVICE_CACHE"), expected two programs"

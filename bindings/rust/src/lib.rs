@@ -353,16 +353,18 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         v
     }
 
-    /// Element `index` of this PE's copy (a fresh load each call, so a loop
-    /// may wait on it; as [`SymmVec::read_local`] otherwise).
+    /// Element `index` of this PE's copy (as [`SymmVec::read_local`]: read
+    /// it after the synchronization that orders other PEs' writes). To wait
+    /// for a value other PEs write, use [`SymmVec::wait_until`] or
+    /// [`SymmVec::signal_wait_until`], which also make the library progress
+    /// remote writes; a loop over this call may never see them.
     pub fn read_local_at(&self, index: usize) -> T {
         let call = "ishmem::SymmVec::read_local_at";
         self.range(call, index, 1);
         self.host_view(call);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         // SAFETY: in bounds of our live allocation, in host memory; a
-        // volatile load of a `Symmetric` value, valid for any bits.
-        unsafe { self.ptr.as_ptr().add(index).read_volatile() }
+        // `Symmetric` value is valid for any bits.
+        unsafe { self.ptr.as_ptr().add(index).read() }
     }
 
     /// Copies elements `offset..offset + dst.len()` of this PE's copy into
@@ -374,7 +376,6 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
     fn read_local_into(&self, call: &str, offset: usize, dst: *mut T, n: usize) {
         self.range(call, offset, n);
         self.host_view(call);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         // SAFETY: bounds checked; host memory; `dst` is valid for `n`
         // elements and is not symmetric memory (a local slice or vector).
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), dst, n) }
@@ -388,7 +389,6 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         self.host_view(call);
         // SAFETY: bounds checked; host memory; `src` is a local slice.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len()) }
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
     }
 
     /// This PE's copy, borrowed without a copy.
