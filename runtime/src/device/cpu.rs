@@ -42,10 +42,10 @@ impl CpuDevice {
             return Ok(dev);
         }
         let a = *self.attached()?;
-        let dev: &'static ClDevice = Box::leak(Box::new(
-            ClDevice::open(self.device_lib.as_deref(), self.cache_dir.as_deref().map(std::path::Path::new))
-                .map_err(DeviceError::Unavailable)?,
-        ));
+        let dev: &'static ClDevice = Box::leak(Box::new(ClDevice::open(
+            self.device_lib.as_deref(),
+            self.cache_dir.as_deref().map(std::path::Path::new),
+        )?));
         *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
         *d = Some(dev);
         Ok(dev)
@@ -98,7 +98,7 @@ impl Device for CpuDevice {
 
     fn link_program(&self, il: &[u8]) -> Result<*mut c_void, DeviceError> {
         let d = self.cl()?;
-        d.link(il, self.attached()?.state as *const c_void).map_err(DeviceError::Runtime)
+        Ok(d.link(il, self.attached()?.state as *const c_void)?)
     }
 
     fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
@@ -117,11 +117,10 @@ impl Device for CpuDevice {
                 QueueArg::I32(v) => KernelArg::I32(v),
             })
             .collect();
-        d.enqueue(queue, kernel.name, &args, deps, self.attached()?.state as *const c_void)
-            .map_err(DeviceError::Runtime)
+        Ok(d.enqueue(queue, kernel.name, &args, deps, self.attached()?.state as *const c_void)?)
     }
 
     fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError> {
-        self.cl()?.wait(events).map_err(DeviceError::Runtime)
+        Ok(self.cl()?.wait(events)?)
     }
 }

@@ -47,6 +47,14 @@ pub enum DeviceError {
     Heap { what: String, source: std::io::Error },
     /// The device's runtime library could not be loaded: every path tried.
     Load(LoadError),
+    /// The OpenCL runtime of the CPU device failed.
+    OpenCl(opencl::ClError),
+}
+
+impl From<opencl::ClError> for DeviceError {
+    fn from(e: opencl::ClError) -> DeviceError {
+        DeviceError::OpenCl(e)
+    }
 }
 
 impl From<LoadError> for DeviceError {
@@ -61,6 +69,7 @@ impl fmt::Display for DeviceError {
             DeviceError::Unavailable(m) | DeviceError::Runtime(m) => f.write_str(m),
             DeviceError::Heap { what, source } => write!(f, "{what}: {source}"),
             DeviceError::Load(e) => e.fmt(f),
+            DeviceError::OpenCl(e) => e.fmt(f),
         }
     }
 }

@@ -10,6 +10,7 @@
 use super::program_cache::{Key, ProgramCache};
 use crate::dynlib::{symbol, LoadError, Open, Search};
 use std::ffi::{c_char, c_void, CString};
+use std::fmt;
 use std::path::Path;
 use std::ptr::null_mut;
 use std::sync::Mutex;
@@ -199,9 +200,50 @@ fn library_paths(explicit: Option<&str>) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// What failed in the OpenCL runtime (or in finding what it needs).
+#[derive(Debug)]
+pub enum ClError {
+    /// The ICD loader did not load: every path tried.
+    Load(LoadError),
+    /// The ICD loader found no platform.
+    NoPlatform,
+    /// None of the `platforms` has a CPU device.
+    NoCpuDevice { platforms: u32 },
+    /// The device library's SPIR-V was not found: each path and why.
+    NoLibrary { tried: Vec<String> },
+    /// An entry point (`call`, with what it worked on) returned `code`.
+    Call { call: String, code: i32 },
+    /// Compiling or linking (`what`) failed with `code`; the build log.
+    Build { what: String, code: i32, log: String },
+}
+
+impl fmt::Display for ClError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClError::Load(e) => e.fmt(f),
+            ClError::NoPlatform => f.write_str(
+                "no OpenCL platform is installed (the ICD loader found none; PyPI intel-opencl-rt provides a CPU one)",
+            ),
+            ClError::NoCpuDevice { platforms } => write!(
+                f,
+                "none of the {platforms} OpenCL platforms has a CPU device (the CPU device backend needs one that consumes SPIR-V, e.g. PyPI intel-opencl-rt)"
+            ),
+            ClError::NoLibrary { tried } => write!(
+                f,
+                "cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)",
+                tried.join("; ")
+            ),
+            ClError::Call { call, code } => write!(f, "{call} failed with OpenCL error {code}"),
+            ClError::Build { what, code, log } => write!(f, "{what} failed (OpenCL error {code}):\n{log}"),
+        }
+    }
+}
+
+impl std::error::Error for ClError {}
+
 /// The device library's SPIR-V, from the first of [`library_paths`] that
 /// reads; the error names every path tried.
-pub(super) fn read_library(explicit: Option<&str>) -> Result<Vec<u8>, String> {
+pub(super) fn read_library(explicit: Option<&str>) -> Result<Vec<u8>, ClError> {
     let mut tried = Vec::new();
     for p in library_paths(explicit) {
         match std::fs::read(&p) {
@@ -209,14 +251,14 @@ pub(super) fn read_library(explicit: Option<&str>) -> Result<Vec<u8>, String> {
             Err(e) => tried.push(format!("{}: {e}", p.display())),
         }
     }
-    Err(format!("cannot find the device library ishmem_device.spv; tried {} (set ISHMEM_DEVICE_LIB)", tried.join("; ")))
+    Err(ClError::NoLibrary { tried })
 }
 
-fn check(what: &str, err: i32) -> Result<(), String> {
-    if err == 0 {
+fn check(call: impl Into<String>, code: i32) -> Result<(), ClError> {
+    if code == 0 {
         Ok(())
     } else {
-        Err(format!("{what} failed with OpenCL error {err}"))
+        Err(ClError::Call { call: call.into(), code })
     }
 }
 
@@ -225,7 +267,7 @@ fn check(what: &str, err: i32) -> Result<(), String> {
 ///
 /// # Safety
 /// `cl` holds entry points of a loaded OpenCL library.
-unsafe fn first_cpu_device(cl: &Cl) -> Result<(Handle, Handle, u32), String> {
+unsafe fn first_cpu_device(cl: &Cl) -> Result<(Handle, Handle, u32), ClError> {
     let mut n = 0u32;
     // SAFETY: OpenCL calls with valid out-pointers (the caller's contract).
     unsafe {
@@ -239,23 +281,20 @@ unsafe fn first_cpu_device(cl: &Cl) -> Result<(Handle, Handle, u32), String> {
             }
         }
     }
-    Err(format!("none of the {n} OpenCL platforms has a CPU device (the CPU device backend needs one that consumes SPIR-V, e.g. PyPI intel-opencl-rt)"))
+    Err(ClError::NoCpuDevice { platforms: n })
 }
 
 /// Whether this machine has what the CPU device's kernels need: an OpenCL
 /// platform with a CPU device. `Ok` says how many platforms there are;
 /// `Err` says what is missing (for `ishmem-info`).
-pub fn probe_cpu_platform() -> Result<String, String> {
-    let cl = Cl::load().map_err(|e| e.to_string())?;
+pub fn probe_cpu_platform() -> Result<String, ClError> {
+    let cl = Cl::load().map_err(ClError::Load)?;
     let mut n = 0u32;
     // SAFETY: OpenCL calls with valid out-pointers on a loaded library.
     unsafe {
         // CL_PLATFORM_NOT_FOUND_KHR: the ICD loader found no platform.
         if (cl.get_platform_ids)(0, null_mut(), &mut n) == -1001 {
-            return Err(
-                "no OpenCL platform is installed (the ICD loader found none; PyPI intel-opencl-rt provides a CPU one)"
-                    .into(),
-            );
+            return Err(ClError::NoPlatform);
         }
         let (_, _, n) = first_cpu_device(&cl)?;
         Ok(format!("an OpenCL CPU device is present ({n} OpenCL platform(s))"))
@@ -265,8 +304,8 @@ pub fn probe_cpu_platform() -> Result<String, String> {
 impl ClDevice {
     /// Opens the first CPU device with the device library of `device_lib`
     /// (`ISHMEM_DEVICE_LIB`) and the program cache in `cache_dir`.
-    pub(super) fn open(device_lib: Option<&str>, cache_dir: Option<&Path>) -> Result<ClDevice, String> {
-        let cl = Cl::load().map_err(|e| e.to_string())?;
+    pub(super) fn open(device_lib: Option<&str>, cache_dir: Option<&Path>) -> Result<ClDevice, ClError> {
+        let cl = Cl::load().map_err(ClError::Load)?;
         let mut err = 0;
         // SAFETY: OpenCL calls with valid out-pointers throughout.
         unsafe {
@@ -312,7 +351,7 @@ impl ClDevice {
     }
 
     /// The device library, compiled on first use.
-    fn library(&self) -> Result<Handle, String> {
+    fn library(&self) -> Result<Handle, ClError> {
         let mut lib = self.library.lock().unwrap_or_else(|e| e.into_inner());
         if lib.is_null() {
             *lib = self.compile(&self.library_spirv, "the device library")?;
@@ -337,12 +376,12 @@ impl ClDevice {
         String::from_utf8_lossy(&buf[..len.min(buf.len())]).trim_end_matches('\0').trim().to_string()
     }
 
-    fn compile(&self, spirv: &[u8], what: &str) -> Result<Handle, String> {
+    fn compile(&self, spirv: &[u8], what: &str) -> Result<Handle, ClError> {
         let mut err = 0;
         // SAFETY: valid context, buffer and out-pointers.
         unsafe {
             let p = (self.cl.create_program_with_il)(self.context, spirv.as_ptr().cast(), spirv.len(), &mut err);
-            check(&format!("clCreateProgramWithIL of {what}"), err)?;
+            check(format!("clCreateProgramWithIL of {what}"), err)?;
             let opts = CString::new("").unwrap();
             let e = (self.cl.compile_program)(
                 p,
@@ -356,7 +395,7 @@ impl ClDevice {
                 null_mut(),
             );
             if e != 0 {
-                return Err(format!("compiling {what} failed (OpenCL error {e}):\n{}", self.log(p)));
+                return Err(ClError::Build { what: format!("compiling {what}"), code: e, log: self.log(p) });
             }
             Ok(p)
         }
@@ -364,7 +403,7 @@ impl ClDevice {
 
     /// Compiles a user program (SPIR-V), links it with the device library
     /// and installs this PE's device state in it. Returns the cl_program.
-    pub fn link(&self, spirv: &[u8], state: *const c_void) -> Result<Handle, String> {
+    pub fn link(&self, spirv: &[u8], state: *const c_void) -> Result<Handle, ClError> {
         let linked = self.cached(Some(spirv))?;
         self.install_state(linked, state)?;
         Ok(linked)
@@ -374,7 +413,7 @@ impl ClDevice {
     /// from the program cache when it holds the binary, else compiled,
     /// linked and stored there. PEs missing at once wait for the first to
     /// store it.
-    fn cached(&self, user: Option<&[u8]>) -> Result<Handle, String> {
+    fn cached(&self, user: Option<&[u8]>) -> Result<Handle, ClError> {
         let key = Key::of(&[&self.ident, user.unwrap_or(b"(library alone)"), &self.library_spirv]);
         let Some(cache) = &self.cache else { return self.compile_and_link(user) };
         if let Some(p) = cache.get(key).and_then(|b| self.load_binary(&b)) {
@@ -391,7 +430,7 @@ impl ClDevice {
         Ok(linked)
     }
 
-    fn compile_and_link(&self, user: Option<&[u8]>) -> Result<Handle, String> {
+    fn compile_and_link(&self, user: Option<&[u8]>) -> Result<Handle, ClError> {
         let library = self.library()?;
         match user {
             Some(spirv) => {
@@ -452,7 +491,7 @@ impl ClDevice {
     /// `deps`, with `args`; returns the event.
     pub fn enqueue(
         &self, queue: Handle, name: &str, args: &[KernelArg], deps: &[Handle], state: *const c_void,
-    ) -> Result<Handle, String> {
+    ) -> Result<Handle, ClError> {
         let mut prog = self.on_queue.lock().unwrap_or_else(|e| e.into_inner());
         if prog.is_null() {
             let p = self.cached(None)?;
@@ -465,7 +504,7 @@ impl ClDevice {
         // copied by clSetKernelArg).
         unsafe {
             let k = (self.cl.create_kernel)(*prog, cname.as_ptr(), &mut err);
-            check(&format!("clCreateKernel({name})"), err)?;
+            check(format!("clCreateKernel({name})"), err)?;
             for (i, arg) in args.iter().enumerate() {
                 let r = match arg {
                     KernelArg::Svm(p) => (self.cl.set_kernel_arg_svm_pointer)(k, i as u32, *p),
@@ -474,7 +513,7 @@ impl ClDevice {
                 };
                 if r != 0 {
                     (self.cl.release_kernel)(k);
-                    return Err(format!("clSetKernelArg {i} of {name} failed with OpenCL error {r}"));
+                    return Err(ClError::Call { call: format!("clSetKernelArg {i} of {name}"), code: r });
                 }
             }
             let one = 1usize;
@@ -491,13 +530,13 @@ impl ClDevice {
                 &mut ev,
             );
             (self.cl.release_kernel)(k);
-            check(&format!("enqueueing {name}"), r)?;
+            check(format!("enqueueing {name}"), r)?;
             Ok(ev)
         }
     }
 
     /// Waits until every event of `events` is complete, then releases them.
-    pub fn wait(&self, events: &[Handle]) -> Result<(), String> {
+    pub fn wait(&self, events: &[Handle]) -> Result<(), ClError> {
         if events.is_empty() {
             return Ok(());
         }
@@ -512,7 +551,7 @@ impl ClDevice {
         }
     }
 
-    fn link_programs(&self, progs: &[Handle]) -> Result<Handle, String> {
+    fn link_programs(&self, progs: &[Handle]) -> Result<Handle, ClError> {
         let mut err = 0;
         // SAFETY: valid objects and out-pointers.
         unsafe {
@@ -529,10 +568,11 @@ impl ClDevice {
                 &mut err,
             );
             if err != 0 || linked.is_null() {
-                return Err(format!(
-                    "linking with the device library failed (OpenCL error {err}):\n{}",
-                    self.log(progs[0])
-                ));
+                return Err(ClError::Build {
+                    what: "linking with the device library".into(),
+                    code: err,
+                    log: self.log(progs[0]),
+                });
             }
             Ok(linked)
         }
@@ -540,7 +580,7 @@ impl ClDevice {
 
     /// Runs the library's `ishmemi_install_state` in linked program `linked`
     /// with this PE's device state.
-    fn install_state(&self, linked: Handle, state: *const c_void) -> Result<(), String> {
+    fn install_state(&self, linked: Handle, state: *const c_void) -> Result<(), ClError> {
         let mut err = 0;
         // SAFETY: a valid linked program; the state outlives the program.
         unsafe {
@@ -568,7 +608,7 @@ impl ClDevice {
 }
 
 /// A string property of an OpenCL platform (`platform`) or device.
-fn info_string(cl: &Cl, obj: Handle, param: u32, platform: bool) -> Result<Vec<u8>, String> {
+fn info_string(cl: &Cl, obj: Handle, param: u32, platform: bool) -> Result<Vec<u8>, ClError> {
     let get = if platform { cl.get_platform_info } else { cl.get_device_info };
     let mut len = 0usize;
     // SAFETY: valid object; the first call asks for the size.

@@ -674,7 +674,7 @@ impl ZeDevice {
     /// Loads the device library module, registers the ring and the control
     /// segment, and installs the state.
     fn attach_library(&self, o: &Open, a: &Attach) -> Result<Library, String> {
-        let il = read_library(self.device_lib.as_deref())?;
+        let il = read_library(self.device_lib.as_deref()).map_err(|e| e.to_string())?;
         // SAFETY: the state lives as long as the running PE (Attach's contract).
         let st: ishmemx_device_state_t = unsafe { *a.state };
         let mut flags = "-ze-take-global-address -library-compilation".to_string();
