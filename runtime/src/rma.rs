@@ -155,16 +155,7 @@ impl State {
     /// # Safety
     /// `src` must be valid for the block-strided reads.
     pub unsafe fn ibput(&self, call: &str, dest: *mut u8, src: *const u8, shape: Blocks, pe: i32) {
-        let pe = self.check_pe(call, pe);
-        if shape.bsize == 0 || shape.nblocks == 0 {
-            return;
-        }
-        let (lo, span) = extent(call, "dest", shape.dst, shape);
-        let off = self.sym_offset(call, "dest", dest.wrapping_offset(lo), span);
-        let _ = extent(call, "source", shape.sst, shape);
-        self.check_local(call, "source", src);
-        // Block 0's offset (`lo` is the lowest block's, at or before it).
-        let first = (off as isize - lo) as usize;
+        let Some((pe, first)) = self.strided_target(call, pe, dest, src, shape, true) else { return };
         // SAFETY: the caller's contract for `src`; every block's target is
         // inside the checked symmetric range.
         unsafe { self.route.put_strided(call, pe, first, src, shape, false) }
@@ -175,19 +166,31 @@ impl State {
     /// # Safety
     /// `dest` must be valid for the block-strided writes.
     pub unsafe fn ibget(&self, call: &str, dest: *mut u8, src: *const u8, shape: Blocks, pe: i32) {
-        let pe = self.check_pe(call, pe);
-        if shape.bsize == 0 || shape.nblocks == 0 {
-            return;
-        }
-        let (lo, span) = extent(call, "source", shape.sst, shape);
-        let off = self.sym_offset(call, "source", src.wrapping_offset(lo), span);
-        let _ = extent(call, "dest", shape.dst, shape);
-        self.check_local(call, "dest", dest);
-        // Block 0's offset, as in `ibput`.
-        let first = (off as isize - lo) as usize;
+        let Some((pe, first)) = self.strided_target(call, pe, src, dest, shape, false) else { return };
         // SAFETY: the caller's contract for `dest`; every block's source is
         // inside the checked symmetric range.
         unsafe { self.route.get_strided(call, pe, first, dest, shape) }
+    }
+
+    /// The checks both block-strided directions make: `pe`, the extent of
+    /// each side (`sym`, the symmetric one: `dest` of a put, `source` of a
+    /// get), and the local side's pointer. `None` for an empty transfer,
+    /// else the PE and block 0's offset in the symmetric range.
+    fn strided_target(
+        &self, call: &str, pe: i32, sym: *const u8, local: *const u8, shape: Blocks, put: bool,
+    ) -> Option<(usize, usize)> {
+        let pe = self.check_pe(call, pe);
+        if shape.bsize == 0 || shape.nblocks == 0 {
+            return None;
+        }
+        let (dest, source) = (("dest", shape.dst), ("source", shape.sst));
+        let ((sym_name, sym_stride), (local_name, local_stride)) = if put { (dest, source) } else { (source, dest) };
+        let (lo, span) = extent(call, sym_name, sym_stride, shape);
+        let off = self.sym_offset(call, sym_name, sym.wrapping_offset(lo), span);
+        let _ = extent(call, local_name, local_stride, shape);
+        self.check_local(call, local_name, local);
+        // Block 0's offset (`lo` is the lowest block's, at or before it).
+        Some((pe, (off as isize - lo) as usize))
     }
 
     // ----- ordering and synchronization ------------------------------------

@@ -91,9 +91,8 @@ struct Lib {
 /// # Safety
 /// `T` is the function pointer type of the symbol's C declaration.
 unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { lib.get::<T>(name.as_bytes()).ok().map(|s| *s) }
+    // SAFETY: the caller's contract.
+    unsafe { crate::dynlib::symbol(lib, name) }.ok()
 }
 
 /// The 64-bit atomics of `l`: the OpenSHMEM 1.4 fixed-width names, then
