@@ -5,11 +5,13 @@
 // device operations mixed on one heap, device teams and collectives (every
 // reduction of every type, broadcast, fcollect, collect, alltoall, scans;
 // thread and block forms; the world and a split team), stream-ordered
-// routines against kernels on the same stream, and collective launch. Run on 2+ PEs by tests/cuda/run.sh;
+// routines against kernels on the same stream, the same captured into a
+// CUDA graph and replayed, and collective launch. Run on 2+ PEs by tests/cuda/run.sh;
 // with ISHMEM_DEVICE_RING_ALL=1 every device operation goes through the
 // reverse-offload ring (thousands of requests: the ring wraps around).
 //
-//   test_cuda MODE [small]   MODE: rma | amo | pingpong | fence | barrier | mixed | coll | stream | basic | all
+//   test_cuda MODE [small]   MODE: rma | amo | pingpong | fence | barrier | mixed | coll | stream | graph | basic | all
+// ("stream" includes the graph section.)
 #include <ishmem.h>
 #include <ishmemx.h>
 
@@ -18,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <unistd.h>
 
 static int me, npes;
 static int failures;
@@ -952,6 +956,116 @@ __global__ void coop_grid(unsigned *arrived, long *ctr) {
     }
 }
 
+// ----- stream-ordered routines captured into a CUDA graph --------------------
+
+// One replay's round number lives in device memory (a replay repeats the
+// captured arguments): g_next advances it, the fill and check kernels
+// derive each element from it.
+__global__ void g_next(long *it) { *it += 1; }
+__device__ long g_value(int pe, long it, size_t i) { return (long)pe * 1000000000L + it * 100000L + (long)(i % 99991); }
+__global__ void g_fill(long *p, int pe, const long *it, size_t n) {
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = g_value(pe, *it, i);
+}
+// Checks p[i] against the value of `pe` (or, with pe < 0, the sum over
+// every PE's value: the reduction) and counts the elements checked.
+__global__ void g_check(const long *p, int pe, int npes, const long *it, size_t n, unsigned long long *bad,
+                        unsigned long long *checked) {
+    unsigned long long seen = 0;
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        long want = 0;
+        if (pe >= 0) want = g_value(pe, *it, i);
+        else
+            for (int q = 0; q < npes; q++) want += g_value(q, *it, i);
+        if (p[i] != want) atomicAdd(bad, 1ull);
+        seen++;
+    }
+    if (seen) atomicAdd(checked, seen);
+}
+__global__ void g_reset(uint64_t *sig) { *sig = 0; }
+
+// Puts, a put with signal and its wait, a get, quiet, barriers, a
+// reduction, a broadcast and the program's own kernels, captured once from
+// a stream (global capture mode: the strictest, in which any other
+// thread's unsafe CUDA call would invalidate the capture, so the capture
+// is held open past a watchdog tick) and replayed `replays` times with
+// no host synchronization between; every replay's results are checked.
+static void test_graph() {
+    int right = (me + 1) % npes, left = (me + npes - 1) % npes;
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t most = (size_t)1 << 21; // 16 MiB of longs: past the copy-engine cutover
+    long *src = (long *)ishmem_malloc(most * sizeof(long)), *dst = (long *)ishmem_calloc(most, sizeof(long));
+    long *dst2 = (long *)ishmem_calloc(most, sizeof(long)), *red = (long *)ishmem_calloc(most, sizeof(long));
+    long *bc = (long *)ishmem_calloc(most, sizeof(long)), *back = (long *)ishmem_calloc(most, sizeof(long));
+    uint64_t *sig = (uint64_t *)ishmem_calloc(1, sizeof(uint64_t));
+    long *it;
+    unsigned long long *bad, *checked;
+    CK(cudaMalloc(&it, sizeof *it));
+    CK(cudaMalloc(&bad, sizeof *bad));
+    CK(cudaMalloc(&checked, sizeof *checked));
+    ishmem_barrier_all();
+    const size_t sizes[] = {1000, most};
+    for (size_t n : sizes) {
+        const int replays = n == most ? 20 : 1000;
+        CK(cudaMemset(it, 0, sizeof *it));
+        CK(cudaMemset(bad, 0, sizeof *bad));
+        CK(cudaMemset(checked, 0, sizeof *checked));
+        CK(cudaDeviceSynchronize());
+        ishmem_barrier_all();
+        const size_t bytes = n * sizeof(long);
+        cudaGraph_t g;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        g_next<<<1, 1, 0, s>>>(it);
+        g_fill<<<64, 256, 0, s>>>(src, me, it, n);
+        ishmemx_barrier_all_on_stream(s); // every source filled, the last replay's checks done
+        ishmemx_putmem_on_stream(dst, src, bytes, right, s);
+        ishmemx_putmem_signal_on_stream(dst2, src, bytes, sig, 1, ISHMEM_SIGNAL_SET, right, s);
+        ishmemx_signal_wait_until_on_stream(sig, ISHMEM_CMP_EQ, 1, s);
+        g_check<<<64, 256, 0, s>>>(dst2, left, npes, it, n, bad, checked);
+        g_reset<<<1, 1, 0, s>>>(sig); // before this replay's last barrier: the left PE signals again after it
+        ishmemx_getmem_on_stream(back, src, bytes, right, s);
+        ishmemx_quiet_on_stream(s);
+        g_check<<<64, 256, 0, s>>>(back, right, npes, it, n, bad, checked);
+        CHECK(ishmemx_long_sum_reduce_on_stream(ISHMEM_TEAM_WORLD, red, src, n, s) == 0, "sum_reduce_on_stream in a capture");
+        g_check<<<64, 256, 0, s>>>(red, -1, npes, it, n, bad, checked);
+        CHECK(ishmemx_long_broadcast_on_stream(ISHMEM_TEAM_WORLD, bc, src, n, 0, s) == 0, "broadcast_on_stream in a capture");
+        g_check<<<64, 256, 0, s>>>(bc, 0, npes, it, n, bad, checked);
+        ishmemx_barrier_all_on_stream(s); // every put complete
+        g_check<<<64, 256, 0, s>>>(dst, left, npes, it, n, bad, checked);
+        // The library's threads (ring server, watchdog) keep running while
+        // the capture is open; none of their calls may invalidate it.
+        usleep(300000);
+        cudaError_t e = cudaStreamEndCapture(s, &g);
+        CHECK(e == cudaSuccess, "capturing the stream routines (%zu elements) failed: %s", n, cudaGetErrorString(e));
+        if (e != cudaSuccess) break;
+        cudaGraphExec_t x;
+        CK(cudaGraphInstantiate(&x, g, 0));
+        for (int r = 0; r < replays; r++) CK(cudaGraphLaunch(x, s));
+        CK(cudaStreamSynchronize(s));
+        unsigned long long b = 0, c = 0;
+        CK(cudaMemcpy(&b, bad, sizeof b, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(&c, checked, sizeof c, cudaMemcpyDeviceToHost));
+        CHECK(b == 0, "graph of stream routines, %zu elements, %d replays: %llu elements wrong", n, replays, b);
+        CHECK(c == 5ull * n * replays, "graph of stream routines, %zu elements: %llu elements checked, want %llu", n, c,
+              5ull * n * replays);
+        CK(cudaGraphExecDestroy(x));
+        CK(cudaGraphDestroy(g));
+        ishmem_barrier_all();
+        if (me == 0) fprintf(stderr, "graph: %zu elements, %d replays done\n", n, replays);
+    }
+    CK(cudaFree(it));
+    CK(cudaFree(bad));
+    CK(cudaFree(checked));
+    CK(cudaStreamDestroy(s));
+    ishmem_free(sig);
+    ishmem_free(back);
+    ishmem_free(bc);
+    ishmem_free(red);
+    ishmem_free(dst2);
+    ishmem_free(dst);
+    ishmem_free(src);
+}
+
 static void test_collective_launch() {
     long *ctr = (long *)ishmem_calloc(1, sizeof(long));
     unsigned *arrived;
@@ -1003,9 +1117,11 @@ int main(int argc, char **argv) {
     if (all || !strcmp(mode, "barrier")) test_barrier();
     if (all || !strcmp(mode, "mixed")) test_mixed();
     if ((all && !basic) || !strcmp(mode, "coll")) test_coll();
+    if (!strcmp(mode, "graph")) test_graph();
     if ((all && !basic) || !strcmp(mode, "stream")) {
         test_stream();
         test_stream_coll();
+        test_graph();
         // With every operation through the ring, the host performs each
         // AMO on GPU memory as a one-thread kernel, which needs a free SM:
         // a collective launch of a grid that fills every SM and waits on

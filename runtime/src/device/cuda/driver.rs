@@ -47,6 +47,9 @@ pub const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 1;
 pub const CU_MEMHOSTREGISTER_DEVICEMAP: c_uint = 2;
 
 pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
+/// `CUstreamCaptureMode`: this thread's calls are not restricted by other
+/// threads' stream captures.
+pub const CU_STREAM_CAPTURE_MODE_RELAXED: c_uint = 2;
 
 /// `CUmemLocation`.
 #[repr(C)]
@@ -137,6 +140,7 @@ pub struct Driver {
     pub stream_synchronize: unsafe extern "C" fn(CUstream) -> CUresult,
     pub stream_query: unsafe extern "C" fn(CUstream) -> CUresult,
     pub ctx_synchronize: unsafe extern "C" fn() -> CUresult,
+    pub thread_exchange_stream_capture_mode: unsafe extern "C" fn(*mut c_uint) -> CUresult,
     pub mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult,
     pub stream_destroy: unsafe extern "C" fn(CUstream) -> CUresult,
     pub module_load_data: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult,
@@ -225,6 +229,7 @@ impl Driver {
             stream_synchronize: sym!("cuStreamSynchronize"),
             stream_query: sym!("cuStreamQuery"),
             ctx_synchronize: sym!("cuCtxSynchronize"),
+            thread_exchange_stream_capture_mode: sym!("cuThreadExchangeStreamCaptureMode"),
             mem_get_info: sym!("cuMemGetInfo_v2"),
             stream_destroy: sym!("cuStreamDestroy_v2"),
             module_load_data: sym!("cuModuleLoadData"),

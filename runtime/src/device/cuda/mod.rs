@@ -141,6 +141,27 @@ fn warn_if_lazy(drv: &Driver) {
     ));
 }
 
+/// The library's own threads (named `ishmem-*`: the ring server, the
+/// progress thread, the watchdog and its probe) call CUDA while the program
+/// may be capturing one of its streams into a graph. In CUDA's default
+/// capture mode (global) a capture anywhere in the process forbids every
+/// other thread's potentially unsafe calls (a stream query or synchronize,
+/// an allocation): such a call fails and invalidates the program's capture.
+/// These threads never use the program's streams, so each one switches
+/// itself to relaxed mode at its first CUDA use; a program's own threads
+/// keep the mode they chose.
+fn relax_library_thread(drv: &Driver) {
+    thread_local!(static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    if DONE.with(|d| d.replace(true)) {
+        return;
+    }
+    if std::thread::current().name().is_some_and(|n| n.starts_with("ishmem-")) {
+        let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: sets this thread's capture mode; the old one comes back in `mode`.
+        unsafe { (drv.thread_exchange_stream_capture_mode)(&mut mode) };
+    }
+}
+
 fn unavailable(msg: String) -> DeviceError {
     DeviceError::Unavailable(msg)
 }
@@ -196,6 +217,7 @@ impl CudaDevice {
         let o = self.open.get().ok_or_else(|| DeviceError::Runtime("the CUDA device is not open yet".into()))?;
         // SAFETY: the primary context is retained for the life of the process.
         self.err(self.drv.check("cuCtxSetCurrent", unsafe { (self.drv.ctx_set_current)(o.ctx) }))?;
+        relax_library_thread(self.drv);
         Ok(o)
     }
 
@@ -775,6 +797,7 @@ impl Device for CudaDevice {
         let spawned = std::thread::Builder::new().name("ishmem-cudasync".into()).spawn(move || {
             // SAFETY: the primary context, retained for the life of the
             // process; a synchronize has no effect on the work it waits for.
+            relax_library_thread(drv);
             let r = unsafe {
                 (drv.ctx_set_current)(ctx as CUcontext);
                 (drv.ctx_synchronize)()
