@@ -97,9 +97,9 @@ ISHMEMI_INLINE void ishmemi_store_relaxed64(void *p, long v) {
 
 /* The reverse-offload ring (core.h): relaxed system-scope accesses to the
  * ring in host memory (volatile: relaxed at system scope in PTX's model),
- * completions polled as one 16-byte load, tickets claimed by one lane for
- * its warp's active lanes (a GPU-memory atomic), the host's `published`
- * count a non-returning add. */
+ * completions polled as one 16-byte load, tickets claimed one per
+ * work-item (a GPU-memory atomic), the host's `published` count a
+ * non-returning add. */
 #define ISHMEMI_HAVE_RING_PRIMS 1
 ISHMEMI_INLINE ulong ishmemi_ring_rd64(void *p) {
     ulong v;
@@ -117,18 +117,19 @@ ISHMEMI_INLINE void ishmemi_ring_rd2(void *p, ulong *a, ulong *b) {
     *a = x;
     *b = y;
 }
+/* One ticket per work-item: a GPU-memory atomic, and a non-returning add
+ * to the host's `published`. A claim by one lane for its warp's active
+ * lanes (__activemask, the leader's atomic, a shuffle; cooperative groups'
+ * coalesced_threads() does the same) lost tickets under a full ring: on 2
+ * H200s (2026-11-27) every run of 200 storms of 32 x 1024 x 4 no-op
+ * requests stopped within its first storm, the server waiting on a slot
+ * whose message never came (the drain's report: served 365862, the slot
+ * holding the previous lap's sequence), while one ticket per lane passed
+ * every run. */
 ISHMEMI_INLINE ulong ishmemi_ring_claim(void *tickets, void *published) {
-    unsigned mask = __activemask();
-    int lane = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
-    int leader = __ffs(mask) - 1, n = __popc(mask), rank = __popc(mask & ((1u << lane) - 1));
-    ulong base = 0;
-    if (lane == leader) {
-        base = cuda::atomic_ref<ulong, cuda::thread_scope_device>(*(ulong *)tickets)
-                   .fetch_add((ulong)n, cuda::memory_order_relaxed);
-        asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(published), "l"((ulong)n) : "memory");
-    }
-    base = __shfl_sync(mask, base, leader);
-    return base + (ulong)rank;
+    ulong t = cuda::atomic_ref<ulong, cuda::thread_scope_device>(*(ulong *)tickets).fetch_add(1, cuda::memory_order_relaxed);
+    asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(published), "l"((ulong)1) : "memory");
+    return t;
 }
 
 /* AMO opcodes: generated from the runtime's AmoOp (device_codes.h). */

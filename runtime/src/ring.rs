@@ -6,9 +6,10 @@
 //!
 //! * **Tickets.** A device work-item claims ticket `t` with one relaxed
 //!   atomic on a counter in the memory the device reaches fastest (quiet
-//!   word 0: GPU memory on GPUs); on CUDA one lane claims for every active
-//!   lane of its warp. The claimer also adds the count to `published` in
-//!   the ring (a non-returning add) for the host's [`drain`].
+//!   word 0: GPU memory on GPUs), one ticket per work-item (a claim by
+//!   one lane for its warp lost tickets on H200s: target_cuda.h says how
+//!   it was seen). The claimer also adds one to `published` in the ring (a
+//!   non-returning add) for the host's [`drain`].
 //! * **Flow control, off the critical path.** Slot `t % RING_SLOTS` is free
 //!   once ticket `t - RING_SLOTS` is acked (served, and its completion
 //!   read). The server counts the tickets *retired* so (contiguously, half
@@ -24,6 +25,9 @@
 //!   agrees with the fields it read; until then some stores are still in
 //!   flight and it reads again. A message whose check never agrees (a
 //!   torn or corrupt message) is reported after a second, never executed.
+//!   A request the device claimed (`published` is past it) whose message
+//!   has not come in [`LOST_LIMIT`] is reported as lost and ends the job:
+//!   its waiters, and every request after it, could never be served.
 //!   Requests whose data the host reads from device memory (puts from
 //!   global memory) and team-sync flag stores are preceded by one release
 //!   fence; the rest carry everything in the message.
@@ -277,9 +281,27 @@ pub fn drain(ring: &Ring) {
     if ring.completed.load(Ordering::Acquire) >= posted || ON_SERVER_THREAD.with(|c| c.get()) {
         return;
     }
-    let what = || format!("the device's requests (waits for the proxy thread to serve up to request {posted})");
+    // What the report says when this wait never ends: how far the server
+    // is, and what the slot of the next request holds (a message that
+    // never came, one of another lap, or one whose check does not agree).
+    let what = || {
+        let done = ring.completed.load(Ordering::Acquire);
+        let m = &ring.msgs[(done % RING_SLOTS as u64) as usize];
+        format!(
+            "the device's requests (waits for the proxy thread to serve up to request {posted}; it has served \
+             {done}, and the slot of request {done} holds sequence {} (the request's is {}))",
+            m.sequence.load(Ordering::Acquire),
+            done + 1
+        )
+    };
     crate::wait::wait_until(&what, || ring.completed.load(Ordering::Acquire) >= posted);
 }
+
+/// How long the server waits for the message of a request the device has
+/// claimed (its `published` count is past it) before reporting it lost. A
+/// sender writes its message right after its claim, waiting at most for
+/// its slot's previous lap, which was served before this request's turn.
+pub const LOST_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a ring message asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -333,6 +355,14 @@ pub enum DecodeError {
     Torn {
         ticket: u64,
     },
+    /// Requests past `ticket` were claimed (the device's `published`
+    /// count), but `ticket`'s message never came: its slot still holds
+    /// `found` (the sequence of an earlier lap, or 0).
+    Lost {
+        ticket: u64,
+        claimed: u64,
+        found: u64,
+    },
 }
 
 impl std::fmt::Display for DecodeError {
@@ -345,6 +375,12 @@ impl std::fmt::Display for DecodeError {
             DecodeError::Torn { ticket } => write!(
                 f,
                 "device request {ticket}: its check word did not agree with its fields within a second (torn or corrupt ring message; not executed)"
+            ),
+            DecodeError::Lost { ticket, claimed, found } => write!(
+                f,
+                "device request {ticket} was claimed ({claimed} requests claimed so far) but its message never came within {} s: its ring slot still holds sequence {found}, not {} (a lost ring request: a fault of the device library; the kernels waiting for it cannot go on)",
+                LOST_LIMIT.as_secs(),
+                ticket + 1
             ),
         }
     }

@@ -54,7 +54,9 @@ impl RingHandler for State {
                 }
                 RingOp::CtrlGet => self.device_ctrl_get(pe, r.source as usize),
                 RingOp::Error => self.device_error(r.value, r.cond as u32, r.dest, pe),
-                RingOp::Nop => 0,
+                // A round trip that performs nothing and echoes its value
+                // (benchmarks; tests check each answer is their own).
+                RingOp::Nop => r.value,
                 RingOp::Quiet => {
                     // On this thread the ring's own drain is skipped: every
                     // earlier request has been served (tickets in order).

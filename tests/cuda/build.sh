@@ -24,7 +24,8 @@ cudalib="$(dirname "$(command -v "$nvcc")")/../lib"
 "$nvcc" -rdc=true -dlto -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/bench_vs.cu" -I "$root/bindings/c/include" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/bench_vs"
 # The reverse-offload ring's test, benchmark and floor probe.
-"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/ring_test.cu" -I "$root/bindings/c/include" \
+"$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 "$root/tests/cuda/ring_test.cu" "$root/tests/cuda/ring_bench_nop.cu" \
+    -I "$root/bindings/c/include" -I "$root/device-lib/src" \
     -L "$out" -lishmem_device -L "$lib" -lishmem -L "$cudalib" -o "$out/ring_test"
 "$nvcc" -rdc=true -arch=sm_90 -std=c++17 -O2 -DRING_NOP "$root/tests/cuda/ring_bench.cu" "$root/tests/cuda/ring_bench_nop.cu" \
     -I "$root/bindings/c/include" -I "$root/device-lib/src" \

@@ -11,7 +11,14 @@
 //       64 bytes from a local array then a get of them back, a put from
 //       global memory, a fetch_add, a nbi put then quiet; every value read
 //       back exactly; concurrently with the host's own atomics on the same
-//       counters.
+//       counters;
+//   ring_test full BLOCKS THREADS ITERS [REPS]   REPS kernels (default 20)
+//       in which every thread sends ITERS no-op requests carrying a value
+//       unique to it and checks the host's echo (ring_bench_nop.cu): with
+//       more threads than the ring's 4096 slots the ring is full, every
+//       sender waits for its slot (back-pressure), and a request lost, run
+//       twice or answered with another's completion shows as a hang (the
+//       harness's limit, or the drain's report at the end) or a wrong echo.
 #include <ishmem.h>
 #include <ishmemx.h>
 
@@ -34,6 +41,16 @@ __global__ void storm(long *ctr, int iters) {
     int n = ishmem_n_pes();
     for (int i = 0; i < iters; i++)
         for (int pe = 0; pe < n; pe++) ishmem_long_atomic_add(ctr, 1, pe);
+}
+
+__device__ long ring_echo(int peer, long value); // ring_bench_nop.cu
+
+__global__ void full(int iters, int rep, unsigned long long *bad) {
+    long g = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int i = 0; i < iters; i++) {
+        long v = (long)rep << 40 ^ g << 8 ^ (long)i;
+        if (ring_echo(1 % ishmem_n_pes(), v) != v) atomicAdd(bad, 1ull);
+    }
 }
 
 // The value thread `g` of PE `me` writes in round `k`.
@@ -81,7 +98,7 @@ __global__ void mixed(long *words, unsigned char *bytes, unsigned char *glob, lo
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: ring_test storm|mixed BLOCKS THREADS ITERS\n");
+        fprintf(stderr, "usage: ring_test storm|mixed|full BLOCKS THREADS ITERS [REPS]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -98,6 +115,22 @@ int main(int argc, char **argv) {
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
         want = (long)npes * blocks * threads * iters;
+    } else if (!strcmp(mode, "full")) {
+        int reps = argc > 5 ? atoi(argv[5]) : 20;
+        unsigned long long *bad;
+        CK(cudaMallocManaged(&bad, 8));
+        *bad = 0;
+        for (int r = 0; r < reps; r++) {
+            full<<<blocks, threads>>>(iters, r, bad);
+            CK(cudaGetLastError());
+            CK(cudaDeviceSynchronize());
+        }
+        if (*bad) {
+            fprintf(stderr, "PE %d: full: %llu answers were not the request's own\n", me, *bad);
+            failed = 1;
+        }
+        CK(cudaFree(bad));
+        want = 0;
     } else {
         long G = (long)blocks * threads;
         long *words = (long *)ishmem_calloc(npes * G, sizeof(long));
@@ -132,7 +165,7 @@ int main(int argc, char **argv) {
     long got = ishmem_long_atomic_fetch(ctr, me);
     // mixed: every PE's adds spread evenly over the PEs when iters is a
     // multiple of npes (each thread targets me+1, me+2, ... in turn).
-    if (strcmp(mode, "storm") && iters % npes) want = got;
+    if (!strcmp(mode, "mixed") && iters % npes) want = got;
     if (got != want) {
         fprintf(stderr, "PE %d: %s: counter %ld, want %ld\n", me, mode, got, want);
         failed = 1;

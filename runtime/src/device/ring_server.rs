@@ -4,7 +4,7 @@
 //! slot's completion, bumps `completed` and retires acked slots.
 
 use super::RingHandler;
-use crate::ring::{cpl_check, DecodeError, Ring, RING_SLOTS};
+use crate::ring::{cpl_check, DecodeError, Ring, LOST_LIMIT, RING_SLOTS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,6 +45,13 @@ fn slot(t: u64) -> usize {
     (t % RING_SLOTS as u64) as usize
 }
 
+/// How long a claimed request's message may be missing before it is
+/// reported lost (`ring::LOST_LIMIT`; shorter in this module's tests).
+#[cfg(not(test))]
+const LOST_AFTER: Duration = LOST_LIMIT;
+#[cfg(test)]
+const LOST_AFTER: Duration = Duration::from_millis(300);
+
 /// Tickets served before the server looks at their acks again.
 const RETIRE_BATCH: u64 = 64;
 
@@ -74,12 +81,27 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
     let mut retired: u64 = 0;
     let mut idle: u32 = 0;
     let mut torn_since: Option<Instant> = None;
+    let mut missing_since: Option<Instant> = None;
     loop {
         let msg = &ring.msgs[slot(next)];
-        if msg.sequence.load(Ordering::Acquire) != next + 1 {
+        let found = msg.sequence.load(Ordering::Acquire);
+        if found != next + 1 {
             retire(ring, &mut retired, next);
             if stop.load(Ordering::Acquire) {
                 return;
+            }
+            // A request claimed but not written yet: normal for a moment,
+            // a lost request when it lasts (looked at every 1024 polls).
+            if idle % 1024 == 1023 {
+                let claimed = ring.published.load(Ordering::Acquire);
+                if claimed > next {
+                    let since = *missing_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > LOST_AFTER {
+                        handler.corrupt(DecodeError::Lost { ticket: next, claimed, found });
+                    }
+                } else {
+                    missing_since = None;
+                }
             }
             // Spin (without giving the core away) for about a millisecond:
             // device work-items usually spin on their completions, and a
@@ -106,6 +128,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             continue;
         }
         torn_since = None;
+        missing_since = None;
         idle = 0;
         let req = match raw.decode() {
             Ok(r) => r,
@@ -214,6 +237,22 @@ mod tests {
             assert_eq!(r.value, t as u64);
             assert_eq!(r.op, if t % 2 == 0 { RingOp::Nop } else { RingOp::G });
         }
+    }
+
+    #[test]
+    fn a_claimed_request_whose_message_never_comes_is_reported() {
+        let ring = new_ring();
+        let (h, _stop, thread) = start(ring);
+        // Ticket 0 is claimed and never written; ticket 1 is.
+        ring.published.fetch_add(2, Ordering::Release);
+        ring.msgs[1].write(&RawMsg { op: RING_NOP, value: 1, pe: 1, ..Default::default() }, 1);
+        let t0 = Instant::now();
+        let e = thread.join().expect_err("the server must report the lost request");
+        let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("device request 0 was claimed (2 requests claimed so far)"), "{msg}");
+        assert!(msg.contains("still holds sequence 0, not 1"), "{msg}");
+        assert!(t0.elapsed() >= LOST_AFTER);
+        assert!(h.0.lock().unwrap().is_empty(), "a later request was served before a lost one");
     }
 
     #[test]

@@ -795,9 +795,9 @@ impl Device for CudaDevice {
         drop(p);
         let (drv, ctx, probe) = (self.drv, o.ctx as usize, std::sync::Arc::clone(&self.probe));
         let spawned = std::thread::Builder::new().name("ishmem-cudasync".into()).spawn(move || {
+            relax_library_thread(drv);
             // SAFETY: the primary context, retained for the life of the
             // process; a synchronize has no effect on the work it waits for.
-            relax_library_thread(drv);
             let r = unsafe {
                 (drv.ctx_set_current)(ctx as CUcontext);
                 (drv.ctx_synchronize)()
