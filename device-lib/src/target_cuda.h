@@ -81,15 +81,33 @@ ISHMEMI_INLINE void ishmemi_own_store2(void *p, ulong a, ulong b) {
  * (single-copy atomic), read back by polling 8-byte loads; no fence. */
 ISHMEMI_INLINE void ishmemi_ll_store(void *p, ulong v) { *(volatile ulong *)p = v; }
 ISHMEMI_INLINE ulong ishmemi_ll_load(const void *p) { return *(const volatile ulong *)p; }
+/* The one-way system-scope fences (PTX ISA 8.6, CUDA 12.8, sm_90 on):
+ * libcu++ spells an acquire or release fence as the two-way
+ * fence.acq_rel.sys, whose acquire half also invalidates this SM's L1.
+ * On an H200 pair (tests/cuda/fence_probe.cu) a release before a flag costs
+ * about what a release store of the flag does, about half the two-way
+ * fence. Older builds and GPUs keep the two-way fence. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+#define ISHMEMI_ONEWAY_FENCES 1
+#endif
 /* After a relaxed poll saw a flag: what its writer released is visible. */
 ISHMEMI_INLINE void ishmemi_fence_acquire(void) {
+#ifdef ISHMEMI_ONEWAY_FENCES
+    asm volatile("fence.acquire.sys;" ::: "memory");
+#else
     cuda::atomic_thread_fence(cuda::memory_order_acquire, ISHMEMI_SYS);
+#endif
 }
-/* Before relaxed flag stores: what this thread stored before is visible
- * to whoever acquires one of them (one system-scope fence for any number
- * of flags; a system-scope fence costs about 1.7 us on an H100 pair). */
+/* Before relaxed flag stores: what this thread stored before (and what
+ * the stores it is ordered after by a block barrier) is visible to whoever
+ * acquires one of them (one system-scope fence for any number of flags). */
 ISHMEMI_INLINE void ishmemi_fence_release(void) {
+#ifdef ISHMEMI_ONEWAY_FENCES
+    asm volatile("fence.release.sys;" ::: "memory");
+#else
     cuda::atomic_thread_fence(cuda::memory_order_release, ISHMEMI_SYS);
+#endif
 }
 ISHMEMI_INLINE void ishmemi_store_relaxed64(void *p, long v) {
     ishmemi_ref<long>(*(long *)p).store(v, cuda::memory_order_relaxed);

@@ -14,19 +14,51 @@
 // Variants (the ordering before the flag store, and after the flag is
 // seen): relaxed (none), gpu-scope fences, a system-scope acq_rel fence, a
 // system-scope sequentially consistent fence (__threadfence_system), and a
-// release store / acquire load of the flag itself at system scope. A
+// release store / acquire load of the flag itself at system scope, and the
+// one-way system-scope fences (fence.release.sys before the flag,
+// fence.acquire.sys after it: PTX ISA 8.6, sm_90). A
 // count of stale reads above 0 shows an order that does not hold; 0 does
 // not prove one that does.
 #include <cuda/atomic>
 
 #include "check.h"
 
-enum { RELAXED, FENCE_GPU_ACQREL, FENCE_GPU_SC, FENCE_SYS_ACQREL, FENCE_SYS_SC, STORE_SYS_RELEASE, VARIANTS };
-static const char *names[] = {"relaxed (no fence)",      "fence.acq_rel.gpu",       "fence.sc.gpu (__threadfence)",
-                              "fence.acq_rel.sys",       "fence.sc.sys (__threadfence_system)",
-                              "st.release.sys / ld.acquire.sys on the flag"};
+enum {
+    RELAXED,
+    FENCE_GPU_ACQREL,
+    FENCE_GPU_SC,
+    FENCE_SYS_ACQREL,
+    FENCE_SYS_SC,
+    STORE_SYS_RELEASE,
+    FENCE_SYS_ONEWAY,
+    FENCE_SYS_RELEASE_LD_ACQUIRE,
+    VARIANTS
+};
+static const char *names[] = {"relaxed (no fence)",
+                              "fence.acq_rel.gpu",
+                              "fence.sc.gpu (__threadfence)",
+                              "fence.acq_rel.sys",
+                              "fence.sc.sys (__threadfence_system)",
+                              "st.release.sys / ld.acquire.sys on the flag",
+                              "fence.release.sys / fence.acquire.sys",
+                              "fence.release.sys / ld.acquire.sys on the flag"};
+
+// The one-way fences exist from PTX ISA 8.6 (CUDA 12.8) on sm_90; older
+// builds fall back to the two-way fence (the variant's row then says so).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+#define ONEWAY 1
+__device__ __forceinline__ void fence_release_sys() { asm volatile("fence.release.sys;" ::: "memory"); }
+__device__ __forceinline__ void fence_acquire_sys() { asm volatile("fence.acquire.sys;" ::: "memory"); }
+#else
+#define ONEWAY 0
+__device__ __forceinline__ void fence_release_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+__device__ __forceinline__ void fence_acquire_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+#endif
 
 using sys_ref = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+
+__global__ void oneway_built(int *o) { *o = ONEWAY; }
 
 __device__ __forceinline__ void order_before(int v) {
     switch (v) {
@@ -34,6 +66,8 @@ __device__ __forceinline__ void order_before(int v) {
     case FENCE_GPU_SC: __threadfence(); break;
     case FENCE_SYS_ACQREL: cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system); break;
     case FENCE_SYS_SC: __threadfence_system(); break;
+    case FENCE_SYS_ONEWAY:
+    case FENCE_SYS_RELEASE_LD_ACQUIRE: fence_release_sys(); break;
     default: break;
     }
 }
@@ -44,6 +78,7 @@ __device__ __forceinline__ void order_after(int v) {
     case FENCE_GPU_SC: __threadfence(); break;
     case FENCE_SYS_ACQREL: cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system); break;
     case FENCE_SYS_SC: __threadfence_system(); break;
+    case FENCE_SYS_ONEWAY: fence_acquire_sys(); break;
     default: break;
     }
 }
@@ -54,7 +89,7 @@ __device__ __forceinline__ void flag_store(unsigned long long *f, unsigned long 
 }
 
 __device__ __forceinline__ void flag_wait(unsigned long long *f, unsigned long long x, int v) {
-    if (v == STORE_SYS_RELEASE)
+    if (v == STORE_SYS_RELEASE || v == FENCE_SYS_RELEASE_LD_ACQUIRE)
         while (sys_ref(*f).load(cuda::memory_order_acquire) != x) {
         }
     else
@@ -109,6 +144,12 @@ int main(int argc, char **argv) {
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     printf("# %s x2, %d iterations per variant; half round trip = one order + flag + wait\n", p.name, iters);
+    int *oneway;
+    CK(cudaMallocManaged(&oneway, sizeof(int)));
+    oneway_built<<<1, 1>>>(oneway);
+    CK(cudaDeviceSynchronize());
+    printf("# one-way fences (fence.release.sys, fence.acquire.sys): %s\n",
+           *oneway ? "built" : "not in this build (the two-way fence instead)");
     printf("variant,half_round_trip_us,stale_reads\n");
     for (int round = 0; round < 2; round++) {
         for (int v = 0; v < VARIANTS; v++) {
