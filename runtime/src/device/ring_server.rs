@@ -4,7 +4,7 @@
 //! slot's completion, bumps `completed` and retires acked slots.
 
 use super::RingHandler;
-use crate::ring::{cpl_check, DecodeError, Ring, LOST_LIMIT, RING_SLOTS};
+use crate::ring::{cpl_check, DecodeError, Ring, RING_SLOTS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ fn slot(t: u64) -> usize {
 /// How long a claimed request's message may be missing before it is
 /// reported lost (`ring::LOST_LIMIT`; shorter in this module's tests).
 #[cfg(not(test))]
-const LOST_AFTER: Duration = LOST_LIMIT;
+const LOST_AFTER: Duration = crate::ring::LOST_LIMIT;
 #[cfg(test)]
 const LOST_AFTER: Duration = Duration::from_millis(300);
 
