@@ -97,11 +97,7 @@ ISHMEMI_API void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISH
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
     if (get_local_linear_id() == 0) {
         if (ishmemi_is_local(pe)) {
-            /* The group's stores, ordered by the barrier before: a target's
-             * own signal op is a release (CUDA); otherwise a fence first. */
-#ifndef ISHMEMI_HAVE_SIGNAL_OP
-            ishmemi_fence_all();
-#endif
+            ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
             ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
         } else
             ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
@@ -247,11 +243,7 @@ ISHMEMI_API void ishmemx_putmem_signal_sub_group(ISHMEMI_GLOBAL void *dest, ISHM
     ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);
     if (get_sub_group_local_id() == 0) {
         if (ishmemi_is_local(pe)) {
-            /* The group's stores, ordered by the barrier before: a target's
-             * own signal op is a release (CUDA); otherwise a fence first. */
-#ifndef ISHMEMI_HAVE_SIGNAL_OP
-            ishmemi_fence_all();
-#endif
+            ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
             ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
         } else
             ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);

@@ -1015,9 +1015,7 @@ ISHMEMI_INLINE void ishmemi_wg_sync_team(int team) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (get_local_linear_id() == 0) {
         ishmemi_ring_quiet();
-        /* The group's stores, ordered by the barrier before, released to
-         * whoever acquires the sync's flags. */
-        ishmemi_fence_release();
+        ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
         if (ishmemi_sync_in_heap())
             ishmemi_sync_team_fenced(team);
         else
@@ -1052,7 +1050,7 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *des
                 ishmemi_wg_put_bytes(dest, src, n, ishmemi_member(t, (root + k) % t->size), 0);
             if (get_local_linear_id() == 0) {
                 ishmemi_ring_quiet();
-                ishmemi_fence_release(); /* the group's stores, ordered by the barrier in the put */
+                ishmemi_fence_all(); /* the group's stores, ordered by the barrier in the put */
                 ishmemi_signal_members(team, t);
             }
         } else if (get_local_linear_id() == 0) {

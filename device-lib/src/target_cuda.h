@@ -81,33 +81,21 @@ ISHMEMI_INLINE void ishmemi_own_store2(void *p, ulong a, ulong b) {
  * (single-copy atomic), read back by polling 8-byte loads; no fence. */
 ISHMEMI_INLINE void ishmemi_ll_store(void *p, ulong v) { *(volatile ulong *)p = v; }
 ISHMEMI_INLINE ulong ishmemi_ll_load(const void *p) { return *(const volatile ulong *)p; }
-/* The one-way system-scope fences (PTX ISA 8.6, CUDA 12.8, sm_90 on):
- * libcu++ spells an acquire or release fence as the two-way
- * fence.acq_rel.sys, whose acquire half also invalidates this SM's L1.
- * On an H200 pair (tests/cuda/fence_probe.cu) a release before a flag costs
- * about what a release store of the flag does, about half the two-way
- * fence. Older builds and GPUs keep the two-way fence. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && \
-    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
-#define ISHMEMI_ONEWAY_FENCES 1
-#endif
 /* After a relaxed poll saw a flag: what its writer released is visible. */
 ISHMEMI_INLINE void ishmemi_fence_acquire(void) {
-#ifdef ISHMEMI_ONEWAY_FENCES
-    asm volatile("fence.acquire.sys;" ::: "memory");
-#else
     cuda::atomic_thread_fence(cuda::memory_order_acquire, ISHMEMI_SYS);
-#endif
 }
-/* Before relaxed flag stores: what this thread stored before (and what
- * the stores it is ordered after by a block barrier) is visible to whoever
- * acquires one of them (one system-scope fence for any number of flags). */
+/* Before relaxed flag stores: what this thread stored before is visible
+ * to whoever acquires one of them (one system-scope fence for any number
+ * of flags; a system-scope fence costs about 1.7 us on an H100 pair).
+ * libcu++ emits the two-way fence.acq_rel.sys for it, and its acquire half
+ * is needed: a blocking copy-engine put reads the host's completion with a
+ * relaxed load, and this fence is what makes the copy's data part of the
+ * release. The one-way fence.release.sys (PTX ISA 8.6, sm_90) costs 0.6 us
+ * less (tests/cuda/fence_probe.cu) but needs an acquire after each
+ * copy-engine completion first (docs/performance.md, team_sync). */
 ISHMEMI_INLINE void ishmemi_fence_release(void) {
-#ifdef ISHMEMI_ONEWAY_FENCES
-    asm volatile("fence.release.sys;" ::: "memory");
-#else
     cuda::atomic_thread_fence(cuda::memory_order_release, ISHMEMI_SYS);
-#endif
 }
 ISHMEMI_INLINE void ishmemi_store_relaxed64(void *p, long v) {
     ishmemi_ref<long>(*(long *)p).store(v, cuda::memory_order_relaxed);
@@ -138,7 +126,8 @@ ISHMEMI_INLINE void ishmemi_ring_rd2(void *p, ulong *a, ulong *b) {
 /* One ticket per work-item: a GPU-memory atomic, and a non-returning add
  * to the host's `published`. A claim by one lane for its warp's active
  * lanes (__activemask, the leader's atomic, a shuffle; cooperative groups'
- * coalesced_threads() does the same) lost tickets under a full ring: on 2
+ * coalesced_threads() does the same) left claimed tickets without their
+ * messages under a full ring, for reasons not understood: on 2
  * H200s (2026-11-27) every run of 200 storms of 32 x 1024 x 4 no-op
  * requests stopped within its first storm, the server waiting on a slot
  * whose message never came (the drain's report: served 365862, the slot
