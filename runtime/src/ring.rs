@@ -6,9 +6,10 @@
 //!
 //! * **Tickets.** A device work-item claims ticket `t` with one relaxed
 //!   atomic on a counter in the memory the device reaches fastest (quiet
-//!   word 0: GPU memory on GPUs), one ticket per work-item (a claim by
-//!   one lane for its warp lost tickets on H200s: target_cuda.h says how
-//!   it was seen). The claimer also adds one to `published` in the ring (a
+//!   word 0: GPU memory on GPUs), one ticket per work-item (with a claim
+//!   by one lane for its warp, claimed tickets' messages never came on
+//!   H200s, for reasons not understood: target_cuda.h says how it was
+//!   seen). The claimer also adds one to `published` in the ring (a
 //!   non-returning add) for the host's [`drain`].
 //! * **Flow control, off the critical path.** Slot `t % RING_SLOTS` is free
 //!   once ticket `t - RING_SLOTS` is acked (served, and its completion
@@ -26,8 +27,9 @@
 //!   flight and it reads again. A message whose check never agrees (a
 //!   torn or corrupt message) is reported after a second, never executed.
 //!   A request the device claimed (`published` is past it) whose message
-//!   has not come in [`LOST_LIMIT`] is reported as lost and ends the job:
-//!   its waiters, and every request after it, could never be served.
+//!   has not come in [`LOST_LIMIT`] (or the deadlock timeout, if longer;
+//!   not at all when that is 0) is reported as lost and ends the job: its
+//!   waiters, and every request after it, could never be served.
 //!   Requests whose data the host reads from device memory (puts from
 //!   global memory) and team-sync flag stores are preceded by one release
 //!   fence; the rest carry everything in the message.
@@ -128,7 +130,8 @@ pub const RING_G: u32 = 5;
 /// Put of up to 8 bytes carried in the message (`value` = the bits, `cond`
 /// = the size).
 pub const RING_P: u32 = 6;
-/// Nothing to perform: a round trip (benchmarks of the ring itself).
+/// Nothing to perform: a round trip that echoes `value` (benchmarks and
+/// tests of the ring itself).
 pub const RING_NOP: u32 = 10;
 /// The host's quiet, after every earlier request: what the proxy posted
 /// for them to PEs of other nodes (puts to served regions and windows,
@@ -297,10 +300,12 @@ pub fn drain(ring: &Ring) {
     crate::wait::wait_until(&what, || ring.completed.load(Ordering::Acquire) >= posted);
 }
 
-/// How long the server waits for the message of a request the device has
-/// claimed (its `published` count is past it) before reporting it lost. A
+/// The least time the server waits for the message of a request the
+/// device has claimed (its `published` count is past it) before reporting
+/// it lost (the deadlock timeout, when longer; never when that is 0). A
 /// sender writes its message right after its claim, waiting at most for
-/// its slot's previous lap, which was served before this request's turn.
+/// its slot's previous lap to be acked: a request served before this one's
+/// turn, whose waiter acks as soon as it reads its completion.
 pub const LOST_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a ring message asks for.
@@ -362,6 +367,7 @@ pub enum DecodeError {
         ticket: u64,
         claimed: u64,
         found: u64,
+        after: std::time::Duration,
     },
 }
 
@@ -376,10 +382,10 @@ impl std::fmt::Display for DecodeError {
                 f,
                 "device request {ticket}: its check word did not agree with its fields within a second (torn or corrupt ring message; not executed)"
             ),
-            DecodeError::Lost { ticket, claimed, found } => write!(
+            DecodeError::Lost { ticket, claimed, found, after } => write!(
                 f,
-                "device request {ticket} was claimed ({claimed} requests claimed so far) but its message never came within {} s: its ring slot still holds sequence {found}, not {} (a lost ring request: a fault of the device library; the kernels waiting for it cannot go on)",
-                LOST_LIMIT.as_secs(),
+                "device request {ticket} was claimed ({claimed} requests claimed so far) but its message never came within {} s: its ring slot still holds sequence {found}, not {} (a lost ring request, or a sender stopped, e.g. by a debugger: the kernels waiting for it cannot go on; ISHMEM_DEADLOCK_TIMEOUT sets how long this waits, 0 turns it off)",
+                after.as_secs_f64(),
                 ticket + 1
             ),
         }

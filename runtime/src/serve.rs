@@ -70,6 +70,16 @@ impl RingHandler for State {
     fn corrupt(&self, e: DecodeError) -> ! {
         fatal(CALL, format_args!("{e}"))
     }
+
+    /// As long as the deadlock check waits (at least `ring::LOST_LIMIT`),
+    /// and never when it is off (`ISHMEM_DEADLOCK_TIMEOUT=0`, e.g. while
+    /// a debugger holds the kernels).
+    fn lost_after(&self) -> Option<std::time::Duration> {
+        match self.config.deadlock_timeout {
+            0 => None,
+            s => Some(crate::ring::LOST_LIMIT.max(std::time::Duration::from_secs(s))),
+        }
+    }
 }
 
 impl State {

@@ -17,8 +17,9 @@
 //       unique to it and checks the host's echo (ring_bench_nop.cu): with
 //       more threads than the ring's 4096 slots the ring is full, every
 //       sender waits for its slot (back-pressure), and a request lost, run
-//       twice or answered with another's completion shows as a hang (the
-//       harness's limit, or the drain's report at the end) or a wrong echo.
+//       twice or answered with another's completion shows as the proxy's
+//       lost-request report (or a hang to the harness's limit) or a wrong
+//       echo.
 #include <ishmem.h>
 #include <ishmemx.h>
 
@@ -48,7 +49,7 @@ __device__ long ring_echo(int peer, long value); // ring_bench_nop.cu
 __global__ void full(int iters, int rep, unsigned long long *bad) {
     long g = (long)blockIdx.x * blockDim.x + threadIdx.x;
     for (int i = 0; i < iters; i++) {
-        long v = (long)rep << 40 ^ g << 8 ^ (long)i;
+        long v = (long)rep << 48 | g << 20 | (long)(i & 0xfffff); // unique while g < 2^28, i < 2^20
         if (ring_echo(1 % ishmem_n_pes(), v) != v) atomicAdd(bad, 1ull);
     }
 }

@@ -329,8 +329,14 @@ pub struct QueueColl {
 pub trait RingHandler: Send + Sync {
     /// Performs one request; returns the completion value.
     fn serve(&self, req: &Request) -> u64;
-    /// A message that does not decode: ends the job with the message.
+    /// A message that does not decode, or a request lost: ends the job
+    /// with the message.
     fn corrupt(&self, e: DecodeError) -> !;
+    /// How long a request the device claimed may go without its message
+    /// before it is reported lost ([`DecodeError::Lost`]); `None`: never.
+    fn lost_after(&self) -> Option<std::time::Duration> {
+        Some(crate::ring::LOST_LIMIT)
+    }
 }
 
 /// What a device needs of the running PE.

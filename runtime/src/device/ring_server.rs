@@ -45,13 +45,6 @@ fn slot(t: u64) -> usize {
     (t % RING_SLOTS as u64) as usize
 }
 
-/// How long a claimed request's message may be missing before it is
-/// reported lost (`ring::LOST_LIMIT`; shorter in this module's tests).
-#[cfg(not(test))]
-const LOST_AFTER: Duration = crate::ring::LOST_LIMIT;
-#[cfg(test)]
-const LOST_AFTER: Duration = Duration::from_millis(300);
-
 /// Tickets served before the server looks at their acks again.
 const RETIRE_BATCH: u64 = 64;
 
@@ -82,6 +75,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
     let mut idle: u32 = 0;
     let mut torn_since: Option<Instant> = None;
     let mut missing_since: Option<Instant> = None;
+    let lost_after = handler.lost_after();
     loop {
         let msg = &ring.msgs[slot(next)];
         let found = msg.sequence.load(Ordering::Acquire);
@@ -92,12 +86,12 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             }
             // A request claimed but not written yet: normal for a moment,
             // a lost request when it lasts (looked at every 1024 polls).
-            if idle % 1024 == 1023 {
+            if let Some(limit) = lost_after.filter(|_| idle % 1024 == 1023) {
                 let claimed = ring.published.load(Ordering::Acquire);
                 if claimed > next {
                     let since = *missing_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > LOST_AFTER {
-                        handler.corrupt(DecodeError::Lost { ticket: next, claimed, found });
+                    if since.elapsed() > limit {
+                        handler.corrupt(DecodeError::Lost { ticket: next, claimed, found, after: limit });
                     }
                 } else {
                     missing_since = None;
@@ -157,6 +151,9 @@ mod tests {
     /// a corrupt message panics the server thread with its description.
     struct Echo(Mutex<Vec<Request>>);
 
+    /// How long the tests' server waits for a claimed request's message.
+    const LOST_AFTER: Duration = Duration::from_millis(300);
+
     impl RingHandler for Echo {
         fn serve(&self, r: &Request) -> u64 {
             self.0.lock().unwrap().push(*r);
@@ -164,6 +161,9 @@ mod tests {
         }
         fn corrupt(&self, e: DecodeError) -> ! {
             panic!("{e}")
+        }
+        fn lost_after(&self) -> Option<Duration> {
+            Some(LOST_AFTER)
         }
     }
 
@@ -249,7 +249,12 @@ mod tests {
         let t0 = Instant::now();
         let e = thread.join().expect_err("the server must report the lost request");
         let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
-        assert!(msg.contains("device request 0 was claimed (2 requests claimed so far)"), "{msg}");
+        assert!(
+            msg.contains(
+                "device request 0 was claimed (2 requests claimed so far) but its message never came within 0.3 s"
+            ),
+            "{msg}"
+        );
         assert!(msg.contains("still holds sequence 0, not 1"), "{msg}");
         assert!(t0.elapsed() >= LOST_AFTER);
         assert!(h.0.lock().unwrap().is_empty(), "a later request was served before a lost one");

@@ -47,6 +47,9 @@ pub const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 1;
 pub const CU_MEMHOSTREGISTER_DEVICEMAP: c_uint = 2;
 
 pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
+/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` .. `CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`:
+/// a call refused because of a stream capture (not a failed context).
+pub const CUDA_ERROR_STREAM_CAPTURE: std::ops::RangeInclusive<CUresult> = 900..=908;
 /// `CUstreamCaptureMode`: this thread's calls are not restricted by other
 /// threads' stream captures.
 pub const CU_STREAM_CAPTURE_MODE_RELAXED: c_uint = 2;

@@ -147,9 +147,13 @@ fn warn_if_lazy(drv: &Driver) {
 /// capture mode (global) a capture anywhere in the process forbids every
 /// other thread's potentially unsafe calls (a stream query or synchronize,
 /// an allocation): such a call fails and invalidates the program's capture.
-/// These threads never use the program's streams, so each one switches
+/// These threads work on the library's own stream, so each one switches
 /// itself to relaxed mode at its first CUDA use; a program's own threads
-/// keep the mode they chose.
+/// keep the mode they chose. (The idle probe's `cuCtxSynchronize` waits on
+/// every stream, a capturing one too, and invalidates a capture in any
+/// mode; it runs only while a thread of this PE has waited in the library
+/// for a second: docs/device.md says so.) The exchange fails only where
+/// the driver has no capture, so its result is not needed.
 fn relax_library_thread(drv: &Driver) {
     thread_local!(static DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
     if DONE.with(|d| d.replace(true)) {
@@ -772,6 +776,9 @@ impl Device for CudaDevice {
         // SAFETY: our stream, alive while the device is open.
         match unsafe { (self.drv.stream_query)(*stream) } {
             CUDA_SUCCESS | CUDA_ERROR_NOT_READY => Ok(()),
+            // Refused because of a capture the program has open: not a
+            // failed context (and not sticky: the next tick asks again).
+            r if CUDA_ERROR_STREAM_CAPTURE.contains(&r) => Ok(()),
             r => Err(DeviceError::Runtime(format!(
                 "the CUDA context of GPU {} ({}) failed: {}",
                 o.ordinal,
