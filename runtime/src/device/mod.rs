@@ -334,9 +334,7 @@ pub trait RingHandler: Send + Sync {
     fn corrupt(&self, e: DecodeError) -> !;
     /// How long a request the device claimed may go without its message
     /// before it is reported lost ([`DecodeError::Lost`]); `None`: never.
-    fn lost_after(&self) -> Option<std::time::Duration> {
-        Some(crate::ring::LOST_LIMIT)
-    }
+    fn lost_after(&self) -> Option<std::time::Duration>;
 }
 
 /// What a device needs of the running PE.
