@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU test suite (tests/cuda/test_cuda.cu) on the GPUs of this machine:
-# 2 PEs, one GPU each when there are two or more, 2 PEs sharing GPU 0
-# (under MPS where the machine has it), and 4 PEs on two GPUs (under MPS);
+# 2 PEs, one GPU each when there are two or more, 4 PEs on four GPUs when
+# there are four, 2 PEs sharing GPU 0 (under MPS where the machine has it),
+# and 4 PEs on two GPUs (under MPS);
 # each with load/store to peers and with every device operation through the
 # reverse-offload ring (ISHMEM_DEVICE_RING_ALL=1).
 #
@@ -62,6 +63,9 @@ trap 'if [ -n "$mps" ]; then stop_mps; rm -rf "$mps"; fi' EXIT
 for ring in 0 1; do
     if [ "$ngpu" -ge 2 ]; then
         run "2 PEs on 2 GPUs, ring-all $ring" full ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0,1
+    fi
+    if [ "$ngpu" -ge 4 ]; then
+        pes=4 run "4 PEs on 4 GPUs, ring-all $ring" full ISHMEM_DEVICE_RING_ALL=$ring CUDA_VISIBLE_DEVICES=0,1,2,3
     fi
 done
 if start_mps 0; then
