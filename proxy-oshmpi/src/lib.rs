@@ -14,6 +14,14 @@
 //!   (`ISHMEM_PROXY_PUT_COPY`); quiet is `MPI_Win_flush` of every (window,
 //!   target) pair written since the last quiet, and a flush for one PE
 //!   (before a signal, a ctrl store) flushes only that target.
+//! * Strided puts and gets (`iput`, `ibget`, ...), never one call per
+//!   block: Open MPI's `osc/rdma` turns a vector datatype into one
+//!   transfer per block (about 3 us each on one node). A put of small
+//!   blocks is packed into requests on the AM communicator that the
+//!   target unpacks (posted, completed by quiet's flush markers); a get of
+//!   small blocks close together is one contiguous get of their span,
+//!   copied out here. Larger blocks: one `MPI_Put`/`MPI_Get` with an
+//!   `hvector` datatype on each side.
 //! * AMOs: active messages on a second duplicate communicator. The target
 //!   applies the operation with the same CPU atomics that PEs on its node
 //!   use through shared memory, so AMOs from the node (load/store) and from
@@ -83,6 +91,20 @@ const OP_PUT: u32 = 0xFFFF_0001;
 /// `Request::op` of a get from a served region: `operand` bytes at
 /// `offset`, sent back in `TAG_GET_DATA + slot` messages.
 const OP_GET: u32 = 0xFFFF_0002;
+/// `Request::op` of a strided put of small blocks, packed in the request:
+/// `operand` blocks of `size` bytes, the first at `offset`, the next ones
+/// `cond` (an `i64`) bytes apart. Posted like a served put.
+const OP_PUT_STRIDED: u32 = 0xFFFF_0003;
+/// Strided puts of blocks under [`SPAN_BLOCK`] bytes and at most this many
+/// bytes in all travel packed in requests ([`OP_PUT_STRIDED`]).
+const PACKED_MAX: usize = 1 << 20;
+
+/// Strided gets of blocks under this many bytes, whose span is at most
+/// [`SPAN_FACTOR`] times their bytes and [`SPAN_MAX`], move as one
+/// contiguous get of the span (see `Plugin::rma_strided`).
+const SPAN_BLOCK: usize = 512;
+const SPAN_FACTOR: usize = 8;
+const SPAN_MAX: usize = 8 << 20;
 
 /// Size of the buffer small blocking puts leave from (see
 /// `Inner::copy_put`).
@@ -389,6 +411,10 @@ impl Inner {
                     self.serve_get(am_comm, &r, from)?;
                     0
                 }
+                OP_PUT_STRIDED => {
+                    self.serve_put_strided(i, &r, from)?;
+                    0
+                }
                 _ => self.serve_amo(&r, from)?,
             };
             // A get's answer is its data.
@@ -450,6 +476,42 @@ impl Inner {
         }
         // SAFETY: checked aligned and inside the exposed region.
         unsafe { apply_amo(base + r.offset as usize, r.size, r.op, r.operand, r.cond) }
+    }
+
+    /// A packed strided put from PE `from` ([`OP_PUT_STRIDED`]), whose
+    /// request arrived in receive `i`: each block to our memory, or through
+    /// the core on a served region.
+    fn serve_put_strided(&self, i: usize, r: &Request, from: c_int) -> Result<(), String> {
+        let (block, n, stride) = (r.size as usize, r.operand as usize, r.cond as i64 as isize);
+        let (base, len) = *self.regions.get(r.region as usize).ok_or("strided put to an unknown region")?;
+        let bad = || {
+            format!(
+                "strided put from PE {from} is out of bounds (region {}, offset {}, {n} blocks of {block} bytes, \
+                 stride {stride}, region size {len})",
+                r.region, r.offset
+            )
+        };
+        if block == 0 || n.checked_mul(block).is_none_or(|t| t > EAGER) {
+            return Err(bad());
+        }
+        let p = self.recvs[i].buf.payload.as_ptr();
+        for k in 0..n {
+            let off = (r.offset as isize).checked_add((k as isize).wrapping_mul(stride)).ok_or_else(bad)?;
+            if off < 0 || !in_region(off as usize, block, len) {
+                return Err(bad());
+            }
+            // SAFETY: the payload holds n * block bytes; the target range
+            // is checked inside the region (ours, exposed, or the core's).
+            unsafe {
+                match self.access[r.region as usize] {
+                    Some(a) => {
+                        (a.write)(a.ctx, off as usize, p.add(k * block) as *const c_void, block);
+                    }
+                    None => std::ptr::copy_nonoverlapping(p.add(k * block), (base + off as usize) as *mut u8, block),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The core's access to `len` bytes at `offset` of served `region`
@@ -757,11 +819,57 @@ impl Inner {
         self.copies_pending = false;
     }
 
+    /// After an RMA call to `pe` through `win`: `pe` is written (quiet
+    /// flushes it), and a blocking call completes locally.
+    fn issued(&mut self, region: u32, pe: u32, win: ffi::MPI_Win, nbi: bool) -> Result<(), String> {
+        let r = region as usize;
+        if !self.is_dirty[r][pe as usize] {
+            self.is_dirty[r][pe as usize] = true;
+            self.dirty[r].push(pe);
+        }
+        if !nbi {
+            // SAFETY: open window, valid rank.
+            check("MPI_Win_flush_local", unsafe { ffi::MPI_Win_flush_local(pe as c_int, win) })?;
+        }
+        Ok(())
+    }
+
     fn win(&self, region: u32) -> Result<ffi::MPI_Win, String> {
         match self.wins.get(region as usize) {
             Some(&w) if w != win_null() => Ok(w),
             _ => Err(format!("region {region} is not exposed")),
         }
+    }
+}
+
+/// A committed `MPI_Type_create_hvector` of bytes: the blocks of one side
+/// of a strided transfer; freed on drop.
+struct Vector(ffi::MPI_Datatype);
+impl Vector {
+    fn new(s: abi::Strides, stride: isize) -> Result<Vector, String> {
+        let mut t = std::mem::MaybeUninit::<ffi::MPI_Datatype>::uninit();
+        // SAFETY: counts checked to fit an int by the caller; t is writable.
+        check("MPI_Type_create_hvector", unsafe {
+            ffi::MPI_Type_create_hvector(
+                s.nblocks as c_int,
+                s.block as c_int,
+                stride as ffi::MPI_Aint,
+                ffi::RSMPI_UINT8_T,
+                t.as_mut_ptr(),
+            )
+        })?;
+        // SAFETY: created above.
+        let mut v = Vector(unsafe { t.assume_init() });
+        // SAFETY: a type just created.
+        check("MPI_Type_commit", unsafe { ffi::MPI_Type_commit(&mut v.0) })?;
+        Ok(v)
+    }
+}
+impl Drop for Vector {
+    fn drop(&mut self) {
+        // SAFETY: a type this value created; MPI lets pending operations
+        // finish with it.
+        unsafe { ffi::MPI_Type_free(&mut self.0) };
     }
 }
 
@@ -1021,16 +1129,131 @@ impl Plugin {
             check(if put { "MPI_Put" } else { "MPI_Get" }, r)?;
             done += n;
         }
-        let r = region as usize;
-        if !inner.is_dirty[r][pe as usize] {
-            inner.is_dirty[r][pe as usize] = true;
-            inner.dirty[r].push(pe);
-        }
-        if !nbi {
-            // SAFETY: open window, valid rank.
-            check("MPI_Win_flush_local", unsafe { ffi::MPI_Win_flush_local(pe as c_int, win) })?;
+        inner.issued(region, pe, win, nbi)
+    }
+
+    /// A strided put of small blocks: packed into requests of at most
+    /// [`EAGER`] bytes that the target's proxy unpacks ([`OP_PUT_STRIDED`]),
+    /// posted like non-fetching AMOs (quiet's flush markers complete them).
+    /// One-sided components that split a vector into a transfer per block
+    /// (Open MPI's `osc/rdma`: about 3 us each on one node) take far longer
+    /// than the messages; `buf` is free on return.
+    fn packed_put(&self, region: u32, pe: u32, offset: usize, buf: *const u8, s: abi::Strides) -> Result<(), String> {
+        let per = EAGER / s.block;
+        let mut pack = vec![0u8; per * s.block];
+        let mut b = 0;
+        while b < s.nblocks {
+            let n = (s.nblocks - b).min(per);
+            for k in 0..n {
+                let from = buf.wrapping_offset((b + k) as isize * s.local_stride);
+                // SAFETY: the caller guarantees buf for every block; pack
+                // holds per blocks.
+                unsafe { std::ptr::copy_nonoverlapping(from, pack.as_mut_ptr().add(k * s.block), s.block) };
+            }
+            let first = (offset as isize + b as isize * s.target_stride) as u64;
+            let req = Request {
+                region,
+                size: s.block as u32,
+                op: OP_PUT_STRIDED,
+                slot: 0,
+                offset: first,
+                operand: n as u64,
+                cond: s.target_stride as i64 as u64,
+            };
+            let data = &pack[..n * s.block];
+            self.with_slot(|inner| {
+                let slot = inner.free.pop().ok_or("no free AMO slot")?;
+                inner.send_slot(self.am_comm, slot, pe, SlotKind::Post, req, data)
+            })?;
+            b += n;
         }
         Ok(())
+    }
+
+    /// A block-strided put or get (`s`: see [`abi::Strides`]): one
+    /// `MPI_Put`/`MPI_Get` with a vector datatype on each side, so that
+    /// the MPI library moves all blocks as one operation (one message
+    /// where it sends messages) instead of one call each. Block by block
+    /// where that cannot be: served regions (their requests carry one
+    /// range), blocks that overlap on the written side (MPI forbids
+    /// overlapping entries there), counts beyond an `int`.
+    fn rma_strided(
+        &self, put: bool, region: u32, pe: u32, offset: usize, buf: *mut c_void, s: abi::Strides, nbi: bool,
+    ) -> Result<(), String> {
+        if put && s.block < SPAN_BLOCK && s.nblocks > 1 && s.block * s.nblocks <= PACKED_MAX && pe != self.rank {
+            return self.packed_put(region, pe, offset, buf as *const u8, s);
+        }
+        let written = if put { s.target_stride } else { s.local_stride };
+        let one_call = s.nblocks > 1
+            && s.block > 0
+            && s.nblocks <= i32::MAX as usize
+            && s.block <= i32::MAX as usize
+            && written.unsigned_abs() >= s.block;
+        let mut inner = self.lock();
+        let served = inner.served[region as usize % abi::REGIONS].get(pe as usize).copied().unwrap_or(false);
+        if !one_call || served {
+            drop(inner);
+            for b in 0..s.nblocks as isize {
+                let off = (offset as isize + b * s.target_stride) as usize;
+                let p = (buf as *mut u8).wrapping_offset(b * s.local_stride) as *mut c_void;
+                self.rma(put, region, pe, off, p, s.block, nbi)?;
+            }
+            return Ok(());
+        }
+        let win = inner.win(region)?;
+        // A get of small blocks close together: one contiguous get of
+        // their whole span, then a copy of each block here. Reading the
+        // gaps is harmless, and one-sided components that split a vector
+        // into one transfer per block (Open MPI's osc/rdma: about 3 us
+        // each on one node) move the span faster than the blocks.
+        let last = (s.nblocks as isize - 1) * s.target_stride;
+        let (lo, span) = (last.min(0), (last.unsigned_abs() + s.block));
+        if !put && s.block < SPAN_BLOCK && span <= SPAN_FACTOR * s.block * s.nblocks && span <= SPAN_MAX {
+            let mut tmp = vec![0u8; span];
+            let at = (offset as isize + lo) as usize;
+            // SAFETY: tmp holds span bytes; the span is inside the region
+            // (its first and last blocks are).
+            check("MPI_Get", unsafe {
+                ffi::MPI_Get(
+                    tmp.as_mut_ptr() as *mut c_void,
+                    span as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    pe as c_int,
+                    at as ffi::MPI_Aint,
+                    span as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    win,
+                )
+            })?;
+            inner.issued(region, pe, win, false)?;
+            for b in 0..s.nblocks as isize {
+                let from = (b * s.target_stride - lo) as usize;
+                // SAFETY: the caller guarantees buf for every block; the
+                // source lies in tmp.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        tmp.as_ptr().add(from),
+                        (buf as *mut u8).offset(b * s.local_stride),
+                        s.block,
+                    )
+                };
+            }
+            return Ok(());
+        }
+        let (local, target) = (Vector::new(s, s.local_stride)?, Vector::new(s, s.target_stride)?);
+        // SAFETY: the caller guarantees buf for every block and every
+        // target block inside the region; both types are committed.
+        let r = unsafe {
+            if put {
+                ffi::MPI_Put(buf, 1, local.0, pe as c_int, offset as ffi::MPI_Aint, 1, target.0, win)
+            } else {
+                ffi::MPI_Get(buf, 1, local.0, pe as c_int, offset as ffi::MPI_Aint, 1, target.0, win)
+            }
+        };
+        check(if put { "MPI_Put" } else { "MPI_Get" }, r)?;
+        // The types may go at once: MPI keeps what a pending operation uses.
+        drop((local, target));
+        inner.issued(region, pe, win, nbi)
     }
 
     fn flush(&self, pe: c_int, finalizing: bool) -> Result<(), String> {
@@ -1305,6 +1528,26 @@ unsafe extern "C" fn op_get(
     ctx: *mut c_void, region: u32, pe: u32, offset: usize, dst: *mut c_void, len: usize, flags: u32,
 ) -> c_int {
     guarded("op_get", 1, || status(plugin(ctx).rma(false, region, pe, offset, dst, len, flags & abi::FLAG_NBI != 0)))
+}
+
+unsafe extern "C" fn op_put_strided(
+    ctx: *mut c_void, region: u32, pe: u32, offset: usize, src: *const c_void, strides: *const abi::Strides, flags: u32,
+) -> c_int {
+    guarded("op_put_strided", 1, || {
+        // SAFETY: the ABI's contract: strides is valid.
+        let s = unsafe { *strides };
+        status(plugin(ctx).rma_strided(true, region, pe, offset, src as *mut c_void, s, flags & abi::FLAG_NBI != 0))
+    })
+}
+
+unsafe extern "C" fn op_get_strided(
+    ctx: *mut c_void, region: u32, pe: u32, offset: usize, dst: *mut c_void, strides: *const abi::Strides, flags: u32,
+) -> c_int {
+    guarded("op_get_strided", 1, || {
+        // SAFETY: as for op_put_strided.
+        let s = unsafe { *strides };
+        status(plugin(ctx).rma_strided(false, region, pe, offset, dst, s, flags & abi::FLAG_NBI != 0))
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1611,6 +1854,8 @@ pub unsafe extern "C" fn ishmem_proxy_init(args: *const abi::ProxyInitArgs, ops:
                         expose_served: Some(op_expose_served),
                         self_progressing: 0,
                         reserved2: 0,
+                        put_strided: Some(op_put_strided),
+                        get_strided: Some(op_get_strided),
                     })
                 };
                 0

@@ -21,7 +21,7 @@
 //! call.
 
 use crate::device::DeviceMemory;
-use crate::remote::{Region, RegionAccess, Remote};
+use crate::remote::{Region, RegionAccess, Remote, Strides};
 use crate::types::{Amo, AmoOp, Blocks};
 use ishmem_proxy_abi::atomic;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -295,6 +295,15 @@ impl Router {
         }
     }
 
+    /// Whether the local blocks of a strided transfer starting at `local`
+    /// lie in memory the proxy can read and write (not device memory).
+    fn host_blocks(&self, local: *const u8, s: Strides) -> bool {
+        let Some(m) = self.mem else { return true };
+        let last = (s.nblocks as isize - 1) * s.local;
+        let (lo, hi) = (last.min(0), last.max(0) + s.block as isize);
+        m.host_accessible(local.wrapping_offset(lo), (hi - lo) as usize)
+    }
+
     /// Runs `with(buf)` with a staging buffer of the device (pinned host
     /// memory) of [`STAGE_BYTES`].
     fn staged(&self, call: &str, m: &dyn DeviceMemory, with: impl FnOnce(*mut u8)) {
@@ -380,12 +389,19 @@ impl Router {
             // SAFETY: the caller's contract; the target is mapped here.
             Some(base) => unsafe { self.strided(call, base, src, shape) },
             None => {
-                for b in 0..shape.nblocks {
-                    let (d, s) = shape.offsets(b);
+                let s =
+                    Strides { block: shape.block_bytes(), nblocks: shape.nblocks, remote: shape.dst, local: shape.sst };
+                let s = Strides { remote: s.remote * shape.elem as isize, local: s.local * shape.elem as isize, ..s };
+                if self.host_blocks(src, s) {
+                    let (region, roff) = self.region_of(offset);
+                    // SAFETY: the caller's contract; the blocks are in host memory.
+                    return unsafe { self.proxy(call, pe).put_strided(call, region, pe, roff, src, s, nbi) };
+                }
+                // Device memory: block by block, each staged.
+                for (d, l) in s.blocks() {
                     // SAFETY: the caller's contract, block by block.
                     unsafe {
-                        let (d, s) = ((offset as isize + d) as usize, src.wrapping_offset(s));
-                        self.remote_put(call, pe, d, s, shape.block_bytes(), true)
+                        self.remote_put(call, pe, offset.wrapping_add_signed(d), src.wrapping_offset(l), s.block, true)
                     };
                 }
                 if !nbi {
@@ -407,12 +423,19 @@ impl Router {
             // SAFETY: the caller's contract; the source is mapped here.
             Some(base) => unsafe { self.strided(call, dest, base, shape) },
             None => {
-                for b in 0..shape.nblocks {
-                    let (d, s) = shape.offsets(b);
+                let s =
+                    Strides { block: shape.block_bytes(), nblocks: shape.nblocks, remote: shape.sst, local: shape.dst };
+                let s = Strides { remote: s.remote * shape.elem as isize, local: s.local * shape.elem as isize, ..s };
+                if self.host_blocks(dest, s) {
+                    let (region, roff) = self.region_of(offset);
+                    // SAFETY: the caller's contract; the blocks are in host memory.
+                    return unsafe { self.proxy(call, pe).get_strided(call, region, pe, roff, dest, s, false) };
+                }
+                // Device memory: block by block, each staged.
+                for (r, l) in s.blocks() {
                     // SAFETY: the caller's contract, block by block.
                     unsafe {
-                        let (s, d) = ((offset as isize + s) as usize, dest.wrapping_offset(d));
-                        self.remote_get(call, pe, s, d, shape.block_bytes(), true)
+                        self.remote_get(call, pe, offset.wrapping_add_signed(r), dest.wrapping_offset(l), s.block, true)
                     };
                 }
                 self.flush(call, Some(pe));

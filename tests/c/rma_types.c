@@ -1,8 +1,9 @@
 /* Data tests for the typed, sized and mem RMA families in the style of
  * Intel SHMEM's tester: element counts doubling from 1 to 65536, element
  * offsets, neighbour and all-to-all patterns, strided and block-strided
- * forms, p/g, nbi + quiet. Every element is checked, and so are the
- * elements just outside the target range. */
+ * forms (also with negative and zero strides), p/g, nbi + quiet. Every
+ * element is checked, and so are the elements just outside the target
+ * range. */
 #include <shmem.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -260,6 +261,31 @@ static void test_mem(void) {
     shmem_free(sym);
 }
 
+/* Negative and zero strides: iput to every second element going down,
+ * iget back going down on both sides, and a zero source stride (one
+ * element to many). Through the proxy these take its strided paths. */
+static void test_negative_strides(void) {
+    long *x = shmem_calloc(256, sizeof(long));
+    long src[64], got[64];
+    for (int i = 0; i < 64; i++) src[i] = 1000 * me + i;
+    shmem_barrier_all();
+    shmem_long_iput(x + 200, src, -2, 3, 20, right);
+    shmem_barrier_all();
+    for (int i = 0; i < 20; i++)
+        CHECK(SYM_LOAD(x + 200 - 2 * i) == 1000 * left + 3 * i, "iput stride -2 element %d", i);
+    CHECK(SYM_LOAD(x + 201) == 0 && SYM_LOAD(x + 199) == 0, "iput stride -2 wrote a gap");
+    for (int i = 0; i < 64; i++) got[i] = -1;
+    shmem_long_iget(got + 40, x + 200, -1, -2, 20, right);
+    for (int i = 0; i < 20; i++) CHECK(got[40 - i] == 1000 * me + 3 * i, "iget stride -2 element %d", i);
+    CHECK(got[41] == -1 && got[20] == -1, "iget stride -1 wrote outside its range");
+    shmem_barrier_all();
+    shmem_long_iput(x, src + 5, 1, 0, 8, right);
+    shmem_barrier_all();
+    for (int i = 0; i < 8; i++) CHECK(SYM_LOAD(x + i) == 1000 * left + 5, "iput source stride 0 element %d", i);
+    shmem_barrier_all();
+    shmem_free(x);
+}
+
 /* C11 generic selection: shmem_put etc. pick the typed routine. */
 static void test_generic(void) {
     double *d = shmem_malloc(8 * sizeof(double));
@@ -297,6 +323,7 @@ int main(void) {
     TYPES(CALL)
     test_sized_8(); test_sized_16(); test_sized_32(); test_sized_64(); test_sized_128();
     test_mem();
+    test_negative_strides();
     test_generic();
     shmem_finalize();
     return 0;

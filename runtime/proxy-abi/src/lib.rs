@@ -26,7 +26,7 @@ extern crate std;
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 
 /// Name of the initialization function a plugin exports.
 pub const INIT_SYMBOL: &[u8] = b"ishmem_proxy_init\0";
@@ -348,6 +348,50 @@ pub struct ProxyOps {
     /// thread.
     pub self_progressing: u32,
     pub reserved2: u32,
+    /// Optional (since ABI 6): a block-strided put, `nblocks` blocks of
+    /// `block` bytes, block `b` from local `src + b * local_stride` to
+    /// `offset + b * target_stride` in `region` of `pe` (strides in bytes,
+    /// either sign; block 0 is at `offset`, every block inside the
+    /// region). Flags and completion as [`ProxyOps::put`]. Null: the core
+    /// puts block by block.
+    pub put_strided: Option<
+        unsafe extern "C" fn(
+            ctx: *mut c_void,
+            region: u32,
+            pe: u32,
+            offset: usize,
+            src: *const c_void,
+            strides: *const Strides,
+            flags: u32,
+        ) -> c_int,
+    >,
+    /// Optional (since ABI 6): the block-strided get, the mirror of
+    /// `put_strided` (block `b` from `offset + b * target_stride` to local
+    /// `dst + b * local_stride`); completion as [`ProxyOps::get`].
+    pub get_strided: Option<
+        unsafe extern "C" fn(
+            ctx: *mut c_void,
+            region: u32,
+            pe: u32,
+            offset: usize,
+            dst: *mut c_void,
+            strides: *const Strides,
+            flags: u32,
+        ) -> c_int,
+    >,
+}
+
+/// The shape of a block-strided transfer ([`ProxyOps::put_strided`]):
+/// `nblocks` blocks of `block` bytes, consecutive blocks `target_stride`
+/// bytes apart on the remote side and `local_stride` bytes apart on this
+/// one.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strides {
+    pub block: usize,
+    pub nblocks: usize,
+    pub target_stride: isize,
+    pub local_stride: isize,
 }
 
 /// The core's access to one of its regions that the host cannot load from

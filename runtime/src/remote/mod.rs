@@ -133,6 +133,52 @@ pub trait RegionAccess: Send + Sync {
     fn staging(&self, len: usize) -> *mut u8;
 }
 
+/// The shape of a block-strided transfer: `nblocks` blocks of `block`
+/// bytes, consecutive ones `remote` bytes apart on the remote PE and
+/// `local` bytes apart here (either sign).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strides {
+    pub block: usize,
+    pub nblocks: usize,
+    pub remote: isize,
+    pub local: isize,
+}
+
+impl Strides {
+    /// Each block's (remote, local) byte offset from block 0's.
+    pub fn blocks(self) -> impl Iterator<Item = (isize, isize)> {
+        (0..self.nblocks as isize).map(move |b| (b * self.remote, b * self.local))
+    }
+}
+
+/// [`RemoteOps::put_strided`] block by block (its default).
+///
+/// # Safety
+/// As [`RemoteOps::put_strided`].
+pub unsafe fn put_blocks<R: RemoteOps + ?Sized>(
+    ops: &R, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
+) -> Result<(), RemoteError> {
+    for (r, l) in s.blocks() {
+        // SAFETY: the caller's contract, block by block.
+        unsafe { ops.put(region, pe, offset.wrapping_add_signed(r), src.wrapping_offset(l), s.block, nbi)? };
+    }
+    Ok(())
+}
+
+/// [`RemoteOps::get_strided`] block by block (its default).
+///
+/// # Safety
+/// As [`RemoteOps::get_strided`].
+pub unsafe fn get_blocks<R: RemoteOps + ?Sized>(
+    ops: &R, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
+) -> Result<(), RemoteError> {
+    for (r, l) in s.blocks() {
+        // SAFETY: the caller's contract, block by block.
+        unsafe { ops.get(region, pe, offset.wrapping_add_signed(r), dst.wrapping_offset(l), s.block, nbi)? };
+    }
+    Ok(())
+}
+
 /// A way of reaching remote PEs. Offsets are relative to the start of the
 /// region on the target; the caller (the routing step) has checked them
 /// against the region's size on this PE, which is the same on every PE.
@@ -182,6 +228,31 @@ pub trait RemoteOps: Send + Sync {
     unsafe fn get(
         &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
     ) -> Result<(), RemoteError>;
+    /// Block-strided put: block `b` of `s` from local `src + b *
+    /// s.local` to `offset + b * s.remote` in `region` of `pe`. The
+    /// default puts block by block.
+    ///
+    /// # Safety
+    /// `src` is valid for every block, until the next flush with `nbi`;
+    /// every target block lies inside `region`.
+    unsafe fn put_strided(
+        &self, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        // SAFETY: the caller's contract.
+        unsafe { put_blocks(self, region, pe, offset, src, s, nbi) }
+    }
+    /// Block-strided get, the mirror of [`RemoteOps::put_strided`]: block
+    /// `b` from `offset + b * s.remote` to local `dst + b * s.local`.
+    ///
+    /// # Safety
+    /// `dst` is valid for every block, until the next flush with `nbi`;
+    /// every source block lies inside `region`.
+    unsafe fn get_strided(
+        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        // SAFETY: the caller's contract.
+        unsafe { get_blocks(self, region, pe, offset, dst, s, nbi) }
+    }
     /// `amo` on the naturally aligned value at `offset` in `region` of
     /// `pe`; returns the old value (0 with `nbi`, which completes by the
     /// next flush). AMOs from every PE to one location are atomic with each
@@ -370,6 +441,34 @@ impl Remote {
         // SAFETY: forwarded from the caller.
         if let Err(e) = unsafe { self.ops.get(region, pe, offset, dst, len, nbi) } {
             self.failed(call, format_args!("get of {len} bytes from PE {pe}"), e)
+        }
+    }
+
+    /// # Safety
+    /// As [`RemoteOps::put_strided`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put_strided(
+        &self, call: &str, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
+    ) {
+        let _in = InCall::enter();
+        self.check_thread(call);
+        // SAFETY: forwarded from the caller.
+        if let Err(e) = unsafe { self.ops.put_strided(region, pe, offset, src, s, nbi) } {
+            self.failed(call, format_args!("strided put of {} blocks of {} bytes to PE {pe}", s.nblocks, s.block), e)
+        }
+    }
+
+    /// # Safety
+    /// As [`RemoteOps::get_strided`].
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn get_strided(
+        &self, call: &str, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
+    ) {
+        let _in = InCall::enter();
+        self.check_thread(call);
+        // SAFETY: forwarded from the caller.
+        if let Err(e) = unsafe { self.ops.get_strided(region, pe, offset, dst, s, nbi) } {
+            self.failed(call, format_args!("strided get of {} blocks of {} bytes from PE {pe}", s.nblocks, s.block), e)
         }
     }
 

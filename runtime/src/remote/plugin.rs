@@ -9,7 +9,7 @@
 //! [`RemoteOps`] trait, with a typed error built from the plugin's
 //! `last_error` on every failure.
 
-use super::{Region, RegionAccess, RemoteError, RemoteOps};
+use super::{Region, RegionAccess, RemoteError, RemoteOps, Strides};
 use crate::dynlib::{Open, Search};
 use crate::env::{self, MpiFamily};
 use crate::types::{Amo, AmoOp};
@@ -331,6 +331,10 @@ pub fn load(
     Err(RemoteError::Load(search.failed()))
 }
 
+fn abi_strides(s: Strides) -> abi::Strides {
+    abi::Strides { block: s.block, nblocks: s.nblocks, target_stride: s.remote, local_stride: s.local }
+}
+
 fn region_id(r: Region) -> u32 {
     match r {
         Region::Heap => abi::REGION_HEAP,
@@ -467,6 +471,33 @@ impl RemoteOps for PluginRemote {
         self.check(unsafe {
             (self.ops.get)(self.ops.ctx, region_id(region), pe as u32, offset, dst as *mut c_void, len, flags)
         })
+    }
+
+    unsafe fn put_strided(
+        &self, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        let Some(f) = self.ops.put_strided else {
+            // SAFETY: the caller's contract (the default: block by block).
+            return unsafe { super::put_blocks(self, region, pe, offset, src, s, nbi) };
+        };
+        let (flags, shape) = (if nbi { abi::FLAG_NBI } else { 0 }, abi_strides(s));
+        // SAFETY: the caller guarantees src for every block; shape lives
+        // across the call.
+        self.check(unsafe {
+            f(self.ops.ctx, region_id(region), pe as u32, offset, src as *const c_void, &shape, flags)
+        })
+    }
+
+    unsafe fn get_strided(
+        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
+    ) -> Result<(), RemoteError> {
+        let Some(f) = self.ops.get_strided else {
+            // SAFETY: the caller's contract (the default: block by block).
+            return unsafe { super::get_blocks(self, region, pe, offset, dst, s, nbi) };
+        };
+        let (flags, shape) = (if nbi { abi::FLAG_NBI } else { 0 }, abi_strides(s));
+        // SAFETY: as for put_strided.
+        self.check(unsafe { f(self.ops.ctx, region_id(region), pe as u32, offset, dst as *mut c_void, &shape, flags) })
     }
 
     fn amo(&self, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
