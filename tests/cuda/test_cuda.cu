@@ -998,6 +998,7 @@ static void test_graph() {
     long *dst2 = (long *)ishmem_calloc(most, sizeof(long)), *red = (long *)ishmem_calloc(most, sizeof(long));
     long *bc = (long *)ishmem_calloc(most, sizeof(long)), *back = (long *)ishmem_calloc(most, sizeof(long));
     uint64_t *sig = (uint64_t *)ishmem_calloc(1, sizeof(uint64_t));
+    int *any_failed = (int *)ishmem_calloc(1, sizeof(int));
     long *it;
     unsigned long long *bad, *checked;
     CK(cudaMalloc(&it, sizeof *it));
@@ -1037,7 +1038,17 @@ static void test_graph() {
         usleep(300000);
         cudaError_t e = cudaStreamEndCapture(s, &g);
         CHECK(e == cudaSuccess, "capturing the stream routines (%zu elements) failed: %s", n, cudaGetErrorString(e));
-        if (e != cudaSuccess) break;
+        // Every PE replays or none does: the others would wait for one
+        // that does not in the graph's barriers.
+        int failed = e != cudaSuccess;
+        CK(cudaMemcpy(any_failed, &failed, sizeof failed, cudaMemcpyHostToDevice));
+        ishmem_int_max_reduce(ISHMEM_TEAM_WORLD, any_failed, any_failed, 1);
+        CK(cudaMemcpy(&failed, any_failed, sizeof failed, cudaMemcpyDeviceToHost));
+        if (failed) {
+            CHECK(e != cudaSuccess, "another PE's capture (%zu elements) failed: no replays", n);
+            if (e == cudaSuccess) CK(cudaGraphDestroy(g));
+            break;
+        }
         cudaGraphExec_t x;
         CK(cudaGraphInstantiate(&x, g, 0));
         for (int r = 0; r < replays; r++) CK(cudaGraphLaunch(x, s));
@@ -1057,6 +1068,7 @@ static void test_graph() {
     CK(cudaFree(bad));
     CK(cudaFree(checked));
     CK(cudaStreamDestroy(s));
+    ishmem_free(any_failed);
     ishmem_free(sig);
     ishmem_free(back);
     ishmem_free(bc);
