@@ -14,14 +14,17 @@
 //!   (`ISHMEM_PROXY_PUT_COPY`); quiet is `MPI_Win_flush` of every (window,
 //!   target) pair written since the last quiet, and a flush for one PE
 //!   (before a signal, a ctrl store) flushes only that target.
-//! * Strided puts and gets (`iput`, `ibget`, ...), never one call per
-//!   block: Open MPI's `osc/rdma` turns a vector datatype into one
-//!   transfer per block (about 3 us each on one node). A put of small
-//!   blocks is packed into requests on the AM communicator that the
-//!   target unpacks (posted, completed by quiet's flush markers); a get of
-//!   small blocks close together is one contiguous get of their span,
-//!   copied out here. Larger blocks: one `MPI_Put`/`MPI_Get` with an
-//!   `hvector` datatype on each side.
+//! * Strided puts and gets (`iput`, `ibget`, ...) to a window: Open MPI's
+//!   `osc/rdma` turns a vector datatype into one transfer per block (about
+//!   3 us each on one node). A put of blocks under [`SPAN_BLOCK`] bytes (at
+//!   most [`PACKED_MAX`] in all) is packed into requests on the AM
+//!   communicator that the target unpacks (posted, completed by quiet's
+//!   flush markers; only where the core's progress thread serves requests
+//!   at any time); a get of such blocks whose span is at most
+//!   [`SPAN_FACTOR`] times their bytes is one contiguous get of the span,
+//!   copied out here. Other shapes: one `MPI_Put`/`MPI_Get` with an
+//!   `hvector` datatype on each side; block by block only where blocks
+//!   overlap on the written side, and on served regions.
 //! * AMOs: active messages on a second duplicate communicator. The target
 //!   applies the operation with the same CPU atomics that PEs on its node
 //!   use through shared memory, so AMOs from the node (load/store) and from
@@ -258,6 +261,10 @@ struct Plugin {
     rank: u32,
     size: u32,
     owns: bool,
+    /// Strided puts of small blocks may travel packed in requests: the
+    /// core's progress thread serves requests here at any time (see
+    /// `packed_put`).
+    packed_puts: bool,
     /// Blocking puts up to this size leave from a copy (`ISHMEM_PROXY_PUT_COPY`).
     put_copy_max: usize,
     inner: Mutex<Inner>,
@@ -496,7 +503,8 @@ impl Inner {
         }
         let p = self.recvs[i].buf.payload.as_ptr();
         for k in 0..n {
-            let off = (r.offset as isize).checked_add((k as isize).wrapping_mul(stride)).ok_or_else(bad)?;
+            let off =
+                (k as isize).checked_mul(stride).and_then(|d| (r.offset as isize).checked_add(d)).ok_or_else(bad)?;
             if off < 0 || !in_region(off as usize, block, len) {
                 return Err(bad());
             }
@@ -1180,7 +1188,18 @@ impl Plugin {
     fn rma_strided(
         &self, put: bool, region: u32, pe: u32, offset: usize, buf: *mut c_void, s: abi::Strides, nbi: bool,
     ) -> Result<(), String> {
-        if put && s.block < SPAN_BLOCK && s.nblocks > 1 && s.block * s.nblocks <= PACKED_MAX && pe != self.rank {
+        let mut inner = self.lock();
+        let served = inner.served[region as usize % abi::REGIONS].get(pe as usize).copied().unwrap_or(false);
+        // Served regions take requests only, so packing needs nothing more.
+        if put
+            && (self.packed_puts || served)
+            && s.block > 0
+            && s.block < SPAN_BLOCK
+            && s.nblocks > 1
+            && s.block * s.nblocks <= PACKED_MAX
+            && pe != self.rank
+        {
+            drop(inner);
             return self.packed_put(region, pe, offset, buf as *const u8, s);
         }
         let written = if put { s.target_stride } else { s.local_stride };
@@ -1189,14 +1208,21 @@ impl Plugin {
             && s.nblocks <= i32::MAX as usize
             && s.block <= i32::MAX as usize
             && written.unsigned_abs() >= s.block;
-        let mut inner = self.lock();
-        let served = inner.served[region as usize % abi::REGIONS].get(pe as usize).copied().unwrap_or(false);
         if !one_call || served {
             drop(inner);
+            // Block by block, each non-blocking (a served region's
+            // transfers are complete locally on return anyway), then one
+            // local completion.
             for b in 0..s.nblocks as isize {
                 let off = (offset as isize + b * s.target_stride) as usize;
                 let p = (buf as *mut u8).wrapping_offset(b * s.local_stride) as *mut c_void;
-                self.rma(put, region, pe, off, p, s.block, nbi)?;
+                self.rma(put, region, pe, off, p, s.block, true)?;
+            }
+            if !nbi && !served {
+                let inner = self.lock();
+                let win = inner.win(region)?;
+                // SAFETY: open window, valid rank.
+                check("MPI_Win_flush_local", unsafe { ffi::MPI_Win_flush_local(pe as c_int, win) })?;
             }
             return Ok(());
         }
@@ -1777,6 +1803,10 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
             rank: rank as u32,
             size: size as u32,
             owns,
+            // The core's rule for its progress thread (remote/mod.rs): on
+            // every PE alike, as the job runs one MPI at one level.
+            packed_puts: args.flags & abi::INIT_PROGRESS_THREAD != 0
+                && (level == abi::THREAD_MULTIPLE || (owns && level >= abi::THREAD_SERIALIZED)),
             put_copy_max: args.put_copy_max.min(COPY_BYTES / 4),
             inner: Mutex::new(Inner {
                 wins: [win_null(); abi::REGIONS],

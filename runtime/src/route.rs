@@ -377,8 +377,10 @@ impl Router {
     }
 
     /// Block-strided put: the blocks of local `src` go to `pe`, block 0's
-    /// target at `offset` (see [`Blocks`]). Complete on return, or with
-    /// `nbi` by the next flush (a remote PE takes one transfer per block).
+    /// target at `offset` (see [`Blocks`]). `src` is reusable on return
+    /// (with `nbi`, after the next flush); a remote put is complete at the
+    /// target by the next flush, as a contiguous one (the proxy moves the
+    /// blocks in one operation where it can).
     ///
     /// # Safety
     /// `src` is valid for the block-strided reads (until the next flush
@@ -389,9 +391,7 @@ impl Router {
             // SAFETY: the caller's contract; the target is mapped here.
             Some(base) => unsafe { self.strided(call, base, src, shape) },
             None => {
-                let s =
-                    Strides { block: shape.block_bytes(), nblocks: shape.nblocks, remote: shape.dst, local: shape.sst };
-                let s = Strides { remote: s.remote * shape.elem as isize, local: s.local * shape.elem as isize, ..s };
+                let s = byte_strides(shape, shape.dst, shape.sst);
                 if self.host_blocks(src, s) {
                     let (region, roff) = self.region_of(offset);
                     // SAFETY: the caller's contract; the blocks are in host memory.
@@ -423,9 +423,7 @@ impl Router {
             // SAFETY: the caller's contract; the source is mapped here.
             Some(base) => unsafe { self.strided(call, dest, base, shape) },
             None => {
-                let s =
-                    Strides { block: shape.block_bytes(), nblocks: shape.nblocks, remote: shape.sst, local: shape.dst };
-                let s = Strides { remote: s.remote * shape.elem as isize, local: s.local * shape.elem as isize, ..s };
+                let s = byte_strides(shape, shape.sst, shape.dst);
                 if self.host_blocks(dest, s) {
                     let (region, roff) = self.region_of(offset);
                     // SAFETY: the caller's contract; the blocks are in host memory.
@@ -801,6 +799,15 @@ fn piece(buf: *mut u8, len: usize, k: usize) -> (*mut u8, usize) {
 
 /// Staging buffers not in use (addresses).
 static STAGES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// The proxy's shape of `shape`, with the remote and local strides (in
+/// elements) in bytes. A stride is used only between blocks: with one
+/// block it is 0 (the extent checks ignore it then, so it may be any
+/// value).
+fn byte_strides(shape: Blocks, remote: isize, local: isize) -> Strides {
+    let bytes = |stride: isize| if shape.nblocks > 1 { stride.wrapping_mul(shape.elem as isize) } else { 0 };
+    Strides { block: shape.block_bytes(), nblocks: shape.nblocks, remote: bytes(remote), local: bytes(local) }
+}
 
 /// Copies the blocks of `shape` from `src` to `dest`.
 ///

@@ -283,6 +283,25 @@ static void test_negative_strides(void) {
     shmem_barrier_all();
     for (int i = 0; i < 8; i++) CHECK(SYM_LOAD(x + i) == 1000 * left + 5, "iput source stride 0 element %d", i);
     shmem_barrier_all();
+    /* larger blocks going down: 4 blocks of 64 longs, 100 apart from y + 900
+     * (through the proxy, one vector put), then 4 elements 20 apart going
+     * down from y + 963 (a span far wider than the data: one vector get) */
+    long *y = shmem_calloc(1024, sizeof(long));
+    long bsrc[256], bgot[64];
+    for (int i = 0; i < 256; i++) bsrc[i] = 7000 * me + i;
+    shmem_barrier_all();
+    shmem_long_ibput(y + 900, bsrc, -100, 64, 64, 4, right);
+    shmem_barrier_all();
+    for (int b = 0; b < 4; b++)
+        for (int j = 0; j < 64; j++)
+            CHECK(SYM_LOAD(y + 900 - 100 * b + j) == 7000 * left + 64 * b + j, "ibput stride -100 block %d elt %d", b, j);
+    CHECK(SYM_LOAD(y + 964) == 0 && SYM_LOAD(y + 599) == 0 && SYM_LOAD(y + 899) == 0, "ibput stride -100 wrote a gap");
+    for (int i = 0; i < 64; i++) bgot[i] = -1;
+    shmem_long_iget(bgot + 63, y + 963, -1, -20, 4, right);
+    for (int k = 0; k < 4; k++) CHECK(bgot[63 - k] == 7000 * me + 63 - 20 * k, "iget stride -20 element %d", k);
+    CHECK(bgot[59] == -1, "iget stride -20 wrote outside its range");
+    shmem_barrier_all();
+    shmem_free(y);
     shmem_free(x);
 }
 

@@ -28,6 +28,13 @@ use core::ffi::{c_char, c_int, c_void};
 /// Version of this ABI; a plugin built for another version is refused.
 pub const ABI_VERSION: u32 = 6;
 
+/// [`ProxyInitArgs::flags`]: the core runs a progress thread that calls
+/// `progress` whenever the plugin's thread level lets any thread call
+/// (`THREAD_MULTIPLE`, or `THREAD_SERIALIZED` in a runtime the plugin
+/// initialized), so requests to this PE are served while it computes.
+/// Since ABI 6.
+pub const INIT_PROGRESS_THREAD: u32 = 1;
+
 /// Name of the initialization function a plugin exports.
 pub const INIT_SYMBOL: &[u8] = b"ishmem_proxy_init\0";
 
@@ -227,7 +234,7 @@ pub const THREAD_MULTIPLE: c_int = 3;
 pub struct ProxyInitArgs {
     /// [`ABI_VERSION`] of the core.
     pub abi_version: u32,
-    /// Reserved, 0.
+    /// [`INIT_PROGRESS_THREAD`] or 0 (reserved before ABI 6).
     pub flags: u32,
     /// Pointer to the application's communicator (an `MPI_Comm` of the MPI
     /// the application uses) when it owns MPI; null to use the plugin's own

@@ -39,6 +39,7 @@ pub fn start(
         opts.app_comm,
         opts.requested_thread,
         config.proxy_put_copy as usize,
+        config.progress_thread,
     )?;
     let r: &'static Remote = Box::leak(Box::new(Remote::new(Box::new(ops))));
     let (my_pe, n_pes) = (r.rank(), r.size());

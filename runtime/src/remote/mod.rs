@@ -151,7 +151,8 @@ impl Strides {
     }
 }
 
-/// [`RemoteOps::put_strided`] block by block (its default).
+/// [`RemoteOps::put_strided`] block by block (its default): each block
+/// non-blocking, then (unless `nbi`) a flush of `pe`, which completes them.
 ///
 /// # Safety
 /// As [`RemoteOps::put_strided`].
@@ -159,13 +160,19 @@ pub unsafe fn put_blocks<R: RemoteOps + ?Sized>(
     ops: &R, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
 ) -> Result<(), RemoteError> {
     for (r, l) in s.blocks() {
-        // SAFETY: the caller's contract, block by block.
-        unsafe { ops.put(region, pe, offset.wrapping_add_signed(r), src.wrapping_offset(l), s.block, nbi)? };
+        // SAFETY: the caller's contract, block by block; src stays valid
+        // until the flush below (or the caller's, with nbi).
+        unsafe { ops.put(region, pe, offset.wrapping_add_signed(r), src.wrapping_offset(l), s.block, true)? };
     }
-    Ok(())
+    if nbi {
+        Ok(())
+    } else {
+        ops.flush(Some(pe))
+    }
 }
 
-/// [`RemoteOps::get_strided`] block by block (its default).
+/// [`RemoteOps::get_strided`] block by block (its default): each block
+/// non-blocking, then (unless `nbi`) a flush of `pe`.
 ///
 /// # Safety
 /// As [`RemoteOps::get_strided`].
@@ -173,10 +180,15 @@ pub unsafe fn get_blocks<R: RemoteOps + ?Sized>(
     ops: &R, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
 ) -> Result<(), RemoteError> {
     for (r, l) in s.blocks() {
-        // SAFETY: the caller's contract, block by block.
-        unsafe { ops.get(region, pe, offset.wrapping_add_signed(r), dst.wrapping_offset(l), s.block, nbi)? };
+        // SAFETY: the caller's contract, block by block; dst stays valid
+        // until the flush below (or the caller's, with nbi).
+        unsafe { ops.get(region, pe, offset.wrapping_add_signed(r), dst.wrapping_offset(l), s.block, true)? };
     }
-    Ok(())
+    if nbi {
+        Ok(())
+    } else {
+        ops.flush(Some(pe))
+    }
 }
 
 /// A way of reaching remote PEs. Offsets are relative to the start of the

@@ -260,9 +260,11 @@ pub fn installed_plugins(root: Option<&str>, also: &[PathBuf]) -> Vec<PathBuf> {
 /// Loads and initializes the MPI proxy: `explicit` (`ISHMEM_MPI_PROXY`) or
 /// the plugin for the MPI in use, searched beside the library and in
 /// `root` (`ISHMEM_ROOT`). `app_comm` points to the application's
-/// `MPI_Comm` when it owns MPI; `put_copy_max` is `ISHMEM_PROXY_PUT_COPY`.
+/// `MPI_Comm` when it owns MPI; `put_copy_max` is `ISHMEM_PROXY_PUT_COPY`;
+/// `progress_thread` is `ISHMEM_PROXY_PROGRESS_THREAD`.
 pub fn load(
     explicit: Option<&str>, root: Option<&str>, app_comm: *const c_void, requested_thread: c_int, put_copy_max: usize,
+    progress_thread: bool,
 ) -> Result<PluginRemote, RemoteError> {
     let mut search = Search::new(
         "the MPI proxy plugin",
@@ -299,7 +301,7 @@ pub fn load(
         let mut err = vec![0u8; 2048];
         let args = abi::ProxyInitArgs {
             abi_version: abi::ABI_VERSION,
-            flags: 0,
+            flags: if progress_thread { abi::INIT_PROGRESS_THREAD } else { 0 },
             app_comm,
             requested_thread,
             err: err.as_mut_ptr() as *mut c_char,
