@@ -871,10 +871,13 @@ ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size
 
 /* Ends an LL collective of counts `c` (after every work-item has read the
  * previous counts and finished reading what it received): the leader
- * stores them as the pairs' counts and tells each member it received from
- * that it has finished reading (its LLDONE word there). `root` < 0: every
- * member sent every other one message; else only team rank `root` sent
- * (a broadcast), so only its pairs took part. */
+ * stores them as the pairs' counts and tells the other member of each
+ * pair that took part that it has finished reading (its LLDONE word
+ * there). `root` < 0: every member sent every other one message; else
+ * only team rank `root` sent (a broadcast), so only its pairs took part,
+ * and the root acknowledges too although it received nothing: the pair's
+ * count moved on, and the member's next send to it (an fcollect after
+ * broadcasts) waits for the acknowledgement of count c - 2. */
 ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c, size_t lid,
                                    int root) {
     if (lid != 0) return;
@@ -882,9 +885,8 @@ ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_
         if (r == t->my_rank || (root >= 0 && r != root && t->my_rank != root)) continue;
         int pe = ishmemi_member(t, r);
         ishmemi_own_store64(ishmemi_pair_words(slot, pe) + 2, (long)c[r]);
-        if (root < 0 || r == root)
-            ishmemi_store_relaxed64(ishmemi_peer(ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, ISHMEMI_STATE->my_pe), pe),
-                                    (long)c[r]);
+        ishmemi_store_relaxed64(ishmemi_peer(ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, ISHMEMI_STATE->my_pe), pe),
+                                (long)c[r]);
     }
 }
 

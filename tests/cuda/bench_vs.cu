@@ -9,6 +9,9 @@
 // run on every PE. Prints CSV on PE 0: figure,scope,bytes,value,unit.
 //   ishmrun -n 2 bench_vs [ring]       (ring: the reverse-offload ring's
 //                                       figures, run with ISHMEM_DEVICE_RING_ALL=1)
+//   ishmrun -n 2 bench_vs coll [FIRST] (the collectives only, from FIRST of
+//                                       enum Coll; BENCH_TRACE=1 names each
+//                                       size on stderr before it runs)
 //   mpirun -n 2 bench_vs_nvshmem
 #include <cstdint>
 #include <cstdio>
@@ -233,6 +236,9 @@ template <typename K, typename... A> static double time_kernel(K k, int grid, in
 
 int main(int argc, char **argv) {
     bool ring = argc > 1 && strcmp(argv[1], "ring") == 0;
+    // "coll [FIRST]": only the collectives, from collective FIRST (enum Coll).
+    bool coll_only = argc > 1 && strcmp(argv[1], "coll") == 0;
+    int first_coll = coll_only && argc > 2 ? atoi(argv[2]) : 0;
 #ifdef BENCH_NVSHMEM
     MPI_Init(&argc, &argv);
     int rank, size, ndev = 0;
@@ -318,60 +324,63 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    rma_sweep<BLOCK, false>(dst, src, maxb);
-    rma_sweep<WARP, false>(dst, src, maxb);
-    rma_sweep<THREAD, false>(dst, src, maxb);
-    rma_sweep<BLOCK, true>(dst, src, maxb);
+    if (!coll_only) {
+        rma_sweep<BLOCK, false>(dst, src, maxb);
+        rma_sweep<WARP, false>(dst, src, maxb);
+        rma_sweep<THREAD, false>(dst, src, maxb);
+        rma_sweep<BLOCK, true>(dst, src, maxb);
 
-    host_barrier();
-    if (me == 0) {
-        put_lat<<<1, 1>>>(w, w + 8, 100, 1);
-        CK(cudaEventRecord(ev0));
-        put_lat<<<1, 1>>>(w, w + 8, lat_iters, 1);
-        CK(cudaEventRecord(ev1));
-        CK(cudaEventSynchronize(ev1));
-        emit("put_nbi+quiet", "thread", 8, elapsed_s() * 1e6 / lat_iters, "us");
-        fadd_lat<<<1, 1>>>(w + 2, w + 3, 100, 1);
-        CK(cudaEventRecord(ev0));
-        fadd_lat<<<1, 1>>>(w + 2, w + 3, lat_iters, 1);
-        CK(cudaEventRecord(ev1));
-        CK(cudaEventSynchronize(ev1));
-        emit("fetch_add", "thread", 8, elapsed_s() * 1e6 / lat_iters, "us");
-        const int threads = 1024, iters = 64;
-        fadd_rate<<<32, threads>>>(ctr, sink, 1, 1);
-        CK(cudaEventRecord(ev0));
-        fadd_rate<<<32, threads>>>(ctr, sink, iters, 1);
-        CK(cudaEventRecord(ev1));
-        CK(cudaEventSynchronize(ev1));
-        CK(cudaGetLastError());
-        emit("fetch_add_rate", "32x1024", 8, 32.0 * threads * iters / elapsed_s() / 1e6, "M ops/s");
-    }
-    for (int which = 0; which < 2; which++) {
-        CK(cudaMemset(w, 0, 16 * sizeof(long)));
         host_barrier();
-        CK(cudaEventRecord(ev0));
-        if (which == 0) pingpong_p<<<1, 1>>>(w + 4, lat_iters);
-        else pingpong_signal<<<1, 1>>>(w + 5, (uint64_t *)(w + 6), w + 8, lat_iters);
-        CK(cudaEventRecord(ev1));
-        CK(cudaEventSynchronize(ev1));
-        CK(cudaGetLastError());
-        emit(which == 0 ? "p_pingpong_half_rtt" : "put_signal_pingpong_half_rtt", "thread", 8,
-             elapsed_s() * 1e6 / (2.0 * lat_iters), "us");
+        if (me == 0) {
+            put_lat<<<1, 1>>>(w, w + 8, 100, 1);
+            CK(cudaEventRecord(ev0));
+            put_lat<<<1, 1>>>(w, w + 8, lat_iters, 1);
+            CK(cudaEventRecord(ev1));
+            CK(cudaEventSynchronize(ev1));
+            emit("put_nbi+quiet", "thread", 8, elapsed_s() * 1e6 / lat_iters, "us");
+            fadd_lat<<<1, 1>>>(w + 2, w + 3, 100, 1);
+            CK(cudaEventRecord(ev0));
+            fadd_lat<<<1, 1>>>(w + 2, w + 3, lat_iters, 1);
+            CK(cudaEventRecord(ev1));
+            CK(cudaEventSynchronize(ev1));
+            emit("fetch_add", "thread", 8, elapsed_s() * 1e6 / lat_iters, "us");
+            const int threads = 1024, iters = 64;
+            fadd_rate<<<32, threads>>>(ctr, sink, 1, 1);
+            CK(cudaEventRecord(ev0));
+            fadd_rate<<<32, threads>>>(ctr, sink, iters, 1);
+            CK(cudaEventRecord(ev1));
+            CK(cudaEventSynchronize(ev1));
+            CK(cudaGetLastError());
+            emit("fetch_add_rate", "32x1024", 8, 32.0 * threads * iters / elapsed_s() / 1e6, "M ops/s");
+        }
+        for (int which = 0; which < 2; which++) {
+            CK(cudaMemset(w, 0, 16 * sizeof(long)));
+            host_barrier();
+            CK(cudaEventRecord(ev0));
+            if (which == 0) pingpong_p<<<1, 1>>>(w + 4, lat_iters);
+            else pingpong_signal<<<1, 1>>>(w + 5, (uint64_t *)(w + 6), w + 8, lat_iters);
+            CK(cudaEventRecord(ev1));
+            CK(cudaEventSynchronize(ev1));
+            CK(cudaGetLastError());
+            emit(which == 0 ? "p_pingpong_half_rtt" : "put_signal_pingpong_half_rtt", "thread", 8,
+                 elapsed_s() * 1e6 / (2.0 * lat_iters), "us");
+        }
+        host_barrier();
+        emit("barrier_all", "thread", 0, time_kernel(barrier_loop, 1, 1, 1000) * 1e6 / 1000, "us");
+        host_barrier();
+        emit("team_sync", "thread", 0, time_kernel(team_sync_loop, 1, 1, 1000) * 1e6 / 1000, "us");
+        host_barrier();
+        emit("barrier_all", "block", 0, time_kernel(barrier_block_loop, 1, 256, 1000) * 1e6 / 1000, "us");
     }
-    host_barrier();
-    emit("barrier_all", "thread", 0, time_kernel(barrier_loop, 1, 1, 1000) * 1e6 / 1000, "us");
-    host_barrier();
-    emit("team_sync", "thread", 0, time_kernel(team_sync_loop, 1, 1, 1000) * 1e6 / 1000, "us");
-    host_barrier();
-    emit("barrier_all", "block", 0, time_kernel(barrier_block_loop, 1, 256, 1000) * 1e6 / 1000, "us");
 
     // Collectives: one block of 256 threads per PE, n ints per PE.
     int *cs = (int *)src, *cd = (int *)dst;
-    for (int which = 0; which < 4; which++) {
+    for (int which = first_coll; which < 4; which++) {
         for (size_t bytes = 8; bytes <= ((size_t)4 << 20); bytes *= 8) {
             size_t n = bytes / sizeof(int);
             if ((which == C_FCOLLECT || which == C_ALLTOALL) && bytes * npes > maxb) break;
             int iters = bytes <= ((size_t)64 << 10) ? 200 : 20;
+            if (getenv("BENCH_TRACE")) fprintf(stderr, "PE %d: %s %zu bytes\n", me, coll_name[which], bytes);
             host_barrier();
             coll_loop<<<1, 256>>>(which, cd, cs, n, 1);
             CK(cudaEventRecord(ev0));

@@ -642,10 +642,15 @@ static void test_coll_team(int team) {
             std::vector<long> fill(most * npes, -7);
             put_self(dst, fill);
             ishmem_team_sync(team);
-            // broadcast from the last member
-            k_bcast<<<1, threads>>>(team, form, dst, src, n, tn - 1, coll_ret);
-            sync_kernel();
-            CHECK(ret_of() == 0, "broadcast returned %d", ret_of());
+            // broadcast from the last member, three times in a row: the
+            // fcollect after them sends on pair counts only the root's
+            // messages moved (a member's send waits for the receiver's
+            // acknowledgement of two counts back, which a root must give)
+            for (int rep = 0; rep < 3; rep++) {
+                k_bcast<<<1, threads>>>(team, form, dst, src, n, tn - 1, coll_ret);
+                sync_kernel();
+                CHECK(ret_of() == 0, "broadcast returned %d", ret_of());
+            }
             std::vector<long> g = get_self(dst, n + 1);
             for (size_t i = 0; i < n; i++)
                 if (g[i] != (tn - 1) * 1000000L + (long)i) { CHECK(false, "broadcast (form %d, %zu) [%zu] = %ld", form, n, i, g[i]); break; }
