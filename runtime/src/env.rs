@@ -728,6 +728,15 @@ pub fn ze_affinity_mask() -> Option<String> {
     std::env::var("ZE_AFFINITY_MASK").ok()
 }
 
+/// The OpenCL CPU runtime's own settings (`CL_CONFIG_*`, for example its
+/// vectorizer's), sorted: they change the code it compiles, so the
+/// program cache keys on them.
+pub fn opencl_cpu_settings() -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("CL_CONFIG_")).collect();
+    v.sort();
+    v
+}
+
 /// MPI ABI families the MPI proxy is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MpiFamily {

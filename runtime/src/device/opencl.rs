@@ -167,7 +167,8 @@ pub struct ClDevice {
     /// The compiled-program cache (`ISHMEM_DEVICE_CACHE`), when usable.
     cache: Option<ProgramCache>,
     /// What a compiled program depends on besides its inputs: this
-    /// library's version and the OpenCL platform, device and driver.
+    /// library's version, the OpenCL platform, device and driver, and the
+    /// runtime's `CL_CONFIG_*` settings.
     ident: Vec<u8>,
     /// The device library linked alone, with this PE's state installed:
     /// its kernels implement the on_queue routines. Kernel objects are not
@@ -325,6 +326,9 @@ impl ClDevice {
             ] {
                 ident.extend(info_string(&cl, obj, param, platform)?);
                 ident.push(b'\n');
+            }
+            for (k, v) in crate::env::opencl_cpu_settings() {
+                ident.extend(format!("{k}={v}\n").into_bytes());
             }
             let cache = cache_dir.and_then(|d| match ProgramCache::open(d) {
                 Ok(c) => Some(c),
