@@ -16,6 +16,8 @@
 
 #define ISHMEMI_GLOBAL
 #define ISHMEMI_INLINE static __device__ inline
+/* Rare or long paths, kept out of line (core.h says why). */
+#define ISHMEMI_COLD static __device__ __noinline__
 #define ISHMEMI_API extern "C" __device__
 #define ISHMEMI_VAR __device__
 
