@@ -16,8 +16,9 @@
 
 #define ISHMEMI_GLOBAL
 #define ISHMEMI_INLINE static __device__ inline
-/* Rare or long paths, kept out of line (core.h says why). */
-#define ISHMEMI_COLD static __device__ __noinline__
+/* Rare or long paths, kept out of line (core.h says why); `unused`: a
+ * program that includes the core need not call them all. */
+#define ISHMEMI_COLD static __device__ __noinline__ __attribute__((unused))
 #define ISHMEMI_API extern "C" __device__
 #define ISHMEMI_VAR __device__
 

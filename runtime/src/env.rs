@@ -728,11 +728,13 @@ pub fn ze_affinity_mask() -> Option<String> {
     std::env::var("ZE_AFFINITY_MASK").ok()
 }
 
-/// The OpenCL CPU runtime's own settings (`CL_CONFIG_*`, for example its
-/// vectorizer's), sorted: they change the code it compiles, so the
-/// program cache keys on them.
-pub fn opencl_cpu_settings() -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("CL_CONFIG_")).collect();
+/// The OpenCL CPU runtime's own settings (`CL_CONFIG_*` variables, for
+/// example its vectorizer's), sorted, as raw bytes: some change the code it
+/// compiles, so the program cache keys on them all. (Its `cl.cfg` file is
+/// not read here.)
+pub fn opencl_cpu_settings() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    // vars_os: a variable that is not UTF-8 must not panic here.
+    let mut v: Vec<_> = std::env::vars_os().filter(|(k, _)| k.as_encoded_bytes().starts_with(b"CL_CONFIG_")).collect();
     v.sort();
     v
 }

@@ -328,7 +328,10 @@ impl ClDevice {
                 ident.push(b'\n');
             }
             for (k, v) in crate::env::opencl_cpu_settings() {
-                ident.extend(format!("{k}={v}\n").into_bytes());
+                ident.extend_from_slice(k.as_encoded_bytes());
+                ident.push(b'=');
+                ident.extend_from_slice(v.as_encoded_bytes());
+                ident.push(b'\n');
             }
             let cache = cache_dir.and_then(|d| match ProgramCache::open(d) {
                 Ok(c) => Some(c),
