@@ -458,26 +458,6 @@ ISHMEMI_INLINE size_t ishmemi_wg_size(void) { return get_local_size(0) * get_loc
  * pieces where the target coalesces them (GPUs: neighbouring work-items
  * touch neighbouring bytes), else one contiguous chunk each (CPU caches). */
 ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
-                                        size_t lsz);
-ISHMEMI_INLINE void ishmemi_group_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
-                                      size_t lsz) {
-#ifdef ISHMEMI_COALESCED_COPY
-    /* At most one aligned 16- or 8-byte piece a member: inline, and
-     * nothing else here (the general copy is a call). */
-    ulong a = (ulong)dst | (ulong)src | n;
-    if ((a & 15) == 0 && n <= 16 * lsz) {
-        if (16 * lid < n) ((ISHMEMI_GLOBAL long2 *)dst)[lid] = ((ISHMEMI_GLOBAL const long2 *)src)[lid];
-        return;
-    }
-    if ((a & 7) == 0 && n <= 8 * lsz) {
-        if (8 * lid < n) ((ISHMEMI_GLOBAL long *)dst)[lid] = ((ISHMEMI_GLOBAL const long *)src)[lid];
-        return;
-    }
-#endif
-    ishmemi_group_copy_any(dst, src, n, lid, lsz);
-}
-
-ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
                                         size_t lsz) {
 #ifdef ISHMEMI_COALESCED_COPY
     ulong a = (ulong)dst | (ulong)src;
@@ -509,6 +489,24 @@ ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBA
     size_t chunk = ((n + lsz - 1) / lsz + 15) & ~(size_t)15;
     size_t lo = lid * chunk;
     if (lo < n) ishmemi_copy(dst + lo, src + lo, min(chunk, n - lo));
+}
+
+ISHMEMI_INLINE void ishmemi_group_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
+                                      size_t lsz) {
+#ifdef ISHMEMI_COALESCED_COPY
+    /* At most one aligned 16- or 8-byte piece a member: inline, and
+     * nothing else here (the general copy is a call). */
+    ulong a = (ulong)dst | (ulong)src | n;
+    if ((a & 15) == 0 && n <= 16 * lsz) {
+        if (16 * lid < n) ((ISHMEMI_GLOBAL long2 *)dst)[lid] = ((ISHMEMI_GLOBAL const long2 *)src)[lid];
+        return;
+    }
+    if ((a & 7) == 0 && n <= 8 * lsz) {
+        if (8 * lid < n) ((ISHMEMI_GLOBAL long *)dst)[lid] = ((ISHMEMI_GLOBAL const long *)src)[lid];
+        return;
+    }
+#endif
+    ishmemi_group_copy_any(dst, src, n, lid, lsz);
 }
 
 ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {

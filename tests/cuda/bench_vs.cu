@@ -239,6 +239,7 @@ int main(int argc, char **argv) {
     // "coll [FIRST]": only the collectives, from collective FIRST (enum Coll).
     bool coll_only = argc > 1 && strcmp(argv[1], "coll") == 0;
     int first_coll = coll_only && argc > 2 ? atoi(argv[2]) : 0;
+    const bool trace = getenv("BENCH_TRACE") != nullptr;
 #ifdef BENCH_NVSHMEM
     MPI_Init(&argc, &argv);
     int rank, size, ndev = 0;
@@ -380,7 +381,7 @@ int main(int argc, char **argv) {
             size_t n = bytes / sizeof(int);
             if ((which == C_FCOLLECT || which == C_ALLTOALL) && bytes * npes > maxb) break;
             int iters = bytes <= ((size_t)64 << 10) ? 200 : 20;
-            if (getenv("BENCH_TRACE")) fprintf(stderr, "PE %d: %s %zu bytes\n", me, coll_name[which], bytes);
+            if (trace) fprintf(stderr, "PE %d: %s %zu bytes\n", me, coll_name[which], bytes);
             host_barrier();
             coll_loop<<<1, 256>>>(which, cd, cs, n, 1);
             CK(cudaEventRecord(ev0));
