@@ -192,7 +192,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
     // what the allocator hands out and what device code checks user
     // addresses against. Host routing covers the whole heap (the ring
     // server stores the sync words of PEs the device reaches through it).
-    let reserve = device.heap_reserve();
+    let reserve = device::heap_reserve(device, config.device_sync);
     let user_heap = heap_size - reserve;
     let sync_words =
         if reserve > 0 && n_pes <= crate::sync_words::SYNC_MAX_PES { heap.base() as u64 + user_heap as u64 } else { 0 };

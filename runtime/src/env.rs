@@ -181,6 +181,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_DEVICE_SYNC",
+        kind: Kind::Text,
+        default: "auto",
+        help: "Where device-initiated team syncs and collectives keep their flags: heap (words reserved at the end of every symmetric heap, in device memory; with it small collectives among PEs that reach each other by load/store send their data with the flags, in one flight of stores), control (the control segment in host memory), or auto (heap on the cuda device, control on the others). Jobs of more than 256 PEs always use the control segment.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_RUNTIME",
         kind: Kind::Text,
         default: "auto",
@@ -370,6 +377,29 @@ pub enum Source {
     Environment,
 }
 
+/// Where device team syncs and collectives keep their flags
+/// (`ISHMEM_DEVICE_SYNC`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceSync {
+    /// The device's own choice (`Device::heap_reserve`).
+    Auto,
+    /// Sync words reserved at the end of every heap.
+    Heap,
+    /// The control segment.
+    Control,
+}
+
+impl DeviceSync {
+    fn parse(s: &str) -> Option<DeviceSync> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Some(DeviceSync::Auto),
+            "heap" => Some(DeviceSync::Heap),
+            "control" => Some(DeviceSync::Control),
+            _ => None,
+        }
+    }
+}
+
 /// The device backends `ISHMEM_DEVICE` can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceKind {
@@ -447,6 +477,8 @@ pub struct Config {
     pub ze_loader: Option<String>,
     /// ISHMEM_DEVICE_RING_ALL
     pub device_ring_all: bool,
+    /// ISHMEM_DEVICE_SYNC
+    pub device_sync: DeviceSync,
     /// ISHMEM_CUDA_COPY_CUTOVER
     pub cuda_copy_cutover: u64,
     /// ISHMEM_CUDA_COPY_CUTOVER_GROUP
@@ -604,6 +636,9 @@ impl Config {
             value: dev.clone(),
             expected: "one of the device backends: auto, cpu, cuda, ze or opaque",
         })?;
+        let (sync, from, _) = r.value("ISHMEM_DEVICE_SYNC", None, Kind::Text);
+        let device_sync =
+            DeviceSync::parse(&sync).ok_or(EnvError { name: from, value: sync, expected: "auto, heap or control" })?;
         Ok(Config {
             symmetric_size: r.size("ISHMEM_SYMMETRIC_SIZE", Some("SHMEM_SYMMETRIC_SIZE"))?,
             debug: r.flag("ISHMEM_DEBUG", Some("SHMEM_DEBUG")),
@@ -617,6 +652,7 @@ impl Config {
             ze_subdevices: r.bool("ISHMEM_ZE_SUBDEVICES", None)?,
             ze_loader: r.text("ISHMEM_ZE_LOADER"),
             device_ring_all: r.bool("ISHMEM_DEVICE_RING_ALL", None)?,
+            device_sync,
             cuda_copy_cutover: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER")?,
             cuda_copy_cutover_group: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER_GROUP")?,
             runtime,
@@ -976,11 +1012,14 @@ mod tests {
                 ("ISHMEM_DEVICE", "cpu"),
                 ("ISHMEM_PROXY_PUT_COPY", "64k"),
                 ("ISHMEM_PROXY_RMA", "message"),
+                ("ISHMEM_DEVICE_SYNC", "heap"),
             ])
             .collect();
         Config::from_lookup(&|n| all.get(n).map(|s| s.to_string())).unwrap();
         let e = Config::from_lookup(&|n| (n == "ISHMEM_DEVICE").then(|| "cuda9".to_string())).unwrap_err();
         assert_eq!(e.name, "ISHMEM_DEVICE");
+        let e = Config::from_lookup(&|n| (n == "ISHMEM_DEVICE_SYNC").then(|| "gpu".to_string())).unwrap_err();
+        assert_eq!((e.name, e.value.as_str()), ("ISHMEM_DEVICE_SYNC", "gpu"));
     }
 
     #[test]

@@ -92,7 +92,13 @@ kernel void fill(global long *buf, long base) {
 kernel void dev_coll(int team, global long *src, global long *dst, global long *res, long n) {
     int r = ishmem_team_my_pe(team), sz = ishmem_team_n_pes(team);
     for (long i = 0; i < n; i++) src[i] = r * 1000 + i;
+    /* Three broadcasts from one root before the fcollect: with sync words
+     * in the heap (ISHMEM_DEVICE_SYNC=heap) a member's next low-latency
+     * send to the root waits for the root's acknowledgement of the pair's
+     * count two back, which a root that received nothing must give too. */
     res[0] = ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
+    res[0] |= ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
+    res[0] |= ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
     res[1] = dst[n - 1];
     res[2] = ishmem_long_fcollect(team, dst, src, (size_t)n);
     res[3] = dst[(sz - 1) * n];

@@ -81,6 +81,17 @@ for ring in 0 1; do
             env ISHMEM_DEVICE_RING_ALL=$ring "$ishmrun" -n "$n" "$out/sweep_host" "$out/sweep.spv" $few
     done
 done
+# Device syncs and collectives with their flags in the heap, as on GPUs
+# (ISHMEM_DEVICE_SYNC=heap; the CPU device keeps them in the control
+# segment by default): small collectives by low-latency words among PEs
+# that reach each other by load/store, and the sync words of PEs reached
+# through the ring.
+for n in 2 4; do
+    run "device_host on $n PEs, sync words in the heap" "device ok on $n PEs" 300 \
+        env ISHMEM_DEVICE_SYNC=heap "$ishmrun" -n "$n" "$out/device_host" "$out/kernels.spv"
+done
+run "device_host on 3 PEs, ring-all 1, sync words in the heap" "device ok on 3 PEs" 300 \
+    env ISHMEM_DEVICE_SYNC=heap ISHMEM_DEVICE_RING_ALL=1 "$ishmrun" -n 3 "$out/device_host" "$out/kernels.spv"
 # The device-queue operations from the safe Rust API (ishmem crate).
 for ring in 0 1; do
     for n in 1 2 4; do

@@ -274,7 +274,7 @@ pub fn start(
     // 2 MiB on GPUs).
     let heap_size = usize::try_from(config.symmetric_size)
         .ok()
-        .and_then(|s| s.checked_add(device.heap_reserve()))
+        .and_then(|s| s.checked_add(crate::device::heap_reserve(device, config.device_sync)))
         .and_then(|s| s.checked_next_multiple_of(device.heap_granularity().max(mem::page_size())))
         .ok_or_else(|| format!("ISHMEM_SYMMETRIC_SIZE={} is too large", config.symmetric_size))?;
     // ISHMRUN_* inherited by a child of a PE (it ran a program that also

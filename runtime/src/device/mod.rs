@@ -27,7 +27,7 @@ pub mod ze;
 
 use crate::device_state::ishmemx_device_state_t;
 use crate::dynlib::LoadError;
-use crate::env::{Config, DeviceKind};
+use crate::env::{Config, DeviceKind, DeviceSync};
 use crate::mem::HeapRegion;
 use crate::ring::{DecodeError, Request, Ring};
 use crate::types::Amo;
@@ -435,7 +435,8 @@ pub trait Device: Send + Sync {
     /// Bytes at the end of every heap that device code keeps for itself
     /// (the device sync words, `sync_words::SYNC_RESERVE`), added to
     /// `ISHMEM_SYMMETRIC_SIZE` and never handed out by the allocator; 0
-    /// for devices that synchronize through the control segment.
+    /// for devices that synchronize through the control segment. The
+    /// default of `ISHMEM_DEVICE_SYNC` ([`heap_reserve`] applies it).
     fn heap_reserve(&self) -> usize {
         0
     }
@@ -510,6 +511,17 @@ pub fn select(config: &Config) -> Result<&'static dyn Device, DeviceError> {
         DeviceKind::Ze => Box::leak(Box::new(ze::ZeDevice::new(config)?)),
         _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone(), config.device_cache.clone()))),
     })
+}
+
+/// Bytes at the end of every heap kept for the device sync words:
+/// `ISHMEM_DEVICE_SYNC`'s choice, else the device's own
+/// (`Device::heap_reserve`).
+pub fn heap_reserve(device: &dyn Device, sync: DeviceSync) -> usize {
+    match sync {
+        DeviceSync::Auto => device.heap_reserve(),
+        DeviceSync::Heap => crate::sync_words::SYNC_RESERVE,
+        DeviceSync::Control => 0,
+    }
 }
 
 #[cfg(test)]
