@@ -19,7 +19,7 @@ __global__ void ishmemi_arch_check(long *dest, const long *src, size_t n, int pe
     ishmemi_get_bytes(dest, src, b, pe, 1);
     ishmemi_wg_put_bytes(dest, src, b, pe, 0);
     ishmemi_sg_get_bytes(dest, src, b, pe, 0);
-    (void)ishmemi_amo64_pe(dest, 0, 1, 0, pe);
+    (void)ishmemi_amo64_pe(dest, ISHMEMI_FETCH, 1, 0, pe);
     ishmemi_ring_quiet();
     ishmemi_sync_team(team);
     (void)ishmemi_broadcast_bytes(team, dest, src, b, 0);

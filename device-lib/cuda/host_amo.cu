@@ -9,6 +9,7 @@
 #include <cuda/atomic>
 
 #include "../src/device_codes.h"
+static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below have a case for each of the 8 opcodes (the last as default)");
 
 namespace {
 typedef unsigned long long u64;
@@ -52,7 +53,7 @@ __device__ u32 narrow(u64 addr, u32 bytes, u32 op, u32 v, u32 cond) {
     u32 old = a.load();
     for (;;) {
         u32 o = (old >> shift) & lane;
-        if (op == 0) return o;
+        if (op == ISHMEMI_FETCH) return o;
         u32 n = apply<u32>(o, op, v & lane, cond & lane) & lane;
         u32 nw = (old & ~(lane << shift)) | (n << shift);
         if (nw == old || a.compare_exchange_weak(old, nw)) return o;

@@ -52,6 +52,7 @@ __global__ void ishmemi_stream_quiet() { ishmem_quiet(); }
 // forms, so that this kernel keeps few routines alive in a program linked
 // with -dlto. Arithmetic in T, as the typed routines do. Members' elements
 // by loads and stores where the device reaches them, else through the ring.
+static_assert(ISHMEMI_ROP_COUNT == 7, "ishmemi_stream_rop has a case for each of the 7 operators (the last as default)");
 template <typename T> static __device__ T ishmemi_stream_rop(int rop, T a, T b) {
     if constexpr (std::is_integral<T>::value) {
         if (rop == ISHMEMI_ROP_AND) return (T)(a & b);
@@ -141,6 +142,7 @@ template <typename T> static __device__ void ishmemi_stream_reduce(const ishmemx
     }
     ishmemi_wg_sync_team(op.team);
 }
+static_assert(ISHMEMI_ELEM_COUNT == 10, "ishmemi_stream_typed has a case for each of the 10 element kinds (the last as default)");
 static __device__ void ishmemi_stream_typed(const ishmemx_cuda_queue_op_t &op) {
     switch (op.dtype) {
     case ISHMEMI_ELEM_F32: ishmemi_stream_reduce<float>(op); break;
@@ -158,6 +160,7 @@ static __device__ void ishmemi_stream_typed(const ishmemx_cuda_queue_op_t &op) {
 
 // A collective launched on a stream (ISHMEMI_COLL_*, the runtime's
 // device::COLL_*), by the block forms; the runtime checked the arguments.
+static_assert(ISHMEMI_COLL_COUNT == 8, "ishmemi_stream_coll has a case for each of the 8 collectives (reductions and scans as default)");
 __global__ void ishmemi_stream_coll(ishmemx_cuda_queue_op_t op) {
     size_t bytes = op.nbytes * op.elem;
     switch (op.coll) {

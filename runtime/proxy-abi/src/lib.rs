@@ -51,38 +51,72 @@ pub const REGIONS: usize = 3;
 /// completes at the next `flush`).
 pub const FLAG_NBI: u32 = 1;
 
-/// An atomic memory operation. Non-fetching API forms use the fetching op
-/// and drop the result. The discriminants are the ABI's AMO codes (and the
-/// device ring's), so `op as u32` is what crosses the C boundary.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
-pub enum AmoOp {
-    Fetch = 0,
-    Set = 1,
-    Swap = 2,
-    CompareSwap = 3,
-    FetchAdd = 4,
-    FetchAnd = 5,
-    FetchOr = 6,
-    FetchXor = 7,
+/// Makes [`AmoOp`] and everything that lists its codes from one table: a
+/// row is the operation, its ABI code and the name the device library gives
+/// it (`ISHMEMI_<name>` in its generated `device_codes.h`).
+macro_rules! amo_ops {
+    ($($op:ident = $code:literal, $device:literal;)*) => {
+        /// An atomic memory operation. Non-fetching API forms use the fetching op
+        /// and drop the result. The discriminants are the ABI's AMO codes (and the
+        /// device ring's), so `op as u32` is what crosses the C boundary.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u32)]
+        pub enum AmoOp {
+            $($op = $code,)*
+        }
+
+        impl AmoOp {
+            /// Every operation, in the order of its code.
+            pub const ALL: &'static [AmoOp] = &[$(AmoOp::$op),*];
+
+            /// The operation with ABI code `code`, if there is one.
+            pub const fn from_code(code: u32) -> Option<AmoOp> {
+                match code {
+                    $($code => Some(AmoOp::$op),)*
+                    _ => None,
+                }
+            }
+
+            /// The device library's name of the operation's code
+            /// (`ISHMEMI_<name>`, generated from this table).
+            pub const fn device_name(self) -> &'static str {
+                match self {
+                    $(AmoOp::$op => $device,)*
+                }
+            }
+        }
+    };
 }
 
-impl AmoOp {
-    /// The operation with ABI code `code`, if there is one.
-    pub const fn from_code(code: u32) -> Option<AmoOp> {
-        Some(match code {
-            0 => AmoOp::Fetch,
-            1 => AmoOp::Set,
-            2 => AmoOp::Swap,
-            3 => AmoOp::CompareSwap,
-            4 => AmoOp::FetchAdd,
-            5 => AmoOp::FetchAnd,
-            6 => AmoOp::FetchOr,
-            7 => AmoOp::FetchXor,
-            _ => return None,
-        })
-    }
+amo_ops! {
+    Fetch = 0, "FETCH";
+    Set = 1, "SET";
+    Swap = 2, "SWAP";
+    CompareSwap = 3, "CSWAP";
+    FetchAdd = 4, "FADD";
+    FetchAnd = 5, "FAND";
+    FetchOr = 6, "FOR";
+    FetchXor = 7, "FXOR";
+}
 
+// The codes as both sides use them: 0, 1, ... in table order (device code
+// switches on them, with its last case as the default), each decoded back
+// to itself, and within the low byte of the ring message's AMO field (the
+// size goes above it). The device library's generated header asserts the
+// same values.
+const _: () = {
+    let mut i = 0;
+    while i < AmoOp::ALL.len() {
+        let op = AmoOp::ALL[i];
+        assert!(op as u32 == i as u32, "AMO codes are 0, 1, ... in table order");
+        assert!(matches!(AmoOp::from_code(op as u32), Some(o) if o as u32 == op as u32));
+        assert!((op as u32) < 256, "AMO codes fit the ring's 8-bit field");
+        i += 1;
+    }
+    assert!(AmoOp::from_code(AmoOp::ALL.len() as u32).is_none());
+};
+
+impl AmoOp {
     /// The new value of a word holding `old` after this operation with
     /// `operand` (and compare value `cond`), all in the low `bits` bits.
     pub const fn apply_to(self, old: u64, operand: u64, cond: u64, bits: u32) -> u64 {

@@ -244,68 +244,105 @@ impl QueueOp {
     }
 }
 
-/// What [`QueueColl::kind`] runs (the CUDA device library's numbering,
-/// `ISHMEMX_CUDA_COLL_*`).
-pub const COLL_TEAM_SYNC: u32 = 0;
-pub const COLL_BROADCAST: u32 = 1;
-pub const COLL_COLLECT: u32 = 2;
-pub const COLL_FCOLLECT: u32 = 3;
-pub const COLL_ALLTOALL: u32 = 4;
-pub const COLL_REDUCE: u32 = 5;
-pub const COLL_INSCAN: u32 = 6;
-pub const COLL_EXSCAN: u32 = 7;
+/// One group of the stream collectives' codes: `(name, code)` rows, the
+/// codes 0, 1, ... in order (asserted below); the device library's
+/// generated `device_codes.h` defines each as `ISHMEMI_<name>` and the
+/// group's size as `ISHMEMI_<group>_COUNT`, and asserts both.
+#[derive(Clone, Copy, Debug)]
+pub struct CodeGroup {
+    /// The name of the table (the group's constant here).
+    pub table: &'static str,
+    /// The prefix of every name in the group.
+    pub group: &'static str,
+    pub codes: &'static [(&'static str, u32)],
+}
 
-/// The element kinds of [`QueueColl::dtype`]: float, double, then signed
-/// and unsigned integers of 1, 2, 4 and 8 bytes.
-pub const ELEM_F32: u32 = 0;
-pub const ELEM_F64: u32 = 1;
-pub const ELEM_I8: u32 = 2;
-pub const ELEM_U8: u32 = 3;
-pub const ELEM_I16: u32 = 4;
-pub const ELEM_U16: u32 = 5;
-pub const ELEM_I32: u32 = 6;
-pub const ELEM_U32: u32 = 7;
-pub const ELEM_I64: u32 = 8;
-pub const ELEM_U64: u32 = 9;
+/// Declares a group of codes from one table: a `pub const` per row and the
+/// [`CodeGroup`] listing them.
+macro_rules! code_group {
+    ($(#[$doc:meta])* $table:ident = $group:literal { $($name:ident = $code:literal,)* }) => {
+        $(
+            #[doc = concat!("A code of [`", stringify!($table), "`].")]
+            pub const $name: u32 = $code;
+        )*
+        $(#[$doc])*
+        pub const $table: CodeGroup =
+            CodeGroup { table: stringify!($table), group: $group, codes: &[$((stringify!($name), $name)),*] };
+    };
+}
 
-/// The reduction operators of [`QueueColl::rop`].
-pub const ROP_AND: u32 = 0;
-pub const ROP_OR: u32 = 1;
-pub const ROP_XOR: u32 = 2;
-pub const ROP_MAX: u32 = 3;
-pub const ROP_MIN: u32 = 4;
-pub const ROP_SUM: u32 = 5;
-pub const ROP_PROD: u32 = 6;
+code_group! {
+    /// What [`QueueColl::kind`] runs.
+    COLL_CODES = "COLL" {
+        COLL_TEAM_SYNC = 0,
+        COLL_BROADCAST = 1,
+        COLL_COLLECT = 2,
+        COLL_FCOLLECT = 3,
+        COLL_ALLTOALL = 4,
+        COLL_REDUCE = 5,
+        COLL_INSCAN = 6,
+        COLL_EXSCAN = 7,
+    }
+}
 
-/// Every stream-collective code with the name the device library's
-/// generated `device_codes.h` gives it (`ISHMEMI_<name>`).
-pub const STREAM_CODES: &[(&str, u32)] = &[
-    ("COLL_TEAM_SYNC", COLL_TEAM_SYNC),
-    ("COLL_BROADCAST", COLL_BROADCAST),
-    ("COLL_COLLECT", COLL_COLLECT),
-    ("COLL_FCOLLECT", COLL_FCOLLECT),
-    ("COLL_ALLTOALL", COLL_ALLTOALL),
-    ("COLL_REDUCE", COLL_REDUCE),
-    ("COLL_INSCAN", COLL_INSCAN),
-    ("COLL_EXSCAN", COLL_EXSCAN),
-    ("ELEM_F32", ELEM_F32),
-    ("ELEM_F64", ELEM_F64),
-    ("ELEM_I8", ELEM_I8),
-    ("ELEM_U8", ELEM_U8),
-    ("ELEM_I16", ELEM_I16),
-    ("ELEM_U16", ELEM_U16),
-    ("ELEM_I32", ELEM_I32),
-    ("ELEM_U32", ELEM_U32),
-    ("ELEM_I64", ELEM_I64),
-    ("ELEM_U64", ELEM_U64),
-    ("ROP_AND", ROP_AND),
-    ("ROP_OR", ROP_OR),
-    ("ROP_XOR", ROP_XOR),
-    ("ROP_MAX", ROP_MAX),
-    ("ROP_MIN", ROP_MIN),
-    ("ROP_SUM", ROP_SUM),
-    ("ROP_PROD", ROP_PROD),
-];
+code_group! {
+    /// The element kinds of [`QueueColl::dtype`]: float, double, then signed
+    /// and unsigned integers of 1, 2, 4 and 8 bytes.
+    ELEM_CODES = "ELEM" {
+        ELEM_F32 = 0,
+        ELEM_F64 = 1,
+        ELEM_I8 = 2,
+        ELEM_U8 = 3,
+        ELEM_I16 = 4,
+        ELEM_U16 = 5,
+        ELEM_I32 = 6,
+        ELEM_U32 = 7,
+        ELEM_I64 = 8,
+        ELEM_U64 = 9,
+    }
+}
+
+code_group! {
+    /// The reduction operators of [`QueueColl::rop`].
+    ROP_CODES = "ROP" {
+        ROP_AND = 0,
+        ROP_OR = 1,
+        ROP_XOR = 2,
+        ROP_MAX = 3,
+        ROP_MIN = 4,
+        ROP_SUM = 5,
+        ROP_PROD = 6,
+    }
+}
+
+/// Every stream-collective code group, as the device library's generated
+/// `device_codes.h` gives them.
+pub const STREAM_CODES: &[CodeGroup] = &[COLL_CODES, ELEM_CODES, ROP_CODES];
+
+// Each group's codes are 0, 1, ... in table order (the device library
+// switches on them with its last case as the default, and asserts each
+// group's size), and every name starts with its group's prefix and `_`.
+// The generated header asserts the same values on the device side.
+const _: () = {
+    let mut g = 0;
+    while g < STREAM_CODES.len() {
+        let CodeGroup { group, codes, .. } = STREAM_CODES[g];
+        let mut i = 0;
+        while i < codes.len() {
+            let (name, code) = codes[i];
+            assert!(code == i as u32, "stream codes are 0, 1, ... in table order");
+            let (n, p) = (name.as_bytes(), group.as_bytes());
+            assert!(n.len() > p.len() + 1 && n[p.len()] == b'_', "a code's name starts with its group's");
+            let mut j = 0;
+            while j < p.len() {
+                assert!(n[j] == p[j], "a code's name starts with its group's");
+                j += 1;
+            }
+            i += 1;
+        }
+        g += 1;
+    }
+};
 
 /// A stream-ordered collective: `nelems` elements of `elem` bytes (per
 /// member for collect, fcollect and alltoall); `dtype` and `rop` are a
