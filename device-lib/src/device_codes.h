@@ -2,14 +2,6 @@
 #ifndef ISHMEMI_DEVICE_CODES_H
 #define ISHMEMI_DEVICE_CODES_H
 
-#ifndef ISHMEMI_STATIC_ASSERT
-#ifdef __cplusplus
-#define ISHMEMI_STATIC_ASSERT(c, m) static_assert(c, m)
-#else
-#define ISHMEMI_STATIC_ASSERT(c, m) _Static_assert(c, m)
-#endif
-#endif
-
 /* AMO opcodes: the runtime's AmoOp (runtime/proxy-abi/src/lib.rs). */
 #define ISHMEMI_FETCH 0
 #define ISHMEMI_SET 1
@@ -20,15 +12,6 @@
 #define ISHMEMI_FOR 6
 #define ISHMEMI_FXOR 7
 #define ISHMEMI_AMO_COUNT 8
-ISHMEMI_STATIC_ASSERT(ISHMEMI_FETCH == 0, "ISHMEMI_FETCH is 0 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_SET == 1, "ISHMEMI_SET is 1 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_SWAP == 2, "ISHMEMI_SWAP is 2 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_CSWAP == 3, "ISHMEMI_CSWAP is 3 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_FADD == 4, "ISHMEMI_FADD is 4 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_FAND == 5, "ISHMEMI_FAND is 5 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_FOR == 6, "ISHMEMI_FOR is 6 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_FXOR == 7, "ISHMEMI_FXOR is 7 (runtime/proxy-abi/src/lib.rs: AmoOp)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_AMO_COUNT == 8, "ISHMEMI_AMO_COUNT is 8 (runtime/proxy-abi/src/lib.rs: AmoOp)");
 
 /* Stream-ordered collectives: the collective, the element kind and the
  * reduction operator (runtime/src/device/mod.rs). */
@@ -41,15 +24,6 @@ ISHMEMI_STATIC_ASSERT(ISHMEMI_AMO_COUNT == 8, "ISHMEMI_AMO_COUNT is 8 (runtime/p
 #define ISHMEMI_COLL_INSCAN 6
 #define ISHMEMI_COLL_EXSCAN 7
 #define ISHMEMI_COLL_COUNT 8
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_TEAM_SYNC == 0, "ISHMEMI_COLL_TEAM_SYNC is 0 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_BROADCAST == 1, "ISHMEMI_COLL_BROADCAST is 1 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_COLLECT == 2, "ISHMEMI_COLL_COLLECT is 2 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_FCOLLECT == 3, "ISHMEMI_COLL_FCOLLECT is 3 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_ALLTOALL == 4, "ISHMEMI_COLL_ALLTOALL is 4 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_REDUCE == 5, "ISHMEMI_COLL_REDUCE is 5 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_INSCAN == 6, "ISHMEMI_COLL_INSCAN is 6 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_EXSCAN == 7, "ISHMEMI_COLL_EXSCAN is 7 (runtime/src/device/mod.rs: COLL_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_COUNT == 8, "ISHMEMI_COLL_COUNT is 8 (runtime/src/device/mod.rs: COLL_CODES)");
 #define ISHMEMI_ELEM_F32 0
 #define ISHMEMI_ELEM_F64 1
 #define ISHMEMI_ELEM_I8 2
@@ -61,17 +35,6 @@ ISHMEMI_STATIC_ASSERT(ISHMEMI_COLL_COUNT == 8, "ISHMEMI_COLL_COUNT is 8 (runtime
 #define ISHMEMI_ELEM_I64 8
 #define ISHMEMI_ELEM_U64 9
 #define ISHMEMI_ELEM_COUNT 10
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_F32 == 0, "ISHMEMI_ELEM_F32 is 0 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_F64 == 1, "ISHMEMI_ELEM_F64 is 1 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_I8 == 2, "ISHMEMI_ELEM_I8 is 2 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_U8 == 3, "ISHMEMI_ELEM_U8 is 3 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_I16 == 4, "ISHMEMI_ELEM_I16 is 4 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_U16 == 5, "ISHMEMI_ELEM_U16 is 5 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_I32 == 6, "ISHMEMI_ELEM_I32 is 6 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_U32 == 7, "ISHMEMI_ELEM_U32 is 7 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_I64 == 8, "ISHMEMI_ELEM_I64 is 8 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_U64 == 9, "ISHMEMI_ELEM_U64 is 9 (runtime/src/device/mod.rs: ELEM_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_COUNT == 10, "ISHMEMI_ELEM_COUNT is 10 (runtime/src/device/mod.rs: ELEM_CODES)");
 #define ISHMEMI_ROP_AND 0
 #define ISHMEMI_ROP_OR 1
 #define ISHMEMI_ROP_XOR 2
@@ -80,13 +43,5 @@ ISHMEMI_STATIC_ASSERT(ISHMEMI_ELEM_COUNT == 10, "ISHMEMI_ELEM_COUNT is 10 (runti
 #define ISHMEMI_ROP_SUM 5
 #define ISHMEMI_ROP_PROD 6
 #define ISHMEMI_ROP_COUNT 7
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_AND == 0, "ISHMEMI_ROP_AND is 0 (runtime/src/device/mod.rs: ROP_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_OR == 1, "ISHMEMI_ROP_OR is 1 (runtime/src/device/mod.rs: ROP_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_XOR == 2, "ISHMEMI_ROP_XOR is 2 (runtime/src/device/mod.rs: ROP_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_MAX == 3, "ISHMEMI_ROP_MAX is 3 (runtime/src/device/mod.rs: ROP_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_MIN == 4, "ISHMEMI_ROP_MIN is 4 (runtime/src/device/mod.rs: ROP_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_SUM == 5, "ISHMEMI_ROP_SUM is 5 (runtime/src/device/mod.rs: ROP_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_PROD == 6, "ISHMEMI_ROP_PROD is 6 (runtime/src/device/mod.rs: ROP_CODES)");
-ISHMEMI_STATIC_ASSERT(ISHMEMI_ROP_COUNT == 7, "ISHMEMI_ROP_COUNT is 7 (runtime/src/device/mod.rs: ROP_CODES)");
 
 #endif

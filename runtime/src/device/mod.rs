@@ -247,11 +247,10 @@ impl QueueOp {
 /// One group of the stream collectives' codes: `(name, code)` rows, the
 /// codes 0, 1, ... in order (asserted below); the device library's
 /// generated `device_codes.h` defines each as `ISHMEMI_<name>` and the
-/// group's size as `ISHMEMI_<group>_COUNT`, and asserts both.
+/// group's size as `ISHMEMI_<group>_COUNT`, which device code that switches
+/// on the group asserts.
 #[derive(Clone, Copy, Debug)]
 pub struct CodeGroup {
-    /// The name of the table (the group's constant here).
-    pub table: &'static str,
     /// The prefix of every name in the group.
     pub group: &'static str,
     pub codes: &'static [(&'static str, u32)],
@@ -267,7 +266,7 @@ macro_rules! code_group {
         )*
         $(#[$doc])*
         pub const $table: CodeGroup =
-            CodeGroup { table: stringify!($table), group: $group, codes: &[$((stringify!($name), $name)),*] };
+            CodeGroup { group: $group, codes: &[$((stringify!($name), $name)),*] };
     };
 }
 
