@@ -9,7 +9,7 @@
 #include <cuda/atomic>
 
 #include "../src/device_codes.h"
-static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below have a case for each of the 8 opcodes (the last as default)");
+static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below handle each of the 8 opcodes");
 
 namespace {
 typedef unsigned long long u64;

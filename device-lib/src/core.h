@@ -467,9 +467,9 @@ ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBA
             /* Two loads in flight per work-item before their stores (a
              * get's loads cross the link). Not four: a call saves the
              * callee-saved registers its function uses in local memory,
-             * and four pieces in registers made that cost a third of the
-             * rate of 64 KiB block gets (32 x 1024 threads, 2 H200s: 0.65
-             * against 0.78-0.86x NVSHMEM's). Four were faster for one
+             * and with four pieces in registers that held 64 KiB block
+             * gets (32 x 1024 threads, 2 H200s) at 0.65x NVSHMEM's rate
+             * against 0.78-0.86x with two. Four were faster for one
              * block copying much more (broadcasts of 256 KiB: 14.6 against
              * 18.0 us), but any second function called from here, to keep
              * them for such copies, cost the block gets as much again. */

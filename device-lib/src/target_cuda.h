@@ -144,7 +144,7 @@ ISHMEMI_INLINE ulong ishmemi_ring_claim(void *tickets, void *published) {
 
 /* AMO opcodes: generated from the runtime's AmoOp (device_codes.h). */
 #include "device_codes.h"
-static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below have a case for each of the 8 opcodes (the last as default)");
+static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below handle each of the 8 opcodes");
 
 template <typename T> ISHMEMI_INLINE T ishmemi_amo(void *p, int op, T v, T cond) {
     ishmemi_ref<T> a(*(T *)p);

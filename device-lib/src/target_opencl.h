@@ -33,7 +33,7 @@ ISHMEMI_INLINE void ishmemi_fence_all(void) {
 
 /* AMO opcodes: generated from the runtime's AmoOp (device_codes.h). */
 #include "device_codes.h"
-_Static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below have a case for each of the 8 opcodes (the last as default)");
+_Static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below handle each of the 8 opcodes");
 
 #define ISHMEMI_AMO_BODY(A, T)                                                              \
     switch (op) {                                                                            \

@@ -221,9 +221,10 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
     });
     if config.debug {
         error::emit_line(&format!(
-            "ishmem: PE {my_pe}: initialized: {n_pes} PEs, device {}, heap {heap_size} bytes at {:p}, {}; PEs sharing memory with this one: {:?}",
+            "ishmem: PE {my_pe}: initialized: {n_pes} PEs, device {}, heap {heap_size} bytes at {:p}, device syncs in {}, {}; PEs sharing memory with this one: {:?}",
             device.name(),
             heap.base(),
+            if sync_words != 0 { "the heap" } else { "the control segment" },
             match (runtime, boot_remote) {
                 (Runtime::Mpi | Runtime::OpenShmem, Some(p)) => format!("{} {}", p.kind(), p.describe()),
                 (Runtime::Ishmrun, _) => "ishmrun bootstrap".to_string(),

@@ -184,7 +184,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_DEVICE_SYNC",
         kind: Kind::Text,
         default: "auto",
-        help: "Where device-initiated team syncs and collectives keep their flags: heap (words reserved at the end of every symmetric heap, in device memory; with it small collectives among PEs that reach each other by load/store send their data with the flags, in one flight of stores), control (the control segment in host memory), or auto (heap on the cuda device, control on the others). Jobs of more than 256 PEs always use the control segment.",
+        help: "Where device-initiated team syncs and collectives keep their flags: heap (words reserved at the end of every symmetric heap, in the device's memory; with it small collectives among PEs that reach each other by load/store send their data with the flags, in one flight of stores), control (the control segment in host memory), or auto (heap on the cuda device, control on the others). Jobs of more than 256 PEs always use the control segment.",
         internal: false,
     },
     EnvVar {

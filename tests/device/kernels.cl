@@ -95,9 +95,14 @@ kernel void dev_coll(int team, global long *src, global long *dst, global long *
     /* Three broadcasts from one root before the fcollect: with sync words
      * in the heap (ISHMEM_DEVICE_SYNC=heap) a member's next low-latency
      * send to the root waits for the root's acknowledgement of the pair's
-     * count two back, which a root that received nothing must give too. */
+     * count two back, which a root that received nothing must give too.
+     * Each round's last element differs; the last round's is checked.
+     * (No loops between the calls: llvm-spirv 14 misorders their blocks.) */
+    src[n - 1] += 2000000;
     res[0] = ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
+    src[n - 1] -= 1000000;
     res[0] |= ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
+    src[n - 1] -= 1000000;
     res[0] |= ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
     res[1] = dst[n - 1];
     res[2] = ishmem_long_fcollect(team, dst, src, (size_t)n);

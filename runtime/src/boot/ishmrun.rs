@@ -45,7 +45,7 @@ pub fn start(launch: IshmrunLaunch, device: &dyn Device, heap_size: usize) -> Re
         let size = seg.heap_size;
         if size as usize != heap_size {
             return Err(format!(
-                "PE {pe} has a {size}-byte heap and this PE a {heap_size}-byte one: ISHMEM_SYMMETRIC_SIZE must be the same on every PE"
+                "PE {pe} has a {size}-byte heap and this PE a {heap_size}-byte one: ISHMEM_SYMMETRIC_SIZE and ISHMEM_DEVICE_SYNC must be the same on every PE"
             )
             .into());
         }

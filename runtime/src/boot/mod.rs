@@ -272,9 +272,10 @@ pub fn start(
 ) -> Result<JobLayout, InitError> {
     // With the device's reserve, rounded up to its granularity (a page;
     // 2 MiB on GPUs).
+    let reserve = crate::device::heap_reserve(device, config.device_sync);
     let heap_size = usize::try_from(config.symmetric_size)
         .ok()
-        .and_then(|s| s.checked_add(crate::device::heap_reserve(device, config.device_sync)))
+        .and_then(|s| s.checked_add(reserve))
         .and_then(|s| s.checked_next_multiple_of(device.heap_granularity().max(mem::page_size())))
         .ok_or_else(|| format!("ISHMEM_SYMMETRIC_SIZE={} is too large", config.symmetric_size))?;
     // ISHMRUN_* inherited by a child of a PE (it ran a program that also
@@ -284,7 +285,7 @@ pub fn start(
     let mut job = match launch {
         Some(launch) => ishmrun::start(launch, device, heap_size)?,
         None if config.runtime == RuntimeChoice::OpenShmem || opts.force_openshmem => {
-            openshmem::start(config, heap_size)?
+            openshmem::start(config, heap_size, reserve)?
         }
         None if config.runtime == RuntimeChoice::Mpi
             || opts.force_mpi

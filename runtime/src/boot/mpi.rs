@@ -287,7 +287,7 @@ fn exchange(
     for pe in 0..n_pes {
         if field(pe, 8) != heap_size as u64 {
             return Err(format!(
-                "PE {pe} has a {}-byte heap and this PE a {heap_size}-byte one: ISHMEM_SYMMETRIC_SIZE must be the same on every PE",
+                "PE {pe} has a {}-byte heap and this PE a {heap_size}-byte one: ISHMEM_SYMMETRIC_SIZE and ISHMEM_DEVICE_SYNC must be the same on every PE",
                 field(pe, 8)
             )
             .into());

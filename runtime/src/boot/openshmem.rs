@@ -10,7 +10,9 @@ use crate::env::Config;
 use crate::mem::{HeapRegion, PROXY_HEAP_ALIGN};
 use crate::remote::{shmem, Remote};
 
-pub fn start(config: &Config, heap_size: usize) -> Result<JobLayout, InitError> {
+/// `reserve`: the bytes at the end of the heap kept for device sync words,
+/// which start at zero (the library's memory need not).
+pub fn start(config: &Config, heap_size: usize, reserve: usize) -> Result<JobLayout, InitError> {
     const CALL: &str = "ishmem_init";
     // What the core will take from the library's symmetric heap.
     let need = |n: usize| heap_size + PROXY_HEAP_ALIGN + ctrl_size(n) + 4096;
@@ -19,6 +21,10 @@ pub fn start(config: &Config, heap_size: usize) -> Result<JobLayout, InitError> 
     let (my_pe, n_pes) = (r.rank(), r.size());
     crate::phase::set_my_pe(my_pe);
     let heap = HeapRegion::foreign(r.alloc(CALL, heap_size, PROXY_HEAP_ALIGN), heap_size);
+    // SAFETY: the last `reserve` of heap_size fresh bytes from the library
+    // (host memory); no peer writes them before the barrier at the end of
+    // init.
+    unsafe { std::ptr::write_bytes(heap.base().add(heap_size - reserve), 0, reserve) };
     // Every PE alone: the library reaches all others, and the control
     // segment lives in its memory too.
     let csize = ctrl_size(n_pes);

@@ -395,7 +395,7 @@ pub fn serve(
     let hellos: Vec<Hello> = hellos.into_iter().map(|h| h.expect("every PE said hello")).collect();
     if let Some(h) = hellos.iter().find(|h| h.heap_size != hellos[0].heap_size) {
         return fail_all(format!(
-            "PEs disagree on ISHMEM_SYMMETRIC_SIZE: PE 0 has {} bytes, PE {} has {} bytes",
+            "PEs disagree on ISHMEM_SYMMETRIC_SIZE or ISHMEM_DEVICE_SYNC: PE 0 has a heap of {} bytes, PE {} of {} bytes",
             hellos[0].heap_size, h.pe, h.heap_size
         ));
     }

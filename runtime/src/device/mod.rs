@@ -561,6 +561,21 @@ pub fn heap_reserve(device: &dyn Device, sync: DeviceSync) -> usize {
 }
 
 #[cfg(test)]
+mod heap_reserve_tests {
+    use super::*;
+
+    /// `ISHMEM_DEVICE_SYNC` over the device's own choice (the opaque
+    /// device keeps none).
+    #[test]
+    fn the_choice_overrides_the_device() {
+        let d = opaque::OpaqueDevice::new();
+        assert_eq!(heap_reserve(&d, DeviceSync::Auto), 0);
+        assert_eq!(heap_reserve(&d, DeviceSync::Heap), crate::sync_words::SYNC_RESERVE);
+        assert_eq!(heap_reserve(&d, DeviceSync::Control), 0);
+    }
+}
+
+#[cfg(test)]
 mod queue_kernel_tests {
     use super::*;
 

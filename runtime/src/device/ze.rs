@@ -677,8 +677,15 @@ impl ZeDevice {
         let il = read_library(self.device_lib.as_deref()).map_err(|e| e.to_string())?;
         // SAFETY: the state lives as long as the running PE (Attach's contract).
         let st: ishmemx_device_state_t = unsafe { *a.state };
+        // The bytes device code addresses in the heap: the user's part and,
+        // past it, the sync words where the state points at them.
+        let reach = if st.sync_words != 0 {
+            st.sync_words - st.heap_base + crate::sync_words::SYNC_RESERVE as u64
+        } else {
+            st.heap_size
+        };
         let mut flags = "-ze-take-global-address -library-compilation".to_string();
-        if st.heap_size > 4 << 30 {
+        if reach > 4 << 30 {
             flags.push_str(" -ze-opt-greater-than-4GB-buffer-required");
         }
         let module = self.module(&il, &flags, "the device library ishmem_device.spv")?;
@@ -743,7 +750,7 @@ impl ZeDevice {
                 amo: Mutex::new(amo),
                 amo_result: amo_result.cast(),
                 kernels: Mutex::new(HashMap::new()),
-                big_heap: st.heap_size > 4 << 30,
+                big_heap: reach > 4 << 30,
                 mirror,
                 teams_dst: mb.add(teams),
                 teams_src: st.teams as *const u8,
