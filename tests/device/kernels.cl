@@ -105,6 +105,11 @@ kernel void dev_coll(int team, global long *src, global long *dst, global long *
     src[n - 1] -= 1000000;
     res[0] |= ishmem_long_broadcast(team, dst, src, (size_t)n, sz - 1);
     res[1] = dst[n - 1];
+    /* OpenSHMEM: dest must be ready on every member before any member
+     * calls a collective that writes it. With sync words in the heap an
+     * fcollect or alltoall pushes into the others' dest at once (no sync
+     * of its own), so a member still reading dst is synced with first. */
+    ishmem_team_sync(team);
     res[2] = ishmem_long_fcollect(team, dst, src, (size_t)n);
     res[3] = dst[(sz - 1) * n];
     res[4] = ishmem_long_sum_reduce(team, dst, src, (size_t)n);
@@ -115,6 +120,7 @@ kernel void dev_coll(int team, global long *src, global long *dst, global long *
     res[8] = ishmem_long_max_reduce(team, dst, src, 1);
     res[9] = dst[0];
     for (long i = 0; i < sz; i++) src[i] = r * 10 + i;
+    ishmem_team_sync(team); /* dst was read above (see the fcollect) */
     res[10] = ishmem_long_alltoall(team, dst, src, 1);
     res[11] = dst[sz - 1];
     res[12] = ishmem_team_sync(team);
