@@ -72,7 +72,8 @@ ISHMEMI_API ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
 }
 ISHMEMI_API ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
     ulong v;
-    while (!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value)) ;
+    ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value), ;,
+                      ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_SIGNAL, ISHMEMI_ELEM_U64, cmp), sig_addr, cmp_value);
     return v;
 }
 

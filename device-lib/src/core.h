@@ -266,6 +266,70 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     ishmemi_own_store64(q + 8, (long)(t + 1));
 }
 
+/* ----- long waits, named for the host's deadlock report -----
+ * A wait of the device API (wait_until and its vector forms,
+ * signal_wait_until) whose condition has not held for ISHMEMI_WAIT_LONG
+ * polls records
+ * itself in the ring's wait words (host memory, runtime/src/ring.rs): the
+ * number of work-items in long waits, an epoch that changes whenever one
+ * starts or ends, and what the latest one waits for (`what`: a WAIT_* code
+ * | ELEM_* code << 8 | comparison << 16; the address; the value). The
+ * host's watchdog reads them: a PE whose kernels wait while nothing
+ * changes anywhere in the job is named in the deadlock report. A wait
+ * that ends sooner pays one counter; recording is out of line. The
+ * library's own waits (barriers, syncs and collective steps) do not
+ * count: there the counter cost 3-8% of a device barrier's and a small
+ * collective's time on 2 H200s (docs/device.md). */
+#define ISHMEMI_WAIT_LONG (1u << 20)
+ISHMEMI_COLD void ishmemi_wait_begin(uint what, ulong addr, ulong value) {
+    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    ishmemi_amo64(ring + ISHMEMI_RING_WAIT_COUNT, ISHMEMI_FADD, 1, 0);
+    ishmemi_ring_wr64(ring + ISHMEMI_RING_WAIT_WHAT, what);
+    ishmemi_ring_wr64(ring + ISHMEMI_RING_WAIT_ADDR, addr);
+    ishmemi_ring_wr64(ring + ISHMEMI_RING_WAIT_VALUE, value);
+    ishmemi_amo64(ring + ISHMEMI_RING_WAIT_EPOCH, ISHMEMI_FADD, 1, 0);
+}
+ISHMEMI_COLD void ishmemi_wait_end(void) {
+    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    ishmemi_amo64(ring + ISHMEMI_RING_WAIT_COUNT, ISHMEMI_FADD, -1, 0);
+    ishmemi_amo64(ring + ISHMEMI_RING_WAIT_EPOCH, ISHMEMI_FADD, 1, 0);
+}
+/* Runs `poll` (a statement) while `busy` holds, recording the wait once it
+ * lasts. On CUDA the polls that count hold no call (a call in the loop
+ * costs a convergence barrier per poll: 0.09 us more a device barrier on
+ * H200s); the SPIR-V targets keep one loop whose count stops at the limit
+ * (llvm-spirv 14 misorders the blocks of two loops in a row, or of nested
+ * ones). */
+#ifdef __CUDACC__
+#define ISHMEMI_WAIT_LOOP(busy, poll, what, addr, value)                \
+    do {                                                               \
+        uint ishmemi_polls_ = ISHMEMI_WAIT_LONG;                       \
+        while ((busy) && --ishmemi_polls_) {                           \
+            poll;                                                      \
+        }                                                              \
+        if (ishmemi_polls_ == 0) {                                     \
+            ishmemi_wait_begin((what), (ulong)(addr), (ulong)(value)); \
+            while (busy) {                                             \
+                poll;                                                  \
+            }                                                          \
+            ishmemi_wait_end();                                        \
+        }                                                              \
+    } while (0)
+#else
+#define ISHMEMI_WAIT_LOOP(busy, poll, what, addr, value)                                      \
+    do {                                                                                     \
+        uint ishmemi_polls_ = 0;                                                             \
+        while (busy) {                                                                       \
+            poll;                                                                            \
+            if (ishmemi_polls_ < ISHMEMI_WAIT_LONG && ++ishmemi_polls_ == ISHMEMI_WAIT_LONG) \
+                ishmemi_wait_begin((what), (ulong)(addr), (ulong)(value));                   \
+        }                                                                                    \
+        if (ishmemi_polls_ == ISHMEMI_WAIT_LONG) ishmemi_wait_end();                         \
+    } while (0)
+#endif
+/* The `what` word of a wait on an element of kind `elem` with `cmp`. */
+#define ISHMEMI_WAIT_WHAT(code, elem, cmp) ((uint)(code) | (uint)(elem) << 8 | ((uint)(cmp) & 0xff) << 16)
+
 /* ----- device-side argument checks: a bad PE, or a symmetric address
  * outside the symmetric heap, is reported to the host proxy, which aborts
  * the job with a message naming the operation, the PE and the value. The

@@ -14,7 +14,8 @@
 #define ISHMEMI_AMO_COUNT 8
 
 /* Stream-ordered collectives: the collective, the element kind and the
- * reduction operator (runtime/src/device/mod.rs). */
+ * reduction operator; what a long device wait waits in
+ * (runtime/src/device/mod.rs). */
 #define ISHMEMI_COLL_TEAM_SYNC 0
 #define ISHMEMI_COLL_BROADCAST 1
 #define ISHMEMI_COLL_COLLECT 2
@@ -43,5 +44,11 @@
 #define ISHMEMI_ROP_SUM 5
 #define ISHMEMI_ROP_PROD 6
 #define ISHMEMI_ROP_COUNT 7
+#define ISHMEMI_WAIT_UNTIL 0
+#define ISHMEMI_WAIT_UNTIL_ALL 1
+#define ISHMEMI_WAIT_UNTIL_ANY 2
+#define ISHMEMI_WAIT_UNTIL_SOME 3
+#define ISHMEMI_WAIT_SIGNAL 4
+#define ISHMEMI_WAIT_COUNT 5
 
 #endif

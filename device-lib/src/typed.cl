@@ -304,7 +304,7 @@ ISHMEMI_API int ishmem_int_atomic_fetch_add(ISHMEMI_GLOBAL int *dest, int value,
 ISHMEMI_API void ishmem_int_atomic_add(ISHMEMI_GLOBAL int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe); }
 ISHMEMI_API int ishmem_int_atomic_fetch_inc(ISHMEMI_GLOBAL int *dest, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe)); }
 ISHMEMI_API void ishmem_int_atomic_inc(ISHMEMI_GLOBAL int *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe); }
-ISHMEMI_API void ishmem_int_wait_until(ISHMEMI_GLOBAL int *ivar, int cmp, int cmp_value) { while (!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_int_wait_until(ISHMEMI_GLOBAL int *ivar, int cmp, int cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_int_test(ISHMEMI_GLOBAL int *ivar, int cmp, int cmp_value) { return ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_long_put(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 ISHMEMI_API void ishmem_long_get(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -364,7 +364,7 @@ ISHMEMI_API long ishmem_long_atomic_fetch_add(ISHMEMI_GLOBAL long *dest, long va
 ISHMEMI_API void ishmem_long_atomic_add(ISHMEMI_GLOBAL long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
 ISHMEMI_API long ishmem_long_atomic_fetch_inc(ISHMEMI_GLOBAL long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_long_atomic_inc(ISHMEMI_GLOBAL long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
-ISHMEMI_API void ishmem_long_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_long_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_long_test(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_longlong_put(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 ISHMEMI_API void ishmem_longlong_get(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -424,7 +424,7 @@ ISHMEMI_API long ishmem_longlong_atomic_fetch_add(ISHMEMI_GLOBAL long *dest, lon
 ISHMEMI_API void ishmem_longlong_atomic_add(ISHMEMI_GLOBAL long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
 ISHMEMI_API long ishmem_longlong_atomic_fetch_inc(ISHMEMI_GLOBAL long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_longlong_atomic_inc(ISHMEMI_GLOBAL long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
-ISHMEMI_API void ishmem_longlong_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_longlong_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_longlong_test(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_uchar_put(ISHMEMI_GLOBAL uchar *dest, ISHMEMI_GLOBAL const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
 ISHMEMI_API void ishmem_uchar_get(ISHMEMI_GLOBAL uchar *dest, ISHMEMI_GLOBAL const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
@@ -580,7 +580,7 @@ ISHMEMI_API uint ishmem_uint_atomic_fetch_or(ISHMEMI_GLOBAL uint *dest, uint val
 ISHMEMI_API void ishmem_uint_atomic_or(ISHMEMI_GLOBAL uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe); }
 ISHMEMI_API uint ishmem_uint_atomic_fetch_xor(ISHMEMI_GLOBAL uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe)); }
 ISHMEMI_API void ishmem_uint_atomic_xor(ISHMEMI_GLOBAL uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe); }
-ISHMEMI_API void ishmem_uint_wait_until(ISHMEMI_GLOBAL uint *ivar, int cmp, uint cmp_value) { while (!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_uint_wait_until(ISHMEMI_GLOBAL uint *ivar, int cmp, uint cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_uint_test(ISHMEMI_GLOBAL uint *ivar, int cmp, uint cmp_value) { return ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_ulong_put(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 ISHMEMI_API void ishmem_ulong_get(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -646,7 +646,7 @@ ISHMEMI_API ulong ishmem_ulong_atomic_fetch_or(ISHMEMI_GLOBAL ulong *dest, ulong
 ISHMEMI_API void ishmem_ulong_atomic_or(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch_xor(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_ulong_atomic_xor(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
-ISHMEMI_API void ishmem_ulong_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_ulong_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_ulong_test(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_ulonglong_put(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 ISHMEMI_API void ishmem_ulonglong_get(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -712,7 +712,7 @@ ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch_or(ISHMEMI_GLOBAL ulong *dest, u
 ISHMEMI_API void ishmem_ulonglong_atomic_or(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch_xor(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_ulonglong_atomic_xor(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
-ISHMEMI_API void ishmem_ulonglong_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_ulonglong_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_ulonglong_test(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_int8_put(ISHMEMI_GLOBAL char *dest, ISHMEMI_GLOBAL const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 ISHMEMI_API void ishmem_int8_get(ISHMEMI_GLOBAL char *dest, ISHMEMI_GLOBAL const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
@@ -868,7 +868,7 @@ ISHMEMI_API int ishmem_int32_atomic_fetch_or(ISHMEMI_GLOBAL int *dest, int value
 ISHMEMI_API void ishmem_int32_atomic_or(ISHMEMI_GLOBAL int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((int)value), as_int((int)0), pe); }
 ISHMEMI_API int ishmem_int32_atomic_fetch_xor(ISHMEMI_GLOBAL int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((int)value), as_int((int)0), pe)); }
 ISHMEMI_API void ishmem_int32_atomic_xor(ISHMEMI_GLOBAL int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((int)value), as_int((int)0), pe); }
-ISHMEMI_API void ishmem_int32_wait_until(ISHMEMI_GLOBAL int *ivar, int cmp, int cmp_value) { while (!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_int32_wait_until(ISHMEMI_GLOBAL int *ivar, int cmp, int cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_int32_test(ISHMEMI_GLOBAL int *ivar, int cmp, int cmp_value) { return ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_int64_put(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 ISHMEMI_API void ishmem_int64_get(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -934,7 +934,7 @@ ISHMEMI_API long ishmem_int64_atomic_fetch_or(ISHMEMI_GLOBAL long *dest, long va
 ISHMEMI_API void ishmem_int64_atomic_or(ISHMEMI_GLOBAL long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((long)value), as_long((long)0), pe); }
 ISHMEMI_API long ishmem_int64_atomic_fetch_xor(ISHMEMI_GLOBAL long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((long)value), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_int64_atomic_xor(ISHMEMI_GLOBAL long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((long)value), as_long((long)0), pe); }
-ISHMEMI_API void ishmem_int64_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_int64_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_int64_test(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_uint8_put(ISHMEMI_GLOBAL uchar *dest, ISHMEMI_GLOBAL const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
 ISHMEMI_API void ishmem_uint8_get(ISHMEMI_GLOBAL uchar *dest, ISHMEMI_GLOBAL const uchar *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
@@ -1090,7 +1090,7 @@ ISHMEMI_API uint ishmem_uint32_atomic_fetch_or(ISHMEMI_GLOBAL uint *dest, uint v
 ISHMEMI_API void ishmem_uint32_atomic_or(ISHMEMI_GLOBAL uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch_xor(ISHMEMI_GLOBAL uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe)); }
 ISHMEMI_API void ishmem_uint32_atomic_xor(ISHMEMI_GLOBAL uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe); }
-ISHMEMI_API void ishmem_uint32_wait_until(ISHMEMI_GLOBAL uint *ivar, int cmp, uint cmp_value) { while (!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_uint32_wait_until(ISHMEMI_GLOBAL uint *ivar, int cmp, uint cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_uint32_test(ISHMEMI_GLOBAL uint *ivar, int cmp, uint cmp_value) { return ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_uint64_put(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 ISHMEMI_API void ishmem_uint64_get(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -1156,7 +1156,7 @@ ISHMEMI_API ulong ishmem_uint64_atomic_fetch_or(ISHMEMI_GLOBAL ulong *dest, ulon
 ISHMEMI_API void ishmem_uint64_atomic_or(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch_xor(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_uint64_atomic_xor(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
-ISHMEMI_API void ishmem_uint64_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_uint64_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_uint64_test(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_size_put(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
 ISHMEMI_API void ishmem_size_get(ISHMEMI_GLOBAL ulong *dest, ISHMEMI_GLOBAL const ulong *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -1216,7 +1216,7 @@ ISHMEMI_API ulong ishmem_size_atomic_fetch_add(ISHMEMI_GLOBAL ulong *dest, ulong
 ISHMEMI_API void ishmem_size_atomic_add(ISHMEMI_GLOBAL ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
 ISHMEMI_API ulong ishmem_size_atomic_fetch_inc(ISHMEMI_GLOBAL ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_size_atomic_inc(ISHMEMI_GLOBAL ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
-ISHMEMI_API void ishmem_size_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { while (!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_size_wait_until(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_size_test(ISHMEMI_GLOBAL ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_ptrdiff_put(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
 ISHMEMI_API void ishmem_ptrdiff_get(ISHMEMI_GLOBAL long *dest, ISHMEMI_GLOBAL const long *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -1276,7 +1276,7 @@ ISHMEMI_API long ishmem_ptrdiff_atomic_fetch_add(ISHMEMI_GLOBAL long *dest, long
 ISHMEMI_API void ishmem_ptrdiff_atomic_add(ISHMEMI_GLOBAL long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
 ISHMEMI_API long ishmem_ptrdiff_atomic_fetch_inc(ISHMEMI_GLOBAL long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_ptrdiff_atomic_inc(ISHMEMI_GLOBAL long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
-ISHMEMI_API void ishmem_ptrdiff_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { while (!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value)) ; }
+ISHMEMI_API void ishmem_ptrdiff_wait_until(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_ptrdiff_test(ISHMEMI_GLOBAL long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_put8(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * 1, pe, 0); }
 ISHMEMI_API void ishmem_get8(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * 1, pe, 0); }

@@ -77,7 +77,7 @@ pub fn compare<T: PartialOrd>(cmp: c_int, value: T, cmp_value: T) -> bool {
 /// The name of comparison `cmp` (checked) as messages show it, spelled
 /// as the API of `call` spells it (`ISHMEM_CMP_EQ` for an `ishmem_*`
 /// call, else `SHMEM_CMP_EQ`).
-fn cmp_name(call: &str, cmp: c_int) -> String {
+pub(crate) fn cmp_name(call: &str, cmp: c_int) -> String {
     let name = ["EQ", "NE", "GT", "GE", "LT", "LE"].get((cmp - CMP_EQ) as usize).copied().unwrap_or("?");
     let prefix = if call.starts_with("ishmem") { "ISHMEM" } else { "SHMEM" };
     format!("{prefix}_CMP_{name}")

@@ -238,6 +238,10 @@ pub struct PeCtrl {
     pub pid: AtomicI32,
     /// What the PE waits for in the library, when a wait lasts.
     pub blocked: Blocked,
+    /// What the PE's kernels wait for, when a device wait lasts and nothing
+    /// of the PE's device requests changes (its watchdog publishes it from
+    /// the ring's wait words; `since` is when they last changed).
+    pub device_blocked: Blocked,
     /// While a wait is published: since when (`CLOCK_MONOTONIC` ms) the
     /// PE's other threads have used no CPU (its watchdog samples them);
     /// 0 when they do, or when it does not know yet.

@@ -247,7 +247,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_DEADLOCK_TIMEOUT",
         kind: Kind::Uint,
         default: "20",
-        help: "Seconds after which a job whose PEs all wait in the library, with no other thread of theirs running, is reported as deadlocked: one report names what each PE waits for (its call and arguments). Only where one node holds every PE (ishmrun; MPI with ISHMEM_ENABLE_SHM=1). 0 turns the check off.",
+        help: "Seconds after which a job whose PEs all wait in the library (with no other thread of theirs running) or in a kernel's wait_until or signal_wait_until (with nothing of their device requests changing) is reported as deadlocked: one report names what each PE waits for (its call and arguments). Only where one node holds every PE (ishmrun; MPI with ISHMEM_ENABLE_SHM=1). 0 turns the check off.",
         internal: false,
     },
     EnvVar {
@@ -255,6 +255,13 @@ pub const VARS: &[EnvVar] = &[
         kind: Kind::Bool,
         default: "1",
         help: "Whether a deadlock report (ISHMEM_DEADLOCK_TIMEOUT) ends the job; 0 only warns, once.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_DEADLOCK_DEVICE_ABORT",
+        kind: Kind::Bool,
+        default: "0",
+        help: "Whether a deadlock report in which kernels wait (a device wait_until, signal wait, barrier or collective step that lasts while nothing in the job changes) ends the job, as ISHMEM_DEADLOCK_ABORT says; by default it only warns, once: the host cannot see whether a host thread outside the library, or other work-items of the kernel, will still release the wait.",
         internal: false,
     },
     EnvVar {
@@ -506,6 +513,8 @@ pub struct Config {
     pub deadlock_timeout: u64,
     /// ISHMEM_DEADLOCK_ABORT
     pub deadlock_abort: bool,
+    /// ISHMEM_DEADLOCK_DEVICE_ABORT
+    pub deadlock_device_abort: bool,
 }
 
 const BOOL_EXPECTED: &str = "0/1, true/false, yes/no or on/off";
@@ -673,6 +682,7 @@ impl Config {
             coll_check: r.bool("ISHMEM_COLL_CHECK", None)?,
             deadlock_timeout: r.uint_or_default("ISHMEM_DEADLOCK_TIMEOUT")?,
             deadlock_abort: r.bool("ISHMEM_DEADLOCK_ABORT", None)?,
+            deadlock_device_abort: r.bool("ISHMEM_DEADLOCK_DEVICE_ABORT", None)?,
         })
     }
 }

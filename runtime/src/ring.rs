@@ -152,6 +152,21 @@ pub struct Ring {
     /// their slots may take the next lap's tickets.
     pub retired: AtomicU64,
     _pad3: [u64; 7],
+    /// Device waits that lasted (`core.h`: `ISHMEMI_WAIT_LONG` polls of a
+    /// condition that did not hold): how many work-items wait so (each adds
+    /// 1 when its wait has lasted and takes it back when the wait ends)...
+    pub wait_count: AtomicU64,
+    /// ... a count of such starts and ends (it changes whenever one does)...
+    pub wait_epoch: AtomicU64,
+    /// ... and what the latest to start waits for: a `device::WAIT_*` code
+    /// (bits 0-7), the element's `ELEM_*` code (8-15), the comparison
+    /// (16-23), the address and the value compared with (for the `_any`
+    /// and `_some` forms, the number of elements); written without order,
+    /// a hint for the report.
+    pub wait_what: AtomicU64,
+    pub wait_addr: AtomicU64,
+    pub wait_value: AtomicU64,
+    _pad4: [u64; 3],
 }
 
 const _: () = {
@@ -222,6 +237,11 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         ("published", offset_of!(Ring, published)),
         ("completed", offset_of!(Ring, completed)),
         ("retired", offset_of!(Ring, retired)),
+        ("wait_count", offset_of!(Ring, wait_count)),
+        ("wait_epoch", offset_of!(Ring, wait_epoch)),
+        ("wait_what", offset_of!(Ring, wait_what)),
+        ("wait_addr", offset_of!(Ring, wait_addr)),
+        ("wait_value", offset_of!(Ring, wait_value)),
         ("size", size_of::<Ring>()),
         ("msg_size", size_of::<RingMsg>()),
         ("msg_dest", offset_of!(RingMsg, dest)),

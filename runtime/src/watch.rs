@@ -67,6 +67,7 @@ pub(crate) fn stop() {
 fn run(st: &'static State, stop: &(Mutex<bool>, Condvar)) {
     let mut peers = NodePeers::open(st);
     let mut quiet = Quiet::default();
+    let mut device_waits = DeviceWaits::default();
     let mut tick: u32 = 0;
     loop {
         {
@@ -91,6 +92,7 @@ fn run(st: &'static State, stop: &(Mutex<bool>, Condvar)) {
             )
         }
         if st.config.deadlock_timeout > 0 {
+            device_waits.sample(st);
             if tick.is_multiple_of(QUIET_TICKS) {
                 quiet.sample(st);
             }
@@ -215,14 +217,40 @@ fn other_threads_cpu() -> Option<u64> {
     Some(total)
 }
 
-/// How long PE `p` has been stuck (ms) and what in: a host wait while
-/// nothing else of it runs (no other thread uses the CPU, its device runs
-/// nothing); `None` when it is not.
-fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<(u64, String)> {
-    let (_, since, what) = p.blocked.read()?;
+/// How long PE `p` has been stuck (ms), its line of the report, and
+/// whether kernels of it wait: a host wait while nothing else of it runs
+/// (no other thread uses the CPU, its device runs nothing), or a device
+/// wait that lasted while nothing of its device requests changed (then its
+/// host may wait in the library or be outside it); `None` when it is not.
+fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<(u64, String, bool)> {
+    let host = p.blocked.read();
+    if let Some((_, dsince, dwhat)) = p.device_blocked.read() {
+        let dfor = secs(now.saturating_sub(dsince));
+        return Some(match host {
+            Some((_, since, what)) => (
+                now.saturating_sub(since.max(dsince)),
+                format!(
+                    "waits in {what}, for {}; its kernels wait in {dwhat}, for {dfor}",
+                    secs(now.saturating_sub(since))
+                ),
+                true,
+            ),
+            None => (
+                now.saturating_sub(dsince),
+                format!("runs outside the library; its kernels wait in {dwhat}, for {dfor}"),
+                true,
+            ),
+        });
+    }
+    let (_, since, what) = host?;
     let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
-    (quiet != 0)
-        .then(|| (now.saturating_sub(since.max(quiet)), format!("{what}, for {}", secs(now.saturating_sub(since)))))
+    (quiet != 0).then(|| {
+        (
+            now.saturating_sub(since.max(quiet)),
+            format!("waits in {what}, for {}", secs(now.saturating_sub(since))),
+            false,
+        )
+    })
 }
 
 fn secs(ms: u64) -> String {
@@ -237,7 +265,7 @@ fn deadlock(st: &State) {
     let now = crate::wait::monotonic_ms();
     let limit = st.config.deadlock_timeout.saturating_mul(1000);
     // Cheap first: this PE itself must be stuck.
-    if stuck(ctrl.pe(st.my_pe), now).is_none_or(|(t, _)| t < limit) {
+    if stuck(ctrl.pe(st.my_pe), now).is_none_or(|(t, _, _)| t < limit) {
         return;
     }
     let mut waits = Vec::with_capacity(st.n_pes);
@@ -251,19 +279,34 @@ fn deadlock(st: &State) {
             return;
         }
         match stuck(p, now) {
-            Some((t, what)) if t >= limit => waits.push((pe, what)),
+            Some((t, line, device)) if t >= limit => waits.push((pe, line, device)),
             _ => return,
         }
     }
     if !ctrl.claim_deadlock_report(st.my_pe) {
         return;
     }
-    let mut msg = format!(
-        "every PE has waited in the library for at least {} s, with no other thread of it running and its device idle, and none can go on:",
-        st.config.deadlock_timeout
-    );
-    for (pe, what) in &waits {
-        msg.push_str(&format!("\n    PE {pe} waits in {what}"));
+    let kernels = waits.iter().any(|w| w.2);
+    let mut msg = if kernels {
+        format!(
+            "every PE has waited for at least {} s, in the library or in kernels, and nothing of their device requests changed:",
+            st.config.deadlock_timeout
+        )
+    } else {
+        format!(
+            "every PE has waited in the library for at least {} s, with no other thread of it running and its device idle, and none can go on:",
+            st.config.deadlock_timeout
+        )
+    };
+    for (pe, line, _) in &waits {
+        msg.push_str(&format!("\n    PE {pe} {line}"));
+    }
+    if kernels && !st.config.deadlock_device_abort {
+        msg.push_str(
+            "\n    (kernels wait, so this only warns and the job goes on: the host cannot see whether a host thread outside the library, or other work-items of a kernel, will still release them; ISHMEM_DEADLOCK_DEVICE_ABORT=1 ends the job instead; ISHMEM_DEADLOCK_TIMEOUT=SECONDS sets the time, 0 turns the check off)",
+        );
+        crate::error::warn(format_args!("deadlock: {msg}"));
+        return;
     }
     msg.push_str(
         "\n    (ISHMEM_DEADLOCK_TIMEOUT=SECONDS sets the time, 0 turns the check off; ISHMEM_DEADLOCK_ABORT=0 only warns)",
@@ -272,4 +315,103 @@ fn deadlock(st: &State) {
         crate::error::fatal("deadlock", format_args!("{msg}"))
     }
     crate::error::warn(format_args!("deadlock: {msg}"));
+}
+
+/// This PE's device waits that lasted, from the ring's wait words
+/// (`core.h`: `ISHMEMI_WAIT_LOOP`), published as
+/// [`crate::ctrl::PeCtrl::device_blocked`] with the time anything of the
+/// device's requests last changed: the waits starting or ending, requests
+/// posted or served.
+#[derive(Default)]
+struct DeviceWaits {
+    /// (waits, their epoch, requests posted, requests served) at the last look.
+    last: Option<[u64; 4]>,
+}
+
+impl DeviceWaits {
+    fn sample(&mut self, st: &State) {
+        let ring = st.ring();
+        let me = st.ctrl.pe(st.my_pe);
+        let count = ring.wait_count.load(Ordering::Acquire);
+        if count == 0 || count > u32::MAX as u64 {
+            // None, or an end counted before its start was seen.
+            if self.last.take().is_some() {
+                me.device_blocked.clear();
+            }
+            return;
+        }
+        let now = [
+            count,
+            ring.wait_epoch.load(Ordering::Acquire),
+            ring.published.load(Ordering::Acquire),
+            ring.completed.load(Ordering::Acquire),
+        ];
+        if self.last == Some(now) {
+            return;
+        }
+        self.last = Some(now);
+        me.device_blocked.publish(crate::wait::monotonic_ms() + 1, &device_wait_text(ring, count));
+    }
+}
+
+/// What the latest of a PE's lasting device waits waits for, as the
+/// report names it (the ring's wait words, `device::WAIT_CODES`).
+fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
+    use crate::device::*;
+    let what = ring.wait_what.load(Ordering::Relaxed);
+    let addr = ring.wait_addr.load(Ordering::Relaxed);
+    let value = ring.wait_value.load(Ordering::Relaxed);
+    let (code, elem, cmp) = ((what & 0xff) as u32, ((what >> 8) & 0xff) as u32, ((what >> 16) & 0xff) as i32);
+    let (ty, shown) = match elem {
+        ELEM_F32 => ("float", format!("{}", f32::from_bits(value as u32))),
+        ELEM_F64 => ("double", format!("{}", f64::from_bits(value))),
+        ELEM_I32 => ("int", format!("{}", value as u32 as i32)),
+        ELEM_U32 => ("uint", format!("{}", value as u32)),
+        ELEM_I64 => ("long", format!("{}", value as i64)),
+        _ => ("ulong", format!("{value}")),
+    };
+    let cmp_name = crate::amo::cmp_name("ishmem", cmp);
+    let call = match code {
+        WAIT_UNTIL => format!("ishmem_{ty}_wait_until(ivar {addr:#x}, {cmp_name}, {shown})"),
+        WAIT_UNTIL_ALL => format!("ishmem_{ty}_wait_until_all (at its element {addr:#x}: {cmp_name}, {shown})"),
+        WAIT_UNTIL_ANY => format!("ishmem_{ty}_wait_until_any(ivars {addr:#x}, {value} elements, {cmp_name})"),
+        WAIT_UNTIL_SOME => format!("ishmem_{ty}_wait_until_some(ivars {addr:#x}, {value} elements, {cmp_name})"),
+        WAIT_SIGNAL => format!("ishmem_signal_wait_until(sig_addr {addr:#x}, {cmp_name}, {shown})"),
+        _ => format!("an unknown wait (code {code})"),
+    };
+    let n = if count == 1 { "1 work-item".to_string() } else { format!("{count} work-items") };
+    format!("{call} ({n} waiting so)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::device_wait_text;
+    use crate::device::{ELEM_I32, ELEM_I64, ELEM_U64, WAIT_SIGNAL, WAIT_UNTIL, WAIT_UNTIL_ANY};
+    use crate::ring::new_ring;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn device_waits_are_named_from_the_ring_s_wait_words() {
+        let ring = new_ring();
+        let set = |code: u32, elem: u32, cmp: u64, addr: u64, value: u64| {
+            ring.wait_what.store(code as u64 | (elem as u64) << 8 | cmp << 16, Ordering::Relaxed);
+            ring.wait_addr.store(addr, Ordering::Relaxed);
+            ring.wait_value.store(value, Ordering::Relaxed);
+        };
+        set(WAIT_UNTIL, ELEM_I64, 1, 0x1000, -5i64 as u64);
+        assert_eq!(
+            device_wait_text(ring, 1),
+            "ishmem_long_wait_until(ivar 0x1000, ISHMEM_CMP_EQ, -5) (1 work-item waiting so)"
+        );
+        set(WAIT_UNTIL, ELEM_I32, 5, 0x2000, 0xffff_fffe);
+        assert_eq!(
+            device_wait_text(ring, 3),
+            "ishmem_int_wait_until(ivar 0x2000, ISHMEM_CMP_LT, -2) (3 work-items waiting so)"
+        );
+        set(WAIT_SIGNAL, ELEM_U64, 4, 0x3000, 7);
+        assert!(device_wait_text(ring, 1).starts_with("ishmem_signal_wait_until(sig_addr 0x3000, ISHMEM_CMP_GE, 7)"));
+        set(WAIT_UNTIL_ANY, ELEM_I32, 2, 0x4000, 16);
+        assert!(device_wait_text(ring, 1)
+            .starts_with("ishmem_int_wait_until_any(ivars 0x4000, 16 elements, ISHMEM_CMP_NE)"));
+    }
 }

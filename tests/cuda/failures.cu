@@ -12,6 +12,11 @@
 //   bad_address   the last PE's kernel stores to an invalid address;
 //   deadlock      every PE's host waits in the library for a flag nobody
 //                 sets (ISHMEM_DEADLOCK_TIMEOUT): one report;
+//   kernel_deadlock  PE 0's kernel waits for a flag nobody sets, the
+//                 others' kernels for a signal nobody sends, every host in
+//                 cudaDeviceSynchronize: one report naming each
+//                 PE's device wait (ends the job with
+//                 ISHMEM_DEADLOCK_DEVICE_ABORT=1, which failures.sh sets);
 //   kernel_busy   PE 0's host waits in the library for a flag the last
 //                 PE's kernel sets after spinning for 4 s while that PE's
 //                 host waits in a barrier: no deadlock report (the
@@ -27,6 +32,8 @@
 __global__ void wait_flag(long *flag) { ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 1); }
 
 __global__ void trap_kernel() { __trap(); }
+
+__global__ void wait_signal(unsigned long *sig) { ishmem_signal_wait_until(sig, ISHMEM_CMP_GE, 7); }
 
 __global__ void bad_store(int *p) { *(volatile int *)p = 1; }
 
@@ -53,6 +60,15 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "deadlock")) {
         ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 42);
         printf("PE %d got past the deadlock\n", me);
+        return 1;
+    }
+    if (!strcmp(mode, "kernel_deadlock")) {
+        if (me == 0)
+            wait_flag<<<1, 1>>>(flag);
+        else
+            wait_signal<<<1, 1>>>((unsigned long *)flag);
+        cudaError_t e = cudaDeviceSynchronize();
+        printf("PE %d: the deadlocked kernel ended (%s): it should not have\n", me, cudaGetErrorString(e));
         return 1;
     }
     if (!strcmp(mode, "kernel_busy")) {

@@ -46,10 +46,11 @@ check() {
     local size=64m run="$mode"
     [ "$mode" = heap_too_big ] && size=1t run=deadlock
     case "$launcher" in
-    ishmrun) out="$(ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 timeout 60 "$bin/ishmrun" -n 2 \
+    ishmrun) out="$(ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 timeout 60 "$bin/ishmrun" -n 2 \
         "$build/failures" "$run" 2>&1)" ;;
-    mpirun) out="$(ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 timeout 60 mpirun --allow-run-as-root \
-        --oversubscribe -x LD_LIBRARY_PATH -x ISHMEM_SYMMETRIC_SIZE -x ISHMEM_DEADLOCK_TIMEOUT -x CUDA_VISIBLE_DEVICES \
+    mpirun) out="$(ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 timeout 60 mpirun \
+        --allow-run-as-root --oversubscribe -x LD_LIBRARY_PATH -x ISHMEM_SYMMETRIC_SIZE -x ISHMEM_DEADLOCK_TIMEOUT \
+        -x ISHMEM_DEADLOCK_DEVICE_ABORT -x CUDA_VISIBLE_DEVICES \
         -n 2 "$build/failures" "$run" 2>&1)" ;;
     esac
     rc=$?
@@ -79,6 +80,8 @@ for l in $launchers; do
     check "$l" bad_address nonzero "CUDA_ERROR_ILLEGAL_ADDRESS"
     check "$l" deadlock nonzero "deadlock: every PE has waited in the library"
     check "$l" kernel_busy 0 "kernel_busy ok" "deadlock"
+    check "$l" kernel_deadlock nonzero "PE 0 runs outside the library; its kernels wait in ishmem_long_wait_until(ivar"
+    check "$l" kernel_deadlock nonzero "PE 1 runs outside the library; its kernels wait in ishmem_signal_wait_until(sig_addr"
     check "$l" heap_too_big nonzero "it does not fit: the GPU has"
     # Two PEs on one GPU without MPS: one warning with the fix.
     if [ "${CUDA_VISIBLE_DEVICES#*,}" = "$CUDA_VISIBLE_DEVICES" ]; then

@@ -68,6 +68,18 @@ int main(int argc, char **argv) {
             printf("PE %d: wait_forever returned\n", me);
             return 1;
         }
+        if (strcmp(argv[2], "kernel_deadlock") == 0) {
+            /* A deadlock among kernels: PE 0's waits for a value nobody
+               stores, the others' for a signal nobody sends, every host
+               thread in clFinish. The watchdog names each wait (a warning,
+               or the job's end with ISHMEM_DEADLOCK_DEVICE_ABORT=1). */
+            if (me == 0)
+                run("wait_forever", 1, 1, (void *[]){x}, NULL, NULL);
+            else
+                run("wait_signal_forever", 1, 1, (void *[]){x}, NULL, NULL);
+            printf("PE %d: kernel_deadlock returned\n", me);
+            return 1;
+        }
         if (me == np - 1) run(argv[2], 1, 1, (void *[]){strcmp(argv[2], "bad_addr") == 0 ? (void *)y : (void *)x}, NULL, NULL);
         ishmem_barrier_all();
         printf("PE %d: %s returned\n", me, argv[2]);

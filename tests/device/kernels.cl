@@ -186,6 +186,8 @@ kernel void bad_addr(global long *x) { ishmem_long_p(x, 1, 0); }
 /* Waits for a value nobody stores (lost_in_kernel: its PE must be ended
  * by the watchdog when another PE is lost). */
 kernel void wait_forever(global long *x) { ishmem_long_wait_until(x, ISHMEM_CMP_EQ, 42); }
+/* Waits for a signal nobody sends (kernel_deadlock). */
+kernel void wait_signal_forever(global ulong *s) { ishmem_signal_wait_until(s, ISHMEM_CMP_GE, 7); }
 
 /* Work-group forms of collectives: one group of 64 work-items per PE; the
  * last call has a bad root and must return -1 on every work-item and do

@@ -145,6 +145,29 @@ if command -v mpirun.openmpi >/dev/null && [ -f "$target/debug/ishmem/libishmem_
         mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 -x OCL_ICD_FILENAMES -x LD_LIBRARY_PATH \
         -x ISHMEM_DEVICE_LIB -x ISHMEM_DEVICE_CACHE "$out/device_host" "$out/kernels.spv" lost_in_kernel
 fi
+# A deadlock among kernels (PE 0's kernel waits for a value nobody
+# stores, the others' for a signal, every host in clFinish): the
+# watchdog names each PE's device wait. By default a warning (the job goes
+# on, here until the timeout); with ISHMEM_DEADLOCK_DEVICE_ABORT=1 the job
+# ends. Load/store and the ring.
+kernel_deadlock() { # label, expected exit, extra env...
+    local label="$1" want_rc="$2" t0=$SECONDS log rc=0
+    shift 2
+    log="$(env ISHMEM_DEADLOCK_TIMEOUT=2 "$@" timeout -k 5 12 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" kernel_deadlock 2>&1)" || rc=$?
+    [ "$rc" = "$want_rc" ] || { echo "$log" >&2; fail "$label: exit $rc, expected $want_rc"; }
+    for w in "every PE has waited for at least 2 s, in the library or in kernels" \
+        "PE 0 runs outside the library; its kernels wait in ishmem_long_wait_until(ivar 0x" \
+        "ISHMEM_CMP_EQ, 42) (1 work-item waiting so)" \
+        "PE 1 runs outside the library; its kernels wait in ishmem_signal_wait_until(sig_addr 0x" \
+        "ISHMEM_CMP_GE, 7) (1 work-item waiting so)"; do
+        echo "$log" | grep -qF "$w" || { echo "$log" >&2; fail "$label: no '$w'"; }
+    done
+    [ "$(grep -c "deadlock: every PE" <<<"$log")" = 1 ] || { echo "$log" >&2; fail "$label: not one report"; }
+    if echo "$log" | grep -q "returned"; then echo "$log" >&2; fail "$label: a waiting kernel returned"; fi
+    record "$label (expected failure)" $((SECONDS - t0)) 60
+}
+kernel_deadlock "device_host kernel_deadlock on 2 PEs, ends the job" 1 ISHMEM_DEADLOCK_DEVICE_ABORT=1
+kernel_deadlock "device_host kernel_deadlock on 2 PEs, ring-all 1, warns" 124 ISHMEM_DEVICE_RING_ALL=1
 # Across "nodes": under Open MPI with node-local sharing off, every peer is
 # remote, so each device operation goes through the ring, the host proxy
 # thread and the MPI proxy plugin (with fewer work-items in the

@@ -29,7 +29,7 @@ pub fn device_codes_h() -> String {
     s.push_str("\n/* AMO opcodes: the runtime's AmoOp (runtime/proxy-abi/src/lib.rs). */\n");
     let amo: Vec<(String, u32)> = AmoOp::ALL.iter().map(|&op| (op.device_name().to_string(), op as u32)).collect();
     group(&mut s, "AMO", &amo);
-    s.push_str("\n/* Stream-ordered collectives: the collective, the element kind and the\n * reduction operator (runtime/src/device/mod.rs). */\n");
+    s.push_str("\n/* Stream-ordered collectives: the collective, the element kind and the\n * reduction operator; what a long device wait waits in\n * (runtime/src/device/mod.rs). */\n");
     for g in STREAM_CODES {
         let codes: Vec<(String, u32)> = g.codes.iter().map(|&(n, v)| (n.to_string(), v)).collect();
         group(&mut s, g.group, &codes);
@@ -450,7 +450,11 @@ fn funs() -> Vec<Fun> {
                 format!("ishmem_{n}_wait_until"),
                 "void",
                 format!("{g} {c} *ivar, int cmp, {c} cmp_value"),
-                format!("while (!ISHMEMI_CMP(cmp, {}, cmp_value)) ;", from_bits(&format!("{load}(ivar)"))),
+                format!(
+                    "ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, {}, cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, {}, cmp), ivar, cmp_value);",
+                    from_bits(&format!("{load}(ivar)")),
+                    elem_code(c)
+                ),
             );
             f(
                 format!("ishmem_{n}_test"),
@@ -477,6 +481,24 @@ fn funs() -> Vec<Fun> {
         }
     }
     v
+}
+
+/// The device library's `ELEM_*` code of an OpenCL C scalar type (a long
+/// wait names its element kind in the ring's wait words).
+fn elem_code(c: &str) -> &'static str {
+    match c {
+        "float" => "ISHMEMI_ELEM_F32",
+        "double" => "ISHMEMI_ELEM_F64",
+        "char" => "ISHMEMI_ELEM_I8",
+        "uchar" => "ISHMEMI_ELEM_U8",
+        "short" => "ISHMEMI_ELEM_I16",
+        "ushort" => "ISHMEMI_ELEM_U16",
+        "int" => "ISHMEMI_ELEM_I32",
+        "uint" => "ISHMEMI_ELEM_U32",
+        "long" => "ISHMEMI_ELEM_I64",
+        "ulong" => "ISHMEMI_ELEM_U64",
+        other => panic!("no element code for {other}"),
+    }
 }
 
 /// The multi-element wait/test forms, compiled separately at -O0 (llvm-spirv
@@ -508,6 +530,7 @@ fn sync_funs() -> Vec<Fun> {
             ("_vector", format!("{g} const {c} *cmp_values"), "cmp_values[i]".to_string()),
         ] {
             let h = holds(&v);
+            let e = elem_code(c);
             f(
                 format!("ishmem_{n}_test_all{vec}"),
                 "int",
@@ -532,13 +555,15 @@ fn sync_funs() -> Vec<Fun> {
                 format!("ishmem_{n}_wait_until_all{vec}"),
                 "void",
                 format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
-                format!("for (size_t i = 0; i < nelems; i++) if {inc} while (!{h}) ;"),
+                format!(
+                    "for (size_t i = 0; i < nelems; i++) if {inc} ISHMEMI_WAIT_LOOP(!{h}, ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL_ALL, {e}, cmp), ivars + i, {v});"
+                ),
             );
             let any_incl = format!("size_t inc = 0; for (size_t i = 0; i < nelems; i++) if {inc} inc++;");
             f(format!("ishmem_{n}_wait_until_any{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
-              format!("{any_incl} size_t r = SIZE_MAX; while (inc && r == SIZE_MAX) {{ for (size_t i = 0; i < nelems && r == SIZE_MAX; i++) if ({inc} && {h}) r = i; }} return r;"));
+              format!("{any_incl} size_t r = SIZE_MAX; ISHMEMI_WAIT_LOOP(inc && r == SIZE_MAX, for (size_t i = 0; i < nelems && r == SIZE_MAX; i++) if ({inc} && {h}) r = i, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL_ANY, {e}, cmp), ivars, nelems); return r;"));
             f(format!("ishmem_{n}_wait_until_some{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} size_t *indices, {g} const int *status, int cmp, {vparam}"),
-              format!("{any_incl} size_t k = 0; while (inc && k == 0) {{ for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i; }} return k;"));
+              format!("{any_incl} size_t k = 0; ISHMEMI_WAIT_LOOP(inc && k == 0, for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL_SOME, {e}, cmp), ivars, nelems); return k;"));
         }
     }
     v

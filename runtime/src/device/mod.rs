@@ -314,9 +314,23 @@ code_group! {
     }
 }
 
-/// Every stream-collective code group, as the device library's generated
-/// `device_codes.h` gives them.
-pub const STREAM_CODES: &[CodeGroup] = &[COLL_CODES, ELEM_CODES, ROP_CODES];
+code_group! {
+    /// Which of the device API's waits a wait that lasted is (the ring's
+    /// wait words, `ring::Ring::wait_what`, bits 0-7; bits 8-15 hold its
+    /// element's `ELEM_*` code, 16-23 the comparison).
+    WAIT_CODES = "WAIT" {
+        WAIT_UNTIL = 0,
+        WAIT_UNTIL_ALL = 1,
+        WAIT_UNTIL_ANY = 2,
+        WAIT_UNTIL_SOME = 3,
+        WAIT_SIGNAL = 4,
+    }
+}
+
+/// Every code group the device library shares with the runtime, as its
+/// generated `device_codes.h` gives them: the stream collectives' codes and
+/// the long waits' codes.
+pub const STREAM_CODES: &[CodeGroup] = &[COLL_CODES, ELEM_CODES, ROP_CODES, WAIT_CODES];
 
 // Each group's codes are 0, 1, ... in table order (the device library
 // switches on them with its last case as the default, and asserts each
