@@ -274,9 +274,10 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
  * number of work-items in long waits, an epoch that changes whenever one
  * starts or ends, and what the latest one waits for (`what`: a WAIT_* code
  * | ELEM_* code << 8 | comparison << 16; the address; the value). The
- * host's watchdog reads them: a PE whose kernels wait while nothing
- * changes anywhere in the job is named in the deadlock report. A wait
- * that ends sooner pays one counter; recording is out of line. The
+ * host's watchdog reads them: a PE whose kernels wait while nothing of
+ * its device waits and ring requests changes is named in the deadlock
+ * report. A wait that ends sooner pays one counter; recording is out of
+ * line. The
  * library's own waits (barriers, syncs and collective steps) do not
  * count: there the counter cost 3-8% of a device barrier's and a small
  * collective's time on 2 H200s (docs/device.md). */

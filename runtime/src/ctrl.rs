@@ -37,6 +37,10 @@ pub struct CtrlHeader {
     /// PE number + 1 of the PE that printed the deadlock report (one per
     /// job), 0 if none.
     pub deadlock_reporter: AtomicI32,
+    /// PE number + 1 of the PE that printed the warning of a deadlock in
+    /// which kernels wait (one per job; it leaves the report that ends the
+    /// job to a later deadlock of host waits), 0 if none.
+    pub deadlock_warner: AtomicI32,
 }
 
 /// Bytes of text in a [`Blocked`] record.
@@ -364,6 +368,12 @@ impl Ctrl {
     /// Claims the job's one deadlock report for `pe`.
     pub fn claim_deadlock_report(&self, pe: usize) -> bool {
         self.header().deadlock_reporter.compare_exchange(0, pe as i32 + 1, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Claims the job's one warning of a deadlock in which kernels wait
+    /// for `pe` (the report that ends the job stays unclaimed).
+    pub fn claim_deadlock_warning(&self, pe: usize) -> bool {
+        self.header().deadlock_warner.compare_exchange(0, pe as i32 + 1, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
     /// `(PE, status)` of a PE that ended while running, if one did.

@@ -261,7 +261,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_DEADLOCK_DEVICE_ABORT",
         kind: Kind::Bool,
         default: "0",
-        help: "Whether a deadlock report in which kernels wait (a device wait_until, signal wait, barrier or collective step that lasts while nothing in the job changes) ends the job, as ISHMEM_DEADLOCK_ABORT says; by default it only warns, once: the host cannot see whether a host thread outside the library, or other work-items of the kernel, will still release the wait.",
+        help: "Whether a deadlock report in which kernels wait (a device wait_until or signal_wait_until that lasts while nothing of that PE's device waits and ring requests changes) ends the job, as ISHMEM_DEADLOCK_ABORT says; by default it only warns, once: the host cannot see whether a host thread outside the library, or other work-items of the kernel, will still release the wait (with 1, a job whose kernels wait longer than ISHMEM_DEADLOCK_TIMEOUT for such work is ended too: a switch for debugging and tests).",
         internal: false,
     },
     EnvVar {

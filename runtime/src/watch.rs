@@ -8,11 +8,14 @@
 //!   watchdogs of a node's PEs watch each other's processes end (pidfds);
 //!   PEs on other nodes are the MPI launcher's to end;
 //! - this PE's device context failed (a kernel fault): [`Device::health`];
-//! - every PE of the job waits in the library, for
-//!   `ISHMEM_DEADLOCK_TIMEOUT` seconds, while nothing else of it runs (no
-//!   other thread uses the CPU, its device runs nothing): one report of
-//!   what each waits for (waits publish themselves once they last,
-//!   `wait.rs`).
+//! - every PE of the job waits, for `ISHMEM_DEADLOCK_TIMEOUT` seconds, in
+//!   the library while nothing else of it runs (no other thread uses the
+//!   CPU, its device runs nothing), or in a kernel's `wait_until` or
+//!   `signal_wait_until` while nothing of its device waits and ring
+//!   requests changes: one report of what each waits for (host waits
+//!   publish themselves once they last, `wait.rs`; device waits record
+//!   themselves in the ring's wait words, [`DeviceWaits`]). A report in
+//!   which kernels wait only warns unless `ISHMEM_DEADLOCK_DEVICE_ABORT=1`.
 //!
 //! Ten ticks a second on its own thread; nothing on any call's path.
 //!
@@ -258,8 +261,10 @@ fn secs(ms: u64) -> String {
 }
 
 /// Reports a deadlock once every PE of the job (all on this node) has
-/// waited in the library, with nothing else of it running, for the
-/// configured time.
+/// been stuck ([`stuck`]) for the configured time: a report that ends the
+/// job (one per job), or, when kernels wait and
+/// `ISHMEM_DEADLOCK_DEVICE_ABORT` is off, a warning (one per job, which
+/// leaves the report that ends the job to a later deadlock).
 fn deadlock(st: &State) {
     let ctrl = &st.ctrl;
     let now = crate::wait::monotonic_ms();
@@ -283,10 +288,12 @@ fn deadlock(st: &State) {
             _ => return,
         }
     }
-    if !ctrl.claim_deadlock_report(st.my_pe) {
+    let kernels = waits.iter().any(|w| w.2);
+    let warn_only = kernels && !st.config.deadlock_device_abort;
+    let claimed = if warn_only { ctrl.claim_deadlock_warning(st.my_pe) } else { ctrl.claim_deadlock_report(st.my_pe) };
+    if !claimed {
         return;
     }
-    let kernels = waits.iter().any(|w| w.2);
     let mut msg = if kernels {
         format!(
             "every PE has waited for at least {} s, in the library or in kernels, and nothing of their device requests changed:",
@@ -301,7 +308,7 @@ fn deadlock(st: &State) {
     for (pe, line, _) in &waits {
         msg.push_str(&format!("\n    PE {pe} {line}"));
     }
-    if kernels && !st.config.deadlock_device_abort {
+    if warn_only {
         msg.push_str(
             "\n    (kernels wait, so this only warns and the job goes on: the host cannot see whether a host thread outside the library, or other work-items of a kernel, will still release them; ISHMEM_DEADLOCK_DEVICE_ABORT=1 ends the job instead; ISHMEM_DEADLOCK_TIMEOUT=SECONDS sets the time, 0 turns the check off)",
         );
@@ -330,13 +337,18 @@ struct DeviceWaits {
 
 impl DeviceWaits {
     fn sample(&mut self, st: &State) {
-        let ring = st.ring();
-        let me = st.ctrl.pe(st.my_pe);
+        self.look(st.ring(), &st.ctrl.pe(st.my_pe).device_blocked, crate::wait::monotonic_ms());
+    }
+
+    /// One look at `ring`'s wait words at `now_ms`: publishes them in
+    /// `rec` when they, or the ring's counts of requests, changed; clears
+    /// `rec` when no wait lasts.
+    fn look(&mut self, ring: &crate::ring::Ring, rec: &crate::ctrl::Blocked, now_ms: u64) {
         let count = ring.wait_count.load(Ordering::Acquire);
         if count == 0 || count > u32::MAX as u64 {
             // None, or an end counted before its start was seen.
             if self.last.take().is_some() {
-                me.device_blocked.clear();
+                rec.clear();
             }
             return;
         }
@@ -350,7 +362,7 @@ impl DeviceWaits {
             return;
         }
         self.last = Some(now);
-        me.device_blocked.publish(crate::wait::monotonic_ms() + 1, &device_wait_text(ring, count));
+        rec.publish(now_ms + 1, &device_wait_text(ring, count));
     }
 }
 
@@ -379,13 +391,17 @@ fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
         WAIT_SIGNAL => format!("ishmem_signal_wait_until(sig_addr {addr:#x}, {cmp_name}, {shown})"),
         _ => format!("an unknown wait (code {code})"),
     };
-    let n = if count == 1 { "1 work-item".to_string() } else { format!("{count} work-items") };
-    format!("{call} ({n} waiting so)")
+    if count == 1 {
+        format!("{call} (1 work-item waiting so)")
+    } else {
+        format!("{call} (the latest to start of {count} work-items waiting so)")
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::device_wait_text;
+    use super::{device_wait_text, DeviceWaits};
+    use crate::ctrl::Blocked;
     use crate::device::{ELEM_I32, ELEM_I64, ELEM_U64, WAIT_SIGNAL, WAIT_UNTIL, WAIT_UNTIL_ANY};
     use crate::ring::new_ring;
     use std::sync::atomic::Ordering;
@@ -406,12 +422,46 @@ mod tests {
         set(WAIT_UNTIL, ELEM_I32, 5, 0x2000, 0xffff_fffe);
         assert_eq!(
             device_wait_text(ring, 3),
-            "ishmem_int_wait_until(ivar 0x2000, ISHMEM_CMP_LT, -2) (3 work-items waiting so)"
+            "ishmem_int_wait_until(ivar 0x2000, ISHMEM_CMP_LT, -2) (the latest to start of 3 work-items waiting so)"
         );
         set(WAIT_SIGNAL, ELEM_U64, 4, 0x3000, 7);
         assert!(device_wait_text(ring, 1).starts_with("ishmem_signal_wait_until(sig_addr 0x3000, ISHMEM_CMP_GE, 7)"));
         set(WAIT_UNTIL_ANY, ELEM_I32, 2, 0x4000, 16);
         assert!(device_wait_text(ring, 1)
             .starts_with("ishmem_int_wait_until_any(ivars 0x4000, 16 elements, ISHMEM_CMP_NE)"));
+    }
+
+    #[test]
+    fn a_device_wait_is_published_with_the_time_it_last_changed_and_cleared_when_it_ends() {
+        let ring = new_ring();
+        // SAFETY: Blocked is atomics only; all-zero is "nothing published".
+        let rec: Blocked = unsafe { std::mem::zeroed() };
+        let mut w = DeviceWaits::default();
+        w.look(ring, &rec, 1000);
+        assert!(rec.read().is_none(), "no wait lasts: nothing published");
+        ring.wait_what.store(WAIT_UNTIL as u64 | (ELEM_I64 as u64) << 8 | 1 << 16, Ordering::Relaxed);
+        ring.wait_count.store(1, Ordering::Relaxed);
+        ring.wait_epoch.store(1, Ordering::Relaxed);
+        w.look(ring, &rec, 2000);
+        let (_, since, text) = rec.read().expect("a lasting wait is published");
+        assert_eq!(since, 2001);
+        assert!(text.starts_with("ishmem_long_wait_until("), "{text}");
+        // Nothing changed: the time stays that of the change.
+        w.look(ring, &rec, 9000);
+        assert_eq!(rec.read().unwrap().1, 2001);
+        // Ring traffic counts as a change, as does another wait starting.
+        ring.published.store(5, Ordering::Relaxed);
+        w.look(ring, &rec, 9500);
+        assert_eq!(rec.read().unwrap().1, 9501);
+        ring.wait_count.store(2, Ordering::Relaxed);
+        ring.wait_epoch.store(2, Ordering::Relaxed);
+        w.look(ring, &rec, 9800);
+        let (_, since, text) = rec.read().unwrap();
+        assert_eq!(since, 9801);
+        assert!(text.ends_with("(the latest to start of 2 work-items waiting so)"), "{text}");
+        // The waits end: the record goes.
+        ring.wait_count.store(0, Ordering::Relaxed);
+        w.look(ring, &rec, 10000);
+        assert!(rec.read().is_none(), "ended waits stay published");
     }
 }

@@ -68,6 +68,28 @@ int main(int argc, char **argv) {
             printf("PE %d: wait_forever returned\n", me);
             return 1;
         }
+        if (strcmp(argv[2], "long_wait_ends") == 0) {
+            /* PE 0's kernel waits (long enough to be recorded for the
+               deadlock report) until PE 1's host stores 5 into the second
+               of two words 2 s later; it must return index 1. Then every
+               PE's host waits for a value nobody stores: the report must
+               be the one of host waits (the ended device wait no longer
+               counts) and end the job. */
+            long *ivars = ishmem_calloc(2, sizeof(long)), *out = ishmem_calloc(1, sizeof(long));
+            ishmem_barrier_all();
+            if (me == 0) {
+                run("wait_any_long", 1, 2, (void *[]){ivars, out}, NULL, NULL);
+                printf("PE 0: the long wait returned %ld\n", *out);
+                fflush(stdout);
+            } else if (me == 1) {
+                sleep(2);
+                ishmem_long_p(ivars + 1, 5, 0);
+                ishmem_quiet();
+            }
+            ishmem_long_wait_until(x, ISHMEM_CMP_EQ, 42);
+            printf("PE %d: long_wait_ends returned\n", me);
+            return 1;
+        }
         if (strcmp(argv[2], "kernel_deadlock") == 0) {
             /* A deadlock among kernels: PE 0's waits for a value nobody
                stores, the others' for a signal nobody sends, every host

@@ -186,6 +186,11 @@ kernel void bad_addr(global long *x) { ishmem_long_p(x, 1, 0); }
 /* Waits for a value nobody stores (lost_in_kernel: its PE must be ended
  * by the watchdog when another PE is lost). */
 kernel void wait_forever(global long *x) { ishmem_long_wait_until(x, ISHMEM_CMP_EQ, 42); }
+/* Waits until PE 1 stores 5 into one of two words (long_wait_ends): a
+ * wait long enough to be recorded for the deadlock report, which ends. */
+kernel void wait_any_long(global long *ivars, global long *out) {
+    out[0] = (long)ishmem_long_wait_until_any(ivars, 2, 0, ISHMEM_CMP_EQ, 5);
+}
 /* Waits for a signal nobody sends (kernel_deadlock). */
 kernel void wait_signal_forever(global ulong *s) { ishmem_signal_wait_until(s, ISHMEM_CMP_GE, 7); }
 

@@ -167,6 +167,17 @@ kernel_deadlock() { # label, expected exit, extra env...
     record "$label (expected failure)" $((SECONDS - t0)) 60
 }
 kernel_deadlock "device_host kernel_deadlock on 2 PEs, ends the job" 1 ISHMEM_DEADLOCK_DEVICE_ABORT=1
+# A recorded device wait that ends (its _any result right), then a host
+# deadlock: reported as one of host waits, ending the job.
+t0=$SECONDS
+log="$(ISHMEM_DEADLOCK_TIMEOUT=2 timeout -k 5 30 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" long_wait_ends 2>&1)" && rc=0 || rc=$?
+[ "$rc" = 1 ] || { echo "$log" >&2; fail "long_wait_ends: exit $rc, expected 1"; }
+for w in "PE 0: the long wait returned 1" "deadlock: every PE has waited in the library for at least 2 s" \
+    "PE 0 waits in ishmem_long_wait_until(ivar 0x"; do
+    echo "$log" | grep -qF "$w" || { echo "$log" >&2; fail "long_wait_ends: no '$w'"; }
+done
+if echo "$log" | grep -q "in kernels\|long_wait_ends returned"; then echo "$log" >&2; fail "long_wait_ends: a kernel wait still counted, or a wait returned"; fi
+record "device_host long_wait_ends on 2 PEs (expected failure)" $((SECONDS - t0)) 60
 kernel_deadlock "device_host kernel_deadlock on 2 PEs, ring-all 1, warns" 124 ISHMEM_DEVICE_RING_ALL=1
 # Across "nodes": under Open MPI with node-local sharing off, every peer is
 # remote, so each device operation goes through the ring, the host proxy
