@@ -55,17 +55,17 @@ ISHMEMI_API void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     if (ishmemi_is_local(pe)) {
         ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)source, nelems);
-        ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
+        ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
         return;
     }
     if (!ISHMEMI_HOST_REACHES(source)) {
         /* The data in the messages, then the signal: served in order. */
         ishmemi_ring_put_inline(dest, source, nelems, pe, 0);
-        ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
+        ishmemi_amo64_pe(sig_addr, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
         return;
     }
     ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_PUT_SIGNAL, (ulong)dest, (ulong)source, nelems, signal,
-                                        (ulong)sig_addr, pe, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, 0));
+                                        (ulong)sig_addr, pe, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, 0));
 }
 ISHMEMI_API ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
     return (ulong)ishmemi_load64((ISHMEMI_GLOBAL void *)sig_addr);
@@ -99,9 +99,9 @@ ISHMEMI_API void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISH
     if (get_local_linear_id() == 0) {
         if (ishmemi_is_local(pe)) {
             ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
-            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
+            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
         } else
-            ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
+            ishmemi_amo64_pe(sig_addr, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
     }
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
@@ -245,9 +245,9 @@ ISHMEMI_API void ishmemx_putmem_signal_sub_group(ISHMEMI_GLOBAL void *dest, ISHM
     if (get_sub_group_local_id() == 0) {
         if (ishmemi_is_local(pe)) {
             ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
-            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
+            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
         } else
-            ishmemi_amo64_pe(sig_addr, sig_op == 0 ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
+            ishmemi_amo64_pe(sig_addr, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
     }
     sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }

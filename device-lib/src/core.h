@@ -106,9 +106,15 @@ ISHMEMI_INLINE void ishmemi_strided(ISHMEMI_GLOBAL char *dst, long dst_stride, I
         ishmemi_copy(dst + (long)i * dst_stride * (long)elem, src + (long)i * src_stride * (long)elem, elem);
 }
 
-#define ISHMEMI_CMP(cmp, a, b)                                                        \
-    ((cmp) == 1 ? (a) == (b) : (cmp) == 2 ? (a) != (b) : (cmp) == 3 ? (a) > (b)      \
-     : (cmp) == 4 ? (a) >= (b) : (cmp) == 5 ? (a) < (b) : (a) <= (b))
+/* `a` compared with `b` by the API's operator `cmp` (ISHMEMI_CMP_LE when
+ * none of the others: callers check `cmp` where the API asks them to). */
+#define ISHMEMI_CMP(cmp, a, b)                                                                            \
+    ((cmp) == ISHMEMI_CMP_EQ   ? (a) == (b)                                                               \
+     : (cmp) == ISHMEMI_CMP_NE ? (a) != (b)                                                               \
+     : (cmp) == ISHMEMI_CMP_GT ? (a) > (b)                                                                \
+     : (cmp) == ISHMEMI_CMP_GE ? (a) >= (b)                                                               \
+     : (cmp) == ISHMEMI_CMP_LT ? (a) < (b)                                                                \
+                               : (a) <= (b))
 
 /* ----- routing: load/store to local peers, the ring for the others ----- */
 

@@ -13,6 +13,16 @@
 #define ISHMEMI_FXOR 7
 #define ISHMEMI_AMO_COUNT 8
 
+/* Comparison and signal operators: the runtime's (runtime/src/amo.rs). */
+#define ISHMEMI_CMP_EQ 1
+#define ISHMEMI_CMP_NE 2
+#define ISHMEMI_CMP_GT 3
+#define ISHMEMI_CMP_GE 4
+#define ISHMEMI_CMP_LT 5
+#define ISHMEMI_CMP_LE 6
+#define ISHMEMI_SIGNAL_SET 0
+#define ISHMEMI_SIGNAL_ADD 1
+
 /* Stream-ordered collectives: the collective, the element kind and the
  * reduction operator; what a long device wait waits in
  * (runtime/src/device/mod.rs). */
