@@ -150,20 +150,28 @@ fi
 # watchdog names each PE's device wait. By default a warning (the job goes
 # on, here until the timeout); with ISHMEM_DEADLOCK_DEVICE_ABORT=1 the job
 # ends. Load/store and the ring.
+# check_failure LABEL EXIT EXPECTED_EXIT LOG FORBIDDEN WANTED...: the job's
+# exit, every WANTED line in its log, and no match of FORBIDDEN (grep).
+check_failure() {
+    local label="$1" rc="$2" want_rc="$3" log="$4" forbid="$5" w
+    shift 5
+    [ "$rc" = "$want_rc" ] || { echo "$log" >&2; fail "$label: exit $rc, expected $want_rc"; }
+    for w in "$@"; do
+        echo "$log" | grep -qF "$w" || { echo "$log" >&2; fail "$label: no '$w'"; }
+    done
+    if echo "$log" | grep -q "$forbid"; then echo "$log" >&2; fail "$label: '$forbid' in its output"; fi
+}
 kernel_deadlock() { # label, expected exit, extra env...
     local label="$1" want_rc="$2" t0=$SECONDS log rc=0
     shift 2
     log="$(env ISHMEM_DEADLOCK_TIMEOUT=2 "$@" timeout -k 5 12 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" kernel_deadlock 2>&1)" || rc=$?
-    [ "$rc" = "$want_rc" ] || { echo "$log" >&2; fail "$label: exit $rc, expected $want_rc"; }
-    for w in "every PE has waited for at least 2 s, in the library or in kernels" \
+    check_failure "$label" "$rc" "$want_rc" "$log" "returned" \
+        "every PE has waited for at least 2 s, in the library or in kernels" \
         "PE 0 runs outside the library; its kernels wait in ishmem_long_wait_until(ivar 0x" \
         "ISHMEM_CMP_EQ, 42) (1 work-item waiting so)" \
         "PE 1 runs outside the library; its kernels wait in ishmem_signal_wait_until(sig_addr 0x" \
-        "ISHMEM_CMP_GE, 7) (1 work-item waiting so)"; do
-        echo "$log" | grep -qF "$w" || { echo "$log" >&2; fail "$label: no '$w'"; }
-    done
+        "ISHMEM_CMP_GE, 7) (1 work-item waiting so)"
     [ "$(grep -c "deadlock: every PE" <<<"$log")" = 1 ] || { echo "$log" >&2; fail "$label: not one report"; }
-    if echo "$log" | grep -q "returned"; then echo "$log" >&2; fail "$label: a waiting kernel returned"; fi
     record "$label (expected failure)" $((SECONDS - t0)) 60
 }
 kernel_deadlock "device_host kernel_deadlock on 2 PEs, ends the job" 1 ISHMEM_DEADLOCK_DEVICE_ABORT=1
@@ -171,12 +179,8 @@ kernel_deadlock "device_host kernel_deadlock on 2 PEs, ends the job" 1 ISHMEM_DE
 # deadlock: reported as one of host waits, ending the job.
 t0=$SECONDS
 log="$(ISHMEM_DEADLOCK_TIMEOUT=2 timeout -k 5 30 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" long_wait_ends 2>&1)" && rc=0 || rc=$?
-[ "$rc" = 1 ] || { echo "$log" >&2; fail "long_wait_ends: exit $rc, expected 1"; }
-for w in "PE 0: the long wait returned 1" "deadlock: every PE has waited in the library for at least 2 s" \
-    "PE 0 waits in ishmem_long_wait_until(ivar 0x"; do
-    echo "$log" | grep -qF "$w" || { echo "$log" >&2; fail "long_wait_ends: no '$w'"; }
-done
-if echo "$log" | grep -q "in kernels\|long_wait_ends returned"; then echo "$log" >&2; fail "long_wait_ends: a kernel wait still counted, or a wait returned"; fi
+check_failure long_wait_ends "$rc" 1 "$log" "in kernels\|long_wait_ends returned" "PE 0: the long wait returned 1" \
+    "deadlock: every PE has waited in the library for at least 2 s" "PE 0 waits in ishmem_long_wait_until(ivar 0x"
 record "device_host long_wait_ends on 2 PEs (expected failure)" $((SECONDS - t0)) 60
 kernel_deadlock "device_host kernel_deadlock on 2 PEs, ring-all 1, warns" 124 ISHMEM_DEVICE_RING_ALL=1
 # Across "nodes": under Open MPI with node-local sharing off, every peer is

@@ -476,7 +476,7 @@ fn funs() -> Vec<Fun> {
                 format!(
                     "ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, {}, cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, {}, cmp), ivar, cmp_value);",
                     from_bits(&format!("{load}(ivar)")),
-                    elem_code(c)
+                    elem_code(n)
                 ),
             );
             f(
@@ -506,22 +506,10 @@ fn funs() -> Vec<Fun> {
     v
 }
 
-/// The device library's `ELEM_*` code of an OpenCL C scalar type (a long
-/// wait names its element kind in the ring's wait words).
-fn elem_code(c: &str) -> &'static str {
-    match c {
-        "float" => "ISHMEMI_ELEM_F32",
-        "double" => "ISHMEMI_ELEM_F64",
-        "char" => "ISHMEMI_ELEM_I8",
-        "uchar" => "ISHMEMI_ELEM_U8",
-        "short" => "ISHMEMI_ELEM_I16",
-        "ushort" => "ISHMEMI_ELEM_U16",
-        "int" => "ISHMEMI_ELEM_I32",
-        "uint" => "ISHMEMI_ELEM_U32",
-        "long" => "ISHMEMI_ELEM_I64",
-        "ulong" => "ISHMEMI_ELEM_U64",
-        other => panic!("no element code for {other}"),
-    }
+/// The device library's `ELEM_*` code of API type `tname` (a long wait
+/// names its element kind in the ring's wait words).
+fn elem_code(tname: &str) -> String {
+    format!("ISHMEMI_ELEM_{}", crate::elem_kind(tname).expect("a wait's type has an element kind"))
 }
 
 /// The multi-element wait/test forms, compiled separately at -O0 (llvm-spirv
@@ -553,7 +541,7 @@ fn sync_funs() -> Vec<Fun> {
             ("_vector", format!("{g} const {c} *cmp_values"), "cmp_values[i]".to_string()),
         ] {
             let h = holds(&v);
-            let e = elem_code(c);
+            let e = elem_code(n);
             f(
                 format!("ishmem_{n}_test_all{vec}"),
                 "int",
