@@ -1,10 +1,10 @@
 /* Non-typed device routines and the state install kernel. */
 #include "core.h"
 
-ISHMEMI_VAR ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
+ISHMEMI_VAR ishmemx_device_state_t *ishmemi_state;
 
 #ifndef __CUDACC__
-kernel void ishmemi_install_state(ISHMEMI_GLOBAL ishmemx_device_state_t *s) {
+kernel void ishmemi_install_state(global ishmemx_device_state_t *s) {
     ishmemi_state = s;
 }
 #endif
@@ -12,7 +12,7 @@ kernel void ishmemi_install_state(ISHMEMI_GLOBAL ishmemx_device_state_t *s) {
 ISHMEMI_API int ishmem_my_pe(void) { return ISHMEMI_STATE->my_pe; }
 ISHMEMI_API int ishmem_n_pes(void) { return ISHMEMI_STATE->n_pes; }
 
-ISHMEMI_API ISHMEMI_GLOBAL void *ishmem_ptr(ISHMEMI_GLOBAL const void *dest, int pe) {
+ISHMEMI_API void *ishmem_ptr(const void *dest, int pe) {
     ulong off = (ulong)dest - ISHMEMI_STATE->heap_base;
     if (pe < 0 || pe >= ISHMEMI_STATE->n_pes || off >= ISHMEMI_STATE->heap_size || !ISHMEMI_PEER_LOCAL(pe)) return 0;
     return ishmemi_peer(dest, pe);
@@ -33,28 +33,28 @@ ISHMEMI_API void ishmem_barrier_all(void) {
         ishmemi_sync_world();
 }
 
-ISHMEMI_API void ishmem_putmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_putmem(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_put_bytes(dest, source, nelems, pe, 0);
 }
-ISHMEMI_API void ishmem_getmem(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_getmem(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_get_bytes(dest, source, nelems, pe, 0);
 }
-ISHMEMI_API void ishmem_putmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_put_bytes(dest, source, nelems, pe, 1);
 }
-ISHMEMI_API void ishmem_getmem_nbi(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_get_bytes(dest, source, nelems, pe, 1);
 }
 
 /* put_signal: the data, then the signal as an AMO that releases it (CUDA:
  * a release store or add at system scope; OpenCL: a sequentially
  * consistent AMO); through the ring, the host performs both in that order. */
-ISHMEMI_API void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
-                          ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+ISHMEMI_API void ishmem_putmem_signal(void *dest, const void *source, size_t nelems,
+                          ulong *sig_addr, ulong signal, int sig_op, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, dest, nelems, pe);
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     if (ishmemi_is_local(pe)) {
-        ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)source, nelems);
+        ishmemi_copy(ishmemi_peer(dest, pe), (const char *)source, nelems);
         ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
         return;
     }
@@ -67,10 +67,10 @@ ISHMEMI_API void ishmem_putmem_signal(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL 
     ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_PUT_SIGNAL, (ulong)dest, (ulong)source, nelems, signal,
                                         (ulong)sig_addr, pe, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, 0));
 }
-ISHMEMI_API ulong ishmem_signal_fetch(ISHMEMI_GLOBAL const ulong *sig_addr) {
-    return (ulong)ishmemi_load64((ISHMEMI_GLOBAL void *)sig_addr);
+ISHMEMI_API ulong ishmem_signal_fetch(const ulong *sig_addr) {
+    return (ulong)ishmemi_load64((void *)sig_addr);
 }
-ISHMEMI_API ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int cmp, ulong cmp_value) {
+ISHMEMI_API ulong ishmem_signal_wait_until(ulong *sig_addr, int cmp, ulong cmp_value) {
     ulong v;
     ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, v = (ulong)ishmemi_load64(sig_addr), cmp_value), ;,
                       ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_SIGNAL, ISHMEMI_ELEM_U64, cmp), sig_addr, cmp_value);
@@ -79,20 +79,20 @@ ISHMEMI_API ulong ishmem_signal_wait_until(ISHMEMI_GLOBAL ulong *sig_addr, int c
 
 /* Work-group forms of the non-typed routines (Intel SHMEM's
  * ishmemx_*_work_group; the group is the calling work-group). */
-ISHMEMI_API void ishmemx_putmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_putmem_work_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
 }
-ISHMEMI_API void ishmemx_getmem_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_getmem_work_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_wg_get_bytes(dest, source, nelems, pe, 0);
 }
-ISHMEMI_API void ishmemx_putmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_putmem_nbi_work_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 1);
 }
-ISHMEMI_API void ishmemx_getmem_nbi_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_getmem_nbi_work_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_wg_get_bytes(dest, source, nelems, pe, 1);
 }
-ISHMEMI_API void ishmemx_putmem_signal_work_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
-                                      ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+ISHMEMI_API void ishmemx_putmem_signal_work_group(void *dest, const void *source, size_t nelems,
+                                      ulong *sig_addr, ulong signal, int sig_op, int pe) {
     /* The data by the whole group, then the signal by the leader. */
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
@@ -137,8 +137,8 @@ ISHMEMI_API void ishmemx_sync_all_work_group(void) {
  * runtime's AmoOp values; `out` receives the old value (0 for set). 16-bit
  * values: a compare-and-swap loop on the aligned 32-bit word that holds
  * them (little-endian lanes). */
-kernel void ishmemi_host_amo(ulong addr, uint size, uint op, ulong operand, ulong cond, ISHMEMI_GLOBAL ulong *out) {
-    ISHMEMI_GLOBAL void *p = (ISHMEMI_GLOBAL void *)addr;
+kernel void ishmemi_host_amo(ulong addr, uint size, uint op, ulong operand, ulong cond, global ulong *out) {
+    void *p = (void *)addr;
     ulong old;
     if (size == 8) {
         old = (ulong)ishmemi_amo64(p, (int)op, (long)operand, (long)cond);
@@ -175,15 +175,15 @@ kernel void ishmemi_host_amo(ulong addr, uint size, uint op, ulong operand, ulon
 
 /* Teams and the non-typed collectives. */
 ISHMEMI_API int ishmem_team_my_pe(int team) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     return t ? t->my_rank : -1;
 }
 ISHMEMI_API int ishmem_team_n_pes(int team) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     return t ? t->size : -1;
 }
 ISHMEMI_API int ishmem_team_translate_pe(int src_team, int src_pe, int dest_team) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *s = ishmemi_get_team(src_team), *d = ishmemi_get_team(dest_team);
+    const ishmemi_team_t *s = ishmemi_get_team(src_team), *d = ishmemi_get_team(dest_team);
     if (!s || !d || src_pe < 0 || src_pe >= s->size) return -1;
     int off = ishmemi_member(s, src_pe) - d->start;
     if (d->stride == 0) return off == 0 ? 0 : -1;
@@ -196,49 +196,49 @@ ISHMEMI_API int ishmem_team_sync(int team) {
     ishmemi_sync_team(team);
     return 0;
 }
-ISHMEMI_API int ishmem_broadcastmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
+ISHMEMI_API int ishmem_broadcastmem(int team, void *dest, const void *source, size_t nelems, int root) {
     return ishmemi_broadcast_bytes(team, dest, source, nelems, root);
 }
-ISHMEMI_API int ishmem_fcollectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmem_fcollectmem(int team, void *dest, const void *source, size_t nelems) {
     return ishmemi_fcollect_bytes(team, dest, source, nelems);
 }
-ISHMEMI_API int ishmem_collectmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmem_collectmem(int team, void *dest, const void *source, size_t nelems) {
     return ishmemi_collect_bytes(team, dest, source, nelems, 1);
 }
-ISHMEMI_API int ishmem_alltoallmem(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmem_alltoallmem(int team, void *dest, const void *source, size_t nelems) {
     return ishmemi_alltoall_bytes(team, dest, source, nelems);
 }
 
 /* Work-group forms of the team sync and the byte collectives. */
 ISHMEMI_API int ishmemx_team_sync_work_group(int team) { ISHMEMI_WG_COLL(team, 0, ishmem_team_sync(team)) }
-ISHMEMI_API int ishmemx_broadcastmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int root) {
+ISHMEMI_API int ishmemx_broadcastmem_work_group(int team, void *dest, const void *source, size_t nelems, int root) {
     return ishmemi_wg_broadcast_bytes(team, dest, source, nelems, root);
 }
-ISHMEMI_API int ishmemx_collectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmemx_collectmem_work_group(int team, void *dest, const void *source, size_t nelems) {
     ISHMEMI_WG_COLL(team, 0, ishmemi_collect_bytes(team, dest, source, nelems, 1))
 }
-ISHMEMI_API int ishmemx_fcollectmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmemx_fcollectmem_work_group(int team, void *dest, const void *source, size_t nelems) {
     return ishmemi_wg_fcollect_bytes(team, dest, source, nelems);
 }
-ISHMEMI_API int ishmemx_alltoallmem_work_group(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems) {
+ISHMEMI_API int ishmemx_alltoallmem_work_group(int team, void *dest, const void *source, size_t nelems) {
     return ishmemi_wg_alltoall_bytes(team, dest, source, nelems);
 }
 
 /* Sub-group forms (every work-item of the calling sub-group calls them). */
-ISHMEMI_API void ishmemx_putmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_putmem_sub_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);
 }
-ISHMEMI_API void ishmemx_getmem_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_getmem_sub_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_sg_get_bytes(dest, source, nelems, pe, 0);
 }
-ISHMEMI_API void ishmemx_putmem_nbi_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_putmem_nbi_sub_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_sg_put_bytes(dest, source, nelems, pe, 1);
 }
-ISHMEMI_API void ishmemx_getmem_nbi_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems, int pe) {
+ISHMEMI_API void ishmemx_getmem_nbi_sub_group(void *dest, const void *source, size_t nelems, int pe) {
     ishmemi_sg_get_bytes(dest, source, nelems, pe, 1);
 }
-ISHMEMI_API void ishmemx_putmem_signal_sub_group(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *source, size_t nelems,
-                                      ISHMEMI_GLOBAL ulong *sig_addr, ulong signal, int sig_op, int pe) {
+ISHMEMI_API void ishmemx_putmem_signal_sub_group(void *dest, const void *source, size_t nelems,
+                                      ulong *sig_addr, ulong signal, int sig_op, int pe) {
     /* The data by the whole sub-group, then the signal by its leader. */
     ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
     ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);

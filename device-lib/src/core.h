@@ -35,13 +35,13 @@
 #define ishmemi_own_store64(p, v) ishmemi_store64(p, v)
 #define ishmemi_fence_acquire() ishmemi_fence_all()
 #define ishmemi_own_load2(p, a, b) \
-    (*(a) = (ulong)ishmemi_load64(p), *(b) = (ulong)ishmemi_load64((ISHMEMI_GLOBAL ulong *)(p) + 1))
+    (*(a) = (ulong)ishmemi_load64(p), *(b) = (ulong)ishmemi_load64((ulong *)(p) + 1))
 #define ishmemi_own_store2(p, a, b) \
-    (ishmemi_store64((p), (long)(a)), ishmemi_store64((ISHMEMI_GLOBAL ulong *)(p) + 1, (long)(b)))
+    (ishmemi_store64((p), (long)(a)), ishmemi_store64((ulong *)(p) + 1, (long)(b)))
 #define ishmemi_ll_store(p, v) ishmemi_store64((p), (long)(v))
 #define ishmemi_fence_release() ishmemi_fence_all()
 #define ishmemi_store_relaxed64(p, v) ishmemi_store64((p), (v))
-#define ishmemi_ll_load(p) ((ulong)ishmemi_load64((ISHMEMI_GLOBAL void *)(p)))
+#define ishmemi_ll_load(p) ((ulong)ishmemi_load64((void *)(p)))
 #endif
 #ifndef ISHMEMI_HAVE_SIGNAL_OP
 #define ishmemi_signal_op(p, op, v) ((void)ishmemi_amo64((p), (op), (v), 0))
@@ -53,7 +53,7 @@
 
 /* Installed once per program by the runtime (OpenCL: the kernel
  * ishmemi_install_state; CUDA: the library's registered install hook). */
-extern ISHMEMI_VAR ISHMEMI_GLOBAL ishmemx_device_state_t *ishmemi_state;
+extern ISHMEMI_VAR ishmemx_device_state_t *ishmemi_state;
 
 /* How device code reads the state and its peer tables. A target may keep
  * copies where reads are cheapest; by default through the installed
@@ -77,30 +77,30 @@ extern __constant__ uchar ishmemi_cpeer_local[ISHMEMI_CONST_PES];
 #define ISHMEMI_STATE ishmemi_state
 #endif
 #ifndef ISHMEMI_PEER_BASE
-#define ISHMEMI_PEER_BASE(pe) (((ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->peer_heap_base)[pe])
-#define ISHMEMI_PEER_LOCAL(pe) (((ISHMEMI_GLOBAL uchar *)ISHMEMI_STATE->peer_is_local)[pe])
+#define ISHMEMI_PEER_BASE(pe) (((ulong *)ISHMEMI_STATE->peer_heap_base)[pe])
+#define ISHMEMI_PEER_LOCAL(pe) (((uchar *)ISHMEMI_STATE->peer_is_local)[pe])
 #endif
 
 /* Address of symmetric `sym` on `pe`, for loads and stores from here. */
-ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_peer(ISHMEMI_GLOBAL const void *sym, int pe) {
-    return (ISHMEMI_GLOBAL char *)(ISHMEMI_PEER_BASE(pe) + ((ulong)sym - ISHMEMI_STATE->heap_base));
+ISHMEMI_INLINE char *ishmemi_peer(const void *sym, int pe) {
+    return (char *)(ISHMEMI_PEER_BASE(pe) + ((ulong)sym - ISHMEMI_STATE->heap_base));
 }
 
 /* Bulk copy: the widest words both ends' alignment allows (16, 8 or 4
  * bytes), then bytes: an aligned 8-byte put is one store. */
-ISHMEMI_INLINE void ishmemi_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
+ISHMEMI_INLINE void ishmemi_copy(char *dst, const char *src, size_t n) {
     size_t i = 0;
     ulong a = (ulong)dst | (ulong)src;
     if ((a & 15) == 0)
-        for (; i + 16 <= n; i += 16) *(ISHMEMI_GLOBAL long2 *)(dst + i) = *(ISHMEMI_GLOBAL const long2 *)(src + i);
+        for (; i + 16 <= n; i += 16) *(long2 *)(dst + i) = *(const long2 *)(src + i);
     if ((a & 7) == 0)
-        for (; i + 8 <= n; i += 8) *(ISHMEMI_GLOBAL long *)(dst + i) = *(ISHMEMI_GLOBAL const long *)(src + i);
+        for (; i + 8 <= n; i += 8) *(long *)(dst + i) = *(const long *)(src + i);
     if ((a & 3) == 0)
-        for (; i + 4 <= n; i += 4) *(ISHMEMI_GLOBAL int *)(dst + i) = *(ISHMEMI_GLOBAL const int *)(src + i);
+        for (; i + 4 <= n; i += 4) *(int *)(dst + i) = *(const int *)(src + i);
     for (; i < n; i++) dst[i] = src[i];
 }
 
-ISHMEMI_INLINE void ishmemi_strided(ISHMEMI_GLOBAL char *dst, long dst_stride, ISHMEMI_GLOBAL const char *src,
+ISHMEMI_INLINE void ishmemi_strided(char *dst, long dst_stride, const char *src,
                                    long src_stride, size_t elem, size_t nelems) {
     for (size_t i = 0; i < nelems; i++)
         ishmemi_copy(dst + (long)i * dst_stride * (long)elem, src + (long)i * src_stride * (long)elem, elem);
@@ -122,7 +122,7 @@ ISHMEMI_INLINE int ishmemi_is_local(int pe) {
     return ISHMEMI_PEER_LOCAL(pe);
 }
 
-ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_ring(void) { return (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->ring; }
+ISHMEMI_INLINE char *ishmemi_ring(void) { return (char *)ISHMEMI_STATE->ring; }
 
 /* The ring protocol (runtime/src/ring.rs says it in full): tickets from
  * quiet word 0 (the memory the device reaches fastest), messages validated
@@ -134,18 +134,18 @@ ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_ring(void) { return (ISHMEMI_GLOBAL 
  * atomics are calls on Intel's CPU runtime), the sequence a release store,
  * one work-item a ticket. */
 #ifndef ISHMEMI_HAVE_RING_PRIMS
-ISHMEMI_INLINE ulong ishmemi_ring_rd64(ISHMEMI_GLOBAL void *p) { return *(volatile ISHMEMI_GLOBAL ulong *)p; }
-ISHMEMI_INLINE void ishmemi_ring_wr64(ISHMEMI_GLOBAL void *p, ulong v) { *(volatile ISHMEMI_GLOBAL ulong *)p = v; }
+ISHMEMI_INLINE ulong ishmemi_ring_rd64(void *p) { return *(volatile ulong *)p; }
+ISHMEMI_INLINE void ishmemi_ring_wr64(void *p, ulong v) { *(volatile ulong *)p = v; }
 /* The sequence, last: a release store costs nothing more on the CPU device. */
-ISHMEMI_INLINE void ishmemi_ring_publish64(ISHMEMI_GLOBAL void *p, ulong v) {
+ISHMEMI_INLINE void ishmemi_ring_publish64(void *p, ulong v) {
     atomic_store_explicit((ishmemi_a64 *)p, (long)v, memory_order_release, ISHMEMI_SCOPE);
 }
-ISHMEMI_INLINE void ishmemi_ring_rd2(ISHMEMI_GLOBAL void *p, ulong *a, ulong *b) {
-    *b = (ulong)atomic_load_explicit((ishmemi_a64 *)((ISHMEMI_GLOBAL char *)p + 8), memory_order_acquire, ISHMEMI_SCOPE);
-    *a = *(volatile ISHMEMI_GLOBAL ulong *)p;
+ISHMEMI_INLINE void ishmemi_ring_rd2(void *p, ulong *a, ulong *b) {
+    *b = (ulong)atomic_load_explicit((ishmemi_a64 *)((char *)p + 8), memory_order_acquire, ISHMEMI_SCOPE);
+    *a = *(volatile ulong *)p;
 }
 /* A ticket from `tickets`; `published` (the ring's) counts it for the host. */
-ISHMEMI_INLINE ulong ishmemi_ring_claim(ISHMEMI_GLOBAL void *tickets, ISHMEMI_GLOBAL void *published) {
+ISHMEMI_INLINE ulong ishmemi_ring_claim(void *tickets, void *published) {
     ulong t = (ulong)atomic_fetch_add_explicit((ishmemi_a64 *)tickets, 1, memory_order_relaxed, ISHMEMI_SCOPE);
     atomic_fetch_add_explicit((ishmemi_a64 *)published, 1, memory_order_relaxed, ISHMEMI_SCOPE);
     return t;
@@ -193,13 +193,13 @@ ISHMEMI_INLINE ulong ishmemi_ring_cpl_check(ulong value, ulong seq) {
  * lap outstanding), waits for the slot's own ack, so one slow waiter holds
  * up only the sender of its slot. */
 ISHMEMI_NOINLINE void ishmemi_ring_room(ulong t) {
-    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    char *ring = ishmemi_ring();
     ulong r = ishmemi_ring_rd64(ring + ISHMEMI_RING_RETIRED);
     if (r + ISHMEMI_RING_SLOTS > t) {
-        ishmemi_own_store64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words + 24, (long)r);
+        ishmemi_own_store64((char *)ISHMEMI_STATE->quiet_words + 24, (long)r);
         return;
     }
-    ISHMEMI_GLOBAL char *c = ring + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
+    char *c = ring + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
     uint polls = 0, ns = 128;
     while (ishmemi_ring_rd64(c + ISHMEMI_RING_CPL_ACK) < t - ISHMEMI_RING_SLOTS + 1) ISHMEMI_RING_BACKOFF(polls, ns);
 }
@@ -212,13 +212,13 @@ ISHMEMI_NOINLINE void ishmemi_ring_room(ulong t) {
  * need in the message. */
 ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong value, ulong cond, ulong sig,
                                        int pe, uint amo, uint flags) {
-    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
-    ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words;
+    char *ring = ishmemi_ring();
+    char *q = (char *)ISHMEMI_STATE->quiet_words;
     if (op == ISHMEMI_RING_OP_PUT || op == ISHMEMI_RING_OP_PUT_SIGNAL || op == ISHMEMI_RING_OP_CTRL_SET)
         ishmemi_fence_release();
     ulong t = ishmemi_ring_claim(q, ring + ISHMEMI_RING_PUBLISHED);
     if (t >= ISHMEMI_RING_SLOTS && t - ISHMEMI_RING_SLOTS >= (ulong)ishmemi_own_load64(q + 24)) ishmemi_ring_room(t);
-    ISHMEMI_GLOBAL char *m = ring + ISHMEMI_RING_MSGS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_MSG_SIZE;
+    char *m = ring + ISHMEMI_RING_MSGS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_MSG_SIZE;
     ulong meta = (ulong)(uint)pe | (ulong)(op & 0xff) << 32 | (ulong)(amo & 0xffff) << 40 | (ulong)(flags & 0xff) << 56;
     ulong seq = t + 1;
     ishmemi_ring_wr64(m + ISHMEMI_RING_MSG_DEST, dest);
@@ -236,7 +236,7 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
  * reads its value and frees the slot. The ack's store follows the loop that
  * tested the value read, so it cannot overtake the read. */
 ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
-    ISHMEMI_GLOBAL char *c = ishmemi_ring() + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
+    char *c = ishmemi_ring() + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
     ulong v, check, seq = t + 1;
     uint polls = 0, ns = 128;
     for (;;) {
@@ -258,7 +258,7 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
     /* With every PE reached by loads and stores, no ring request is ever
      * left outstanding (copy-engine transfers are waited for). */
     if (ISHMEMI_STATE->only_local) return;
-    ISHMEMI_GLOBAL char *q = (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words;
+    char *q = (char *)ISHMEMI_STATE->quiet_words;
     long posted = ishmemi_peek64(q);
     if (ishmemi_peek64(q + 8) >= posted) return;
     /* One more request, the host's quiet: the server takes tickets in
@@ -289,7 +289,7 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
  * collective's time on 2 H200s (docs/device.md). */
 #define ISHMEMI_WAIT_LONG (1u << 20)
 ISHMEMI_COLD void ishmemi_wait_begin(uint what, ulong addr, ulong value) {
-    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    char *ring = ishmemi_ring();
     ishmemi_amo64(ring + ISHMEMI_RING_WAIT_COUNT, ISHMEMI_FADD, 1, 0);
     ishmemi_ring_wr64(ring + ISHMEMI_RING_WAIT_WHAT, what);
     ishmemi_ring_wr64(ring + ISHMEMI_RING_WAIT_ADDR, addr);
@@ -297,7 +297,7 @@ ISHMEMI_COLD void ishmemi_wait_begin(uint what, ulong addr, ulong value) {
     ishmemi_amo64(ring + ISHMEMI_RING_WAIT_EPOCH, ISHMEMI_FADD, 1, 0);
 }
 ISHMEMI_COLD void ishmemi_wait_end(void) {
-    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    char *ring = ishmemi_ring();
     ishmemi_amo64(ring + ISHMEMI_RING_WAIT_COUNT, ISHMEMI_FADD, -1, 0);
     ishmemi_amo64(ring + ISHMEMI_RING_WAIT_EPOCH, ISHMEMI_FADD, 1, 0);
 }
@@ -342,12 +342,12 @@ ISHMEMI_COLD void ishmemi_wait_end(void) {
  * the job with a message naming the operation, the PE and the value. The
  * work-item never resumes. `op` is the ring opcode naming the operation. */
 ISHMEMI_COLD void ishmemi_fail(ulong what, uint op, ulong bad, int pe) {
-    ISHMEMI_GLOBAL char *ring = ishmemi_ring();
+    char *ring = ishmemi_ring();
     ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, bad, 0, what, op, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
     while ((long)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED) >= 0) ; /* until the host ends the job */
 }
 
-ISHMEMI_INLINE void ishmemi_check(uint op, ISHMEMI_GLOBAL const void *sym, size_t n, int pe) {
+ISHMEMI_INLINE void ishmemi_check(uint op, const void *sym, size_t n, int pe) {
     if ((uint)pe >= (uint)ISHMEMI_STATE->n_pes) ishmemi_fail(ISHMEMI_DEVICE_BAD_PE, op, 0, pe);
     ulong a = (ulong)sym, base = ISHMEMI_STATE->heap_base, size = ISHMEMI_STATE->heap_size;
     if (a < base || a - base > size || n > size - (a - base)) ishmemi_fail(ISHMEMI_DEVICE_BAD_ADDR, op, a, pe);
@@ -355,14 +355,14 @@ ISHMEMI_INLINE void ishmemi_check(uint op, ISHMEMI_GLOBAL const void *sym, size_
 
 /* The extent of `nelems` elements of `elem` bytes at stride `stride`
  * (elements) from `sym`: checked at its first and last element. */
-ISHMEMI_INLINE void ishmemi_check_strided(uint op, ISHMEMI_GLOBAL const void *sym, long stride, size_t elem, size_t nelems, int pe) {
+ISHMEMI_INLINE void ishmemi_check_strided(uint op, const void *sym, long stride, size_t elem, size_t nelems, int pe) {
     ishmemi_check(op, sym, nelems ? elem : 0, pe);
-    if (nelems > 1) ishmemi_check(op, (ISHMEMI_GLOBAL const char *)sym + (long)(nelems - 1) * stride * (long)elem, elem, pe);
+    if (nelems > 1) ishmemi_check(op, (const char *)sym + (long)(nelems - 1) * stride * (long)elem, elem, pe);
 }
 
 /* Whether the host proxy can read or write a local buffer the device
  * passes through the ring (CUDA: not a thread's local or a block's shared
- * memory; OpenCL: every pointer here is global). */
+ * memory; OpenCL: not private or local memory). */
 #ifndef ISHMEMI_HOST_REACHES
 #define ISHMEMI_HOST_REACHES(p) 1
 #endif
@@ -370,9 +370,9 @@ ISHMEMI_INLINE void ishmemi_check_strided(uint op, ISHMEMI_GLOBAL const void *sy
 /* A put whose source the host cannot read (device-local memory): the bytes
  * travel in the ring messages, 8 at a time; the server performs them in
  * order, so waiting for the last one completes them all. */
-ISHMEMI_INLINE void ishmemi_ring_put_inline(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe,
+ISHMEMI_INLINE void ishmemi_ring_put_inline(void *dest, const void *src, size_t n, int pe,
                                            int nbi) {
-    ISHMEMI_GLOBAL const uchar *s = (ISHMEMI_GLOBAL const uchar *)src;
+    const uchar *s = (const uchar *)src;
     for (size_t i = 0; i < n; i += 8) {
         size_t k = n - i < 8 ? n - i : 8;
         ulong bits = 0;
@@ -385,8 +385,8 @@ ISHMEMI_INLINE void ishmemi_ring_put_inline(ISHMEMI_GLOBAL void *dest, ISHMEMI_G
 }
 
 /* A get into a buffer the host cannot write: 8 bytes per round trip. */
-ISHMEMI_INLINE void ishmemi_ring_get_inline(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe) {
-    ISHMEMI_GLOBAL uchar *d = (ISHMEMI_GLOBAL uchar *)dest;
+ISHMEMI_INLINE void ishmemi_ring_get_inline(void *dest, const void *src, size_t n, int pe) {
+    uchar *d = (uchar *)dest;
     for (size_t i = 0; i < n; i += 8) {
         size_t k = n - i < 8 ? n - i : 8;
         ulong bits = ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_G, 0, (ulong)src + i, k, 0, 0, pe, 0, 0));
@@ -399,7 +399,7 @@ ISHMEMI_INLINE void ishmemi_ring_get_inline(ISHMEMI_GLOBAL void *dest, ISHMEMI_G
  * performs it with the device's copy) rather than the caller's loads and
  * stores. Such a transfer is waited for even in the _nbi forms, so that
  * fence, which orders memory only, still orders it before later stores. */
-ISHMEMI_INLINE int ishmemi_copy_engine(size_t n, ulong cutover, ISHMEMI_GLOBAL const void *buf) {
+ISHMEMI_INLINE int ishmemi_copy_engine(size_t n, ulong cutover, const void *buf) {
     return cutover != 0 && n >= cutover && ISHMEMI_HOST_REACHES(buf);
 }
 
@@ -409,15 +409,15 @@ ISHMEMI_INLINE int ishmemi_copy_engine(size_t n, ulong cutover, ISHMEMI_GLOBAL c
  * blocks putting at once keep their parallel stores rather than queueing
  * behind one another. The token is quiet word 2. */
 ISHMEMI_INLINE int ishmemi_ce_claim(void) {
-    return ishmemi_amo64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words + 16, ISHMEMI_CSWAP, 1, 0) == 0;
+    return ishmemi_amo64((char *)ISHMEMI_STATE->quiet_words + 16, ISHMEMI_CSWAP, 1, 0) == 0;
 }
 
 ISHMEMI_INLINE void ishmemi_ce_release(void) {
-    ishmemi_store64((ISHMEMI_GLOBAL char *)ISHMEMI_STATE->quiet_words + 16, 0);
+    ishmemi_store64((char *)ISHMEMI_STATE->quiet_words + 16, 0);
 }
 
 /* A put through the ring (a remote PE, or the copy engine). */
-ISHMEMI_INLINE void ishmemi_ring_put(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_ring_put(void *dest, const void *src, size_t n, int pe, int nbi) {
     if (!ISHMEMI_HOST_REACHES(src)) {
         ishmemi_ring_put_inline(dest, src, n, pe, nbi);
         return;
@@ -427,7 +427,7 @@ ISHMEMI_INLINE void ishmemi_ring_put(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL c
 }
 
 /* A get through the ring. */
-ISHMEMI_INLINE void ishmemi_ring_get(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_ring_get(void *dest, const void *src, size_t n, int pe, int nbi) {
     if (!ISHMEMI_HOST_REACHES(dest)) {
         ishmemi_ring_get_inline(dest, src, n, pe);
         return;
@@ -439,81 +439,81 @@ ISHMEMI_INLINE void ishmemi_ring_get(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL c
     }
 }
 
-ISHMEMI_INLINE void ishmemi_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
     if (ishmemi_is_local(pe)) {
         if (ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover, src) && ishmemi_ce_claim()) {
             ishmemi_ring_put(dest, src, n, pe, 0);
             ishmemi_ce_release();
         } else {
-            ishmemi_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n);
+            ishmemi_copy(ishmemi_peer(dest, pe), (const char *)src, n);
         }
         return;
     }
     ishmemi_ring_put(dest, src, n, pe, nbi);
 }
 
-ISHMEMI_INLINE void ishmemi_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
     ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
     if (ishmemi_is_local(pe)) {
         if (ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover, dest) && ishmemi_ce_claim()) {
             ishmemi_ring_get(dest, src, n, pe, 0);
             ishmemi_ce_release();
         } else {
-            ishmemi_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n);
+            ishmemi_copy((char *)dest, ishmemi_peer(src, pe), n);
         }
         return;
     }
     ishmemi_ring_get(dest, src, n, pe, nbi);
 }
 
-ISHMEMI_INLINE void ishmemi_ring_p(ISHMEMI_GLOBAL void *dest, ulong bits, size_t size, int pe) {
+ISHMEMI_INLINE void ishmemi_ring_p(void *dest, ulong bits, size_t size, int pe) {
     ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)dest, 0, bits, size, 0, pe, 0, 0));
 }
 
-ISHMEMI_INLINE ulong ishmemi_ring_g(ISHMEMI_GLOBAL const void *src, size_t size, int pe) {
+ISHMEMI_INLINE ulong ishmemi_ring_g(const void *src, size_t size, int pe) {
     return ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_G, 0, (ulong)src, size, 0, 0, pe, 0, 0));
 }
 
-ISHMEMI_INLINE void ishmemi_iput_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHMEMI_GLOBAL const void *src, long sst,
+ISHMEMI_INLINE void ishmemi_iput_bytes(void *dest, long dst, const void *src, long sst,
                                       size_t elem, size_t nelems, int pe) {
     ishmemi_check_strided(ISHMEMI_RING_OP_PUT, dest, dst, elem, nelems, pe);
     if (ishmemi_is_local(pe)) {
-        ishmemi_strided(ishmemi_peer(dest, pe), dst, (ISHMEMI_GLOBAL const char *)src, sst, elem, nelems);
+        ishmemi_strided(ishmemi_peer(dest, pe), dst, (const char *)src, sst, elem, nelems);
         return;
     }
     for (size_t i = 0; i < nelems; i++)
-        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + (long)i * dst * (long)elem,
-                          (ISHMEMI_GLOBAL const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
+        ishmemi_put_bytes((char *)dest + (long)i * dst * (long)elem,
+                          (const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
 }
 
-ISHMEMI_INLINE void ishmemi_iget_bytes(ISHMEMI_GLOBAL void *dest, long dst, ISHMEMI_GLOBAL const void *src, long sst,
+ISHMEMI_INLINE void ishmemi_iget_bytes(void *dest, long dst, const void *src, long sst,
                                       size_t elem, size_t nelems, int pe) {
     ishmemi_check_strided(ISHMEMI_RING_OP_GET, src, sst, elem, nelems, pe);
     if (ishmemi_is_local(pe)) {
-        ishmemi_strided((ISHMEMI_GLOBAL char *)dest, dst, ishmemi_peer(src, pe), sst, elem, nelems);
+        ishmemi_strided((char *)dest, dst, ishmemi_peer(src, pe), sst, elem, nelems);
         return;
     }
     for (size_t i = 0; i < nelems; i++)
-        ishmemi_get_bytes((ISHMEMI_GLOBAL char *)dest + (long)i * dst * (long)elem,
-                          (ISHMEMI_GLOBAL const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
+        ishmemi_get_bytes((char *)dest + (long)i * dst * (long)elem,
+                          (const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
 }
 
-ISHMEMI_INLINE char ishmemi_amo8_pe(ISHMEMI_GLOBAL void *dest, int op, char v, char cond, int pe) {
+ISHMEMI_INLINE char ishmemi_amo8_pe(void *dest, int op, char v, char cond, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
     if (ishmemi_is_local(pe)) return ishmemi_amo8(ishmemi_peer(dest, pe), op, v, cond);
     return (char)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uchar)v, (uchar)cond, 0, pe,
                                                      (uint)op | (1u << 8), 0));
 }
 
-ISHMEMI_INLINE int ishmemi_amo32_pe(ISHMEMI_GLOBAL void *dest, int op, int v, int cond, int pe) {
+ISHMEMI_INLINE int ishmemi_amo32_pe(void *dest, int op, int v, int cond, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
     if (ishmemi_is_local(pe)) return ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, cond);
     return (int)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uint)v, (uint)cond, 0, pe,
                                                     (uint)op | (4u << 8), 0));
 }
 
-ISHMEMI_INLINE long ishmemi_amo64_pe(ISHMEMI_GLOBAL void *dest, int op, long v, long cond, int pe) {
+ISHMEMI_INLINE long ishmemi_amo64_pe(void *dest, int op, long v, long cond, int pe) {
     ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
     if (ishmemi_is_local(pe)) return ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, cond);
     return (long)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (ulong)v, (ulong)cond, 0, pe,
@@ -528,7 +528,7 @@ ISHMEMI_INLINE size_t ishmemi_wg_size(void) { return get_local_size(0) * get_loc
 /* A group copy by `lsz` work-items, this one being `lid`. Interleaved 16-byte
  * pieces where the target coalesces them (GPUs: neighbouring work-items
  * touch neighbouring bytes), else one contiguous chunk each (CPU caches). */
-ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
+ISHMEMI_COLD void ishmemi_group_copy_any(char *dst, const char *src, size_t n, size_t lid,
                                         size_t lsz) {
 #ifdef ISHMEMI_COALESCED_COPY
     ulong a = (ulong)dst | (ulong)src;
@@ -544,8 +544,8 @@ ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBA
              * block copying much more (broadcasts of 256 KiB: 14.6 against
              * 18.0 us), but any second function called from here, to keep
              * them for such copies, cost the block gets as much again. */
-            ISHMEMI_GLOBAL long2 *d = (ISHMEMI_GLOBAL long2 *)dst;
-            ISHMEMI_GLOBAL const long2 *s = (ISHMEMI_GLOBAL const long2 *)src;
+            long2 *d = (long2 *)dst;
+            const long2 *s = (const long2 *)src;
             size_t vecs = n / 16, i = lid;
             for (; i + lsz < vecs; i += 2 * lsz) {
                 long2 x0 = s[i], x1 = s[i + lsz];
@@ -557,7 +557,7 @@ ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBA
         }
         size_t words = (n - done) / 8;
         for (size_t i = lid; i < words; i += lsz)
-            *(ISHMEMI_GLOBAL long *)(dst + done + 8 * i) = *(ISHMEMI_GLOBAL const long *)(src + done + 8 * i);
+            *(long *)(dst + done + 8 * i) = *(const long *)(src + done + 8 * i);
         for (size_t i = done + 8 * words + lid; i < n; i += lsz) dst[i] = src[i];
         return;
     }
@@ -567,25 +567,25 @@ ISHMEMI_COLD void ishmemi_group_copy_any(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBA
     if (lo < n) ishmemi_copy(dst + lo, src + lo, min(chunk, n - lo));
 }
 
-ISHMEMI_INLINE void ishmemi_group_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
+ISHMEMI_INLINE void ishmemi_group_copy(char *dst, const char *src, size_t n, size_t lid,
                                       size_t lsz) {
 #ifdef ISHMEMI_COALESCED_COPY
     /* At most one aligned 16- or 8-byte piece a member: inline, and
      * nothing else here (the general copy is a call). */
     ulong a = (ulong)dst | (ulong)src | n;
     if ((a & 15) == 0 && n <= 16 * lsz) {
-        if (16 * lid < n) ((ISHMEMI_GLOBAL long2 *)dst)[lid] = ((ISHMEMI_GLOBAL const long2 *)src)[lid];
+        if (16 * lid < n) ((long2 *)dst)[lid] = ((const long2 *)src)[lid];
         return;
     }
     if ((a & 7) == 0 && n <= 8 * lsz) {
-        if (8 * lid < n) ((ISHMEMI_GLOBAL long *)dst)[lid] = ((ISHMEMI_GLOBAL const long *)src)[lid];
+        if (8 * lid < n) ((long *)dst)[lid] = ((const long *)src)[lid];
         return;
     }
 #endif
     ishmemi_group_copy_any(dst, src, n, lid, lsz);
 }
 
-ISHMEMI_INLINE void ishmemi_wg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
+ISHMEMI_INLINE void ishmemi_wg_copy(char *dst, const char *src, size_t n) {
     ishmemi_group_copy(dst, src, n, get_local_linear_id(), ishmemi_wg_size());
 }
 
@@ -608,7 +608,7 @@ ISHMEMI_INLINE void ishmemi_grp_barrier(int g) {
 
 /* The leader's part of a group transfer through the ring (out of line: a
  * rare path of the group forms, below). */
-ISHMEMI_COLD void ishmemi_grp_ring(int put, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe,
+ISHMEMI_COLD void ishmemi_grp_ring(int put, void *dest, const void *src, size_t n, int pe,
                                    int nbi, int ce) {
     if (put)
         ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
@@ -624,43 +624,43 @@ ISHMEMI_COLD void ishmemi_grp_ring(int put, ISHMEMI_GLOBAL void *dest, ISHMEMI_G
  * leader's request through the ring (the copy engine's, or one to a PE
  * not mapped here). A closing barrier makes the call complete for every
  * member. */
-ISHMEMI_INLINE void ishmemi_grp_rma(int g, int put, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n,
+ISHMEMI_INLINE void ishmemi_grp_rma(int g, int put, void *dest, const void *src, size_t n,
                                    int pe, int nbi) {
-    ishmemi_check(put ? ISHMEMI_RING_OP_PUT : ISHMEMI_RING_OP_GET, put ? (ISHMEMI_GLOBAL const void *)dest : src, n, pe);
+    ishmemi_check(put ? ISHMEMI_RING_OP_PUT : ISHMEMI_RING_OP_GET, put ? (const void *)dest : src, n, pe);
     ishmemi_grp_barrier(g);
     int near = ishmemi_is_local(pe);
-    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, put ? src : (ISHMEMI_GLOBAL const void *)dest) &&
+    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, put ? src : (const void *)dest) &&
              ISHMEMI_GRP_OR(g, ishmemi_grp_id(g) == 0 && ishmemi_ce_claim());
     if (near && !ce) {
         if (put)
-            ishmemi_group_copy(ishmemi_peer(dest, pe), (ISHMEMI_GLOBAL const char *)src, n, ishmemi_grp_id(g), ishmemi_grp_size(g));
+            ishmemi_group_copy(ishmemi_peer(dest, pe), (const char *)src, n, ishmemi_grp_id(g), ishmemi_grp_size(g));
         else
-            ishmemi_group_copy((ISHMEMI_GLOBAL char *)dest, ishmemi_peer(src, pe), n, ishmemi_grp_id(g), ishmemi_grp_size(g));
+            ishmemi_group_copy((char *)dest, ishmemi_peer(src, pe), n, ishmemi_grp_id(g), ishmemi_grp_size(g));
     } else if (ishmemi_grp_id(g) == 0) {
         ishmemi_grp_ring(put, dest, src, n, pe, nbi, ce);
     }
     ishmemi_grp_barrier(g);
 }
 
-ISHMEMI_INLINE void ishmemi_wg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_wg_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
     ishmemi_grp_rma(ISHMEMI_WG, 1, dest, src, n, pe, nbi);
 }
 
-ISHMEMI_INLINE void ishmemi_wg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_wg_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
     ishmemi_grp_rma(ISHMEMI_WG, 0, dest, src, n, pe, nbi);
 }
 
 /* ----- sub-group forms: the same sharing over the calling sub-group ----- */
 
-ISHMEMI_INLINE void ishmemi_sg_copy(ISHMEMI_GLOBAL char *dst, ISHMEMI_GLOBAL const char *src, size_t n) {
+ISHMEMI_INLINE void ishmemi_sg_copy(char *dst, const char *src, size_t n) {
     ishmemi_group_copy(dst, src, n, get_sub_group_local_id(), get_sub_group_size());
 }
 
-ISHMEMI_INLINE void ishmemi_sg_put_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_sg_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
     ishmemi_grp_rma(ISHMEMI_SG, 1, dest, src, n, pe, nbi);
 }
 
-ISHMEMI_INLINE void ishmemi_sg_get_bytes(ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int pe, int nbi) {
+ISHMEMI_INLINE void ishmemi_sg_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
     ishmemi_grp_rma(ISHMEMI_SG, 0, dest, src, n, pe, nbi);
 }
 
@@ -674,13 +674,13 @@ _Static_assert(sizeof(ishmemi_team_t) == 16, "ishmemx_device_team_t layout");
 #define ISHMEMI_TEAM_SLOTS 64
 
 /* The team behind a handle, or 0 (TEAM_INVALID, or no team on this PE). */
-ISHMEMI_INLINE ISHMEMI_GLOBAL const ishmemi_team_t *ishmemi_get_team(int team) {
+ISHMEMI_INLINE const ishmemi_team_t *ishmemi_get_team(int team) {
     if (team < 0 || team >= ISHMEMI_TEAM_SLOTS) return 0;
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = (ISHMEMI_GLOBAL const ishmemi_team_t *)ISHMEMI_STATE->teams + team;
+    const ishmemi_team_t *t = (const ishmemi_team_t *)ISHMEMI_STATE->teams + team;
     return t->size > 0 ? t : 0;
 }
 
-ISHMEMI_INLINE int ishmemi_member(ISHMEMI_GLOBAL const ishmemi_team_t *t, int rank) { return t->start + rank * t->stride; }
+ISHMEMI_INLINE int ishmemi_member(const ishmemi_team_t *t, int rank) { return t->start + rank * t->stride; }
 
 /* Team sync. With sync words in the heap (GPU devices): signals through
  * them, below; device syncs then match device syncs only. Otherwise
@@ -689,8 +689,8 @@ ISHMEMI_INLINE int ishmemi_member(ISHMEMI_GLOBAL const ishmemi_team_t *t, int ra
  * cannot reach are stored by the host (ring). */
 /* PE `pe`'s synchronization record for team slot `slot` in this node's
  * control segment (flags, then epoch, then two scratch words). */
-ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_team_record(int slot, int pe) {
-    return (ISHMEMI_GLOBAL char *)ISHMEMI_STATE->ctrl_team_base + slot * (ulong)ISHMEMI_STATE->ctrl_team_stride +
+ISHMEMI_INLINE char *ishmemi_team_record(int slot, int pe) {
+    return (char *)ISHMEMI_STATE->ctrl_team_base + slot * (ulong)ISHMEMI_STATE->ctrl_team_stride +
            pe * (ulong)ISHMEMI_STATE->ctrl_pe_stride;
 }
 
@@ -707,14 +707,14 @@ ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_team_record(int slot, int pe) {
 
 ISHMEMI_INLINE int ishmemi_sync_in_heap(void) { return ISHMEMI_STATE->sync_words != 0; }
 
-ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_sync_word(ulong region, int slot, int pe) {
-    return (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + region + (ulong)slot * ISHMEMI_SYNC_MAX_PES + (ulong)pe;
+ISHMEMI_INLINE ulong *ishmemi_sync_word(ulong region, int slot, int pe) {
+    return (ulong *)ISHMEMI_STATE->sync_words + region + (ulong)slot * ISHMEMI_SYNC_MAX_PES + (ulong)pe;
 }
 
 /* This PE's four words on the pair (this PE, `pe`) and `slot`: signals
  * sent, signals awaited, low-latency collectives, spare. */
-ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_pair_words(int slot, int pe) {
-    return (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_PAIRS +
+ISHMEMI_INLINE ulong *ishmemi_pair_words(int slot, int pe) {
+    return (ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_PAIRS +
            4 * ((ulong)slot * ISHMEMI_SYNC_MAX_PES + (ulong)pe);
 }
 
@@ -722,7 +722,7 @@ ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_pair_words(int slot, int pe) {
  * caller has made what it stored before visible (ishmemi_fence_release or
  * a stronger fence); through the ring the host performs it after this
  * PE's earlier requests. */
-ISHMEMI_INLINE void ishmemi_sync_store(ISHMEMI_GLOBAL ulong *word, ulong v, int pe) {
+ISHMEMI_INLINE void ishmemi_sync_store(ulong *word, ulong v, int pe) {
     if (ishmemi_is_local(pe))
         ishmemi_store_relaxed64(ishmemi_peer(word, pe), (long)v);
     else
@@ -732,7 +732,7 @@ ISHMEMI_INLINE void ishmemi_sync_store(ISHMEMI_GLOBAL ulong *word, ulong v, int 
 /* Advances the pair's sent and awaited counts by (ds, dr); returns the new
  * sent count and stores the new awaited one in *recv. */
 ISHMEMI_INLINE ulong ishmemi_pair_step(int slot, int pe, ulong ds, ulong dr, ulong *recv) {
-    ISHMEMI_GLOBAL ulong *w = ishmemi_pair_words(slot, pe);
+    ulong *w = ishmemi_pair_words(slot, pe);
     ulong a, b;
     ishmemi_own_load2(w, &a, &b);
     a += ds;
@@ -751,7 +751,7 @@ ISHMEMI_INLINE void ishmemi_flag_to(int slot, int pe, ulong v) {
  * then one acquire load (cheaper than an acquire fence), after which what
  * `pe` made visible before its signal is visible here. */
 ISHMEMI_INLINE void ishmemi_flag_wait(int slot, int pe, ulong v) {
-    ISHMEMI_GLOBAL ulong *flag = ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, pe);
+    ulong *flag = ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, pe);
     while ((ulong)ishmemi_peek64(flag) < v) ;
     (void)ishmemi_load64(flag);
 }
@@ -777,13 +777,13 @@ ISHMEMI_INLINE void ishmemi_await_pe(int slot, int pe) {
  * of their own in the OpenCL build: llvm-spirv 14 places a block before
  * its dominator otherwise.) */
 #define ISHMEMI_SYNC_KEEP 16
-ISHMEMI_NOINLINE void ishmemi_load_pairs(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *sent, ulong *keep) {
+ISHMEMI_NOINLINE void ishmemi_load_pairs(int slot, const ishmemi_team_t *t, ulong *sent, ulong *keep) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         ishmemi_own_load2(ishmemi_pair_words(slot, ishmemi_member(t, r)), &sent[k - 1], &keep[k - 1]);
     }
 }
-ISHMEMI_NOINLINE void ishmemi_signal_loaded(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *sent,
+ISHMEMI_NOINLINE void ishmemi_signal_loaded(int slot, const ishmemi_team_t *t, const ulong *sent,
                                            ulong *keep) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
@@ -793,7 +793,7 @@ ISHMEMI_NOINLINE void ishmemi_signal_loaded(int slot, ISHMEMI_GLOBAL const ishme
         ishmemi_flag_to(slot, pe, sent[k - 1] + 1);
     }
 }
-ISHMEMI_NOINLINE void ishmemi_signal_each(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+ISHMEMI_NOINLINE void ishmemi_signal_each(int slot, const ishmemi_team_t *t) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
@@ -801,7 +801,7 @@ ISHMEMI_NOINLINE void ishmemi_signal_each(int slot, ISHMEMI_GLOBAL const ishmemi
         ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 1, &want));
     }
 }
-ISHMEMI_INLINE void ishmemi_signal_others(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *keep) {
+ISHMEMI_INLINE void ishmemi_signal_others(int slot, const ishmemi_team_t *t, ulong *keep) {
     if (t->size - 1 <= ISHMEMI_SYNC_KEEP) {
         ulong sent[ISHMEMI_SYNC_KEEP];
         ishmemi_load_pairs(slot, t, sent, keep);
@@ -812,7 +812,7 @@ ISHMEMI_INLINE void ishmemi_signal_others(int slot, ISHMEMI_GLOBAL const ishmemi
 }
 /* Signals every other member once, expecting nothing back (a broadcast's
  * root), the pair counts loaded together as above. */
-ISHMEMI_NOINLINE void ishmemi_signal_loaded_oneway(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t,
+ISHMEMI_NOINLINE void ishmemi_signal_loaded_oneway(int slot, const ishmemi_team_t *t,
                                                   const ulong *sent, const ulong *recv) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
@@ -821,7 +821,7 @@ ISHMEMI_NOINLINE void ishmemi_signal_loaded_oneway(int slot, ISHMEMI_GLOBAL cons
         ishmemi_flag_to(slot, pe, sent[k - 1] + 1);
     }
 }
-ISHMEMI_INLINE void ishmemi_signal_members(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+ISHMEMI_INLINE void ishmemi_signal_members(int slot, const ishmemi_team_t *t) {
     if (t->size - 1 <= ISHMEMI_SYNC_KEEP) {
         ulong sent[ISHMEMI_SYNC_KEEP], recv[ISHMEMI_SYNC_KEEP];
         ishmemi_load_pairs(slot, t, sent, recv);
@@ -831,7 +831,7 @@ ISHMEMI_INLINE void ishmemi_signal_members(int slot, ISHMEMI_GLOBAL const ishmem
     for (int k = 1; k < t->size; k++) ishmemi_signal_pe(slot, ishmemi_member(t, (t->my_rank + k) % t->size));
 }
 
-ISHMEMI_NOINLINE void ishmemi_await_others(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *keep) {
+ISHMEMI_NOINLINE void ishmemi_await_others(int slot, const ishmemi_team_t *t, const ulong *keep) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
@@ -845,7 +845,7 @@ ISHMEMI_NOINLINE void ishmemi_await_others(int slot, ISHMEMI_GLOBAL const ishmem
         ishmemi_flag_wait(slot, pe, want);
     }
 }
-ISHMEMI_INLINE void ishmemi_sync_heap(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+ISHMEMI_INLINE void ishmemi_sync_heap(int slot, const ishmemi_team_t *t) {
     ulong keep[ISHMEMI_SYNC_KEEP];
     ishmemi_fence_release();
     ishmemi_signal_others(slot, t, keep);
@@ -855,25 +855,25 @@ ISHMEMI_INLINE void ishmemi_sync_heap(int slot, ISHMEMI_GLOBAL const ishmemi_tea
 /* A sync right after a system-scope fence (barrier_all's quiet, the group
  * forms' fence): no second fence. */
 ISHMEMI_INLINE void ishmemi_sync_team_fenced(int slot) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(slot);
+    const ishmemi_team_t *t = ishmemi_get_team(slot);
     ulong keep[ISHMEMI_SYNC_KEEP];
     ishmemi_signal_others(slot, t, keep);
     ishmemi_await_others(slot, t, keep);
 }
 
 ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(slot);
+    const ishmemi_team_t *t = ishmemi_get_team(slot);
     if (ishmemi_sync_in_heap()) {
         ishmemi_sync_heap(slot, t);
         return;
     }
     int n = t->size, rank = t->my_rank;
-    ISHMEMI_GLOBAL char *mine = ishmemi_team_record(slot, ishmemi_member(t, rank));
+    char *mine = ishmemi_team_record(slot, ishmemi_member(t, rank));
     long epoch = ishmemi_load64(mine + ISHMEMI_STATE->ctrl_epoch_offset) + 1;
     ishmemi_store64(mine + ISHMEMI_STATE->ctrl_epoch_offset, epoch);
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
         int to = ishmemi_member(t, (rank + dist) % n);
-        ISHMEMI_GLOBAL char *flag = ishmemi_team_record(slot, to) + 8 * round;
+        char *flag = ishmemi_team_record(slot, to) + 8 * round;
         if (ishmemi_is_local(to))
             ishmemi_store64(flag, epoch);
         else /* another node: the host stores it (after this PE's operations complete) */
@@ -886,7 +886,7 @@ ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
 ISHMEMI_INLINE void ishmemi_sync_world(void) { ishmemi_sync_team(0); }
 
 /* Whether this PE reaches every member of the team by loads and stores. */
-ISHMEMI_INLINE int ishmemi_team_all_local(ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+ISHMEMI_INLINE int ishmemi_team_all_local(const ishmemi_team_t *t) {
     for (int r = 0; r < t->size; r++)
         if (!ishmemi_is_local(ishmemi_member(t, r))) return 0;
     return 1;
@@ -899,7 +899,7 @@ ISHMEMI_INLINE int ishmemi_team_all_local(ISHMEMI_GLOBAL const ishmemi_team_t *t
  * receives from its own memory as their flags arrive: one flight of
  * stores, no fence and no separate signal. Taken alike on every member:
  * the conditions depend on the team, the job and the size only. */
-ISHMEMI_INLINE int ishmemi_ll_ok(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, size_t bytes) {
+ISHMEMI_INLINE int ishmemi_ll_ok(int slot, const ishmemi_team_t *t, size_t bytes) {
     return ishmemi_sync_in_heap() && slot < ISHMEMI_SYNC_LL_SLOTS && ISHMEMI_STATE->n_pes <= ISHMEMI_SYNC_LL_PES &&
            bytes > 0 && bytes <= ISHMEMI_SYNC_LL_BYTES && t->size > 1 && ishmemi_team_all_local(t);
 }
@@ -912,36 +912,36 @@ ISHMEMI_INLINE ulong ishmemi_ll_next(int slot, int pe) {
 
 /* The next LL counts with every member, by team rank (this PE's own entry
  * unused), loaded together. */
-ISHMEMI_NOINLINE void ishmemi_ll_counts(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, ulong *c) {
+ISHMEMI_NOINLINE void ishmemi_ll_counts(int slot, const ishmemi_team_t *t, ulong *c) {
     for (int r = 0; r < t->size; r++) c[r] = r == t->my_rank ? 0 : ishmemi_ll_next(slot, ishmemi_member(t, r));
 }
 
 /* The LL buffer of sender `from` for count `c` on `slot`, in this PE's heap. */
-ISHMEMI_INLINE ISHMEMI_GLOBAL ulong *ishmemi_ll_buf(int slot, int from, ulong c) {
-    return (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_LL +
+ISHMEMI_INLINE ulong *ishmemi_ll_buf(int slot, int from, ulong c) {
+    return (ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_LL +
            (((ulong)slot * ISHMEMI_SYNC_LL_PES + (ulong)from) * 2 + (c & 1)) * ISHMEMI_SYNC_LL_WORDS;
 }
 
 /* Bytes 4k..4k+3 of the n bytes at src (zero past the end). */
-ISHMEMI_INLINE uint ishmemi_ll_pack(ISHMEMI_GLOBAL const char *src, size_t n, size_t k) {
+ISHMEMI_INLINE uint ishmemi_ll_pack(const char *src, size_t n, size_t k) {
     size_t o = 4 * k;
-    if (o + 4 <= n && (((ulong)src + o) & 3) == 0) return *(ISHMEMI_GLOBAL const uint *)(src + o);
+    if (o + 4 <= n && (((ulong)src + o) & 3) == 0) return *(const uint *)(src + o);
     uint w = 0;
     for (size_t b = 0; b < 4 && o + b < n; b++) w |= (uint)(uchar)src[o + b] << (8 * b);
     return w;
 }
 
-ISHMEMI_INLINE void ishmemi_ll_unpack(ISHMEMI_GLOBAL char *dst, size_t n, size_t k, uint w) {
+ISHMEMI_INLINE void ishmemi_ll_unpack(char *dst, size_t n, size_t k, uint w) {
     size_t o = 4 * k;
     if (o + 4 <= n && (((ulong)dst + o) & 3) == 0) {
-        *(ISHMEMI_GLOBAL uint *)(dst + o) = w;
+        *(uint *)(dst + o) = w;
         return;
     }
     for (size_t b = 0; b < 4 && o + b < n; b++) dst[o + b] = (char)(w >> (8 * b));
 }
 
 /* Waits for word `p` to carry flag `c`; returns its data. */
-ISHMEMI_INLINE uint ishmemi_ll_wait(ISHMEMI_GLOBAL const ulong *p, ulong c) {
+ISHMEMI_INLINE uint ishmemi_ll_wait(const ulong *p, ulong c) {
     ulong w;
     do {
         w = ishmemi_ll_load(p);
@@ -953,29 +953,29 @@ ISHMEMI_INLINE uint ishmemi_ll_wait(ISHMEMI_GLOBAL const ulong *p, ulong c) {
  * in the LL collective of count `c`, once `pe` has finished reading what
  * this PE sent it at count c - 2 (the buffer's previous use; its LLDONE
  * word here, usually there already). */
-ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ulong c, ISHMEMI_GLOBAL const char *src, size_t n, size_t lid,
+ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ulong c, const char *src, size_t n, size_t lid,
                                    size_t lsz) {
     if (c > 2) {
-        ISHMEMI_GLOBAL ulong *done = ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, pe);
+        ulong *done = ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, pe);
         while ((ulong)ishmemi_peek64(done) < c - 2) ;
     }
-    ISHMEMI_GLOBAL ulong *buf = (ISHMEMI_GLOBAL ulong *)ishmemi_peer(ishmemi_ll_buf(slot, ISHMEMI_STATE->my_pe, c), pe);
+    ulong *buf = (ulong *)ishmemi_peer(ishmemi_ll_buf(slot, ISHMEMI_STATE->my_pe, c), pe);
     ulong flag = (ulong)(uint)c << 32;
     for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_store(buf + k, flag | ishmemi_ll_pack(src, n, k));
 }
 
 /* Work-item `lid` of `lsz` receives its share of the n bytes `pe` sends
  * in the LL collective of count `c`. */
-ISHMEMI_INLINE void ishmemi_ll_recv(int slot, int pe, ulong c, ISHMEMI_GLOBAL char *dst, size_t n, size_t lid,
+ISHMEMI_INLINE void ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t n, size_t lid,
                                    size_t lsz) {
-    ISHMEMI_GLOBAL const ulong *buf = ishmemi_ll_buf(slot, pe, c);
+    const ulong *buf = ishmemi_ll_buf(slot, pe, c);
     for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c));
 }
 
 /* The `sz` bytes (1, 2, 4 or 8, at a multiple of sz) at byte `off` of what
  * `pe` sends in the LL collective of count `c`, as a little-endian value. */
 ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz) {
-    ISHMEMI_GLOBAL const ulong *buf = ishmemi_ll_buf(slot, pe, c) + off / 4;
+    const ulong *buf = ishmemi_ll_buf(slot, pe, c) + off / 4;
     if (sz == 8) return (ulong)ishmemi_ll_wait(buf, c) | (ulong)ishmemi_ll_wait(buf + 1, c) << 32;
     ulong w = ishmemi_ll_wait(buf, c) >> (8 * (off % 4));
     return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
@@ -990,7 +990,7 @@ ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size
  * and the root acknowledges too although it received nothing: the pair's
  * count moved on, and the member's next send to it (an fcollect after
  * broadcasts) waits for the acknowledgement of count c - 2. */
-ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c, size_t lid,
+ISHMEMI_INLINE void ishmemi_ll_done(int slot, const ishmemi_team_t *t, const ulong *c, size_t lid,
                                    int root) {
     if (lid != 0) return;
     for (int r = 0; r < t->size; r++) {
@@ -1005,8 +1005,8 @@ ISHMEMI_INLINE void ishmemi_ll_done(int slot, ISHMEMI_GLOBAL const ishmemi_team_
 /* fcollect (alltoall = 0) or alltoall (1) of n bytes a member by LL words,
  * shared by `lid` of `lsz` work-items (the caller brackets it with group
  * barriers and calls ishmemi_ll_done after the last). */
-ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c,
-                                       ISHMEMI_GLOBAL char *dest, ISHMEMI_GLOBAL const char *src, size_t n, int alltoall,
+ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, const ishmemi_team_t *t, const ulong *c,
+                                       char *dest, const char *src, size_t n, int alltoall,
                                        size_t lid, size_t lsz) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
@@ -1022,8 +1022,8 @@ ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, ISHMEMI_GLOBAL const ishmemi_t
 /* broadcast of n bytes from team rank `root` by LL words, shared by `lid`
  * of `lsz` work-items: the root writes into every other member's buffer
  * and copies its own dest; the others read the root's words into dest. */
-ISHMEMI_INLINE void ishmemi_ll_bcast(int slot, ISHMEMI_GLOBAL const ishmemi_team_t *t, const ulong *c,
-                                    ISHMEMI_GLOBAL char *dest, ISHMEMI_GLOBAL const char *src, size_t n, int root,
+ISHMEMI_INLINE void ishmemi_ll_bcast(int slot, const ishmemi_team_t *t, const ulong *c,
+                                    char *dest, const char *src, size_t n, int root,
                                     size_t lid, size_t lsz) {
     if (t->my_rank == root) {
         for (int k = 1, r = root; k < t->size; k++) {
@@ -1045,15 +1045,15 @@ ISHMEMI_INLINE void ishmemi_ll_bcast(int slot, ISHMEMI_GLOBAL const ishmemi_team
  * member's source is its own; each member returns once what it receives
  * has arrived. */
 
-ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n, int root) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, void *dest, const void *src, size_t n, int root) {
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_bcast(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, root, 0, 1);
+        ishmemi_ll_bcast(team, t, c, (char *)dest, (const char *)src, n, root, 0, 1);
         ishmemi_ll_done(team, t, c, 0, root);
         return 0;
     }
@@ -1076,15 +1076,15 @@ ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, 
     return 0;
 }
 
-ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, void *dest, const void *src, size_t n) {
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, 0, 1);
+        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 0, 0, 1);
         ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
     }
@@ -1092,21 +1092,21 @@ ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, I
     if (!heap) ishmemi_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int r = (t->my_rank + k) % t->size;
-        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
+        ishmemi_put_bytes((char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
     }
     ishmemi_sync_team(team);
     return 0;
 }
 
-ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, void *dest, const void *src, size_t n) {
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, 0, 1);
+        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 1, 0, 1);
         ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
     }
@@ -1114,7 +1114,7 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, I
     if (!heap) ishmemi_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int j = (t->my_rank + k) % t->size;
-        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, (ISHMEMI_GLOBAL const char *)src + j * n, n,
+        ishmemi_put_bytes((char *)dest + t->my_rank * n, (const char *)src + j * n, n,
                           ishmemi_member(t, j), 0);
     }
     ishmemi_sync_team(team);
@@ -1138,9 +1138,9 @@ ISHMEMI_INLINE void ishmemi_wg_sync_team(int team) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
 
-ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n,
+ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, void *dest, const void *src, size_t n,
                                              int root) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
     if (ishmemi_ll_ok(team, t, n)) {
         size_t lid = get_local_linear_id();
@@ -1149,7 +1149,7 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *des
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_bcast(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, root, lid,
+        ishmemi_ll_bcast(team, t, c, (char *)dest, (const char *)src, n, root, lid,
                          ishmemi_wg_size());
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ishmemi_ll_done(team, t, c, lid, root);
@@ -1179,8 +1179,8 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, ISHMEMI_GLOBAL void *des
     return 0;
 }
 
-ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, void *dest, const void *src, size_t n) {
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
     if (ishmemi_ll_ok(team, t, n)) {
         size_t lid = get_local_linear_id();
@@ -1189,7 +1189,7 @@ ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 0, lid,
+        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 0, lid,
                             ishmemi_wg_size());
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ishmemi_ll_done(team, t, c, lid, -1);
@@ -1199,14 +1199,14 @@ ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, ISHMEMI_GLOBAL void *dest
     if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int r = (t->my_rank + k) % t->size;
-        ishmemi_wg_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
+        ishmemi_wg_put_bytes((char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
     }
     ishmemi_wg_sync_team(team);
     return 0;
 }
 
-ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t n) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, void *dest, const void *src, size_t n) {
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
     if (ishmemi_ll_ok(team, t, n)) {
         size_t lid = get_local_linear_id();
@@ -1215,7 +1215,7 @@ ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
         ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_exchange(team, t, c, (ISHMEMI_GLOBAL char *)dest, (ISHMEMI_GLOBAL const char *)src, n, 1, lid,
+        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 1, lid,
                             ishmemi_wg_size());
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ishmemi_ll_done(team, t, c, lid, -1);
@@ -1225,7 +1225,7 @@ ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest
     if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team);
     for (int k = 0; k < t->size && n; k++) {
         int j = (t->my_rank + k) % t->size;
-        ishmemi_wg_put_bytes((ISHMEMI_GLOBAL char *)dest + t->my_rank * n, (ISHMEMI_GLOBAL const char *)src + j * n, n,
+        ishmemi_wg_put_bytes((char *)dest + t->my_rank * n, (const char *)src + j * n, n,
                              ishmemi_member(t, j), 0);
     }
     ishmemi_wg_sync_team(team);
@@ -1235,7 +1235,7 @@ ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, ISHMEMI_GLOBAL void *dest
 /* A team-sync scratch word of member `pe` (its address in this node's
  * control segment): loaded when the device reaches `pe`, else read by the
  * host (the ring's CTRL_GET). */
-ISHMEMI_INLINE ulong ishmemi_ctrl_read(ISHMEMI_GLOBAL char *word, int pe) {
+ISHMEMI_INLINE ulong ishmemi_ctrl_read(char *word, int pe) {
     if (ishmemi_is_local(pe)) return (ulong)ishmemi_load64(word);
     return ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_GET, 0, (ulong)word, 0, 0, 0, pe, 0, 0));
 }
@@ -1245,9 +1245,9 @@ ISHMEMI_INLINE ulong ishmemi_ctrl_read(ISHMEMI_GLOBAL char *word, int pe) {
  * protocol: parity of that sync's epoch), syncs, sums the counts of the
  * members before it for its offset, puts its block to every member, and
  * syncs again. `elem` is the element size in bytes. */
-ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, ISHMEMI_GLOBAL const void *src, size_t nelems,
+ISHMEMI_INLINE int ishmemi_collect_bytes(int team, void *dest, const void *src, size_t nelems,
                                         size_t elem) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
     if (ishmemi_sync_in_heap()) {
         /* The counts go into every member's COUNTS[slot][parity][me] (the
@@ -1255,17 +1255,17 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
          * ahead has had this one's second signal from every member, sent
          * after they read these counts), then signals, offsets, data,
          * signals. */
-        ISHMEMI_GLOBAL ulong *seq = (ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_CSEQ + team;
+        ulong *seq = (ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_CSEQ + team;
         ulong q = (ulong)ishmemi_own_load64(seq) + 1;
         ishmemi_own_store64(seq, (long)q);
         ulong counts = ISHMEMI_SYNC_COUNTS + (q & 1) * ISHMEMI_SYNC_SLOTS * ISHMEMI_SYNC_MAX_PES;
         int my = ishmemi_member(t, t->my_rank);
-        ISHMEMI_GLOBAL ulong *mine = ishmemi_sync_word(counts, team, my);
+        ulong *mine = ishmemi_sync_word(counts, team, my);
         ishmemi_own_store64(mine, (long)nelems);
         for (int k = 1; k < t->size; k++) {
             int pe = ishmemi_member(t, (t->my_rank + k) % t->size);
             if (ishmemi_is_local(pe))
-                *(ISHMEMI_GLOBAL volatile ulong *)ishmemi_peer(mine, pe) = nelems;
+                *(volatile ulong *)ishmemi_peer(mine, pe) = nelems;
             else
                 ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)mine, 0, nelems, 8, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
         }
@@ -1275,12 +1275,12 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
             off += (ulong)ishmemi_peek64(ishmemi_sync_word(counts, team, ishmemi_member(t, r)));
         for (int k = 0; k < t->size && nelems; k++) {
             int r = (t->my_rank + k) % t->size;
-            ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
+            ishmemi_put_bytes((char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
         }
         ishmemi_sync_heap(team, t);
         return 0;
     }
-    ISHMEMI_GLOBAL char *mine = ishmemi_team_record(team, ishmemi_member(t, t->my_rank));
+    char *mine = ishmemi_team_record(team, ishmemi_member(t, t->my_rank));
     long epoch = ishmemi_load64(mine + ISHMEMI_STATE->ctrl_epoch_offset) + 1;
     ulong scratch = ISHMEMI_STATE->ctrl_epoch_offset + 8 + 8 * (ulong)(epoch % 2);
     ishmemi_store64(mine + scratch, (long)nelems);
@@ -1292,7 +1292,7 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
     }
     for (int k = 0; k < t->size && nelems; k++) {
         int r = (t->my_rank + k) % t->size;
-        ishmemi_put_bytes((ISHMEMI_GLOBAL char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
+        ishmemi_put_bytes((char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
     }
     ishmemi_ring_quiet();
     ishmemi_sync_team(team);
@@ -1302,8 +1302,8 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, ISHMEMI_GLOBAL void *dest, IS
 /* Scratch half `part` of this PE's own on team slot `slot` (sync words
  * SCRATCH): where the chunked reductions and scans of teams with members on
  * other nodes gather a chunk and fold it. */
-ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_coll_scratch(int slot, int part) {
-    return (ISHMEMI_GLOBAL char *)((ISHMEMI_GLOBAL ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_SCRATCH +
+ISHMEMI_INLINE char *ishmemi_coll_scratch(int slot, int part) {
+    return (char *)((ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_SCRATCH +
                                    ((ulong)slot * 2 + (ulong)part) * ISHMEMI_SYNC_SCRATCH_WORDS);
 }
 
@@ -1312,7 +1312,7 @@ ISHMEMI_INLINE ISHMEMI_GLOBAL char *ishmemi_coll_scratch(int slot, int part) {
  * of a round trip per element) and the scratch words are in the heap.
  * Taken alike on every member only in effect: each member picks its own
  * way to move its own slice. */
-ISHMEMI_INLINE int ishmemi_coll_chunked(ISHMEMI_GLOBAL const ishmemi_team_t *t) {
+ISHMEMI_INLINE int ishmemi_coll_chunked(const ishmemi_team_t *t) {
     return ishmemi_sync_in_heap() && !ishmemi_team_all_local(t);
 }
 
@@ -1325,14 +1325,14 @@ ISHMEMI_INLINE int ishmemi_coll_chunked(ISHMEMI_GLOBAL const ishmemi_team_t *t) 
  * 1 by one get, and each member's dest chunk leaves by one blocking put
  * (before the sums change). */
 #define ISHMEMI_SCAN(T, G, P, EXCLUSIVE)                                               \
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
+    const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
     ishmemi_sync_team(team);                                                           \
     size_t per = (nelems + t->size - 1) / t->size;                                     \
     size_t lo = min((size_t)t->my_rank * per, nelems), hi = min(lo + per, nelems);     \
     if (ishmemi_coll_chunked(t)) {                                                     \
-        ISHMEMI_GLOBAL T *acc_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 0);    \
-        ISHMEMI_GLOBAL T *in_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 1);     \
+        T *acc_ = (T *)ishmemi_coll_scratch(team, 0);    \
+        T *in_ = (T *)ishmemi_coll_scratch(team, 1);     \
         size_t ch_ = ISHMEMI_SYNC_SCRATCH_BYTES / sizeof(T);                           \
         for (size_t c0 = lo; c0 < hi; c0 += ch_) {                                     \
             size_t n_ = min(ch_, hi - c0);                                             \
@@ -1364,7 +1364,7 @@ ISHMEMI_INLINE int ishmemi_coll_chunked(ISHMEMI_GLOBAL const ishmemi_team_t *t) 
  * group barriers (the data phase is the collective's own); every work-item
  * returns the result of the same argument check the collective makes. */
 ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);
+    const ishmemi_team_t *t = ishmemi_get_team(team);
     return t && root >= 0 && root < t->size ? 0 : -1;
 }
 #define ISHMEMI_WG_COLL(TEAM, ROOT, CALL)                                  \
@@ -1394,10 +1394,10 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
     /* Four elements a work-item at a time: their loads from a member are in     \
      * flight together (loads from peers cross the link). */                     \
     for (; i + 3 * (LSZ) < hi; i += 4 * (LSZ)) {                                               \
-        ISHMEMI_GLOBAL const T *s0 = (ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, 0)); \
+        const T *s0 = (const T *)ishmemi_peer(source + i, ishmemi_member(t, 0)); \
         T x0 = s0[0], x1 = s0[(LSZ)], x2 = s0[2 * (LSZ)], x3 = s0[3 * (LSZ)];                  \
         for (int r = 1; r < t->size; r++) {                                                    \
-            ISHMEMI_GLOBAL const T *sr = (ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, r)); \
+            const T *sr = (const T *)ishmemi_peer(source + i, ishmemi_member(t, r)); \
             T y0 = sr[0], y1 = sr[(LSZ)], y2 = sr[2 * (LSZ)], y3 = sr[3 * (LSZ)];              \
             ISHMEMI_REDUCE_STEP(T, OP, x0, y0)                                                 \
             ISHMEMI_REDUCE_STEP(T, OP, x1, y1)                                                 \
@@ -1405,7 +1405,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
             ISHMEMI_REDUCE_STEP(T, OP, x3, y3)                                                 \
         }                                                                                      \
         for (int r = 0; r < t->size; r++) {                                                    \
-            ISHMEMI_GLOBAL T *d = (ISHMEMI_GLOBAL T *)ishmemi_peer(dest + i, ishmemi_member(t, r)); \
+            T *d = (T *)ishmemi_peer(dest + i, ishmemi_member(t, r)); \
             d[0] = x0;                                                                         \
             d[(LSZ)] = x1;                                                                     \
             d[2 * (LSZ)] = x2;                                                                 \
@@ -1413,10 +1413,10 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         }                                                                                      \
     }                                                                                          \
     for (; i < hi; i += (LSZ)) {                                                               \
-        T x = *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, 0));       \
+        T x = *(const T *)ishmemi_peer(source + i, ishmemi_member(t, 0));       \
         for (int r = 1; r < t->size; r++)                                                      \
-            ISHMEMI_REDUCE_STEP(T, OP, x, *(ISHMEMI_GLOBAL const T *)ishmemi_peer(source + i, ishmemi_member(t, r))) \
-        for (int r = 0; r < t->size; r++) *(ISHMEMI_GLOBAL T *)ishmemi_peer(dest + i, ishmemi_member(t, r)) = x; \
+            ISHMEMI_REDUCE_STEP(T, OP, x, *(const T *)ishmemi_peer(source + i, ishmemi_member(t, r))) \
+        for (int r = 0; r < t->size; r++) *(T *)ishmemi_peer(dest + i, ishmemi_member(t, r)) = x; \
     }
 #define ISHMEMI_REDUCE_CHECK(T)                                                               \
     ishmemi_check(ISHMEMI_RING_OP_GET, source, nreduce * sizeof(T), ishmemi_member(t, t->my_rank)); \
@@ -1429,8 +1429,8 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
     {                                                                                          \
         size_t per = (nreduce + t->size - 1) / t->size;                                        \
         size_t lo = min((size_t)t->my_rank * per, nreduce), hi = min(lo + per, nreduce);       \
-        ISHMEMI_GLOBAL T *acc_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 0);            \
-        ISHMEMI_GLOBAL T *in_ = (ISHMEMI_GLOBAL T *)ishmemi_coll_scratch(team, 1);             \
+        T *acc_ = (T *)ishmemi_coll_scratch(team, 0);            \
+        T *in_ = (T *)ishmemi_coll_scratch(team, 1);             \
         size_t ch_ = ISHMEMI_SYNC_SCRATCH_BYTES / sizeof(T);                                   \
         for (size_t c0 = lo; c0 < hi; c0 += ch_) {                                             \
             size_t n_ = min(ch_, hi - c0);                                                     \
@@ -1453,7 +1453,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         ishmemi_ll_counts(team, t, c_);                                                        \
         for (int k_ = 1, r_ = t->my_rank; k_ < t->size; k_++) {                                \
             r_ = r_ + 1 == t->size ? 0 : r_ + 1;                                               \
-            ishmemi_ll_send(team, ishmemi_member(t, r_), c_[r_], (ISHMEMI_GLOBAL const char *)source, nb_, LID, LSZ); \
+            ishmemi_ll_send(team, ishmemi_member(t, r_), c_[r_], (const char *)source, nb_, LID, LSZ); \
         }                                                                                      \
         BARRIER;                                                                               \
         for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \
@@ -1472,7 +1472,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         }                                                                                      \
     }
 #define ISHMEMI_REDUCE(T, G, P, OP)                                                     \
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
+    const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
     if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
@@ -1508,7 +1508,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
  * is reached by loads and stores; otherwise the leader runs `CALL`, the
  * thread form. */
 #define ISHMEMI_WG_REDUCE(T, OP, CALL)                                                  \
-    ISHMEMI_GLOBAL const ishmemi_team_t *t = ishmemi_get_team(team);                   \
+    const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
     if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
         ISHMEMI_REDUCE_CHECK(T)                                                        \

@@ -14,7 +14,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#define ISHMEMI_GLOBAL
 #define ISHMEMI_INLINE static __device__ inline
 /* Rare or long paths, kept out of line (core.h says why); `unused`: a
  * program that includes the core need not call them all. */

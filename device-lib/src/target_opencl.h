@@ -1,11 +1,13 @@
-/* Target header: OpenCL C 3.0 without the generic address space (Intel's
- * CPU runtime cannot build 64-bit atomics through generic pointers; see
- * device-lib/README.md). The portable core (core.h) uses only these names;
- * a CUDA build supplies the same names in another target header. */
+/* Target header: OpenCL C 3.0 with the generic address space. The library's
+ * routines take generic pointers, as CUDA's do and as SYCL code passes them;
+ * its atomics convert to global pointers first, because Intel's CPU runtime
+ * cannot build 64-bit atomics through generic ones (see device-lib/README.md;
+ * the build declares the builtins' global-pointer forms beside the generic
+ * ones). The portable core (core.h) uses only these names; a CUDA build
+ * supplies the same names in another target header. */
 #ifndef ISHMEMI_TARGET_OPENCL_H
 #define ISHMEMI_TARGET_OPENCL_H
 
-#define ISHMEMI_GLOBAL global
 #define ISHMEMI_INLINE static inline
 /* A helper kept out of line (see its uses in core.h). */
 #define ISHMEMI_NOINLINE static __attribute__((noinline))
@@ -18,18 +20,23 @@
 typedef volatile global atomic_int ishmemi_a32;
 typedef volatile global atomic_long ishmemi_a64;
 
-ISHMEMI_INLINE int ishmemi_load32(ISHMEMI_GLOBAL void *p) {
+ISHMEMI_INLINE int ishmemi_load32(void *p) {
     return atomic_load_explicit((ishmemi_a32 *)p, memory_order_acquire, ISHMEMI_SCOPE);
 }
-ISHMEMI_INLINE long ishmemi_load64(ISHMEMI_GLOBAL void *p) {
+ISHMEMI_INLINE long ishmemi_load64(void *p) {
     return atomic_load_explicit((ishmemi_a64 *)p, memory_order_acquire, ISHMEMI_SCOPE);
 }
-ISHMEMI_INLINE void ishmemi_store64(ISHMEMI_GLOBAL void *p, long v) {
+ISHMEMI_INLINE void ishmemi_store64(void *p, long v) {
     atomic_store_explicit((ishmemi_a64 *)p, v, memory_order_release, ISHMEMI_SCOPE);
 }
 ISHMEMI_INLINE void ishmemi_fence_all(void) {
     atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_seq_cst, ISHMEMI_SCOPE);
 }
+
+/* Whether the host proxy can read or write a buffer the device passes
+ * through the ring: global memory, not a work-item's private or a
+ * work-group's local memory (whose bytes travel in the ring's messages). */
+#define ISHMEMI_HOST_REACHES(p) (to_global((const void *)(p)) != 0)
 
 /* AMO opcodes: generated from the runtime's AmoOp (device_codes.h). */
 #include "device_codes.h"
@@ -52,14 +59,14 @@ _Static_assert(ISHMEMI_AMO_COUNT == 8, "the AMO switches below handle each of th
     default: return atomic_fetch_xor_explicit((A *)p, v, memory_order_seq_cst, ISHMEMI_SCOPE);          \
     }
 
-ISHMEMI_INLINE int ishmemi_amo32(ISHMEMI_GLOBAL void *p, int op, int v, int cond) { ISHMEMI_AMO_BODY(ishmemi_a32, int) }
-ISHMEMI_INLINE long ishmemi_amo64(ISHMEMI_GLOBAL void *p, int op, long v, long cond) { ISHMEMI_AMO_BODY(ishmemi_a64, long) }
+ISHMEMI_INLINE int ishmemi_amo32(void *p, int op, int v, int cond) { ISHMEMI_AMO_BODY(ishmemi_a32, int) }
+ISHMEMI_INLINE long ishmemi_amo64(void *p, int op, long v, long cond) { ISHMEMI_AMO_BODY(ishmemi_a64, long) }
 
 /* 8-bit AMOs (OpenCL has no 8- or 16-bit atomics): a compare-and-swap loop
  * on the aligned 32-bit word that holds the byte (little-endian, as every
  * device we target). Atomic against other AMOs on the byte, host ones too
  * (the host's byte atomics and this word CAS are both locked RMWs). */
-ISHMEMI_INLINE char ishmemi_amo8(ISHMEMI_GLOBAL void *p, int op, char v, char cond) {
+ISHMEMI_INLINE char ishmemi_amo8(void *p, int op, char v, char cond) {
     ulong a = (ulong)p;
     ishmemi_a32 *w = (ishmemi_a32 *)(a & ~(ulong)3);
     int shift = (int)(a & 3) * 8;

@@ -14,7 +14,7 @@ cargo build -q --release -p ishmem-capi -p ishmrun
 ln -sf libishmem.so "$target/release/libishmem.so.0"
 device-lib/build.sh "$out" >/dev/null
 FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
-    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64,+cl_khr_subgroups,+__opencl_c_subgroups"
+    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64,+cl_khr_subgroups,+__opencl_c_subgroups,+__opencl_c_generic_address_space"
     -target spir64 -Os -Werror -I device-lib/include)
 clang-14 "${FLAGS[@]}" -emit-llvm -c tests/device/bench_kernels.cl -o "$out/bench.bc"
 llvm-spirv-14 --spirv-max-version=1.3 "$out/bench.bc" -o "$out/bench.spv"

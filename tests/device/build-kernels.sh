@@ -11,7 +11,7 @@ out="${1:?usage: build-kernels.sh OUTDIR}"
 mkdir -p "$out"
 "$root/device-lib/build.sh" "$out" >/dev/null
 FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
-    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64,+cl_khr_subgroups,+__opencl_c_subgroups"
+    -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64,+cl_khr_subgroups,+__opencl_c_subgroups,+__opencl_c_generic_address_space"
     -target spir64 -Os -Werror -I "$root/device-lib/include")
 clang-14 "${FLAGS[@]}" -emit-llvm -c "$root/tests/device/kernels.cl" -o "$out/kernels.bc"
 llvm-spirv-14 --spirv-max-version=1.3 "$out/kernels.bc" -o "$out/kernels.spv"

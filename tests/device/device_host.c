@@ -365,6 +365,18 @@ int main(int argc, char **argv) {
     }
     CHECK(nonzero >= 1024, "sub-group put moved %d elements", nonzero);
 
+    /* 12b. private and local buffers as the local side of put and get */
+    long *pd = ishmem_calloc(192, sizeof(long)), *psrc = ishmem_malloc(192 * sizeof(long));
+    long *pout = ishmem_calloc(192, sizeof(long));
+    for (int i = 0; i < 192; i++) psrc[i] = me * 1000 + i;
+    ishmem_barrier_all();
+    run_wg("private_local", 64, 64, 3, (void *[]){pd, psrc, pout}, NULL, NULL);
+    ishmem_barrier_all();
+    for (int i = 0; i < 192; i++) {
+        CHECK(pd[i] == left * 1000 + 500 + i, "put from private memory %d: %ld", i, pd[i]);
+        CHECK(pout[i] == left * 1000 + i, "get into local memory %d: %ld", i, pout[i]);
+    }
+
     ishmem_barrier_all();
     /* 13. The device library's host-AMO kernel, which a GPU device (ze)
        launches for a host AMO on GPU memory: every op and size, at every

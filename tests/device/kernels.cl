@@ -154,6 +154,25 @@ kernel void sg_put(global int *dst, global const int *src, long block) {
     ishmemx_quiet_sub_group();
 }
 
+/* Private and local buffers as the local side of RMA (the routines take
+ * generic pointers): each work-item of one group of 64 puts 3 elements from
+ * its private memory to the right PE and gets 3 from the left PE into the
+ * group's local memory (through the ring, their bytes travel in the
+ * messages: the host cannot reach either memory). */
+kernel void private_local(global long *dst, global const long *src, global long *out) {
+    local long lb[64 * 3];
+    size_t i = get_local_id(0);
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    long base = me * 1000 + 500 + (long)(3 * i);
+    long priv[3] = {base, base + 1, base + 2}; /* no loops: llvm-spirv 14 */
+    ishmem_long_put(dst + 3 * i, priv, 3, (me + 1) % np);
+    ishmem_long_get(lb + 3 * i, src + 3 * i, 3, (me + np - 1) % np);
+    out[3 * i] = lb[3 * i];
+    out[3 * i + 1] = lb[3 * i + 1];
+    out[3 * i + 2] = lb[3 * i + 2];
+    ishmem_quiet();
+}
+
 /* collect with a different count per member (rank r gives r + 1 elements),
  * then in-place inclusive and out-of-place exclusive sum scans. The host
  * fills the sources (loops here trip llvm-spirv 14's block ordering). */

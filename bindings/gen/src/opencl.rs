@@ -201,7 +201,6 @@ fn funs() -> Vec<Fun> {
         |name: String, ret: &str, params: String, body: String| v.push(Fun { name, ret: ret.into(), params, body });
     for t in RMA.iter().filter(|t| !t.host_only) {
         let (n, c) = (t.name, opencl(t.name));
-        let g = "global";
         for (op, dir) in [("put", true), ("get", false), ("put_nbi", true), ("get_nbi", false)] {
             let nbi = i32::from(op.ends_with("nbi"));
             let body = if dir {
@@ -209,12 +208,7 @@ fn funs() -> Vec<Fun> {
             } else {
                 format!("ishmemi_get_bytes(dest, source, nelems * sizeof({c}), pe, {nbi});")
             };
-            f(
-                format!("ishmem_{n}_{op}"),
-                "void",
-                format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"),
-                body,
-            );
+            f(format!("ishmem_{n}_{op}"), "void", format!("{c} *dest, const {c} *source, size_t nelems, int pe"), body);
         }
         for (op, dir, nbi) in [("put", true, 0), ("get", false, 0), ("put_nbi", true, 1), ("get_nbi", false, 1)] {
             for (group, h) in [("work_group", "wg"), ("sub_group", "sg")] {
@@ -222,27 +216,27 @@ fn funs() -> Vec<Fun> {
                 f(
                     format!("ishmemx_{n}_{op}_{group}"),
                     "void",
-                    format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, int pe"),
+                    format!("{c} *dest, const {c} *source, size_t nelems, int pe"),
                     format!("{helper}(dest, source, nelems * sizeof({c}), pe, {nbi});"),
                 );
             }
         }
-        f(format!("ishmem_{n}_p"), "void", format!("{g} {c} *dest, {c} value, int pe"), format!(
-            "ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof({c}), pe); if (ishmemi_is_local(pe)) {{ *({g} {c} *)ishmemi_peer(dest, pe) = value; return; }} \
+        f(format!("ishmem_{n}_p"), "void", format!("{c} *dest, {c} value, int pe"), format!(
+            "ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof({c}), pe); if (ishmemi_is_local(pe)) {{ *({c} *)ishmemi_peer(dest, pe) = value; return; }} \
              union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof({c}), pe);"));
-        f(format!("ishmem_{n}_g"), c, format!("{g} const {c} *source, int pe"), format!(
-            "ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof({c}), pe); if (ishmemi_is_local(pe)) return *({g} {c} *)ishmemi_peer(source, pe); \
+        f(format!("ishmem_{n}_g"), c, format!("const {c} *source, int pe"), format!(
+            "ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof({c}), pe); if (ishmemi_is_local(pe)) return *({c} *)ishmemi_peer(source, pe); \
              union {{ {c} v; ulong u; }} x; x.u = ishmemi_ring_g(source, sizeof({c}), pe); return x.v;"));
         f(
             format!("ishmem_{n}_iput"),
             "void",
-            format!("{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t nelems, int pe"),
+            format!("{c} *dest, const {c} *source, long dst, long sst, size_t nelems, int pe"),
             format!("ishmemi_iput_bytes(dest, dst, source, sst, sizeof({c}), nelems, pe);"),
         );
         f(
             format!("ishmem_{n}_iget"),
             "void",
-            format!("{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t nelems, int pe"),
+            format!("{c} *dest, const {c} *source, long dst, long sst, size_t nelems, int pe"),
             format!("ishmemi_iget_bytes(dest, dst, source, sst, sizeof({c}), nelems, pe);"),
         );
         for (op, dir) in [("ibput", true), ("ibget", false)] {
@@ -254,42 +248,43 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmemx_{n}_{op}"),
                 "void",
-                format!(
-                    "{g} {c} *dest, {g} const {c} *source, long dst, long sst, size_t bsize, size_t nblocks, int pe"
-                ),
+                format!("{c} *dest, const {c} *source, long dst, long sst, size_t bsize, size_t nblocks, int pe"),
                 body,
             );
         }
-        f(format!("ishmem_{n}_put_signal"), "void",
-          format!("{g} {c} *dest, {g} const {c} *source, size_t nelems, {g} ulong *sig_addr, ulong signal, int sig_op, int pe"),
-          format!("ishmem_putmem_signal(dest, source, nelems * sizeof({c}), sig_addr, signal, sig_op, pe);"));
+        f(
+            format!("ishmem_{n}_put_signal"),
+            "void",
+            format!("{c} *dest, const {c} *source, size_t nelems, ulong *sig_addr, ulong signal, int sig_op, int pe"),
+            format!("ishmem_putmem_signal(dest, source, nelems * sizeof({c}), sig_addr, signal, sig_op, pe);"),
+        );
         // Collectives (one work-item per PE), team handle first.
         for (op, helper) in [("fcollect", "ishmemi_fcollect_bytes"), ("alltoall", "ishmemi_alltoall_bytes")] {
             f(
                 format!("ishmem_{n}_{op}"),
                 "int",
-                format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems"),
+                format!("int team, {c} *dest, const {c} *source, size_t nelems"),
                 format!("return {helper}(team, dest, source, nelems * sizeof({c}));"),
             );
         }
         f(
             format!("ishmem_{n}_collect"),
             "int",
-            format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems"),
+            format!("int team, {c} *dest, const {c} *source, size_t nelems"),
             format!("return ishmemi_collect_bytes(team, dest, source, nelems, sizeof({c}));"),
         );
         for (op, excl) in [("sum_inscan", 0), ("sum_exscan", 1)] {
             f(
                 format!("ishmem_{n}_{op}"),
                 "int",
-                format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems"),
+                format!("int team, {c} *dest, const {c} *source, size_t nelems"),
                 format!("ISHMEMI_SCAN({c}, ishmem_{n}_g, ishmem_{n}_p, {excl})"),
             );
         }
         f(
             format!("ishmem_{n}_broadcast"),
             "int",
-            format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems, int PE_root"),
+            format!("int team, {c} *dest, const {c} *source, size_t nelems, int PE_root"),
             format!("return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof({c}), PE_root);"),
         );
         let float = c == "float" || c == "double";
@@ -302,14 +297,14 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_{op}_reduce"),
                 "int",
-                format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nreduce"),
+                format!("int team, {c} *dest, const {c} *source, size_t nreduce"),
                 format!("ISHMEMI_REDUCE({c}, ishmem_{n}_g, ishmem_{n}_p, {expr})"),
             );
         }
         // Work-group forms of the collectives: every work-item of the group
         // calls; the leader runs the collective between group barriers and
         // every work-item returns the same argument-check result.
-        let coll = format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nelems");
+        let coll = format!("int team, {c} *dest, const {c} *source, size_t nelems");
         let mut wg = vec![
             ("collect".to_string(), coll.clone(), "nelems".to_string(), "0"),
             ("fcollect".to_string(), coll.clone(), "nelems".to_string(), "0"),
@@ -321,7 +316,7 @@ fn funs() -> Vec<Fun> {
         for &(op, _) in &reds {
             wg.push((
                 format!("{op}_reduce"),
-                format!("int team, {g} {c} *dest, {g} const {c} *source, size_t nreduce"),
+                format!("int team, {c} *dest, const {c} *source, size_t nreduce"),
                 "nreduce".to_string(),
                 "0",
             ));
@@ -370,19 +365,19 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_atomic_fetch"),
                 c,
-                format!("{g} const {c} *source, int pe"),
-                format!("return {};", from_bits(&format!("{amo}((global void *)source, ISHMEMI_FETCH, 0, 0, pe)"))),
+                format!("const {c} *source, int pe"),
+                format!("return {};", from_bits(&format!("{amo}((void *)source, ISHMEMI_FETCH, 0, 0, pe)"))),
             );
             f(
                 format!("ishmem_{n}_atomic_set"),
                 "void",
-                format!("{g} {c} *dest, {c} value, int pe"),
+                format!("{c} *dest, {c} value, int pe"),
                 format!("{};", call("ISHMEMI_SET", "value", "0")),
             );
             f(
                 format!("ishmem_{n}_atomic_swap"),
                 c,
-                format!("{g} {c} *dest, {c} value, int pe"),
+                format!("{c} *dest, {c} value, int pe"),
                 format!("return {};", from_bits(&call("ISHMEMI_SWAP", "value", "0"))),
             );
         }
@@ -390,13 +385,13 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_atomic_fetch_nbi"),
                 "void",
-                format!("{g} {c} *fetch, {g} const {c} *source, int pe"),
+                format!("{c} *fetch, const {c} *source, int pe"),
                 format!("*fetch = ishmem_{n}_atomic_fetch(source, pe);"),
             );
             f(
                 format!("ishmem_{n}_atomic_swap_nbi"),
                 "void",
-                format!("{g} {c} *fetch, {g} {c} *dest, {c} value, int pe"),
+                format!("{c} *fetch, {c} *dest, {c} value, int pe"),
                 format!("*fetch = ishmem_{n}_atomic_swap(dest, value, pe);"),
             );
         }
@@ -404,19 +399,19 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_atomic_fetch_add_nbi"),
                 "void",
-                format!("{g} {c} *fetch, {g} {c} *dest, {c} value, int pe"),
+                format!("{c} *fetch, {c} *dest, {c} value, int pe"),
                 format!("*fetch = ishmem_{n}_atomic_fetch_add(dest, value, pe);"),
             );
             f(
                 format!("ishmem_{n}_atomic_fetch_inc_nbi"),
                 "void",
-                format!("{g} {c} *fetch, {g} {c} *dest, int pe"),
+                format!("{c} *fetch, {c} *dest, int pe"),
                 format!("*fetch = ishmem_{n}_atomic_fetch_inc(dest, pe);"),
             );
             f(
                 format!("ishmem_{n}_atomic_compare_swap_nbi"),
                 "void",
-                format!("{g} {c} *fetch, {g} {c} *dest, {c} cond, {c} value, int pe"),
+                format!("{c} *fetch, {c} *dest, {c} cond, {c} value, int pe"),
                 format!("*fetch = ishmem_{n}_atomic_compare_swap(dest, cond, value, pe);"),
             );
         }
@@ -424,31 +419,31 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_atomic_compare_swap"),
                 c,
-                format!("{g} {c} *dest, {c} cond, {c} value, int pe"),
+                format!("{c} *dest, {c} cond, {c} value, int pe"),
                 format!("return {};", from_bits(&call("ISHMEMI_CSWAP", "value", "cond"))),
             );
             f(
                 format!("ishmem_{n}_atomic_fetch_add"),
                 c,
-                format!("{g} {c} *dest, {c} value, int pe"),
+                format!("{c} *dest, {c} value, int pe"),
                 format!("return {};", from_bits(&call("ISHMEMI_FADD", "value", "0"))),
             );
             f(
                 format!("ishmem_{n}_atomic_add"),
                 "void",
-                format!("{g} {c} *dest, {c} value, int pe"),
+                format!("{c} *dest, {c} value, int pe"),
                 format!("{};", call("ISHMEMI_FADD", "value", "0")),
             );
             f(
                 format!("ishmem_{n}_atomic_fetch_inc"),
                 c,
-                format!("{g} {c} *dest, int pe"),
+                format!("{c} *dest, int pe"),
                 format!("return {};", from_bits(&call("ISHMEMI_FADD", "1", "0"))),
             );
             f(
                 format!("ishmem_{n}_atomic_inc"),
                 "void",
-                format!("{g} {c} *dest, int pe"),
+                format!("{c} *dest, int pe"),
                 format!("{};", call("ISHMEMI_FADD", "1", "0")),
             );
         }
@@ -457,13 +452,13 @@ fn funs() -> Vec<Fun> {
                 f(
                     format!("ishmem_{n}_atomic_fetch_{op}"),
                     c,
-                    format!("{g} {c} *dest, {c} value, int pe"),
+                    format!("{c} *dest, {c} value, int pe"),
                     format!("return {};", from_bits(&call(opc, "value", "0"))),
                 );
                 f(
                     format!("ishmem_{n}_atomic_{op}"),
                     "void",
-                    format!("{g} {c} *dest, {c} value, int pe"),
+                    format!("{c} *dest, {c} value, int pe"),
                     format!("{};", call(opc, "value", "0")),
                 );
             }
@@ -472,7 +467,7 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_wait_until"),
                 "void",
-                format!("{g} {c} *ivar, int cmp, {c} cmp_value"),
+                format!("{c} *ivar, int cmp, {c} cmp_value"),
                 format!(
                     "ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, {}, cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, {}, cmp), ivar, cmp_value);",
                     from_bits(&format!("{load}(ivar)")),
@@ -482,7 +477,7 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_test"),
                 "int",
-                format!("{g} {c} *ivar, int cmp, {c} cmp_value"),
+                format!("{c} *ivar, int cmp, {c} cmp_value"),
                 format!("return ISHMEMI_CMP(cmp, {}, cmp_value);", from_bits(&format!("{load}(ivar)"))),
             );
         }
@@ -498,7 +493,7 @@ fn funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{op}{bits}"),
                 "void",
-                "global void *dest, global const void *source, size_t nelems, int pe".into(),
+                "void *dest, const void *source, size_t nelems, int pe".into(),
                 body,
             );
         }
@@ -521,7 +516,6 @@ fn sync_funs() -> Vec<Fun> {
         |name: String, ret: &str, params: String, body: String| v.push(Fun { name, ret: ret.into(), params, body });
     for t in RMA.iter().filter(|t| t.classes & SYNC != 0) {
         let (n, c) = (t.name, opencl(t.name));
-        let g = "global";
         let bits = match c {
             "int" | "uint" | "float" => 32,
             "long" | "ulong" | "double" => 64,
@@ -538,26 +532,26 @@ fn sync_funs() -> Vec<Fun> {
         let inc = "(!status || !status[i])";
         for (vec, vparam, v) in [
             ("", format!("{c} cmp_value"), "cmp_value".to_string()),
-            ("_vector", format!("{g} const {c} *cmp_values"), "cmp_values[i]".to_string()),
+            ("_vector", format!("const {c} *cmp_values"), "cmp_values[i]".to_string()),
         ] {
             let h = holds(&v);
             let e = elem_code(n);
             f(
                 format!("ishmem_{n}_test_all{vec}"),
                 "int",
-                format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+                format!("{c} *ivars, size_t nelems, const int *status, int cmp, {vparam}"),
                 format!("for (size_t i = 0; i < nelems; i++) if ({inc} && !{h}) return 0; return 1;"),
             );
             f(
                 format!("ishmem_{n}_test_any{vec}"),
                 "size_t",
-                format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+                format!("{c} *ivars, size_t nelems, const int *status, int cmp, {vparam}"),
                 format!("for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) return i; return SIZE_MAX;"),
             );
             f(
                 format!("ishmem_{n}_test_some{vec}"),
                 "size_t",
-                format!("{g} {c} *ivars, size_t nelems, {g} size_t *indices, {g} const int *status, int cmp, {vparam}"),
+                format!("{c} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {vparam}"),
                 format!(
                     "size_t k = 0; for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i; return k;"
                 ),
@@ -565,38 +559,19 @@ fn sync_funs() -> Vec<Fun> {
             f(
                 format!("ishmem_{n}_wait_until_all{vec}"),
                 "void",
-                format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+                format!("{c} *ivars, size_t nelems, const int *status, int cmp, {vparam}"),
                 format!(
                     "for (size_t i = 0; i < nelems; i++) if {inc} ISHMEMI_WAIT_LOOP(!{h}, ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL_ALL, {e}, cmp), ivars + i, {v});"
                 ),
             );
             let any_incl = format!("size_t inc = 0; for (size_t i = 0; i < nelems; i++) if {inc} inc++;");
-            f(format!("ishmem_{n}_wait_until_any{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} const int *status, int cmp, {vparam}"),
+            f(format!("ishmem_{n}_wait_until_any{vec}"), "size_t", format!("{c} *ivars, size_t nelems, const int *status, int cmp, {vparam}"),
               format!("{any_incl} size_t r = SIZE_MAX; ISHMEMI_WAIT_LOOP(inc && r == SIZE_MAX, for (size_t i = 0; i < nelems && r == SIZE_MAX; i++) if ({inc} && {h}) r = i, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL_ANY, {e}, cmp), ivars, nelems); return r;"));
-            f(format!("ishmem_{n}_wait_until_some{vec}"), "size_t", format!("{g} {c} *ivars, size_t nelems, {g} size_t *indices, {g} const int *status, int cmp, {vparam}"),
+            f(format!("ishmem_{n}_wait_until_some{vec}"), "size_t", format!("{c} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {vparam}"),
               format!("{any_incl} size_t k = 0; ISHMEMI_WAIT_LOOP(inc && k == 0, for (size_t i = 0; i < nelems; i++) if ({inc} && {h}) indices[k++] = i, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL_SOME, {e}, cmp), ivars, nelems); return k;"));
         }
     }
     v
-}
-
-/// The OpenCL address-space keyword as the target header's macro (empty
-/// for CUDA), word by word.
-fn address_space(line: &str) -> String {
-    let mut out = String::new();
-    let mut word = String::new();
-    for ch in line.chars().chain(std::iter::once('\0')) {
-        if ch.is_alphanumeric() || ch == '_' {
-            word.push(ch);
-            continue;
-        }
-        out.push_str(if word == "global" { "ISHMEMI_GLOBAL" } else { &word });
-        word.clear();
-        if ch != '\0' {
-            out.push(ch);
-        }
-    }
-    out
 }
 
 pub fn sync_cl() -> String {
@@ -604,7 +579,7 @@ pub fn sync_cl() -> String {
         format!("/* {BANNER} */\n#include \"core.h\"\n#ifndef __CUDACC__\n#include \"ishmem_device.h\"\n#endif\n\n");
     for f in sync_funs() {
         let line = format!("ISHMEMI_API {} {}({}) {{ {} }}", f.ret, f.name, f.params, f.body);
-        let _ = writeln!(s, "{}", address_space(&line));
+        let _ = writeln!(s, "{line}");
     }
     s
 }
@@ -614,7 +589,7 @@ pub fn typed_cl() -> String {
         format!("/* {BANNER} */\n#include \"core.h\"\n#ifndef __CUDACC__\n#include \"ishmem_device.h\"\n#endif\n\n");
     for f in funs() {
         let line = format!("ISHMEMI_API {} {}({}) {{ {} }}", f.ret, f.name, f.params, f.body);
-        let _ = writeln!(s, "{}", address_space(&line));
+        let _ = writeln!(s, "{line}");
     }
     s
 }
@@ -624,45 +599,45 @@ pub fn typed_cl() -> String {
 const CORE_DECLS: &str = "\
 int ishmem_my_pe(void);
 int ishmem_n_pes(void);
-global void *ishmem_ptr(global const void *dest, int pe);
+void *ishmem_ptr(const void *dest, int pe);
 void ishmem_fence(void);
 void ishmem_quiet(void);
 void ishmem_barrier_all(void);
 void ishmem_sync_all(void);
-void ishmem_putmem(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmem_getmem(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmem_putmem_nbi(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmem_getmem_nbi(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmem_putmem_signal(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
-ulong ishmem_signal_fetch(global const ulong *sig_addr);
-ulong ishmem_signal_wait_until(global ulong *sig_addr, int cmp, ulong cmp_value);
+void ishmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+void ishmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+void ishmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+void ishmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
+void ishmem_putmem_signal(void *dest, const void *source, size_t nelems, ulong *sig_addr, ulong signal, int sig_op, int pe);
+ulong ishmem_signal_fetch(const ulong *sig_addr);
+ulong ishmem_signal_wait_until(ulong *sig_addr, int cmp, ulong cmp_value);
 int ishmem_team_my_pe(int team);
 int ishmem_team_n_pes(int team);
 int ishmem_team_translate_pe(int src_team, int src_pe, int dest_team);
 int ishmem_team_sync(int team);
-int ishmem_broadcastmem(int team, global void *dest, global const void *source, size_t nelems, int root);
-int ishmem_fcollectmem(int team, global void *dest, global const void *source, size_t nelems);
-int ishmem_collectmem(int team, global void *dest, global const void *source, size_t nelems);
-int ishmem_alltoallmem(int team, global void *dest, global const void *source, size_t nelems);
-void ishmemx_putmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_getmem_work_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_putmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_getmem_nbi_work_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_putmem_signal_work_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
+int ishmem_broadcastmem(int team, void *dest, const void *source, size_t nelems, int root);
+int ishmem_fcollectmem(int team, void *dest, const void *source, size_t nelems);
+int ishmem_collectmem(int team, void *dest, const void *source, size_t nelems);
+int ishmem_alltoallmem(int team, void *dest, const void *source, size_t nelems);
+void ishmemx_putmem_work_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_getmem_work_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_putmem_nbi_work_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_getmem_nbi_work_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_putmem_signal_work_group(void *dest, const void *source, size_t nelems, ulong *sig_addr, ulong signal, int sig_op, int pe);
 void ishmemx_fence_work_group(void);
 void ishmemx_quiet_work_group(void);
 void ishmemx_barrier_all_work_group(void);
 void ishmemx_sync_all_work_group(void);
 int ishmemx_team_sync_work_group(int team);
-int ishmemx_broadcastmem_work_group(int team, global void *dest, global const void *source, size_t nelems, int root);
-int ishmemx_collectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);
-int ishmemx_fcollectmem_work_group(int team, global void *dest, global const void *source, size_t nelems);
-int ishmemx_alltoallmem_work_group(int team, global void *dest, global const void *source, size_t nelems);
-void ishmemx_putmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_getmem_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_putmem_nbi_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_getmem_nbi_sub_group(global void *dest, global const void *source, size_t nelems, int pe);
-void ishmemx_putmem_signal_sub_group(global void *dest, global const void *source, size_t nelems, global ulong *sig_addr, ulong signal, int sig_op, int pe);
+int ishmemx_broadcastmem_work_group(int team, void *dest, const void *source, size_t nelems, int root);
+int ishmemx_collectmem_work_group(int team, void *dest, const void *source, size_t nelems);
+int ishmemx_fcollectmem_work_group(int team, void *dest, const void *source, size_t nelems);
+int ishmemx_alltoallmem_work_group(int team, void *dest, const void *source, size_t nelems);
+void ishmemx_putmem_sub_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_getmem_sub_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_putmem_nbi_sub_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_getmem_nbi_sub_group(void *dest, const void *source, size_t nelems, int pe);
+void ishmemx_putmem_signal_sub_group(void *dest, const void *source, size_t nelems, ulong *sig_addr, ulong signal, int sig_op, int pe);
 void ishmemx_quiet_sub_group(void);
 void ishmemx_fence_sub_group(void);
 void ishmemx_barrier_all_sub_group(void);
@@ -696,8 +671,11 @@ fn all_funs() -> Vec<Fun> {
 
 pub fn device_h() -> String {
     let mut s = format!(
-        "/* {BANNER} */\n/* Device-callable ishmem-rs API for OpenCL C kernels (OpenCL C 3.0; pointers\n   are global: symmetric objects live in the symmetric heap). Link the kernel's\n   SPIR-V with ishmem_device.spv through ishmemx_cl_link_program(). Work-group\n   forms: every work-item of the calling work-group calls them; sub-group forms\n   likewise for the calling sub-group. Team handles are the host's. */\n\
-         #ifndef ISHMEM_DEVICE_H\n#define ISHMEM_DEVICE_H\n\n"
+        "/* {BANNER} */\n/* Device-callable ishmem-rs API for OpenCL C kernels (OpenCL C 2.0, or 3.0\n   with the generic address space: pointers are generic; symmetric objects live\n   in the symmetric heap). Link the kernel's SPIR-V with ishmem_device.spv\n   through ishmemx_cl_link_program(). Work-group forms: every work-item of the\n   calling work-group calls them; sub-group forms likewise for the calling\n   sub-group. Team handles are the host's. */\n\
+         #ifndef ISHMEM_DEVICE_H\n#define ISHMEM_DEVICE_H\n\n\
+         #if defined(__OPENCL_C_VERSION__) && (__OPENCL_C_VERSION__ < 200 || (__OPENCL_C_VERSION__ >= 300 && !defined(__opencl_c_generic_address_space)))\n\
+         #error \"ishmem_device.h: the device API takes generic pointers; compile with OpenCL C 2.0, or 3.0 with __opencl_c_generic_address_space\"\n\
+         #endif\n\n"
     );
     for (name, v) in cmp_and_signal_ops() {
         let _ = writeln!(s, "#define ISHMEM_{name} {v}");
@@ -719,7 +697,6 @@ fn cxx(t: &str) -> String {
     let mut word = String::new();
     let flush = |w: &mut String, out: &mut String| {
         out.push_str(match w.as_str() {
-            "global" => "",
             "ulong" => "unsigned long",
             "uint" => "unsigned int",
             "ushort" => "unsigned short",
@@ -811,7 +788,7 @@ pub fn cuda_names_h() -> String {
 pub fn cuda_decls_h() -> String {
     let mut s = format!("/* {BANNER} */\n#ifndef ISHMEMI_CUDA_DECLS_H\n#define ISHMEMI_CUDA_DECLS_H\n");
     for f in all_funs() {
-        let _ = writeln!(s, "{}", address_space(&format!("ISHMEMI_API {} {}({});", f.ret, f.name, f.params)));
+        let _ = writeln!(s, "ISHMEMI_API {} {}({});", f.ret, f.name, f.params);
     }
     s.push_str("#endif\n");
     s

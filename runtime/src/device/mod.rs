@@ -148,12 +148,8 @@ pub struct QueueKernel {
 const fn qp(ty: &'static str, name: &'static str) -> QueueParam {
     QueueParam { ty, name }
 }
-const RMA_PARAMS: &[QueueParam] = &[
-    qp("ISHMEMI_GLOBAL void *", "dest"),
-    qp("ISHMEMI_GLOBAL const void *", "source"),
-    qp("ulong", "nbytes"),
-    qp("int", "pe"),
-];
+const RMA_PARAMS: &[QueueParam] =
+    &[qp("global void *", "dest"), qp("global const void *", "source"), qp("ulong", "nbytes"), qp("int", "pe")];
 
 const PUTMEM_KERNEL: QueueKernel = QueueKernel {
     name: "ishmemi_putmem_kernel",
@@ -171,10 +167,10 @@ const QUIET_KERNEL: QueueKernel = QueueKernel { name: "ishmemi_quiet_kernel", pa
 const PUTMEM_SIGNAL_KERNEL: QueueKernel = QueueKernel {
     name: "ishmemi_putmem_signal_kernel",
     params: &[
-        qp("ISHMEMI_GLOBAL void *", "dest"),
-        qp("ISHMEMI_GLOBAL const void *", "source"),
+        qp("global void *", "dest"),
+        qp("global const void *", "source"),
         qp("ulong", "nbytes"),
-        qp("ISHMEMI_GLOBAL ulong *", "sig_addr"),
+        qp("global ulong *", "sig_addr"),
         qp("ulong", "signal"),
         qp("int", "sig_op"),
         qp("int", "pe"),
@@ -183,7 +179,7 @@ const PUTMEM_SIGNAL_KERNEL: QueueKernel = QueueKernel {
 };
 const SIGNAL_WAIT_UNTIL_KERNEL: QueueKernel = QueueKernel {
     name: "ishmemi_signal_wait_until_kernel",
-    params: &[qp("ISHMEMI_GLOBAL ulong *", "sig_addr"), qp("int", "cmp"), qp("ulong", "cmp_value")],
+    params: &[qp("global ulong *", "sig_addr"), qp("int", "cmp"), qp("ulong", "cmp_value")],
     body: &["ishmem_signal_wait_until(sig_addr, cmp, cmp_value);"],
 };
 const SYNC_ALL_KERNEL: QueueKernel =
