@@ -139,14 +139,21 @@ install -m 644 docs/man/man3/*.3 "$dest/share/man/man3/"
 done)
 built+=("manual pages in share/man: ishmrun(1), ishmem-info(1), oshcc(1), ishmem(3) and one for every routine")
 # Device library (when clang-14 and llvm-spirv-14 are here): the SPIR-V and
-# bitcode where the runtime looks (<libdir>/ishmem/), the OpenCL C and SYCL
-# declaration headers.
-install -m 644 device-lib/include/ishmem_device.h device-lib/include/ishmem_sycl.h "$dest/include/"
+# bitcode where the runtime looks (<libdir>/ishmem/), the OpenCL C
+# declaration header (SYCL's, ishmem/ishmem_sycl.h, came with the C
+# headers), and the shim that links it into a SYCL runtime's programs.
+install -m 644 device-lib/include/ishmem_device.h "$dest/include/"
 if command -v clang-14 >/dev/null 2>&1 && command -v llvm-spirv-14 >/dev/null 2>&1; then
     step "building the OpenCL device library (clang-14, llvm-spirv-14)"
     install -d "$L/ishmem"
     device-lib/build.sh "$L/ishmem" >/dev/null
     built+=("OpenCL device library: $libdir/ishmem/ishmem_device.spv")
+    if cc -std=c11 -O2 -fPIC -shared bindings/c/sycl/ishmem_sycl_cl.c -I bindings/c/include -L "$L" -lishmem \
+        -lOpenCL -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$L/libishmem_sycl_cl.so" 2>/dev/null; then
+        built+=("SYCL shim (links the device library into a SYCL runtime's OpenCL programs): $libdir/libishmem_sycl_cl.so")
+    else
+        skipped+=("SYCL shim: OpenCL headers or loader not found (apt-get install ocl-icd-opencl-dev)")
+    fi
 else
     skipped+=("OpenCL device library: clang-14 or llvm-spirv-14 not found (apt-get install clang-14 llvm-spirv-14)")
 fi

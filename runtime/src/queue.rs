@@ -106,4 +106,26 @@ impl State {
         }
         self.device.link_program(il).unwrap_or_else(|e| fatal(call, format_args!("{e}")))
     }
+
+    /// `ishmemx_cl_link_program_in`: as `link_device_program`, in the
+    /// OpenCL context `context` on device `device` (a SYCL runtime's).
+    pub fn link_device_program_in(
+        &self, call: &str, il: &[u8], context: *mut c_void, device: *mut c_void,
+    ) -> *mut c_void {
+        if il.is_empty() {
+            fatal(call, format_args!("the program is empty"))
+        }
+        if context.is_null() || device.is_null() {
+            fatal(call, format_args!("context or device is a null handle"))
+        }
+        let p = self.device.link_program_in(il, context, device).unwrap_or_else(|e| fatal(call, format_args!("{e}")));
+        if self.config().debug {
+            crate::error::emit_line(&format!(
+                "ishmem: PE {}: {call}: a program of another OpenCL context ({} bytes of SPIR-V) linked with the device library",
+                self.my_pe,
+                il.len()
+            ));
+        }
+        p
+    }
 }

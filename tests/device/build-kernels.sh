@@ -20,3 +20,9 @@ spirv-val "$out/kernels.spv"
 clang-14 "${FLAGS[@]}" -O0 -emit-llvm -c "$root/tests/device/sweep.cl" -o "$out/sweep.bc"
 llvm-spirv-14 --spirv-max-version=1.3 "$out/sweep.bc" -o "$out/sweep.spv"
 spirv-val "$out/sweep.spv"
+# The SYCL header's declarations, compiled as C++ for OpenCL (no SYCL
+# compiler needed): tests/sycl/kernels.clcpp.
+clang-14 -cl-std=clc++2021 "${FLAGS[@]:1}" -I "$root/bindings/c/include" -emit-llvm -c "$root/tests/sycl/kernels.clcpp" \
+    -o "$out/sycl_decls.bc"
+llvm-spirv-14 --spirv-max-version=1.3 "$out/sycl_decls.bc" -o "$out/sycl_decls.spv"
+spirv-val "$out/sycl_decls.spv"

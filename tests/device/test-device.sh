@@ -18,6 +18,11 @@ cc -std=c11 -O2 -Wall -Werror "$root/tests/device/sweep_host.c" -I "$root/bindin
     -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/sweep_host"
 cc -std=c11 -O2 -Wall -Werror "$root/tests/device/device_host.c" -I "$root/bindings/c/include" \
     -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/device_host"
+cc -std=c11 -O2 -Wall -Werror "$root/tests/sycl/decls_host.c" -I "$root/bindings/c/include" \
+    -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/decls_host"
+# The SYCL header against the host headers (same types for the routines
+# both declare), with the host's C++ compiler.
+c++ -std=c++17 -Wall -Werror -fsyntax-only -I "$root/bindings/c/include" "$root/tests/sycl/host_decls.cpp"
 export OCL_ICD_FILENAMES="$venv/lib/libintelocl.so" LD_LIBRARY_PATH="$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ISHMEM_DEVICE_LIB="$out/ishmem_device.spv"
 # One run: label, expected output line, limit (s), then the command. Each
@@ -200,6 +205,15 @@ elif [ "${TEST_DEVICE_MPI:-0}" = 1 ]; then
 else
     echo "test-device: Open MPI or the MPI proxy plugin not here; the MPI part was not run" >&2
 fi
+# The SYCL header's declarations (C++ for OpenCL) linked with the device
+# library: on 1-4 PEs, load/store and every operation through the ring.
+for ring in 0 1; do
+    for n in 1 2 3 4; do
+        [ $ring = 1 ] && [ "$n" = "$cores" ] && continue
+        run "SYCL declarations on $n PEs, ring-all $ring" "sycl declarations ok on $n PEs" 300 \
+            env ISHMEM_DEVICE_RING_ALL=$ring "$ishmrun" -n "$n" "$out/decls_host" "$out/sycl_decls.spv"
+    done
+done
 # Through the OpenSHMEM proxy: Open MPI's OSHMEM loaded at run time
 # (ISHMEM_RUNTIME=OPENSHMEM), every peer reached through it.
 if command -v oshrun >/dev/null; then
@@ -221,5 +235,15 @@ if [ -f "$sos/lib/libsma.so" ] && command -v mpiexec.hydra >/dev/null; then
         FI_PROVIDER=tcp mpiexec.hydra -n 2 "$out/device_host" "$out/kernels.spv" small
 else
     echo "test-device: no SOS build at $sos; the SOS part was not run"
+fi
+# A SYCL program (AdaptiveCpp, tests/sycl/build-acpp.sh into target/acpp,
+# or TEST_ACPP) when such a build is here.
+acpp="${TEST_ACPP:-$target/acpp}"
+if [ -x "$acpp/bin/acpp" ]; then
+    t0=$SECONDS
+    "$root/tests/sycl/run.sh" "$acpp" || fail "the SYCL program (tests/sycl/run.sh)"
+    record "SYCL program on 1-4 PEs, both ring modes (AdaptiveCpp)" $((SECONDS - t0)) 600
+else
+    echo "test-device: no AdaptiveCpp build at $acpp; the SYCL program was not run"
 fi
 echo "test-device: $t_passed passed, 0 failed"

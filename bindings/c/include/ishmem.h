@@ -11,4 +11,9 @@
 #define ISHMEM_VENDOR_MAJOR_VERSION 0
 #define ISHMEM_VENDOR_MINOR_VERSION 1
 
+/* SYCL device code (a program that includes <sycl/sycl.hpp> first): the device API. */
+#if defined(SYCL_LANGUAGE_VERSION) && !defined(ISHMEM_NO_SYCL_DEVICE_API)
+#include <ishmem/ishmem_sycl.h>
+#endif
+
 #endif /* ISHMEM_H */

@@ -501,6 +501,38 @@ pub extern "C" fn ishmem_team_sync(team: ishmem_team_t) -> c_int {
     guard(call, || state(call).team_sync(call, team))
 }
 
+/// Host forms of the device library's group barriers, syncs, fences and
+/// quiets (the typed and memory group forms are in typed.rs): a SYCL
+/// program's kernels are also compiled for the host, where a thread is a
+/// group of one, so each is the routine it is the group form of, under the
+/// group form's name in errors.
+macro_rules! host_group_forms {
+    ($($name:ident => $method:ident $(($team:ident))?;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "` from a host thread (a group of one).")]
+        #[no_mangle]
+        pub extern "C" fn $name($($team: ishmem_team_t)?) $(-> host_group_forms!(@ret $team))? {
+            const CALL: &str = stringify!($name);
+            guard(CALL, || host_group_forms!(@call CALL $method $($team)?))
+        }
+    )*};
+    (@ret $team:ident) => { c_int };
+    (@call $call:ident quiet) => { state($call).quiet() };
+    (@call $call:ident fence) => { state($call).fence() };
+    (@call $call:ident $method:ident) => { state($call).$method($call) };
+    (@call $call:ident $method:ident $team:ident) => { state($call).$method($call, $team) };
+}
+host_group_forms! {
+    ishmemx_fence_work_group => fence;
+    ishmemx_quiet_work_group => quiet;
+    ishmemx_barrier_all_work_group => barrier_all;
+    ishmemx_sync_all_work_group => sync_all;
+    ishmemx_team_sync_work_group => team_sync(team);
+    ishmemx_fence_sub_group => fence;
+    ishmemx_quiet_sub_group => quiet;
+    ishmemx_barrier_all_sub_group => barrier_all;
+    ishmemx_sync_all_sub_group => sync_all;
+}
+
 /// Thread levels (§9.2): only one thread calls the library.
 pub const ISHMEM_THREAD_SINGLE: c_int = 0;
 /// Only the thread that initialized the library calls it.
@@ -677,6 +709,30 @@ pub unsafe extern "C" fn ishmemx_cl_link_program(spirv: *const c_void, len: usiz
         // SAFETY: the caller's contract.
         let bytes = unsafe { std::slice::from_raw_parts(spirv as *const u8, len) };
         state(CALL).link_device_program(CALL, bytes)
+    })
+}
+
+/// As `ishmemx_cl_link_program`, in another OpenCL context on this PE's
+/// device: `context` and `device` (a `cl_context` and `cl_device_id`, for
+/// example a SYCL runtime's; the `libishmem_sycl_cl` shim calls this for
+/// the programs such a runtime builds). Returns the linked `cl_program`, in
+/// `context`; errors stop the job.
+///
+/// # Safety
+/// `spirv` points to `len` readable bytes; `context` and `device` are live
+/// OpenCL handles of the same runtime.
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_cl_link_program_in(
+    context: *mut c_void, device: *mut c_void, spirv: *const c_void, len: usize,
+) -> *mut c_void {
+    const CALL: &str = "ishmemx_cl_link_program_in";
+    guard(CALL, || {
+        if spirv.is_null() || len == 0 {
+            fatal(CALL, format_args!("spirv is empty or a null pointer"))
+        }
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { std::slice::from_raw_parts(spirv as *const u8, len) };
+        state(CALL).link_device_program_in(CALL, bytes, context, device)
     })
 }
 

@@ -82517,3 +82517,7526 @@ pub unsafe extern "C" fn pshmem_alltoallsmem(
     // SAFETY: the caller's contract (above), forwarded.
     unsafe { ti::alltoalls::<u8>("shmem_alltoallsmem", team, dest.cast(), source.cast(), dst, sst, nelems) }
 }
+
+/// `ishmem_putmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_work_group(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u8>("ishmemx_putmem_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_getmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_getmem_work_group(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u8>("ishmemx_getmem_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_putmem_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_nbi_work_group(
+    dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u8>("ishmemx_putmem_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_getmem_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_getmem_nbi_work_group(
+    dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u8>("ishmemx_getmem_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_putmem_signal` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_signal_work_group(
+    dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::put_signal::<u8>(
+            "ishmemx_putmem_signal_work_group",
+            dest.cast(),
+            source.cast(),
+            nelems,
+            sig_addr,
+            signal,
+            sig_op,
+            pe,
+        )
+    }
+}
+
+/// `ishmem_broadcastmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_broadcastmem_work_group(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::broadcast::<u8>("ishmemx_broadcastmem_work_group", team, dest.cast(), source.cast(), nelems, PE_root) }
+}
+
+/// `ishmem_collectmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_collectmem_work_group(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<u8>("ishmemx_collectmem_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_fcollectmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_fcollectmem_work_group(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<u8>("ishmemx_fcollectmem_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_alltoallmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_alltoallmem_work_group(
+    team: c_int, dest: *mut c_void, source: *const c_void, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<u8>("ishmemx_alltoallmem_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_putmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_sub_group(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u8>("ishmemx_putmem_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_getmem` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_getmem_sub_group(dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u8>("ishmemx_getmem_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_putmem_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_nbi_sub_group(
+    dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u8>("ishmemx_putmem_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_getmem_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_getmem_nbi_sub_group(
+    dest: *mut c_void, source: *const c_void, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u8>("ishmemx_getmem_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_putmem_signal` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_putmem_signal_sub_group(
+    dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::put_signal::<u8>(
+            "ishmemx_putmem_signal_sub_group",
+            dest.cast(),
+            source.cast(),
+            nelems,
+            sig_addr,
+            signal,
+            sig_op,
+            pe,
+        )
+    }
+}
+
+/// `ishmem_float_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_put_work_group(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<f32>("ishmemx_float_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_put_sub_group(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<f32>("ishmemx_float_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_get_work_group(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<f32>("ishmemx_float_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_get_sub_group(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<f32>("ishmemx_float_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_put_nbi_work_group(
+    dest: *mut f32, source: *const f32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<f32>("ishmemx_float_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_put_nbi_sub_group(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<f32>("ishmemx_float_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_get_nbi_work_group(
+    dest: *mut f32, source: *const f32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<f32>("ishmemx_float_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_get_nbi_sub_group(dest: *mut f32, source: *const f32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<f32>("ishmemx_float_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_float_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_collect_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<f32>("ishmemx_float_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_float_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_fcollect_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<f32>("ishmemx_float_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_float_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_alltoall_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<f32>("ishmemx_float_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_float_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_sum_inscan_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<f32>("ishmemx_float_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_float_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_sum_exscan_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<f32>("ishmemx_float_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_float_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_broadcast_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<f32>("ishmemx_float_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_float_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_sum_reduce_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmemx_float_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f32 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_float_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_prod_reduce_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmemx_float_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f32 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_float_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_max_reduce_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmemx_float_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f32 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_float_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_float_min_reduce_work_group(
+    team: c_int, dest: *mut f32, source: *const f32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f32>(
+            "ishmemx_float_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f32 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_double_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_put_work_group(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<f64>("ishmemx_double_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_put_sub_group(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<f64>("ishmemx_double_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_get_work_group(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<f64>("ishmemx_double_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_get_sub_group(dest: *mut f64, source: *const f64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<f64>("ishmemx_double_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_put_nbi_work_group(
+    dest: *mut f64, source: *const f64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<f64>("ishmemx_double_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_put_nbi_sub_group(
+    dest: *mut f64, source: *const f64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<f64>("ishmemx_double_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_get_nbi_work_group(
+    dest: *mut f64, source: *const f64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<f64>("ishmemx_double_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_get_nbi_sub_group(
+    dest: *mut f64, source: *const f64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<f64>("ishmemx_double_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_double_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_collect_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<f64>("ishmemx_double_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_double_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_fcollect_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<f64>("ishmemx_double_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_double_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_alltoall_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<f64>("ishmemx_double_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_double_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_sum_inscan_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<f64>("ishmemx_double_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_double_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_sum_exscan_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<f64>("ishmemx_double_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_double_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_broadcast_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<f64>("ishmemx_double_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_double_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_sum_reduce_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmemx_double_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <f64 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_double_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_prod_reduce_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmemx_double_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <f64 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_double_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_max_reduce_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmemx_double_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <f64 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_double_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_double_min_reduce_work_group(
+    team: c_int, dest: *mut f64, source: *const f64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<f64>(
+            "ishmemx_double_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <f64 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_char_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_put_work_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_char>("ishmemx_char_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_put_sub_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_char>("ishmemx_char_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_get_work_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_char>("ishmemx_char_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_get_sub_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_char>("ishmemx_char_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_put_nbi_work_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_char>("ishmemx_char_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_put_nbi_sub_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_char>("ishmemx_char_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_get_nbi_work_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_char>("ishmemx_char_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_get_nbi_sub_group(
+    dest: *mut c_char, source: *const c_char, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_char>("ishmemx_char_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_char_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_collect_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_char>("ishmemx_char_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_char_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_fcollect_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_char>("ishmemx_char_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_char_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_alltoall_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_char>("ishmemx_char_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_char_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_sum_inscan_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_char>("ishmemx_char_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_char_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_sum_exscan_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_char>("ishmemx_char_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_char_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_broadcast_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_char>("ishmemx_char_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_char_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_sum_reduce_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmemx_char_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_char as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_char_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_prod_reduce_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmemx_char_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_char as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_char_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_max_reduce_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmemx_char_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_char as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_char_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_char_min_reduce_work_group(
+    team: c_int, dest: *mut c_char, source: *const c_char, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_char>(
+            "ishmemx_char_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_char as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_schar_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_put_work_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_schar>("ishmemx_schar_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_put_sub_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_schar>("ishmemx_schar_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_get_work_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_schar>("ishmemx_schar_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_get_sub_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_schar>("ishmemx_schar_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_put_nbi_work_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_schar>("ishmemx_schar_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_put_nbi_sub_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_schar>("ishmemx_schar_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_get_nbi_work_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_schar>("ishmemx_schar_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_get_nbi_sub_group(
+    dest: *mut c_schar, source: *const c_schar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_schar>("ishmemx_schar_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_schar_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_collect_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_schar>("ishmemx_schar_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_schar_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_fcollect_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_schar>("ishmemx_schar_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_schar_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_alltoall_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_schar>("ishmemx_schar_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_schar_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_sum_inscan_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_schar>("ishmemx_schar_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_schar_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_sum_exscan_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_schar>("ishmemx_schar_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_schar_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_broadcast_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_schar>(
+            "ishmemx_schar_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_schar_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_sum_reduce_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmemx_schar_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_schar as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_schar_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_prod_reduce_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmemx_schar_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_schar as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_schar_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_max_reduce_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmemx_schar_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_schar as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_schar_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_min_reduce_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmemx_schar_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_schar as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_schar_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_and_reduce_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmemx_schar_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_schar as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_schar_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_or_reduce_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmemx_schar_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_schar as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_schar_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_schar_xor_reduce_work_group(
+    team: c_int, dest: *mut c_schar, source: *const c_schar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_schar>(
+            "ishmemx_schar_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_schar as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_short_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_put_work_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_short>("ishmemx_short_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_put_sub_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_short>("ishmemx_short_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_get_work_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_short>("ishmemx_short_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_get_sub_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_short>("ishmemx_short_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_put_nbi_work_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_short>("ishmemx_short_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_put_nbi_sub_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_short>("ishmemx_short_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_get_nbi_work_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_short>("ishmemx_short_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_get_nbi_sub_group(
+    dest: *mut c_short, source: *const c_short, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_short>("ishmemx_short_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_short_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_collect_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_short>("ishmemx_short_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_short_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_fcollect_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_short>("ishmemx_short_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_short_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_alltoall_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_short>("ishmemx_short_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_short_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_sum_inscan_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_short>("ishmemx_short_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_short_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_sum_exscan_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_short>("ishmemx_short_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_short_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_broadcast_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_short>(
+            "ishmemx_short_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_short_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_sum_reduce_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_short>(
+            "ishmemx_short_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_short as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_short_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_prod_reduce_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_short>(
+            "ishmemx_short_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_short as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_short_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_max_reduce_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_short>(
+            "ishmemx_short_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_short as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_short_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_short_min_reduce_work_group(
+    team: c_int, dest: *mut c_short, source: *const c_short, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_short>(
+            "ishmemx_short_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_short as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_int_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_put_work_group(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_int>("ishmemx_int_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_put_sub_group(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_int>("ishmemx_int_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_get_work_group(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_int>("ishmemx_int_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_get_sub_group(dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_int>("ishmemx_int_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_put_nbi_work_group(
+    dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_int>("ishmemx_int_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_put_nbi_sub_group(
+    dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_int>("ishmemx_int_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_get_nbi_work_group(
+    dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_int>("ishmemx_int_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_get_nbi_sub_group(
+    dest: *mut c_int, source: *const c_int, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_int>("ishmemx_int_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_collect_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_int>("ishmemx_int_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_fcollect_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_int>("ishmemx_int_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_alltoall_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_int>("ishmemx_int_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_sum_inscan_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_int>("ishmemx_int_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_int_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_sum_exscan_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_int>("ishmemx_int_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_int_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_broadcast_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_int>("ishmemx_int_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_int_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_sum_reduce_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmemx_int_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_int as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_int_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_prod_reduce_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmemx_int_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_int as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_int_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_max_reduce_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmemx_int_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_int as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_int_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int_min_reduce_work_group(
+    team: c_int, dest: *mut c_int, source: *const c_int, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_int>(
+            "ishmemx_int_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_int as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_long_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_put_work_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_long>("ishmemx_long_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_put_sub_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_long>("ishmemx_long_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_get_work_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_long>("ishmemx_long_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_get_sub_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_long>("ishmemx_long_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_put_nbi_work_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_long>("ishmemx_long_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_put_nbi_sub_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_long>("ishmemx_long_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_get_nbi_work_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_long>("ishmemx_long_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_get_nbi_sub_group(
+    dest: *mut c_long, source: *const c_long, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_long>("ishmemx_long_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_long_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_collect_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_long>("ishmemx_long_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_long_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_fcollect_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_long>("ishmemx_long_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_long_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_alltoall_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_long>("ishmemx_long_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_long_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_sum_inscan_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_long>("ishmemx_long_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_long_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_sum_exscan_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_long>("ishmemx_long_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_long_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_broadcast_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_long>("ishmemx_long_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_long_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_sum_reduce_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmemx_long_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_long as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_long_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_prod_reduce_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmemx_long_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_long as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_long_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_max_reduce_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmemx_long_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_long as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_long_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_long_min_reduce_work_group(
+    team: c_int, dest: *mut c_long, source: *const c_long, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_long>(
+            "ishmemx_long_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_long as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_longlong_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_put_work_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_longlong>("ishmemx_longlong_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_put_sub_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_longlong>("ishmemx_longlong_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_get_work_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_longlong>("ishmemx_longlong_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_get_sub_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_longlong>("ishmemx_longlong_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_put_nbi_work_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_longlong>("ishmemx_longlong_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_put_nbi_sub_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_longlong>("ishmemx_longlong_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_get_nbi_work_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_longlong>("ishmemx_longlong_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_get_nbi_sub_group(
+    dest: *mut c_longlong, source: *const c_longlong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_longlong>("ishmemx_longlong_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_longlong_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_collect_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::collect::<c_longlong>("ishmemx_longlong_collect_work_group", team, dest.cast(), source.cast(), nelems)
+    }
+}
+
+/// `ishmem_longlong_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_fcollect_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::fcollect::<c_longlong>("ishmemx_longlong_fcollect_work_group", team, dest.cast(), source.cast(), nelems)
+    }
+}
+
+/// `ishmem_longlong_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_alltoall_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::alltoall::<c_longlong>("ishmemx_longlong_alltoall_work_group", team, dest.cast(), source.cast(), nelems)
+    }
+}
+
+/// `ishmem_longlong_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_sum_inscan_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_longlong>("ishmemx_longlong_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_longlong_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_sum_exscan_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_longlong>("ishmemx_longlong_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_longlong_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_broadcast_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_longlong>(
+            "ishmemx_longlong_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_longlong_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_sum_reduce_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_longlong>(
+            "ishmemx_longlong_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_longlong as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_longlong_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_prod_reduce_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_longlong>(
+            "ishmemx_longlong_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_longlong as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_longlong_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_max_reduce_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_longlong>(
+            "ishmemx_longlong_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_longlong as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_longlong_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_longlong_min_reduce_work_group(
+    team: c_int, dest: *mut c_longlong, source: *const c_longlong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_longlong>(
+            "ishmemx_longlong_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_longlong as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_uchar_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_put_work_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_uchar>("ishmemx_uchar_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_put_sub_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_uchar>("ishmemx_uchar_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_get_work_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_uchar>("ishmemx_uchar_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_get_sub_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_uchar>("ishmemx_uchar_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_put_nbi_work_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_uchar>("ishmemx_uchar_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_put_nbi_sub_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_uchar>("ishmemx_uchar_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_get_nbi_work_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_uchar>("ishmemx_uchar_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_get_nbi_sub_group(
+    dest: *mut c_uchar, source: *const c_uchar, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_uchar>("ishmemx_uchar_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uchar_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_collect_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_uchar>("ishmemx_uchar_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uchar_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_fcollect_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_uchar>("ishmemx_uchar_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uchar_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_alltoall_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_uchar>("ishmemx_uchar_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uchar_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_sum_inscan_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_uchar>("ishmemx_uchar_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_uchar_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_sum_exscan_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_uchar>("ishmemx_uchar_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_uchar_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_broadcast_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_uchar>(
+            "ishmemx_uchar_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_uchar_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_sum_reduce_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmemx_uchar_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uchar as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_uchar_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_prod_reduce_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmemx_uchar_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uchar as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_uchar_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_max_reduce_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmemx_uchar_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uchar as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_uchar_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_min_reduce_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmemx_uchar_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uchar as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_uchar_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_and_reduce_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmemx_uchar_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uchar as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_uchar_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_or_reduce_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmemx_uchar_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uchar as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_uchar_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uchar_xor_reduce_work_group(
+    team: c_int, dest: *mut c_uchar, source: *const c_uchar, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uchar>(
+            "ishmemx_uchar_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uchar as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_ushort_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_put_work_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_ushort>("ishmemx_ushort_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_put_sub_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_ushort>("ishmemx_ushort_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_get_work_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_ushort>("ishmemx_ushort_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_get_sub_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_ushort>("ishmemx_ushort_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_put_nbi_work_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_ushort>("ishmemx_ushort_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_put_nbi_sub_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_ushort>("ishmemx_ushort_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_get_nbi_work_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_ushort>("ishmemx_ushort_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_get_nbi_sub_group(
+    dest: *mut c_ushort, source: *const c_ushort, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_ushort>("ishmemx_ushort_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ushort_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_collect_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_ushort>("ishmemx_ushort_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ushort_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_fcollect_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_ushort>("ishmemx_ushort_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ushort_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_alltoall_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_ushort>("ishmemx_ushort_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ushort_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_sum_inscan_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_ushort>("ishmemx_ushort_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_ushort_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_sum_exscan_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_ushort>("ishmemx_ushort_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_ushort_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_broadcast_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_ushort>(
+            "ishmemx_ushort_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_ushort_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_sum_reduce_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "ishmemx_ushort_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ushort as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_ushort_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_prod_reduce_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "ishmemx_ushort_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ushort as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_ushort_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_max_reduce_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "ishmemx_ushort_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ushort as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_ushort_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_min_reduce_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "ishmemx_ushort_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ushort as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_ushort_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_and_reduce_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "ishmemx_ushort_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ushort as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_ushort_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_or_reduce_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "ishmemx_ushort_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ushort as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_ushort_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ushort_xor_reduce_work_group(
+    team: c_int, dest: *mut c_ushort, source: *const c_ushort, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ushort>(
+            "ishmemx_ushort_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ushort as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_uint_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_put_work_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_uint>("ishmemx_uint_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_put_sub_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_uint>("ishmemx_uint_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_get_work_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_uint>("ishmemx_uint_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_get_sub_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_uint>("ishmemx_uint_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_put_nbi_work_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_uint>("ishmemx_uint_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_put_nbi_sub_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_uint>("ishmemx_uint_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_get_nbi_work_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_uint>("ishmemx_uint_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_get_nbi_sub_group(
+    dest: *mut c_uint, source: *const c_uint, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_uint>("ishmemx_uint_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_collect_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_uint>("ishmemx_uint_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_fcollect_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_uint>("ishmemx_uint_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_alltoall_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_uint>("ishmemx_uint_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_sum_inscan_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_uint>("ishmemx_uint_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_uint_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_sum_exscan_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_uint>("ishmemx_uint_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_uint_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_broadcast_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_uint>("ishmemx_uint_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_uint_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_sum_reduce_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmemx_uint_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_uint as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_uint_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_prod_reduce_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmemx_uint_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_uint as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_uint_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_max_reduce_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmemx_uint_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_uint as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_uint_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_min_reduce_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmemx_uint_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_uint as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_uint_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_and_reduce_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmemx_uint_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_uint as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_uint_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_or_reduce_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmemx_uint_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_uint as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_uint_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint_xor_reduce_work_group(
+    team: c_int, dest: *mut c_uint, source: *const c_uint, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_uint>(
+            "ishmemx_uint_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_uint as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_ulong_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_put_work_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_ulong>("ishmemx_ulong_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_put_sub_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_ulong>("ishmemx_ulong_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_get_work_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_ulong>("ishmemx_ulong_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_get_sub_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_ulong>("ishmemx_ulong_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_put_nbi_work_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_ulong>("ishmemx_ulong_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_put_nbi_sub_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_ulong>("ishmemx_ulong_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_get_nbi_work_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_ulong>("ishmemx_ulong_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_get_nbi_sub_group(
+    dest: *mut c_ulong, source: *const c_ulong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_ulong>("ishmemx_ulong_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulong_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_collect_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<c_ulong>("ishmemx_ulong_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ulong_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_fcollect_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<c_ulong>("ishmemx_ulong_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ulong_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_alltoall_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<c_ulong>("ishmemx_ulong_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ulong_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_sum_inscan_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_ulong>("ishmemx_ulong_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_ulong_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_sum_exscan_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_ulong>("ishmemx_ulong_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_ulong_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_broadcast_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_ulong>(
+            "ishmemx_ulong_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_ulong_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_sum_reduce_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmemx_ulong_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ulong as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_ulong_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_prod_reduce_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmemx_ulong_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ulong as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_ulong_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_max_reduce_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmemx_ulong_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ulong as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_ulong_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_min_reduce_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmemx_ulong_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ulong as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_ulong_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_and_reduce_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmemx_ulong_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ulong as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_ulong_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_or_reduce_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmemx_ulong_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ulong as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_ulong_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulong_xor_reduce_work_group(
+    team: c_int, dest: *mut c_ulong, source: *const c_ulong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulong>(
+            "ishmemx_ulong_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ulong as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_put_work_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_ulonglong>("ishmemx_ulonglong_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulonglong_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_put_sub_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<c_ulonglong>("ishmemx_ulonglong_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulonglong_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_get_work_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_ulonglong>("ishmemx_ulonglong_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulonglong_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_get_sub_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<c_ulonglong>("ishmemx_ulonglong_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulonglong_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_put_nbi_work_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::put_nbi::<c_ulonglong>("ishmemx_ulonglong_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe)
+    }
+}
+
+/// `ishmem_ulonglong_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_put_nbi_sub_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<c_ulonglong>("ishmemx_ulonglong_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulonglong_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_get_nbi_work_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::get_nbi::<c_ulonglong>("ishmemx_ulonglong_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe)
+    }
+}
+
+/// `ishmem_ulonglong_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_get_nbi_sub_group(
+    dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<c_ulonglong>("ishmemx_ulonglong_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ulonglong_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_collect_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::collect::<c_ulonglong>("ishmemx_ulonglong_collect_work_group", team, dest.cast(), source.cast(), nelems)
+    }
+}
+
+/// `ishmem_ulonglong_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_fcollect_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::fcollect::<c_ulonglong>("ishmemx_ulonglong_fcollect_work_group", team, dest.cast(), source.cast(), nelems)
+    }
+}
+
+/// `ishmem_ulonglong_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_alltoall_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::alltoall::<c_ulonglong>("ishmemx_ulonglong_alltoall_work_group", team, dest.cast(), source.cast(), nelems)
+    }
+}
+
+/// `ishmem_ulonglong_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_sum_inscan_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_ulonglong>("ishmemx_ulonglong_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_ulonglong_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_sum_exscan_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<c_ulonglong>("ishmemx_ulonglong_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_ulonglong_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_broadcast_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<c_ulonglong>(
+            "ishmemx_ulonglong_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_sum_reduce_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulonglong>(
+            "ishmemx_ulonglong_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <c_ulonglong as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_prod_reduce_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulonglong>(
+            "ishmemx_ulonglong_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <c_ulonglong as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_max_reduce_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulonglong>(
+            "ishmemx_ulonglong_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <c_ulonglong as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_min_reduce_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulonglong>(
+            "ishmemx_ulonglong_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <c_ulonglong as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_and_reduce_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulonglong>(
+            "ishmemx_ulonglong_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <c_ulonglong as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_or_reduce_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulonglong>(
+            "ishmemx_ulonglong_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <c_ulonglong as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_ulonglong_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ulonglong_xor_reduce_work_group(
+    team: c_int, dest: *mut c_ulonglong, source: *const c_ulonglong, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<c_ulonglong>(
+            "ishmemx_ulonglong_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <c_ulonglong as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_int8_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_put_work_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i8>("ishmemx_int8_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_put_sub_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i8>("ishmemx_int8_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_get_work_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i8>("ishmemx_int8_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_get_sub_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i8>("ishmemx_int8_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_put_nbi_work_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i8>("ishmemx_int8_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_put_nbi_sub_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i8>("ishmemx_int8_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_get_nbi_work_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i8>("ishmemx_int8_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_get_nbi_sub_group(dest: *mut i8, source: *const i8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i8>("ishmemx_int8_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int8_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_collect_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<i8>("ishmemx_int8_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int8_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_fcollect_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<i8>("ishmemx_int8_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int8_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_alltoall_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<i8>("ishmemx_int8_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int8_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_sum_inscan_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i8>("ishmemx_int8_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_int8_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_sum_exscan_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i8>("ishmemx_int8_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_int8_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_broadcast_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<i8>("ishmemx_int8_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_int8_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_sum_reduce_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmemx_int8_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i8 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_int8_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_prod_reduce_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmemx_int8_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i8 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_int8_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_max_reduce_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmemx_int8_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i8 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_int8_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_min_reduce_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmemx_int8_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i8 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_int8_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_and_reduce_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmemx_int8_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <i8 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_int8_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_or_reduce_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmemx_int8_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <i8 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_int8_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int8_xor_reduce_work_group(
+    team: c_int, dest: *mut i8, source: *const i8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i8>(
+            "ishmemx_int8_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <i8 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_int16_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_put_work_group(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i16>("ishmemx_int16_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_put_sub_group(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i16>("ishmemx_int16_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_get_work_group(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i16>("ishmemx_int16_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_get_sub_group(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i16>("ishmemx_int16_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_put_nbi_work_group(
+    dest: *mut i16, source: *const i16, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i16>("ishmemx_int16_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_put_nbi_sub_group(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i16>("ishmemx_int16_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_get_nbi_work_group(
+    dest: *mut i16, source: *const i16, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i16>("ishmemx_int16_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_get_nbi_sub_group(dest: *mut i16, source: *const i16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i16>("ishmemx_int16_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int16_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_collect_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<i16>("ishmemx_int16_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int16_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_fcollect_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<i16>("ishmemx_int16_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int16_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_alltoall_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<i16>("ishmemx_int16_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int16_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_sum_inscan_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i16>("ishmemx_int16_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_int16_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_sum_exscan_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i16>("ishmemx_int16_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_int16_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_broadcast_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<i16>("ishmemx_int16_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_int16_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_sum_reduce_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmemx_int16_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i16 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_int16_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_prod_reduce_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmemx_int16_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i16 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_int16_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_max_reduce_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmemx_int16_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i16 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_int16_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_min_reduce_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmemx_int16_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i16 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_int16_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_and_reduce_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmemx_int16_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <i16 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_int16_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_or_reduce_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmemx_int16_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <i16 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_int16_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int16_xor_reduce_work_group(
+    team: c_int, dest: *mut i16, source: *const i16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i16>(
+            "ishmemx_int16_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <i16 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_int32_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_put_work_group(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i32>("ishmemx_int32_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_put_sub_group(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i32>("ishmemx_int32_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_get_work_group(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i32>("ishmemx_int32_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_get_sub_group(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i32>("ishmemx_int32_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_put_nbi_work_group(
+    dest: *mut i32, source: *const i32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i32>("ishmemx_int32_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_put_nbi_sub_group(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i32>("ishmemx_int32_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_get_nbi_work_group(
+    dest: *mut i32, source: *const i32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i32>("ishmemx_int32_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_get_nbi_sub_group(dest: *mut i32, source: *const i32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i32>("ishmemx_int32_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int32_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_collect_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<i32>("ishmemx_int32_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int32_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_fcollect_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<i32>("ishmemx_int32_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int32_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_alltoall_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<i32>("ishmemx_int32_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int32_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_sum_inscan_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i32>("ishmemx_int32_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_int32_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_sum_exscan_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i32>("ishmemx_int32_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_int32_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_broadcast_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<i32>("ishmemx_int32_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_int32_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_sum_reduce_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmemx_int32_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i32 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_int32_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_prod_reduce_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmemx_int32_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i32 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_int32_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_max_reduce_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmemx_int32_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i32 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_int32_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_min_reduce_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmemx_int32_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i32 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_int32_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_and_reduce_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmemx_int32_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <i32 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_int32_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_or_reduce_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmemx_int32_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <i32 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_int32_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int32_xor_reduce_work_group(
+    team: c_int, dest: *mut i32, source: *const i32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i32>(
+            "ishmemx_int32_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <i32 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_int64_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_put_work_group(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i64>("ishmemx_int64_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_put_sub_group(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<i64>("ishmemx_int64_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_get_work_group(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i64>("ishmemx_int64_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_get_sub_group(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<i64>("ishmemx_int64_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_put_nbi_work_group(
+    dest: *mut i64, source: *const i64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i64>("ishmemx_int64_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_put_nbi_sub_group(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<i64>("ishmemx_int64_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_get_nbi_work_group(
+    dest: *mut i64, source: *const i64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i64>("ishmemx_int64_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_get_nbi_sub_group(dest: *mut i64, source: *const i64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<i64>("ishmemx_int64_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_int64_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_collect_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<i64>("ishmemx_int64_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int64_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_fcollect_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<i64>("ishmemx_int64_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int64_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_alltoall_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<i64>("ishmemx_int64_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_int64_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_sum_inscan_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i64>("ishmemx_int64_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_int64_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_sum_exscan_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<i64>("ishmemx_int64_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_int64_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_broadcast_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<i64>("ishmemx_int64_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_int64_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_sum_reduce_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmemx_int64_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <i64 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_int64_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_prod_reduce_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmemx_int64_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <i64 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_int64_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_max_reduce_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmemx_int64_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <i64 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_int64_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_min_reduce_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmemx_int64_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <i64 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_int64_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_and_reduce_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmemx_int64_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <i64 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_int64_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_or_reduce_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmemx_int64_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <i64 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_int64_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_int64_xor_reduce_work_group(
+    team: c_int, dest: *mut i64, source: *const i64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<i64>(
+            "ishmemx_int64_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <i64 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_uint8_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_put_work_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u8>("ishmemx_uint8_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_put_sub_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u8>("ishmemx_uint8_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_get_work_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u8>("ishmemx_uint8_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_get_sub_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u8>("ishmemx_uint8_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_put_nbi_work_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u8>("ishmemx_uint8_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_put_nbi_sub_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u8>("ishmemx_uint8_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_get_nbi_work_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u8>("ishmemx_uint8_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_get_nbi_sub_group(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u8>("ishmemx_uint8_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint8_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_collect_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<u8>("ishmemx_uint8_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint8_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_fcollect_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<u8>("ishmemx_uint8_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint8_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_alltoall_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<u8>("ishmemx_uint8_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint8_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_sum_inscan_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u8>("ishmemx_uint8_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_uint8_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_sum_exscan_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u8>("ishmemx_uint8_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_uint8_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_broadcast_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<u8>("ishmemx_uint8_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_uint8_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_sum_reduce_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmemx_uint8_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u8 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_uint8_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_prod_reduce_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmemx_uint8_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u8 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_uint8_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_max_reduce_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmemx_uint8_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u8 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_uint8_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_min_reduce_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmemx_uint8_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u8 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_uint8_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_and_reduce_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmemx_uint8_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u8 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_uint8_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_or_reduce_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmemx_uint8_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <u8 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_uint8_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint8_xor_reduce_work_group(
+    team: c_int, dest: *mut u8, source: *const u8, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u8>(
+            "ishmemx_uint8_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u8 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_uint16_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_put_work_group(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u16>("ishmemx_uint16_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_put_sub_group(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u16>("ishmemx_uint16_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_get_work_group(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u16>("ishmemx_uint16_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_get_sub_group(dest: *mut u16, source: *const u16, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u16>("ishmemx_uint16_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_put_nbi_work_group(
+    dest: *mut u16, source: *const u16, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u16>("ishmemx_uint16_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_put_nbi_sub_group(
+    dest: *mut u16, source: *const u16, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u16>("ishmemx_uint16_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_get_nbi_work_group(
+    dest: *mut u16, source: *const u16, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u16>("ishmemx_uint16_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_get_nbi_sub_group(
+    dest: *mut u16, source: *const u16, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u16>("ishmemx_uint16_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint16_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_collect_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<u16>("ishmemx_uint16_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint16_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_fcollect_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<u16>("ishmemx_uint16_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint16_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_alltoall_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<u16>("ishmemx_uint16_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint16_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_sum_inscan_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u16>("ishmemx_uint16_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_uint16_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_sum_exscan_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u16>("ishmemx_uint16_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_uint16_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_broadcast_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<u16>("ishmemx_uint16_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_uint16_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_sum_reduce_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmemx_uint16_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u16 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_uint16_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_prod_reduce_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmemx_uint16_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u16 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_uint16_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_max_reduce_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmemx_uint16_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u16 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_uint16_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_min_reduce_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmemx_uint16_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u16 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_uint16_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_and_reduce_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmemx_uint16_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u16 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_uint16_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_or_reduce_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmemx_uint16_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <u16 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_uint16_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint16_xor_reduce_work_group(
+    team: c_int, dest: *mut u16, source: *const u16, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u16>(
+            "ishmemx_uint16_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u16 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_uint32_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_put_work_group(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u32>("ishmemx_uint32_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_put_sub_group(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u32>("ishmemx_uint32_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_get_work_group(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u32>("ishmemx_uint32_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_get_sub_group(dest: *mut u32, source: *const u32, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u32>("ishmemx_uint32_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_put_nbi_work_group(
+    dest: *mut u32, source: *const u32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u32>("ishmemx_uint32_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_put_nbi_sub_group(
+    dest: *mut u32, source: *const u32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u32>("ishmemx_uint32_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_get_nbi_work_group(
+    dest: *mut u32, source: *const u32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u32>("ishmemx_uint32_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_get_nbi_sub_group(
+    dest: *mut u32, source: *const u32, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u32>("ishmemx_uint32_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint32_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_collect_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<u32>("ishmemx_uint32_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint32_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_fcollect_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<u32>("ishmemx_uint32_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint32_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_alltoall_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<u32>("ishmemx_uint32_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint32_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_sum_inscan_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u32>("ishmemx_uint32_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_uint32_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_sum_exscan_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u32>("ishmemx_uint32_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_uint32_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_broadcast_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<u32>("ishmemx_uint32_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_uint32_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_sum_reduce_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmemx_uint32_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u32 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_uint32_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_prod_reduce_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmemx_uint32_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u32 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_uint32_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_max_reduce_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmemx_uint32_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u32 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_uint32_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_min_reduce_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmemx_uint32_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u32 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_uint32_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_and_reduce_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmemx_uint32_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u32 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_uint32_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_or_reduce_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmemx_uint32_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <u32 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_uint32_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint32_xor_reduce_work_group(
+    team: c_int, dest: *mut u32, source: *const u32, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u32>(
+            "ishmemx_uint32_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u32 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_uint64_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_put_work_group(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u64>("ishmemx_uint64_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_put_sub_group(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<u64>("ishmemx_uint64_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_get_work_group(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u64>("ishmemx_uint64_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_get_sub_group(dest: *mut u64, source: *const u64, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<u64>("ishmemx_uint64_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_put_nbi_work_group(
+    dest: *mut u64, source: *const u64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u64>("ishmemx_uint64_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_put_nbi_sub_group(
+    dest: *mut u64, source: *const u64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<u64>("ishmemx_uint64_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_get_nbi_work_group(
+    dest: *mut u64, source: *const u64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u64>("ishmemx_uint64_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_get_nbi_sub_group(
+    dest: *mut u64, source: *const u64, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<u64>("ishmemx_uint64_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_uint64_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_collect_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<u64>("ishmemx_uint64_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint64_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_fcollect_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<u64>("ishmemx_uint64_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint64_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_alltoall_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<u64>("ishmemx_uint64_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_uint64_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_sum_inscan_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u64>("ishmemx_uint64_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_uint64_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_sum_exscan_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<u64>("ishmemx_uint64_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_uint64_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_broadcast_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<u64>("ishmemx_uint64_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_uint64_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_sum_reduce_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmemx_uint64_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <u64 as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_uint64_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_prod_reduce_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmemx_uint64_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <u64 as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_uint64_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_max_reduce_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmemx_uint64_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <u64 as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_uint64_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_min_reduce_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmemx_uint64_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <u64 as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_uint64_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_and_reduce_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmemx_uint64_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <u64 as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_uint64_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_or_reduce_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmemx_uint64_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <u64 as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_uint64_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_uint64_xor_reduce_work_group(
+    team: c_int, dest: *mut u64, source: *const u64, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<u64>(
+            "ishmemx_uint64_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <u64 as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_size_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_put_work_group(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<usize>("ishmemx_size_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_put_sub_group(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<usize>("ishmemx_size_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_get_work_group(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<usize>("ishmemx_size_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_get_sub_group(dest: *mut usize, source: *const usize, nelems: usize, pe: c_int) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<usize>("ishmemx_size_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_put_nbi_work_group(
+    dest: *mut usize, source: *const usize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<usize>("ishmemx_size_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_put_nbi_sub_group(
+    dest: *mut usize, source: *const usize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<usize>("ishmemx_size_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_get_nbi_work_group(
+    dest: *mut usize, source: *const usize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<usize>("ishmemx_size_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_get_nbi_sub_group(
+    dest: *mut usize, source: *const usize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<usize>("ishmemx_size_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_size_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_collect_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<usize>("ishmemx_size_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_size_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_fcollect_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<usize>("ishmemx_size_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_size_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_alltoall_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<usize>("ishmemx_size_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_size_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_sum_inscan_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<usize>("ishmemx_size_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_size_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_sum_exscan_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<usize>("ishmemx_size_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_size_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_broadcast_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<usize>("ishmemx_size_broadcast_work_group", team, dest.cast(), source.cast(), nelems, PE_root)
+    }
+}
+
+/// `ishmem_size_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_sum_reduce_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmemx_size_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <usize as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_size_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_prod_reduce_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmemx_size_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <usize as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_size_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_max_reduce_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmemx_size_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <usize as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_size_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_min_reduce_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmemx_size_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <usize as ti::Order>::min,
+        )
+    }
+}
+
+/// `ishmem_size_and_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_and_reduce_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmemx_size_and_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::And,
+            <usize as ti::Bits>::and,
+        )
+    }
+}
+
+/// `ishmem_size_or_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_or_reduce_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmemx_size_or_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Or,
+            <usize as ti::Bits>::or,
+        )
+    }
+}
+
+/// `ishmem_size_xor_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_size_xor_reduce_work_group(
+    team: c_int, dest: *mut usize, source: *const usize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<usize>(
+            "ishmemx_size_xor_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Xor,
+            <usize as ti::Bits>::xor,
+        )
+    }
+}
+
+/// `ishmem_ptrdiff_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_put_work_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<isize>("ishmemx_ptrdiff_put_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_put` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_put_sub_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put::<isize>("ishmemx_ptrdiff_put_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_get_work_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<isize>("ishmemx_ptrdiff_get_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_get` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_get_sub_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get::<isize>("ishmemx_ptrdiff_get_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_put_nbi_work_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<isize>("ishmemx_ptrdiff_put_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_put_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_put_nbi_sub_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::put_nbi::<isize>("ishmemx_ptrdiff_put_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_get_nbi_work_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<isize>("ishmemx_ptrdiff_get_nbi_work_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_get_nbi` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_get_nbi_sub_group(
+    dest: *mut isize, source: *const isize, nelems: usize, pe: c_int,
+) {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::get_nbi::<isize>("ishmemx_ptrdiff_get_nbi_sub_group", dest.cast(), source.cast(), nelems, pe) }
+}
+
+/// `ishmem_ptrdiff_collect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_collect_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::collect::<isize>("ishmemx_ptrdiff_collect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ptrdiff_fcollect` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_fcollect_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::fcollect::<isize>("ishmemx_ptrdiff_fcollect_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ptrdiff_alltoall` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_alltoall_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::alltoall::<isize>("ishmemx_ptrdiff_alltoall_work_group", team, dest.cast(), source.cast(), nelems) }
+}
+
+/// `ishmem_ptrdiff_sum_inscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_sum_inscan_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<isize>("ishmemx_ptrdiff_sum_inscan_work_group", team, dest, source, nelems, false) }
+}
+
+/// `ishmem_ptrdiff_sum_exscan` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_sum_exscan_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe { ti::scan::<isize>("ishmemx_ptrdiff_sum_exscan_work_group", team, dest, source, nelems, true) }
+}
+
+/// `ishmem_ptrdiff_broadcast` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_broadcast_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nelems: usize, PE_root: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::broadcast::<isize>(
+            "ishmemx_ptrdiff_broadcast_work_group",
+            team,
+            dest.cast(),
+            source.cast(),
+            nelems,
+            PE_root,
+        )
+    }
+}
+
+/// `ishmem_ptrdiff_sum_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_sum_reduce_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmemx_ptrdiff_sum_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Sum,
+            <isize as ti::Arith>::add,
+        )
+    }
+}
+
+/// `ishmem_ptrdiff_prod_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_prod_reduce_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmemx_ptrdiff_prod_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Prod,
+            <isize as ti::Arith>::mul,
+        )
+    }
+}
+
+/// `ishmem_ptrdiff_max_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_max_reduce_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmemx_ptrdiff_max_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Max,
+            <isize as ti::Order>::max,
+        )
+    }
+}
+
+/// `ishmem_ptrdiff_min_reduce` from a host thread (a group of one): the host form of a device group routine.
+///
+/// # Safety
+/// Pointer arguments are valid for the element counts given, as the
+/// OpenSHMEM specification requires (the runtime checks symmetric ranges).
+#[no_mangle]
+pub unsafe extern "C" fn ishmemx_ptrdiff_min_reduce_work_group(
+    team: c_int, dest: *mut isize, source: *const isize, nreduce: usize,
+) -> c_int {
+    // SAFETY: the caller's contract (above), forwarded.
+    unsafe {
+        ti::reduce::<isize>(
+            "ishmemx_ptrdiff_min_reduce_work_group",
+            team,
+            dest,
+            source,
+            nreduce,
+            ti::RedOp::Min,
+            <isize as ti::Order>::min,
+        )
+    }
+}

@@ -1609,6 +1609,26 @@ fn typed_rs() -> String {
             }
         }
     }
+    // The device library's group forms on the host, where a SYCL program's
+    // kernels are also compiled: a host thread is a group of one, so each
+    // is the routine it is the group form of (the barriers and syncs are in
+    // plain.rs). Group forms of routines the host lacks are not here.
+    let plain = routines(&FAMILIES[0]);
+    for (group, base) in opencl::group_forms() {
+        if let Some(r) = plain.iter().find(|r| r.name == base) {
+            let g = Routine {
+                name: group.clone(),
+                op: r.op,
+                ctx: r.ctx,
+                c_ty: r.c_ty,
+                rust_elem: r.rust_elem,
+                doc: format!("`{base}` from a host thread (a group of one): the host form of a device group routine."),
+                tname: r.tname,
+            };
+            s.push_str(&rust_fn(&g, &group));
+            s.push('\n');
+        }
+    }
     s
 }
 
@@ -1857,7 +1877,9 @@ fn classic_constants() -> Vec<(&'static str, i64)> {
 fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
     let inc = root.join("bindings/c/include");
     let vendor = format!(
-        "\n#define ISHMEM_VENDOR_STRING \"{}\"\n#define ISHMEM_VENDOR_MAJOR_VERSION {}\n#define ISHMEM_VENDOR_MINOR_VERSION {}\n",
+        "\n#define ISHMEM_VENDOR_STRING \"{}\"\n#define ISHMEM_VENDOR_MAJOR_VERSION {}\n#define ISHMEM_VENDOR_MINOR_VERSION {}\n\
+         \n/* SYCL device code (a program that includes <sycl/sycl.hpp> first): the device API. */\n\
+         #if defined(SYCL_LANGUAGE_VERSION) && !defined(ISHMEM_NO_SYCL_DEVICE_API)\n#include <ishmem/ishmem_sycl.h>\n#endif\n",
         ishmem_runtime::core::VENDOR,
         env!("CARGO_PKG_VERSION_MAJOR"),
         env!("CARGO_PKG_VERSION_MINOR"),
@@ -1939,7 +1961,7 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (root.join("device-lib/src/typed.cl"), opencl::typed_cl()),
         (root.join("device-lib/src/sync.cl"), opencl::sync_cl()),
         (root.join("device-lib/include/ishmem_device.h"), opencl::device_h()),
-        (root.join("device-lib/include/ishmem_sycl.h"), opencl::sycl_h()),
+        (inc.join("ishmem/ishmem_sycl.h"), opencl::sycl_h()),
         (root.join("bindings/fortran/shmem.f90"), fortran::module("shmem", &fortran_constants("SHMEM", "SHMEMX"))),
         (root.join("bindings/fortran/ishmem.f90"), fortran::module("ishmem", &fortran_constants("ISHMEM", "ISHMEMX"))),
         (root.join("bindings/c/src/fortran_classic.rs"), classic::rust(BANNER)),

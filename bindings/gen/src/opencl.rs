@@ -871,23 +871,130 @@ pub fn cuda_h(host: &std::collections::BTreeMap<String, usize>) -> String {
     s
 }
 
-/// Declarations for SYCL device code (`SYCL_EXTERNAL`), from the same list.
-/// Unverified: no SYCL compiler is available to this project yet; the
-/// functions are the OpenCL C device library's, called with global
-/// (USM/SVM) pointers.
+/// The device library's work-group and sub-group forms, with the routine
+/// each is the group form of (`ishmemx_X_work_group` -> `ishmem_X`).
+pub fn group_forms() -> Vec<(String, String)> {
+    all_funs()
+        .into_iter()
+        .filter_map(|f| {
+            let base = f.name.strip_suffix("_work_group").or_else(|| f.name.strip_suffix("_sub_group"))?;
+            Some((f.name.clone(), base.replacen("ishmemx_", "ishmem_", 1)))
+        })
+        .collect()
+}
+
+/// A device routine's element type: the type-table row whose TYPENAME its
+/// name carries (`ishmem_longlong_put` -> longlong), if any.
+fn elem_type(name: &str) -> Option<&'static crate::types::Ty> {
+    RMA.iter().filter(|t| !t.host_only).find(|t| name.contains(&format!("_{}_", t.name)))
+}
+
+/// A routine's parameters and return type as the host headers spell them:
+/// OpenCL C types to C++ ones, and the element type as the type table's C
+/// type (`long long`, not OpenCL's 64-bit `long`). Strides and signal
+/// words keep their own types. (tests/sycl/host_decls.cpp checks the
+/// result against the host headers.)
+fn host_spelling(f: &Fun) -> (String, String) {
+    let params = if f.params.trim() == "void" { String::new() } else { cxx(&f.params) };
+    let ret = cxx(&f.ret);
+    let Some(t) = elem_type(&f.name) else { return (ret, params) };
+    let ocl = cxx(opencl(t.name));
+    let params = params
+        .split(", ")
+        .map(|p| {
+            let at = p.rfind([' ', '*']).expect("a named parameter") + 1;
+            let (ty, name) = (p[..at].trim_end(), &p[at..]);
+            if ["dst", "sst", "sig_addr", "signal"].contains(&name) {
+                return p.to_string();
+            }
+            // OpenSHMEM 1.5 declares the vector forms' values without const.
+            let ty = if name == "cmp_values" { ty.trim_start_matches("const ") } else { ty };
+            let ty = match ty {
+                t2 if t2 == ocl => t.c.to_string(),
+                t2 if t2 == format!("{ocl} *") => format!("{} *", t.c),
+                t2 if t2 == format!("const {ocl} *") => format!("const {} *", t.c),
+                other => other.to_string(),
+            };
+            if ty.ends_with('*') {
+                format!("{ty}{name}")
+            } else {
+                format!("{ty} {name}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    (if ret == ocl { t.c.to_string() } else { ret }, params)
+}
+
+/// `include/ishmem/ishmem_sycl.h`: the device API for SYCL kernels, C
+/// linkage and generic pointers as the SPIR-V device library exports them,
+/// each `SYCL_EXTERNAL`, with Intel SHMEM's group-taking work-group forms.
+/// Also compiles as C++ for OpenCL, which is how CI checks it without a
+/// SYCL compiler (tests/sycl/).
 pub fn sycl_h() -> String {
     let mut s = format!(
-        "/* {BANNER} */\n/* Declarations of the ishmem-rs device API for SYCL device code. UNVERIFIED:\n   no SYCL compiler has built against them yet (see device-lib/README.md). */\n\
-         #ifndef ISHMEM_SYCL_H\n#define ISHMEM_SYCL_H\n#include <cstddef>\n#include <cstdint>\n\n\
-         #ifndef SYCL_EXTERNAL\n#define SYCL_EXTERNAL\n#endif\n\n\
-         SYCL_EXTERNAL int ishmem_my_pe(void);\nSYCL_EXTERNAL int ishmem_n_pes(void);\n\
-         SYCL_EXTERNAL void ishmem_fence(void);\nSYCL_EXTERNAL void ishmem_quiet(void);\n\
-         SYCL_EXTERNAL void ishmem_barrier_all(void);\nSYCL_EXTERNAL void ishmem_sync_all(void);\n\
-         SYCL_EXTERNAL void ishmem_putmem(void *dest, const void *source, size_t nelems, int pe);\n\
-         SYCL_EXTERNAL void ishmem_getmem(void *dest, const void *source, size_t nelems, int pe);\n\n"
+        "/* {BANNER} */\n\
+/* The ishmem-rs device API for SYCL kernels: included by ishmem.h when the\n   program includes <sycl/sycl.hpp> first (or include it after that). Every\n   routine of the SPIR-V device library, C linkage, SYCL_EXTERNAL; those that\n   also exist on the host are the host's declarations again (and libishmem\n   has host forms of the group routines, for the host compilation of the\n   kernels). Work-group forms also take Intel SHMEM's group argument last: a\n   sycl::group selects the work-group form, a sycl::sub_group the sub-group\n   one. The runtime must link the program's device code with\n   ishmem_device.spv: libishmem_sycl_cl does it for OpenCL (docs/device.md,\n   \"SYCL\"). */\n\
+#ifndef ISHMEM_SYCL_H\n#define ISHMEM_SYCL_H\n\n\
+#if defined(__OPENCL_CPP_VERSION__)\n\
+/* C++ for OpenCL, how CI checks these declarations without a SYCL compiler:\n   no SYCL runtime, and the fixed-width types by hand. */\n\
+#define ISHMEMI_SYCL_EXTERNAL\n#define ISHMEMI_LONG_LONG long /* 64 bits: OpenCL's long long has 128 */\n\
+typedef signed char int8_t;\ntypedef short int16_t;\ntypedef int int32_t;\ntypedef long int64_t;\n\
+typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\ntypedef unsigned int uint32_t;\ntypedef unsigned long uint64_t;\n\
+#else\n#include <cstddef>\n#include <cstdint>\n#if !defined(SYCL_LANGUAGE_VERSION)\n#include <sycl/sycl.hpp>\n#endif\n\
+#define ISHMEMI_SYCL_EXTERNAL SYCL_EXTERNAL\n#define ISHMEMI_LONG_LONG long long\n#endif\n\n\
+#ifndef ISHMEM_API_H /* the host header's constants, when it is not included */\n"
     );
-    for f in funs().into_iter().chain(sync_funs()) {
-        let _ = writeln!(s, "SYCL_EXTERNAL {} {}({});", cxx(&f.ret), f.name, cxx(&f.params));
+    for (name, v) in cmp_and_signal_ops() {
+        let _ = writeln!(s, "#define ISHMEM_{name} {v}");
+    }
+    s.push_str(
+        "#define ISHMEM_TEAM_WORLD 0\n#define ISHMEM_TEAM_SHARED 1\n#define ISHMEMX_TEAM_NODE 2\n#define ISHMEM_TEAM_INVALID -1\n\
+         #endif\n\nextern \"C\" {\n",
+    );
+    let funs = all_funs();
+    let names: std::collections::BTreeSet<String> = funs.iter().map(|f| f.name.clone()).collect();
+    // OpenCL reserves `long long` for 128 bits: C++ for OpenCL spells the
+    // 64-bit type `long`.
+    let sycl_spelling = |f: &Fun| {
+        let (ret, params) = host_spelling(f);
+        (ret.replace("long long", "ISHMEMI_LONG_LONG"), params.replace("long long", "ISHMEMI_LONG_LONG"))
+    };
+    for f in &funs {
+        let (ret, params) = sycl_spelling(f);
+        let params = if params.is_empty() { "void".to_string() } else { params };
+        let _ = writeln!(s, "ISHMEMI_SYCL_EXTERNAL {ret} {}({params});", f.name);
+    }
+    s.push_str(
+        "}\n\n/* Intel SHMEM's forms: the group last. */\nnamespace ishmemi_sycl {\n\
+         template <typename Group> struct is_sub_group { static constexpr bool value = false; };\n\
+         #if !defined(__OPENCL_CPP_VERSION__)\n\
+         template <> struct is_sub_group<sycl::sub_group> { static constexpr bool value = true; };\n\
+         #endif\n}\n",
+    );
+    for f in funs.iter().filter(|f| f.name.ends_with("_work_group")) {
+        let (ret, params) = sycl_spelling(f);
+        let args: Vec<&str> = if params.is_empty() {
+            Vec::new()
+        } else {
+            params.split(", ").map(|p| &p[p.rfind([' ', '*']).expect("a named parameter") + 1..]).collect()
+        };
+        let args = args.join(", ");
+        let sep = if params.is_empty() { "" } else { ", " };
+        let sub = f.name.replace("_work_group", "_sub_group");
+        let body = if names.contains(&sub) {
+            format!(
+                "if constexpr (ishmemi_sycl::is_sub_group<Group>::value) return {sub}({args}); else return {}({args});",
+                f.name
+            )
+        } else {
+            format!(
+                "static_assert(!ishmemi_sycl::is_sub_group<Group>::value, \"{}: no sub-group form\"); return {}({args});",
+                f.name, f.name
+            )
+        };
+        let _ =
+            writeln!(s, "template <typename Group> inline {ret} {}({params}{sep}const Group &) {{ {body} }}", f.name);
     }
     s.push_str("\n#endif\n");
     s

@@ -101,6 +101,13 @@ impl Device for CpuDevice {
         Ok(d.link(il, self.attached()?.state as *const c_void)?)
     }
 
+    fn link_program_in(
+        &self, il: &[u8], context: *mut c_void, device: *mut c_void,
+    ) -> Result<*mut c_void, DeviceError> {
+        let d = self.cl()?; // also starts the ring's server
+        Ok(d.link_in(context, device, il, self.attached()?.state as *const c_void)?)
+    }
+
     fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
         let d = self.cl()?;
         let Some((kernel, args)) = op.spirv_kernel() else {

@@ -534,6 +534,17 @@ pub trait Device: Send + Sync {
     /// device library, with this PE's state installed; returns the
     /// runtime's program handle.
     fn link_program(&self, il: &[u8]) -> Result<*mut c_void, DeviceError>;
+    /// As `link_program`, in another context of the kernel runtime on this
+    /// PE's device (`context`, `device`: a SYCL runtime's OpenCL handles).
+    /// Only the CPU device's OpenCL has it.
+    fn link_program_in(
+        &self, _il: &[u8], _context: *mut c_void, _device: *mut c_void,
+    ) -> Result<*mut c_void, DeviceError> {
+        Err(DeviceError::Runtime(format!(
+            "linking a program of another OpenCL context is built for the cpu device only (this PE's device is {})",
+            self.name()
+        )))
+    }
     /// Enqueues `op` on `queue` (the runtime's queue) after `deps` (its
     /// events); returns the operation's event.
     fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError>;

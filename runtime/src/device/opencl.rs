@@ -81,6 +81,7 @@ struct Cl {
         *mut Handle,
     ) -> i32,
     finish: unsafe extern "C" fn(Handle) -> i32,
+    release_queue: unsafe extern "C" fn(Handle) -> i32,
     release_kernel: unsafe extern "C" fn(Handle) -> i32,
     wait_for_events: unsafe extern "C" fn(u32, *const Handle) -> i32,
     release_event: unsafe extern "C" fn(Handle) -> i32,
@@ -139,12 +140,23 @@ impl Cl {
             set_kernel_arg: sym!("clSetKernelArg"),
             enqueue_nd_range_kernel: sym!("clEnqueueNDRangeKernel"),
             finish: sym!("clFinish"),
+            release_queue: sym!("clReleaseCommandQueue"),
             release_kernel: sym!("clReleaseKernel"),
             wait_for_events: sym!("clWaitForEvents"),
             release_event: sym!("clReleaseEvent"),
             _lib: lib,
         })
     }
+}
+
+/// Where a program is built and its state installed: this PE's own
+/// context and queue, or a program's own context (`link_in`: a SYCL
+/// runtime's), with a queue made for the install.
+#[derive(Clone, Copy)]
+struct Target {
+    context: Handle,
+    device: Handle,
+    queue: Handle,
 }
 
 /// An argument of a library kernel.
@@ -163,7 +175,9 @@ pub struct ClDevice {
     pub context: Handle,
     pub queue: Handle,
     library_spirv: Vec<u8>,
-    library: Mutex<Handle>,
+    /// The device library compiled, per context (this PE's first; others
+    /// are programs' own contexts, `link_in`).
+    library: Mutex<Vec<(Handle, Handle)>>,
     /// The compiled-program cache (`ISHMEM_DEVICE_CACHE`), when usable.
     cache: Option<ProgramCache>,
     /// What a compiled program depends on besides its inputs: this
@@ -349,7 +363,7 @@ impl ClDevice {
                 context,
                 queue,
                 library_spirv,
-                library: Mutex::new(null_mut()),
+                library: Mutex::new(Vec::new()),
                 cache,
                 ident,
                 on_queue: Mutex::new(null_mut()),
@@ -358,22 +372,28 @@ impl ClDevice {
     }
 
     /// The device library, compiled on first use.
-    fn library(&self) -> Result<Handle, ClError> {
-        let mut lib = self.library.lock().unwrap_or_else(|e| e.into_inner());
-        if lib.is_null() {
-            *lib = self.compile(&self.library_spirv, "the device library")?;
+    fn library(&self, t: Target) -> Result<Handle, ClError> {
+        let mut libs = self.library.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, lib)) = libs.iter().find(|(c, _)| *c == t.context) {
+            return Ok(lib);
         }
-        Ok(*lib)
+        let lib = self.compile(t, &self.library_spirv, "the device library")?;
+        libs.push((t.context, lib));
+        Ok(lib)
     }
 
-    fn log(&self, program: Handle) -> String {
+    fn own(&self) -> Target {
+        Target { context: self.context, device: self.device, queue: self.queue }
+    }
+
+    fn log(&self, t: Target, program: Handle) -> String {
         let mut buf = vec![0u8; 1 << 16];
         let mut len = 0usize;
         // SAFETY: buffer and length out-pointer are valid.
         unsafe {
             (self.cl.get_program_build_info)(
                 program,
-                self.device,
+                t.device,
                 CL_PROGRAM_BUILD_LOG,
                 buf.len(),
                 buf.as_mut_ptr().cast(),
@@ -383,17 +403,17 @@ impl ClDevice {
         String::from_utf8_lossy(&buf[..len.min(buf.len())]).trim_end_matches('\0').trim().to_string()
     }
 
-    fn compile(&self, spirv: &[u8], what: &str) -> Result<Handle, ClError> {
+    fn compile(&self, t: Target, spirv: &[u8], what: &str) -> Result<Handle, ClError> {
         let mut err = 0;
         // SAFETY: valid context, buffer and out-pointers.
         unsafe {
-            let p = (self.cl.create_program_with_il)(self.context, spirv.as_ptr().cast(), spirv.len(), &mut err);
+            let p = (self.cl.create_program_with_il)(t.context, spirv.as_ptr().cast(), spirv.len(), &mut err);
             check(format!("clCreateProgramWithIL of {what}"), err)?;
             let opts = CString::new("").unwrap();
             let e = (self.cl.compile_program)(
                 p,
                 1,
-                &self.device,
+                &t.device,
                 opts.as_ptr(),
                 0,
                 std::ptr::null(),
@@ -402,7 +422,7 @@ impl ClDevice {
                 null_mut(),
             );
             if e != 0 {
-                return Err(ClError::Build { what: format!("compiling {what}"), code: e, log: self.log(p) });
+                return Err(ClError::Build { what: format!("compiling {what}"), code: e, log: self.log(t, p) });
             }
             Ok(p)
         }
@@ -411,43 +431,62 @@ impl ClDevice {
     /// Compiles a user program (SPIR-V), links it with the device library
     /// and installs this PE's device state in it. Returns the cl_program.
     pub fn link(&self, spirv: &[u8], state: *const c_void) -> Result<Handle, ClError> {
-        let linked = self.cached(Some(spirv))?;
-        self.install_state(linked, state)?;
+        let t = self.own();
+        let linked = self.cached(t, Some(spirv))?;
+        self.install_state(t, linked, state)?;
         Ok(linked)
+    }
+
+    /// As `link`, in another OpenCL context on this PE's device (a SYCL
+    /// runtime's, `ishmemx_cl_link_program_in`): the program is built
+    /// there, and the state installed through a queue made for it.
+    pub fn link_in(
+        &self, context: Handle, device: Handle, spirv: &[u8], state: *const c_void,
+    ) -> Result<Handle, ClError> {
+        let mut err = 0;
+        // SAFETY: the caller's context and device (checked by the runtime
+        // that made them); the queue is released below.
+        let queue = unsafe { (self.cl.create_queue)(context, device, std::ptr::null(), &mut err) };
+        check("clCreateCommandQueueWithProperties in the program's context", err)?;
+        let t = Target { context, device, queue };
+        let r = self.cached(t, Some(spirv)).and_then(|linked| self.install_state(t, linked, state).map(|_| linked));
+        // SAFETY: the queue made above, idle after install_state's clFinish.
+        unsafe { (self.cl.release_queue)(queue) };
+        r
     }
 
     /// The device library linked with the user program `user` (or alone):
     /// from the program cache when it holds the binary, else compiled,
     /// linked and stored there. PEs missing at once wait for the first to
     /// store it.
-    fn cached(&self, user: Option<&[u8]>) -> Result<Handle, ClError> {
+    fn cached(&self, t: Target, user: Option<&[u8]>) -> Result<Handle, ClError> {
         let key = Key::of(&[&self.ident, user.unwrap_or(b"(library alone)"), &self.library_spirv]);
-        let Some(cache) = &self.cache else { return self.compile_and_link(user) };
-        if let Some(p) = cache.get(key).and_then(|b| self.load_binary(&b)) {
+        let Some(cache) = &self.cache else { return self.compile_and_link(t, user) };
+        if let Some(p) = cache.get(key).and_then(|b| self.load_binary(t, &b)) {
             return Ok(p);
         }
         let _lock = cache.lock(key);
-        if let Some(p) = cache.get(key).and_then(|b| self.load_binary(&b)) {
+        if let Some(p) = cache.get(key).and_then(|b| self.load_binary(t, &b)) {
             return Ok(p);
         }
-        let linked = self.compile_and_link(user)?;
+        let linked = self.compile_and_link(t, user)?;
         if let Some(b) = self.binary(linked) {
             cache.put(key, &b);
         }
         Ok(linked)
     }
 
-    fn compile_and_link(&self, user: Option<&[u8]>) -> Result<Handle, ClError> {
-        let library = self.library()?;
+    fn compile_and_link(&self, t: Target, user: Option<&[u8]>) -> Result<Handle, ClError> {
+        let library = self.library(t)?;
         match user {
             Some(spirv) => {
-                let p = self.compile(spirv, "the program")?;
-                let linked = self.link_programs(&[p, library]);
+                let p = self.compile(t, spirv, "the program")?;
+                let linked = self.link_programs(t, &[p, library]);
                 // SAFETY: a program this function created; the link holds what it needs.
                 unsafe { (self.cl.release_program)(p) };
                 linked
             }
-            None => self.link_programs(&[library]),
+            None => self.link_programs(t, &[library]),
         }
     }
 
@@ -474,19 +513,18 @@ impl ClDevice {
 
     /// A program built from a cached binary; `None` when the runtime
     /// refuses it (then the caller compiles).
-    fn load_binary(&self, b: &[u8]) -> Option<Handle> {
+    fn load_binary(&self, t: Target, b: &[u8]) -> Option<Handle> {
         let (mut status, mut err) = (0, 0);
         let len = b.len();
         let ptr = b.as_ptr();
         // SAFETY: valid context and device; the binary outlives the calls.
         unsafe {
-            let p =
-                (self.cl.create_program_with_binary)(self.context, 1, &self.device, &len, &ptr, &mut status, &mut err);
+            let p = (self.cl.create_program_with_binary)(t.context, 1, &t.device, &len, &ptr, &mut status, &mut err);
             if err != 0 || status != 0 || p.is_null() {
                 return None;
             }
             let opts = CString::new("").unwrap();
-            if (self.cl.build_program)(p, 1, &self.device, opts.as_ptr(), std::ptr::null(), null_mut()) != 0 {
+            if (self.cl.build_program)(p, 1, &t.device, opts.as_ptr(), std::ptr::null(), null_mut()) != 0 {
                 (self.cl.release_program)(p);
                 return None;
             }
@@ -501,8 +539,8 @@ impl ClDevice {
     ) -> Result<Handle, ClError> {
         let mut prog = self.on_queue.lock().unwrap_or_else(|e| e.into_inner());
         if prog.is_null() {
-            let p = self.cached(None)?;
-            self.install_state(p, state)?;
+            let p = self.cached(self.own(), None)?;
+            self.install_state(self.own(), p, state)?;
             *prog = p;
         }
         let mut err = 0;
@@ -558,15 +596,15 @@ impl ClDevice {
         }
     }
 
-    fn link_programs(&self, progs: &[Handle]) -> Result<Handle, ClError> {
+    fn link_programs(&self, t: Target, progs: &[Handle]) -> Result<Handle, ClError> {
         let mut err = 0;
         // SAFETY: valid objects and out-pointers.
         unsafe {
             let opts = CString::new("").unwrap();
             let linked = (self.cl.link_program)(
-                self.context,
+                t.context,
                 1,
-                &self.device,
+                &t.device,
                 opts.as_ptr(),
                 progs.len() as u32,
                 progs.as_ptr(),
@@ -578,7 +616,7 @@ impl ClDevice {
                 return Err(ClError::Build {
                     what: "linking with the device library".into(),
                     code: err,
-                    log: self.log(progs[0]),
+                    log: self.log(t, progs[0]),
                 });
             }
             Ok(linked)
@@ -587,7 +625,7 @@ impl ClDevice {
 
     /// Runs the library's `ishmemi_install_state` in linked program `linked`
     /// with this PE's device state.
-    fn install_state(&self, linked: Handle, state: *const c_void) -> Result<(), ClError> {
+    fn install_state(&self, t: Target, linked: Handle, state: *const c_void) -> Result<(), ClError> {
         let mut err = 0;
         // SAFETY: a valid linked program; the state outlives the program.
         unsafe {
@@ -597,7 +635,7 @@ impl ClDevice {
             check("clSetKernelArgSVMPointer", (self.cl.set_kernel_arg_svm_pointer)(k, 0, state))?;
             let one = 1usize;
             let r = (self.cl.enqueue_nd_range_kernel)(
-                self.queue,
+                t.queue,
                 k,
                 1,
                 std::ptr::null(),
@@ -609,7 +647,7 @@ impl ClDevice {
             );
             (self.cl.release_kernel)(k);
             check("installing the device state", r)?;
-            check("clFinish", (self.cl.finish)(self.queue))
+            check("clFinish", (self.cl.finish)(t.queue))
         }
     }
 }

@@ -658,6 +658,19 @@ void *ishmemx_cl_queue(void);
 void *ishmemx_cl_link_program(const void *spirv, uintptr_t len);
 
 /**
+ * As `ishmemx_cl_link_program`, in another OpenCL context on this PE's
+ * device: `context` and `device` (a `cl_context` and `cl_device_id`, for
+ * example a SYCL runtime's; the `libishmem_sycl_cl` shim calls this for
+ * the programs such a runtime builds). Returns the linked `cl_program`, in
+ * `context`; errors stop the job.
+ *
+ * # Safety
+ * `spirv` points to `len` readable bytes; `context` and `device` are live
+ * OpenCL handles of the same runtime.
+ */
+void *ishmemx_cl_link_program_in(void *context, void *device, const void *spirv, uintptr_t len);
+
+/**
  * With `ISHMEM_DEVICE=ze`: this PE's Level Zero context (a
  * `ze_context_handle_t`).
  */
