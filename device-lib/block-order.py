@@ -15,6 +15,7 @@ import sys
 
 LABEL = re.compile(r'^([-\w.$]+|"[^"]+"):')
 TARGET = re.compile(r'label %([-\w.$]+|"[^"]+")')
+NUMBERED = re.compile(r'^\s+%\d+ = ')
 
 
 def order(body):
@@ -33,7 +34,7 @@ def order(body):
             lines.append(line)
     names.append(current)
     blocks[current] = lines
-    if any(n is not None and n.isdigit() for n in names):
+    if any(n is not None and n.isdigit() for n in names) or any(NUMBERED.match(l) for l in body):
         # Numbered values must stay in order in the text: left as they are
         # (build.sh names every value first; `instnamer` skips optnone
         # functions, whose unoptimized order is the source's).

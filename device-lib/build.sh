@@ -20,7 +20,8 @@ LLVM_AS="${LLVM_AS:-llvm-as-14}"
 # address space unless told to (__opencl_c_named_address_space_builtins,
 # its own switch for exactly this). -Os, not
 # -O2: llvm-spirv 14 emits blocks before their dominators for some -O2 loops
-# (spirv-val rejects the module).
+# (spirv-val rejects the module; chosen before block-order.py below, which
+# fixes that order, and kept).
 FLAGS=(-cl-std=CL3.0 -Xclang -finclude-default-header
     -Xclang "-cl-ext=-all,+__opencl_c_atomic_order_seq_cst,+__opencl_c_atomic_order_acq_rel,+__opencl_c_atomic_scope_all_devices,+__opencl_c_atomic_scope_device,+cl_khr_int64_base_atomics,+cl_khr_int64_extended_atomics,+__opencl_c_program_scope_global_variables,+__opencl_c_int64,+cl_khr_fp64,+__opencl_c_fp64,+cl_khr_subgroups,+__opencl_c_subgroups,+__opencl_c_generic_address_space"
     -D__opencl_c_named_address_space_builtins=1

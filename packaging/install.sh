@@ -148,14 +148,15 @@ if command -v clang-14 >/dev/null 2>&1 && command -v llvm-spirv-14 >/dev/null 2>
     install -d "$L/ishmem"
     device-lib/build.sh "$L/ishmem" >/dev/null
     built+=("OpenCL device library: $libdir/ishmem/ishmem_device.spv")
-    if cc -std=c11 -O2 -fPIC -shared bindings/c/sycl/ishmem_sycl_cl.c -I bindings/c/include -L "$L" -lishmem \
-        -lOpenCL -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$L/libishmem_sycl_cl.so" 2>/dev/null; then
-        built+=("SYCL shim (links the device library into a SYCL runtime's OpenCL programs): $libdir/libishmem_sycl_cl.so")
-    else
-        skipped+=("SYCL shim: OpenCL headers or loader not found (apt-get install ocl-icd-opencl-dev)")
-    fi
 else
     skipped+=("OpenCL device library: clang-14 or llvm-spirv-14 not found (apt-get install clang-14 llvm-spirv-14)")
+fi
+# The SYCL shim (needs the OpenCL headers and loader, not clang).
+if cc -std=c11 -O2 -fPIC -shared bindings/c/sycl/ishmem_sycl_cl.c -I bindings/c/include -L "$L" -lishmem \
+    -lOpenCL -ldl -lpthread -Wl,-rpath,'$ORIGIN' -o "$L/libishmem_sycl_cl.so" 2>/dev/null; then
+    built+=("SYCL shim (links the device library into a SYCL runtime's OpenCL programs): $libdir/libishmem_sycl_cl.so")
+else
+    skipped+=("SYCL shim: OpenCL headers or loader not found (apt-get install ocl-icd-opencl-dev)")
 fi
 # The CUDA device library (when a CUDA 13 nvcc is here: NVCC, or nvcc on
 # PATH): libishmem_device.a for CUDA programs linked with -rdc=true, and its

@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
     CHECK(f != NULL, "cannot open %s", argv[1]);
     static unsigned char spv[1 << 20];
     size_t len = fread(spv, 1, sizeof spv, f);
+    CHECK(feof(f), "%s is larger than %zu bytes", argv[1], sizeof spv);
     fclose(f);
     cl_command_queue q = (cl_command_queue)ishmemx_cl_queue();
     cl_program prog = (cl_program)ishmemx_cl_link_program(spv, len);

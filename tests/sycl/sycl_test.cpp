@@ -35,6 +35,7 @@ int main() {
     auto *res = static_cast<long long *>(ishmem_calloc(4 * W, sizeof(long long)));
     auto *counter = static_cast<long *>(ishmem_calloc(2, sizeof(long)));
     auto *sig = static_cast<uint64_t *>(ishmem_calloc(1, sizeof(uint64_t)));
+    auto *wins = static_cast<long *>(ishmem_calloc(1, sizeof(long)));
     for (int i = 0; i < W; i++) src[i] = me * 100000LL + i;
     ishmem_barrier_all();
 
@@ -74,11 +75,15 @@ int main() {
     }
     for (int i = 0; i < 4; i++) CHECK(dst[3 * W + i] == left * 100000LL + i, "put_signal %d", i);
     CHECK(res[2 * W + 1] >= 1 && *sig == 1, "signal %lld/%llu", res[2 * W + 1], (unsigned long long)*sig);
-    long wins = static_cast<long>(res[2 * W]);
-    CHECK(wins == 0 || wins == 1, "compare_swap result %ld", wins);
+    /* compare_swap: exactly one PE won, and PE 0's word names it. */
+    if (res[2 * W]) ishmem_long_atomic_add(wins, 1, 0);
+    ishmem_barrier_all();
+    const long winner = ishmem_long_g(counter + 1, 0) - 1;
+    CHECK((res[2 * W] != 0) == (winner == me), "compare_swap: PE %ld holds the word, this PE's result %lld", winner,
+          res[2 * W]);
     if (me == 0) {
         CHECK(counter[0] == static_cast<long>(W) * np, "fetch_add total %ld", counter[0]);
-        CHECK(counter[1] >= 1 && counter[1] <= np, "compare_swap winner %ld", counter[1]);
+        CHECK(*wins == 1, "compare_swap won by %ld PEs", *wins);
     }
     ishmem_barrier_all();
     if (me == 0) std::printf("sycl ok on %d PEs\n", np);

@@ -26,14 +26,15 @@
 typedef cl_program (*create_il_fn)(cl_context, const void *, size_t, cl_int *);
 typedef cl_int (*build_fn)(cl_program, cl_uint, const cl_device_id *, const char *,
                            void (*)(cl_program, void *), void *);
-typedef cl_int (*context_info_fn)(cl_context, cl_context_info, size_t, void *, size_t *);
 
 /* The OpenCL loader's entry points behind this library: looked up in the
  * loader itself (its handle searches it and its dependencies, never this
- * library, whatever the order the libraries were loaded in). */
-static void *next(const char *name) {
-    static void *loader;
-    if (!loader) loader = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_GLOBAL);
+ * library, whatever the order the libraries were loaded in), once. */
+static create_il_fn real_create_il;
+static build_fn real_build;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void *next(void *loader, const char *name) {
     void *f = loader ? dlsym(loader, name) : NULL;
     if (!f) {
         fprintf(stderr, "ishmem: libishmem_sycl_cl: %s not found in the OpenCL loader libOpenCL.so.1 (%s)\n", name,
@@ -41,6 +42,12 @@ static void *next(const char *name) {
         abort();
     }
     return f;
+}
+
+static void bind(void) {
+    void *loader = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_GLOBAL);
+    real_create_il = (create_il_fn)next(loader, "clCreateProgramWithIL");
+    real_build = (build_fn)next(loader, "clBuildProgram");
 }
 
 /* Whether SPIR-V module `il` imports a symbol whose name starts with
@@ -64,45 +71,42 @@ static int imports_ishmem(const void *il, size_t len) {
 }
 
 /* The programs linked here, which clBuildProgram leaves as they are (a
- * released one's handle may come back for a new program: that one is not
- * built yet). */
+ * released one's handle may come back for a new program, which is not
+ * built yet: hence the build status too). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cl_program *linked;
 static size_t n_linked, cap_linked;
 
-static int was_linked(cl_program p, cl_uint num_devices, const cl_device_id *devices) {
+static int was_linked(cl_program p) {
     int found = 0;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < n_linked && !found; i++) found = linked[i] == p;
     pthread_mutex_unlock(&lock);
-    if (!found || num_devices == 0 || !devices) return found;
-    cl_program_binary_type t = CL_PROGRAM_BINARY_TYPE_NONE;
-    return clGetProgramBuildInfo(p, devices[0], CL_PROGRAM_BINARY_TYPE, sizeof t, &t, NULL) == CL_SUCCESS &&
-           t == CL_PROGRAM_BINARY_TYPE_EXECUTABLE;
+    cl_device_id device;
+    cl_build_status status = CL_BUILD_NONE;
+    return found && clGetProgramInfo(p, CL_PROGRAM_DEVICES, sizeof device, &device, NULL) == CL_SUCCESS &&
+           clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_STATUS, sizeof status, &status, NULL) == CL_SUCCESS &&
+           status == CL_BUILD_SUCCESS;
 }
 
 cl_program clCreateProgramWithIL(cl_context context, const void *il, size_t length, cl_int *errcode_ret) {
-    static create_il_fn real;
-    if (!real) real = (create_il_fn)next("clCreateProgramWithIL");
-    if (!il || !imports_ishmem(il, length)) return real(context, il, length, errcode_ret);
-    static context_info_fn info;
-    if (!info) info = (context_info_fn)next("clGetContextInfo");
-    cl_device_id device;
-    cl_int e = info(context, CL_CONTEXT_DEVICES, sizeof device, &device, NULL);
-    if (e != CL_SUCCESS) { /* more than one device: the first */
-        size_t size = 0;
-        info(context, CL_CONTEXT_DEVICES, 0, NULL, &size);
-        cl_device_id *all = malloc(size ? size : sizeof device);
-        if (!all || info(context, CL_CONTEXT_DEVICES, size, all, NULL) != CL_SUCCESS) {
-            free(all);
-            if (errcode_ret) *errcode_ret = CL_INVALID_CONTEXT;
-            return NULL;
-        }
-        device = all[0];
-        free(all);
+    pthread_once(&once, bind);
+    if (!il || !imports_ishmem(il, length)) return real_create_il(context, il, length, errcode_ret);
+    /* This PE's device, which the context must have (the device library
+     * is linked for one device: a context of several is refused). */
+    cl_device_id mine = (cl_device_id)ishmemx_cl_device(), devices[2];
+    size_t size = 0;
+    if (clGetContextInfo(context, CL_CONTEXT_DEVICES, sizeof devices, devices, &size) != CL_SUCCESS ||
+        size != sizeof devices[0] || devices[0] != mine) {
+        fprintf(stderr,
+                "ishmem: PE %d: libishmem_sycl_cl: a program calling the device API is built for a context "
+                "that is not of this PE's OpenCL device alone (%zu device(s)); give the SYCL queue that device\n",
+                ishmem_my_pe(), size / sizeof devices[0]);
+        if (errcode_ret) *errcode_ret = CL_INVALID_CONTEXT;
+        return NULL;
     }
     /* Errors stop the job with libishmem's message (compile or link log). */
-    cl_program p = ishmemx_cl_link_program_in(context, device, il, length);
+    cl_program p = ishmemx_cl_link_program_in(context, mine, il, length);
     pthread_mutex_lock(&lock);
     if (n_linked == cap_linked) {
         cap_linked = cap_linked ? 2 * cap_linked : 16;
@@ -118,9 +122,8 @@ cl_program clCreateProgramWithIL(cl_context context, const void *il, size_t leng
 
 cl_int clBuildProgram(cl_program program, cl_uint num_devices, const cl_device_id *device_list, const char *options,
                       void (*pfn_notify)(cl_program, void *), void *user_data) {
-    static build_fn real;
-    if (!real) real = (build_fn)next("clBuildProgram");
-    if (!was_linked(program, num_devices, device_list)) return real(program, num_devices, device_list, options, pfn_notify, user_data);
+    pthread_once(&once, bind);
+    if (!was_linked(program)) return real_build(program, num_devices, device_list, options, pfn_notify, user_data);
     if (pfn_notify) pfn_notify(program, user_data);
     return CL_SUCCESS;
 }

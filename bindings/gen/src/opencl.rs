@@ -970,6 +970,8 @@ typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\ntypedef unsign
          template <typename Group> struct is_sub_group { static constexpr bool value = false; };\n\
          #if !defined(__OPENCL_CPP_VERSION__)\n\
          template <> struct is_sub_group<sycl::sub_group> { static constexpr bool value = true; };\n\
+         #define ISHMEMI_SYCL_GROUP(G) static_assert(sycl::is_group_v<G>, \"the last argument of a work-group form is a sycl::group or a sycl::sub_group\");\n\
+         #else\n#define ISHMEMI_SYCL_GROUP(G)\n\
          #endif\n}\n",
     );
     for f in funs.iter().filter(|f| f.name.ends_with("_work_group")) {
@@ -993,8 +995,11 @@ typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\ntypedef unsign
                 f.name, f.name
             )
         };
-        let _ =
-            writeln!(s, "template <typename Group> inline {ret} {}({params}{sep}const Group &) {{ {body} }}", f.name);
+        let _ = writeln!(
+            s,
+            "template <typename Group> inline {ret} {}({params}{sep}const Group &) {{ ISHMEMI_SYCL_GROUP(Group) {body} }}",
+            f.name
+        );
     }
     s.push_str("\n#endif\n");
     s

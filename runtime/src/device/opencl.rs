@@ -175,8 +175,9 @@ pub struct ClDevice {
     pub context: Handle,
     pub queue: Handle,
     library_spirv: Vec<u8>,
-    /// The device library compiled, per context (this PE's first; others
-    /// are programs' own contexts, `link_in`).
+    /// The device library compiled, per context (this PE's own, and the
+    /// contexts of `link_in`, which are on this PE's device). Each holds a
+    /// reference to its context for the rest of the job.
     library: Mutex<Vec<(Handle, Handle)>>,
     /// The compiled-program cache (`ISHMEM_DEVICE_CACHE`), when usable.
     cache: Option<ProgramCache>,
@@ -228,6 +229,8 @@ pub enum ClError {
     NoLibrary { tried: Vec<String> },
     /// An entry point (`call`, with what it worked on) returned `code`.
     Call { call: String, code: i32 },
+    /// A program was to be linked for another OpenCL device than this PE's.
+    OtherDevice,
     /// Compiling or linking (`what`) failed with `code`; the build log.
     Build { what: String, code: i32, log: String },
 }
@@ -249,6 +252,9 @@ impl fmt::Display for ClError {
                 tried.join("; ")
             ),
             ClError::Call { call, code } => write!(f, "{call} failed with OpenCL error {code}"),
+            ClError::OtherDevice => f.write_str(
+                "the program's device is not this PE's OpenCL device (the device library is linked for that one)",
+            ),
             ClError::Build { what, code, log } => write!(f, "{what} failed (OpenCL error {code}):\n{log}"),
         }
     }
@@ -443,6 +449,11 @@ impl ClDevice {
     pub fn link_in(
         &self, context: Handle, device: Handle, spirv: &[u8], state: *const c_void,
     ) -> Result<Handle, ClError> {
+        if device != self.device {
+            // The library's compiled forms and the program cache are this
+            // device's (its identity is in the cache key).
+            return Err(ClError::OtherDevice);
+        }
         let mut err = 0;
         // SAFETY: the caller's context and device (checked by the runtime
         // that made them); the queue is released below.
