@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs ishmem-rs into a relocatable prefix:
 #   packaging/install.sh --prefix DIR [--libdir NAME] [--debug] [--cuda-device-lib FILE]
+#                        [--opencl-device-lib DIR]
 #   DESTDIR=/stage packaging/install.sh --prefix /opt/ishmem   (staged install)
 # bin/ (ishmrun, ishmem-info, the oshcc/oshc++/oshfort wrappers, oshrun),
 # <libdir>/ (libishmem.so.X.Y.Z + soname links, libishmem.a, pkgconfig/,
@@ -10,14 +11,17 @@
 # directory under the prefix (default lib; one component, such as lib64).
 # Binaries and shared libraries are stripped unless --debug is given.
 # --cuda-device-lib installs a libishmem_device.a built before (by
-# device-lib/cuda/build.sh) instead of building one with nvcc.
+# device-lib/cuda/build.sh) instead of building one with nvcc;
+# --opencl-device-lib installs the ishmem_device.spv and .bc that
+# device-lib/build.sh wrote into DIR instead of building them.
 # Prints each step, then a summary of what was built and what was skipped.
 set -euo pipefail
 prefix=""
 libdir="lib"
 strip_bins=1
 cuda_lib=""
-usage="usage: install.sh --prefix DIR [--libdir NAME] [--debug] [--cuda-device-lib FILE] (DESTDIR in the environment stages the install)"
+ocl_lib=""
+usage="usage: install.sh --prefix DIR [--libdir NAME] [--debug] [--cuda-device-lib FILE] [--opencl-device-lib DIR] (DESTDIR in the environment stages the install)"
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
@@ -27,7 +31,9 @@ while [ $# -gt 0 ]; do
         --debug) strip_bins=""; shift ;;
         --cuda-device-lib) cuda_lib="${2:?--cuda-device-lib needs a file}"; shift 2 ;;
         --cuda-device-lib=*) cuda_lib="${1#--cuda-device-lib=}"; shift ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --opencl-device-lib) ocl_lib="${2:?--opencl-device-lib needs a directory}"; shift 2 ;;
+        --opencl-device-lib=*) ocl_lib="${1#--opencl-device-lib=}"; shift ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown argument $1 ($usage)" >&2; exit 2 ;;
     esac
 done
@@ -40,6 +46,12 @@ case "$prefix" in /*) ;; *) prefix="$PWD/$prefix" ;; esac
 if [ -n "$cuda_lib" ]; then
     case "$cuda_lib" in /*) ;; *) cuda_lib="$PWD/$cuda_lib" ;; esac
     [ -f "$cuda_lib" ] || { echo "install.sh: --cuda-device-lib $cuda_lib: no such file" >&2; exit 2; }
+fi
+if [ -n "$ocl_lib" ]; then
+    case "$ocl_lib" in /*) ;; *) ocl_lib="$PWD/$ocl_lib" ;; esac
+    for f in ishmem_device.spv ishmem_device.bc; do
+        [ -f "$ocl_lib/$f" ] || { echo "install.sh: --opencl-device-lib $ocl_lib: no $f there (device-lib/build.sh DIR writes both)" >&2; exit 2; }
+    done
 fi
 destdir="${DESTDIR:-}"
 step() { echo "install.sh: $*"; }
@@ -143,7 +155,12 @@ built+=("manual pages in share/man: ishmrun(1), ishmem-info(1), oshcc(1), ishmem
 # declaration header (SYCL's, ishmem/ishmem_sycl.h, came with the C
 # headers), and the shim that links it into a SYCL runtime's programs.
 install -m 644 device-lib/include/ishmem_device.h "$dest/include/"
-if command -v clang-14 >/dev/null 2>&1 && command -v llvm-spirv-14 >/dev/null 2>&1; then
+if [ -n "$ocl_lib" ]; then
+    step "installing the OpenCL device library of $ocl_lib (built before)"
+    install -d "$L/ishmem"
+    install -m 644 "$ocl_lib/ishmem_device.spv" "$ocl_lib/ishmem_device.bc" "$L/ishmem/"
+    built+=("OpenCL device library: $libdir/ishmem/ishmem_device.spv (from $ocl_lib)")
+elif command -v clang-14 >/dev/null 2>&1 && command -v llvm-spirv-14 >/dev/null 2>&1; then
     step "building the OpenCL device library (clang-14, llvm-spirv-14)"
     install -d "$L/ishmem"
     device-lib/build.sh "$L/ishmem" >/dev/null

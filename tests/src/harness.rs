@@ -418,6 +418,13 @@ pub fn launch(n: usize, prog: &Path, args: &[&str], envs: &[(&str, &str)], verbo
             // Open MPI 4.1.4 (Debian 12) crashes in shmem_finalize with its
             // UCX memory hooks on, even for a program that only inits.
             c.args(["--mca", "opal_common_ucx_opal_mem_hooks", "0"]);
+            // When a PE exits non-zero, oshrun signals the others and then
+            // sleeps its SIGTERM-to-SIGKILL grace period twice, whatever
+            // they do (1 s each by default): 2 of the 2.5 s of every
+            // expected failure. PEs that survive an expected failure have
+            // nothing to clean up that a SIGKILL would leave (the
+            // harness's leftovers check still runs).
+            c.args(["--mca", "odls_base_sigkill_timeout", "0"]);
             // UCX over shared memory on this machine; UCX's own error
             // handler would turn an abort into a hang.
             c.args(["-x", "UCX_TLS=shm,self", "-x", "UCX_HANDLE_ERRORS=none", "-x", "ISHMEM_RUNTIME=OPENSHMEM"]);
