@@ -80,6 +80,12 @@ impl RingHandler for State {
             s => Some(crate::ring::LOST_LIMIT.max(std::time::Duration::from_secs(s))),
         }
     }
+
+    /// Serves other PEs' requests through the proxy, as a waiting host
+    /// thread does (a no-op without a proxy).
+    fn idle(&self) {
+        crate::wait::progress();
+    }
 }
 
 impl State {

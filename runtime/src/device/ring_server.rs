@@ -68,6 +68,12 @@ fn retire(ring: &Ring, retired: &mut u64, next: u64) {
     }
 }
 
+/// Empty polls of the ring between two calls of [`RingHandler::idle`]:
+/// often enough that a remote peer's request to this PE waits a few
+/// microseconds, seldom enough that a request arriving in the ring waits
+/// at most one progress call.
+const IDLE_PROGRESS_EVERY: u32 = 16;
+
 fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
     crate::ring::mark_server_thread();
     let mut next: u64 = 0;
@@ -102,6 +108,9 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             // yield can lose the core to them for a whole time slice. Then
             // back off so an idle device costs nothing.
             idle = idle.saturating_add(1);
+            if idle.is_multiple_of(IDLE_PROGRESS_EVERY) {
+                handler.idle();
+            }
             if idle < 1 << 16 {
                 std::hint::spin_loop();
             } else if idle < (1 << 16) + 64 {
@@ -148,8 +157,9 @@ mod tests {
     use std::sync::Mutex;
 
     /// Serves every request by returning its `value` + 1 and records it;
-    /// a corrupt message panics the server thread with its description.
-    struct Echo(Mutex<Vec<Request>>);
+    /// a corrupt message panics the server thread with its description;
+    /// counts the calls of `idle`.
+    struct Echo(Mutex<Vec<Request>>, std::sync::atomic::AtomicU64);
 
     /// How long the tests' server waits for a claimed request's message.
     const LOST_AFTER: Duration = Duration::from_millis(300);
@@ -165,10 +175,13 @@ mod tests {
         fn lost_after(&self) -> Option<Duration> {
             Some(LOST_AFTER)
         }
+        fn idle(&self) {
+            self.1.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn start(ring: &'static Ring) -> (&'static Echo, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
-        let h: &'static Echo = Box::leak(Box::new(Echo(Mutex::new(Vec::new()))));
+        let h: &'static Echo = Box::leak(Box::new(Echo(Mutex::new(Vec::new()), Default::default())));
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = Arc::clone(&stop);
         (h, stop, std::thread::spawn(move || serve(h, ring, &s2)))
@@ -274,5 +287,24 @@ mod tests {
         assert!(msg.contains("torn or corrupt"), "{msg}");
         assert!(t0.elapsed() >= Duration::from_millis(900));
         assert!(h.0.lock().unwrap().is_empty(), "a torn message was executed");
+    }
+
+    #[test]
+    fn an_empty_ring_lets_the_transport_progress_spinning_and_backed_off() {
+        let ring = new_ring();
+        let (h, stop, thread) = start(ring);
+        let calls = || h.1.load(Ordering::Relaxed);
+        let t0 = Instant::now();
+        while calls() == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "idle never called while the ring was empty");
+            std::thread::yield_now();
+        }
+        // Past the spinning phase (about a millisecond): still called.
+        std::thread::sleep(Duration::from_millis(200));
+        let before = calls();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(calls() > before, "idle not called once the server backed off");
+        stop.store(true, Ordering::Release);
+        thread.join().unwrap();
     }
 }
