@@ -49,6 +49,15 @@ pub enum DeviceError {
     Load(LoadError),
     /// The OpenCL runtime of the CPU device failed.
     OpenCl(opencl::ClError),
+    /// A CUDA driver call failed; `context` says what it was for (empty:
+    /// the call says it all).
+    Cuda { context: String, error: cuda::driver::CuError },
+}
+
+impl From<cuda::driver::CuError> for DeviceError {
+    fn from(error: cuda::driver::CuError) -> DeviceError {
+        DeviceError::Cuda { context: String::new(), error }
+    }
 }
 
 impl From<opencl::ClError> for DeviceError {
@@ -70,6 +79,8 @@ impl fmt::Display for DeviceError {
             DeviceError::Heap { what, source } => write!(f, "{what}: {source}"),
             DeviceError::Load(e) => e.fmt(f),
             DeviceError::OpenCl(e) => e.fmt(f),
+            DeviceError::Cuda { context, error } if context.is_empty() => error.fmt(f),
+            DeviceError::Cuda { context, error } => write!(f, "{context}: {error}"),
         }
     }
 }

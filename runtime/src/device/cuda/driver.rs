@@ -18,6 +18,26 @@ pub type CUmemGenericAllocationHandle = u64;
 pub const CUDA_SUCCESS: CUresult = 0;
 pub const CUDA_ERROR_OUT_OF_MEMORY: CUresult = 2;
 pub const CUDA_ERROR_NO_DEVICE: CUresult = 100;
+
+/// A driver API call that failed: the call (and what it worked on), its
+/// result code, and the driver's name and description of the code.
+/// Shown as `call failed: CUDA_ERROR_X (description, error N)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CuError {
+    pub call: String,
+    pub code: CUresult,
+    pub name: String,
+    pub desc: String,
+}
+
+impl std::fmt::Display for CuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {} ({}, error {})", self.call, self.name, self.desc, self.code)
+    }
+}
+
+impl std::error::Error for CuError {}
+
 /// `cuStreamQuery`: work is still pending on the stream.
 pub const CUDA_ERROR_NOT_READY: CUresult = 600;
 pub const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
@@ -242,8 +262,8 @@ impl Driver {
         })
     }
 
-    /// `call failed: CUDA_ERROR_X (description)`, or `Ok`.
-    pub fn check(&self, call: &str, r: CUresult) -> Result<(), String> {
+    /// `Ok` for `CUDA_SUCCESS`, else the call's [`CuError`].
+    pub fn check(&self, call: &str, r: CUresult) -> Result<(), CuError> {
         if r == CUDA_SUCCESS {
             return Ok(());
         }
@@ -262,6 +282,29 @@ impl Driver {
                 unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
             }
         };
-        Err(format!("{call} failed: {} ({}, error {r})", s(name), s(desc)))
+        Err(CuError { call: call.to_string(), code: r, name: s(name), desc: s(desc) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceError;
+
+    #[test]
+    fn a_failed_call_reads_as_before_alone_and_with_its_context() {
+        let e = CuError {
+            call: "cuMemCreate".into(),
+            code: 2,
+            name: "CUDA_ERROR_OUT_OF_MEMORY".into(),
+            desc: "out of memory".into(),
+        };
+        assert_eq!(e.to_string(), "cuMemCreate failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory, error 2)");
+        assert_eq!(DeviceError::from(e.clone()).to_string(), e.to_string());
+        let d = DeviceError::Cuda { context: "cannot create a heap".into(), error: e };
+        assert_eq!(
+            d.to_string(),
+            "cannot create a heap: cuMemCreate failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory, error 2)"
+        );
     }
 }

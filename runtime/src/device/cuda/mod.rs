@@ -57,12 +57,25 @@ struct Open {
     stream: Mutex<CUstream>,
     /// The host-AMO kernel and its result word (registered host memory),
     /// loaded at the first host AMO on GPU memory.
-    amo: OnceLock<Result<AmoKernel, String>>,
+    amo: OnceLock<Result<AmoKernel, AmoSetup>>,
 }
 
 struct AmoKernel {
     func: CUfunction,
     result: *mut u64,
+}
+
+/// Why the host-AMO kernel could not be set up (kept, so every later host
+/// AMO reports it).
+enum AmoSetup {
+    Cuda(CuError),
+    Mmap(String),
+}
+
+impl From<CuError> for AmoSetup {
+    fn from(e: CuError) -> AmoSetup {
+        AmoSetup::Cuda(e)
+    }
 }
 
 /// What attach set up, undone by detach.
@@ -188,16 +201,16 @@ impl CudaDevice {
                     .map_or(String::new(), |v| format!(" (CUDA_VISIBLE_DEVICES={v})"));
                 return Err(e(format!("the CUDA driver {} sees no GPU{vis}", drv.path)));
             }
-            drv.check("cuDeviceGetCount", r).map_err(e)?;
+            drv.check("cuDeviceGetCount", r).map_err(|m| e(m.to_string()))?;
             let mut dev0 = 0;
-            drv.check("cuDeviceGet", (drv.device_get)(&mut dev0, 0)).map_err(e)?;
+            drv.check("cuDeviceGet", (drv.device_get)(&mut dev0, 0)).map_err(|m| e(m.to_string()))?;
             let prop = alloc_prop(dev0);
             let mut g = 0usize;
             drv.check(
                 "cuMemGetAllocationGranularity",
                 (drv.mem_get_allocation_granularity)(&mut g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
             )
-            .map_err(e)?;
+            .map_err(|m| e(m.to_string()))?;
             Ok(CudaDevice {
                 drv,
                 count: n as usize,
@@ -212,8 +225,8 @@ impl CudaDevice {
         }
     }
 
-    fn err(&self, r: Result<(), String>) -> Result<(), DeviceError> {
-        r.map_err(DeviceError::Runtime)
+    fn err(&self, r: Result<(), CuError>) -> Result<(), DeviceError> {
+        r.map_err(DeviceError::from)
     }
 
     /// The opened GPU (after `create_heap`).
@@ -242,7 +255,7 @@ impl CudaDevice {
             None => local.rank % self.count,
         };
         let d = self.drv;
-        let e = |r: Result<(), String>| r.map_err(|m| unavailable(format!("GPU {ordinal}: {m}")));
+        let e = |r: Result<(), CuError>| r.map_err(|m| unavailable(format!("GPU {ordinal}: {m}")));
         // SAFETY: driver calls with valid out-pointers; the primary context
         // is retained (never released: programs may use it until exit).
         unsafe {
@@ -294,13 +307,14 @@ impl CudaDevice {
                     d.check("cuDevicePrimaryCtxRetain", r).unwrap_err()
                 )));
             }
-            e(d.check("cuDevicePrimaryCtxRetain", r).map_err(|m| {
-                if sharing > 1 {
-                    format!("{m} ({sharing} PEs of this node share this GPU: too many for it? run fewer PEs per GPU)")
+            d.check("cuDevicePrimaryCtxRetain", r).map_err(|m| {
+                let hint = if sharing > 1 {
+                    format!(" ({sharing} PEs of this node share this GPU: too many for it? run fewer PEs per GPU)")
                 } else {
-                    m
-                }
-            }))?;
+                    String::new()
+                };
+                unavailable(format!("GPU {ordinal}: {m}{hint}"))
+            })?;
             if sharing > 1 && !mps && local.rank == ordinal {
                 crate::error::warn(format_args!(
                     "{sharing} PEs share GPU {ordinal} ({name}) without MPS (no daemon's control pipe in {}): their kernels take turns on the GPU, so device operations between them are slow and a kernel that waits for another PE's kernel on this GPU waits for time slices; start MPS before the job (nvidia-cuda-mps-control -d), or run one PE per GPU",
@@ -324,28 +338,29 @@ impl CudaDevice {
         unsafe {
             let mut va: CUdeviceptr = 0;
             let r = (d.mem_address_reserve)(&mut va, size, HEAP_BASE_ALIGN, 0, 0);
-            if let Err(m) = d.check("cuMemAddressReserve", r) {
+            if let Err(error) = d.check("cuMemAddressReserve", r) {
                 (d.mem_release)(h);
-                return Err(DeviceError::Runtime(format!("{what}: {m}")));
+                return Err(DeviceError::Cuda { context: what.to_string(), error });
             }
             let r = (d.mem_map)(va, size, 0, h, 0);
             (d.mem_release)(h);
-            if let Err(m) = d.check("cuMemMap", r) {
+            if let Err(error) = d.check("cuMemMap", r) {
                 (d.mem_address_free)(va, size);
-                return Err(DeviceError::Runtime(format!("{what}: {m}")));
+                return Err(DeviceError::Cuda { context: what.to_string(), error });
             }
             let access = CUmemAccessDesc {
                 location: CUmemLocation { type_: CU_MEM_LOCATION_TYPE_DEVICE, id: o.dev },
                 flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
             };
             let r = (d.mem_set_access)(va, size, &access, 1);
-            if let Err(m) = d.check("cuMemSetAccess", r) {
+            if let Err(error) = d.check("cuMemSetAccess", r) {
                 (d.mem_unmap)(va, size);
                 (d.mem_address_free)(va, size);
-                return Err(DeviceError::Runtime(format!(
-                    "{what}: GPU {} ({}) cannot access this memory (can the GPUs map each other's memory?): {m}",
+                let context = format!(
+                    "{what}: GPU {} ({}) cannot access this memory (can the GPUs map each other's memory?)",
                     o.ordinal, o.name
-                )));
+                );
+                return Err(DeviceError::Cuda { context, error });
             }
             Ok(va as *mut u8)
         }
@@ -382,7 +397,7 @@ impl CudaDevice {
                 // SAFETY: loading our PTX into the current (primary) context;
                 // the result word is one registered page of our own.
                 unsafe {
-                    let ptx = CString::new(HOST_AMO_PTX).map_err(|e| e.to_string())?;
+                    let ptx = CString::new(HOST_AMO_PTX).expect("the host AMO PTX has no NUL byte");
                     let mut m = std::ptr::null_mut();
                     d.check("cuModuleLoadData (host AMO kernel)", (d.module_load_data)(&mut m, ptx.as_ptr().cast()))?;
                     let mut func = std::ptr::null_mut();
@@ -400,7 +415,7 @@ impl CudaDevice {
                         0,
                     );
                     if p == libc::MAP_FAILED {
-                        return Err(std::io::Error::last_os_error().to_string());
+                        return Err(AmoSetup::Mmap(std::io::Error::last_os_error().to_string()));
                     }
                     d.check(
                         "cuMemHostRegister (host AMO result)",
@@ -410,7 +425,10 @@ impl CudaDevice {
                 }
             })
             .as_ref()
-            .map_err(|m| DeviceError::Runtime(m.clone()))
+            .map_err(|e| match e {
+                AmoSetup::Cuda(e) => DeviceError::from(e.clone()),
+                AmoSetup::Mmap(m) => DeviceError::Runtime(format!("mapping the host AMO result page: {m}")),
+            })
     }
 
     /// Registers host memory for device access at the same address.
@@ -605,7 +623,7 @@ impl Device for CudaDevice {
         let o = self.open(local)?;
         let d = self.drv;
         let what = format!("cannot create a {size}-byte symmetric heap on GPU {} ({}) for PE {pe}", o.ordinal, o.name);
-        let e = |r: Result<(), String>| r.map_err(|m| DeviceError::Runtime(format!("{what}: {m}")));
+        let e = |r: Result<(), CuError>| r.map_err(|error| DeviceError::Cuda { context: what.clone(), error });
         // SAFETY: driver calls with valid out-pointers; the exported
         // descriptor is ours to own.
         unsafe {
@@ -636,9 +654,9 @@ impl Device for CudaDevice {
                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                 0,
             );
-            if let Err(m) = d.check("cuMemExportToShareableHandle", r) {
+            if let Err(error) = d.check("cuMemExportToShareableHandle", r) {
                 (d.mem_release)(h);
-                return Err(DeviceError::Runtime(format!("{what}: {m}")));
+                return Err(DeviceError::Cuda { context: what, error });
             }
             let fd = OwnedFd::from_raw_fd(fd);
             let base = self.map(o, h, size, &what)?;
@@ -663,7 +681,8 @@ impl Device for CudaDevice {
                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
             )
         };
-        d.check("cuMemImportFromShareableHandle", r).map_err(|m| DeviceError::Runtime(format!("{what}: {m}")))?;
+        d.check("cuMemImportFromShareableHandle", r)
+            .map_err(|error| DeviceError::Cuda { context: what.clone(), error })?;
         let base = self.map(o, h, size, &what)?;
         Ok(HeapRegion::device(base, size, None, self.release()))
     }
@@ -779,12 +798,10 @@ impl Device for CudaDevice {
             // Refused because of a capture the program has open: not a
             // failed context (and not sticky: the next tick asks again).
             r if CUDA_ERROR_STREAM_CAPTURE.contains(&r) => Ok(()),
-            r => Err(DeviceError::Runtime(format!(
-                "the CUDA context of GPU {} ({}) failed: {}",
-                o.ordinal,
-                o.name,
-                self.drv.check("cuStreamQuery", r).unwrap_err()
-            ))),
+            r => Err(DeviceError::Cuda {
+                context: format!("the CUDA context of GPU {} ({}) failed", o.ordinal, o.name),
+                error: self.drv.check("cuStreamQuery", r).unwrap_err(),
+            }),
         }
     }
 
