@@ -219,7 +219,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_PROXY_PROGRESS_THREAD",
         kind: Kind::Bool,
         default: "1",
-        help: "Under MPI when any thread may call it (MPI initialized by the library, which serializes its calls, or by the application with MPI_THREAD_MULTIPLE), or over Open MPI's OSHMEM (ISHMEM_RUNTIME=OPENSHMEM): a thread serves other PEs' atomic operations while this PE computes outside the library (it sleeps up to 200 us when idle).",
+        help: "Under MPI when any thread may call it (MPI initialized by the library, which serializes its calls, or by the application with MPI_THREAD_MULTIPLE), or over Open MPI's OSHMEM (ISHMEM_RUNTIME=OPENSHMEM): a thread serves other PEs' atomic operations while this PE computes outside the library (it sleeps up to 200 us when idle), and so does the thread serving the device's reverse-offload ring while the ring is empty. 0 turns both off: then only this PE's own calls into the library serve them.",
         internal: false,
     },
     EnvVar {

@@ -82,9 +82,12 @@ impl RingHandler for State {
     }
 
     /// Serves other PEs' requests through the proxy, as a waiting host
-    /// thread does (a no-op without a proxy).
+    /// thread does (a no-op without a proxy), unless background progress
+    /// is off (`ISHMEM_PROXY_PROGRESS_THREAD=0`).
     fn idle(&self) {
-        crate::wait::progress();
+        if self.config.progress_thread {
+            crate::wait::progress();
+        }
     }
 }
 

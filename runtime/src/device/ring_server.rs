@@ -68,10 +68,11 @@ fn retire(ring: &Ring, retired: &mut u64, next: u64) {
     }
 }
 
-/// Empty polls of the ring between two calls of [`RingHandler::idle`]:
-/// often enough that a remote peer's request to this PE waits a few
-/// microseconds, seldom enough that a request arriving in the ring waits
-/// at most one progress call.
+/// Empty polls of the spinning ring between two calls of
+/// [`RingHandler::idle`]: often enough that a remote peer's request to
+/// this PE waits a few microseconds, seldom enough that a request arriving
+/// in the ring usually waits at most one progress call (which may itself
+/// serve another PE's request, as a host wait's progress does).
 const IDLE_PROGRESS_EVERY: u32 = 16;
 
 fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
@@ -108,7 +109,9 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             // yield can lose the core to them for a whole time slice. Then
             // back off so an idle device costs nothing.
             idle = idle.saturating_add(1);
-            if idle.is_multiple_of(IDLE_PROGRESS_EVERY) {
+            // Every poll once backed off (each sleeps anyway; also past
+            // the counter's saturation).
+            if idle >= 1 << 16 || idle.is_multiple_of(IDLE_PROGRESS_EVERY) {
                 handler.idle();
             }
             if idle < 1 << 16 {
