@@ -23,7 +23,6 @@ pub struct OutOfSpace {
 
 #[derive(Debug)]
 pub struct SymAllocator {
-    size: usize,
     /// offset -> length of each free block; adjacent blocks are always merged.
     free: BTreeMap<usize, usize>,
     /// offset -> length of each allocated block.
@@ -41,11 +40,7 @@ impl SymAllocator {
         if size > 0 {
             free.insert(0, size);
         }
-        SymAllocator { size, free, used: BTreeMap::new() }
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.size
+        SymAllocator { free, used: BTreeMap::new() }
     }
 
     pub fn free_total(&self) -> usize {

@@ -46,11 +46,6 @@ pub fn try_state() -> Option<&'static State> {
     unsafe { STATE.load(Ordering::Acquire).as_ref() }
 }
 
-/// True between a successful init and finalize.
-pub fn is_initialized() -> bool {
-    phase::get() == Phase::Running
-}
-
 #[cold]
 #[inline(never)]
 fn not_running(call: &str) -> ! {

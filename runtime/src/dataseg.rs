@@ -16,7 +16,7 @@
 //! other threads writing globals; PEs running different executables (sizes
 //! differ) get no symmetric data segment, with a warning.
 
-use crate::mem::{map_shared_aligned, memfd};
+use crate::mem::memfd;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -160,11 +160,6 @@ pub fn share_main_data() -> io::Result<Option<DataSegment>> {
         return Err(io::Error::last_os_error());
     }
     Ok(Some(DataSegment { base: start as *mut u8, size, fd: Some(fd) }))
-}
-
-/// Maps a peer's data segment.
-pub fn map_peer_data(fd: &OwnedFd, size: usize) -> io::Result<*mut u8> {
-    map_shared_aligned(fd, size, 1)
 }
 
 #[cfg(test)]

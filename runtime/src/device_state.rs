@@ -93,9 +93,21 @@ pub struct ishmemx_device_team_t {
     pub my_rank: i32,
 }
 
+impl ishmemx_device_team_t {
+    /// The two words of the device team table that hold this entry (the
+    /// table is read and written as 64-bit atomics; little-endian, so the
+    /// first word is `start` then `stride`, the second `size` then
+    /// `my_rank`).
+    pub fn words(&self) -> [u64; 2] {
+        let pair = |lo: i32, hi: i32| (lo as u32 as u64) | ((hi as u32 as u64) << 32);
+        [pair(self.start, self.stride), pair(self.size, self.my_rank)]
+    }
+}
+
 // Layout guard; the C header carries the same numbers as _Static_asserts.
 const _: () = {
     assert!(core::mem::size_of::<ishmemx_device_state_t>() == 128);
+    assert!(core::mem::size_of::<ishmemx_device_team_t>() == 16);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, sync_words) == 120);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, my_pe) == 8);
     assert!(core::mem::offset_of!(ishmemx_device_state_t, heap_base) == 24);

@@ -21,10 +21,14 @@
 //!    [`coll`], [`activeset`], [`lock`], [`ctx`], [`queue`], [`serve`],
 //!    and [`watch`] (the watchdog thread: lost PEs, device faults,
 //!    deadlocks);
-//! 7. the lifecycle: [`core`] (init, finalize, the running state).
+//! 7. the lifecycle: [`core`] (init, finalize, the running state);
+//! 8. the public surface: [`api`], the one public module (re-exports).
 //!
 //! The C ABI (`bindings/c`) and the safe Rust crate (`bindings/rust`) are
-//! thin layers over [`core`] and [`state`]. See `docs/architecture.md`.
+//! thin layers over the lifecycle and the running state; they, the
+//! generator and the launcher reach the runtime through [`api`] alone
+//! (every other module is private to the crate; the `layers` test checks
+//! both). See `docs/architecture.md`.
 
 // The core's entry points take the user's raw pointers and dereference
 // them only after checking that the whole range lies inside a mapped
@@ -33,41 +37,43 @@
 // OpenSHMEM routines they implement.
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
 
-pub mod alloc;
-pub mod collsig;
-pub mod ctrl;
-pub mod device_state;
-pub mod dynlib;
-pub mod env;
-pub mod mem;
-pub mod phase;
-pub mod sync_words;
-pub mod types;
+pub(crate) mod alloc;
+pub(crate) mod collsig;
+pub(crate) mod ctrl;
+pub(crate) mod device_state;
+pub(crate) mod dynlib;
+pub(crate) mod env;
+pub(crate) mod mem;
+pub(crate) mod phase;
+pub(crate) mod sync_words;
+pub(crate) mod types;
 
-pub mod dataseg;
-pub mod error;
-pub mod ring;
-pub mod wait;
+pub(crate) mod dataseg;
+pub(crate) mod error;
+pub(crate) mod ring;
+pub(crate) mod wait;
 
-pub mod device;
-pub mod remote;
+pub(crate) mod device;
+pub(crate) mod remote;
 
-pub mod boot;
+pub(crate) mod boot;
 
-pub mod route;
+pub(crate) mod route;
 
-pub mod activeset;
-pub mod amo;
-pub mod coll;
-pub mod ctx;
-pub mod lock;
-pub mod queue;
-pub mod rma;
-pub mod serve;
-pub mod stage;
-pub mod state;
-pub mod symheap;
-pub mod team;
-pub mod watch;
+pub(crate) mod activeset;
+pub(crate) mod amo;
+pub(crate) mod coll;
+pub(crate) mod ctx;
+pub(crate) mod lock;
+pub(crate) mod queue;
+pub(crate) mod rma;
+pub(crate) mod serve;
+pub(crate) mod stage;
+pub(crate) mod state;
+pub(crate) mod symheap;
+pub(crate) mod team;
+pub(crate) mod watch;
 
-pub mod core;
+pub(crate) mod core;
+
+pub mod api;

@@ -25,6 +25,7 @@ use std::sync::{Mutex, RwLock};
 
 /// Memory a PE keeps mapped while it runs (dropped last, after everything
 /// that points into it).
+#[allow(dead_code, reason = "held for their Drop, which unmaps them; only the control segment is read")]
 pub struct Mappings {
     pub peer_maps: Vec<HeapRegion>,
     pub heap: HeapRegion,

@@ -18,6 +18,7 @@
 
 use crate::collsig::Sig;
 use crate::ctrl::{STAGED_TEAMS, STAGE_SLOTS, TEAM_SLOTS};
+use crate::device_state::ishmemx_device_team_t;
 use crate::error::{fatal, warn};
 use crate::state::State;
 use crate::wait::wait_until;
@@ -44,13 +45,15 @@ impl State {
 
     /// Mirrors a team slot into the device-visible table.
     fn publish_device_team(&self, slot: usize, t: Option<&Team>) {
-        let (a, b) = match t {
-            Some(t) => (
-                (t.start as u32 as u64) | ((t.stride as i32 as u32 as u64) << 32),
-                (t.size as u32 as u64) | ((t.my_rank as u32 as u64) << 32),
-            ),
-            None => (0, 0),
-        };
+        let [a, b] = t.map_or([0, 0], |t| {
+            ishmemx_device_team_t {
+                start: t.start as i32,
+                stride: t.stride as i32,
+                size: t.size as i32,
+                my_rank: t.my_rank as i32,
+            }
+            .words()
+        });
         self.device_teams[2 * slot].store(a, Ordering::Release);
         self.device_teams[2 * slot + 1].store(b, Ordering::Release);
         // A device that keeps its own copy of the table updates it.

@@ -9,10 +9,11 @@
 //! without panicking or hanging; the seed is printed so a failure can be
 //! replayed with `ISHMEM_FUZZ_SEED`.
 
-use ishmem_runtime::boot::wire;
-use ishmem_runtime::collsig::Sig;
-use ishmem_runtime::env::{parse_size, Config, VARS};
-use ishmem_runtime::ring::RawMsg;
+use ishmem_runtime::api::launch::{wire, RawMsg, Sig};
+use ishmem_runtime::api::{
+    abi::VARS,
+    launch::{parse_size, Config},
+};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 

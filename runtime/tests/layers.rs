@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["route"],
     &["state", "rma", "amo", "symheap", "team", "coll", "activeset", "lock", "ctx", "queue", "serve", "stage", "watch"],
     &["core"],
+    &["api"],
 ];
 
 fn src() -> PathBuf {
@@ -131,7 +132,10 @@ fn the_import_graph_has_no_cycle() {
         }
     }
     for (m, deps) in &g {
-        assert!(!deps.contains("core"), "{m} imports core (the lifecycle is the top of the runtime)");
+        assert!(
+            m == "api" || !deps.contains("core"),
+            "{m} imports core (the lifecycle is the top of the runtime; only the public surface re-exports it)"
+        );
     }
 }
 
@@ -268,4 +272,59 @@ fn foreign_libraries_load_through_one_loader() {
         let found: Vec<String> = containing(needle).into_iter().filter(|f| f != "dynlib.rs").collect();
         assert!(found.is_empty(), "`{needle}` outside dynlib.rs: {found:?}");
     }
+}
+
+#[test]
+fn only_the_api_module_is_public() {
+    // `src/lib.rs` declares `api` public and every other module
+    // crate-private: what the bindings and the launcher may use is one
+    // module's list of re-exports.
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let mut public = Vec::new();
+    for line in lib.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("pub use ")) {
+            public.push(rest.trim_end_matches(';').to_string());
+        }
+    }
+    assert_eq!(public, vec!["api".to_string()], "lib.rs makes more than `api` public");
+}
+
+#[test]
+fn code_outside_the_runtime_uses_only_the_api() {
+    // The bindings, the generator, the launcher, the runtime's own
+    // integration tests and the test programs name `ishmem_runtime::api`
+    // and nothing else of the runtime.
+    let root = src().join("../..");
+    let mut all = Vec::new();
+    for dir in
+        ["bindings/c/src", "bindings/rust/src", "bindings/gen/src", "runtime/ishmrun/src", "runtime/tests", "tests"]
+    {
+        let d = root.join(dir);
+        if d.is_dir() {
+            files(&d, &mut all);
+        }
+    }
+    assert!(all.len() > 10, "found too few source files under {}", root.display());
+    let mut bad = Vec::new();
+    // This file names the crate in its needles.
+    all.retain(|f| !f.ends_with("runtime/tests/layers.rs"));
+    for f in &all {
+        let c = code(f);
+        for (i, _) in c.match_indices("ishmem_runtime::") {
+            let rest = &c[i + "ishmem_runtime::".len()..];
+            let ok = rest.starts_with("api::")
+                || rest.starts_with("api;")
+                || rest.starts_with("api as ")
+                || rest.starts_with("api}")
+                || rest.starts_with("api,")
+                || rest.starts_with("{api");
+            if !ok {
+                let name: String = rest.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').collect();
+                bad.push(format!("{}: ishmem_runtime::{name}", f.strip_prefix(&root).unwrap_or(f).display()));
+            }
+        }
+    }
+    bad.sort();
+    bad.dedup();
+    assert!(bad.is_empty(), "runtime modules named outside the runtime (use ishmem_runtime::api):\n{}", bad.join("\n"));
 }

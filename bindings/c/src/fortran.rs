@@ -10,7 +10,7 @@
 //! the convention of gfortran, Intel Fortran, flang and nvfortran.
 
 use crate::plain_shmem as ps;
-use ishmem_runtime::error::fatal;
+use ishmem_runtime::api::fatal;
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 /// Reads default integer argument `arg` of `call`.

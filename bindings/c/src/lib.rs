@@ -44,6 +44,6 @@ pub(crate) fn guard<R>(call: &'static str, f: impl FnOnce() -> R) -> R {
 #[cold]
 #[inline(never)]
 fn panicked(call: &'static str, p: Box<dyn std::any::Any + Send>) -> ! {
-    let what = ishmem_runtime::error::panic_message(&*p);
-    ishmem_runtime::error::fatal(call, format_args!("internal error (panic): {what}"))
+    let what = ishmem_runtime::api::panic_message(&*p);
+    ishmem_runtime::api::fatal(call, format_args!("internal error (panic): {what}"))
 }

@@ -2,10 +2,7 @@
 //! (and `runtime/src/device_state.rs`) to write `include/ishmem/ishmem_api.h`.
 
 use crate::guard;
-use ishmem_runtime::core::{self, state};
-use ishmem_runtime::device_state::ishmemx_device_state_t;
-use ishmem_runtime::env::DeviceKind;
-use ishmem_runtime::error::fatal;
+use ishmem_runtime::api::{self, fatal, ishmemx_device_state_t, state, DeviceKind};
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 /// Major version of the OpenSHMEM specification implemented.
@@ -15,7 +12,7 @@ pub const ISHMEM_MINOR_VERSION: c_int = 5;
 /// Size of the buffer `ishmem_info_get_name` writes, terminator included.
 pub const ISHMEM_MAX_NAME_LEN: c_int = 256;
 
-const _: () = assert!(ISHMEM_MAJOR_VERSION == core::SPEC_MAJOR && ISHMEM_MINOR_VERSION == core::SPEC_MINOR);
+const _: () = assert!(ISHMEM_MAJOR_VERSION == api::SPEC_MAJOR && ISHMEM_MINOR_VERSION == api::SPEC_MINOR);
 
 /// Initializes the library; collective over all PEs (OpenSHMEM 1.5 §9.1.1).
 #[no_mangle]
@@ -24,14 +21,14 @@ pub extern "C" fn ishmem_init() {
 }
 
 pub(crate) fn init_or_die(call: &'static str) {
-    init_opts_or_die(call, &core::InitOptions::default())
+    init_opts_or_die(call, &api::InitOptions::default())
 }
 
-fn init_opts_or_die(call: &'static str, opts: &core::InitOptions) {
-    match core::init_with(opts) {
+fn init_opts_or_die(call: &'static str, opts: &api::InitOptions) {
+    match api::init_with(opts) {
         Ok(()) => {}
         // The launcher has said why, once for the job.
-        Err(core::InitError::Reported(_)) => ishmem_runtime::error::abort_job(ishmem_runtime::error::ERROR_EXIT_CODE),
+        Err(api::InitError::Reported(_)) => api::abort_job(api::ERROR_EXIT_CODE),
         Err(e) => fatal(call, format_args!("{e}")),
     }
 }
@@ -78,7 +75,7 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
                 fatal(CALL, format_args!("attr is a null pointer"))
             }
             let a = &*attr;
-            let under_ishmrun = ishmem_runtime::env::under_ishmrun();
+            let under_ishmrun = api::under_ishmrun();
             match a.runtime {
             ISHMEMX_RUNTIME_MPI | ISHMEMX_RUNTIME_OPENSHMEM | ISHMEMX_RUNTIME_ISHMRUN | ISHMEMX_RUNTIME_SINGLETON => {}
             ISHMEMX_RUNTIME_PMI => fatal(
@@ -104,7 +101,7 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
                     format_args!("mpi_comm was given, but this job was started by ishmrun (start it with mpiexec)"),
                 )
             }
-            let opts = core::InitOptions {
+            let opts = api::InitOptions {
                 force_mpi: a.runtime == ISHMEMX_RUNTIME_MPI && !under_ishmrun && launched_or_comm(a),
                 force_openshmem: a.runtime == ISHMEMX_RUNTIME_OPENSHMEM && !under_ishmrun,
                 app_comm: a.mpi_comm as *const c_void,
@@ -119,7 +116,7 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
 /// (a communicator, or an MPI launcher); a program started without any
 /// launcher stays a singleton.
 fn launched_or_comm(a: &ishmemx_attr_t) -> bool {
-    !a.mpi_comm.is_null() || ishmem_runtime::env::launched_by_mpi()
+    !a.mpi_comm.is_null() || api::launched_by_mpi()
 }
 
 /// How the job bootstrapped (`ishmemx_runtime_type_t`).
@@ -127,10 +124,10 @@ fn launched_or_comm(a: &ishmemx_attr_t) -> bool {
 pub extern "C" fn ishmemx_runtime_get_type() -> c_int {
     const CALL: &str = "ishmemx_runtime_get_type";
     guard(CALL, || match state(CALL).runtime() {
-        core::Runtime::Mpi => ISHMEMX_RUNTIME_MPI,
-        core::Runtime::OpenShmem => ISHMEMX_RUNTIME_OPENSHMEM,
-        core::Runtime::Ishmrun => ISHMEMX_RUNTIME_ISHMRUN,
-        core::Runtime::Singleton => ISHMEMX_RUNTIME_SINGLETON,
+        api::Runtime::Mpi => ISHMEMX_RUNTIME_MPI,
+        api::Runtime::OpenShmem => ISHMEMX_RUNTIME_OPENSHMEM,
+        api::Runtime::Ishmrun => ISHMEMX_RUNTIME_ISHMRUN,
+        api::Runtime::Singleton => ISHMEMX_RUNTIME_SINGLETON,
     })
 }
 
@@ -138,7 +135,7 @@ pub extern "C" fn ishmemx_runtime_get_type() -> c_int {
 /// collective (§9.1.5). Also run at exit if the program did not call it.
 #[no_mangle]
 pub extern "C" fn ishmem_finalize() {
-    guard("ishmem_finalize", core::finalize)
+    guard("ishmem_finalize", api::finalize)
 }
 
 /// This PE's number in the world team (§9.1.2).
@@ -161,8 +158,8 @@ pub(crate) unsafe fn info_get_version(call: &'static str, major: *mut c_int, min
             if major.is_null() || minor.is_null() {
                 fatal(call, format_args!("major or minor is a null pointer"))
             }
-            *major = core::SPEC_MAJOR;
-            *minor = core::SPEC_MINOR;
+            *major = api::SPEC_MAJOR;
+            *minor = api::SPEC_MINOR;
         })
     }
 }
@@ -175,7 +172,7 @@ pub(crate) unsafe fn info_get_name(call: &'static str, name: *mut c_char) {
             if name.is_null() {
                 fatal(call, format_args!("name is a null pointer"))
             }
-            let v = core::VENDOR.as_bytes();
+            let v = api::VENDOR.as_bytes();
             let n = v.len().min(ISHMEM_MAX_NAME_LEN as usize - 1);
             std::ptr::copy_nonoverlapping(v.as_ptr(), name as *mut u8, n);
             *name.add(n) = 0;
@@ -279,10 +276,9 @@ pub const ISHMEM_SIGNAL_SET: c_int = 0;
 pub const ISHMEM_SIGNAL_ADD: c_int = 1;
 
 const _: () = {
-    use ishmem_runtime::amo as a;
-    assert!(ISHMEM_CMP_EQ == a::CMP_EQ && ISHMEM_CMP_NE == a::CMP_NE && ISHMEM_CMP_GT == a::CMP_GT);
-    assert!(ISHMEM_CMP_GE == a::CMP_GE && ISHMEM_CMP_LT == a::CMP_LT && ISHMEM_CMP_LE == a::CMP_LE);
-    assert!(ISHMEM_SIGNAL_SET == a::SIGNAL_SET && ISHMEM_SIGNAL_ADD == a::SIGNAL_ADD);
+    assert!(ISHMEM_CMP_EQ == api::CMP_EQ && ISHMEM_CMP_NE == api::CMP_NE && ISHMEM_CMP_GT == api::CMP_GT);
+    assert!(ISHMEM_CMP_GE == api::CMP_GE && ISHMEM_CMP_LT == api::CMP_LT && ISHMEM_CMP_LE == api::CMP_LE);
+    assert!(ISHMEM_SIGNAL_SET == api::SIGNAL_SET && ISHMEM_SIGNAL_ADD == api::SIGNAL_ADD);
 };
 
 /// Atomically reads a local signal (§9.8.3).
@@ -327,9 +323,8 @@ pub const ISHMEM_TEAM_INVALID: ishmem_team_t = -1;
 pub const ISHMEM_TEAM_NUM_CONTEXTS: c_long = 1;
 
 const _: () = {
-    use ishmem_runtime::team as t;
-    assert!(ISHMEM_TEAM_WORLD == t::TEAM_WORLD && ISHMEM_TEAM_SHARED == t::TEAM_SHARED);
-    assert!(ISHMEMX_TEAM_NODE == t::TEAM_NODE && ISHMEM_TEAM_INVALID == t::TEAM_INVALID);
+    assert!(ISHMEM_TEAM_WORLD == api::TEAM_WORLD && ISHMEM_TEAM_SHARED == api::TEAM_SHARED);
+    assert!(ISHMEMX_TEAM_NODE == api::TEAM_NODE && ISHMEM_TEAM_INVALID == api::TEAM_INVALID);
 };
 
 /// Team creation options (§9.4.3).
@@ -559,7 +554,7 @@ pub(crate) unsafe fn init_thread(call: &'static str, requested: c_int, provided:
                     format_args!("requested thread level {requested} is not one of the THREAD_* constants (0..3)"),
                 )
             }
-            init_opts_or_die(call, &core::InitOptions { requested_thread: requested, ..Default::default() });
+            init_opts_or_die(call, &api::InitOptions { requested_thread: requested, ..Default::default() });
             // Every level is supported on one node (RMA, AMO and wait paths take
             // no locks, so MULTIPLE is also the light path). Across nodes, an
             // application that initialized MPI below MPI_THREAD_MULTIPLE limits
@@ -611,7 +606,7 @@ pub unsafe extern "C" fn ishmem_query_thread(provided: *mut c_int) {
 /// Ends every PE of the job with `status` (§9.1.6).
 #[no_mangle]
 pub extern "C" fn ishmem_global_exit(status: c_int) {
-    guard("ishmem_global_exit", || ishmem_runtime::error::global_exit(status))
+    guard("ishmem_global_exit", || api::global_exit(status))
 }
 
 /// 1 when `pe` is a PE of the job this PE can communicate with (§9.2.3).
@@ -639,7 +634,7 @@ pub extern "C" fn ishmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c
     guard(call, || {
         let known = ISHMEM_MALLOC_ATOMICS_REMOTE | ISHMEM_MALLOC_SIGNAL_REMOTE;
         if hints & !known != 0 {
-            ishmem_runtime::error::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
+            api::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
         }
         state(call).malloc(call, size).cast()
     })
@@ -666,9 +661,8 @@ pub extern "C" fn ishmemx_test_lock(lock: *mut c_long) -> c_int {
 
 // ----- device backend: native handles, programs, device queues ----------
 
-use ishmem_runtime::device::{
-    Native, QueueColl, QueueOp, COLL_ALLTOALL, COLL_BROADCAST, COLL_COLLECT, COLL_FCOLLECT, COLL_TEAM_SYNC,
-};
+use ishmem_runtime::api::codes::{COLL_ALLTOALL, COLL_BROADCAST, COLL_COLLECT, COLL_FCOLLECT, COLL_TEAM_SYNC};
+use ishmem_runtime::api::{Native, QueueColl, QueueOp};
 
 /// This PE's OpenCL context (a `cl_context`), opened on first use together
 /// with the device library; the OpenCL runtime is loaded only then.
@@ -738,7 +732,7 @@ pub unsafe extern "C" fn ishmemx_cl_link_program_in(
 
 /// The state of a PE whose device is `kind`; any other device stops the
 /// job naming both, then `hint` (what to do instead).
-fn state_of_kind(call: &'static str, kind: DeviceKind, hint: &str) -> &'static ishmem_runtime::state::State {
+fn state_of_kind(call: &'static str, kind: DeviceKind, hint: &str) -> &'static api::State {
     let st = state(call);
     if st.device_kind() != kind {
         fatal(call, format_args!("this PE's device is {}, not {}{hint}", st.device_name(), kind.name()))
@@ -747,12 +741,12 @@ fn state_of_kind(call: &'static str, kind: DeviceKind, hint: &str) -> &'static i
 }
 
 /// The state of a PE whose device is Level Zero (`ISHMEM_DEVICE=ze`).
-fn ze_state(call: &'static str) -> &'static ishmem_runtime::state::State {
+fn ze_state(call: &'static str) -> &'static api::State {
     state_of_kind(call, DeviceKind::Ze, " (set ISHMEM_DEVICE=ze)")
 }
 
 /// The state of a PE whose device is CUDA, for the `_on_stream` routines.
-fn cuda_state(call: &'static str) -> &'static ishmem_runtime::state::State {
+fn cuda_state(call: &'static str) -> &'static api::State {
     state_of_kind(
         call,
         DeviceKind::Cuda,
@@ -1111,7 +1105,7 @@ pub extern "C" fn ishmemx_alltoallmem_on_stream(
 
 // ----- the CUDA device library's registration ----------------------------
 
-pub use ishmem_runtime::device::cuda::ishmemx_cuda_device_library_t;
+pub use ishmem_runtime::api::ishmemx_cuda_device_library_t;
 
 /// Called by the CUDA device library (`libishmem_device.a`) from a
 /// constructor of the program that links it, before `main`: tells the
@@ -1126,7 +1120,7 @@ pub unsafe extern "C" fn ishmemx_cuda_register_device_library(lib: *const ishmem
     guard(CALL, || {
         // SAFETY: the caller's contract.
         let Some(lib) = (unsafe { lib.as_ref() }) else { fatal(CALL, format_args!("lib is a null pointer")) };
-        if let Err(e) = ishmem_runtime::device::cuda::register_library(lib) {
+        if let Err(e) = api::register_library(lib) {
             fatal(CALL, format_args!("{e}"))
         }
     })

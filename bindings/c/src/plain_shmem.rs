@@ -4,7 +4,7 @@
 
 use crate::guard;
 use crate::plain::{info_get_name, info_get_version, init_or_die};
-use ishmem_runtime::core::{self, state};
+use ishmem_runtime::api::{self, state};
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 /// Major version of the OpenSHMEM specification implemented.
@@ -15,8 +15,8 @@ pub const SHMEM_MINOR_VERSION: c_int = 5;
 pub const SHMEM_MAX_NAME_LEN: c_int = 256;
 
 const _: () = assert!(
-    SHMEM_MAJOR_VERSION == core::SPEC_MAJOR
-        && SHMEM_MINOR_VERSION == core::SPEC_MINOR
+    SHMEM_MAJOR_VERSION == api::SPEC_MAJOR
+        && SHMEM_MINOR_VERSION == api::SPEC_MINOR
         && SHMEM_MAX_NAME_LEN == crate::plain::ISHMEM_MAX_NAME_LEN
 );
 
@@ -29,7 +29,7 @@ pub extern "C" fn shmem_init() {
 /// Completes all operations and releases resources; collective (§9.1.5).
 #[no_mangle]
 pub extern "C" fn shmem_finalize() {
-    guard("shmem_finalize", core::finalize)
+    guard("shmem_finalize", api::finalize)
 }
 
 /// This PE's number (§9.1.2).
@@ -319,7 +319,7 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
 /// Ends every PE of the job with `status` (§9.1.6).
 #[no_mangle]
 pub extern "C" fn shmem_global_exit(status: c_int) {
-    guard("shmem_global_exit", || ishmem_runtime::error::global_exit(status))
+    guard("shmem_global_exit", || api::global_exit(status))
 }
 
 /// 1 when `pe` can be communicated with (§9.2.3).
@@ -346,7 +346,7 @@ pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c_
     guard(call, || {
         let known = SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE;
         if hints & !known != 0 {
-            ishmem_runtime::error::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
+            api::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
         }
         state(call).malloc(call, size).cast()
     })
@@ -379,9 +379,8 @@ pub const SHMEM_CTX_PRIVATE: c_long = 2;
 pub const SHMEM_CTX_NOSTORE: c_long = 4;
 
 const _: () = {
-    use ishmem_runtime::ctx as c;
-    assert!(SHMEM_CTX_SERIALIZED == c::CTX_SERIALIZED && SHMEM_CTX_PRIVATE == c::CTX_PRIVATE);
-    assert!(SHMEM_CTX_NOSTORE == c::CTX_NOSTORE);
+    assert!(SHMEM_CTX_SERIALIZED == api::CTX_SERIALIZED && SHMEM_CTX_PRIVATE == api::CTX_PRIVATE);
+    assert!(SHMEM_CTX_NOSTORE == api::CTX_NOSTORE);
 };
 
 pub(crate) unsafe fn create_ctx(
@@ -392,7 +391,7 @@ pub(crate) unsafe fn create_ctx(
     unsafe {
         guard(call, || {
             if ctx.is_null() {
-                ishmem_runtime::error::fatal(call, format_args!("ctx is a null pointer"))
+                api::fatal(call, format_args!("ctx is a null pointer"))
             }
             match state(call).ctx_create(call, team, options) {
                 Some(h) => {
@@ -400,7 +399,7 @@ pub(crate) unsafe fn create_ctx(
                     0
                 }
                 None => {
-                    *ctx = ishmem_runtime::ctx::CTX_INVALID as shmem_ctx_t;
+                    *ctx = api::CTX_INVALID as shmem_ctx_t;
                     -1
                 }
             }
@@ -442,10 +441,10 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, team: *mut shmem_t
         let call = "shmem_ctx_get_team";
         guard(call, || {
             if team.is_null() {
-                ishmem_runtime::error::fatal(call, format_args!("team is a null pointer"))
+                api::fatal(call, format_args!("team is a null pointer"))
             }
-            if ctx as usize == ishmem_runtime::ctx::CTX_INVALID {
-                *team = ishmem_runtime::ctx::NO_TEAM;
+            if ctx as usize == api::CTX_INVALID {
+                *team = api::NO_TEAM;
                 return -1;
             }
             *team = state(call).ctx_team_handle(call, ctx as usize);
@@ -519,7 +518,7 @@ pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
 pub extern "C" fn shmem_barrier(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
     let call = "shmem_barrier";
     guard(call, || {
-        use ishmem_runtime::coll::Group;
+        use ishmem_runtime::api::Group;
         let st = state(call);
         let a = st.active_set(call, PE_start, logPE_stride, PE_size, pSync.cast());
         st.quiet();
@@ -571,7 +570,7 @@ pub extern "C" fn shmem_udcflush_line(dest: *mut c_void) {
 pub extern "C" fn shmem_sync(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
     let call = "shmem_sync";
     guard(call, || {
-        use ishmem_runtime::coll::Group;
+        use ishmem_runtime::api::Group;
         let st = state(call);
         st.active_set(call, PE_start, logPE_stride, PE_size, pSync.cast()).sync(st);
     })

@@ -9,7 +9,7 @@
 use crate::guard;
 use crate::plain::{info_get_name, info_get_version, init_or_die};
 use crate::plain_shmem::*;
-use ishmem_runtime::core::{self, state};
+use ishmem_runtime::api::{self, state};
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 /// Initializes the library; collective (§9.1.1).
@@ -21,7 +21,7 @@ pub extern "C" fn pshmem_init() {
 /// Completes all operations and releases resources; collective (§9.1.5).
 #[no_mangle]
 pub extern "C" fn pshmem_finalize() {
-    guard("shmem_finalize", core::finalize)
+    guard("shmem_finalize", api::finalize)
 }
 
 /// This PE's number (§9.1.2).
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn pshmem_query_thread(provided: *mut c_int) {
 /// Ends every PE of the job with `status` (§9.1.6).
 #[no_mangle]
 pub extern "C" fn pshmem_global_exit(status: c_int) {
-    guard("shmem_global_exit", || ishmem_runtime::error::global_exit(status))
+    guard("shmem_global_exit", || api::global_exit(status))
 }
 
 /// 1 when `pe` can be communicated with (§9.2.3).
@@ -281,7 +281,7 @@ pub extern "C" fn pshmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c
     guard(call, || {
         let known = SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE;
         if hints & !known != 0 {
-            ishmem_runtime::error::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
+            api::warn(format_args!("{call}: unknown hint bits {:#x} are ignored", hints & !known));
         }
         state(call).malloc(call, size).cast()
     })
@@ -339,10 +339,10 @@ pub unsafe extern "C" fn pshmem_ctx_get_team(ctx: shmem_ctx_t, team: *mut shmem_
         let call = "shmem_ctx_get_team";
         guard(call, || {
             if team.is_null() {
-                ishmem_runtime::error::fatal(call, format_args!("team is a null pointer"))
+                api::fatal(call, format_args!("team is a null pointer"))
             }
-            if ctx as usize == ishmem_runtime::ctx::CTX_INVALID {
-                *team = ishmem_runtime::ctx::NO_TEAM;
+            if ctx as usize == api::CTX_INVALID {
+                *team = api::NO_TEAM;
                 return -1;
             }
             *team = state(call).ctx_team_handle(call, ctx as usize);
@@ -371,7 +371,7 @@ pub extern "C" fn pshmem_ctx_quiet(ctx: shmem_ctx_t) {
 pub extern "C" fn pshmem_barrier(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
     let call = "shmem_barrier";
     guard(call, || {
-        use ishmem_runtime::coll::Group;
+        use ishmem_runtime::api::Group;
         let st = state(call);
         let a = st.active_set(call, PE_start, logPE_stride, PE_size, pSync.cast());
         st.quiet();
@@ -423,7 +423,7 @@ pub extern "C" fn pshmem_udcflush_line(dest: *mut c_void) {
 pub extern "C" fn pshmem_sync(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
     let call = "shmem_sync";
     guard(call, || {
-        use ishmem_runtime::coll::Group;
+        use ishmem_runtime::api::Group;
         let st = state(call);
         st.active_set(call, PE_start, logPE_stride, PE_size, pSync.cast()).sync(st);
     })

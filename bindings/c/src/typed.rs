@@ -5,7 +5,7 @@
 
 use crate::typed_impl as ti;
 #[allow(unused_imports)]
-use ishmem_runtime::types::AmoOp;
+use ishmem_runtime::api::{codes, AmoOp};
 #[allow(unused_imports)]
 use std::ffi::{
     c_char, c_int, c_long, c_longlong, c_schar, c_short, c_uchar, c_uint, c_ulong, c_ulonglong, c_ushort, c_void,
@@ -15238,13 +15238,13 @@ pub unsafe extern "C" fn ishmemx_float_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_F32,
+            codes::ELEM_F32,
             0,
             stream,
         )
@@ -15264,13 +15264,13 @@ pub unsafe extern "C" fn ishmemx_float_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F32,
+            codes::ELEM_F32,
             0,
             stream,
         )
@@ -15290,13 +15290,13 @@ pub unsafe extern "C" fn ishmemx_float_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F32,
+            codes::ELEM_F32,
             0,
             stream,
         )
@@ -15316,13 +15316,13 @@ pub unsafe extern "C" fn ishmemx_float_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F32,
+            codes::ELEM_F32,
             0,
             stream,
         )
@@ -15342,13 +15342,13 @@ pub unsafe extern "C" fn ishmemx_double_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_F64,
+            codes::ELEM_F64,
             0,
             stream,
         )
@@ -15368,13 +15368,13 @@ pub unsafe extern "C" fn ishmemx_double_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F64,
+            codes::ELEM_F64,
             0,
             stream,
         )
@@ -15394,13 +15394,13 @@ pub unsafe extern "C" fn ishmemx_double_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F64,
+            codes::ELEM_F64,
             0,
             stream,
         )
@@ -15420,13 +15420,13 @@ pub unsafe extern "C" fn ishmemx_double_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F64,
+            codes::ELEM_F64,
             0,
             stream,
         )
@@ -15446,13 +15446,13 @@ pub unsafe extern "C" fn ishmemx_char_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15472,13 +15472,13 @@ pub unsafe extern "C" fn ishmemx_char_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15498,13 +15498,13 @@ pub unsafe extern "C" fn ishmemx_char_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15524,13 +15524,13 @@ pub unsafe extern "C" fn ishmemx_char_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15550,13 +15550,13 @@ pub unsafe extern "C" fn ishmemx_schar_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15576,13 +15576,13 @@ pub unsafe extern "C" fn ishmemx_schar_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15602,13 +15602,13 @@ pub unsafe extern "C" fn ishmemx_schar_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15628,13 +15628,13 @@ pub unsafe extern "C" fn ishmemx_schar_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -15654,13 +15654,13 @@ pub unsafe extern "C" fn ishmemx_short_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -15680,13 +15680,13 @@ pub unsafe extern "C" fn ishmemx_short_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -15706,13 +15706,13 @@ pub unsafe extern "C" fn ishmemx_short_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -15732,13 +15732,13 @@ pub unsafe extern "C" fn ishmemx_short_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -15758,13 +15758,13 @@ pub unsafe extern "C" fn ishmemx_int_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -15784,13 +15784,13 @@ pub unsafe extern "C" fn ishmemx_int_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -15810,13 +15810,13 @@ pub unsafe extern "C" fn ishmemx_int_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -15836,13 +15836,13 @@ pub unsafe extern "C" fn ishmemx_int_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -15862,13 +15862,13 @@ pub unsafe extern "C" fn ishmemx_long_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -15888,13 +15888,13 @@ pub unsafe extern "C" fn ishmemx_long_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -15914,13 +15914,13 @@ pub unsafe extern "C" fn ishmemx_long_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -15940,13 +15940,13 @@ pub unsafe extern "C" fn ishmemx_long_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -15966,13 +15966,13 @@ pub unsafe extern "C" fn ishmemx_longlong_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -15992,13 +15992,13 @@ pub unsafe extern "C" fn ishmemx_longlong_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -16018,13 +16018,13 @@ pub unsafe extern "C" fn ishmemx_longlong_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -16044,13 +16044,13 @@ pub unsafe extern "C" fn ishmemx_longlong_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -16070,13 +16070,13 @@ pub unsafe extern "C" fn ishmemx_uchar_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -16096,13 +16096,13 @@ pub unsafe extern "C" fn ishmemx_uchar_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -16122,13 +16122,13 @@ pub unsafe extern "C" fn ishmemx_uchar_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -16148,13 +16148,13 @@ pub unsafe extern "C" fn ishmemx_uchar_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -16174,13 +16174,13 @@ pub unsafe extern "C" fn ishmemx_ushort_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -16200,13 +16200,13 @@ pub unsafe extern "C" fn ishmemx_ushort_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -16226,13 +16226,13 @@ pub unsafe extern "C" fn ishmemx_ushort_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -16252,13 +16252,13 @@ pub unsafe extern "C" fn ishmemx_ushort_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -16278,13 +16278,13 @@ pub unsafe extern "C" fn ishmemx_uint_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -16304,13 +16304,13 @@ pub unsafe extern "C" fn ishmemx_uint_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -16330,13 +16330,13 @@ pub unsafe extern "C" fn ishmemx_uint_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -16356,13 +16356,13 @@ pub unsafe extern "C" fn ishmemx_uint_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -16382,13 +16382,13 @@ pub unsafe extern "C" fn ishmemx_ulong_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16408,13 +16408,13 @@ pub unsafe extern "C" fn ishmemx_ulong_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16434,13 +16434,13 @@ pub unsafe extern "C" fn ishmemx_ulong_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16460,13 +16460,13 @@ pub unsafe extern "C" fn ishmemx_ulong_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16486,13 +16486,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16512,13 +16512,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16538,13 +16538,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16564,13 +16564,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -16590,13 +16590,13 @@ pub unsafe extern "C" fn ishmemx_int8_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -16616,13 +16616,13 @@ pub unsafe extern "C" fn ishmemx_int8_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -16642,13 +16642,13 @@ pub unsafe extern "C" fn ishmemx_int8_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -16668,13 +16668,13 @@ pub unsafe extern "C" fn ishmemx_int8_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -16694,13 +16694,13 @@ pub unsafe extern "C" fn ishmemx_int16_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -16720,13 +16720,13 @@ pub unsafe extern "C" fn ishmemx_int16_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -16746,13 +16746,13 @@ pub unsafe extern "C" fn ishmemx_int16_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -16772,13 +16772,13 @@ pub unsafe extern "C" fn ishmemx_int16_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -16798,13 +16798,13 @@ pub unsafe extern "C" fn ishmemx_int32_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -16824,13 +16824,13 @@ pub unsafe extern "C" fn ishmemx_int32_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -16850,13 +16850,13 @@ pub unsafe extern "C" fn ishmemx_int32_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -16876,13 +16876,13 @@ pub unsafe extern "C" fn ishmemx_int32_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -16902,13 +16902,13 @@ pub unsafe extern "C" fn ishmemx_int64_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -16928,13 +16928,13 @@ pub unsafe extern "C" fn ishmemx_int64_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -16954,13 +16954,13 @@ pub unsafe extern "C" fn ishmemx_int64_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -16980,13 +16980,13 @@ pub unsafe extern "C" fn ishmemx_int64_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -17006,13 +17006,13 @@ pub unsafe extern "C" fn ishmemx_uint8_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -17032,13 +17032,13 @@ pub unsafe extern "C" fn ishmemx_uint8_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -17058,13 +17058,13 @@ pub unsafe extern "C" fn ishmemx_uint8_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -17084,13 +17084,13 @@ pub unsafe extern "C" fn ishmemx_uint8_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -17110,13 +17110,13 @@ pub unsafe extern "C" fn ishmemx_uint16_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -17136,13 +17136,13 @@ pub unsafe extern "C" fn ishmemx_uint16_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -17162,13 +17162,13 @@ pub unsafe extern "C" fn ishmemx_uint16_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -17188,13 +17188,13 @@ pub unsafe extern "C" fn ishmemx_uint16_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -17214,13 +17214,13 @@ pub unsafe extern "C" fn ishmemx_uint32_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -17240,13 +17240,13 @@ pub unsafe extern "C" fn ishmemx_uint32_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -17266,13 +17266,13 @@ pub unsafe extern "C" fn ishmemx_uint32_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -17292,13 +17292,13 @@ pub unsafe extern "C" fn ishmemx_uint32_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -17318,13 +17318,13 @@ pub unsafe extern "C" fn ishmemx_uint64_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17344,13 +17344,13 @@ pub unsafe extern "C" fn ishmemx_uint64_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17370,13 +17370,13 @@ pub unsafe extern "C" fn ishmemx_uint64_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17396,13 +17396,13 @@ pub unsafe extern "C" fn ishmemx_uint64_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17422,13 +17422,13 @@ pub unsafe extern "C" fn ishmemx_size_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17448,13 +17448,13 @@ pub unsafe extern "C" fn ishmemx_size_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17474,13 +17474,13 @@ pub unsafe extern "C" fn ishmemx_size_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17500,13 +17500,13 @@ pub unsafe extern "C" fn ishmemx_size_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -17526,13 +17526,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_broadcast_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_broadcast_on_stream",
-            ishmem_runtime::device::COLL_BROADCAST,
+            codes::COLL_BROADCAST,
             team,
             dest,
             source,
             nelems,
             PE_root,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -17552,13 +17552,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_collect_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_collect_on_stream",
-            ishmem_runtime::device::COLL_COLLECT,
+            codes::COLL_COLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -17578,13 +17578,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_fcollect_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_fcollect_on_stream",
-            ishmem_runtime::device::COLL_FCOLLECT,
+            codes::COLL_FCOLLECT,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -17604,13 +17604,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_alltoall_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_alltoall_on_stream",
-            ishmem_runtime::device::COLL_ALLTOALL,
+            codes::COLL_ALLTOALL,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -17630,14 +17630,14 @@ pub unsafe extern "C" fn ishmemx_float_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F32,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_F32,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -17656,14 +17656,14 @@ pub unsafe extern "C" fn ishmemx_float_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F32,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_F32,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -17682,13 +17682,13 @@ pub unsafe extern "C" fn ishmemx_float_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F32,
+            codes::ELEM_F32,
             0,
             stream,
         )
@@ -17708,13 +17708,13 @@ pub unsafe extern "C" fn ishmemx_float_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F32,
+            codes::ELEM_F32,
             0,
             stream,
         )
@@ -17734,14 +17734,14 @@ pub unsafe extern "C" fn ishmemx_double_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_F64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -17760,14 +17760,14 @@ pub unsafe extern "C" fn ishmemx_double_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_F64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -17786,13 +17786,13 @@ pub unsafe extern "C" fn ishmemx_double_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F64,
+            codes::ELEM_F64,
             0,
             stream,
         )
@@ -17812,13 +17812,13 @@ pub unsafe extern "C" fn ishmemx_double_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_F64,
+            codes::ELEM_F64,
             0,
             stream,
         )
@@ -17838,14 +17838,14 @@ pub unsafe extern "C" fn ishmemx_char_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I8,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -17864,14 +17864,14 @@ pub unsafe extern "C" fn ishmemx_char_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I8,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -17890,13 +17890,13 @@ pub unsafe extern "C" fn ishmemx_char_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -17916,13 +17916,13 @@ pub unsafe extern "C" fn ishmemx_char_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -17942,14 +17942,14 @@ pub unsafe extern "C" fn ishmemx_schar_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I8,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -17968,14 +17968,14 @@ pub unsafe extern "C" fn ishmemx_schar_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I8,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -17994,13 +17994,13 @@ pub unsafe extern "C" fn ishmemx_schar_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -18020,13 +18020,13 @@ pub unsafe extern "C" fn ishmemx_schar_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -18046,14 +18046,14 @@ pub unsafe extern "C" fn ishmemx_short_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I16,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18072,14 +18072,14 @@ pub unsafe extern "C" fn ishmemx_short_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I16,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18098,13 +18098,13 @@ pub unsafe extern "C" fn ishmemx_short_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -18124,13 +18124,13 @@ pub unsafe extern "C" fn ishmemx_short_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -18150,14 +18150,14 @@ pub unsafe extern "C" fn ishmemx_int_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I32,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18176,14 +18176,14 @@ pub unsafe extern "C" fn ishmemx_int_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I32,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18202,13 +18202,13 @@ pub unsafe extern "C" fn ishmemx_int_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -18228,13 +18228,13 @@ pub unsafe extern "C" fn ishmemx_int_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -18254,14 +18254,14 @@ pub unsafe extern "C" fn ishmemx_long_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18280,14 +18280,14 @@ pub unsafe extern "C" fn ishmemx_long_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18306,13 +18306,13 @@ pub unsafe extern "C" fn ishmemx_long_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -18332,13 +18332,13 @@ pub unsafe extern "C" fn ishmemx_long_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -18358,14 +18358,14 @@ pub unsafe extern "C" fn ishmemx_longlong_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18384,14 +18384,14 @@ pub unsafe extern "C" fn ishmemx_longlong_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18410,13 +18410,13 @@ pub unsafe extern "C" fn ishmemx_longlong_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -18436,13 +18436,13 @@ pub unsafe extern "C" fn ishmemx_longlong_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -18462,14 +18462,14 @@ pub unsafe extern "C" fn ishmemx_uchar_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U8,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18488,14 +18488,14 @@ pub unsafe extern "C" fn ishmemx_uchar_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U8,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18514,13 +18514,13 @@ pub unsafe extern "C" fn ishmemx_uchar_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -18540,13 +18540,13 @@ pub unsafe extern "C" fn ishmemx_uchar_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -18566,14 +18566,14 @@ pub unsafe extern "C" fn ishmemx_ushort_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U16,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18592,14 +18592,14 @@ pub unsafe extern "C" fn ishmemx_ushort_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U16,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18618,13 +18618,13 @@ pub unsafe extern "C" fn ishmemx_ushort_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -18644,13 +18644,13 @@ pub unsafe extern "C" fn ishmemx_ushort_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -18670,14 +18670,14 @@ pub unsafe extern "C" fn ishmemx_uint_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U32,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18696,14 +18696,14 @@ pub unsafe extern "C" fn ishmemx_uint_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U32,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18722,13 +18722,13 @@ pub unsafe extern "C" fn ishmemx_uint_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -18748,13 +18748,13 @@ pub unsafe extern "C" fn ishmemx_uint_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -18774,14 +18774,14 @@ pub unsafe extern "C" fn ishmemx_ulong_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18800,14 +18800,14 @@ pub unsafe extern "C" fn ishmemx_ulong_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18826,13 +18826,13 @@ pub unsafe extern "C" fn ishmemx_ulong_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -18852,13 +18852,13 @@ pub unsafe extern "C" fn ishmemx_ulong_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -18878,14 +18878,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -18904,14 +18904,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -18930,13 +18930,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -18956,13 +18956,13 @@ pub unsafe extern "C" fn ishmemx_ulonglong_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -18982,14 +18982,14 @@ pub unsafe extern "C" fn ishmemx_int8_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I8,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19008,14 +19008,14 @@ pub unsafe extern "C" fn ishmemx_int8_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I8,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19034,13 +19034,13 @@ pub unsafe extern "C" fn ishmemx_int8_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -19060,13 +19060,13 @@ pub unsafe extern "C" fn ishmemx_int8_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I8,
+            codes::ELEM_I8,
             0,
             stream,
         )
@@ -19086,14 +19086,14 @@ pub unsafe extern "C" fn ishmemx_int16_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I16,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19112,14 +19112,14 @@ pub unsafe extern "C" fn ishmemx_int16_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I16,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19138,13 +19138,13 @@ pub unsafe extern "C" fn ishmemx_int16_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -19164,13 +19164,13 @@ pub unsafe extern "C" fn ishmemx_int16_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I16,
+            codes::ELEM_I16,
             0,
             stream,
         )
@@ -19190,14 +19190,14 @@ pub unsafe extern "C" fn ishmemx_int32_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I32,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19216,14 +19216,14 @@ pub unsafe extern "C" fn ishmemx_int32_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I32,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19242,13 +19242,13 @@ pub unsafe extern "C" fn ishmemx_int32_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -19268,13 +19268,13 @@ pub unsafe extern "C" fn ishmemx_int32_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I32,
+            codes::ELEM_I32,
             0,
             stream,
         )
@@ -19294,14 +19294,14 @@ pub unsafe extern "C" fn ishmemx_int64_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19320,14 +19320,14 @@ pub unsafe extern "C" fn ishmemx_int64_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19346,13 +19346,13 @@ pub unsafe extern "C" fn ishmemx_int64_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -19372,13 +19372,13 @@ pub unsafe extern "C" fn ishmemx_int64_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -19398,14 +19398,14 @@ pub unsafe extern "C" fn ishmemx_uint8_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U8,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19424,14 +19424,14 @@ pub unsafe extern "C" fn ishmemx_uint8_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U8,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19450,13 +19450,13 @@ pub unsafe extern "C" fn ishmemx_uint8_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -19476,13 +19476,13 @@ pub unsafe extern "C" fn ishmemx_uint8_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U8,
+            codes::ELEM_U8,
             0,
             stream,
         )
@@ -19502,14 +19502,14 @@ pub unsafe extern "C" fn ishmemx_uint16_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U16,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19528,14 +19528,14 @@ pub unsafe extern "C" fn ishmemx_uint16_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U16,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19554,13 +19554,13 @@ pub unsafe extern "C" fn ishmemx_uint16_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -19580,13 +19580,13 @@ pub unsafe extern "C" fn ishmemx_uint16_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U16,
+            codes::ELEM_U16,
             0,
             stream,
         )
@@ -19606,14 +19606,14 @@ pub unsafe extern "C" fn ishmemx_uint32_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U32,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19632,14 +19632,14 @@ pub unsafe extern "C" fn ishmemx_uint32_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U32,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19658,13 +19658,13 @@ pub unsafe extern "C" fn ishmemx_uint32_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -19684,13 +19684,13 @@ pub unsafe extern "C" fn ishmemx_uint32_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U32,
+            codes::ELEM_U32,
             0,
             stream,
         )
@@ -19710,14 +19710,14 @@ pub unsafe extern "C" fn ishmemx_uint64_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19736,14 +19736,14 @@ pub unsafe extern "C" fn ishmemx_uint64_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19762,13 +19762,13 @@ pub unsafe extern "C" fn ishmemx_uint64_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -19788,13 +19788,13 @@ pub unsafe extern "C" fn ishmemx_uint64_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -19814,14 +19814,14 @@ pub unsafe extern "C" fn ishmemx_size_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_U64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19840,14 +19840,14 @@ pub unsafe extern "C" fn ishmemx_size_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_U64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19866,13 +19866,13 @@ pub unsafe extern "C" fn ishmemx_size_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -19892,13 +19892,13 @@ pub unsafe extern "C" fn ishmemx_size_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_U64,
+            codes::ELEM_U64,
             0,
             stream,
         )
@@ -19918,14 +19918,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_max_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_max_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MAX,
+            codes::ELEM_I64,
+            codes::ROP_MAX,
             stream,
         )
     }
@@ -19944,14 +19944,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_min_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_min_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_MIN,
+            codes::ELEM_I64,
+            codes::ROP_MIN,
             stream,
         )
     }
@@ -19970,13 +19970,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_sum_inscan_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_sum_inscan_on_stream",
-            ishmem_runtime::device::COLL_INSCAN,
+            codes::COLL_INSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -19996,13 +19996,13 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_sum_exscan_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_sum_exscan_on_stream",
-            ishmem_runtime::device::COLL_EXSCAN,
+            codes::COLL_EXSCAN,
             team,
             dest,
             source,
             nelems,
             0,
-            ishmem_runtime::device::ELEM_I64,
+            codes::ELEM_I64,
             0,
             stream,
         )
@@ -20022,14 +20022,14 @@ pub unsafe extern "C" fn ishmemx_float_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F32,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_F32,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20048,14 +20048,14 @@ pub unsafe extern "C" fn ishmemx_float_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f32>(
             "ishmemx_float_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F32,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_F32,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20074,14 +20074,14 @@ pub unsafe extern "C" fn ishmemx_double_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_F64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20100,14 +20100,14 @@ pub unsafe extern "C" fn ishmemx_double_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<f64>(
             "ishmemx_double_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_F64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_F64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20126,14 +20126,14 @@ pub unsafe extern "C" fn ishmemx_char_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I8,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20152,14 +20152,14 @@ pub unsafe extern "C" fn ishmemx_char_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_char>(
             "ishmemx_char_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I8,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20178,14 +20178,14 @@ pub unsafe extern "C" fn ishmemx_schar_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I8,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20204,14 +20204,14 @@ pub unsafe extern "C" fn ishmemx_schar_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I8,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20230,14 +20230,14 @@ pub unsafe extern "C" fn ishmemx_short_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I16,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20256,14 +20256,14 @@ pub unsafe extern "C" fn ishmemx_short_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_short>(
             "ishmemx_short_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I16,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20282,14 +20282,14 @@ pub unsafe extern "C" fn ishmemx_int_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I32,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20308,14 +20308,14 @@ pub unsafe extern "C" fn ishmemx_int_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_int>(
             "ishmemx_int_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I32,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20334,14 +20334,14 @@ pub unsafe extern "C" fn ishmemx_long_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20360,14 +20360,14 @@ pub unsafe extern "C" fn ishmemx_long_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_long>(
             "ishmemx_long_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20386,14 +20386,14 @@ pub unsafe extern "C" fn ishmemx_longlong_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20412,14 +20412,14 @@ pub unsafe extern "C" fn ishmemx_longlong_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_longlong>(
             "ishmemx_longlong_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20438,14 +20438,14 @@ pub unsafe extern "C" fn ishmemx_uchar_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U8,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20464,14 +20464,14 @@ pub unsafe extern "C" fn ishmemx_uchar_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U8,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20490,14 +20490,14 @@ pub unsafe extern "C" fn ishmemx_ushort_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U16,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20516,14 +20516,14 @@ pub unsafe extern "C" fn ishmemx_ushort_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U16,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20542,14 +20542,14 @@ pub unsafe extern "C" fn ishmemx_uint_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U32,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20568,14 +20568,14 @@ pub unsafe extern "C" fn ishmemx_uint_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U32,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20594,14 +20594,14 @@ pub unsafe extern "C" fn ishmemx_ulong_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20620,14 +20620,14 @@ pub unsafe extern "C" fn ishmemx_ulong_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20646,14 +20646,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20672,14 +20672,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20698,14 +20698,14 @@ pub unsafe extern "C" fn ishmemx_int8_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I8,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20724,14 +20724,14 @@ pub unsafe extern "C" fn ishmemx_int8_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I8,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20750,14 +20750,14 @@ pub unsafe extern "C" fn ishmemx_int16_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I16,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20776,14 +20776,14 @@ pub unsafe extern "C" fn ishmemx_int16_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I16,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20802,14 +20802,14 @@ pub unsafe extern "C" fn ishmemx_int32_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I32,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20828,14 +20828,14 @@ pub unsafe extern "C" fn ishmemx_int32_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I32,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20854,14 +20854,14 @@ pub unsafe extern "C" fn ishmemx_int64_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20880,14 +20880,14 @@ pub unsafe extern "C" fn ishmemx_int64_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20906,14 +20906,14 @@ pub unsafe extern "C" fn ishmemx_uint8_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U8,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20932,14 +20932,14 @@ pub unsafe extern "C" fn ishmemx_uint8_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U8,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -20958,14 +20958,14 @@ pub unsafe extern "C" fn ishmemx_uint16_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U16,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -20984,14 +20984,14 @@ pub unsafe extern "C" fn ishmemx_uint16_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U16,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -21010,14 +21010,14 @@ pub unsafe extern "C" fn ishmemx_uint32_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U32,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -21036,14 +21036,14 @@ pub unsafe extern "C" fn ishmemx_uint32_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U32,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -21062,14 +21062,14 @@ pub unsafe extern "C" fn ishmemx_uint64_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -21088,14 +21088,14 @@ pub unsafe extern "C" fn ishmemx_uint64_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -21114,14 +21114,14 @@ pub unsafe extern "C" fn ishmemx_size_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_U64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -21140,14 +21140,14 @@ pub unsafe extern "C" fn ishmemx_size_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_U64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -21166,14 +21166,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_sum_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_sum_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_SUM,
+            codes::ELEM_I64,
+            codes::ROP_SUM,
             stream,
         )
     }
@@ -21192,14 +21192,14 @@ pub unsafe extern "C" fn ishmemx_ptrdiff_prod_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<isize>(
             "ishmemx_ptrdiff_prod_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_PROD,
+            codes::ELEM_I64,
+            codes::ROP_PROD,
             stream,
         )
     }
@@ -21218,14 +21218,14 @@ pub unsafe extern "C" fn ishmemx_schar_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_I8,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21244,14 +21244,14 @@ pub unsafe extern "C" fn ishmemx_schar_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_I8,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21270,14 +21270,14 @@ pub unsafe extern "C" fn ishmemx_schar_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_schar>(
             "ishmemx_schar_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_I8,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21296,14 +21296,14 @@ pub unsafe extern "C" fn ishmemx_uchar_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U8,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21322,14 +21322,14 @@ pub unsafe extern "C" fn ishmemx_uchar_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U8,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21348,14 +21348,14 @@ pub unsafe extern "C" fn ishmemx_uchar_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uchar>(
             "ishmemx_uchar_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U8,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21374,14 +21374,14 @@ pub unsafe extern "C" fn ishmemx_ushort_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U16,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21400,14 +21400,14 @@ pub unsafe extern "C" fn ishmemx_ushort_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U16,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21426,14 +21426,14 @@ pub unsafe extern "C" fn ishmemx_ushort_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ushort>(
             "ishmemx_ushort_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U16,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21452,14 +21452,14 @@ pub unsafe extern "C" fn ishmemx_uint_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U32,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21478,14 +21478,14 @@ pub unsafe extern "C" fn ishmemx_uint_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U32,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21504,14 +21504,14 @@ pub unsafe extern "C" fn ishmemx_uint_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_uint>(
             "ishmemx_uint_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U32,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21530,14 +21530,14 @@ pub unsafe extern "C" fn ishmemx_ulong_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U64,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21556,14 +21556,14 @@ pub unsafe extern "C" fn ishmemx_ulong_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U64,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21582,14 +21582,14 @@ pub unsafe extern "C" fn ishmemx_ulong_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulong>(
             "ishmemx_ulong_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U64,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21608,14 +21608,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U64,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21634,14 +21634,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U64,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21660,14 +21660,14 @@ pub unsafe extern "C" fn ishmemx_ulonglong_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<c_ulonglong>(
             "ishmemx_ulonglong_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U64,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21686,14 +21686,14 @@ pub unsafe extern "C" fn ishmemx_int8_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_I8,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21712,14 +21712,14 @@ pub unsafe extern "C" fn ishmemx_int8_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_I8,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21738,14 +21738,14 @@ pub unsafe extern "C" fn ishmemx_int8_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i8>(
             "ishmemx_int8_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I8,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_I8,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21764,14 +21764,14 @@ pub unsafe extern "C" fn ishmemx_int16_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_I16,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21790,14 +21790,14 @@ pub unsafe extern "C" fn ishmemx_int16_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_I16,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21816,14 +21816,14 @@ pub unsafe extern "C" fn ishmemx_int16_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i16>(
             "ishmemx_int16_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I16,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_I16,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21842,14 +21842,14 @@ pub unsafe extern "C" fn ishmemx_int32_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_I32,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21868,14 +21868,14 @@ pub unsafe extern "C" fn ishmemx_int32_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_I32,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21894,14 +21894,14 @@ pub unsafe extern "C" fn ishmemx_int32_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i32>(
             "ishmemx_int32_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I32,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_I32,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21920,14 +21920,14 @@ pub unsafe extern "C" fn ishmemx_int64_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_I64,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -21946,14 +21946,14 @@ pub unsafe extern "C" fn ishmemx_int64_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_I64,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -21972,14 +21972,14 @@ pub unsafe extern "C" fn ishmemx_int64_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<i64>(
             "ishmemx_int64_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_I64,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_I64,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -21998,14 +21998,14 @@ pub unsafe extern "C" fn ishmemx_uint8_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U8,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -22024,14 +22024,14 @@ pub unsafe extern "C" fn ishmemx_uint8_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U8,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -22050,14 +22050,14 @@ pub unsafe extern "C" fn ishmemx_uint8_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u8>(
             "ishmemx_uint8_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U8,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U8,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -22076,14 +22076,14 @@ pub unsafe extern "C" fn ishmemx_uint16_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U16,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -22102,14 +22102,14 @@ pub unsafe extern "C" fn ishmemx_uint16_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U16,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -22128,14 +22128,14 @@ pub unsafe extern "C" fn ishmemx_uint16_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u16>(
             "ishmemx_uint16_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U16,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U16,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -22154,14 +22154,14 @@ pub unsafe extern "C" fn ishmemx_uint32_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U32,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -22180,14 +22180,14 @@ pub unsafe extern "C" fn ishmemx_uint32_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U32,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -22206,14 +22206,14 @@ pub unsafe extern "C" fn ishmemx_uint32_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u32>(
             "ishmemx_uint32_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U32,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U32,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -22232,14 +22232,14 @@ pub unsafe extern "C" fn ishmemx_uint64_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U64,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -22258,14 +22258,14 @@ pub unsafe extern "C" fn ishmemx_uint64_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U64,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -22284,14 +22284,14 @@ pub unsafe extern "C" fn ishmemx_uint64_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<u64>(
             "ishmemx_uint64_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U64,
+            codes::ROP_XOR,
             stream,
         )
     }
@@ -22310,14 +22310,14 @@ pub unsafe extern "C" fn ishmemx_size_and_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_and_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_AND,
+            codes::ELEM_U64,
+            codes::ROP_AND,
             stream,
         )
     }
@@ -22336,14 +22336,14 @@ pub unsafe extern "C" fn ishmemx_size_or_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_or_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_OR,
+            codes::ELEM_U64,
+            codes::ROP_OR,
             stream,
         )
     }
@@ -22362,14 +22362,14 @@ pub unsafe extern "C" fn ishmemx_size_xor_reduce_on_stream(
     unsafe {
         ti::coll_on_stream::<usize>(
             "ishmemx_size_xor_reduce_on_stream",
-            ishmem_runtime::device::COLL_REDUCE,
+            codes::COLL_REDUCE,
             team,
             dest,
             source,
             nreduce,
             0,
-            ishmem_runtime::device::ELEM_U64,
-            ishmem_runtime::device::ROP_XOR,
+            codes::ELEM_U64,
+            codes::ROP_XOR,
             stream,
         )
     }

@@ -1,10 +1,8 @@
 //! Generic bodies of the typed C routines; `typed.rs` instantiates them.
 
 use crate::guard;
-pub use ishmem_runtime::collsig::RedOp;
-use ishmem_runtime::core::state;
-use ishmem_runtime::error::fatal;
-use ishmem_runtime::types::Blocks;
+pub use ishmem_runtime::api::RedOp;
+use ishmem_runtime::api::{fatal, state, Blocks};
 use std::ffi::c_int;
 use std::mem::size_of;
 
@@ -44,7 +42,7 @@ pub unsafe fn coll_on_stream<T>(
     call: &'static str, kind: u32, team: c_int, dest: *mut T, source: *const T, nelems: usize, root: c_int, dtype: u32,
     rop: u32, stream: *mut std::ffi::c_void,
 ) -> c_int {
-    let c = ishmem_runtime::device::QueueColl {
+    let c = ishmem_runtime::api::QueueColl {
         kind,
         team,
         dest: dest.cast(),
@@ -186,8 +184,7 @@ pub struct Bits128([u64; 2]);
 
 // ----- AMOs, signals, point-to-point synchronization ----------------------
 
-use ishmem_runtime::amo::{from_bits, CmpValues, SyncMode};
-use ishmem_runtime::types::AmoOp;
+use ishmem_runtime::api::{from_bits, AmoOp, CmpValues, SyncMode};
 
 #[inline(always)]
 pub fn one<T: Copy>() -> T {
@@ -766,5 +763,5 @@ pub unsafe fn aset_alltoalls<T>(
 pub unsafe fn wait_ne<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, value: T) {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
-    unsafe { wait_until(call, ivar, ishmem_runtime::amo::CMP_NE, value) }
+    unsafe { wait_until(call, ivar, ishmem_runtime::api::CMP_NE, value) }
 }

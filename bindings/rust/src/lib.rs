@@ -32,11 +32,7 @@
 //! a slice ([`SymmVec::local`]) is unsafe, since another PE may write under
 //! the borrow.
 
-use ishmem_runtime::amo::{self as amo_rt, CmpValues, SyncMode};
-use ishmem_runtime::collsig::RedOp;
-use ishmem_runtime::core::{self, state};
-use ishmem_runtime::state::State;
-use ishmem_runtime::types::AmoOp;
+use ishmem_runtime::api::{self, state, AmoOp, CmpValues, RedOp, State, SyncMode};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -130,12 +126,12 @@ pub enum Cmp {
 impl Cmp {
     fn code(self) -> i32 {
         match self {
-            Cmp::Eq => amo_rt::CMP_EQ,
-            Cmp::Ne => amo_rt::CMP_NE,
-            Cmp::Gt => amo_rt::CMP_GT,
-            Cmp::Ge => amo_rt::CMP_GE,
-            Cmp::Lt => amo_rt::CMP_LT,
-            Cmp::Le => amo_rt::CMP_LE,
+            Cmp::Eq => api::CMP_EQ,
+            Cmp::Ne => api::CMP_NE,
+            Cmp::Gt => api::CMP_GT,
+            Cmp::Ge => api::CMP_GE,
+            Cmp::Lt => api::CMP_LT,
+            Cmp::Le => api::CMP_LE,
         }
     }
 }
@@ -150,8 +146,8 @@ pub enum SignalOp {
 impl SignalOp {
     fn code(self) -> i32 {
         match self {
-            SignalOp::Set => amo_rt::SIGNAL_SET,
-            SignalOp::Add => amo_rt::SIGNAL_ADD,
+            SignalOp::Set => api::SIGNAL_SET,
+            SignalOp::Add => api::SIGNAL_ADD,
         }
     }
 }
@@ -171,7 +167,7 @@ impl Ishmem {
         if HANDLE_TAKEN.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return Err(Error::AlreadyInitialized);
         }
-        core::init().map_err(|e| {
+        api::init().map_err(|e| {
             HANDLE_TAKEN.store(false, std::sync::atomic::Ordering::SeqCst);
             Error::Init(e.to_string())
         })?;
@@ -203,7 +199,7 @@ impl Ishmem {
         let bytes = len.checked_mul(size_of::<T>()).ok_or(Error::OutOfMemory { requested: usize::MAX })?;
         let align = align.max(std::mem::align_of::<T>()).max(size_of::<usize>());
         let call = "ishmem::Ishmem::alloc";
-        let p = if align <= ishmem_runtime::alloc::MIN_ALIGN {
+        let p = if align <= api::MIN_ALIGN {
             self.st.calloc(call, len, size_of::<T>())
         } else {
             let p = self.st.align(call, align, bytes);
@@ -250,7 +246,7 @@ impl Ishmem {
         }
         match NonNull::new(ptr) {
             Some(ptr) => SymmVec { ptr, len, shmem: self, owned: false },
-            None => ishmem_runtime::error::fatal(call, format_args!("ptr is a null pointer")),
+            None => api::fatal(call, format_args!("ptr is a null pointer")),
         }
     }
 
@@ -280,7 +276,7 @@ impl Ishmem {
 
 impl Drop for Ishmem {
     fn drop(&mut self) {
-        core::finalize();
+        api::finalize();
     }
 }
 
@@ -325,7 +321,7 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
     #[track_caller]
     fn range(&self, call: &str, offset: usize, n: usize) {
         if offset.checked_add(n).is_none_or(|end| end > self.len) {
-            ishmem_runtime::error::fatal(
+            api::fatal(
                 call,
                 format_args!(
                     "elements {offset}..{} are out of bounds of a symmetric vector of {} elements",
@@ -420,7 +416,7 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
 
     fn host_view(&self, call: &str) {
         if self.owned && !self.shmem.st.heap_host_direct() {
-            ishmem_runtime::error::fatal(
+            api::fatal(
                 call,
                 format_args!(
                     "the symmetric heap is in {} memory, which the host cannot read directly: use get() and put()",
@@ -590,7 +586,7 @@ impl<T: AmoValue> SymmVec<'_, T> {
 
     /// Atomically reads element `index` on `pe`.
     pub fn atomic_fetch(&self, index: usize, pe: usize) -> T {
-        self.amo("ishmem::SymmVec::atomic_fetch", index, AmoOp::Fetch, amo_rt::from_bits(0), amo_rt::from_bits(0), pe)
+        self.amo("ishmem::SymmVec::atomic_fetch", index, AmoOp::Fetch, api::from_bits(0), api::from_bits(0), pe)
     }
 
     /// Atomically writes `value`.
@@ -868,17 +864,17 @@ pub struct Team<'a> {
 impl Ishmem {
     /// The world team: every PE.
     pub fn team_world(&self) -> Team<'_> {
-        Team { handle: ishmem_runtime::team::TEAM_WORLD, shmem: self, owned: false }
+        Team { handle: api::TEAM_WORLD, shmem: self, owned: false }
     }
 
     /// The PEs that share memory with this one.
     pub fn team_shared(&self) -> Team<'_> {
-        Team { handle: ishmem_runtime::team::TEAM_SHARED, shmem: self, owned: false }
+        Team { handle: api::TEAM_SHARED, shmem: self, owned: false }
     }
 }
 
 impl<'a> Team<'a> {
-    fn info(&self, call: &str) -> ishmem_runtime::team::Team {
+    fn info(&self, call: &str) -> api::Team {
         self.shmem.st.team(call, self.handle).expect("a Team value is always a valid team")
     }
 
@@ -918,7 +914,7 @@ impl<'a> Team<'a> {
         if rc != 0 {
             return Err(Error::Init(format!("{call}: start {start}, stride {stride}, size {size} is not a team")));
         }
-        Ok((h != ishmem_runtime::team::TEAM_INVALID).then(|| Team { handle: h, shmem: self.shmem, owned: true }))
+        Ok((h != api::TEAM_INVALID).then(|| Team { handle: h, shmem: self.shmem, owned: true }))
     }
 
     /// Collective over this team: its rows and columns as a grid of `xrange`
@@ -1016,13 +1012,10 @@ impl<'a> Team<'a> {
     fn reduce_ptrs<T: Reduce>(&self, op: ReduceOp, d: *mut T, dlen: usize, s: *mut T, slen: usize, n: usize) {
         let call = "ishmem::Team::reduce";
         if n > dlen || n > slen {
-            ishmem_runtime::error::fatal(
-                call,
-                format_args!("nreduce {n} exceeds a vector of {} elements", dlen.min(slen)),
-            )
+            api::fatal(call, format_args!("nreduce {n} exceeds a vector of {} elements", dlen.min(slen)))
         }
         if !T::supports(op) {
-            ishmem_runtime::error::fatal(call, format_args!("{op:?} is not defined for {}", std::any::type_name::<T>()))
+            api::fatal(call, format_args!("{op:?} is not defined for {}", std::any::type_name::<T>()))
         }
         let st = self.shmem.st;
         // Each arm passes a function item, so the element loop is
@@ -1148,9 +1141,9 @@ pub struct Ctx<'a> {
 impl<'a> Team<'a> {
     /// A context on this team.
     pub fn create_ctx(&self, options: CtxOptions) -> Result<Ctx<'a>> {
-        let bits = (i64::from(options.serialized) * ishmem_runtime::ctx::CTX_SERIALIZED)
-            | (i64::from(options.private) * ishmem_runtime::ctx::CTX_PRIVATE)
-            | (i64::from(options.nostore) * ishmem_runtime::ctx::CTX_NOSTORE);
+        let bits = (i64::from(options.serialized) * api::CTX_SERIALIZED)
+            | (i64::from(options.private) * api::CTX_PRIVATE)
+            | (i64::from(options.nostore) * api::CTX_NOSTORE);
         self.shmem
             .st
             .ctx_create("ishmem::Team::create_ctx", self.handle, bits)
@@ -1218,7 +1211,7 @@ impl Ishmem {
     /// first use.
     pub fn device_queue(&self) -> DeviceQueue<'_> {
         let call = "ishmem::Ishmem::device_queue";
-        let raw = self.st.device_native(call, ishmem_runtime::device::Native::Queue);
+        let raw = self.st.device_native(call, api::Native::Queue);
         DeviceQueue { raw, shmem: self }
     }
 
@@ -1237,19 +1230,19 @@ impl DeviceQueue<'_> {
         self.raw
     }
 
-    fn enqueue(&self, call: &str, op: ishmem_runtime::device::QueueOp, deps: &[QueueEvent]) -> QueueEvent {
+    fn enqueue(&self, call: &str, op: api::QueueOp, deps: &[QueueEvent]) -> QueueEvent {
         let deps: Vec<*mut std::ffi::c_void> = deps.iter().map(|e| e.0).collect();
         QueueEvent(self.shmem.st.on_queue(call, op, self.raw, &deps))
     }
 
     /// `barrier_all` on the queue, after `deps`.
     pub fn barrier_all(&self, deps: &[QueueEvent]) -> QueueEvent {
-        self.enqueue("ishmem::DeviceQueue::barrier_all", ishmem_runtime::device::QueueOp::BarrierAll, deps)
+        self.enqueue("ishmem::DeviceQueue::barrier_all", api::QueueOp::BarrierAll, deps)
     }
 
     /// `quiet` on the queue, after `deps`.
     pub fn quiet(&self, deps: &[QueueEvent]) -> QueueEvent {
-        self.enqueue("ishmem::DeviceQueue::quiet", ishmem_runtime::device::QueueOp::Quiet, deps)
+        self.enqueue("ishmem::DeviceQueue::quiet", api::QueueOp::Quiet, deps)
     }
 
     /// Waits until `events` are complete and releases them.
@@ -1263,7 +1256,7 @@ impl<T: Symmetric> SymmVec<'_, T> {
     fn queue_range(&self, call: &str, offset: usize, n: usize) -> usize {
         match offset.checked_add(n) {
             Some(end) if end <= self.len => n * size_of::<T>(),
-            _ => ishmem_runtime::error::fatal(
+            _ => api::fatal(
                 call,
                 format_args!("elements {offset}..{offset}+{n} are outside a symmetric vector of {}", self.len),
             ),
@@ -1280,7 +1273,7 @@ impl<T: Symmetric> SymmVec<'_, T> {
     ) -> QueueEvent {
         let call = "ishmem::SymmVec::put_on_queue";
         let nbytes = self.queue_range(call, offset, src.len());
-        let op = ishmem_runtime::device::QueueOp::Put {
+        let op = api::QueueOp::Put {
             dest: self.ptr.as_ptr().wrapping_add(offset).cast(),
             source: src.as_ptr().cast(),
             nbytes,
@@ -1300,7 +1293,7 @@ impl<T: Symmetric> SymmVec<'_, T> {
     ) -> QueueEvent {
         let call = "ishmem::SymmVec::get_on_queue";
         let nbytes = self.queue_range(call, offset, dst.len());
-        let op = ishmem_runtime::device::QueueOp::Get {
+        let op = api::QueueOp::Get {
             dest: dst.as_mut_ptr().cast(),
             source: self.ptr.as_ptr().wrapping_add(offset).cast(),
             nbytes,

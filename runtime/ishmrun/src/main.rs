@@ -3,9 +3,9 @@
 //! exit status, and when one PE fails, stops the others and says which PE
 //! failed and how.
 
-use ishmem_runtime::boot::wire as bootstrap;
-use ishmem_runtime::ctrl::{ctrl_size, Ctrl, LIFE_FINALIZED, LIFE_RUNNING};
-use ishmem_runtime::mem as device;
+use ishmem_runtime::api::launch as device;
+use ishmem_runtime::api::launch::wire as bootstrap;
+use ishmem_runtime::api::launch::{ctrl_size, Ctrl, LIFE_FINALIZED, LIFE_RUNNING};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
@@ -311,7 +311,7 @@ fn pe_list(pes: &[usize]) -> String {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opts = match parse_args(&args, ishmem_runtime::env::foreign_launcher()) {
+    let opts = match parse_args(&args, ishmem_runtime::api::launch::foreign_launcher()) {
         Ok(Action::Run(o)) => o,
         Ok(Action::PassThrough(program)) => {
             // mpiexec -n N ishmrun ./prog: the launcher made the processes;
@@ -390,7 +390,7 @@ fn run(mut opts: Options) -> Result<u8, String> {
         // CUDA's lazy kernel loading can hang a GPU job (the library asks
         // for eager loading at ishmem_init, too late for a program that
         // starts CUDA first): eager unless the user chose.
-        if ishmem_runtime::env::cuda_module_loading().is_none() {
+        if ishmem_runtime::api::launch::cuda_module_loading().is_none() {
             cmd.env("CUDA_MODULE_LOADING", "EAGER");
         }
         // SAFETY: the closure only makes async-signal-safe calls (fcntl,

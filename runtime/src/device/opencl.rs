@@ -170,7 +170,6 @@ pub enum KernelArg {
 /// when a program is linked that the cache does not hold).
 pub struct ClDevice {
     cl: Cl,
-    pub platform: Handle,
     pub device: Handle,
     pub context: Handle,
     pub queue: Handle,
@@ -364,7 +363,6 @@ impl ClDevice {
             });
             Ok(ClDevice {
                 cl,
-                platform,
                 device,
                 context,
                 queue,

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::thread::ThreadId;
 
 /// Thread levels (OpenSHMEM's and MPI's, in the same order).
-pub use ishmem_proxy_abi::{THREAD_FUNNELED, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
+pub use ishmem_proxy_abi::{THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
 
 /// The symmetric regions a PE exposes to remote PEs; a remote address is a
 /// region and an offset in it.
@@ -209,11 +209,10 @@ pub trait RemoteOps: Send + Sync {
     /// The runtime below completes operations without `progress` calls
     /// from a separate thread.
     fn self_progressing(&self) -> bool;
-    /// True when the proxy provides the job's symmetric memory: the core
-    /// then allocates its heap and control segment with [`RemoteOps::alloc`].
-    fn provides_memory(&self) -> bool;
     /// Collective: `size` bytes aligned to `align` that the proxy reaches on
-    /// every PE (only when it [`provides_memory`](RemoteOps::provides_memory)).
+    /// every PE, for proxies that provide the job's symmetric memory (a host
+    /// OpenSHMEM library's heap: the `openshmem` bootstrap places the heap
+    /// and control segment there); the MPI plugin has none.
     fn alloc(&self, size: usize, align: usize) -> Result<*mut u8, RemoteError>;
     /// Collective: every PE's `mine`, concatenated in PE order, into `all`.
     fn allgather(&self, mine: &[u8], all: &mut [u8]) -> Result<(), RemoteError>;
@@ -336,11 +335,6 @@ impl Remote {
         }
     }
 
-    /// The proxy below.
-    pub fn ops(&self) -> &dyn RemoteOps {
-        &*self.ops
-    }
-
     pub fn kind(&self) -> &'static str {
         self.ops.kind()
     }
@@ -355,10 +349,6 @@ impl Remote {
 
     pub fn size(&self) -> usize {
         self.ops.size()
-    }
-
-    pub fn provides_memory(&self) -> bool {
-        self.ops.provides_memory()
     }
 
     /// Any thread may call (else only the one that initialized the library).

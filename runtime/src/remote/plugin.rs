@@ -393,10 +393,6 @@ impl RemoteOps for PluginRemote {
         self.ops.self_progressing != 0
     }
 
-    fn provides_memory(&self) -> bool {
-        self.ops.alloc.is_some()
-    }
-
     fn alloc(&self, size: usize, align: usize) -> Result<*mut u8, RemoteError> {
         let f = self.ops.alloc.ok_or_else(|| RemoteError::Unsupported("the MPI proxy provides no memory".into()))?;
         let mut out: *mut c_void = std::ptr::null_mut();

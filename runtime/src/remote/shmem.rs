@@ -310,10 +310,6 @@ impl RemoteOps for ShmemRemote {
         self.lib.progress.is_none()
     }
 
-    fn provides_memory(&self) -> bool {
-        true
-    }
-
     fn alloc(&self, size: usize, align: usize) -> Result<*mut u8, RemoteError> {
         let _g = self.guard();
         // SAFETY: the standard's signatures; collective, as our caller is.

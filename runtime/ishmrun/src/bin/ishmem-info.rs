@@ -1,7 +1,7 @@
 //! `ishmem-info [--json]`: what this ishmem-rs build is, what it can use on
 //! this machine, and the effective value of every `ISHMEM_*` variable.
 
-use ishmem_runtime::env::{self, Config, Source};
+use ishmem_runtime::api::launch::{self as env, Config, Source};
 
 struct Component {
     kind: &'static str,
@@ -31,7 +31,7 @@ fn components() -> Vec<Component> {
         .collect();
     // The CPU device: heaps in shared memory always; its kernels need an
     // OpenCL platform with a CPU device, so it is "yes" only with one.
-    let (available, detail) = match ishmem_runtime::device::opencl::probe_cpu_platform() {
+    let (available, detail) = match ishmem_runtime::api::launch::probe_cpu_platform() {
         Ok(m) => (true, format!("built in: heaps in shared memory (memfd); device kernels on OpenCL: {m}")),
         Err(e) => (
             false,
@@ -40,7 +40,7 @@ fn components() -> Vec<Component> {
     };
     v.insert(0, Component { kind: "device", name: "cpu", available, detail });
     // The CUDA device: built in; available when the NVIDIA driver loads.
-    let (available, detail) = match ishmem_runtime::device::cuda::driver::Driver::load() {
+    let (available, detail) = match ishmem_runtime::api::launch::CudaDriver::load() {
         Ok(_) => (true, "built in: heaps in NVIDIA GPU memory (ISHMEM_DEVICE=cuda); the CUDA driver loads".to_string()),
         Err(e) => (false, format!("built in, not usable here: {e}")),
     };
@@ -48,7 +48,7 @@ fn components() -> Vec<Component> {
     let config = Config::from_env().ok();
     // The Level Zero device: built in; available when the loader finds a GPU.
     let loader = config.as_ref().and_then(|c| c.ze_loader.clone());
-    let (available, detail) = match ishmem_runtime::device::ze::probe(loader.as_deref()) {
+    let (available, detail) = match ishmem_runtime::api::launch::probe_level_zero(loader.as_deref()) {
         Ok(m) => (true, format!("built in, unverified on hardware: heaps in Intel GPU memory (ISHMEM_DEVICE=ze); {m}")),
         Err(e) => (false, format!("built in (unverified on hardware), not usable here: {e}")),
     };
@@ -63,7 +63,7 @@ fn components() -> Vec<Component> {
         also.push(d.join("../lib64/ishmem"));
         also.push(d.join("ishmem"));
     }
-    let plugins = ishmem_runtime::remote::plugin::installed_plugins(root.as_deref(), &also);
+    let plugins = ishmem_runtime::api::launch::installed_plugins(root.as_deref(), &also);
     let detail = if plugins.is_empty() {
         "no plugin found (libishmem_proxy_oshmpi-<openmpi|mpich>.so beside libishmem or in lib/ishmem/); \
          build them with proxy-oshmpi/build-plugins.sh"
@@ -130,7 +130,7 @@ fn main() {
         std::process::exit(1);
     }
     let version = env!("CARGO_PKG_VERSION");
-    let (major, minor) = (ishmem_runtime::core::SPEC_MAJOR, ishmem_runtime::core::SPEC_MINOR);
+    let (major, minor) = (ishmem_runtime::api::SPEC_MAJOR, ishmem_runtime::api::SPEC_MINOR);
     let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
     // The installation this program belongs to: <prefix>/bin/ishmem-info.
     let prefix = std::env::current_exe()

@@ -27,9 +27,7 @@ pub mod driver;
 pub mod library;
 
 use library::library;
-pub use library::{
-    ishmemx_cuda_device_library_t, library_linked, register_library, ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION,
-};
+pub use library::library_linked;
 
 use super::ring_server::RingServer;
 use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
