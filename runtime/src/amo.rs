@@ -204,6 +204,7 @@ impl State {
     /// # Safety
     /// As [`State::amo`]; `fetch` is valid for a write of `T`.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn amo_nbi<T: Copy>(
         &self, call: &str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32,
     ) {
@@ -222,7 +223,7 @@ impl State {
     ///
     /// # Safety
     /// `src` is valid for reads of `len` bytes.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn put_signal(
         &self, call: &str, dest: *mut u8, src: *const u8, len: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int,
         pe: i32,
@@ -345,7 +346,7 @@ impl State {
     /// # Safety
     /// `T` is a plain integer type; `status`, `indices` and vector
     /// comparison values are valid for `nelems` elements when non-null.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn sync_many<T: Copy + PartialOrd>(
         &self, call: &str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: CmpValues<T>,
         mode: SyncMode, blocking: bool,

@@ -205,7 +205,7 @@ impl State {
 
     /// `broadcast` (§9.9.6): `nbytes` from `source` on team rank `root` to
     /// `dest` on every member, root included.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub fn broadcast_in<G: Group>(
         &self, call: &str, t: &G, dest: *mut u8, source: *const u8, nbytes: usize, root: i32, include_root: bool,
     ) -> CollResult {
@@ -218,7 +218,7 @@ impl State {
         if nbytes <= STAGE_DATA && t.staged(self) {
             let s = self.stage_enter(call, t, sig, false);
             // SAFETY: both ranges checked.
-            unsafe { self.broadcast_staged(call, t, s, sig, doff, soff, nbytes, root as usize, include_root) };
+            unsafe { self.broadcast_staged(call, t, s, doff, soff, nbytes, root as usize, include_root) };
             return 0;
         }
         t.entry_sync(self, call, sig);
@@ -244,7 +244,7 @@ impl State {
         if nbytes <= STAGE_DATA && t.staged(self) {
             let s = self.stage_enter(call, t, sig, true);
             // SAFETY: both ranges checked.
-            unsafe { self.fcollect_staged(call, t, s, sig, doff, soff, nbytes) };
+            unsafe { self.fcollect_staged(call, t, s, doff, soff, nbytes) };
             return 0;
         }
         t.entry_sync(self, call, sig);
@@ -273,7 +273,7 @@ impl State {
             let s = self.stage_enter(call, t, sig, true);
             // SAFETY: the source range is checked; the dest is checked
             // once the total is known.
-            unsafe { self.collect_staged(call, t, s, sig, dest, soff, nbytes) };
+            unsafe { self.collect_staged(call, t, s, dest, soff, nbytes) };
             return 0;
         }
         t.publish(self, nbytes as u64);
@@ -302,12 +302,15 @@ impl State {
     }
 
     /// `alltoalls` (§9.9.10); `alltoall` is the contiguous case (strides 1).
-    /// Element `k` of block `j` of `source` (at `(j * nelems + k) * sst`)
-    /// goes to element `(me * nelems + k) * dst` of member `j`'s dest.
-    #[allow(clippy::too_many_arguments)]
+    /// `shape` is one member pair's part: `nblocks` (the call's `nelems`)
+    /// single elements of `elem` bytes at strides `dst` and `sst`. Element
+    /// `k` of block `j` of `source` (at `(j * nelems + k) * sst`) goes to
+    /// element `(me * nelems + k) * dst` of member `j`'s dest.
     pub fn alltoalls_in<G: Group>(
-        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize, elem: usize,
+        &self, call: &str, t: &G, dest: *mut u8, source: *const u8, shape: Blocks,
     ) -> CollResult {
+        debug_assert_eq!(shape.bsize, 1, "alltoalls moves single elements");
+        let Blocks { elem, nblocks: nelems, dst, sst, .. } = shape;
         if dst < 1 || sst < 1 {
             crate::error::fatal(call, format_args!("strides must be at least 1 (dst {dst}, sst {sst})"))
         }
@@ -326,7 +329,7 @@ impl State {
         if dst == 1 && sst == 1 && nbytes.saturating_mul(t.size()) <= STAGE_DATA && t.staged(self) {
             let s = self.stage_enter(call, t, sig, true);
             // SAFETY: both ranges checked.
-            unsafe { self.alltoall_staged(call, t, s, sig, doff, soff, nbytes) };
+            unsafe { self.alltoall_staged(call, t, s, doff, soff, nbytes) };
             return 0;
         }
         t.entry_sync(self, call, sig);
@@ -350,7 +353,6 @@ impl State {
                         // Complete by the team sync below.
                         let d = doff as isize + t.my_rank() as isize * nelems as isize * dst * elem as isize;
                         let s = source.offset(j as isize * nelems as isize * sst * elem as isize);
-                        let shape = Blocks { elem, bsize: 1, nblocks: nelems, dst, sst };
                         self.route.put_strided(call, pe, d as usize, s, shape, true);
                     }
                 }
@@ -366,6 +368,7 @@ impl State {
     ///
     /// # Safety
     /// `T` is a plain numeric type; `op` is pure.
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn reduce_in<G: Group, T: Copy>(
         &self, call: &str, t: &G, dest: *mut T, source: *const T, nreduce: usize, which: RedOp, op: impl Fn(T, T) -> T,
     ) -> CollResult {
@@ -379,7 +382,7 @@ impl State {
             let sig = Sig::reduce::<T>(which, nreduce);
             if nbytes <= STAGE_DATA && t.staged(self) {
                 let s = self.stage_enter(call, t, sig, true);
-                self.reduce_staged(call, t, s, sig, doff, soff, nreduce, op);
+                self.reduce_staged(call, t, s, doff, soff, nreduce, op);
                 return 0;
             }
             t.entry_sync(self, call, sig);
@@ -456,7 +459,7 @@ impl State {
     ///
     /// # Safety
     /// As [`State::reduce_in`]; `zero` is the additive identity.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn sum_scan_in<G: Group, T: Copy>(
         &self, call: &str, t: &G, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
         add: impl Fn(T, T) -> T,
@@ -528,18 +531,15 @@ impl State {
     }
 
     /// `alltoalls` (and `alltoall`) on a team.
-    #[allow(clippy::too_many_arguments)]
-    pub fn alltoalls(
-        &self, call: &str, team: i32, dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize,
-        elem: usize,
-    ) -> CollResult {
-        self.coll_team(call, team).map_or(-1, |t| self.alltoalls_in(call, &t, dest, source, dst, sst, nelems, elem))
+    pub fn alltoalls(&self, call: &str, team: i32, dest: *mut u8, source: *const u8, shape: Blocks) -> CollResult {
+        self.coll_team(call, team).map_or(-1, |t| self.alltoalls_in(call, &t, dest, source, shape))
     }
 
     /// Reductions on a team.
     ///
     /// # Safety
     /// As [`State::reduce_in`].
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn reduce<T: Copy>(
         &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, which: RedOp,
         op: impl Fn(T, T) -> T,
@@ -558,7 +558,7 @@ impl State {
     ///
     /// # Safety
     /// As [`State::sum_scan_in`].
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn sum_scan<T: Copy>(
         &self, call: &str, team: i32, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
         add: impl Fn(T, T) -> T,

@@ -286,6 +286,8 @@ impl Sig {
 /// One small collective call on the publish-and-pull path (`stage.rs`),
 /// as its group prepared it.
 pub struct Stage {
+    /// The call's signature (what a mismatch report names).
+    pub sig: Sig,
     /// The group's epoch for this call.
     pub epoch: u64,
     /// The header this member publishes (word 0: epoch and hash).

@@ -10,7 +10,7 @@ use crate::device_state::*;
 use crate::env::{self, Config};
 use crate::error::{self, fatal, warn};
 use crate::phase::{self, Phase};
-use crate::route::Router;
+use crate::route::{Router, Segments};
 use crate::state::{Mappings, State};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -228,17 +228,14 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
             node_pes,
         ));
     }
-    let route = Router::new(
-        my_pe,
+    let segments = Segments {
         heap_size,
-        peer_base.into_boxed_slice(),
-        data_base_table.into_boxed_slice(),
-        ctrl_region.base(),
-        ctrl_size(n_pes),
-        route_remote,
-        amo_remote_all,
-        device.memory(),
-    );
+        heap_base: peer_base.into_boxed_slice(),
+        data_base: data_base_table.into_boxed_slice(),
+        ctrl_base: ctrl_region.base(),
+        ctrl_size: ctrl_size(n_pes),
+    };
+    let route = Router::new(my_pe, segments, route_remote, amo_remote_all, device.memory());
     Ok(Box::new(State {
         my_pe,
         n_pes,

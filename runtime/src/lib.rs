@@ -35,7 +35,7 @@
 // symmetric segment (or, for local buffers, that it is non-null, which is
 // all the C API can check); they are safe functions on purpose, like the
 // OpenSHMEM routines they implement.
-#![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub(crate) mod alloc;
 pub(crate) mod collsig;

@@ -120,34 +120,6 @@ impl State {
 
     // ----- strided RMA ---------------------------------------------------
 
-    /// `iput`: element `i` of `src` (stride `sst` elements) goes to element
-    /// `i * dst` of symmetric `dest` on `pe`.
-    ///
-    /// # Safety
-    /// `src` must be valid for the strided reads.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn iput(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, nelems: usize, pe: i32,
-    ) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe { self.ibput(call, dest, src, Blocks { elem, bsize: 1, nblocks: nelems, dst, sst }, pe) }
-    }
-
-    /// `iget`: element `i * sst` of symmetric `src` on `pe` goes to element
-    /// `i * dst` of local `dest`.
-    ///
-    /// # Safety
-    /// `dest` must be valid for the strided writes.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn iget(
-        &self, call: &str, dest: *mut u8, src: *const u8, dst: isize, sst: isize, elem: usize, nelems: usize, pe: i32,
-    ) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe { self.ibget(call, dest, src, Blocks { elem, bsize: 1, nblocks: nelems, dst, sst }, pe) }
-    }
-
     /// `ibput`: the blocks of local `src` go to symmetric `dest` on `pe`
     /// (block `b`, `bsize` contiguous elements, from element `b * sst` to
     /// element `b * dst`).

@@ -21,7 +21,7 @@
 //! call.
 
 use crate::device::DeviceMemory;
-use crate::remote::{Region, RegionAccess, Remote, Strides};
+use crate::remote::{Region, RegionAccess, Remote, RemoteAddr, Strides};
 use crate::types::{Amo, AmoOp, Blocks};
 use ishmem_proxy_abi::atomic;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,13 +53,23 @@ unsafe impl Send for Router {}
 // SAFETY: as above.
 unsafe impl Sync for Router {}
 
+/// Where the symmetric segments are: every PE's heap and data segment as
+/// mapped in this process (null where not mapped), and this node's control
+/// segment.
+pub struct Segments {
+    pub heap_size: usize,
+    pub heap_base: Box<[*mut u8]>,
+    pub data_base: Box<[*mut u8]>,
+    pub ctrl_base: *mut u8,
+    pub ctrl_size: usize,
+}
+
 impl Router {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        my_pe: usize, heap_size: usize, heap_base: Box<[*mut u8]>, data_base: Box<[*mut u8]>, ctrl_base: *mut u8,
-        ctrl_size: usize, remote: Option<&'static Remote>, amo_remote_all: bool,
+        my_pe: usize, segments: Segments, remote: Option<&'static Remote>, amo_remote_all: bool,
         mem: Option<&'static dyn DeviceMemory>,
     ) -> Router {
+        let Segments { heap_size, heap_base, data_base, ctrl_base, ctrl_size } = segments;
         Router {
             my_pe,
             heap_size,
@@ -173,11 +183,11 @@ impl Router {
     }
 
     #[inline]
-    fn region_of(&self, off: usize) -> (Region, usize) {
+    fn remote_addr(&self, pe: usize, off: usize) -> RemoteAddr {
         if off < self.heap_size {
-            (Region::Heap, off)
+            RemoteAddr { region: Region::Heap, pe, offset: off }
         } else {
-            (Region::Data, off - self.heap_size)
+            RemoteAddr { region: Region::Data, pe, offset: off - self.heap_size }
         }
     }
 
@@ -236,7 +246,7 @@ impl Router {
     /// As [`Router::put`].
     #[inline(never)]
     unsafe fn remote_put(&self, call: &str, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool) {
-        let (region, roff) = self.region_of(offset);
+        let at = self.remote_addr(pe, offset);
         let proxy = self.proxy(call, pe);
         match self.mem {
             // The source is device memory, which the proxy cannot read:
@@ -258,11 +268,11 @@ impl Router {
                     }
                     let (b, n) = piece(k);
                     // SAFETY: piece k is in its half (the wait above).
-                    unsafe { proxy.put(call, region, pe, roff + k * HALF, b, n, false) };
+                    unsafe { proxy.put(call, at.offset_by((k * HALF) as isize), b, n, false) };
                 }
             }),
             // SAFETY: the caller's contract.
-            _ => unsafe { proxy.put(call, region, pe, roff, src, len, nbi) },
+            _ => unsafe { proxy.put(call, at, src, len, nbi) },
         }
     }
 
@@ -270,7 +280,7 @@ impl Router {
     /// As [`Router::get`].
     #[inline(never)]
     unsafe fn remote_get(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool) {
-        let (region, roff) = self.region_of(offset);
+        let at = self.remote_addr(pe, offset);
         let proxy = self.proxy(call, pe);
         match self.mem {
             // The destination is device memory: as in remote_put, the
@@ -282,7 +292,7 @@ impl Router {
                     let (b, n) = piece(k);
                     // SAFETY: the caller's contract; the copy out of this
                     // half (piece k - 2) ended at the wait of the last round.
-                    unsafe { proxy.get(call, region, pe, roff + k * HALF, b, n, false) };
+                    unsafe { proxy.get(call, at.offset_by((k * HALF) as isize), b, n, false) };
                     self.device_copies_wait(call, m);
                     // SAFETY: the caller's contract; the half holds piece k
                     // until the next round's wait.
@@ -291,7 +301,7 @@ impl Router {
                 self.device_copies_wait(call, m);
             }),
             // SAFETY: the caller's contract.
-            _ => unsafe { proxy.get(call, region, pe, roff, dst, len, nbi) },
+            _ => unsafe { proxy.get(call, at, dst, len, nbi) },
         }
     }
 
@@ -393,9 +403,9 @@ impl Router {
             None => {
                 let s = byte_strides(shape, shape.dst, shape.sst);
                 if self.host_blocks(src, s) {
-                    let (region, roff) = self.region_of(offset);
+                    let at = self.remote_addr(pe, offset);
                     // SAFETY: the caller's contract; the blocks are in host memory.
-                    return unsafe { self.proxy(call, pe).put_strided(call, region, pe, roff, src, s, nbi) };
+                    return unsafe { self.proxy(call, pe).put_strided(call, at, src, s, nbi) };
                 }
                 // Device memory: block by block, each staged.
                 for (d, l) in s.blocks() {
@@ -425,9 +435,9 @@ impl Router {
             None => {
                 let s = byte_strides(shape, shape.sst, shape.dst);
                 if self.host_blocks(dest, s) {
-                    let (region, roff) = self.region_of(offset);
+                    let at = self.remote_addr(pe, offset);
                     // SAFETY: the caller's contract; the blocks are in host memory.
-                    return unsafe { self.proxy(call, pe).get_strided(call, region, pe, roff, dest, s, false) };
+                    return unsafe { self.proxy(call, pe).get_strided(call, at, dest, s, false) };
                 }
                 // Device memory: block by block, each staged.
                 for (r, l) in s.blocks() {
@@ -633,8 +643,7 @@ impl Router {
 
     #[inline(never)]
     fn remote_amo(&self, call: &str, pe: usize, offset: usize, amo: Amo, nbi: bool) -> u64 {
-        let (region, roff) = self.region_of(offset);
-        self.proxy(call, pe).amo(call, region, pe, roff, amo, nbi)
+        self.proxy(call, pe).amo(call, self.remote_addr(pe, offset), amo, nbi)
     }
 
     // ----- control words ---------------------------------------------------
@@ -668,7 +677,7 @@ impl Router {
             word.store(v, Ordering::Release);
         } else {
             let off = self.ctrl_offset(word);
-            self.proxy(call, pe).amo(call, Region::Ctrl, pe, off, Amo::new(AmoOp::Set, 8, v), true);
+            self.proxy(call, pe).amo(call, ctrl_addr(pe, off), Amo::new(AmoOp::Set, 8, v), true);
         }
     }
 
@@ -681,7 +690,7 @@ impl Router {
             let off = self.ctrl_offset(word);
             let mut v = 0u64;
             // SAFETY: an 8-byte word inside the control region.
-            unsafe { self.proxy(call, pe).get(call, Region::Ctrl, pe, off, &mut v as *mut u64 as *mut u8, 8, false) };
+            unsafe { self.proxy(call, pe).get(call, ctrl_addr(pe, off), &mut v as *mut u64 as *mut u8, 8, false) };
             v
         }
     }
@@ -699,7 +708,7 @@ impl Router {
         let a = word as *const std::sync::atomic::AtomicI32 as usize;
         debug_assert!(a >= self.ctrl_base && a + 4 <= self.ctrl_base + self.ctrl_size);
         let cas = Amo { op: AmoOp::CompareSwap, size: 4, operand: me as u32 as u64, cond: 0 };
-        let old = self.proxy(call, 0).amo(call, Region::Ctrl, 0, a - self.ctrl_base, cas, false);
+        let old = self.proxy(call, 0).amo(call, ctrl_addr(0, a - self.ctrl_base), cas, false);
         old == 0
     }
 
@@ -783,6 +792,11 @@ impl RegionAccess for HostRegion {
     fn staging(&self, len: usize) -> *mut u8 {
         Box::leak(vec![0u8; len].into_boxed_slice()).as_mut_ptr()
     }
+}
+
+/// Word `off` of `pe`'s control segment, as the proxy reaches it.
+fn ctrl_addr(pe: usize, off: usize) -> RemoteAddr {
+    RemoteAddr { region: Region::Ctrl, pe, offset: off }
 }
 
 /// Pieces of remote transfers that device memory is part of move through

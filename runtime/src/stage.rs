@@ -129,7 +129,7 @@ impl State {
         }
         m.epoch = e;
         t.stage_set_marks(self, m);
-        Stage { epoch: e, words: t.stage_words(sig, e), check }
+        Stage { sig, epoch: e, words: t.stage_words(sig, e), check }
     }
 
     /// Publishes this member's progress in call `e`: `e` (every earlier
@@ -236,7 +236,7 @@ impl State {
 
     /// Waits until member `rank` has published for this call; returns its
     /// slot.
-    fn stage_wait<G: Group>(&self, call: &str, t: &G, s: &Stage, sig: Sig, rank: usize) -> &StageSlot {
+    fn stage_wait<G: Group>(&self, call: &str, t: &G, s: &Stage, rank: usize) -> &StageSlot {
         let slot = t.stage_slot(self, rank, s.epoch);
         let w = word(slot, 0);
         let e = s.epoch as u32;
@@ -262,7 +262,7 @@ impl State {
             // legitimately get a whole round of slots ahead).
             let ve = epoch_of(v);
             if ve == e || (e.wrapping_sub(ve) as i32) < 0 {
-                t.stage_mismatch(self, call, Some(sig), s.epoch)
+                t.stage_mismatch(self, call, Some(s.sig), s.epoch)
             }
             false
         });
@@ -274,10 +274,9 @@ impl State {
     ///
     /// # Safety
     /// `doff`/`soff` are checked symmetric ranges of `nbytes` bytes.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the collective it carries out")]
     pub(crate) unsafe fn broadcast_staged<G: Group>(
-        &self, call: &str, t: &G, s: Stage, sig: Sig, doff: usize, soff: usize, nbytes: usize, root: usize,
-        include_root: bool,
+        &self, call: &str, t: &G, s: Stage, doff: usize, soff: usize, nbytes: usize, root: usize, include_root: bool,
     ) {
         let me = t.my_rank();
         // SAFETY: the caller's contract.
@@ -293,7 +292,7 @@ impl State {
                     // The header, for the successor's comparison.
                     self.stage_publish(call, t, &s, 0, 0);
                 }
-                let slot = self.stage_wait(call, t, &s, sig, root);
+                let slot = self.stage_wait(call, t, &s, root);
                 if nbytes > 0 {
                     self.route.put(call, self.my_pe, doff, data(slot), nbytes, false);
                 }
@@ -311,7 +310,7 @@ impl State {
             for k in 1..n {
                 let r = (me + k) % n;
                 if r != root {
-                    self.stage_wait(call, t, &s, sig, r);
+                    self.stage_wait(call, t, &s, r);
                 }
             }
         }
@@ -323,7 +322,7 @@ impl State {
     /// # Safety
     /// `soff` is a checked range of `nbytes`, `doff` of `nbytes * size`.
     pub(crate) unsafe fn fcollect_staged<G: Group>(
-        &self, call: &str, t: &G, s: Stage, sig: Sig, doff: usize, soff: usize, nbytes: usize,
+        &self, call: &str, t: &G, s: Stage, doff: usize, soff: usize, nbytes: usize,
     ) {
         let n = t.size();
         // SAFETY: the caller's contract.
@@ -331,7 +330,7 @@ impl State {
             self.stage_publish(call, t, &s, soff, nbytes);
             for k in 0..n {
                 let r = (t.my_rank() + n - 1 + k) % n;
-                let slot = self.stage_wait(call, t, &s, sig, r);
+                let slot = self.stage_wait(call, t, &s, r);
                 if nbytes > 0 {
                     self.route.put(call, self.my_pe, doff + r * nbytes, data(slot), nbytes, false);
                 }
@@ -347,7 +346,7 @@ impl State {
     /// # Safety
     /// `soff` and `doff` are checked ranges of `nbytes * size` bytes.
     pub(crate) unsafe fn alltoall_staged<G: Group>(
-        &self, call: &str, t: &G, s: Stage, sig: Sig, doff: usize, soff: usize, nbytes: usize,
+        &self, call: &str, t: &G, s: Stage, doff: usize, soff: usize, nbytes: usize,
     ) {
         let (n, me) = (t.size(), t.my_rank());
         // SAFETY: the caller's contract.
@@ -355,7 +354,7 @@ impl State {
             self.stage_publish(call, t, &s, soff, nbytes * n);
             for k in 0..n {
                 let r = (me + n - 1 + k) % n;
-                let slot = self.stage_wait(call, t, &s, sig, r);
+                let slot = self.stage_wait(call, t, &s, r);
                 if nbytes > 0 {
                     self.route.put(call, self.my_pe, doff + r * nbytes, data(slot).add(me * nbytes), nbytes, false);
                 }
@@ -374,7 +373,7 @@ impl State {
     /// # Safety
     /// `soff` is a checked range of `nbytes`.
     pub(crate) unsafe fn collect_staged<G: Group>(
-        &self, call: &str, t: &G, s: Stage, sig: Sig, dest: *mut u8, soff: usize, nbytes: usize,
+        &self, call: &str, t: &G, s: Stage, dest: *mut u8, soff: usize, nbytes: usize,
     ) {
         const CAP: usize = STAGE_DATA - 8;
         let (n, me) = (t.size(), t.my_rank());
@@ -385,7 +384,7 @@ impl State {
             let count = |slot: &StageSlot| (data(slot) as *const u64).read_unaligned() as usize;
             let mut total = 0usize;
             for k in 0..n {
-                let slot = self.stage_wait(call, t, &s, sig, (me + n - 1 + k) % n);
+                let slot = self.stage_wait(call, t, &s, (me + n - 1 + k) % n);
                 total = total.saturating_add(count(slot));
             }
             let doff = self.sym_extent(call, "dest", dest, total);
@@ -436,9 +435,9 @@ impl State {
     ///
     /// # Safety
     /// As `State::reduce_in`; `doff`/`soff` are checked ranges.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, reason = "the arguments of the collective it carries out")]
     pub(crate) unsafe fn reduce_staged<G: Group, T: Copy>(
-        &self, call: &str, t: &G, s: Stage, sig: Sig, doff: usize, soff: usize, nreduce: usize, op: impl Fn(T, T) -> T,
+        &self, call: &str, t: &G, s: Stage, doff: usize, soff: usize, nreduce: usize, op: impl Fn(T, T) -> T,
     ) {
         let es = std::mem::size_of::<T>();
         let nbytes = nreduce * es;
@@ -448,7 +447,7 @@ impl State {
         unsafe {
             self.stage_publish(call, t, &s, soff, nbytes);
             for k in 0..n {
-                self.stage_wait(call, t, &s, sig, (t.my_rank() + n - 1 + k) % n);
+                self.stage_wait(call, t, &s, (t.my_rank() + n - 1 + k) % n);
             }
             let mut buf = Acc([0; STAGE_DATA]);
             let acc = buf.0.as_mut_ptr() as *mut T;

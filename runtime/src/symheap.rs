@@ -25,6 +25,18 @@ enum AllocKind {
     Realloc = 5,
 }
 
+/// One collective allocation as every PE calls it: what the user asked
+/// (`kind` and its two arguments, which the PEs compare) and what that
+/// means here: `size` bytes (`None` when the request overflows), aligned to
+/// `align`, zeroed with `zero`.
+struct AllocRequest {
+    kind: AllocKind,
+    args: (u64, u64),
+    size: Option<usize>,
+    align: usize,
+    zero: bool,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct AllocRecord {
     seq: u64,
@@ -142,9 +154,8 @@ impl State {
         }
     }
 
-    fn collective_alloc(
-        &self, call: &str, kind: AllocKind, arg0: u64, arg1: u64, size: Option<usize>, align: usize, zero: bool,
-    ) -> *mut u8 {
+    fn collective_alloc(&self, call: &str, r: AllocRequest) -> *mut u8 {
+        let AllocRequest { kind, args: (arg0, arg1), size, align, zero } = r;
         let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
         let res = match size {
             Some(s) => a.alloc(s, align).map_err(Some),
@@ -172,7 +183,16 @@ impl State {
         if size == 0 {
             return std::ptr::null_mut();
         }
-        self.collective_alloc(call, AllocKind::Malloc, size as u64, 0, Some(size), MIN_ALIGN, false)
+        self.collective_alloc(
+            call,
+            AllocRequest {
+                kind: AllocKind::Malloc,
+                args: (size as u64, 0),
+                size: Some(size),
+                align: MIN_ALIGN,
+                zero: false,
+            },
+        )
     }
 
     /// `calloc`: zeroed `count * size` bytes.
@@ -181,7 +201,16 @@ impl State {
             return std::ptr::null_mut();
         }
         let total = count.checked_mul(size);
-        self.collective_alloc(call, AllocKind::Calloc, count as u64, size as u64, total, MIN_ALIGN, true)
+        self.collective_alloc(
+            call,
+            AllocRequest {
+                kind: AllocKind::Calloc,
+                args: (count as u64, size as u64),
+                size: total,
+                align: MIN_ALIGN,
+                zero: true,
+            },
+        )
     }
 
     /// `align`: `size` bytes at a multiple of `alignment`, which must be a
@@ -202,7 +231,16 @@ impl State {
         if size == 0 {
             return std::ptr::null_mut();
         }
-        self.collective_alloc(call, AllocKind::Align, alignment as u64, size as u64, Some(size), alignment, false)
+        self.collective_alloc(
+            call,
+            AllocRequest {
+                kind: AllocKind::Align,
+                args: (alignment as u64, size as u64),
+                size: Some(size),
+                align: alignment,
+                zero: false,
+            },
+        )
     }
 
     fn block_offset(&self, call: &str, ptr: *const u8, a: &SymAllocator) -> (usize, usize) {

@@ -118,23 +118,31 @@ pub unsafe fn g<T: Copy>(call: &'static str, src: *const T, pe: c_int) -> T {
     unsafe { guard(call, || state(call).g(call, src, pe)) }
 }
 
+/// `nelems` single elements of `T`, `dst` elements apart at the
+/// destination and `sst` at the source (`iput`, `iget`, `alltoalls`).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
+fn elements<T>(nelems: usize, dst: isize, sst: isize) -> Blocks {
+    Blocks { elem: size_of::<T>(), bsize: 1, nblocks: nelems, dst, sst }
+}
+
+#[inline(always)]
 pub unsafe fn iput<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
 ) {
+    let shape = elements::<T>(nelems, dst, sst);
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).iput(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe)) }
+    unsafe { guard(call, || state(call).ibput(call, dest.cast(), src.cast(), shape, pe)) }
 }
 
 #[inline(always)]
 pub unsafe fn iget<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
 ) {
+    let shape = elements::<T>(nelems, dst, sst);
     // SAFETY: the caller upholds this function's `# Safety` contract, which
     // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).iget(call, dest.cast(), src.cast(), dst, sst, size_of::<T>(), nelems, pe)) }
+    unsafe { guard(call, || state(call).ibget(call, dest.cast(), src.cast(), shape, pe)) }
 }
 
 #[inline(always)]
@@ -676,14 +684,14 @@ pub unsafe fn collect<T>(call: &'static str, team: c_int, dest: *mut T, source: 
 
 #[inline(always)]
 pub unsafe fn alltoall<T>(call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize) -> c_int {
-    guard(call, || state(call).alltoalls(call, team, dest.cast(), source.cast(), 1, 1, nelems, size_of::<T>()))
+    guard(call, || state(call).alltoalls(call, team, dest.cast(), source.cast(), elements::<T>(nelems, 1, 1)))
 }
 
 #[inline(always)]
 pub unsafe fn alltoalls<T>(
     call: &'static str, team: c_int, dest: *mut T, source: *const T, dst: isize, sst: isize, nelems: usize,
 ) -> c_int {
-    guard(call, || state(call).alltoalls(call, team, dest.cast(), source.cast(), dst, sst, nelems, size_of::<T>()))
+    guard(call, || state(call).alltoalls(call, team, dest.cast(), source.cast(), elements::<T>(nelems, dst, sst)))
 }
 
 /// World PE of team PE `pe` of context `ctx` (context forms).
@@ -755,7 +763,7 @@ pub unsafe fn aset_alltoalls<T>(
     guard(call, || {
         let st = state(call);
         let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
-        st.alltoalls_in(call, &a, dest.cast(), source.cast(), dst, sst, nelems, size_of::<T>());
+        st.alltoalls_in(call, &a, dest.cast(), source.cast(), elements::<T>(nelems, dst, sst));
     })
 }
 

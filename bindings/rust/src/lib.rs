@@ -32,7 +32,7 @@
 //! a slice ([`SymmVec::local`]) is unsafe, since another PE may write under
 //! the borrow.
 
-use ishmem_runtime::api::{self, state, AmoOp, CmpValues, RedOp, State, SyncMode};
+use ishmem_runtime::api::{self, state, AmoOp, Blocks, CmpValues, RedOp, State, SyncMode};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -300,6 +300,12 @@ pub struct SymmVec<'a, T: Symmetric> {
     owned: bool,
 }
 
+/// The shape of `nelems` single elements of `T`, `dst_stride` elements
+/// apart at the destination and `src_stride` at the source (`iput`, `iget`).
+fn strided<T>(nelems: usize, dst_stride: usize, src_stride: usize) -> Blocks {
+    Blocks { elem: size_of::<T>(), bsize: 1, nblocks: nelems, dst: dst_stride as isize, sst: src_stride as isize }
+}
+
 fn pe_i32(pe: usize) -> i32 {
     i32::try_from(pe).unwrap_or(i32::MAX)
 }
@@ -489,14 +495,11 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         );
         // SAFETY: both extents checked above.
         unsafe {
-            self.shmem.st.iput(
+            self.shmem.st.ibput(
                 call,
                 self.ptr.as_ptr().add(offset).cast(),
                 src.as_ptr().cast(),
-                dst_stride as isize,
-                src_stride as isize,
-                size_of::<T>(),
-                nelems,
+                strided::<T>(nelems, dst_stride, src_stride),
                 pe_i32(pe),
             )
         }
@@ -516,14 +519,11 @@ impl<'a, T: Symmetric> SymmVec<'a, T> {
         );
         // SAFETY: both extents checked above.
         unsafe {
-            self.shmem.st.iget(
+            self.shmem.st.ibget(
                 call,
                 dst.as_mut_ptr().cast(),
                 self.ptr.as_ptr().add(offset).cast(),
-                dst_stride as isize,
-                src_stride as isize,
-                size_of::<T>(),
-                nelems,
+                strided::<T>(nelems, dst_stride, src_stride),
                 pe_i32(pe),
             )
         }
@@ -991,10 +991,7 @@ impl<'a> Team<'a> {
             self.handle,
             dest.ptr.as_ptr().cast(),
             src.ptr.as_ptr().cast(),
-            1,
-            1,
-            nelems,
-            size_of::<T>(),
+            strided::<T>(nelems, 1, 1),
         );
     }
 

@@ -268,7 +268,6 @@ fn accept_node_pes(l: &OwnedFd, n: usize, token: u128, deadline: Duration) -> Re
 }
 
 /// The node-local bootstrap under `proxy` (collective over the job).
-#[allow(clippy::too_many_arguments)]
 fn exchange(
     proxy: &'static Remote, my_pe: usize, n_pes: usize, dev: &dyn Device, heap_size: usize,
     data: Option<crate::dataseg::DataSegment>, enable_shm: bool,

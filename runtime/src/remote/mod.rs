@@ -133,6 +133,21 @@ pub trait RegionAccess: Send + Sync {
     fn staging(&self, len: usize) -> *mut u8;
 }
 
+/// A place on another PE: `offset` bytes into `region` of `pe`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteAddr {
+    pub region: Region,
+    pub pe: usize,
+    pub offset: usize,
+}
+
+impl RemoteAddr {
+    /// The place `bytes` further on (either sign).
+    pub fn offset_by(self, bytes: isize) -> RemoteAddr {
+        RemoteAddr { offset: self.offset.wrapping_add_signed(bytes), ..self }
+    }
+}
+
 /// The shape of a block-strided transfer: `nblocks` blocks of `block`
 /// bytes, consecutive ones `remote` bytes apart on the remote PE and
 /// `local` bytes apart here (either sign).
@@ -157,17 +172,17 @@ impl Strides {
 /// # Safety
 /// As [`RemoteOps::put_strided`].
 pub unsafe fn put_blocks<R: RemoteOps + ?Sized>(
-    ops: &R, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
+    ops: &R, at: RemoteAddr, src: *const u8, s: Strides, nbi: bool,
 ) -> Result<(), RemoteError> {
     for (r, l) in s.blocks() {
         // SAFETY: the caller's contract, block by block; src stays valid
         // until the flush below (or the caller's, with nbi).
-        unsafe { ops.put(region, pe, offset.wrapping_add_signed(r), src.wrapping_offset(l), s.block, true)? };
+        unsafe { ops.put(at.offset_by(r), src.wrapping_offset(l), s.block, true)? };
     }
     if nbi {
         Ok(())
     } else {
-        ops.flush(Some(pe))
+        ops.flush(Some(at.pe))
     }
 }
 
@@ -177,17 +192,17 @@ pub unsafe fn put_blocks<R: RemoteOps + ?Sized>(
 /// # Safety
 /// As [`RemoteOps::get_strided`].
 pub unsafe fn get_blocks<R: RemoteOps + ?Sized>(
-    ops: &R, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
+    ops: &R, at: RemoteAddr, dst: *mut u8, s: Strides, nbi: bool,
 ) -> Result<(), RemoteError> {
     for (r, l) in s.blocks() {
         // SAFETY: the caller's contract, block by block; dst stays valid
         // until the flush below (or the caller's, with nbi).
-        unsafe { ops.get(region, pe, offset.wrapping_add_signed(r), dst.wrapping_offset(l), s.block, true)? };
+        unsafe { ops.get(at.offset_by(r), dst.wrapping_offset(l), s.block, true)? };
     }
     if nbi {
         Ok(())
     } else {
-        ops.flush(Some(pe))
+        ops.flush(Some(at.pe))
     }
 }
 
@@ -229,16 +244,12 @@ pub trait RemoteOps: Send + Sync {
     ///
     /// # Safety
     /// `src` is valid for `len` bytes, until the next flush with `nbi`.
-    unsafe fn put(
-        &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
-    ) -> Result<(), RemoteError>;
+    unsafe fn put(&self, at: RemoteAddr, src: *const u8, len: usize, nbi: bool) -> Result<(), RemoteError>;
     /// Copies `len` bytes from `offset` in `region` of `pe` to local `dst`.
     ///
     /// # Safety
     /// `dst` is valid for `len` bytes, until the next flush with `nbi`.
-    unsafe fn get(
-        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
-    ) -> Result<(), RemoteError>;
+    unsafe fn get(&self, at: RemoteAddr, dst: *mut u8, len: usize, nbi: bool) -> Result<(), RemoteError>;
     /// Block-strided put: block `b` of `s` from local `src + b *
     /// s.local` to `offset + b * s.remote` in `region` of `pe`. The
     /// default puts block by block.
@@ -246,11 +257,9 @@ pub trait RemoteOps: Send + Sync {
     /// # Safety
     /// `src` is valid for every block, until the next flush with `nbi`;
     /// every target block lies inside `region`.
-    unsafe fn put_strided(
-        &self, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn put_strided(&self, at: RemoteAddr, src: *const u8, s: Strides, nbi: bool) -> Result<(), RemoteError> {
         // SAFETY: the caller's contract.
-        unsafe { put_blocks(self, region, pe, offset, src, s, nbi) }
+        unsafe { put_blocks(self, at, src, s, nbi) }
     }
     /// Block-strided get, the mirror of [`RemoteOps::put_strided`]: block
     /// `b` from `offset + b * s.remote` to local `dst + b * s.local`.
@@ -258,17 +267,15 @@ pub trait RemoteOps: Send + Sync {
     /// # Safety
     /// `dst` is valid for every block, until the next flush with `nbi`;
     /// every source block lies inside `region`.
-    unsafe fn get_strided(
-        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn get_strided(&self, at: RemoteAddr, dst: *mut u8, s: Strides, nbi: bool) -> Result<(), RemoteError> {
         // SAFETY: the caller's contract.
-        unsafe { get_blocks(self, region, pe, offset, dst, s, nbi) }
+        unsafe { get_blocks(self, at, dst, s, nbi) }
     }
     /// `amo` on the naturally aligned value at `offset` in `region` of
     /// `pe`; returns the old value (0 with `nbi`, which completes by the
     /// next flush). AMOs from every PE to one location are atomic with each
     /// other and with the node's load/store AMOs.
-    fn amo(&self, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> Result<u64, RemoteError>;
+    fn amo(&self, at: RemoteAddr, amo: Amo, nbi: bool) -> Result<u64, RemoteError>;
     /// Completes every operation issued to `pe` (`None`: to every PE).
     fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError>;
     /// Serves other PEs' requests and lets the runtime below progress;
@@ -419,71 +426,67 @@ impl Remote {
     }
 
     /// # Safety
-    /// As [`RemoteOps::put`]; `offset + len` lies inside `region`.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn put(
-        &self, call: &str, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
-    ) {
+    /// As [`RemoteOps::put`]; `len` bytes from `at` lie inside its region.
+    pub unsafe fn put(&self, call: &str, at: RemoteAddr, src: *const u8, len: usize, nbi: bool) {
         let _in = InCall::enter();
         self.check_thread(call);
         // SAFETY: forwarded from the caller.
-        if let Err(e) = unsafe { self.ops.put(region, pe, offset, src, len, nbi) } {
-            self.failed(call, format_args!("put of {len} bytes to PE {pe}"), e)
+        if let Err(e) = unsafe { self.ops.put(at, src, len, nbi) } {
+            self.failed(call, format_args!("put of {len} bytes to PE {}", at.pe), e)
         }
     }
 
     /// # Safety
-    /// As [`RemoteOps::get`]; `offset + len` lies inside `region`.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn get(
-        &self, call: &str, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
-    ) {
+    /// As [`RemoteOps::get`]; `len` bytes from `at` lie inside its region.
+    pub unsafe fn get(&self, call: &str, at: RemoteAddr, dst: *mut u8, len: usize, nbi: bool) {
         let _in = InCall::enter();
         self.check_thread(call);
         // SAFETY: forwarded from the caller.
-        if let Err(e) = unsafe { self.ops.get(region, pe, offset, dst, len, nbi) } {
-            self.failed(call, format_args!("get of {len} bytes from PE {pe}"), e)
+        if let Err(e) = unsafe { self.ops.get(at, dst, len, nbi) } {
+            self.failed(call, format_args!("get of {len} bytes from PE {}", at.pe), e)
         }
     }
 
     /// # Safety
     /// As [`RemoteOps::put_strided`].
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn put_strided(
-        &self, call: &str, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
-    ) {
+    pub unsafe fn put_strided(&self, call: &str, at: RemoteAddr, src: *const u8, s: Strides, nbi: bool) {
         let _in = InCall::enter();
         self.check_thread(call);
         // SAFETY: forwarded from the caller.
-        if let Err(e) = unsafe { self.ops.put_strided(region, pe, offset, src, s, nbi) } {
-            self.failed(call, format_args!("strided put of {} blocks of {} bytes to PE {pe}", s.nblocks, s.block), e)
+        if let Err(e) = unsafe { self.ops.put_strided(at, src, s, nbi) } {
+            self.failed(
+                call,
+                format_args!("strided put of {} blocks of {} bytes to PE {}", s.nblocks, s.block, at.pe),
+                e,
+            )
         }
     }
 
     /// # Safety
     /// As [`RemoteOps::get_strided`].
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn get_strided(
-        &self, call: &str, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
-    ) {
+    pub unsafe fn get_strided(&self, call: &str, at: RemoteAddr, dst: *mut u8, s: Strides, nbi: bool) {
         let _in = InCall::enter();
         self.check_thread(call);
         // SAFETY: forwarded from the caller.
-        if let Err(e) = unsafe { self.ops.get_strided(region, pe, offset, dst, s, nbi) } {
-            self.failed(call, format_args!("strided get of {} blocks of {} bytes from PE {pe}", s.nblocks, s.block), e)
+        if let Err(e) = unsafe { self.ops.get_strided(at, dst, s, nbi) } {
+            self.failed(
+                call,
+                format_args!("strided get of {} blocks of {} bytes from PE {}", s.nblocks, s.block, at.pe),
+                e,
+            )
         }
     }
 
-    /// An AMO at `offset` of `region` on `pe`; with `nbi` the result is not
-    /// waited for (0 is returned) and the operation completes by `flush`.
-    pub fn amo(&self, call: &str, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> u64 {
+    /// An AMO at `at`; with `nbi` the result is not waited for (0 is
+    /// returned) and the operation completes by `flush`.
+    pub fn amo(&self, call: &str, at: RemoteAddr, amo: Amo, nbi: bool) -> u64 {
         let _in = InCall::enter();
         self.check_thread(call);
         // The proxy waits for the answer (serving others meanwhile).
         let _w = (!nbi).then(crate::wait::Waiting::enter);
         self.ops
-            .amo(region, pe, offset, amo, nbi)
-            .unwrap_or_else(|e| self.failed(call, format_args!("atomic operation on PE {pe}"), e))
+            .amo(at, amo, nbi)
+            .unwrap_or_else(|e| self.failed(call, format_args!("atomic operation on PE {}", at.pe), e))
     }
 
     /// Completes every operation issued to `pe` (`None`: to every PE).

@@ -9,7 +9,7 @@
 //! [`RemoteOps`] trait, with a typed error built from the plugin's
 //! `last_error` on every failure.
 
-use super::{Region, RegionAccess, RemoteError, RemoteOps, Strides};
+use super::{Region, RegionAccess, RemoteAddr, RemoteError, RemoteOps, Strides};
 use crate::dynlib::{Open, Search};
 use crate::env::{self, MpiFamily};
 use crate::types::{Amo, AmoOp};
@@ -450,9 +450,8 @@ impl RemoteOps for PluginRemote {
         self.check(unsafe { f(self.ops.ctx, region_id(region), size, target) })
     }
 
-    unsafe fn put(
-        &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn put(&self, at: RemoteAddr, src: *const u8, len: usize, nbi: bool) -> Result<(), RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
         // SAFETY: the caller guarantees src for len bytes; the plugin
         // checks the remote range.
@@ -461,9 +460,8 @@ impl RemoteOps for PluginRemote {
         })
     }
 
-    unsafe fn get(
-        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn get(&self, at: RemoteAddr, dst: *mut u8, len: usize, nbi: bool) -> Result<(), RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
         // SAFETY: as for put.
         self.check(unsafe {
@@ -471,13 +469,12 @@ impl RemoteOps for PluginRemote {
         })
     }
 
-    unsafe fn put_strided(
-        &self, region: Region, pe: usize, offset: usize, src: *const u8, s: Strides, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn put_strided(&self, at: RemoteAddr, src: *const u8, s: Strides, nbi: bool) -> Result<(), RemoteError> {
         let Some(f) = self.ops.put_strided else {
             // SAFETY: the caller's contract (the default: block by block).
-            return unsafe { super::put_blocks(self, region, pe, offset, src, s, nbi) };
+            return unsafe { super::put_blocks(self, at, src, s, nbi) };
         };
+        let RemoteAddr { region, pe, offset } = at;
         let (flags, shape) = (if nbi { abi::FLAG_NBI } else { 0 }, abi_strides(s));
         // SAFETY: the caller guarantees src for every block; shape lives
         // across the call.
@@ -486,19 +483,19 @@ impl RemoteOps for PluginRemote {
         })
     }
 
-    unsafe fn get_strided(
-        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, s: Strides, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn get_strided(&self, at: RemoteAddr, dst: *mut u8, s: Strides, nbi: bool) -> Result<(), RemoteError> {
         let Some(f) = self.ops.get_strided else {
             // SAFETY: the caller's contract (the default: block by block).
-            return unsafe { super::get_blocks(self, region, pe, offset, dst, s, nbi) };
+            return unsafe { super::get_blocks(self, at, dst, s, nbi) };
         };
+        let RemoteAddr { region, pe, offset } = at;
         let (flags, shape) = (if nbi { abi::FLAG_NBI } else { 0 }, abi_strides(s));
         // SAFETY: as for put_strided.
         self.check(unsafe { f(self.ops.ctx, region_id(region), pe as u32, offset, dst as *mut c_void, &shape, flags) })
     }
 
-    fn amo(&self, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
+    fn amo(&self, at: RemoteAddr, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
         let mut old = 0u64;
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
         // SAFETY: the core checked offset and alignment; old is writable.

@@ -31,7 +31,9 @@
 //! under one lock, so a `SHMEM_THREAD_SERIALIZED` library serves a
 //! multi-threaded program.
 
-use super::{Region, RegionAccess, RemoteError, RemoteOps, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE};
+use super::{
+    Region, RegionAccess, RemoteAddr, RemoteError, RemoteOps, THREAD_MULTIPLE, THREAD_SERIALIZED, THREAD_SINGLE,
+};
 use crate::dynlib::{Open, Search};
 use crate::types::{Amo, AmoOp};
 use ishmem_proxy_abi::atomic::narrow_by_word;
@@ -387,9 +389,8 @@ impl RemoteOps for ShmemRemote {
         )))
     }
 
-    unsafe fn put(
-        &self, region: Region, pe: usize, offset: usize, src: *const u8, len: usize, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn put(&self, at: RemoteAddr, src: *const u8, len: usize, nbi: bool) -> Result<(), RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
         let a = self.addr(region, offset, len)?;
         if pe == self.rank {
             // Our own memory: a copy (SOS 1.5.3 over tcp;ofi_rxm loses a
@@ -411,9 +412,8 @@ impl RemoteOps for ShmemRemote {
         Ok(())
     }
 
-    unsafe fn get(
-        &self, region: Region, pe: usize, offset: usize, dst: *mut u8, len: usize, nbi: bool,
-    ) -> Result<(), RemoteError> {
+    unsafe fn get(&self, at: RemoteAddr, dst: *mut u8, len: usize, nbi: bool) -> Result<(), RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
         let a = self.addr(region, offset, len)?;
         if pe == self.rank {
             // SAFETY: as for put, the other way.
@@ -431,7 +431,8 @@ impl RemoteOps for ShmemRemote {
         Ok(())
     }
 
-    fn amo(&self, region: Region, pe: usize, offset: usize, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
+    fn amo(&self, at: RemoteAddr, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
         let Amo { op, size, operand, cond } = amo;
         let a = self.addr(region, offset, size)?;
         if !matches!(size, 1 | 2 | 4 | 8) || a % size != 0 {
