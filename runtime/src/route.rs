@@ -20,7 +20,7 @@
 //! on. That is one branch on the local path, taken the same way on every
 //! call.
 
-use crate::device::DeviceMemory;
+use crate::device::{DeviceMemory, PassAtomic};
 use crate::remote::{Region, RegionAccess, Remote, RemoteAddr, Strides};
 use crate::types::{Amo, AmoOp, Blocks};
 use ishmem_proxy_abi::atomic;
@@ -584,6 +584,33 @@ impl Router {
             }
         }
         self.remote_amo(call, pe, offset, amo, false)
+    }
+
+    /// Where an AMO at `offset` on `pe` is one of the device's atomics on
+    /// memory this process maps (a GPU heap of this node): the address, for
+    /// [`Router::device_atomics`]; `None` when it goes elsewhere (host
+    /// memory, the proxy). The ring server gathers such AMOs into one
+    /// device pass.
+    #[inline]
+    pub fn device_atomic_target(&self, pe: usize, offset: usize) -> Option<*mut u8> {
+        if self.amo_remote_all {
+            return None;
+        }
+        self.device_mem(offset)?;
+        self.local(pe, offset)
+    }
+
+    /// The AMOs `ops` (addresses from [`Router::device_atomic_target`]) in
+    /// one pass of the device ([`DeviceMemory::atomics`]); old values into
+    /// `out`.
+    ///
+    /// # Safety
+    /// Each address is aligned to its AMO's size.
+    pub unsafe fn device_atomics(&self, call: &str, ops: &[PassAtomic], out: &mut [u64]) {
+        let Some(m) = self.mem else { unreachable!("device_atomic_target gives addresses only with device memory") };
+        // SAFETY: the caller's contract; the addresses are device heap
+        // memory mapped here.
+        unsafe { m.atomics(ops, out) }.unwrap_or_else(|e| self.device_failed(call, e))
     }
 
     /// An AMO on device memory, with the device's atomics.

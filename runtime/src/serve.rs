@@ -4,11 +4,11 @@
 //! checks and the same routing as a host call.
 
 use crate::amo::{SIGNAL_ADD, SIGNAL_SET};
-use crate::device::RingHandler;
+use crate::device::{PassAtomic, RingHandler};
 use crate::error::fatal;
 use crate::ring::{DecodeError, Request, RingOp};
 use crate::state::State;
-use crate::types::AmoOp;
+use crate::types::{Amo, AmoOp};
 use std::sync::atomic::AtomicU64;
 
 const CALL: &str = "ishmem device request";
@@ -67,6 +67,23 @@ impl RingHandler for State {
         }
     }
 
+    /// Runs of AMOs and `g`s on this node's GPU heaps are performed in
+    /// one pass of the device (one kernel instead of one a request); every
+    /// other request, and each request after it, in order as `serve` does.
+    fn serve_many(&self, reqs: &[Request], done: &mut dyn FnMut(usize, u64)) {
+        let mut run: Vec<(usize, PassAtomic)> = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            match self.device_atomic(r) {
+                Some(op) => run.push((i, op)),
+                None => {
+                    self.device_atomics_run(reqs, &mut run, done);
+                    done(i, self.serve(r));
+                }
+            }
+        }
+        self.device_atomics_run(reqs, &mut run, done);
+    }
+
     fn corrupt(&self, e: DecodeError) -> ! {
         fatal(CALL, format_args!("{e}"))
     }
@@ -92,6 +109,48 @@ impl RingHandler for State {
 }
 
 impl State {
+    /// `r` as one of the device's atomics on a GPU heap of this node, with
+    /// the checks `serve` makes: an AMO, or a `g` of 1, 2, 4 or 8 aligned
+    /// bytes (a fetch); `None` for every other request or target.
+    fn device_atomic(&self, r: &Request) -> Option<PassAtomic> {
+        let (addr, amo) = match r.op {
+            RingOp::Amo => (r.dest, Amo { op: r.amo, size: r.size, operand: r.value, cond: r.cond }),
+            RingOp::G if matches!(r.value, 1 | 2 | 4 | 8) && r.source.is_multiple_of(r.value) => {
+                (r.source, Amo::new(AmoOp::Fetch, r.value as usize, 0))
+            }
+            _ => return None,
+        };
+        let what = if r.op == RingOp::G { "source" } else { "dest" };
+        let pe = self.check_pe(CALL, r.pe);
+        let off = self.sym_offset(CALL, what, addr as *const u8, amo.size);
+        self.check_aligned(CALL, what, addr as *const u8, amo.size);
+        self.route.device_atomic_target(pe, off).map(|addr| PassAtomic { addr, amo, posted: r.nbi })
+    }
+
+    /// Performs the gathered `run` of device atomics (indices into `reqs`)
+    /// and reports each; empties it. A run of one is served as `serve`
+    /// does (a `g` then takes the device's copy, quicker than a kernel).
+    fn device_atomics_run(
+        &self, reqs: &[Request], run: &mut Vec<(usize, PassAtomic)>, done: &mut dyn FnMut(usize, u64),
+    ) {
+        if let [(i, _)] = run[..] {
+            done(i, self.serve(&reqs[i]));
+            run.clear();
+            return;
+        }
+        if run.is_empty() {
+            return;
+        }
+        let ops: Vec<PassAtomic> = run.iter().map(|&(_, op)| op).collect();
+        let mut out = vec![0u64; ops.len()];
+        // SAFETY: each address was checked aligned and inside the heap.
+        unsafe { self.route.device_atomics(CALL, &ops, &mut out) };
+        for (&(i, _), v) in run.iter().zip(out) {
+            done(i, v);
+        }
+        run.clear();
+    }
+
     /// A device team sync's flag store to `pe`, which the device cannot
     /// reach (the ring's `CTRL_SET`): `addr` is the flag's address in this
     /// node's control segment. Like the host's sync, this PE's outstanding

@@ -386,6 +386,15 @@ pub struct QueueColl {
 pub trait RingHandler: Send + Sync {
     /// Performs one request; returns the completion value.
     fn serve(&self, req: &Request) -> u64;
+    /// Performs `reqs` (consecutive tickets) in order, calling `done(i,
+    /// value)` for each in order as it completes. A handler may perform a
+    /// run of them in one pass (the core: AMOs and `g`s on GPU heaps in
+    /// one kernel). The default serves them one by one.
+    fn serve_many(&self, reqs: &[Request], done: &mut dyn FnMut(usize, u64)) {
+        for (i, r) in reqs.iter().enumerate() {
+            done(i, self.serve(r));
+        }
+    }
     /// A message that does not decode, or a request lost: ends the job
     /// with the message.
     fn corrupt(&self, e: DecodeError) -> !;
@@ -420,6 +429,16 @@ pub struct Attach {
 pub struct LocalRank {
     pub rank: usize,
     pub size: usize,
+}
+
+/// One AMO of a [`DeviceMemory::atomics`] pass: `amo` on the value at
+/// `addr`; `posted` when its issuer did not wait for it (a non-blocking
+/// device request), so later AMOs of the pass are performed after it.
+#[derive(Clone, Copy, Debug)]
+pub struct PassAtomic {
+    pub addr: *mut u8,
+    pub amo: Amo,
+    pub posted: bool,
 }
 
 /// Host access to the memory a device's heaps live in, for devices whose
@@ -461,6 +480,22 @@ pub trait DeviceMemory: Send + Sync {
     /// # Safety
     /// `addr` is aligned device memory valid for `amo.size` bytes.
     unsafe fn atomic(&self, addr: *mut u8, amo: Amo) -> Result<u64, DeviceError>;
+    /// [`DeviceMemory::atomic`] on each of `ops`, the old values into
+    /// `out` (as long as `ops`), in one pass where the device can (the ring
+    /// server's runs of AMOs). Each is performed after every posted one
+    /// before it (its issuer may have ordered later requests after it);
+    /// the others in any order. The default does them one by one, in
+    /// order.
+    ///
+    /// # Safety
+    /// As [`DeviceMemory::atomic`] for each.
+    unsafe fn atomics(&self, ops: &[PassAtomic], out: &mut [u64]) -> Result<(), DeviceError> {
+        for (op, o) in ops.iter().zip(out.iter_mut()) {
+            // SAFETY: the caller's contract.
+            *o = unsafe { self.atomic(op.addr, op.amo) }?;
+        }
+        Ok(())
+    }
     /// True when `len` bytes at `p` are plain host memory, which a proxy
     /// may read and write itself; false for device memory (and when
     /// unsure: transfers are then staged through host memory).

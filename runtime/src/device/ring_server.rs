@@ -4,7 +4,7 @@
 //! slot's completion, bumps `completed` and retires acked slots.
 
 use super::RingHandler;
-use crate::ring::{cpl_check, DecodeError, Ring, RING_SLOTS};
+use crate::ring::{cpl_check, DecodeError, Request, Ring, RING_SLOTS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,6 +75,10 @@ fn retire(ring: &Ring, retired: &mut u64, next: u64) {
 /// serve another PE's request, as a host wait's progress does).
 const IDLE_PROGRESS_EVERY: u32 = 16;
 
+/// At most this many requests written one after another are handed to the
+/// handler together ([`RingHandler::serve_many`]).
+const GATHER: usize = 256;
+
 fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
     crate::ring::mark_server_thread();
     let mut next: u64 = 0;
@@ -83,6 +87,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
     let mut torn_since: Option<Instant> = None;
     let mut missing_since: Option<Instant> = None;
     let lost_after = handler.lost_after();
+    let mut reqs: Vec<Request> = Vec::with_capacity(GATHER);
     loop {
         let msg = &ring.msgs[slot(next)];
         let found = msg.sequence.load(Ordering::Acquire);
@@ -136,19 +141,40 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
         torn_since = None;
         missing_since = None;
         idle = 0;
-        let req = match raw.decode() {
-            Ok(r) => r,
+        reqs.clear();
+        match raw.decode() {
+            Ok(r) => reqs.push(r),
             Err(e) => handler.corrupt(e),
-        };
-        let result = handler.serve(&req);
-        let c = &ring.completions[slot(next)];
-        c.value.store(result, Ordering::Relaxed);
-        c.check.store(cpl_check(result, next + 1), Ordering::Release);
-        if req.nbi {
-            c.ack.store(next + 1, Ordering::Release);
         }
-        next += 1;
-        ring.completed.store(next, Ordering::Release);
+        // The requests already written behind it (up to GATHER), for the
+        // handler to serve together; a later message not yet whole, or
+        // one that does not decode, is left for its own turn.
+        while reqs.len() < GATHER {
+            let t = next + reqs.len() as u64;
+            let m = &ring.msgs[slot(t)];
+            if m.sequence.load(Ordering::Acquire) != t + 1 {
+                break;
+            }
+            match m.read() {
+                raw if raw.is_whole(t + 1) => match raw.decode() {
+                    Ok(r) => reqs.push(r),
+                    Err(_) => break,
+                },
+                _ => break,
+            }
+        }
+        let first = next;
+        handler.serve_many(&reqs, &mut |i, result| {
+            let t = first + i as u64;
+            let c = &ring.completions[slot(t)];
+            c.value.store(result, Ordering::Relaxed);
+            c.check.store(cpl_check(result, t + 1), Ordering::Release);
+            if reqs[i].nbi {
+                c.ack.store(t + 1, Ordering::Release);
+            }
+            ring.completed.store(t + 1, Ordering::Release);
+        });
+        next += reqs.len() as u64;
         retire(ring, &mut retired, next);
     }
 }
@@ -253,6 +279,75 @@ mod tests {
             assert_eq!(r.value, t as u64);
             assert_eq!(r.op, if t % 2 == 0 { RingOp::Nop } else { RingOp::G });
         }
+    }
+
+    /// Serves a run of requests together: records each run's length and
+    /// answers `value * 3` for each, reporting them in order after the
+    /// whole run (as the core reports a run of GPU atomics).
+    struct Batcher(Mutex<Vec<usize>>);
+
+    impl RingHandler for Batcher {
+        fn serve(&self, r: &Request) -> u64 {
+            r.value * 3
+        }
+        fn serve_many(&self, reqs: &[Request], done: &mut dyn FnMut(usize, u64)) {
+            self.0.lock().unwrap().push(reqs.len());
+            let out: Vec<u64> = reqs.iter().map(|r| self.serve(r)).collect();
+            for (i, v) in out.into_iter().enumerate() {
+                done(i, v);
+            }
+        }
+        fn corrupt(&self, e: DecodeError) -> ! {
+            panic!("{e}")
+        }
+        fn lost_after(&self) -> Option<Duration> {
+            None
+        }
+    }
+
+    #[test]
+    fn requests_written_ahead_are_served_together_in_order_up_to_a_torn_one() {
+        let ring = new_ring();
+        let n = 1000u64;
+        let torn = 500u64;
+        for t in 0..n {
+            let m = RawMsg { op: RING_NOP, value: t, pe: 1, ..Default::default() };
+            if t == torn {
+                // The sequence lands first; the value field later.
+                let msg = &ring.msgs[slot(t)];
+                let meta = m.meta();
+                msg.meta.store(meta, Ordering::Relaxed);
+                msg.check.store(crate::ring::msg_check(0, 0, t, 0, 0, meta, t + 1), Ordering::Relaxed);
+                msg.sequence.store(t + 1, Ordering::Release);
+            } else {
+                ring.msgs[slot(t)].write(&m, t);
+            }
+        }
+        ring.published.fetch_add(n, Ordering::Release);
+        let h: &'static Batcher = Box::leak(Box::new(Batcher(Mutex::new(Vec::new()))));
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || serve(h, ring, &s2));
+        while ring.completed.load(Ordering::Acquire) < torn {
+            std::hint::spin_loop();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(ring.completed.load(Ordering::Acquire), torn, "the torn request is not served before it is whole");
+        ring.msgs[slot(torn)].value.store(torn, Ordering::Release);
+        for t in 0..n {
+            assert_eq!(wait(ring, t), 3 * t, "ticket {t}");
+        }
+        stop.store(true, Ordering::Release);
+        thread.join().unwrap();
+        let runs = h.0.lock().unwrap();
+        assert_eq!(runs.iter().sum::<usize>() as u64, n);
+        assert_eq!(runs.iter().max(), Some(&GATHER), "runs: {runs:?}");
+        // The run before the torn request ends at it.
+        let mut at = 0usize;
+        assert!(runs.iter().any(|&len| {
+            at += len;
+            at as u64 == torn
+        }));
     }
 
     #[test]

@@ -30,7 +30,7 @@ use library::library;
 pub use library::library_linked;
 
 use super::ring_server::RingServer;
-use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, QueueOp};
+use super::{Attach, Device, DeviceError, DeviceMemory, LocalRank, Native, PassAtomic, QueueOp};
 use crate::ctrl::TEAM_SLOTS;
 use crate::device_state::ishmemx_device_state_t;
 use crate::env::{Config, DeviceKind};
@@ -60,8 +60,24 @@ struct Open {
 
 struct AmoKernel {
     func: CUfunction,
+    /// `ishmemi_host_amo_batch`: several AMOs in one launch.
+    batch: CUfunction,
+    /// The registered page the kernels write their results to: the single
+    /// kernel's word at its start, the batch kernel's at [`BATCH_OUT`], its
+    /// requests at [`BATCH_REQS`].
     result: *mut u64,
 }
+
+/// AMOs the batch kernel performs in one launch (one thread each, one
+/// block).
+const AMO_BATCH: usize = 256;
+/// Byte offsets in the host AMO page of the batch kernel's old values and
+/// requests (32-byte records: address, size | opcode << 32 | posted << 48,
+/// operand, compare value; `device-lib/cuda/host_amo.cu`), and the page's
+/// size (rounded up to whole pages).
+const BATCH_OUT: usize = 64;
+const BATCH_REQS: usize = BATCH_OUT + 8 * AMO_BATCH;
+const AMO_PAGE_BYTES: usize = BATCH_REQS + 32 * AMO_BATCH;
 
 /// Why the host-AMO kernel could not be set up (kept, so every later host
 /// AMO reports it).
@@ -403,10 +419,15 @@ impl CudaDevice {
                         "cuModuleGetFunction",
                         (d.module_get_function)(&mut func, m, c"ishmemi_host_amo".as_ptr()),
                     )?;
-                    let page = crate::mem::page_size();
+                    let mut batch = std::ptr::null_mut();
+                    d.check(
+                        "cuModuleGetFunction",
+                        (d.module_get_function)(&mut batch, m, c"ishmemi_host_amo_batch".as_ptr()),
+                    )?;
+                    let bytes = AMO_PAGE_BYTES.next_multiple_of(crate::mem::page_size());
                     let p = libc::mmap(
                         std::ptr::null_mut(),
-                        page,
+                        bytes,
                         libc::PROT_READ | libc::PROT_WRITE,
                         libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                         -1,
@@ -417,9 +438,9 @@ impl CudaDevice {
                     }
                     d.check(
                         "cuMemHostRegister (host AMO result)",
-                        (d.mem_host_register)(p, page, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+                        (d.mem_host_register)(p, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
                     )?;
-                    Ok(AmoKernel { func, result: p as *mut u64 })
+                    Ok(AmoKernel { func, batch, result: p as *mut u64 })
                 }
             })
             .as_ref()
@@ -541,6 +562,51 @@ impl DeviceMemory for CudaDevice {
             self.err(d.check("cuStreamSynchronize", (d.stream_synchronize)(*s)))?;
             Ok(std::ptr::read_volatile(k.result))
         }
+    }
+
+    /// Up to [`AMO_BATCH`] AMOs in one launch of the batch kernel, one
+    /// thread each (relaxed; each after the posted ones before it, as the
+    /// kernel orders them).
+    unsafe fn atomics(&self, ops: &[PassAtomic], out: &mut [u64]) -> Result<(), DeviceError> {
+        if let [op] = ops {
+            // SAFETY: the caller's contract.
+            out[0] = unsafe { self.atomic(op.addr, op.amo) }?;
+            return Ok(());
+        }
+        let o = self.gpu()?;
+        let k = self.amo_kernel(o)?;
+        let d = self.drv;
+        let page = k.result as *mut u8;
+        let s = o.stream.lock().unwrap_or_else(|e| e.into_inner());
+        for (ops, out) in ops.chunks(AMO_BATCH).zip(out.chunks_mut(AMO_BATCH)) {
+            // SAFETY: the page is ours, registered, and holds AMO_BATCH
+            // records and results (AMO_PAGE_BYTES); the stream lock keeps
+            // other users of the page out until the results are read.
+            unsafe {
+                let reqs = page.add(BATCH_REQS) as *mut u64;
+                for (i, op) in ops.iter().enumerate() {
+                    let r = reqs.add(4 * i);
+                    let Amo { op: code, size, operand, cond } = op.amo;
+                    r.write_volatile(op.addr as u64);
+                    r.add(1).write_volatile(size as u64 | ((code as u64) << 32) | (u64::from(op.posted) << 48));
+                    r.add(2).write_volatile(operand);
+                    r.add(3).write_volatile(cond);
+                }
+                let (mut rq, mut n, mut res) = (reqs as u64, ops.len() as u32, page.add(BATCH_OUT) as u64);
+                let mut params: [*mut c_void; 3] =
+                    [(&mut rq as *mut u64).cast(), (&mut n as *mut u32).cast(), (&mut res as *mut u64).cast()];
+                self.err(d.check(
+                    "cuLaunchKernel (host AMO batch)",
+                    (d.launch_kernel)(k.batch, 1, 1, 1, n, 1, 1, 0, *s, params.as_mut_ptr(), std::ptr::null_mut()),
+                ))?;
+                self.err(d.check("cuStreamSynchronize", (d.stream_synchronize)(*s)))?;
+                let res = page.add(BATCH_OUT) as *const u64;
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = res.add(i).read_volatile();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Host memory the driver does not know (malloc, the stack) or knows
