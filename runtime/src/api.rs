@@ -41,10 +41,9 @@ pub use crate::types::{AmoOp, Blocks};
 /// `device_codes.h` repeats.
 pub mod codes {
     pub use crate::device::{
-        CodeGroup, COLL_ALLTOALL, COLL_BROADCAST, COLL_CODES, COLL_COLLECT, COLL_EXSCAN, COLL_FCOLLECT, COLL_INSCAN,
-        COLL_REDUCE, COLL_TEAM_SYNC, ELEM_CODES, ELEM_F32, ELEM_F64, ELEM_I16, ELEM_I32, ELEM_I64, ELEM_I8, ELEM_U16,
-        ELEM_U32, ELEM_U64, ELEM_U8, ROP_AND, ROP_CODES, ROP_MAX, ROP_MIN, ROP_OR, ROP_PROD, ROP_SUM, ROP_XOR,
-        STREAM_CODES, WAIT_CODES, WAIT_SIGNAL, WAIT_UNTIL, WAIT_UNTIL_ALL, WAIT_UNTIL_ANY, WAIT_UNTIL_SOME,
+        COLL_ALLTOALL, COLL_BROADCAST, COLL_COLLECT, COLL_EXSCAN, COLL_FCOLLECT, COLL_INSCAN, COLL_REDUCE,
+        COLL_TEAM_SYNC, ELEM_F32, ELEM_F64, ELEM_I16, ELEM_I32, ELEM_I64, ELEM_I8, ELEM_U16, ELEM_U32, ELEM_U64,
+        ELEM_U8, ROP_AND, ROP_MAX, ROP_MIN, ROP_OR, ROP_PROD, ROP_SUM, ROP_XOR, STREAM_CODES,
     };
 }
 
@@ -57,9 +56,9 @@ pub mod abi {
     pub use crate::device::cuda::library::{
         ishmemx_cuda_queue_op_t, library_fields, queue_op_fields, ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION, QUEUE_OP_KINDS,
     };
-    pub use crate::device::{QueueArg, QueueKernel, QueueParam, QUEUE_KERNELS};
+    pub use crate::device::QUEUE_KERNELS;
     pub use crate::device_state::{field_offsets, FIELDS};
-    pub use crate::env::{EnvVar, Kind as EnvKind, VARS};
+    pub use crate::env::VARS;
     pub use crate::ring::{
         layout as ring_layout, COMPLETION_FIELDS, DEVICE_BAD_ADDR, DEVICE_BAD_PE, MSG_FIELDS, RING_AMO, RING_CTRL_GET,
         RING_CTRL_SET, RING_ERROR, RING_G, RING_GET, RING_NBI, RING_NOP, RING_P, RING_PUT, RING_PUT_SIGNAL, RING_QUIET,
@@ -73,10 +72,11 @@ pub mod abi {
 }
 
 /// What the launcher (`ishmrun`) and the diagnostics tool (`ishmem-info`)
-/// use: the bootstrap's wire protocol and the control segment the launcher
-/// watches, the environment as the library reads it, and the probes of
-/// each device backend and proxy plugin. The runtime's own tests of the
-/// parsers use it too.
+/// use: the bootstrap's wire protocol, the control segment the launcher
+/// creates (`memfd`, `map_region`) and watches, the environment as the
+/// library reads it, and the probes of each device backend and proxy
+/// plugin. The runtime's tests of the message parsers (`Sig`, `RawMsg`)
+/// use it too.
 pub mod launch {
     pub use crate::boot::wire;
     pub use crate::collsig::Sig;
@@ -86,8 +86,13 @@ pub mod launch {
     pub use crate::remote::plugin::installed_plugins;
     pub use crate::ring::RawMsg;
 
-    /// Whether a CUDA driver can be loaded, and from where.
-    pub use crate::device::cuda::driver::Driver as CudaDriver;
+    /// The device backends' probes: what each finds on this machine, or why
+    /// it cannot run here.
     pub use crate::device::opencl::probe_cpu_platform;
     pub use crate::device::ze::probe as probe_level_zero;
+
+    /// Whether the CUDA driver loads (the error lists every path tried).
+    pub fn probe_cuda() -> Result<(), crate::dynlib::LoadError> {
+        crate::device::cuda::driver::Driver::probe()
+    }
 }

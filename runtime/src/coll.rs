@@ -309,7 +309,7 @@ impl State {
     pub fn alltoalls_in<G: Group>(
         &self, call: &str, t: &G, dest: *mut u8, source: *const u8, shape: Blocks,
     ) -> CollResult {
-        debug_assert_eq!(shape.bsize, 1, "alltoalls moves single elements");
+        assert_eq!(shape.bsize, 1, "{call}: alltoalls moves single elements (a shape of blocks of {})", shape.bsize);
         let Blocks { elem, nblocks: nelems, dst, sst, .. } = shape;
         if dst < 1 || sst < 1 {
             crate::error::fatal(call, format_args!("strides must be at least 1 (dst {dst}, sst {sst})"))

@@ -2,31 +2,31 @@
 //! module uses only modules on its own level or below; the `layers` test
 //! checks the import graph against this list):
 //!
-//! 1. plain types and system calls: [`phase`] (lifecycle phase, this PE's
-//!    number), [`env`] (the one environment table), [`types`], [`ctrl`]
-//!    (control segment layout), [`collsig`] (collective call signatures),
-//!    [`device_state`] and [`sync_words`] (state and words device code
-//!    reads), [`alloc`], [`mem`], [`dynlib`] (loading a foreign library's
+//! 1. plain types and system calls: `phase` (lifecycle phase, this PE's
+//!    number), `env` (the one environment table), `types`, `ctrl`
+//!    (control segment layout), `collsig` (collective call signatures),
+//!    `device_state` and `sync_words` (state and words device code
+//!    reads), `alloc`, `mem`, `dynlib` (loading a foreign library's
 //!    function table);
-//! 2. errors and waiting: [`error`], [`wait`], [`dataseg`], [`ring`] (the
+//! 2. errors and waiting: `error`, `wait`, `dataseg`, `ring` (the
 //!    reverse-offload ring's layout and messages);
-//! 3. backends behind traits: [`remote`] (`RemoteOps`: the MPI plugin and
-//!    a host OpenSHMEM library) and [`device`] (`Device`: heaps, kernel
+//! 3. backends behind traits: `remote` (`RemoteOps`: the MPI plugin and
+//!    a host OpenSHMEM library) and `device` (`Device`: heaps, kernel
 //!    runtime, ring server, device queues);
-//! 4. bootstrap: [`boot`] (one module per way a job starts, each returning
+//! 4. bootstrap: `boot` (one module per way a job starts, each returning
 //!    a `JobLayout`);
-//! 5. the routing decision: [`route`] (local pointer or proxy);
-//! 6. the validating core: [`state`] (the running PE and its checks) and
-//!    the operations on it: [`rma`], [`amo`], [`symheap`], [`team`],
-//!    [`coll`], [`activeset`], [`lock`], [`ctx`], [`queue`], [`serve`],
-//!    and [`watch`] (the watchdog thread: lost PEs, device faults,
+//! 5. the routing decision: `route` (local pointer or proxy);
+//! 6. the validating core: `state` (the running PE and its checks) and
+//!    the operations on it: `rma`, `amo`, `symheap`, `team`,
+//!    `coll`, `stage`, `activeset`, `lock`, `ctx`, `queue`, `serve`,
+//!    and `watch` (the watchdog thread: lost PEs, device faults,
 //!    deadlocks);
-//! 7. the lifecycle: [`core`] (init, finalize, the running state);
-//! 8. the public surface: [`api`], the one public module (re-exports).
+//! 7. the lifecycle: `core` (init, finalize, the running state);
+//! 8. the public surface: `api`, the one public module (re-exports).
 //!
 //! The C ABI (`bindings/c`) and the safe Rust crate (`bindings/rust`) are
 //! thin layers over the lifecycle and the running state; they, the
-//! generator and the launcher reach the runtime through [`api`] alone
+//! generator and the launcher reach the runtime through `api` alone
 //! (every other module is private to the crate; the `layers` test checks
 //! both). See `docs/architecture.md`.
 

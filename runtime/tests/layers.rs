@@ -1,6 +1,7 @@
 //! The runtime's structural rules, checked by machine: the module import
 //! graph follows the layer list of `src/lib.rs` and `docs/architecture.md`
-//! (no cycles, nothing imports the lifecycle), and the concerns that have
+//! (no cycles, nothing but the public surface imports the lifecycle), code
+//! outside the runtime uses only the public surface, and the concerns that have
 //! one home stay there (the environment, the proxy's C table and region
 //! ids, CPU atomics on remote memory).
 
@@ -276,51 +277,128 @@ fn foreign_libraries_load_through_one_loader() {
 
 #[test]
 fn only_the_api_module_is_public() {
-    // `src/lib.rs` declares `api` public and every other module
-    // crate-private: what the bindings and the launcher may use is one
-    // module's list of re-exports.
-    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    // `src/lib.rs` declares `api` public and every other item of the crate
+    // root crate-private: what the bindings and the launcher may use is one
+    // module's list of re-exports. (Items inside private modules may be
+    // `pub`: only a re-export from `api` makes them reachable.)
+    let lib = code(&src().join("lib.rs"));
     let mut public = Vec::new();
     for line in lib.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("pub use ")) {
-            public.push(rest.trim_end_matches(';').to_string());
+        let Some(rest) = line.strip_prefix("pub") else { continue };
+        if rest.starts_with('(') {
+            continue; // pub(crate), pub(super), pub(in ...)
+        }
+        if rest.trim() != "mod api;" {
+            public.push(line.to_string());
         }
     }
-    assert_eq!(public, vec!["api".to_string()], "lib.rs makes more than `api` public");
+    assert!(public.is_empty(), "lib.rs makes more than `api` public: {public:?}");
+    assert!(lib.contains("pub mod api;"), "lib.rs declares no public `api` module");
+    let exported = containing("#[macro_export]");
+    assert!(exported.is_empty(), "macros exported from the crate root: {exported:?}");
+}
+
+/// Every `.rs` file of the crates that use the runtime (and the runtime's
+/// integration tests), skipping build output.
+fn dependent_sources() -> (PathBuf, Vec<PathBuf>) {
+    let root = src().join("../..");
+    let mut all = Vec::new();
+    for dir in ["bindings/c", "bindings/rust", "bindings/gen", "runtime/ishmrun", "runtime/tests", "tests"] {
+        fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    if p.file_name().is_some_and(|n| n != "target") {
+                        walk(&p, out);
+                    }
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let d = root.join(dir);
+        if d.is_dir() {
+            walk(&d, &mut all);
+        }
+    }
+    // This file names the crate in its needles.
+    all.retain(|f| !f.ends_with("runtime/tests/layers.rs"));
+    (root, all)
+}
+
+/// The paths after each `ishmem_runtime::` in `text` (whitespace and
+/// comments removed): a brace group is split into its entries
+/// (`ishmem_runtime::{api::X, core}` gives `api::X` and `core`); an alias
+/// of the crate itself (`ishmem_runtime as rt`) is reported as `as`.
+fn runtime_paths(text: &str) -> Vec<String> {
+    let mut c = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("/*") {
+        c.push_str(&rest[..i]);
+        rest = rest[i..].find("*/").map_or("", |j| &rest[i + j + 2..]);
+    }
+    c.push_str(rest);
+    // Whitespace runs become one space, none beside `::`, braces and commas.
+    let words: Vec<&str> = c.split_whitespace().collect();
+    let mut c = words.join(" ");
+    for p in ["::", "{", "}", ","] {
+        c = c.replace(&format!(" {p}"), p).replace(&format!("{p} "), p);
+    }
+    let mut out = Vec::new();
+    for (i, _) in c.match_indices("ishmem_runtime") {
+        let after = &c[i + "ishmem_runtime".len()..];
+        if after.starts_with(" as ") {
+            out.push("as".to_string());
+        } else if let Some(p) = after.strip_prefix("::{") {
+            // The group up to its matching brace, split at top-level commas.
+            let (mut depth, mut start) = (0usize, 0usize);
+            for (k, ch) in p.char_indices() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        out.push(p[start..k].to_string());
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.push(p[start..k].to_string());
+                        start = k + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else if let Some(p) = after.strip_prefix("::") {
+            out.push(
+                p.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_' || *ch == ':' || *ch == ' ').collect(),
+            );
+        }
+    }
+    out.retain(|p| !p.is_empty());
+    out
+}
+
+#[test]
+fn runtime_paths_are_read_through_groups_spaces_and_aliases() {
+    let t =
+        "use ishmem_runtime::{api::{self, X}, core};\nlet a = ishmem_runtime :: ring::R;\nuse ishmem_runtime as rt;\n\
+             use ishmem_runtime::{\n    api::Y,\n  ring as r};";
+    assert_eq!(runtime_paths(t), ["api::{self,X}", "core", "ring::R", "as", "api::Y", "ring as r"]);
 }
 
 #[test]
 fn code_outside_the_runtime_uses_only_the_api() {
     // The bindings, the generator, the launcher, the runtime's own
     // integration tests and the test programs name `ishmem_runtime::api`
-    // and nothing else of the runtime.
-    let root = src().join("../..");
-    let mut all = Vec::new();
-    for dir in
-        ["bindings/c/src", "bindings/rust/src", "bindings/gen/src", "runtime/ishmrun/src", "runtime/tests", "tests"]
-    {
-        let d = root.join(dir);
-        if d.is_dir() {
-            files(&d, &mut all);
-        }
-    }
+    // and nothing else of the runtime, and do not rename the crate.
+    let (root, all) = dependent_sources();
     assert!(all.len() > 10, "found too few source files under {}", root.display());
     let mut bad = Vec::new();
-    // This file names the crate in its needles.
-    all.retain(|f| !f.ends_with("runtime/tests/layers.rs"));
     for f in &all {
-        let c = code(f);
-        for (i, _) in c.match_indices("ishmem_runtime::") {
-            let rest = &c[i + "ishmem_runtime::".len()..];
-            let ok = rest.starts_with("api::")
-                || rest.starts_with("api;")
-                || rest.starts_with("api as ")
-                || rest.starts_with("api}")
-                || rest.starts_with("api,")
-                || rest.starts_with("{api");
+        for p in runtime_paths(&code(f)) {
+            let first = p.split([' ', ':']).next().unwrap_or("");
+            let ok = (first == "api" || first == "self") && p != "self as";
             if !ok {
-                let name: String = rest.chars().take_while(|ch| ch.is_alphanumeric() || *ch == '_').collect();
-                bad.push(format!("{}: ishmem_runtime::{name}", f.strip_prefix(&root).unwrap_or(f).display()));
+                bad.push(format!("{}: ishmem_runtime::{p}", f.strip_prefix(&root).unwrap_or(f).display()));
             }
         }
     }

@@ -3,8 +3,7 @@
 //! exit status, and when one PE fails, stops the others and says which PE
 //! failed and how.
 
-use ishmem_runtime::api::launch as device;
-use ishmem_runtime::api::launch::wire as bootstrap;
+use ishmem_runtime::api::launch::{self, wire as bootstrap};
 use ishmem_runtime::api::launch::{ctrl_size, Ctrl, LIFE_FINALIZED, LIFE_RUNNING};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -367,10 +366,10 @@ fn run(mut opts: Options) -> Result<u8, String> {
     let n = opts.npes;
     let ctrl_len = ctrl_size(n);
     let ctrl_fd =
-        device::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
+        launch::memfd("ishmem-ctrl", ctrl_len).map_err(|e| format!("cannot create the control segment: {e}"))?;
     // Kept mapped for the whole job: the PEs record global_exit calls there.
     let ctrl_region =
-        device::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
+        launch::map_region(&ctrl_fd, ctrl_len).map_err(|e| format!("cannot map the control segment: {e}"))?;
     // SAFETY: fresh zeroed mapping of ctrl_size(n) bytes, alive until run returns.
     let ctrl = unsafe { Ctrl::new(ctrl_region.base(), n) };
     ctrl.initialize();

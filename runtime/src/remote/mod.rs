@@ -240,39 +240,38 @@ pub trait RemoteOps: Send + Sync {
     /// operations on it are served through `access`. A proxy that cannot
     /// serve so returns [`RemoteError::Unsupported`].
     fn expose_served(&self, region: Region, size: usize, access: &'static dyn RegionAccess) -> Result<(), RemoteError>;
-    /// Copies `len` bytes from local `src` to `offset` in `region` of `pe`.
+    /// Copies `len` bytes from local `src` to `at`.
     ///
     /// # Safety
     /// `src` is valid for `len` bytes, until the next flush with `nbi`.
     unsafe fn put(&self, at: RemoteAddr, src: *const u8, len: usize, nbi: bool) -> Result<(), RemoteError>;
-    /// Copies `len` bytes from `offset` in `region` of `pe` to local `dst`.
+    /// Copies `len` bytes from `at` to local `dst`.
     ///
     /// # Safety
     /// `dst` is valid for `len` bytes, until the next flush with `nbi`.
     unsafe fn get(&self, at: RemoteAddr, dst: *mut u8, len: usize, nbi: bool) -> Result<(), RemoteError>;
     /// Block-strided put: block `b` of `s` from local `src + b *
-    /// s.local` to `offset + b * s.remote` in `region` of `pe`. The
-    /// default puts block by block.
+    /// s.local` to `at.offset + b * s.remote` in `at`'s region of `at.pe`.
+    /// The default puts block by block.
     ///
     /// # Safety
     /// `src` is valid for every block, until the next flush with `nbi`;
-    /// every target block lies inside `region`.
+    /// every target block lies inside `at`'s region.
     unsafe fn put_strided(&self, at: RemoteAddr, src: *const u8, s: Strides, nbi: bool) -> Result<(), RemoteError> {
         // SAFETY: the caller's contract.
         unsafe { put_blocks(self, at, src, s, nbi) }
     }
     /// Block-strided get, the mirror of [`RemoteOps::put_strided`]: block
-    /// `b` from `offset + b * s.remote` to local `dst + b * s.local`.
+    /// `b` from `at.offset + b * s.remote` to local `dst + b * s.local`.
     ///
     /// # Safety
     /// `dst` is valid for every block, until the next flush with `nbi`;
-    /// every source block lies inside `region`.
+    /// every source block lies inside `at`'s region.
     unsafe fn get_strided(&self, at: RemoteAddr, dst: *mut u8, s: Strides, nbi: bool) -> Result<(), RemoteError> {
         // SAFETY: the caller's contract.
         unsafe { get_blocks(self, at, dst, s, nbi) }
     }
-    /// `amo` on the naturally aligned value at `offset` in `region` of
-    /// `pe`; returns the old value (0 with `nbi`, which completes by the
+    /// `amo` on the naturally aligned value at `at`; returns the old value (0 with `nbi`, which completes by the
     /// next flush). AMOs from every PE to one location are atomic with each
     /// other and with the node's load/store AMOs.
     fn amo(&self, at: RemoteAddr, amo: Amo, nbi: bool) -> Result<u64, RemoteError>;

@@ -40,7 +40,7 @@ fn components() -> Vec<Component> {
     };
     v.insert(0, Component { kind: "device", name: "cpu", available, detail });
     // The CUDA device: built in; available when the NVIDIA driver loads.
-    let (available, detail) = match ishmem_runtime::api::launch::CudaDriver::load() {
+    let (available, detail) = match ishmem_runtime::api::launch::probe_cuda() {
         Ok(_) => (true, "built in: heaps in NVIDIA GPU memory (ISHMEM_DEVICE=cuda); the CUDA driver loads".to_string()),
         Err(e) => (false, format!("built in, not usable here: {e}")),
     };

@@ -123,16 +123,13 @@ pub struct Driver {
     pub path: String,
     pub init: unsafe extern "C" fn(c_uint) -> CUresult,
     pub module_get_loading_mode: unsafe extern "C" fn(*mut c_uint) -> CUresult,
-    pub driver_get_version: unsafe extern "C" fn(*mut c_int) -> CUresult,
     pub get_error_name: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
     pub get_error_string: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
     pub device_get_count: unsafe extern "C" fn(*mut c_int) -> CUresult,
     pub device_get: unsafe extern "C" fn(*mut CUdevice, c_int) -> CUresult,
     pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, CUdevice) -> CUresult,
     pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, CUdevice) -> CUresult,
-    pub device_get_pci_bus_id: unsafe extern "C" fn(*mut c_char, c_int, CUdevice) -> CUresult,
     pub primary_ctx_retain: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
-    pub primary_ctx_release: unsafe extern "C" fn(CUdevice) -> CUresult,
     pub ctx_set_current: unsafe extern "C" fn(CUcontext) -> CUresult,
     pub mem_get_allocation_granularity:
         unsafe extern "C" fn(*mut usize, *const CUmemAllocationProp, c_uint) -> CUresult,
@@ -162,7 +159,6 @@ pub struct Driver {
     pub ctx_synchronize: unsafe extern "C" fn() -> CUresult,
     pub thread_exchange_stream_capture_mode: unsafe extern "C" fn(*mut c_uint) -> CUresult,
     pub mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult,
-    pub stream_destroy: unsafe extern "C" fn(CUstream) -> CUresult,
     pub module_load_data: unsafe extern "C" fn(*mut CUmodule, *const c_void) -> CUresult,
     pub module_get_function: unsafe extern "C" fn(*mut CUfunction, CUmodule, *const c_char) -> CUresult,
     #[allow(clippy::type_complexity)]
@@ -190,6 +186,11 @@ unsafe impl Sync for Driver {}
 const LIB_NAMES: &[&str] = &["libcuda.so.1", "libcuda.so"];
 
 impl Driver {
+    /// What `ishmem-info` reports: whether the driver loads, and why not.
+    pub fn probe() -> Result<(), LoadError> {
+        Driver::load().map(|_| ())
+    }
+
     /// Loads the driver library; the error names every path tried and why.
     pub fn load() -> Result<Driver, LoadError> {
         let mut search =
@@ -216,16 +217,13 @@ impl Driver {
             path: name.to_string(),
             init: sym!("cuInit"),
             module_get_loading_mode: sym!("cuModuleGetLoadingMode"),
-            driver_get_version: sym!("cuDriverGetVersion"),
             get_error_name: sym!("cuGetErrorName"),
             get_error_string: sym!("cuGetErrorString"),
             device_get_count: sym!("cuDeviceGetCount"),
             device_get: sym!("cuDeviceGet"),
             device_get_attribute: sym!("cuDeviceGetAttribute"),
             device_get_name: sym!("cuDeviceGetName"),
-            device_get_pci_bus_id: sym!("cuDeviceGetPCIBusId"),
             primary_ctx_retain: sym!("cuDevicePrimaryCtxRetain"),
-            primary_ctx_release: sym!("cuDevicePrimaryCtxRelease_v2"),
             ctx_set_current: sym!("cuCtxSetCurrent"),
             mem_get_allocation_granularity: sym!("cuMemGetAllocationGranularity"),
             mem_create: sym!("cuMemCreate"),
@@ -251,7 +249,6 @@ impl Driver {
             ctx_synchronize: sym!("cuCtxSynchronize"),
             thread_exchange_stream_capture_mode: sym!("cuThreadExchangeStreamCaptureMode"),
             mem_get_info: sym!("cuMemGetInfo_v2"),
-            stream_destroy: sym!("cuStreamDestroy_v2"),
             module_load_data: sym!("cuModuleLoadData"),
             module_get_function: sym!("cuModuleGetFunction"),
             launch_kernel: sym!("cuLaunchKernel"),
