@@ -239,6 +239,10 @@ struct Inner {
     /// Flush markers unanswered, per target PE.
     outstanding: Vec<u32>,
     total_outstanding: usize,
+    /// Non-blocking gets from served regions not yet complete (their
+    /// slots are in neither list above), and how many go to each PE.
+    gets: Vec<PendingGet>,
+    gets_to: Vec<u32>,
     /// Copies of small blocking puts (see `copy_put`; allocated at the
     /// first) and how much of the buffer is in use.
     copies: Vec<Line>,
@@ -250,6 +254,14 @@ struct Inner {
     next_recv: usize,
     replies: Vec<PendingReply>,
     am_started: bool,
+}
+
+/// A non-blocking get from a served region: the request's slot (its
+/// answer says the target has sent everything) and the data's receives.
+struct PendingGet {
+    slot: usize,
+    pe: u32,
+    recvs: Vec<ffi::MPI_Request>,
 }
 
 // SAFETY: MPI handles are plain values; every use is under the plugin lock.
@@ -680,7 +692,8 @@ impl Inner {
         self.free.push(s);
     }
 
-    /// Frees the posts whose sends completed and the answered markers.
+    /// Frees the posts whose sends completed, the answered markers and the
+    /// non-blocking gets whose data arrived.
     fn retire(&mut self) -> Result<usize, String> {
         let mut events = 0;
         let mut k = 0;
@@ -694,7 +707,28 @@ impl Inner {
                 k += 1;
             }
         }
+        let mut k = 0;
+        while k < self.gets.len() {
+            let s = self.gets[k].slot;
+            if test_all(&mut self.gets[k].recvs)?.is_some() && self.slot_done(s)? {
+                let g = self.gets.swap_remove(k);
+                self.gets_to[g.pe as usize] -= 1;
+                self.free.push(s);
+                events += 1;
+            } else {
+                k += 1;
+            }
+        }
         Ok(events)
+    }
+
+    /// Non-blocking gets not yet complete, to `pe` (negative: to any).
+    fn gets_left(&self, pe: c_int) -> usize {
+        if pe < 0 {
+            self.gets.len()
+        } else {
+            self.gets_to[pe as usize] as usize
+        }
     }
 
     /// Sends `req` to `pe` from a free slot (the caller made sure there is
@@ -1009,8 +1043,11 @@ impl Plugin {
         self.poll(|_| test_all(&mut sends))
     }
 
-    /// A get from `pe`'s served `region` into `dst` (complete on return).
-    fn served_get(&self, region: u32, pe: u32, offset: usize, dst: *mut u8, len: usize) -> Result<(), String> {
+    /// A get from `pe`'s served `region` into `dst`: complete on return,
+    /// or with `nbi` at the next flush of `pe` (or of every PE).
+    fn served_get(
+        &self, region: u32, pe: u32, offset: usize, dst: *mut u8, len: usize, nbi: bool,
+    ) -> Result<(), String> {
         let req = Request { region, size: 0, op: OP_GET, slot: 0, offset: offset as u64, operand: len as u64, cond: 0 };
         let (slot, mut recvs) = self.with_slot(|inner| {
             let s = inner.free.pop().ok_or("no free AMO slot")?;
@@ -1040,6 +1077,12 @@ impl Plugin {
             inner.send_slot(self.am_comm, s, pe, SlotKind::Get, req, &[])?;
             Ok((s, recvs))
         })?;
+        if nbi {
+            let mut inner = self.lock();
+            inner.gets.push(PendingGet { slot, pe, recvs });
+            inner.gets_to[pe as usize] += 1;
+            return Ok(());
+        }
         self.poll(|inner| {
             if test_all(&mut recvs)?.is_none() || !inner.slot_done(slot)? {
                 return Ok(None);
@@ -1092,7 +1135,7 @@ impl Plugin {
             return if put {
                 self.served_put(region, pe, offset, buf as *const u8, len)
             } else {
-                self.served_get(region, pe, offset, buf as *mut u8, len)
+                self.served_get(region, pe, offset, buf as *mut u8, len, nbi)
             };
         }
         let win = inner.win(region)?;
@@ -1210,15 +1253,17 @@ impl Plugin {
             && written.unsigned_abs() >= s.block;
         if !one_call || served {
             drop(inner);
-            // Block by block, each non-blocking (a served region's
-            // transfers are complete locally on return anyway), then one
-            // local completion.
+            // Block by block, each non-blocking, then one local completion
+            // (a served region's puts are complete locally on return; its
+            // gets when their data has come).
             for b in 0..s.nblocks as isize {
                 let off = (offset as isize + b * s.target_stride) as usize;
                 let p = (buf as *mut u8).wrapping_offset(b * s.local_stride) as *mut c_void;
                 self.rma(put, region, pe, off, p, s.block, true)?;
             }
-            if !nbi && !served {
+            if !nbi && served {
+                self.poll(|i| Ok((i.gets_left(pe as c_int) == 0).then_some(())))?;
+            } else if !nbi {
                 let inner = self.lock();
                 let win = inner.win(region)?;
                 // SAFETY: open window, valid rank.
@@ -1308,7 +1353,7 @@ impl Plugin {
                 inner.copies_free();
             }
             let left = if pe < 0 { inner.total_outstanding } else { inner.outstanding[pe as usize] as usize };
-            if left == 0 && (pe >= 0 || !inner.has_posts(finalizing)) {
+            if left == 0 && inner.gets_left(pe) == 0 && (pe >= 0 || !inner.has_posts(finalizing)) {
                 return Ok(());
             }
         }
@@ -1322,10 +1367,10 @@ impl Plugin {
         if pe < 0 {
             self.send_markers(finalizing)?;
         }
-        // The markers' answers.
+        // The markers' answers, and the non-blocking gets' data.
         self.poll(|i| {
             let left = if pe < 0 { i.total_outstanding } else { i.outstanding[pe as usize] as usize };
-            Ok((left == 0).then_some(()))
+            Ok((left == 0 && i.gets_left(pe) == 0).then_some(()))
         })
     }
 
@@ -1824,6 +1869,8 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
                 is_posted: vec![0; size as usize],
                 outstanding: vec![0; size as usize],
                 total_outstanding: 0,
+                gets: Vec::new(),
+                gets_to: vec![0; size as usize],
                 copies: Vec::new(),
                 copies_used: 0,
                 copies_pending: false,

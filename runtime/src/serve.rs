@@ -68,20 +68,28 @@ impl RingHandler for State {
     }
 
     /// Runs of AMOs and `g`s on this node's GPU heaps are performed in
-    /// one pass of the device (one kernel instead of one a request); every
+    /// one pass of the device (one kernel instead of one a request); runs
+    /// of other `g`s (PEs reached through the proxy) are all issued, then
+    /// completed together (one round trip instead of one a request); every
     /// other request, and each request after it, in order as `serve` does.
     fn serve_many(&self, reqs: &[Request], done: &mut dyn FnMut(usize, u64)) {
-        let mut run: Vec<(usize, PassAtomic)> = Vec::new();
+        let mut atomics: Vec<(usize, PassAtomic)> = Vec::new();
+        let mut gets: Vec<usize> = Vec::new();
         for (i, r) in reqs.iter().enumerate() {
-            match self.device_atomic(r) {
-                Some(op) => run.push((i, op)),
-                None => {
-                    self.device_atomics_run(reqs, &mut run, done);
-                    done(i, self.serve(r));
-                }
+            if let Some(op) = self.device_atomic(r) {
+                self.gets_run(reqs, &mut gets, done);
+                atomics.push((i, op));
+            } else if r.op == RingOp::G {
+                self.device_atomics_run(reqs, &mut atomics, done);
+                gets.push(i);
+            } else {
+                self.device_atomics_run(reqs, &mut atomics, done);
+                self.gets_run(reqs, &mut gets, done);
+                done(i, self.serve(r));
             }
         }
-        self.device_atomics_run(reqs, &mut run, done);
+        self.device_atomics_run(reqs, &mut atomics, done);
+        self.gets_run(reqs, &mut gets, done);
     }
 
     fn corrupt(&self, e: DecodeError) -> ! {
@@ -146,6 +154,42 @@ impl State {
         // SAFETY: each address was checked aligned and inside the heap.
         unsafe { self.route.device_atomics(CALL, &ops, &mut out) };
         for (&(i, _), v) in run.iter().zip(out) {
+            done(i, v);
+        }
+        run.clear();
+    }
+
+    /// Performs the gathered `run` of `g`s (indices into `reqs`) and
+    /// reports each; empties it. Each is issued without waiting (through
+    /// the proxy, a non-blocking get), then each PE they went to is
+    /// flushed once. A run of one is served as `serve` does.
+    fn gets_run(&self, reqs: &[Request], run: &mut Vec<usize>, done: &mut dyn FnMut(usize, u64)) {
+        if let [i] = run[..] {
+            done(i, self.serve(&reqs[i]));
+            run.clear();
+            return;
+        }
+        if run.is_empty() {
+            return;
+        }
+        let mut vals = vec![0u64; run.len()];
+        let mut pes: Vec<usize> = Vec::new();
+        for (&i, v) in run.iter().zip(vals.iter_mut()) {
+            let r = &reqs[i];
+            // SAFETY: as for `serve`'s `g`; `vals` outlives the flushes
+            // below, which complete the gets.
+            unsafe {
+                self.get_nbi(CALL, (v as *mut u64).cast(), r.source as *const u8, (r.value as usize).min(8), r.pe)
+            };
+            // The PE was checked by the get.
+            if !pes.contains(&(r.pe as usize)) {
+                pes.push(r.pe as usize);
+            }
+        }
+        for pe in pes {
+            self.route.flush(CALL, Some(pe));
+        }
+        for (&i, v) in run.iter().zip(vals) {
             done(i, v);
         }
         run.clear();
