@@ -77,22 +77,18 @@ extern "C" __global__ void ishmemi_host_amo(u64 addr, u32 size, u32 op, u64 oper
 
 // Several AMOs in one launch (the ring server's run of AMOs and gs on this
 // node's GPU heaps), one thread each: request i is the 32-byte record at
-// reqs + 32 * i (address; size | opcode << 32 | posted << 48; operand;
+// reqs + 32 * i (address; size | opcode << 32 | wave << 48; operand;
 // compare value: the runtime's cuda::atomics), its old value goes to
-// out[i]. A request is performed after every posted (non-blocking) one
-// before it, whose issuer may have ordered later requests after it with a
-// fence; the others run at once, relaxed. Launched with n threads, one
-// block.
-extern "C" __global__ void ishmemi_host_amo_batch(const u64 *reqs, u32 n, u64 *out) {
-    u32 i = threadIdx.x, wave = 0, waves = 0;
-    for (u32 j = 0; j < n; j++) {
-        u32 posted = (u32)(reqs[4 * j + 1] >> 48) & 1;
-        if (j < i) wave += posted;
-        if (j + 1 < n) waves += posted;
-    }
+// out[i]. Waves 0..=waves run one after another, the requests of a wave
+// at once, relaxed: the host puts a request after every posted
+// (non-blocking) one before it, whose issuer may have ordered later
+// requests after it with a fence. Launched with n threads, one block.
+extern "C" __global__ void ishmemi_host_amo_batch(const u64 *reqs, u32 n, u32 waves, u64 *out) {
+    u32 i = threadIdx.x;
+    const u64 *r = reqs + 4 * i;
+    u32 wave = i < n ? (u32)(r[1] >> 48) : 0;
     for (u32 w = 0; w <= waves; w++) {
         if (i < n && wave == w) {
-            const u64 *r = reqs + 4 * i;
             u32 size = (u32)r[1], op = (u32)(r[1] >> 32) & 0xffff;
             out[i] = one(r[0], size, op, r[2], r[3], cuda::memory_order_relaxed);
         }

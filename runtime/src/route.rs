@@ -586,6 +586,14 @@ impl Router {
         self.remote_amo(call, pe, offset, amo, false)
     }
 
+    /// Whether an operation on `offset` of `pe` goes through the proxy (the
+    /// PE is not mapped here): the ring server gathers such `g`s, issues
+    /// them all, then flushes their PEs once.
+    #[inline]
+    pub fn through_proxy(&self, pe: usize, offset: usize) -> bool {
+        self.local(pe, offset).is_none()
+    }
+
     /// Where an AMO at `offset` on `pe` is one of the device's atomics on
     /// memory this process maps (a GPU heap of this node): the address, for
     /// [`Router::device_atomics`]; `None` when it goes elsewhere (host

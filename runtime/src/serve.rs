@@ -69,7 +69,7 @@ impl RingHandler for State {
 
     /// Runs of AMOs and `g`s on this node's GPU heaps are performed in
     /// one pass of the device (one kernel instead of one a request); runs
-    /// of other `g`s (PEs reached through the proxy) are all issued, then
+    /// of `g`s from PEs reached through the proxy are all issued, then
     /// completed together (one round trip instead of one a request); every
     /// other request, and each request after it, in order as `serve` does.
     fn serve_many(&self, reqs: &[Request], done: &mut dyn FnMut(usize, u64)) {
@@ -79,7 +79,7 @@ impl RingHandler for State {
             if let Some(op) = self.device_atomic(r) {
                 self.gets_run(reqs, &mut gets, done);
                 atomics.push((i, op));
-            } else if r.op == RingOp::G {
+            } else if self.remote_g(r) {
                 self.device_atomics_run(reqs, &mut atomics, done);
                 gets.push(i);
             } else {
@@ -117,6 +117,17 @@ impl RingHandler for State {
 }
 
 impl State {
+    /// Whether `r` is a `g` from a PE reached through the proxy (checked as
+    /// `serve` checks it).
+    fn remote_g(&self, r: &Request) -> bool {
+        if r.op != RingOp::G {
+            return false;
+        }
+        let pe = self.check_pe(CALL, r.pe);
+        let off = self.sym_offset(CALL, "source", r.source as *const u8, (r.value as usize).min(8));
+        self.route.through_proxy(pe, off)
+    }
+
     /// `r` as one of the device's atomics on a GPU heap of this node, with
     /// the checks `serve` makes: an AMO, or a `g` of 1, 2, 4 or 8 aligned
     /// bytes (a fetch); `None` for every other request or target.
@@ -174,12 +185,13 @@ impl State {
         }
         let mut vals = vec![0u64; run.len()];
         let mut pes: Vec<usize> = Vec::new();
-        for (&i, v) in run.iter().zip(vals.iter_mut()) {
+        for (k, &i) in run.iter().enumerate() {
             let r = &reqs[i];
             // SAFETY: as for `serve`'s `g`; `vals` outlives the flushes
             // below, which complete the gets.
             unsafe {
-                self.get_nbi(CALL, (v as *mut u64).cast(), r.source as *const u8, (r.value as usize).min(8), r.pe)
+                let v = vals.as_mut_ptr().add(k).cast();
+                self.get_nbi(CALL, v, r.source as *const u8, (r.value as usize).min(8), r.pe)
             };
             // The PE was checked by the get.
             if !pes.contains(&(r.pe as usize)) {

@@ -75,6 +75,9 @@ fn retire(ring: &Ring, retired: &mut u64, next: u64) {
 /// serve another PE's request, as a host wait's progress does).
 const IDLE_PROGRESS_EVERY: u32 = 16;
 
+/// What a fatal error of the server names.
+const CALL: &str = "ishmem ring server";
+
 /// At most this many requests written one after another are handed to the
 /// handler together ([`RingHandler::serve_many`]).
 const GATHER: usize = 256;
@@ -164,7 +167,17 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             }
         }
         let first = next;
+        let mut answered = 0usize;
         handler.serve_many(&reqs, &mut |i, result| {
+            // `completed` says every earlier ticket is served: answers must
+            // come once each, in order.
+            if i != answered {
+                crate::error::fatal(
+                    CALL,
+                    format_args!("request {} answered before {}", first + i as u64, first + answered as u64),
+                )
+            }
+            answered += 1;
             let t = first + i as u64;
             let c = &ring.completions[slot(t)];
             c.value.store(result, Ordering::Relaxed);
@@ -174,6 +187,16 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             }
             ring.completed.store(t + 1, Ordering::Release);
         });
+        if answered != reqs.len() {
+            crate::error::fatal(
+                CALL,
+                format_args!(
+                    "requests {} to {} left unanswered",
+                    first + answered as u64,
+                    next + reqs.len() as u64 - 1
+                ),
+            )
+        }
         next += reqs.len() as u64;
         retire(ring, &mut retired, next);
     }

@@ -72,7 +72,7 @@ struct AmoKernel {
 /// block).
 const AMO_BATCH: usize = 256;
 /// Byte offsets in the host AMO page of the batch kernel's old values and
-/// requests (32-byte records: address, size | opcode << 32 | posted << 48,
+/// requests (32-byte records: address, size | opcode << 32 | wave << 48,
 /// operand, compare value; `device-lib/cuda/host_amo.cu`), and the page's
 /// size (rounded up to whole pages).
 const BATCH_OUT: usize = 64;
@@ -584,17 +584,26 @@ impl DeviceMemory for CudaDevice {
             // other users of the page out until the results are read.
             unsafe {
                 let reqs = page.add(BATCH_REQS) as *mut u64;
+                // A request's wave: how many posted requests come before it.
+                let mut wave = 0u64;
                 for (i, op) in ops.iter().enumerate() {
                     let r = reqs.add(4 * i);
                     let Amo { op: code, size, operand, cond } = op.amo;
                     r.write_volatile(op.addr as u64);
-                    r.add(1).write_volatile(size as u64 | ((code as u64) << 32) | (u64::from(op.posted) << 48));
+                    r.add(1).write_volatile(size as u64 | ((code as u64) << 32) | (wave << 48));
                     r.add(2).write_volatile(operand);
                     r.add(3).write_volatile(cond);
+                    wave += u64::from(op.posted);
                 }
-                let (mut rq, mut n, mut res) = (reqs as u64, ops.len() as u32, page.add(BATCH_OUT) as u64);
-                let mut params: [*mut c_void; 3] =
-                    [(&mut rq as *mut u64).cast(), (&mut n as *mut u32).cast(), (&mut res as *mut u64).cast()];
+                let last = ops.last().map_or(0, |op| u64::from(op.posted));
+                let (mut rq, mut n, mut waves, mut res) =
+                    (reqs as u64, ops.len() as u32, (wave - last) as u32, page.add(BATCH_OUT) as u64);
+                let mut params: [*mut c_void; 4] = [
+                    (&mut rq as *mut u64).cast(),
+                    (&mut n as *mut u32).cast(),
+                    (&mut waves as *mut u32).cast(),
+                    (&mut res as *mut u64).cast(),
+                ];
                 self.err(d.check(
                     "cuLaunchKernel (host AMO batch)",
                     (d.launch_kernel)(k.batch, 1, 1, 1, n, 1, 1, 0, *s, params.as_mut_ptr(), std::ptr::null_mut()),
