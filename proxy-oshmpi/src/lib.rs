@@ -76,6 +76,8 @@ const CHUNK: usize = 1 << 20;
 const TAG_REPLY: c_int = 16;
 /// Outstanding AMO requests per PE (client side).
 const SLOTS: usize = 256;
+/// Requests served in one call of the core (`TargetOps::amo_many`).
+const RUN_MAX: usize = 256;
 /// Requests received concurrently (server side).
 const RECVS: usize = 32;
 /// Largest count per MPI call (MPI counts are `int`).
@@ -407,19 +409,41 @@ impl Inner {
         // `next_recv` (cyclic). Serving them in that order keeps one PE's
         // AMOs to a target in issue order (MPI does not overtake between
         // one pair), and answers a flush marker after the AMOs before it.
+        // A request received but not yet served (the one after a run).
+        let mut pending: Option<(usize, c_int)> = None;
         loop {
-            let i = self.next_recv;
-            let mut flag: c_int = 0;
-            // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
-            let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
-            // SAFETY: the request and its buffer live in self.recvs.
-            check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.recvs[i].req, &mut flag, &mut status) })?;
-            if flag == 0 {
-                break;
-            }
+            let (i, from) = match pending.take() {
+                Some(p) => p,
+                None => match self.test_recv(self.next_recv)? {
+                    Some(from) => (self.next_recv, from),
+                    None => break,
+                },
+            };
             events += 1;
             let r = self.recvs[i].buf.req;
-            let from = status.MPI_SOURCE;
+            // AMOs and small gets on a served region that arrived together
+            // go to the core in one call (one pass of its device).
+            if let Some(region) = self.batchable(&r) {
+                let mut run = vec![(i, from)];
+                let mut j = (i + 1) % self.recvs.len();
+                while run.len() < RUN_MAX && j != self.next_recv {
+                    let Some(f) = self.test_recv(j)? else { break };
+                    if self.batchable(&self.recvs[j].buf.req) == Some(region) {
+                        run.push((j, f));
+                        j = (j + 1) % self.recvs.len();
+                    } else {
+                        pending = Some((j, f));
+                        break;
+                    }
+                }
+                if run.len() > 1 {
+                    events += run.len() - 1;
+                    self.serve_run(am_comm, region, &run)?;
+                    continue;
+                }
+                // One alone is served as below (a get by a copy, quicker
+                // than a device pass).
+            }
             let old = match r.op {
                 OP_FLUSH => 0,
                 OP_PUT => {
@@ -438,21 +462,7 @@ impl Inner {
             };
             // A get's answer is its data.
             if r.slot != NO_REPLY && r.op != OP_GET {
-                let buf = Box::new(Reply { old });
-                let mut req = request_null();
-                // SAFETY: buf lives in self.replies until the send completes.
-                check("MPI_Isend", unsafe {
-                    ffi::MPI_Isend(
-                        &*buf as *const Reply as *const c_void,
-                        std::mem::size_of::<Reply>() as c_int,
-                        ffi::RSMPI_UINT8_T,
-                        status.MPI_SOURCE,
-                        TAG_REPLY + r.slot as c_int,
-                        am_comm,
-                        &mut req,
-                    )
-                })?;
-                self.replies.push(PendingReply { req, _buf: buf });
+                self.reply(am_comm, from, TAG_REPLY + r.slot as c_int, old, std::mem::size_of::<Reply>())?;
             }
             self.recvs[i].post(am_comm)?;
             self.next_recv = (i + 1) % self.recvs.len();
@@ -474,6 +484,105 @@ impl Inner {
 
     /// An AMO request from PE `from`: applied with the CPU atomics the
     /// node uses, or through the core on a served region.
+    /// Whether receive `i` holds a request: its sender, once it does.
+    fn test_recv(&mut self, i: usize) -> Result<Option<c_int>, String> {
+        let mut flag: c_int = 0;
+        // SAFETY: MPI_Status is a plain C struct; all-zero is a valid value.
+        let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+        // SAFETY: the request and its buffer live in self.recvs.
+        check("MPI_Test", unsafe { ffi::MPI_Test(&mut self.recvs[i].req, &mut flag, &mut status) })?;
+        Ok((flag != 0).then_some(status.MPI_SOURCE))
+    }
+
+    /// Sends `bytes` (at most 8) of `value` to `to` with `tag`: an AMO's
+    /// answer, or a small get's data. The buffer lives in `replies` until
+    /// the send completes.
+    fn reply(&mut self, am_comm: ffi::MPI_Comm, to: c_int, tag: c_int, value: u64, bytes: usize) -> Result<(), String> {
+        let buf = Box::new(Reply { old: value });
+        let mut req = request_null();
+        // SAFETY: buf lives in self.replies until the send completes.
+        check("MPI_Isend", unsafe {
+            ffi::MPI_Isend(
+                &*buf as *const Reply as *const c_void,
+                bytes as c_int,
+                ffi::RSMPI_UINT8_T,
+                to,
+                tag,
+                am_comm,
+                &mut req,
+            )
+        })?;
+        self.replies.push(PendingReply { req, _buf: buf });
+        Ok(())
+    }
+
+    /// The served region whose core may take request `r` in a run: an AMO,
+    /// or a get of 1, 2, 4 or 8 aligned bytes (a fetch), on a region this
+    /// PE serves. Bounds are checked when the run is served.
+    fn batchable(&self, r: &Request) -> Option<u32> {
+        let served = self.access.get(r.region as usize).copied().flatten().is_some();
+        let small_get = r.op == OP_GET && matches!(r.operand, 1 | 2 | 4 | 8) && r.offset.is_multiple_of(r.operand);
+        let amo = !matches!(r.op, OP_FLUSH | OP_PUT | OP_GET | OP_PUT_STRIDED);
+        (served && (amo || small_get)).then_some(r.region)
+    }
+
+    /// Serves `run` (receives holding AMOs and small gets on served
+    /// `region`, with their senders, in arrival order): one call of the
+    /// core for all, then each answer (a get's data, a fetch's old value),
+    /// and the receives reposted in order.
+    fn serve_run(&mut self, am_comm: ffi::MPI_Comm, region: u32, run: &[(usize, c_int)]) -> Result<(), String> {
+        let a = self.access[region as usize].ok_or("a run on a region this PE does not serve")?;
+        let len = self.regions.get(region as usize).map_or(0, |r| r.1);
+        let mut reqs = Vec::with_capacity(run.len());
+        for &(i, from) in run {
+            let r = self.recvs[i].buf.req;
+            let (size, op, posted) = if r.op == OP_GET {
+                (r.operand as u32, abi::AmoOp::Fetch as u32, false)
+            } else {
+                abi::AmoOp::from_code(r.op).ok_or_else(|| format!("unknown AMO operation {}", r.op))?;
+                (r.size, r.op, r.slot == NO_REPLY)
+            };
+            let sz = size as usize;
+            if !matches!(sz, 1 | 2 | 4 | 8)
+                || !(r.offset as usize).is_multiple_of(sz)
+                || !in_region(r.offset as usize, sz, len)
+            {
+                return Err(format!(
+                    "AMO request from PE {from} is out of bounds (region {region}, offset {}, size {size})",
+                    r.offset
+                ));
+            }
+            if r.op == OP_GET && r.slot as usize >= SLOTS {
+                return Err(format!("get from PE {from} names slot {}", r.slot));
+            }
+            reqs.push(abi::TargetAmo {
+                offset: r.offset as usize,
+                size,
+                op,
+                operand: r.operand,
+                cond: r.cond,
+                posted: u32::from(posted),
+                reserved: 0,
+            });
+        }
+        let mut old = vec![0u64; reqs.len()];
+        // SAFETY: the core's callback on checked ranges of its region;
+        // reqs and old hold run.len() entries.
+        unsafe { (a.amo_many)(a.ctx, reqs.len(), reqs.as_ptr(), old.as_mut_ptr()) };
+        for (k, &(i, from)) in run.iter().enumerate() {
+            let r = self.recvs[i].buf.req;
+            if r.op == OP_GET {
+                // Its data, little-endian: the value's bytes.
+                self.reply(am_comm, from, TAG_GET_DATA + r.slot as c_int, old[k], r.operand as usize)?;
+            } else if r.slot != NO_REPLY {
+                self.reply(am_comm, from, TAG_REPLY + r.slot as c_int, old[k], std::mem::size_of::<Reply>())?;
+            }
+            self.recvs[i].post(am_comm)?;
+            self.next_recv = (i + 1) % self.recvs.len();
+        }
+        Ok(())
+    }
+
     fn serve_amo(&self, r: &Request, from: c_int) -> Result<u64, String> {
         let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
         let sz = r.size as usize;

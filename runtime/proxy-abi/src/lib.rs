@@ -26,7 +26,7 @@ extern crate std;
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 
 /// [`ProxyInitArgs::flags`]: the core runs a progress thread that calls
 /// `progress` whenever the plugin's thread level lets any thread call
@@ -472,6 +472,28 @@ pub struct TargetOps {
     /// 1 when every write started by `write_start` has ended, else 0;
     /// with `wait` non-zero, waits for them and returns 1.
     pub writes_done: unsafe extern "C" fn(ctx: *mut c_void, wait: u32) -> c_int,
+    /// (Since ABI 7.) The AMOs `reqs[..n]`, each as `amo` does it, in one
+    /// pass of the device where it can (the plugin's run of requests that
+    /// arrived together); `old[i]` receives request `i`'s previous value.
+    /// A request is applied after every `posted` one before it (its issuer
+    /// did not wait for it, and may have ordered later ones after it); the
+    /// others in any order.
+    pub amo_many: unsafe extern "C" fn(ctx: *mut c_void, n: usize, reqs: *const TargetAmo, old: *mut u64) -> c_int,
+}
+
+/// One AMO of [`TargetOps::amo_many`]: as [`TargetOps::amo`]'s arguments,
+/// and whether its issuer waits for it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TargetAmo {
+    pub offset: usize,
+    pub size: u32,
+    pub op: u32,
+    pub operand: u64,
+    pub cond: u64,
+    /// Non-zero when nobody waits for the result (a posted AMO).
+    pub posted: u32,
+    pub reserved: u32,
 }
 
 /// The plugin's exported init function: fills `ops` and returns 0, or

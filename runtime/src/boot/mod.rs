@@ -241,6 +241,25 @@ impl RegionAccess for DeviceHeap {
             .unwrap_or_else(|e| self.failed("AMO", offset, amo.size, e))
     }
 
+    fn amo_many(&self, ops: &[(usize, crate::types::Amo, bool)], out: &mut [u64]) {
+        let pass: Vec<crate::device::PassAtomic> = ops
+            .iter()
+            .map(|&(offset, amo, posted)| crate::device::PassAtomic {
+                addr: (self.base + offset) as *mut u8,
+                amo,
+                posted,
+            })
+            .collect();
+        // SAFETY: the proxy checked that each value is aligned and inside
+        // the heap.
+        if let Err(e) = unsafe { self.mem.atomics(&pass, out) } {
+            crate::error::fatal(
+                "ishmem proxy",
+                format_args!("serving {} AMOs of other PEs on PE {}'s heap: {e}", ops.len(), self.pe),
+            )
+        }
+    }
+
     fn staging(&self, len: usize) -> *mut u8 {
         self.mem.staging(len).unwrap_or_else(|e| {
             crate::error::fatal("ishmem proxy", format_args!("a {len}-byte staging buffer for PE {}: {e}", self.pe))

@@ -128,6 +128,15 @@ pub trait RegionAccess: Send + Sync {
     /// `amo` on the naturally aligned value at `offset`, atomic with the
     /// device's own atomics; returns the old value.
     fn amo(&self, offset: usize, amo: Amo) -> u64;
+    /// Each of `ops` (offset, AMO, posted) as `amo` does it, old values
+    /// into `out`, in one pass of the device where it can; an AMO comes
+    /// after every posted one before it, the others in any order. The
+    /// default does them one by one, in order.
+    fn amo_many(&self, ops: &[(usize, Amo, bool)], out: &mut [u64]) {
+        for (&(offset, amo, _), o) in ops.iter().zip(out.iter_mut()) {
+            *o = self.amo(offset, amo);
+        }
+    }
     /// `len` bytes of host memory that `write` and `read` move fastest,
     /// kept for the life of the process (the proxy's staging buffer).
     fn staging(&self, len: usize) -> *mut u8;

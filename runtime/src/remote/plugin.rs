@@ -445,6 +445,7 @@ impl RemoteOps for PluginRemote {
             staging: target_staging,
             write_start: target_write_start,
             writes_done: target_writes_done,
+            amo_many: target_amo_many,
         }));
         // SAFETY: target stays valid for the process's life.
         self.check(unsafe { f(self.ops.ctx, region_id(region), size, target) })
@@ -593,6 +594,26 @@ unsafe extern "C" fn target_amo(
             // SAFETY: the plugin passes a valid pointer or null.
             unsafe { *old = v };
         }
+        0
+    })
+}
+
+unsafe extern "C" fn target_amo_many(ctx: *mut c_void, n: usize, reqs: *const abi::TargetAmo, old: *mut u64) -> c_int {
+    const CALL: &str = "ishmem proxy (serving AMOs)";
+    crate::error::callback_guard(CALL, || {
+        // SAFETY: the plugin passes n requests and n result words.
+        let (reqs, old) = unsafe { (std::slice::from_raw_parts(reqs, n), std::slice::from_raw_parts_mut(old, n)) };
+        let ops: Vec<(usize, Amo, bool)> = reqs
+            .iter()
+            .map(|r| {
+                let Some(op) = AmoOp::from_code(r.op) else {
+                    crate::error::fatal(CALL, format_args!("unknown AMO operation {}", r.op))
+                };
+                (r.offset, Amo { op, size: r.size as usize, operand: r.operand, cond: r.cond }, r.posted != 0)
+            })
+            .collect();
+        // SAFETY: as in target_write.
+        unsafe { access(ctx) }.amo_many(&ops, old);
         0
     })
 }
