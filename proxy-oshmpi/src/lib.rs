@@ -76,8 +76,6 @@ const CHUNK: usize = 1 << 20;
 const TAG_REPLY: c_int = 16;
 /// Outstanding AMO requests per PE (client side).
 const SLOTS: usize = 256;
-/// Requests served in one call of the core (`TargetOps::amo_many`).
-const RUN_MAX: usize = 256;
 /// Requests received concurrently (server side).
 const RECVS: usize = 32;
 /// Largest count per MPI call (MPI counts are `int`).
@@ -407,8 +405,10 @@ impl Inner {
         // Receives match messages in the order they were posted, and each
         // reposted one goes to the back, so the oldest is always
         // `next_recv` (cyclic). Serving them in that order keeps one PE's
-        // AMOs to a target in issue order (MPI does not overtake between
-        // one pair), and answers a flush marker after the AMOs before it.
+        // posted AMOs and puts to a target in issue order (MPI does not
+        // overtake between one pair; in a run each request comes after the
+        // posted ones before it), and answers a flush marker after the
+        // requests before it.
         // A request received but not yet served (the one after a run).
         let mut pending: Option<(usize, c_int)> = None;
         loop {
@@ -426,7 +426,8 @@ impl Inner {
             if let Some(region) = self.batchable(&r) {
                 let mut run = vec![(i, from)];
                 let mut j = (i + 1) % self.recvs.len();
-                while run.len() < RUN_MAX && j != self.next_recv {
+                // At most every posted receive (RECVS) takes part.
+                while j != self.next_recv {
                     let Some(f) = self.test_recv(j)? else { break };
                     if self.batchable(&self.recvs[j].buf.req) == Some(region) {
                         run.push((j, f));
@@ -482,8 +483,6 @@ impl Inner {
         Ok(events)
     }
 
-    /// An AMO request from PE `from`: applied with the CPU atomics the
-    /// node uses, or through the core on a served region.
     /// Whether receive `i` holds a request: its sender, once it does.
     fn test_recv(&mut self, i: usize) -> Result<Option<c_int>, String> {
         let mut flag: c_int = 0;
@@ -547,10 +546,17 @@ impl Inner {
                 || !(r.offset as usize).is_multiple_of(sz)
                 || !in_region(r.offset as usize, sz, len)
             {
-                return Err(format!(
-                    "AMO request from PE {from} is out of bounds (region {region}, offset {}, size {size})",
-                    r.offset
-                ));
+                return Err(if r.op == OP_GET {
+                    format!(
+                        "transfer from PE {from} is out of bounds (region {region}, offset {}, {sz} bytes, region size {len})",
+                        r.offset
+                    )
+                } else {
+                    format!(
+                        "AMO request from PE {from} is out of bounds (region {region}, offset {}, size {size})",
+                        r.offset
+                    )
+                });
             }
             if r.op == OP_GET && r.slot as usize >= SLOTS {
                 return Err(format!("get from PE {from} names slot {}", r.slot));
@@ -572,8 +578,8 @@ impl Inner {
         for (k, &(i, from)) in run.iter().enumerate() {
             let r = self.recvs[i].buf.req;
             if r.op == OP_GET {
-                // Its data, little-endian: the value's bytes.
-                self.reply(am_comm, from, TAG_GET_DATA + r.slot as c_int, old[k], r.operand as usize)?;
+                // Its data: the value's bytes in memory order.
+                self.reply(am_comm, from, TAG_GET_DATA + r.slot as c_int, old[k].to_le(), r.operand as usize)?;
             } else if r.slot != NO_REPLY {
                 self.reply(am_comm, from, TAG_REPLY + r.slot as c_int, old[k], std::mem::size_of::<Reply>())?;
             }
@@ -583,6 +589,8 @@ impl Inner {
         Ok(())
     }
 
+    /// An AMO request from PE `from`: applied with the CPU atomics the
+    /// node uses, or through the core on a served region.
     fn serve_amo(&self, r: &Request, from: c_int) -> Result<u64, String> {
         let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
         let sz = r.size as usize;

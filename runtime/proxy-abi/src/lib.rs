@@ -477,7 +477,7 @@ pub struct TargetOps {
     /// arrived together); `old[i]` receives request `i`'s previous value.
     /// A request is applied after every `posted` one before it (its issuer
     /// did not wait for it, and may have ordered later ones after it); the
-    /// others in any order.
+    /// others in any order. `n` is at least 1.
     pub amo_many: unsafe extern "C" fn(ctx: *mut c_void, n: usize, reqs: *const TargetAmo, old: *mut u64) -> c_int,
 }
 
@@ -495,6 +495,8 @@ pub struct TargetAmo {
     pub posted: u32,
     pub reserved: u32,
 }
+
+const _: () = assert!(core::mem::size_of::<TargetAmo>() == 40, "TargetAmo is 40 bytes on every target");
 
 /// The plugin's exported init function: fills `ops` and returns 0, or
 /// returns non-zero with a message in `args.err`.

@@ -255,7 +255,7 @@ impl RegionAccess for DeviceHeap {
         if let Err(e) = unsafe { self.mem.atomics(&pass, out) } {
             crate::error::fatal(
                 "ishmem proxy",
-                format_args!("serving {} AMOs of other PEs on PE {}'s heap: {e}", ops.len(), self.pe),
+                format_args!("serving {} AMOs and gets of other PEs on PE {}'s heap: {e}", ops.len(), self.pe),
             )
         }
     }

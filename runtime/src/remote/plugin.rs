@@ -600,6 +600,9 @@ unsafe extern "C" fn target_amo(
 
 unsafe extern "C" fn target_amo_many(ctx: *mut c_void, n: usize, reqs: *const abi::TargetAmo, old: *mut u64) -> c_int {
     const CALL: &str = "ishmem proxy (serving AMOs)";
+    if n == 0 {
+        return 0;
+    }
     crate::error::callback_guard(CALL, || {
         // SAFETY: the plugin passes n requests and n result words.
         let (reqs, old) = unsafe { (std::slice::from_raw_parts(reqs, n), std::slice::from_raw_parts_mut(old, n)) };
