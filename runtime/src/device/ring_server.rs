@@ -75,6 +75,11 @@ fn retire(ring: &Ring, retired: &mut u64, next: u64) {
 /// serve another PE's request, as a host wait's progress does).
 const IDLE_PROGRESS_EVERY: u32 = 16;
 
+/// Empty polls the server spins for (about a millisecond) before it backs
+/// off: first [`YIELD_POLLS`] yields, then sleeps of 50 us.
+const SPIN_POLLS: u32 = 1 << 16;
+const YIELD_POLLS: u32 = 64;
+
 /// What a fatal error of the server names.
 const CALL: &str = "ishmem ring server";
 
@@ -119,12 +124,12 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             idle = idle.saturating_add(1);
             // Every poll once backed off (each sleeps anyway; also past
             // the counter's saturation).
-            if idle >= 1 << 16 || idle.is_multiple_of(IDLE_PROGRESS_EVERY) {
+            if idle >= SPIN_POLLS || idle.is_multiple_of(IDLE_PROGRESS_EVERY) {
                 handler.idle();
             }
-            if idle < 1 << 16 {
+            if idle < SPIN_POLLS {
                 std::hint::spin_loop();
-            } else if idle < (1 << 16) + 64 {
+            } else if idle < SPIN_POLLS + YIELD_POLLS {
                 std::thread::yield_now();
             } else {
                 std::thread::sleep(Duration::from_micros(50));
