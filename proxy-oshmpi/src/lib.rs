@@ -362,6 +362,12 @@ unsafe fn apply_amo(addr: usize, size: u32, op: u32, operand: u64, cond: u64) ->
     Ok(unsafe { abi::atomic::apply(addr as *mut u8, size as usize, op, operand, cond) })
 }
 
+/// Whether an AMO's `size`-byte word at `offset` is naturally aligned and
+/// inside a region of `len` bytes (and `size` is 1, 2, 4 or 8).
+fn amo_word(offset: u64, size: usize, len: usize) -> bool {
+    matches!(size, 1 | 2 | 4 | 8) && (offset as usize).is_multiple_of(size) && in_region(offset as usize, size, len)
+}
+
 /// True when `size` bytes at `offset` lie inside a region of `len` bytes
 /// (no wrap-around for huge offsets).
 fn in_region(offset: usize, size: usize, len: usize) -> bool {
@@ -542,10 +548,7 @@ impl Inner {
                 (r.size, r.op, r.slot == NO_REPLY)
             };
             let sz = size as usize;
-            if !matches!(sz, 1 | 2 | 4 | 8)
-                || !(r.offset as usize).is_multiple_of(sz)
-                || !in_region(r.offset as usize, sz, len)
-            {
+            if !amo_word(r.offset, sz, len) {
                 return Err(if r.op == OP_GET {
                     format!(
                         "transfer from PE {from} is out of bounds (region {region}, offset {}, {sz} bytes, region size {len})",
@@ -594,10 +597,7 @@ impl Inner {
     fn serve_amo(&self, r: &Request, from: c_int) -> Result<u64, String> {
         let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO request for an unknown region")?;
         let sz = r.size as usize;
-        if !matches!(sz, 1 | 2 | 4 | 8)
-            || !(r.offset as usize).is_multiple_of(sz)
-            || !in_region(r.offset as usize, sz, len)
-        {
+        if !amo_word(r.offset, sz, len) {
             return Err(format!(
                 "AMO request from PE {from} is out of bounds (region {}, offset {}, size {})",
                 r.region, r.offset, r.size
