@@ -33,7 +33,9 @@
 //!   other accumulates, and by default (`accumulate_ops=same_op_no_op`) only
 //!   with the same operation, while OpenSHMEM programs mix operations on one
 //!   word (locks: or, and, compare-and-swap). A fetching AMO waits for
-//!   its answer; a non-fetching one is posted without an answer, and quiet
+//!   its answer, or with `FLAG_FETCH` leaves it to be written when it
+//!   arrives (by the next flush); a non-fetching one is posted without an
+//!   answer, and quiet
 //!   sends each target it went to a flush marker, which the target answers
 //!   after applying everything before it.
 //! * Regions in GPU memory (`expose_served`): no window; puts, gets and
@@ -163,7 +165,8 @@ enum SlotKind {
     Post,
     /// A flush marker: counted in `outstanding` until answered.
     Marker,
-    /// A blocking fetching AMO: its caller reads the answer and frees it.
+    /// A fetching AMO: its blocking caller reads the answer and frees it,
+    /// or (non-blocking) `retire` does, writing the answer where it goes.
     Fetch,
     /// A served get: no answer but its data; its caller frees it.
     Get,
@@ -239,10 +242,11 @@ struct Inner {
     /// Flush markers unanswered, per target PE.
     outstanding: Vec<u32>,
     total_outstanding: usize,
-    /// Non-blocking gets from served regions not yet complete (their
-    /// slots are in neither list above), and how many go to each PE.
-    gets: Vec<PendingGet>,
-    gets_to: Vec<u32>,
+    /// Non-blocking gets from served regions and non-blocking fetching
+    /// AMOs not yet complete (their slots are in neither list above), and
+    /// how many go to each PE.
+    awaited: Vec<Awaited>,
+    awaited_to: Vec<u32>,
     /// Copies of small blocking puts (see `copy_put`; allocated at the
     /// first) and how much of the buffer is in use.
     copies: Vec<Line>,
@@ -256,12 +260,15 @@ struct Inner {
     am_started: bool,
 }
 
-/// A non-blocking get from a served region: the request's slot (its
-/// answer says the target has sent everything) and the data's receives.
-struct PendingGet {
+/// A non-blocking get from a served region (the request's slot, whose
+/// answer says the target has sent everything, and the data's receives),
+/// or a non-blocking fetching AMO (the slot, whose answer is the old value,
+/// and where it goes: `size` bytes at `old`).
+struct Awaited {
     slot: usize,
     pe: u32,
     recvs: Vec<ffi::MPI_Request>,
+    old: Option<(*mut u8, usize)>,
 }
 
 // SAFETY: MPI handles are plain values; every use is under the plugin lock.
@@ -809,8 +816,9 @@ impl Inner {
         self.free.push(s);
     }
 
-    /// Frees the posts whose sends completed, the answered markers and the
-    /// non-blocking gets whose data arrived.
+    /// Frees the posts whose sends completed, the answered markers, the
+    /// non-blocking gets whose data arrived and the non-blocking fetching
+    /// AMOs answered (writing their old values).
     fn retire(&mut self) -> Result<usize, String> {
         let mut events = 0;
         let mut k = 0;
@@ -825,11 +833,16 @@ impl Inner {
             }
         }
         let mut k = 0;
-        while k < self.gets.len() {
-            let s = self.gets[k].slot;
-            if test_all(&mut self.gets[k].recvs)?.is_some() && self.slot_done(s)? {
-                let g = self.gets.swap_remove(k);
-                self.gets_to[g.pe as usize] -= 1;
+        while k < self.awaited.len() {
+            let s = self.awaited[k].slot;
+            if test_all(&mut self.awaited[k].recvs)?.is_some() && self.slot_done(s)? {
+                let g = self.awaited.swap_remove(k);
+                self.awaited_to[g.pe as usize] -= 1;
+                if let Some((old, size)) = g.old {
+                    // SAFETY: valid until the flush that waits for this
+                    // (the ABI's FLAG_FETCH contract).
+                    unsafe { abi::write_old(old, self.slots[s].reply.old, size) };
+                }
                 self.free.push(s);
                 events += 1;
             } else {
@@ -839,12 +852,13 @@ impl Inner {
         Ok(events)
     }
 
-    /// Non-blocking gets not yet complete, to `pe` (negative: to any).
-    fn gets_left(&self, pe: c_int) -> usize {
+    /// Non-blocking gets and fetching AMOs not yet complete, to `pe`
+    /// (negative: to any).
+    fn awaited_left(&self, pe: c_int) -> usize {
         if pe < 0 {
-            self.gets.len()
+            self.awaited.len()
         } else {
-            self.gets_to[pe as usize] as usize
+            self.awaited_to[pe as usize] as usize
         }
     }
 
@@ -1101,6 +1115,28 @@ impl Plugin {
         })
     }
 
+    /// A fetching AMO that does not wait for its answer: the old value
+    /// goes to `old` (`size` bytes) when it arrives, by the next flush of
+    /// `pe` at the latest.
+    #[allow(clippy::too_many_arguments, reason = "the ABI's amo arguments")]
+    fn amo_fetch_nbi(
+        &self, region: u32, pe: u32, offset: usize, size: u32, op: u32, operand: u64, cond: u64, old: *mut u8,
+    ) -> Result<(), String> {
+        let req = Request { region, size, op, slot: 0, offset: offset as u64, operand, cond };
+        if pe == self.rank {
+            let v = self.lock().serve_amo(&req, pe as c_int)?;
+            // SAFETY: the ABI's FLAG_FETCH contract: old is valid.
+            unsafe { abi::write_old(old, v, size as usize) };
+            return Ok(());
+        }
+        self.with_slot(|inner| {
+            let slot = inner.send(self.am_comm, pe, SlotKind::Fetch, req)?;
+            inner.awaited.push(Awaited { slot, pe, recvs: Vec::new(), old: Some((old, size as usize)) });
+            inner.awaited_to[pe as usize] += 1;
+            Ok(())
+        })
+    }
+
     /// Runs `f` under the lock once a client slot is free (serving others'
     /// requests while none is).
     fn with_slot<T>(&self, mut f: impl FnMut(&mut Inner) -> Result<T, String>) -> Result<T, String> {
@@ -1196,8 +1232,8 @@ impl Plugin {
         })?;
         if nbi {
             let mut inner = self.lock();
-            inner.gets.push(PendingGet { slot, pe, recvs });
-            inner.gets_to[pe as usize] += 1;
+            inner.awaited.push(Awaited { slot, pe, recvs, old: None });
+            inner.awaited_to[pe as usize] += 1;
             return Ok(());
         }
         self.poll(|inner| {
@@ -1379,7 +1415,7 @@ impl Plugin {
                 self.rma(put, region, pe, off, p, s.block, true)?;
             }
             if !nbi && served {
-                self.poll(|i| Ok((i.gets_left(pe as c_int) == 0).then_some(())))?;
+                self.poll(|i| Ok((i.awaited_left(pe as c_int) == 0).then_some(())))?;
             } else if !nbi {
                 let inner = self.lock();
                 let win = inner.win(region)?;
@@ -1470,7 +1506,7 @@ impl Plugin {
                 inner.copies_free();
             }
             let left = if pe < 0 { inner.total_outstanding } else { inner.outstanding[pe as usize] as usize };
-            if left == 0 && inner.gets_left(pe) == 0 && (pe >= 0 || !inner.has_posts(finalizing)) {
+            if left == 0 && inner.awaited_left(pe) == 0 && (pe >= 0 || !inner.has_posts(finalizing)) {
                 return Ok(());
             }
         }
@@ -1484,10 +1520,11 @@ impl Plugin {
         if pe < 0 {
             self.send_markers(finalizing)?;
         }
-        // The markers' answers, and the non-blocking gets' data.
+        // The markers' answers, the non-blocking gets' data and fetching
+        // AMOs' answers.
         self.poll(|i| {
             let left = if pe < 0 { i.total_outstanding } else { i.outstanding[pe as usize] as usize };
-            Ok((left == 0 && i.gets_left(pe) == 0).then_some(()))
+            Ok((left == 0 && i.awaited_left(pe) == 0).then_some(()))
         })
     }
 
@@ -1744,6 +1781,10 @@ unsafe extern "C" fn op_amo(
     flags: u32,
 ) -> c_int {
     guarded("op_amo", 1, || {
+        if flags & (abi::FLAG_NBI | abi::FLAG_FETCH) == abi::FLAG_NBI | abi::FLAG_FETCH {
+            let p = plugin(ctx);
+            return status(p.amo_fetch_nbi(region, pe, offset, size, op, operand, cond, old.cast()));
+        }
         match plugin(ctx).amo(region, pe, offset, size, op, operand, cond, flags & abi::FLAG_NBI != 0) {
             Ok(v) => {
                 if !old.is_null() {
@@ -1986,8 +2027,8 @@ fn init(args: &abi::ProxyInitArgs) -> Result<(Box<Plugin>, c_int), String> {
                 is_posted: vec![0; size as usize],
                 outstanding: vec![0; size as usize],
                 total_outstanding: 0,
-                gets: Vec::new(),
-                gets_to: vec![0; size as usize],
+                awaited: Vec::new(),
+                awaited_to: vec![0; size as usize],
                 copies: Vec::new(),
                 copies_used: 0,
                 copies_pending: false,

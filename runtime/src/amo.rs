@@ -199,22 +199,25 @@ impl State {
     }
 
     /// A non-blocking fetching AMO: the old value is written to local
-    /// `fetch` by the time of the next quiet (here: before returning).
+    /// `fetch` by the time of the next quiet (on this node before
+    /// returning; through the proxy when the answer arrives).
     ///
     /// # Safety
-    /// As [`State::amo`]; `fetch` is valid for a write of `T`.
+    /// As [`State::amo`]; `fetch` is valid for a write of `T` until the
+    /// next quiet.
     #[inline(always)]
     #[allow(clippy::too_many_arguments, reason = "the arguments of the OpenSHMEM routine it implements")]
     pub unsafe fn amo_nbi<T: Copy>(
         &self, call: &str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32,
     ) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            self.check_local(call, "fetch", fetch as *const u8);
-            let old = self.amo(call, dest, op, value, cond, pe);
-            fetch.write_unaligned(old);
-        }
+        self.check_local(call, "fetch", fetch as *const u8);
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        let amo = Amo { op, size: size_of::<T>(), operand: to_bits(value), cond: to_bits(cond) };
+        // SAFETY: the offset is checked inside the heap and aligned; fetch
+        // is valid until the next quiet (the caller's contract).
+        unsafe { self.route.amo_fetch_nbi(call, pe, off, amo, fetch.cast()) }
     }
 
     /// `put_signal` / `put_signal_nbi`: the data, then the signal update

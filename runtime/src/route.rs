@@ -631,6 +631,24 @@ impl Router {
         unsafe { m.atomic(a, amo) }.unwrap_or_else(|e| self.device_failed(call, e))
     }
 
+    /// A fetching AMO whose old value (`amo.size` bytes) is written to
+    /// `old`: at once on this node, by the next flush of `pe` (or of every
+    /// PE) through the proxy, which does not wait for the answer.
+    ///
+    /// # Safety
+    /// As [`Router::amo`]; `old` is valid for a write of `amo.size` bytes
+    /// until that flush.
+    #[inline]
+    pub unsafe fn amo_fetch_nbi(&self, call: &str, pe: usize, offset: usize, amo: Amo, old: *mut u8) {
+        if self.amo_remote_all || self.local(pe, offset).is_none() {
+            // SAFETY: the caller's contract.
+            unsafe { self.proxy(call, pe).amo_fetch_nbi(call, self.remote_addr(pe, offset), amo, old) };
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { ishmem_proxy_abi::write_old(old, self.amo(call, pe, offset, amo), amo.size) };
+        }
+    }
+
     /// A non-fetching AMO: to a remote PE it is not waited for (it
     /// completes by quiet, and stays ordered with this PE's later AMOs to
     /// that PE).

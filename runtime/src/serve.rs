@@ -13,6 +13,33 @@ use std::sync::atomic::AtomicU64;
 
 const CALL: &str = "ishmem device request";
 
+/// Which requests a run through the proxy gathers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RemoteKind {
+    G,
+    Amo,
+}
+
+/// A run of `g`s or of AMOs through the proxy (indices of requests).
+#[derive(Default)]
+struct RemoteRun {
+    kind: Option<RemoteKind>,
+    /// Each request's index and checked offset.
+    run: Vec<(usize, usize)>,
+}
+
+/// The `size`-byte unsigned integer stored at the start of `v`'s bytes in
+/// memory order (what `write_old` left in a zeroed word).
+fn low_bytes(v: u64, size: usize) -> u64 {
+    let b = v.to_ne_bytes();
+    match size {
+        1 => b[0] as u64,
+        2 => u16::from_ne_bytes([b[0], b[1]]) as u64,
+        4 => u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as u64,
+        _ => v,
+    }
+}
+
 impl RingHandler for State {
     fn serve(&self, r: &Request) -> u64 {
         let (pe, dest, source) = (r.pe, r.dest as *mut u8, r.source as *const u8);
@@ -69,27 +96,35 @@ impl RingHandler for State {
 
     /// Runs of AMOs and `g`s on this node's GPU heaps are performed in
     /// one pass of the device (one kernel instead of one a request); runs
-    /// of `g`s from PEs reached through the proxy are all issued, then
-    /// completed together (one round trip instead of one a request); every
-    /// other request, and each request after it, in order as `serve` does.
+    /// of `g`s, and runs of AMOs, on PEs reached through the proxy are all
+    /// issued, then completed together (one round trip instead of one a
+    /// request); every other request, and each request after it, in order
+    /// as `serve` does.
     fn serve_many(&self, reqs: &[Request], done: &mut dyn FnMut(usize, u64)) {
         let mut atomics: Vec<(usize, PassAtomic)> = Vec::new();
-        let mut gets: Vec<usize> = Vec::new();
+        let mut fetches = RemoteRun::default();
         for (i, r) in reqs.iter().enumerate() {
             if let Some(op) = self.device_atomic(r) {
-                self.gets_run(reqs, &mut gets, done);
+                self.remote_run(reqs, &mut fetches, done);
                 atomics.push((i, op));
-            } else if self.remote_g(r) {
+            } else if let Some((kind, off)) = self.remote_fetch(r) {
                 self.device_atomics_run(reqs, &mut atomics, done);
-                gets.push(i);
+                if fetches.kind != Some(kind) {
+                    // A run is all gets or all AMOs: the two may take
+                    // different ways to a PE (a window, its proxy thread),
+                    // which do not keep their order.
+                    self.remote_run(reqs, &mut fetches, done);
+                    fetches.kind = Some(kind);
+                }
+                fetches.run.push((i, off));
             } else {
                 self.device_atomics_run(reqs, &mut atomics, done);
-                self.gets_run(reqs, &mut gets, done);
+                self.remote_run(reqs, &mut fetches, done);
                 done(i, self.serve(r));
             }
         }
         self.device_atomics_run(reqs, &mut atomics, done);
-        self.gets_run(reqs, &mut gets, done);
+        self.remote_run(reqs, &mut fetches, done);
     }
 
     fn corrupt(&self, e: DecodeError) -> ! {
@@ -117,15 +152,20 @@ impl RingHandler for State {
 }
 
 impl State {
-    /// Whether `r` is a `g` from a PE reached through the proxy (checked as
-    /// `serve` checks it).
-    fn remote_g(&self, r: &Request) -> bool {
-        if r.op != RingOp::G {
-            return false;
-        }
+    /// Whether `r` is a `g` from, or an AMO on, a PE reached through the
+    /// proxy (checked as `serve` checks it), and which, with its offset.
+    fn remote_fetch(&self, r: &Request) -> Option<(RemoteKind, usize)> {
+        let (kind, what, addr, size) = match r.op {
+            RingOp::G => (RemoteKind::G, "source", r.source, (r.value as usize).min(8)),
+            RingOp::Amo => (RemoteKind::Amo, "dest", r.dest, r.size),
+            _ => return None,
+        };
         let pe = self.check_pe(CALL, r.pe);
-        let off = self.sym_offset(CALL, "source", r.source as *const u8, (r.value as usize).min(8));
-        self.route.through_proxy(pe, off)
+        let off = self.sym_offset(CALL, what, addr as *const u8, size);
+        if kind == RemoteKind::Amo {
+            self.check_aligned(CALL, what, addr as *const u8, size);
+        }
+        self.route.through_proxy(pe, off).then_some((kind, off))
     }
 
     /// `r` as one of the device's atomics on a GPU heap of this node, with
@@ -170,12 +210,14 @@ impl State {
         run.clear();
     }
 
-    /// Performs the gathered `run` of `g`s (indices into `reqs`) and
-    /// reports each; empties it. Each is issued without waiting (through
-    /// the proxy, a non-blocking get), then each PE they went to is
-    /// flushed once. A run of one is served as `serve` does.
-    fn gets_run(&self, reqs: &[Request], run: &mut Vec<usize>, done: &mut dyn FnMut(usize, u64)) {
-        if let [i] = run[..] {
+    /// Performs the gathered `run` of `g`s or AMOs through the proxy
+    /// (indices into `reqs`) and reports each; empties it. Each is issued
+    /// without waiting (a non-blocking get, a fetching AMO whose answer
+    /// arrives later), then each PE they went to is flushed once. A run of
+    /// one is served as `serve` does.
+    fn remote_run(&self, reqs: &[Request], fetches: &mut RemoteRun, done: &mut dyn FnMut(usize, u64)) {
+        let run = &mut fetches.run;
+        if let [(i, _)] = run[..] {
             done(i, self.serve(&reqs[i]));
             run.clear();
             return;
@@ -185,23 +227,33 @@ impl State {
         }
         let mut vals = vec![0u64; run.len()];
         let mut pes: Vec<usize> = Vec::new();
-        for (k, &i) in run.iter().enumerate() {
+        for (k, &(i, off)) in run.iter().enumerate() {
             let r = &reqs[i];
-            // SAFETY: as for `serve`'s `g`; `vals` outlives the flushes
-            // below, which complete the gets.
+            // PE, offset and alignment were checked by `remote_fetch`.
+            let pe = r.pe as usize;
+            let v = vals[k..].as_mut_ptr().cast::<u8>();
+            // SAFETY: as for `serve`'s `g` and AMO; `vals` outlives the
+            // flushes below, which complete the gets and write the AMOs'
+            // old values.
             unsafe {
-                let v = vals.as_mut_ptr().add(k).cast();
-                self.get_nbi(CALL, v, r.source as *const u8, (r.value as usize).min(8), r.pe)
-            };
-            // The PE was checked by the get.
-            if !pes.contains(&(r.pe as usize)) {
-                pes.push(r.pe as usize);
+                if r.op == RingOp::G {
+                    self.route.get(CALL, pe, off, v, (r.value as usize).min(8), true);
+                } else {
+                    let amo = Amo { op: r.amo, size: r.size, operand: r.value, cond: r.cond };
+                    self.route.amo_fetch_nbi(CALL, pe, off, amo, v);
+                }
+            }
+            if !pes.contains(&pe) {
+                pes.push(pe);
             }
         }
         for pe in pes {
             self.route.flush(CALL, Some(pe));
         }
-        for (&i, v) in run.iter().zip(vals) {
+        for (k, &(i, _)) in run.iter().enumerate() {
+            // An old value of fewer bytes sits in the word's first ones.
+            let v = vals[k];
+            let v = if reqs[i].op == RingOp::Amo { low_bytes(v, reqs[i].size) } else { v };
             done(i, v);
         }
         run.clear();

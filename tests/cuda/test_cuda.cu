@@ -204,8 +204,7 @@ __global__ void amo_storm(long *ctr, int *ictr, uint64_t *cas_ctr, uint64_t *bit
     size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     for (int k = 0; k < iters; k++) {
         int pe = (int)((tid + k + me) % n);
-        long old = ishmem_long_atomic_fetch_add(ctr, 1, pe);
-        if (k == 0) fetched[tid] = old;
+        fetched[tid * iters + k] = ishmem_long_atomic_fetch_add(ctr, 1, pe);
         ishmem_int_atomic_inc(ictr, pe);
     }
     // A compare-and-swap increment on PE 0 by one thread per block
@@ -231,7 +230,7 @@ static void test_amo() {
     uint64_t *cas_ctr = (uint64_t *)ishmem_calloc(1, 8);
     size_t nbits = nthreads * npes;
     uint64_t *bits = (uint64_t *)ishmem_calloc((nbits + 63) / 64, 8);
-    long *fetched = (long *)ishmem_calloc(nthreads, sizeof(long));
+    long *fetched = (long *)ishmem_calloc(nthreads * iters, sizeof(long));
     ishmem_barrier_all();
     amo_storm<<<blocks, threads>>>(ctr, ictr, cas_ctr, bits, fetched, iters);
     sync_kernel();
@@ -245,6 +244,23 @@ static void test_amo() {
     // Every PE's threads spread iters adds each over the PEs evenly.
     long want = (long)(nthreads * iters);
     CHECK(c == want, "fetch_add total %ld, want %ld", c, want);
+    // The old values each PE's counter gave out are 0 .. want-1, each once
+    // (PE 0 gathers every PE's, with the host's get from GPU heaps).
+    if (me == 0) {
+        std::vector<long> all(nthreads * iters);
+        std::vector<std::vector<char>> seen(npes, std::vector<char>(want));
+        for (int origin = 0; origin < npes; origin++) {
+            ishmem_getmem(all.data(), fetched, all.size() * sizeof(long), origin);
+            for (size_t t = 0; t < nthreads; t++)
+                for (int k = 0; k < iters; k++) {
+                    int pe = (int)((t + k + origin) % npes);
+                    long old = all[t * iters + k];
+                    CHECK(old >= 0 && old < want && !seen[pe][old]++,
+                          "fetch_add old value %ld (PE %d's thread %zu, round %d, on PE %d) out of range or repeated",
+                          old, origin, t, k, pe);
+                }
+        }
+    }
     CHECK(ic == (int)want, "inc total %d, want %ld", ic, want);
     if (me == 0) CHECK(cc == (uint64_t)blocks * npes, "compare_swap counter %lu, want %d", (unsigned long)cc, blocks * npes);
     // The host's AMOs on GPU memory (a kernel each) are atomic with the

@@ -26,7 +26,7 @@ extern crate std;
 use core::ffi::{c_char, c_int, c_void};
 
 /// Version of this ABI; a plugin built for another version is refused.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;
 
 /// [`ProxyInitArgs::flags`]: the core runs a progress thread that calls
 /// `progress` whenever the plugin's thread level lets any thread call
@@ -50,6 +50,31 @@ pub const REGIONS: usize = 3;
 /// `put`/`get`/`amo` flag: do not wait for local completion (the operation
 /// completes at the next `flush`).
 pub const FLAG_NBI: u32 = 1;
+
+/// `amo` flag, with [`FLAG_NBI`]: a fetching AMO that does not wait for its
+/// answer. The plugin writes the old value, as an unsigned integer of the
+/// AMO's `size` (not a whole `u64`), to `old` once the answer arrives, at
+/// the latest by the next `flush` of `pe` or of every PE; `old` stays valid
+/// until then. Without this flag, `amo` with [`FLAG_NBI`] is a posted
+/// (non-fetching) AMO and `*old` is 0. Since ABI 8.
+pub const FLAG_FETCH: u32 = 2;
+
+/// Writes an AMO's old value `v` to `dst` as an unsigned integer of `size`
+/// bytes, as [`FLAG_FETCH`] asks (any other `size` writes all 8).
+///
+/// # Safety
+/// `dst` is valid for a write of `size` bytes (no alignment needed).
+pub unsafe fn write_old(dst: *mut u8, v: u64, size: usize) {
+    // SAFETY: the caller's contract; the writes are unaligned.
+    unsafe {
+        match size {
+            1 => dst.write(v as u8),
+            2 => dst.cast::<u16>().write_unaligned(v as u16),
+            4 => dst.cast::<u32>().write_unaligned(v as u32),
+            _ => dst.cast::<u64>().write_unaligned(v),
+        }
+    }
+}
 
 /// Makes [`AmoOp`] and everything that lists its codes from one table: a
 /// row is the operation, its ABI code and the name the device library gives
@@ -337,7 +362,8 @@ pub struct ProxyOps {
     /// Atomic `op` on the naturally aligned `size`-byte (1, 2, 4, 8)
     /// unsigned integer at `offset` in `region` of `pe`; `*old` receives the
     /// previous value (0 for `AMO_SET`). Without [`FLAG_NBI`] the operation
-    /// is complete at the target on return. AMOs from all ranks to one
+    /// is complete at the target on return; with it and [`FLAG_FETCH`] the
+    /// old value arrives later (see there). AMOs from all ranks to one
     /// location are atomic with respect to each other.
     pub amo: unsafe extern "C" fn(
         ctx: *mut c_void,

@@ -284,6 +284,18 @@ pub trait RemoteOps: Send + Sync {
     /// next flush). AMOs from every PE to one location are atomic with each
     /// other and with the node's load/store AMOs.
     fn amo(&self, at: RemoteAddr, amo: Amo, nbi: bool) -> Result<u64, RemoteError>;
+    /// A fetching `amo` that does not wait for its answer: the old value,
+    /// an unsigned integer of `amo.size` bytes, is written to `old` by the
+    /// next flush of `at.pe` (or of every PE). The default waits for it.
+    ///
+    /// # Safety
+    /// `old` is valid for a write of `amo.size` bytes until that flush.
+    unsafe fn amo_fetch_nbi(&self, at: RemoteAddr, amo: Amo, old: *mut u8) -> Result<(), RemoteError> {
+        let v = self.amo(at, amo, false)?;
+        // SAFETY: the caller's contract.
+        unsafe { ishmem_proxy_abi::write_old(old, v, amo.size) };
+        Ok(())
+    }
     /// Completes every operation issued to `pe` (`None`: to every PE).
     fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError>;
     /// Serves other PEs' requests and lets the runtime below progress;
@@ -494,6 +506,19 @@ impl Remote {
         let _w = (!nbi).then(crate::wait::Waiting::enter);
         self.ops
             .amo(at, amo, nbi)
+            .unwrap_or_else(|e| self.failed(call, format_args!("atomic operation on PE {}", at.pe), e))
+    }
+
+    /// A fetching AMO at `at` whose old value (`amo.size` bytes) reaches
+    /// `old` by the next `flush` of `at.pe` or of every PE.
+    ///
+    /// # Safety
+    /// `old` is valid for a write of `amo.size` bytes until then.
+    pub unsafe fn amo_fetch_nbi(&self, call: &str, at: RemoteAddr, amo: Amo, old: *mut u8) {
+        let _in = InCall::enter();
+        self.check_thread(call);
+        // SAFETY: the caller's contract.
+        unsafe { self.ops.amo_fetch_nbi(at, amo, old) }
             .unwrap_or_else(|e| self.failed(call, format_args!("atomic operation on PE {}", at.pe), e))
     }
 

@@ -517,6 +517,27 @@ impl RemoteOps for PluginRemote {
         Ok(old)
     }
 
+    unsafe fn amo_fetch_nbi(&self, at: RemoteAddr, amo: Amo, old: *mut u8) -> Result<(), RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
+        // SAFETY: the core checked offset and alignment; old stays valid
+        // for amo.size bytes until the flush (the caller's contract), which
+        // FLAG_FETCH asks of the plugin (proxy ABI 8).
+        self.check(unsafe {
+            (self.ops.amo)(
+                self.ops.ctx,
+                region_id(region),
+                pe as u32,
+                offset,
+                amo.size as u32,
+                amo.op as u32,
+                amo.operand,
+                amo.cond,
+                old.cast(),
+                abi::FLAG_NBI | abi::FLAG_FETCH,
+            )
+        })
+    }
+
     fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError> {
         // SAFETY: plain call.
         self.check(unsafe { (self.ops.flush)(self.ops.ctx, pe.map_or(-1, |p| p as c_int)) })
