@@ -80,9 +80,9 @@ extern "C" __global__ void ishmemi_host_amo(u64 addr, u32 size, u32 op, u64 oper
 // reqs + 32 * i (address; size | opcode << 32 | wave << 48; operand;
 // compare value: the runtime's cuda::atomics), its old value goes to
 // out[i]. Waves 0..=waves run one after another, the requests of a wave
-// at once, relaxed: the host puts a request after every posted
-// (non-blocking) one before it, whose issuer may have ordered later
-// requests after it with a fence. Launched with n threads, one block.
+// at once, relaxed: the host (the runtime's pass_waves) puts a request
+// after the posted (non-blocking) ones before it on its word, which its
+// issuer may have issued before it. Launched with n threads, one block.
 extern "C" __global__ void ishmemi_host_amo_batch(const u64 *reqs, u32 n, u32 waves, u64 *out) {
     u32 i = threadIdx.x;
     const u64 *r = reqs + 4 * i;

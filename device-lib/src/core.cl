@@ -21,7 +21,10 @@ ISHMEMI_API void *ishmem_ptr(const void *dest, int pe) {
 /* The load/store path completes every operation before returning, and the
  * single proxy serves ring requests in order: fence orders memory only;
  * quiet also waits for outstanding ring requests (none: no round trip). */
-ISHMEMI_API void ishmem_fence(void) { ishmemi_fence_all(); }
+ISHMEMI_API void ishmem_fence(void) {
+    ishmemi_fence_all();
+    ishmemi_ring_fence();
+}
 ISHMEMI_API void ishmem_quiet(void) { ishmemi_ring_quiet(); ishmemi_fence_all(); }
 ISHMEMI_API void ishmem_sync_all(void) { ishmemi_sync_world(); }
 ISHMEMI_API void ishmem_barrier_all(void) {

@@ -520,6 +520,49 @@ ISHMEMI_INLINE long ishmemi_amo64_pe(void *dest, int op, long v, long cond, int 
                                                      (uint)op | (8u << 8), 0));
 }
 
+/* Non-fetching AMOs (atomic_set, add, inc, and, or, xor): to a PE the
+ * ring reaches they are posted (FLAG_NBI) and not waited for. The host
+ * posts them on in ticket order; quiet completes them, and fence orders
+ * them before later requests (ishmemi_ring_fence). */
+ISHMEMI_INLINE void ishmemi_amo_post_ring(void *dest, int op, ulong v, uint size, int pe) {
+    ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, v, 0, 0, pe, (uint)op | (size << 8), ISHMEMI_RING_OP_FLAG_NBI);
+}
+
+ISHMEMI_INLINE void ishmemi_amo8_post(void *dest, int op, char v, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
+    if (ishmemi_is_local(pe))
+        (void)ishmemi_amo8(ishmemi_peer(dest, pe), op, v, 0);
+    else
+        ishmemi_amo_post_ring(dest, op, (uchar)v, 1, pe);
+}
+
+ISHMEMI_INLINE void ishmemi_amo32_post(void *dest, int op, int v, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
+    if (ishmemi_is_local(pe))
+        (void)ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, 0);
+    else
+        ishmemi_amo_post_ring(dest, op, (uint)v, 4, pe);
+}
+
+ISHMEMI_INLINE void ishmemi_amo64_post(void *dest, int op, long v, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
+    if (ishmemi_is_local(pe))
+        (void)ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, 0);
+    else
+        ishmemi_amo_post_ring(dest, op, (ulong)v, 8, pe);
+}
+
+/* Fence's part for the PEs the ring reaches: the host's fence, sent
+ * without waiting (the server performs it between the requests before
+ * and after it), when some PE is reached so and some request of this PE
+ * may be outstanding (quiet words, as in ishmemi_ring_quiet). */
+ISHMEMI_INLINE void ishmemi_ring_fence(void) {
+    if (ISHMEMI_STATE->only_local) return;
+    char *q = (char *)ISHMEMI_STATE->quiet_words;
+    if (ishmemi_peek64(q + 8) >= ishmemi_peek64(q)) return;
+    ishmemi_ring_send(ISHMEMI_RING_OP_FENCE, 0, 0, 0, 0, 0, ISHMEMI_STATE->my_pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+}
+
 /* ----- work-group forms: every work-item of the group calls; the copy is
  * shared among them between group barriers; the leader talks to the ring. */
 

@@ -137,6 +137,7 @@ _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, pad) == ISHMEMI_RIN
 #define ISHMEMI_RING_OP_ERROR 9
 #define ISHMEMI_RING_OP_NOP 10
 #define ISHMEMI_RING_OP_QUIET 11
+#define ISHMEMI_RING_OP_FENCE 12
 #define ISHMEMI_RING_OP_FLAG_NBI 1
 #define ISHMEMI_DEVICE_BAD_PE 1
 #define ISHMEMI_DEVICE_BAD_ADDR 2

@@ -44,7 +44,7 @@ ISHMEMI_API int ishmemx_float_prod_reduce_work_group(int team, float *dest, cons
 ISHMEMI_API int ishmemx_float_max_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, (b > a ? b : a), ishmem_float_max_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_float_min_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, (b < a ? b : a), ishmem_float_min_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API float ishmem_float_atomic_fetch(const float *source, int pe) { return as_float((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_float_atomic_set(float *dest, float value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((float)value), as_int((float)0), pe); }
+ISHMEMI_API void ishmem_float_atomic_set(float *dest, float value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((float)value), pe); }
 ISHMEMI_API float ishmem_float_atomic_swap(float *dest, float value, int pe) { return as_float((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((float)value), as_int((float)0), pe)); }
 ISHMEMI_API void ishmem_float_atomic_fetch_nbi(float *fetch, const float *source, int pe) { *fetch = ishmem_float_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_float_atomic_swap_nbi(float *fetch, float *dest, float value, int pe) { *fetch = ishmem_float_atomic_swap(dest, value, pe); }
@@ -88,7 +88,7 @@ ISHMEMI_API int ishmemx_double_prod_reduce_work_group(int team, double *dest, co
 ISHMEMI_API int ishmemx_double_max_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, (b > a ? b : a), ishmem_double_max_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_double_min_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, (b < a ? b : a), ishmem_double_min_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API double ishmem_double_atomic_fetch(const double *source, int pe) { return as_double((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_double_atomic_set(double *dest, double value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((double)value), as_long((double)0), pe); }
+ISHMEMI_API void ishmem_double_atomic_set(double *dest, double value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((double)value), pe); }
 ISHMEMI_API double ishmem_double_atomic_swap(double *dest, double value, int pe) { return as_double((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((double)value), as_long((double)0), pe)); }
 ISHMEMI_API void ishmem_double_atomic_fetch_nbi(double *fetch, const double *source, int pe) { *fetch = ishmem_double_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_double_atomic_swap_nbi(double *fetch, double *dest, double value, int pe) { *fetch = ishmem_double_atomic_swap(dest, value, pe); }
@@ -183,7 +183,7 @@ ISHMEMI_API int ishmemx_schar_and_reduce_work_group(int team, char *dest, const 
 ISHMEMI_API int ishmemx_schar_or_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a | b, ishmem_schar_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_schar_xor_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a ^ b, ishmem_schar_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API char ishmem_schar_atomic_fetch(const char *source, int pe) { return as_char((char)ishmemi_amo8_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_schar_atomic_set(char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_SET, as_char((char)value), as_char((char)0), pe); }
+ISHMEMI_API void ishmem_schar_atomic_set(char *dest, char value, int pe) { ishmemi_amo8_post(dest, ISHMEMI_SET, as_char((char)value), pe); }
 ISHMEMI_API char ishmem_schar_atomic_swap(char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_SWAP, as_char((char)value), as_char((char)0), pe)); }
 ISHMEMI_API void ishmem_schar_atomic_fetch_nbi(char *fetch, const char *source, int pe) { *fetch = ishmem_schar_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_schar_atomic_swap_nbi(char *fetch, char *dest, char value, int pe) { *fetch = ishmem_schar_atomic_swap(dest, value, pe); }
@@ -192,15 +192,15 @@ ISHMEMI_API void ishmem_schar_atomic_fetch_inc_nbi(char *fetch, char *dest, int 
 ISHMEMI_API void ishmem_schar_atomic_compare_swap_nbi(char *fetch, char *dest, char cond, char value, int pe) { *fetch = ishmem_schar_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API char ishmem_schar_atomic_compare_swap(char *dest, char cond, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_CSWAP, as_char((char)value), as_char((char)cond), pe)); }
 ISHMEMI_API char ishmem_schar_atomic_fetch_add(char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)value), as_char((char)0), pe)); }
-ISHMEMI_API void ishmem_schar_atomic_add(char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)value), as_char((char)0), pe); }
+ISHMEMI_API void ishmem_schar_atomic_add(char *dest, char value, int pe) { ishmemi_amo8_post(dest, ISHMEMI_FADD, as_char((char)value), pe); }
 ISHMEMI_API char ishmem_schar_atomic_fetch_inc(char *dest, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)1), as_char((char)0), pe)); }
-ISHMEMI_API void ishmem_schar_atomic_inc(char *dest, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FADD, as_char((char)1), as_char((char)0), pe); }
+ISHMEMI_API void ishmem_schar_atomic_inc(char *dest, int pe) { ishmemi_amo8_post(dest, ISHMEMI_FADD, as_char((char)1), pe); }
 ISHMEMI_API char ishmem_schar_atomic_fetch_and(char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FAND, as_char((char)value), as_char((char)0), pe)); }
-ISHMEMI_API void ishmem_schar_atomic_and(char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FAND, as_char((char)value), as_char((char)0), pe); }
+ISHMEMI_API void ishmem_schar_atomic_and(char *dest, char value, int pe) { ishmemi_amo8_post(dest, ISHMEMI_FAND, as_char((char)value), pe); }
 ISHMEMI_API char ishmem_schar_atomic_fetch_or(char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FOR, as_char((char)value), as_char((char)0), pe)); }
-ISHMEMI_API void ishmem_schar_atomic_or(char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FOR, as_char((char)value), as_char((char)0), pe); }
+ISHMEMI_API void ishmem_schar_atomic_or(char *dest, char value, int pe) { ishmemi_amo8_post(dest, ISHMEMI_FOR, as_char((char)value), pe); }
 ISHMEMI_API char ishmem_schar_atomic_fetch_xor(char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_FXOR, as_char((char)value), as_char((char)0), pe)); }
-ISHMEMI_API void ishmem_schar_atomic_xor(char *dest, char value, int pe) { ishmemi_amo8_pe(dest, ISHMEMI_FXOR, as_char((char)value), as_char((char)0), pe); }
+ISHMEMI_API void ishmem_schar_atomic_xor(char *dest, char value, int pe) { ishmemi_amo8_post(dest, ISHMEMI_FXOR, as_char((char)value), pe); }
 ISHMEMI_API void ishmem_short_put(short *dest, const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 ISHMEMI_API void ishmem_short_get(short *dest, const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 ISHMEMI_API void ishmem_short_put_nbi(short *dest, const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
@@ -292,7 +292,7 @@ ISHMEMI_API int ishmemx_int_and_reduce_work_group(int team, int *dest, const int
 ISHMEMI_API int ishmemx_int_or_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a | b, ishmem_int_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_int_xor_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a ^ b, ishmem_int_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmem_int_atomic_fetch(const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_int_atomic_set(int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int_atomic_set(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int_atomic_swap(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
 ISHMEMI_API void ishmem_int_atomic_fetch_nbi(int *fetch, const int *source, int pe) { *fetch = ishmem_int_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_int_atomic_swap_nbi(int *fetch, int *dest, int value, int pe) { *fetch = ishmem_int_atomic_swap(dest, value, pe); }
@@ -301,9 +301,9 @@ ISHMEMI_API void ishmem_int_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe) 
 ISHMEMI_API void ishmem_int_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe) { *fetch = ishmem_int_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API int ishmem_int_atomic_compare_swap(int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond), pe)); }
 ISHMEMI_API int ishmem_int_atomic_fetch_add(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe)); }
-ISHMEMI_API void ishmem_int_atomic_add(int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int_atomic_add(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int_atomic_fetch_inc(int *dest, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe)); }
-ISHMEMI_API void ishmem_int_atomic_inc(int *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int_atomic_inc(int *dest, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((int)1), pe); }
 ISHMEMI_API void ishmem_int_wait_until(int *ivar, int cmp, int cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_int_test(int *ivar, int cmp, int cmp_value) { return ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_long_put(long *dest, const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -352,7 +352,7 @@ ISHMEMI_API int ishmemx_long_and_reduce_work_group(int team, long *dest, const l
 ISHMEMI_API int ishmemx_long_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_long_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_long_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_long_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API long ishmem_long_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_long_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_long_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_long_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_long_atomic_fetch_nbi(long *fetch, const long *source, int pe) { *fetch = ishmem_long_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_long_atomic_swap_nbi(long *fetch, long *dest, long value, int pe) { *fetch = ishmem_long_atomic_swap(dest, value, pe); }
@@ -361,9 +361,9 @@ ISHMEMI_API void ishmem_long_atomic_fetch_inc_nbi(long *fetch, long *dest, int p
 ISHMEMI_API void ishmem_long_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe) { *fetch = ishmem_long_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API long ishmem_long_atomic_compare_swap(long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 ISHMEMI_API long ishmem_long_atomic_fetch_add(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_long_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_long_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_long_atomic_fetch_inc(long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_long_atomic_inc(long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_long_atomic_inc(long *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)1), pe); }
 ISHMEMI_API void ishmem_long_wait_until(long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_long_test(long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_longlong_put(long *dest, const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -412,7 +412,7 @@ ISHMEMI_API int ishmemx_longlong_and_reduce_work_group(int team, long *dest, con
 ISHMEMI_API int ishmemx_longlong_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_longlong_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_longlong_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_longlong_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API long ishmem_longlong_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_longlong_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_longlong_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_longlong_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_longlong_atomic_fetch_nbi(long *fetch, const long *source, int pe) { *fetch = ishmem_longlong_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_longlong_atomic_swap_nbi(long *fetch, long *dest, long value, int pe) { *fetch = ishmem_longlong_atomic_swap(dest, value, pe); }
@@ -421,9 +421,9 @@ ISHMEMI_API void ishmem_longlong_atomic_fetch_inc_nbi(long *fetch, long *dest, i
 ISHMEMI_API void ishmem_longlong_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe) { *fetch = ishmem_longlong_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API long ishmem_longlong_atomic_compare_swap(long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 ISHMEMI_API long ishmem_longlong_atomic_fetch_add(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_longlong_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_longlong_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_longlong_atomic_fetch_inc(long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_longlong_atomic_inc(long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_longlong_atomic_inc(long *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)1), pe); }
 ISHMEMI_API void ishmem_longlong_wait_until(long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_longlong_test(long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_uchar_put(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
@@ -562,7 +562,7 @@ ISHMEMI_API int ishmemx_uint_and_reduce_work_group(int team, uint *dest, const u
 ISHMEMI_API int ishmemx_uint_or_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a | b, ishmem_uint_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_uint_xor_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a ^ b, ishmem_uint_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API uint ishmem_uint_atomic_fetch(const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_uint_atomic_set(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint_atomic_set(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint_atomic_swap(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
 ISHMEMI_API void ishmem_uint_atomic_fetch_nbi(uint *fetch, const uint *source, int pe) { *fetch = ishmem_uint_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_uint_atomic_swap_nbi(uint *fetch, uint *dest, uint value, int pe) { *fetch = ishmem_uint_atomic_swap(dest, value, pe); }
@@ -571,15 +571,15 @@ ISHMEMI_API void ishmem_uint_atomic_fetch_inc_nbi(uint *fetch, uint *dest, int p
 ISHMEMI_API void ishmem_uint_atomic_compare_swap_nbi(uint *fetch, uint *dest, uint cond, uint value, int pe) { *fetch = ishmem_uint_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API uint ishmem_uint_atomic_compare_swap(uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond), pe)); }
 ISHMEMI_API uint ishmem_uint_atomic_fetch_add(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint_atomic_add(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint_atomic_add(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint_atomic_fetch_inc(uint *dest, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint_atomic_inc(uint *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint_atomic_inc(uint *dest, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((uint)1), pe); }
 ISHMEMI_API uint ishmem_uint_atomic_fetch_and(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint_atomic_and(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint_atomic_and(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FAND, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint_atomic_fetch_or(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint_atomic_or(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint_atomic_or(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FOR, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint_atomic_fetch_xor(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint_atomic_xor(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint_atomic_xor(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FXOR, as_int((uint)value), pe); }
 ISHMEMI_API void ishmem_uint_wait_until(uint *ivar, int cmp, uint cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_uint_test(uint *ivar, int cmp, uint cmp_value) { return ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_ulong_put(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -628,7 +628,7 @@ ISHMEMI_API int ishmemx_ulong_and_reduce_work_group(int team, ulong *dest, const
 ISHMEMI_API int ishmemx_ulong_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_ulong_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_ulong_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_ulong_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_ulong_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulong_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_ulong_atomic_fetch_nbi(ulong *fetch, const ulong *source, int pe) { *fetch = ishmem_ulong_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_ulong_atomic_swap_nbi(ulong *fetch, ulong *dest, ulong value, int pe) { *fetch = ishmem_ulong_atomic_swap(dest, value, pe); }
@@ -637,15 +637,15 @@ ISHMEMI_API void ishmem_ulong_atomic_fetch_inc_nbi(ulong *fetch, ulong *dest, in
 ISHMEMI_API void ishmem_ulong_atomic_compare_swap_nbi(ulong *fetch, ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_ulong_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_compare_swap(ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch_add(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulong_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulong_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch_inc(ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulong_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulong_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)1), pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch_and(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulong_atomic_and(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulong_atomic_and(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FAND, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch_or(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulong_atomic_or(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulong_atomic_or(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FOR, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch_xor(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulong_atomic_xor(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulong_atomic_xor(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FXOR, as_long((ulong)value), pe); }
 ISHMEMI_API void ishmem_ulong_wait_until(ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_ulong_test(ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_ulonglong_put(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -694,7 +694,7 @@ ISHMEMI_API int ishmemx_ulonglong_and_reduce_work_group(int team, ulong *dest, c
 ISHMEMI_API int ishmemx_ulonglong_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_ulonglong_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_ulonglong_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_ulonglong_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_ulonglong_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulonglong_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_ulonglong_atomic_fetch_nbi(ulong *fetch, const ulong *source, int pe) { *fetch = ishmem_ulonglong_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_ulonglong_atomic_swap_nbi(ulong *fetch, ulong *dest, ulong value, int pe) { *fetch = ishmem_ulonglong_atomic_swap(dest, value, pe); }
@@ -703,15 +703,15 @@ ISHMEMI_API void ishmem_ulonglong_atomic_fetch_inc_nbi(ulong *fetch, ulong *dest
 ISHMEMI_API void ishmem_ulonglong_atomic_compare_swap_nbi(ulong *fetch, ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_ulonglong_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_compare_swap(ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch_add(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulonglong_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulonglong_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch_inc(ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulonglong_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulonglong_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)1), pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch_and(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulonglong_atomic_and(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulonglong_atomic_and(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FAND, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch_or(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulonglong_atomic_or(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulonglong_atomic_or(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FOR, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch_xor(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_ulonglong_atomic_xor(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_ulonglong_atomic_xor(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FXOR, as_long((ulong)value), pe); }
 ISHMEMI_API void ishmem_ulonglong_wait_until(ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_ulonglong_test(ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_int8_put(char *dest, const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
@@ -850,7 +850,7 @@ ISHMEMI_API int ishmemx_int32_and_reduce_work_group(int team, int *dest, const i
 ISHMEMI_API int ishmemx_int32_or_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a | b, ishmem_int32_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_int32_xor_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a ^ b, ishmem_int32_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmem_int32_atomic_fetch(const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_int32_atomic_set(int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((int)value), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int32_atomic_set(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int32_atomic_swap(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
 ISHMEMI_API void ishmem_int32_atomic_fetch_nbi(int *fetch, const int *source, int pe) { *fetch = ishmem_int32_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_int32_atomic_swap_nbi(int *fetch, int *dest, int value, int pe) { *fetch = ishmem_int32_atomic_swap(dest, value, pe); }
@@ -859,15 +859,15 @@ ISHMEMI_API void ishmem_int32_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe
 ISHMEMI_API void ishmem_int32_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe) { *fetch = ishmem_int32_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API int ishmem_int32_atomic_compare_swap(int *dest, int cond, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((int)value), as_int((int)cond), pe)); }
 ISHMEMI_API int ishmem_int32_atomic_fetch_add(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe)); }
-ISHMEMI_API void ishmem_int32_atomic_add(int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)value), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int32_atomic_add(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int32_atomic_fetch_inc(int *dest, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe)); }
-ISHMEMI_API void ishmem_int32_atomic_inc(int *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((int)1), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int32_atomic_inc(int *dest, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((int)1), pe); }
 ISHMEMI_API int ishmem_int32_atomic_fetch_and(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((int)value), as_int((int)0), pe)); }
-ISHMEMI_API void ishmem_int32_atomic_and(int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((int)value), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int32_atomic_and(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FAND, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int32_atomic_fetch_or(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((int)value), as_int((int)0), pe)); }
-ISHMEMI_API void ishmem_int32_atomic_or(int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((int)value), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int32_atomic_or(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FOR, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int32_atomic_fetch_xor(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((int)value), as_int((int)0), pe)); }
-ISHMEMI_API void ishmem_int32_atomic_xor(int *dest, int value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((int)value), as_int((int)0), pe); }
+ISHMEMI_API void ishmem_int32_atomic_xor(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FXOR, as_int((int)value), pe); }
 ISHMEMI_API void ishmem_int32_wait_until(int *ivar, int cmp, int cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_int32_test(int *ivar, int cmp, int cmp_value) { return ISHMEMI_CMP(cmp, as_int((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_int64_put(long *dest, const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -916,7 +916,7 @@ ISHMEMI_API int ishmemx_int64_and_reduce_work_group(int team, long *dest, const 
 ISHMEMI_API int ishmemx_int64_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_int64_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_int64_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_int64_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API long ishmem_int64_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_int64_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_int64_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_int64_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_int64_atomic_fetch_nbi(long *fetch, const long *source, int pe) { *fetch = ishmem_int64_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_int64_atomic_swap_nbi(long *fetch, long *dest, long value, int pe) { *fetch = ishmem_int64_atomic_swap(dest, value, pe); }
@@ -925,15 +925,15 @@ ISHMEMI_API void ishmem_int64_atomic_fetch_inc_nbi(long *fetch, long *dest, int 
 ISHMEMI_API void ishmem_int64_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe) { *fetch = ishmem_int64_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API long ishmem_int64_atomic_compare_swap(long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 ISHMEMI_API long ishmem_int64_atomic_fetch_add(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_int64_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_int64_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_int64_atomic_fetch_inc(long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_int64_atomic_inc(long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_int64_atomic_inc(long *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)1), pe); }
 ISHMEMI_API long ishmem_int64_atomic_fetch_and(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((long)value), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_int64_atomic_and(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_int64_atomic_and(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FAND, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_int64_atomic_fetch_or(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((long)value), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_int64_atomic_or(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_int64_atomic_or(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FOR, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_int64_atomic_fetch_xor(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((long)value), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_int64_atomic_xor(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_int64_atomic_xor(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FXOR, as_long((long)value), pe); }
 ISHMEMI_API void ishmem_int64_wait_until(long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_int64_test(long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_uint8_put(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uchar), pe, 0); }
@@ -1072,7 +1072,7 @@ ISHMEMI_API int ishmemx_uint32_and_reduce_work_group(int team, uint *dest, const
 ISHMEMI_API int ishmemx_uint32_or_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a | b, ishmem_uint32_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_uint32_xor_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a ^ b, ishmem_uint32_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch(const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_uint32_atomic_set(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_SET, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint32_atomic_set(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_swap(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
 ISHMEMI_API void ishmem_uint32_atomic_fetch_nbi(uint *fetch, const uint *source, int pe) { *fetch = ishmem_uint32_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_uint32_atomic_swap_nbi(uint *fetch, uint *dest, uint value, int pe) { *fetch = ishmem_uint32_atomic_swap(dest, value, pe); }
@@ -1081,15 +1081,15 @@ ISHMEMI_API void ishmem_uint32_atomic_fetch_inc_nbi(uint *fetch, uint *dest, int
 ISHMEMI_API void ishmem_uint32_atomic_compare_swap_nbi(uint *fetch, uint *dest, uint cond, uint value, int pe) { *fetch = ishmem_uint32_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_compare_swap(uint *dest, uint cond, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_CSWAP, as_int((uint)value), as_int((uint)cond), pe)); }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch_add(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint32_atomic_add(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint32_atomic_add(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch_inc(uint *dest, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint32_atomic_inc(uint *dest, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FADD, as_int((uint)1), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint32_atomic_inc(uint *dest, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FADD, as_int((uint)1), pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch_and(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint32_atomic_and(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FAND, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint32_atomic_and(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FAND, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch_or(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint32_atomic_or(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FOR, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint32_atomic_or(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FOR, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch_xor(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe)); }
-ISHMEMI_API void ishmem_uint32_atomic_xor(uint *dest, uint value, int pe) { ishmemi_amo32_pe(dest, ISHMEMI_FXOR, as_int((uint)value), as_int((uint)0), pe); }
+ISHMEMI_API void ishmem_uint32_atomic_xor(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_FXOR, as_int((uint)value), pe); }
 ISHMEMI_API void ishmem_uint32_wait_until(uint *ivar, int cmp, uint cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U32, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_uint32_test(uint *ivar, int cmp, uint cmp_value) { return ISHMEMI_CMP(cmp, as_uint((int)ishmemi_load32(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_uint64_put(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -1138,7 +1138,7 @@ ISHMEMI_API int ishmemx_uint64_and_reduce_work_group(int team, ulong *dest, cons
 ISHMEMI_API int ishmemx_uint64_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_uint64_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_uint64_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_uint64_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_uint64_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_uint64_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_uint64_atomic_fetch_nbi(ulong *fetch, const ulong *source, int pe) { *fetch = ishmem_uint64_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_uint64_atomic_swap_nbi(ulong *fetch, ulong *dest, ulong value, int pe) { *fetch = ishmem_uint64_atomic_swap(dest, value, pe); }
@@ -1147,15 +1147,15 @@ ISHMEMI_API void ishmem_uint64_atomic_fetch_inc_nbi(ulong *fetch, ulong *dest, i
 ISHMEMI_API void ishmem_uint64_atomic_compare_swap_nbi(ulong *fetch, ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_uint64_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_compare_swap(ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch_add(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_uint64_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_uint64_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch_inc(ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_uint64_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_uint64_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)1), pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch_and(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_uint64_atomic_and(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FAND, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_uint64_atomic_and(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FAND, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch_or(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_uint64_atomic_or(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_uint64_atomic_or(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FOR, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch_xor(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_uint64_atomic_xor(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FXOR, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_uint64_atomic_xor(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FXOR, as_long((ulong)value), pe); }
 ISHMEMI_API void ishmem_uint64_wait_until(ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_uint64_test(ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_size_put(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ulong), pe, 0); }
@@ -1204,7 +1204,7 @@ ISHMEMI_API int ishmemx_size_and_reduce_work_group(int team, ulong *dest, const 
 ISHMEMI_API int ishmemx_size_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_size_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_size_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_size_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API ulong ishmem_size_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_size_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_size_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_size_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
 ISHMEMI_API void ishmem_size_atomic_fetch_nbi(ulong *fetch, const ulong *source, int pe) { *fetch = ishmem_size_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_size_atomic_swap_nbi(ulong *fetch, ulong *dest, ulong value, int pe) { *fetch = ishmem_size_atomic_swap(dest, value, pe); }
@@ -1213,9 +1213,9 @@ ISHMEMI_API void ishmem_size_atomic_fetch_inc_nbi(ulong *fetch, ulong *dest, int
 ISHMEMI_API void ishmem_size_atomic_compare_swap_nbi(ulong *fetch, ulong *dest, ulong cond, ulong value, int pe) { *fetch = ishmem_size_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API ulong ishmem_size_atomic_compare_swap(ulong *dest, ulong cond, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((ulong)value), as_long((ulong)cond), pe)); }
 ISHMEMI_API ulong ishmem_size_atomic_fetch_add(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_size_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)value), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_size_atomic_add(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_size_atomic_fetch_inc(ulong *dest, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe)); }
-ISHMEMI_API void ishmem_size_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((ulong)1), as_long((ulong)0), pe); }
+ISHMEMI_API void ishmem_size_atomic_inc(ulong *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((ulong)1), pe); }
 ISHMEMI_API void ishmem_size_wait_until(ulong *ivar, int cmp, ulong cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_U64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_size_test(ulong *ivar, int cmp, ulong cmp_value) { return ISHMEMI_CMP(cmp, as_ulong((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_ptrdiff_put(long *dest, const long *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(long), pe, 0); }
@@ -1264,7 +1264,7 @@ ISHMEMI_API int ishmemx_ptrdiff_and_reduce_work_group(int team, long *dest, cons
 ISHMEMI_API int ishmemx_ptrdiff_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_ptrdiff_or_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API int ishmemx_ptrdiff_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_ptrdiff_xor_reduce(team, dest, source, nreduce)) }
 ISHMEMI_API long ishmem_ptrdiff_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
-ISHMEMI_API void ishmem_ptrdiff_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_SET, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_ptrdiff_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_ptrdiff_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
 ISHMEMI_API void ishmem_ptrdiff_atomic_fetch_nbi(long *fetch, const long *source, int pe) { *fetch = ishmem_ptrdiff_atomic_fetch(source, pe); }
 ISHMEMI_API void ishmem_ptrdiff_atomic_swap_nbi(long *fetch, long *dest, long value, int pe) { *fetch = ishmem_ptrdiff_atomic_swap(dest, value, pe); }
@@ -1273,9 +1273,9 @@ ISHMEMI_API void ishmem_ptrdiff_atomic_fetch_inc_nbi(long *fetch, long *dest, in
 ISHMEMI_API void ishmem_ptrdiff_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe) { *fetch = ishmem_ptrdiff_atomic_compare_swap(dest, cond, value, pe); }
 ISHMEMI_API long ishmem_ptrdiff_atomic_compare_swap(long *dest, long cond, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_CSWAP, as_long((long)value), as_long((long)cond), pe)); }
 ISHMEMI_API long ishmem_ptrdiff_atomic_fetch_add(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_ptrdiff_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)value), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_ptrdiff_atomic_add(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_ptrdiff_atomic_fetch_inc(long *dest, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe)); }
-ISHMEMI_API void ishmem_ptrdiff_atomic_inc(long *dest, int pe) { ishmemi_amo64_pe(dest, ISHMEMI_FADD, as_long((long)1), as_long((long)0), pe); }
+ISHMEMI_API void ishmem_ptrdiff_atomic_inc(long *dest, int pe) { ishmemi_amo64_post(dest, ISHMEMI_FADD, as_long((long)1), pe); }
 ISHMEMI_API void ishmem_ptrdiff_wait_until(long *ivar, int cmp, long cmp_value) { ISHMEMI_WAIT_LOOP(!ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value), ;, ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_UNTIL, ISHMEMI_ELEM_I64, cmp), ivar, cmp_value); }
 ISHMEMI_API int ishmem_ptrdiff_test(long *ivar, int cmp, long cmp_value) { return ISHMEMI_CMP(cmp, as_long((long)ishmemi_load64(ivar)), cmp_value); }
 ISHMEMI_API void ishmem_put8(void *dest, const void *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * 1, pe, 0); }

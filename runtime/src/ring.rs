@@ -48,6 +48,11 @@
 //!   takes tickets in order and performs the host's quiet for it, so what
 //!   the proxy posted for earlier requests to PEs of other nodes (puts,
 //!   non-fetching AMOs) is complete there too, as a third PE may rely on.
+//! * Device fence, while anything is outstanding and some PE is reached
+//!   through the ring, sends [`RING_FENCE`] without waiting: the server
+//!   performs the host's fence for it between the requests before and
+//!   after (non-fetching AMOs to such PEs are posted, not waited for, so
+//!   this is what orders them before a later put or flag).
 //! * Host quiet and host team syncs first wait until the proxy has served
 //!   every request published so far ([`drain`]), so a kernel's requests are
 //!   ordered before the host's later operations.
@@ -137,6 +142,12 @@ pub const RING_NOP: u32 = 10;
 /// for them to PEs of other nodes (puts to served regions and windows,
 /// non-fetching AMOs) is complete there when this one completes.
 pub const RING_QUIET: u32 = 11;
+/// The host's fence, after every earlier request and before every later
+/// one (sent nbi by a device fence while anything is outstanding and some
+/// PE is not reached by loads and stores): what the proxy issued for the
+/// earlier requests to a PE (puts through a window, posted AMOs as
+/// messages) is delivered there before what it issues for the later ones.
+pub const RING_FENCE: u32 = 12;
 
 #[repr(C, align(64))]
 pub struct Ring {
@@ -347,6 +358,8 @@ pub enum RingOp {
     Nop,
     /// The host's quiet (`RING_QUIET`).
     Quiet,
+    /// The host's fence (`RING_FENCE`).
+    Fence,
 }
 
 /// A decoded ring message.
@@ -444,6 +457,7 @@ impl RawMsg {
             RING_ERROR => RingOp::Error,
             RING_NOP => RingOp::Nop,
             RING_QUIET => RingOp::Quiet,
+            RING_FENCE => RingOp::Fence,
             other => return Err(DecodeError::UnknownOp(other)),
         };
         let code = self.amo & 0xff;

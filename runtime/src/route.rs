@@ -305,6 +305,18 @@ impl Router {
         }
     }
 
+    /// A non-blocking get through the proxy of `len` bytes at `offset` on
+    /// `pe` (a PE [`Router::through_proxy`] says is reached so) into host
+    /// memory the caller owns: no question to the device about `dst`.
+    ///
+    /// # Safety
+    /// `dst` is host memory valid for `len` bytes until the next flush of
+    /// `pe`; `offset + len` lies inside one symmetric segment.
+    pub unsafe fn proxy_get_to_host(&self, call: &str, pe: usize, offset: usize, dst: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { self.proxy(call, pe).get(call, self.remote_addr(pe, offset), dst, len, true) }
+    }
+
     /// Whether the local blocks of a strided transfer starting at `local`
     /// lie in memory the proxy can read and write (not device memory).
     fn host_blocks(&self, local: *const u8, s: Strides) -> bool {

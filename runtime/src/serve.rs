@@ -64,6 +64,17 @@ impl RingHandler for State {
                     self.get(CALL, (&mut v as *mut u64).cast(), source, (r.value as usize).min(8), pe);
                     v
                 }
+                // A non-fetching AMO the device posted (it does not wait):
+                // posted on, completed by a later quiet, ordered by a fence.
+                RingOp::Amo if r.nbi => {
+                    match r.size {
+                        1 => self.amo_post(CALL, dest as *const u8, r.amo, r.value as u8, pe),
+                        2 => self.amo_post(CALL, dest as *const u16, r.amo, r.value as u16, pe),
+                        4 => self.amo_post(CALL, dest as *const u32, r.amo, r.value as u32, pe),
+                        _ => self.amo_post(CALL, dest as *const u64, r.amo, r.value, pe),
+                    }
+                    0
+                }
                 RingOp::Amo => match r.size {
                     1 => self.amo(CALL, dest as *const u8, r.amo, r.value as u8, r.cond as u8, pe) as u64,
                     2 => self.amo(CALL, dest as *const u16, r.amo, r.value as u16, r.cond as u16, pe) as u64,
@@ -88,6 +99,10 @@ impl RingHandler for State {
                     // On this thread the ring's own drain is skipped: every
                     // earlier request has been served (tickets in order).
                     self.quiet();
+                    0
+                }
+                RingOp::Fence => {
+                    self.route.fence(CALL);
                     0
                 }
             }
@@ -157,7 +172,8 @@ impl State {
     fn remote_fetch(&self, r: &Request) -> Option<(RemoteKind, usize)> {
         let (kind, what, addr, size) = match r.op {
             RingOp::G => (RemoteKind::G, "source", r.source, (r.value as usize).min(8)),
-            RingOp::Amo => (RemoteKind::Amo, "dest", r.dest, r.size),
+            // A posted AMO is posted on alone (`serve`): nothing to wait for.
+            RingOp::Amo if !r.nbi => (RemoteKind::Amo, "dest", r.dest, r.size),
             _ => return None,
         };
         let pe = self.check_pe(CALL, r.pe);
@@ -237,7 +253,7 @@ impl State {
             // old values.
             unsafe {
                 if r.op == RingOp::G {
-                    self.route.get(CALL, pe, off, v, (r.value as usize).min(8), true);
+                    self.route.proxy_get_to_host(CALL, pe, off, v, (r.value as usize).min(8));
                 } else {
                     let amo = Amo { op: r.amo, size: r.size, operand: r.value, cond: r.cond };
                     self.route.amo_fetch_nbi(CALL, pe, off, amo, v);

@@ -166,6 +166,16 @@ int main(int argc, char **argv) {
     ishmem_barrier_all();
     if (me == 0) CHECK(*total == rounds * np, "lock-protected total %ld", *total);
 
+    /* 6b. a fence orders a p before a posted flag */
+    long *fdata = ishmem_calloc(64, sizeof(long)), *fflag = ishmem_calloc(2, sizeof(long));
+    long *fbad = ishmem_calloc(1, sizeof(long));
+    long fiters = small ? 300 : 1000;
+    ishmem_barrier_all();
+    run("fence_flag", 1, 4, (void *[]){fdata, fflag, fbad, NULL}, (size_t[]){0, 0, 0, sizeof(long)},
+        (const void *[]){0, 0, 0, &fiters});
+    CHECK(*fbad == 0, "fence: %ld flags arrived before the data fenced before them", *fbad);
+    ishmem_barrier_all();
+
     /* 7. 16384 work-items issuing requests at once, three each (1536
        when small) */
     const int M = small ? 1536 : 16384;

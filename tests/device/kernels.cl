@@ -46,6 +46,24 @@ kernel void cswap_lock(global int *lock, global long *total, long rounds) {
     }
 }
 
+/* A p, a fence, then a posted flag (atomic_set, which does not wait when
+ * it goes through the ring): the PE that sees the flag sees the data.
+ * Every PE writes to its right neighbour, reads what its left one wrote
+ * and acknowledges it, round after round. */
+kernel void fence_flag(global long *data, global long *flag, global long *bad, long iters) {
+    int me = ishmem_my_pe(), np = ishmem_n_pes();
+    int right = (me + 1) % np, left = (me + np - 1) % np;
+    for (long i = 1; i <= iters; i++) {
+        ishmem_long_p(data + (i % 64), i, right);
+        ishmem_fence();
+        ishmem_long_atomic_set(flag, i, right);
+        ishmem_long_wait_until(flag, ISHMEM_CMP_GE, i);
+        if (((volatile global long *)data)[i % 64] != i) (*bad)++;
+        ishmem_long_atomic_set(flag + 1, i, left);
+        ishmem_long_wait_until(flag + 1, ISHMEM_CMP_GE, i);
+    }
+}
+
 /* Many requests at once: through the ring (forced-ring mode) this wraps the
  * 4096-slot ring several times, with flow control and nbi requests. */
 kernel void many(global long *counter, global int *slots) {

@@ -180,6 +180,7 @@ pub fn device_state_h() -> String {
         ("ERROR", RING_ERROR),
         ("NOP", RING_NOP),
         ("QUIET", RING_QUIET),
+        ("FENCE", RING_FENCE),
         ("FLAG_NBI", RING_NBI),
     ] {
         let _ = writeln!(s, "#define ISHMEMI_RING_OP_{name} {v}");
@@ -364,6 +365,8 @@ fn funs() -> Vec<Fun> {
         let from_bits = |x: &str| format!("as_{c}(({it}){x})");
         let call =
             |opc: &str, val: &str, cond: &str| format!("{amo}(dest, {opc}, {}, {}, pe)", to_bits(val), to_bits(cond));
+        // Non-fetching forms: posted where the ring carries them.
+        let post = |opc: &str, val: &str| format!("{}_post(dest, {opc}, {}, pe)", &amo[..amo.len() - 3], to_bits(val));
         if t.classes & EXT != 0 {
             f(
                 format!("ishmem_{n}_atomic_fetch"),
@@ -375,7 +378,7 @@ fn funs() -> Vec<Fun> {
                 format!("ishmem_{n}_atomic_set"),
                 "void",
                 format!("{c} *dest, {c} value, int pe"),
-                format!("{};", call("ISHMEMI_SET", "value", "0")),
+                format!("{};", post("ISHMEMI_SET", "value")),
             );
             f(
                 format!("ishmem_{n}_atomic_swap"),
@@ -435,7 +438,7 @@ fn funs() -> Vec<Fun> {
                 format!("ishmem_{n}_atomic_add"),
                 "void",
                 format!("{c} *dest, {c} value, int pe"),
-                format!("{};", call("ISHMEMI_FADD", "value", "0")),
+                format!("{};", post("ISHMEMI_FADD", "value")),
             );
             f(
                 format!("ishmem_{n}_atomic_fetch_inc"),
@@ -447,7 +450,7 @@ fn funs() -> Vec<Fun> {
                 format!("ishmem_{n}_atomic_inc"),
                 "void",
                 format!("{c} *dest, int pe"),
-                format!("{};", call("ISHMEMI_FADD", "1", "0")),
+                format!("{};", post("ISHMEMI_FADD", "1")),
             );
         }
         if t.classes & BIT != 0 {
@@ -462,7 +465,7 @@ fn funs() -> Vec<Fun> {
                     format!("ishmem_{n}_atomic_{op}"),
                     "void",
                     format!("{c} *dest, {c} value, int pe"),
-                    format!("{};", call(opc, "value", "0")),
+                    format!("{};", post(opc, "value")),
                 );
             }
         }

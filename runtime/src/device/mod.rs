@@ -432,13 +432,48 @@ pub struct LocalRank {
 }
 
 /// One AMO of a [`DeviceMemory::atomics`] pass: `amo` on the value at
-/// `addr`; `posted` when its issuer did not wait for it (a non-blocking
-/// device request), so later AMOs of the pass are performed after it.
+/// `addr`; `posted` when its issuer did not wait for it (a non-fetching
+/// AMO a device or a remote PE posted), so later AMOs of the pass on the
+/// same word are performed after it ([`pass_waves`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PassAtomic {
     pub addr: *mut u8,
     pub amo: Amo,
     pub posted: bool,
+}
+
+/// The order a pass of `ops` keeps: each AMO's wave (waves are performed
+/// one after another, the AMOs of one at once). An AMO comes after every
+/// posted AMO before it on the same 8-byte word, which its issuer may
+/// have issued before it (a posted AMO, then a later AMO of the same
+/// thread or PE); posted AMOs in a row of one commutative operation (add,
+/// and, or, xor) on one location share a wave, as their order changes
+/// nothing. AMOs on other words, and those after blocking ones, need no
+/// order: within a pass no fence separates them (a device fence, and a
+/// remote PE's, reaches the server as a request of its own, which ends a
+/// pass).
+pub fn pass_waves(ops: &[PassAtomic]) -> Vec<u32> {
+    use crate::types::AmoOp;
+    /// The (operation, size, address) of posted AMOs others may join.
+    type Group = (AmoOp, usize, usize);
+    // Per word: the wave of its latest posted AMOs, and their group.
+    let mut words: std::collections::HashMap<usize, (u32, Option<Group>)> = std::collections::HashMap::new();
+    ops.iter()
+        .map(|op| {
+            let (addr, Amo { op: code, size, .. }) = (op.addr as usize, op.amo);
+            let commutes = matches!(code, AmoOp::FetchAdd | AmoOp::FetchAnd | AmoOp::FetchOr | AmoOp::FetchXor);
+            let group = (op.posted && commutes).then_some((code, size, addr));
+            let wave = match words.get(&(addr & !7)) {
+                None => 0,
+                Some(&(w, g)) if group.is_some() && g == group => w,
+                Some(&(w, _)) => w + 1,
+            };
+            if op.posted {
+                words.insert(addr & !7, (wave, group));
+            }
+            wave
+        })
+        .collect()
 }
 
 /// Host access to the memory a device's heaps live in, for devices whose
@@ -482,10 +517,9 @@ pub trait DeviceMemory: Send + Sync {
     unsafe fn atomic(&self, addr: *mut u8, amo: Amo) -> Result<u64, DeviceError>;
     /// [`DeviceMemory::atomic`] on each of `ops`, the old values into
     /// `out` (as long as `ops`), in one pass where the device can (the ring
-    /// server's runs of AMOs). Each is performed after every posted one
-    /// before it (its issuer may have ordered later requests after it);
-    /// the others in any order. The default does them one by one, in
-    /// order.
+    /// server's runs of AMOs). Each is performed after the posted ones
+    /// before it that [`pass_waves`] orders it after; the others in any
+    /// order. The default does them one by one, in order.
     ///
     /// # Safety
     /// As [`DeviceMemory::atomic`] for each.
@@ -630,6 +664,52 @@ pub fn heap_reserve(device: &dyn Device, sync: DeviceSync) -> usize {
         DeviceSync::Auto => device.heap_reserve(),
         DeviceSync::Heap => crate::sync_words::SYNC_RESERVE,
         DeviceSync::Control => 0,
+    }
+}
+
+#[cfg(test)]
+mod pass_wave_tests {
+    use super::*;
+    use crate::types::AmoOp;
+
+    fn op(addr: usize, code: AmoOp, size: usize, posted: bool) -> PassAtomic {
+        PassAtomic { addr: addr as *mut u8, amo: Amo::new(code, size, 1), posted }
+    }
+
+    /// Blocking AMOs from many threads, as a run of fetch_adds: one wave.
+    #[test]
+    fn blocking_amos_share_one_wave() {
+        let ops: Vec<_> = (0..5).map(|_| op(64, AmoOp::FetchAdd, 8, false)).collect();
+        assert_eq!(pass_waves(&ops), [0, 0, 0, 0, 0]);
+    }
+
+    /// Posted adds in a row on one counter share a wave; a fetch of it
+    /// after them comes next; other words are not held back.
+    #[test]
+    fn posted_adds_share_a_wave_and_a_fetch_follows() {
+        let ops = [
+            op(64, AmoOp::FetchAdd, 8, true),
+            op(64, AmoOp::FetchAdd, 8, true),
+            op(128, AmoOp::Fetch, 8, false),
+            op(64, AmoOp::Fetch, 8, false),
+            op(64, AmoOp::FetchAdd, 8, true),
+        ];
+        assert_eq!(pass_waves(&ops), [0, 0, 0, 1, 0]);
+    }
+
+    /// A posted set, then a posted add, then another set, on one word
+    /// (and a narrower AMO inside it): each after the one before.
+    #[test]
+    fn non_commuting_posts_each_take_a_wave() {
+        let ops = [
+            op(64, AmoOp::Set, 8, true),
+            op(64, AmoOp::FetchAdd, 8, true),
+            op(64, AmoOp::Set, 8, true),
+            op(68, AmoOp::FetchAdd, 4, true),
+            op(68, AmoOp::FetchAdd, 4, true),
+            op(72, AmoOp::Set, 8, true),
+        ];
+        assert_eq!(pass_waves(&ops), [0, 1, 2, 3, 3, 0]);
     }
 }
 

@@ -565,8 +565,8 @@ impl DeviceMemory for CudaDevice {
     }
 
     /// Up to [`AMO_BATCH`] AMOs in one launch of the batch kernel, one
-    /// thread each (relaxed; each after the posted ones before it, as the
-    /// kernel orders them).
+    /// thread each (relaxed; in the waves of [`super::pass_waves`], which
+    /// the kernel performs one after another).
     unsafe fn atomics(&self, ops: &[PassAtomic], out: &mut [u64]) -> Result<(), DeviceError> {
         if let [op] = ops {
             // SAFETY: the caller's contract.
@@ -584,20 +584,18 @@ impl DeviceMemory for CudaDevice {
             // other users of the page out until the results are read.
             unsafe {
                 let reqs = page.add(BATCH_REQS) as *mut u64;
-                // A request's wave: how many posted requests come before it.
-                let mut wave = 0u64;
-                for (i, op) in ops.iter().enumerate() {
+                let waves = super::pass_waves(ops);
+                for (i, (op, &wave)) in ops.iter().zip(&waves).enumerate() {
                     let r = reqs.add(4 * i);
                     let Amo { op: code, size, operand, cond } = op.amo;
                     r.write_volatile(op.addr as u64);
-                    r.add(1).write_volatile(size as u64 | ((code as u64) << 32) | (wave << 48));
+                    r.add(1).write_volatile(size as u64 | ((code as u64) << 32) | ((wave as u64) << 48));
                     r.add(2).write_volatile(operand);
                     r.add(3).write_volatile(cond);
-                    wave += u64::from(op.posted);
                 }
-                let last = ops.last().map_or(0, |op| u64::from(op.posted));
+                let last_wave = waves.iter().copied().max().unwrap_or(0);
                 let (mut rq, mut n, mut waves, mut res) =
-                    (reqs as u64, ops.len() as u32, (wave - last) as u32, page.add(BATCH_OUT) as u64);
+                    (reqs as u64, ops.len() as u32, last_wave, page.add(BATCH_OUT) as u64);
                 let mut params: [*mut c_void; 4] = [
                     (&mut rq as *mut u64).cast(),
                     (&mut n as *mut u32).cast(),
