@@ -35,7 +35,10 @@
 //!   word (locks: or, and, compare-and-swap). A fetching AMO waits for
 //!   its answer, or with `FLAG_FETCH` leaves it to be written when it
 //!   arrives (by the next flush); a non-fetching one is posted without an
-//!   answer, and quiet
+//!   answer. AMOs to one target may travel together (`amo_batch`, the
+//!   ring's runs): one request carries up to [`BATCH_MAX`], the target
+//!   applies them in one call and answers the fetching ones with one
+//!   message of old values. Quiet
 //!   sends each target it went to a flush marker, which the target answers
 //!   after applying everything before it.
 //! * Regions in GPU memory (`expose_served`): no window; puts, gets and
@@ -100,6 +103,13 @@ const OP_GET: u32 = 0xFFFF_0002;
 /// `operand` blocks of `size` bytes, the first at `offset`, the next ones
 /// `cond` (an `i64`) bytes apart. Posted like a served put.
 const OP_PUT_STRIDED: u32 = 0xFFFF_0003;
+/// `Request::op` of AMOs sent together (`amo_batch`): `operand`
+/// [`abi::TargetAmo`] records packed in the request, on `region`; unless
+/// posted ([`NO_REPLY`]) their old values go back, `8 * operand` bytes in
+/// one `TAG_GET_DATA + slot` message.
+const OP_AMO_BATCH: u32 = 0xFFFF_0004;
+/// The most AMOs one [`OP_AMO_BATCH`] request carries.
+const BATCH_MAX: usize = EAGER / std::mem::size_of::<abi::TargetAmo>();
 /// Strided puts of blocks under [`SPAN_BLOCK`] bytes and at most this many
 /// bytes in all travel packed in requests ([`OP_PUT_STRIDED`]).
 const PACKED_MAX: usize = 1 << 20;
@@ -209,7 +219,7 @@ impl ServerRecv {
 
 struct PendingReply {
     req: ffi::MPI_Request,
-    _buf: Box<Reply>,
+    _buf: Vec<u64>,
 }
 
 struct Inner {
@@ -472,10 +482,14 @@ impl Inner {
                     self.serve_put_strided(i, &r, from)?;
                     0
                 }
+                OP_AMO_BATCH => {
+                    self.serve_amo_batch(am_comm, i, &r, from)?;
+                    0
+                }
                 _ => self.serve_amo(&r, from)?,
             };
-            // A get's answer is its data.
-            if r.slot != NO_REPLY && r.op != OP_GET {
+            // A get's answer is its data; a batch's, its old values.
+            if r.slot != NO_REPLY && r.op != OP_GET && r.op != OP_AMO_BATCH {
                 self.reply(am_comm, from, TAG_REPLY + r.slot as c_int, old, std::mem::size_of::<Reply>())?;
             }
             self.recvs[i].post(am_comm)?;
@@ -510,12 +524,22 @@ impl Inner {
     /// answer, or a small get's data. The buffer lives in `replies` until
     /// the send completes.
     fn reply(&mut self, am_comm: ffi::MPI_Comm, to: c_int, tag: c_int, value: u64, bytes: usize) -> Result<(), String> {
-        let buf = Box::new(Reply { old: value });
+        self.reply_words(am_comm, to, tag, vec![value], bytes)
+    }
+
+    /// Sends the first `bytes` of `words` to `to` with `tag` (a batch's old
+    /// values); they live in `replies` until the send completes.
+    fn reply_words(
+        &mut self, am_comm: ffi::MPI_Comm, to: c_int, tag: c_int, words: Vec<u64>, bytes: usize,
+    ) -> Result<(), String> {
+        let buf = words;
+        debug_assert!(bytes <= 8 * buf.len());
         let mut req = request_null();
-        // SAFETY: buf lives in self.replies until the send completes.
+        // SAFETY: buf lives in self.replies until the send completes (a
+        // Vec's heap buffer does not move with it).
         check("MPI_Isend", unsafe {
             ffi::MPI_Isend(
-                &*buf as *const Reply as *const c_void,
+                buf.as_ptr() as *const c_void,
                 bytes as c_int,
                 ffi::RSMPI_UINT8_T,
                 to,
@@ -534,7 +558,7 @@ impl Inner {
     fn batchable(&self, r: &Request) -> Option<u32> {
         let served = self.access.get(r.region as usize).copied().flatten().is_some();
         let small_get = r.op == OP_GET && matches!(r.operand, 1 | 2 | 4 | 8) && r.offset.is_multiple_of(r.operand);
-        let amo = !matches!(r.op, OP_FLUSH | OP_PUT | OP_GET | OP_PUT_STRIDED);
+        let amo = !matches!(r.op, OP_FLUSH | OP_PUT | OP_GET | OP_PUT_STRIDED | OP_AMO_BATCH);
         (served && (amo || small_get)).then_some(r.region)
     }
 
@@ -595,6 +619,49 @@ impl Inner {
             }
             self.recvs[i].post(am_comm)?;
             self.next_recv = (i + 1) % self.recvs.len();
+        }
+        Ok(())
+    }
+
+    /// AMOs sent together by PE `from` ([`OP_AMO_BATCH`]), whose request
+    /// arrived in receive `i`: checked, then applied in one call of the
+    /// core on a served region (one pass of its device) or with the CPU
+    /// atomics the node uses; their old values go back unless posted.
+    fn serve_amo_batch(&mut self, am_comm: ffi::MPI_Comm, i: usize, r: &Request, from: c_int) -> Result<(), String> {
+        let n = r.operand as usize;
+        let (base, len) = *self.regions.get(r.region as usize).ok_or("AMO batch for an unknown region")?;
+        if n == 0 || n > BATCH_MAX || (r.slot != NO_REPLY && r.slot as usize >= SLOTS) {
+            return Err(format!("AMO batch from PE {from}: {n} AMOs, slot {} (at most {BATCH_MAX})", r.slot));
+        }
+        let p = self.recvs[i].buf.payload.as_ptr() as *const abi::TargetAmo;
+        // SAFETY: the payload holds n records (n * 40 <= EAGER bytes); read
+        // unaligned (the payload follows the 40-byte request).
+        let reqs: Vec<abi::TargetAmo> = (0..n).map(|k| unsafe { p.add(k).read_unaligned() }).collect();
+        for q in &reqs {
+            abi::AmoOp::from_code(q.op).ok_or_else(|| format!("unknown AMO operation {}", q.op))?;
+            if !amo_word(q.offset as u64, q.size as usize, len) {
+                return Err(format!(
+                    "AMO request from PE {from} is out of bounds (region {}, offset {}, size {})",
+                    r.region, q.offset, q.size
+                ));
+            }
+        }
+        let mut old = vec![0u64; n];
+        match self.access[r.region as usize] {
+            // SAFETY: the core's callback on checked ranges of its region;
+            // reqs and old hold n entries.
+            Some(a) => unsafe {
+                (a.amo_many)(a.ctx, n, reqs.as_ptr(), old.as_mut_ptr());
+            },
+            None => {
+                for (q, o) in reqs.iter().zip(old.iter_mut()) {
+                    // SAFETY: checked aligned and inside the exposed region.
+                    *o = unsafe { apply_amo(base + q.offset, q.size, q.op, q.operand, q.cond) }?;
+                }
+            }
+        }
+        if r.slot != NO_REPLY {
+            self.reply_words(am_comm, from, TAG_GET_DATA + r.slot as c_int, old, 8 * n)?;
         }
         Ok(())
     }
@@ -1135,6 +1202,79 @@ impl Plugin {
             inner.awaited_to[pe as usize] += 1;
             Ok(())
         })
+    }
+
+    /// AMOs on `region` of `pe` sent together, [`BATCH_MAX`] a request:
+    /// posted (`old` unused), or fetching, their old values written to
+    /// `old` when they arrive (by the next flush of `pe`; with `wait`,
+    /// before returning).
+    fn amo_batch(
+        &self, region: u32, pe: u32, reqs: &[abi::TargetAmo], old: *mut u64, fetch: bool, wait: bool,
+    ) -> Result<(), String> {
+        if pe == self.rank {
+            // Our own memory, as requests from ourselves would be served.
+            let inner = self.lock();
+            for (k, q) in reqs.iter().enumerate() {
+                let req = Request {
+                    region,
+                    size: q.size,
+                    op: q.op,
+                    slot: 0,
+                    offset: q.offset as u64,
+                    operand: q.operand,
+                    cond: q.cond,
+                };
+                let v = inner.serve_amo(&req, pe as c_int)?;
+                if fetch {
+                    // SAFETY: old holds reqs.len() values (the ABI's contract).
+                    unsafe { old.add(k).write(v) };
+                }
+            }
+            return Ok(());
+        }
+        for (c, chunk) in reqs.chunks(BATCH_MAX).enumerate() {
+            let req =
+                Request { region, size: 0, op: OP_AMO_BATCH, slot: 0, offset: 0, operand: chunk.len() as u64, cond: 0 };
+            let mut records = chunk.to_vec();
+            for q in &mut records {
+                q.posted = u32::from(!fetch);
+            }
+            // SAFETY: plain 40-byte records, viewed as their bytes.
+            let payload = unsafe {
+                std::slice::from_raw_parts(records.as_ptr() as *const u8, std::mem::size_of_val(&records[..]))
+            };
+            self.with_slot(|inner| {
+                let s = inner.free.pop().ok_or("no free AMO slot")?;
+                if !fetch {
+                    return inner.send_slot(self.am_comm, s, pe, SlotKind::Post, req, payload);
+                }
+                // The answer's receive first: the target answers as soon
+                // as it has applied them.
+                let mut q = request_null();
+                // SAFETY: old holds reqs.len() values and stays valid until
+                // the flush that completes this receive (the ABI's
+                // contract; with `wait`, this function waits for it).
+                check("MPI_Irecv", unsafe {
+                    ffi::MPI_Irecv(
+                        old.add(c * BATCH_MAX) as *mut c_void,
+                        (8 * chunk.len()) as c_int,
+                        ffi::RSMPI_UINT8_T,
+                        pe as c_int,
+                        TAG_GET_DATA + s as c_int,
+                        self.am_comm,
+                        &mut q,
+                    )
+                })?;
+                inner.send_slot(self.am_comm, s, pe, SlotKind::Get, req, payload)?;
+                inner.awaited.push(Awaited { slot: s, pe, recvs: vec![q], old: None });
+                inner.awaited_to[pe as usize] += 1;
+                Ok(())
+            })?;
+        }
+        if fetch && wait {
+            self.poll(|inner| Ok((inner.awaited_left(pe as c_int) == 0).then_some(())))?;
+        }
+        Ok(())
     }
 
     /// Runs `f` under the lock once a client slot is free (serving others'
@@ -1798,6 +1938,21 @@ unsafe extern "C" fn op_amo(
     })
 }
 
+unsafe extern "C" fn op_amo_batch(
+    ctx: *mut c_void, region: u32, pe: u32, n: usize, reqs: *const abi::TargetAmo, old: *mut u64, flags: u32,
+) -> c_int {
+    guarded("op_amo_batch", 1, || {
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: the ABI's contract: reqs holds n records.
+        let reqs = unsafe { std::slice::from_raw_parts(reqs, n) };
+        let nbi = flags & abi::FLAG_NBI != 0;
+        let fetch = !nbi || flags & abi::FLAG_FETCH != 0;
+        status(plugin(ctx).amo_batch(region, pe, reqs, old, fetch, !nbi))
+    })
+}
+
 unsafe extern "C" fn op_flush(ctx: *mut c_void, pe: c_int) -> c_int {
     guarded("op_flush", 1, || status(plugin(ctx).flush(pe, false)))
 }
@@ -2091,6 +2246,7 @@ pub unsafe extern "C" fn ishmem_proxy_init(args: *const abi::ProxyInitArgs, ops:
                         reserved2: 0,
                         put_strided: Some(op_put_strided),
                         get_strided: Some(op_get_strided),
+                        amo_batch: Some(op_amo_batch),
                     })
                 };
                 0

@@ -661,6 +661,34 @@ impl Router {
         }
     }
 
+    /// AMOs on `pe` (a PE [`Router::through_proxy`] says is reached so),
+    /// sent together through the proxy: `ops` are (symmetric offset, AMO);
+    /// with `old`, fetching (`old[i]` holds op `i`'s old value, a whole
+    /// `u64`, after the next flush of `pe`), else posted.
+    ///
+    /// # Safety
+    /// Each offset is aligned to its AMO's size inside one symmetric
+    /// segment; `old`, if given, is valid for `ops.len()` writes until
+    /// that flush.
+    pub unsafe fn proxy_amo_batch(&self, call: &str, pe: usize, ops: &[(usize, Amo)], old: Option<*mut u64>) {
+        let proxy = self.proxy(call, pe);
+        // One batch per run of AMOs on one region (the heap, the data
+        // segment).
+        let mut start = 0;
+        while start < ops.len() {
+            let region = self.remote_addr(pe, ops[start].0).region;
+            let end = ops[start..]
+                .iter()
+                .position(|&(off, _)| self.remote_addr(pe, off).region != region)
+                .map_or(ops.len(), |k| start + k);
+            let batch: Vec<(usize, Amo)> =
+                ops[start..end].iter().map(|&(off, a)| (self.remote_addr(pe, off).offset, a)).collect();
+            // SAFETY: the caller's contract, for this part of ops and old.
+            unsafe { proxy.amo_batch(call, region, pe, &batch, old.map(|o| o.add(start))) };
+            start = end;
+        }
+    }
+
     /// A non-fetching AMO: to a remote PE it is not waited for (it
     /// completes by quiet, and stays ordered with this PE's later AMOs to
     /// that PE).

@@ -13,11 +13,13 @@ use std::sync::atomic::AtomicU64;
 
 const CALL: &str = "ishmem device request";
 
-/// Which requests a run through the proxy gathers.
+/// Which requests a run through the proxy gathers: `g`s, AMOs waited
+/// for, or posted AMOs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum RemoteKind {
     G,
     Amo,
+    Posted,
 }
 
 /// A run of `g`s or of AMOs through the proxy (indices of requests).
@@ -28,14 +30,23 @@ struct RemoteRun {
     run: Vec<(usize, usize)>,
 }
 
-/// The `size`-byte unsigned integer stored at the start of `v`'s bytes in
-/// memory order (what `write_old` left in a zeroed word).
+/// Request `r` (an AMO, or an aligned `g` of at most 8 bytes: a fetch) as
+/// the AMO a remote run sends.
+fn remote_amo(r: &Request) -> Amo {
+    if r.op == RingOp::G {
+        Amo::new(AmoOp::Fetch, r.value as usize, 0)
+    } else {
+        Amo { op: r.amo, size: r.size, operand: r.value, cond: r.cond }
+    }
+}
+
+/// An old value of `size` bytes, from the whole word a batch answers
+/// (zero-extended already; masked in case a proxy left more).
 fn low_bytes(v: u64, size: usize) -> u64 {
-    let b = v.to_ne_bytes();
     match size {
-        1 => b[0] as u64,
-        2 => u16::from_ne_bytes([b[0], b[1]]) as u64,
-        4 => u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as u64,
+        1 => v & 0xff,
+        2 => v & 0xffff,
+        4 => v & 0xffff_ffff,
         _ => v,
     }
 }
@@ -111,10 +122,11 @@ impl RingHandler for State {
 
     /// Runs of AMOs and `g`s on this node's GPU heaps are performed in
     /// one pass of the device (one kernel instead of one a request); runs
-    /// of `g`s, and runs of AMOs, on PEs reached through the proxy are all
-    /// issued, then completed together (one round trip instead of one a
-    /// request); every other request, and each request after it, in order
-    /// as `serve` does.
+    /// of AMOs and aligned `g`s (as fetches) on PEs reached through the
+    /// proxy go to each PE together, runs of other `g`s are all issued,
+    /// then completed together (one round trip instead of one a request);
+    /// every other request, and each request after it, in order as
+    /// `serve` does.
     fn serve_many(&self, reqs: &[Request], done: &mut dyn FnMut(usize, u64)) {
         let mut atomics: Vec<(usize, PassAtomic)> = Vec::new();
         let mut fetches = RemoteRun::default();
@@ -168,17 +180,21 @@ impl RingHandler for State {
 
 impl State {
     /// Whether `r` is a `g` from, or an AMO on, a PE reached through the
-    /// proxy (checked as `serve` checks it), and which, with its offset.
+    /// proxy (checked as `serve` checks it), and which, with its offset. A
+    /// `g` of 1, 2, 4 or 8 aligned bytes goes with the AMOs, as a fetch.
     fn remote_fetch(&self, r: &Request) -> Option<(RemoteKind, usize)> {
         let (kind, what, addr, size) = match r.op {
+            RingOp::G if matches!(r.value, 1 | 2 | 4 | 8) && r.source.is_multiple_of(r.value) => {
+                (RemoteKind::Amo, "source", r.source, r.value as usize)
+            }
             RingOp::G => (RemoteKind::G, "source", r.source, (r.value as usize).min(8)),
-            // A posted AMO is posted on alone (`serve`): nothing to wait for.
-            RingOp::Amo if !r.nbi => (RemoteKind::Amo, "dest", r.dest, r.size),
+            RingOp::Amo if r.nbi => (RemoteKind::Posted, "dest", r.dest, r.size),
+            RingOp::Amo => (RemoteKind::Amo, "dest", r.dest, r.size),
             _ => return None,
         };
         let pe = self.check_pe(CALL, r.pe);
         let off = self.sym_offset(CALL, what, addr as *const u8, size);
-        if kind == RemoteKind::Amo {
+        if kind != RemoteKind::G {
             self.check_aligned(CALL, what, addr as *const u8, size);
         }
         self.route.through_proxy(pe, off).then_some((kind, off))
@@ -226,51 +242,65 @@ impl State {
         run.clear();
     }
 
-    /// Performs the gathered `run` of `g`s or AMOs through the proxy
-    /// (indices into `reqs`) and reports each; empties it. Each is issued
-    /// without waiting (a non-blocking get, a fetching AMO whose answer
-    /// arrives later), then each PE they went to is flushed once. A run of
-    /// one is served as `serve` does.
+    /// Performs the gathered run of `g`s or AMOs through the proxy and
+    /// reports each; empties it. `g`s are issued without waiting (gets
+    /// that complete at a flush); AMOs go to each PE together (one batch a
+    /// PE, `Router::proxy_amo_batch`: one message, one pass of the
+    /// target's device), fetching ones answered by the flush, posted ones
+    /// completed by a later quiet. Then each PE a `g` or fetching AMO went
+    /// to is flushed once. A run of one is served as `serve` does.
     fn remote_run(&self, reqs: &[Request], fetches: &mut RemoteRun, done: &mut dyn FnMut(usize, u64)) {
-        let run = &mut fetches.run;
+        let RemoteRun { kind, run } = fetches;
         if let [(i, _)] = run[..] {
             done(i, self.serve(&reqs[i]));
             run.clear();
             return;
         }
+        let Some(kind) = *kind else { return };
         if run.is_empty() {
             return;
         }
-        let mut vals = vec![0u64; run.len()];
-        let mut pes: Vec<usize> = Vec::new();
-        for (k, &(i, off)) in run.iter().enumerate() {
-            let r = &reqs[i];
-            // PE, offset and alignment were checked by `remote_fetch`.
-            let pe = r.pe as usize;
-            let v = vals[k..].as_mut_ptr().cast::<u8>();
-            // SAFETY: as for `serve`'s `g` and AMO; `vals` outlives the
-            // flushes below, which complete the gets and write the AMOs'
-            // old values.
-            unsafe {
-                if r.op == RingOp::G {
-                    self.route.proxy_get_to_host(CALL, pe, off, v, (r.value as usize).min(8));
-                } else {
-                    let amo = Amo { op: r.amo, size: r.size, operand: r.value, cond: r.cond };
-                    self.route.amo_fetch_nbi(CALL, pe, off, amo, v);
+        // The PEs in order of their first request, and each one's requests.
+        let mut pes: Vec<(usize, Vec<(usize, usize)>)> = Vec::new();
+        for &(i, off) in run.iter() {
+            let pe = reqs[i].pe as usize; // checked by `remote_fetch`
+            match pes.iter_mut().find(|(p, _)| *p == pe) {
+                Some((_, v)) => v.push((i, off)),
+                None => pes.push((pe, vec![(i, off)])),
+            }
+        }
+        let mut vals: Vec<Vec<u64>> = pes.iter().map(|(_, v)| vec![0u64; v.len()]).collect();
+        for ((pe, v), out) in pes.iter().zip(vals.iter_mut()) {
+            let pe = *pe;
+            if kind == RemoteKind::G {
+                for (&(i, off), o) in v.iter().zip(out.iter_mut()) {
+                    // SAFETY: as for `serve`'s `g`; `vals` outlives the
+                    // flushes below, which complete the gets.
+                    unsafe {
+                        let n = (reqs[i].value as usize).min(8);
+                        self.route.proxy_get_to_host(CALL, pe, off, (o as *mut u64).cast(), n)
+                    };
                 }
+                continue;
             }
-            if !pes.contains(&pe) {
-                pes.push(pe);
+            let ops: Vec<(usize, Amo)> = v.iter().map(|&(i, off)| (off, remote_amo(&reqs[i]))).collect();
+            let old = (kind == RemoteKind::Amo).then_some(out.as_mut_ptr());
+            // SAFETY: offsets checked aligned inside the heap by
+            // `remote_fetch`; `vals` outlives the flushes below.
+            unsafe { self.route.proxy_amo_batch(CALL, pe, &ops, old) };
+        }
+        if kind != RemoteKind::Posted {
+            for (pe, _) in &pes {
+                self.route.flush(CALL, Some(*pe));
             }
         }
-        for pe in pes {
-            self.route.flush(CALL, Some(pe));
-        }
-        for (k, &(i, _)) in run.iter().enumerate() {
-            // An old value of fewer bytes sits in the word's first ones.
-            let v = vals[k];
-            let v = if reqs[i].op == RingOp::Amo { low_bytes(v, reqs[i].size) } else { v };
-            done(i, v);
+        for ((_, v), out) in pes.iter().zip(vals) {
+            for (&(i, _), val) in v.iter().zip(out) {
+                // A `g`'s value: its bytes in memory order (the word was
+                // 0); an AMO's: the old value of its size.
+                let val = if kind == RemoteKind::G { val } else { low_bytes(val, remote_amo(&reqs[i]).size) };
+                done(i, val);
+            }
         }
         run.clear();
     }

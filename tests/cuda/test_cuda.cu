@@ -15,6 +15,7 @@
 #include <ishmem.h>
 #include <ishmemx.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -198,13 +199,17 @@ static void test_rma() {
 
 // ----- AMOs ---------------------------------------------------------------
 
+// What thread `t`'s fetch_add of round `k` adds: 1, 2 or 3, so that an old
+// value handed to the wrong request breaks the chain the test checks.
+__host__ __device__ inline long amo_inc(size_t t, int k) { return 1 + (long)((t + k) % 3); }
+
 __global__ void amo_storm(long *ctr, int *ictr, uint64_t *cas_ctr, uint64_t *bits,
                           long *fetched, int iters) {
     int n = ishmem_n_pes(), me = ishmem_my_pe();
     size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     for (int k = 0; k < iters; k++) {
         int pe = (int)((tid + k + me) % n);
-        fetched[tid * iters + k] = ishmem_long_atomic_fetch_add(ctr, 1, pe);
+        fetched[tid * iters + k] = ishmem_long_atomic_fetch_add(ctr, amo_inc(tid, k), pe);
         ishmem_int_atomic_inc(ictr, pe);
     }
     // A compare-and-swap increment on PE 0 by one thread per block
@@ -241,24 +246,34 @@ static void test_amo() {
     CK(cudaMemcpy(&c, ctr, sizeof c, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(&ic, ictr, sizeof ic, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(&cc, cas_ctr, sizeof cc, cudaMemcpyDeviceToHost));
-    // Every PE's threads spread iters adds each over the PEs evenly.
-    long want = (long)(nthreads * iters);
-    CHECK(c == want, "fetch_add total %ld, want %ld", c, want);
-    // The old values each PE's counter gave out are 0 .. want-1, each once
-    // (PE 0 gathers every PE's, with the host's get from GPU heaps).
+    // Every PE's threads spread iters requests each over the PEs evenly;
+    // what they add to this PE's counter: the sum of their increments.
+    long want = (long)(nthreads * iters), want_sum = 0;
+    for (int origin = 0; origin < npes; origin++)
+        for (size_t t = 0; t < nthreads; t++)
+            for (int k = 0; k < iters; k++)
+                if ((int)((t + k + origin) % npes) == me) want_sum += amo_inc(t, k);
+    CHECK(c == want_sum, "fetch_add total %ld, want %ld", c, want_sum);
+    // Each PE's counter gave out old values that chain: sorted, each is
+    // the one before plus that one's increment, from 0 (PE 0 gathers every
+    // PE's, with the host's get from GPU heaps). A value given to the
+    // wrong request breaks the chain.
     if (me == 0) {
         std::vector<long> all(nthreads * iters);
-        std::vector<std::vector<char>> seen(npes, std::vector<char>(want));
+        std::vector<std::vector<std::pair<long, long>>> got(npes);
         for (int origin = 0; origin < npes; origin++) {
             ishmem_getmem(all.data(), fetched, all.size() * sizeof(long), origin);
             for (size_t t = 0; t < nthreads; t++)
-                for (int k = 0; k < iters; k++) {
-                    int pe = (int)((t + k + origin) % npes);
-                    long old = all[t * iters + k];
-                    CHECK(old >= 0 && old < want && !seen[pe][old]++,
-                          "fetch_add old value %ld (PE %d's thread %zu, round %d, on PE %d) out of range or repeated",
-                          old, origin, t, k, pe);
-                }
+                for (int k = 0; k < iters; k++)
+                    got[(t + k + origin) % npes].push_back({all[t * iters + k], amo_inc(t, k)});
+        }
+        for (int pe = 0; pe < npes; pe++) {
+            std::sort(got[pe].begin(), got[pe].end());
+            long next = 0;
+            for (auto [old, inc] : got[pe]) {
+                CHECK(old == next, "fetch_add old values on PE %d do not chain: %ld where %ld was next", pe, old, next);
+                next = old + inc;
+            }
         }
     }
     CHECK(ic == (int)want, "inc total %d, want %ld", ic, want);
@@ -271,7 +286,7 @@ static void test_amo() {
     for (int i = 0; i < 100; i++) ishmem_long_atomic_add(ctr, 1, (me + 1) % npes);
     ishmem_barrier_all();
     long c2 = ishmem_long_atomic_fetch(ctr, me);
-    CHECK(c2 == want + 100, "after host adds %ld, want %ld", c2, want + 100);
+    CHECK(c2 == want_sum + 100, "after host adds %ld, want %ld", c2, want_sum + 100);
     if (me == npes - 1) {
         std::vector<uint64_t> h((nbits + 63) / 64);
         CK(cudaMemcpy(h.data(), bits, h.size() * 8, cudaMemcpyDeviceToHost));

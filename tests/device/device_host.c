@@ -176,6 +176,19 @@ int main(int argc, char **argv) {
     CHECK(*fbad == 0, "fence: %ld flags arrived before the data fenced before them", *fbad);
     ishmem_barrier_all();
 
+    /* 6c. non-fetching AMOs from one work-item, in order */
+    long *pc = ishmem_calloc(5, sizeof(long));
+    long pn = small ? 500 : 2000, pxor = 0;
+    for (long k = 1; k <= pn; k++) pxor ^= k;
+    ishmem_barrier_all();
+    run("posted_amos", 1, 2, (void *[]){pc, NULL}, (size_t[]){0, sizeof(long)}, (const void *[]){0, &pn});
+    ishmem_barrier_all();
+    CHECK(pc[0] == pn * (pn + 1) / 2, "posted adds: %ld, want %ld", pc[0], pn * (pn + 1) / 2);
+    CHECK(pc[1] == pxor, "posted xors: %ld, want %ld", pc[1], pxor);
+    CHECK(*(int *)(pc + 2) == (int)pn, "posted incs: %d, want %ld", *(int *)(pc + 2), pn);
+    CHECK(pc[3] == 12, "posted set 5, add 3, add 4: %ld, want 12", pc[3]);
+    CHECK(pc[4] == 52, "posted set 100, and 0x0f, or 0x30: %ld, want 52", pc[4]);
+
     /* 7. 16384 work-items issuing requests at once, three each (1536
        when small) */
     const int M = small ? 1536 : 16384;

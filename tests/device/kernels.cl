@@ -64,6 +64,25 @@ kernel void fence_flag(global long *data, global long *flag, global long *bad, l
     }
 }
 
+/* Non-fetching AMOs from one work-item, which do not wait when they go
+ * through the ring (the host may send them on together): sums, masks and
+ * a set followed by adds on one word, all to the right neighbour. */
+kernel void posted_amos(global long *c, long n) {
+    int right = (ishmem_my_pe() + 1) % ishmem_n_pes();
+    for (long k = 1; k <= n; k++) {
+        ishmem_long_atomic_add(c, k, right);
+        ishmem_ulong_atomic_xor((global ulong *)(c + 1), (ulong)k, right);
+        ishmem_int_atomic_inc((global int *)(c + 2), right);
+    }
+    ishmem_long_atomic_set(c + 3, 5, right);
+    ishmem_long_atomic_add(c + 3, 3, right);
+    ishmem_long_atomic_add(c + 3, 4, right);
+    ishmem_ulong_atomic_set((global ulong *)(c + 4), 100, right);
+    ishmem_ulong_atomic_and((global ulong *)(c + 4), 0x0f, right);
+    ishmem_ulong_atomic_or((global ulong *)(c + 4), 0x30, right);
+    ishmem_quiet();
+}
+
 /* Many requests at once: through the ring (forced-ring mode) this wraps the
  * 4096-slot ring several times, with flow control and nbi requests. */
 kernel void many(global long *counter, global int *slots) {

@@ -446,6 +446,29 @@ pub struct ProxyOps {
             flags: u32,
         ) -> c_int,
     >,
+    /// Optional (since ABI 8): the AMOs `reqs[..n]` (their `offset`,
+    /// `size`, `op`, `operand`, `cond`; `posted` set as below) on `region`
+    /// of `pe`, each as `amo` does it, sent together (in one message where
+    /// the plugin can), the target applying them in one pass of its device
+    /// where it can. With [`FLAG_NBI`] alone they are posted: nobody waits,
+    /// `old` is unused (may be null), and the next flush of every PE
+    /// completes them. With [`FLAG_NBI`] and [`FLAG_FETCH`], `old[i]`
+    /// receives request `i`'s previous value (a whole `u64`, the value
+    /// zero-extended) by the next flush of `pe` or of every PE; `old` stays
+    /// valid until then. With neither, the old values are in `old` on
+    /// return. At the target they keep the order `amo_many` keeps. Null:
+    /// the core sends them one by one.
+    pub amo_batch: Option<
+        unsafe extern "C" fn(
+            ctx: *mut c_void,
+            region: u32,
+            pe: u32,
+            n: usize,
+            reqs: *const TargetAmo,
+            old: *mut u64,
+            flags: u32,
+        ) -> c_int,
+    >,
 }
 
 /// The shape of a block-strided transfer ([`ProxyOps::put_strided`]):
@@ -501,9 +524,12 @@ pub struct TargetOps {
     /// (Since ABI 7.) The AMOs `reqs[..n]`, each as `amo` does it, in one
     /// pass of the device where it can (the plugin's run of requests that
     /// arrived together); `old[i]` receives request `i`'s previous value.
-    /// A request is applied after every `posted` one before it (its issuer
-    /// did not wait for it, and may have ordered later ones after it); the
-    /// others in any order. `n` is at least 1.
+    /// A request is applied after the `posted` ones before it on the same
+    /// 8-byte word (its issuer did not wait for them, and may have issued
+    /// it after them), except that posted adds (ands, ors, xors) in a row
+    /// on one location may be applied in any order among themselves; the
+    /// others in any order (a run holds no fence: a flush marker ends it).
+    /// `n` is at least 1.
     pub amo_many: unsafe extern "C" fn(ctx: *mut c_void, n: usize, reqs: *const TargetAmo, old: *mut u64) -> c_int,
 }
 

@@ -215,6 +215,32 @@ pub unsafe fn get_blocks<R: RemoteOps + ?Sized>(
     }
 }
 
+/// [`RemoteOps::amo_batch`] one AMO at a time (its default).
+///
+/// # Safety
+/// As [`RemoteOps::amo_batch`].
+pub unsafe fn amo_one_by_one<R: RemoteOps + ?Sized>(
+    ops_: &R, region: Region, pe: usize, ops: &[(usize, Amo)], old: Option<*mut u64>,
+) -> Result<(), RemoteError> {
+    for (k, &(offset, amo)) in ops.iter().enumerate() {
+        let at = RemoteAddr { region, pe, offset };
+        match old {
+            // SAFETY: the caller's contract; the u64 is written 0 first,
+            // so the old value (its size's bytes at the start: the low
+            // ones on the little-endian targets built for) lands
+            // zero-extended.
+            Some(o) => unsafe {
+                o.add(k).write(0);
+                ops_.amo_fetch_nbi(at, amo, o.add(k).cast())?
+            },
+            None => {
+                ops_.amo(at, amo, true)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A way of reaching remote PEs. Offsets are relative to the start of the
 /// region on the target; the caller (the routing step) has checked them
 /// against the region's size on this PE, which is the same on every PE.
@@ -295,6 +321,22 @@ pub trait RemoteOps: Send + Sync {
         // SAFETY: the caller's contract.
         unsafe { ishmem_proxy_abi::write_old(old, v, amo.size) };
         Ok(())
+    }
+    /// AMOs on `region` of `pe` sent together (`ops`: offset in the region
+    /// and AMO), applied at the target as [`RegionAccess::amo_many`] keeps
+    /// them. With `old`, fetching: `old[i]` (a whole `u64`, zero-extended)
+    /// receives op `i`'s old value by the next flush of `pe` (or of every
+    /// PE); without, posted (completed by a flush of every PE). The
+    /// default sends them one by one.
+    ///
+    /// # Safety
+    /// Each offset is aligned to its AMO's size inside the region; `old`,
+    /// if given, is valid for `ops.len()` writes until that flush.
+    unsafe fn amo_batch(
+        &self, region: Region, pe: usize, ops: &[(usize, Amo)], old: Option<*mut u64>,
+    ) -> Result<(), RemoteError> {
+        // SAFETY: the caller's contract.
+        unsafe { amo_one_by_one(self, region, pe, ops, old) }
     }
     /// Completes every operation issued to `pe` (`None`: to every PE).
     fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError>;
@@ -520,6 +562,18 @@ impl Remote {
         // SAFETY: the caller's contract.
         unsafe { self.ops.amo_fetch_nbi(at, amo, old) }
             .unwrap_or_else(|e| self.failed(call, format_args!("atomic operation on PE {}", at.pe), e))
+    }
+
+    /// AMOs on `region` of `pe` sent together ([`RemoteOps::amo_batch`]).
+    ///
+    /// # Safety
+    /// As [`RemoteOps::amo_batch`].
+    pub unsafe fn amo_batch(&self, call: &str, region: Region, pe: usize, ops: &[(usize, Amo)], old: Option<*mut u64>) {
+        let _in = InCall::enter();
+        self.check_thread(call);
+        // SAFETY: the caller's contract.
+        unsafe { self.ops.amo_batch(region, pe, ops, old) }
+            .unwrap_or_else(|e| self.failed(call, format_args!("{} atomic operations on PE {pe}", ops.len()), e))
     }
 
     /// Completes every operation issued to `pe` (`None`: to every PE).

@@ -538,6 +538,41 @@ impl RemoteOps for PluginRemote {
         })
     }
 
+    unsafe fn amo_batch(
+        &self, region: Region, pe: usize, ops: &[(usize, Amo)], old: Option<*mut u64>,
+    ) -> Result<(), RemoteError> {
+        let Some(f) = self.ops.amo_batch else {
+            // SAFETY: the caller's contract.
+            return unsafe { super::amo_one_by_one(self, region, pe, ops, old) };
+        };
+        let reqs: Vec<abi::TargetAmo> = ops
+            .iter()
+            .map(|&(offset, a)| abi::TargetAmo {
+                offset,
+                size: a.size as u32,
+                op: a.op as u32,
+                operand: a.operand,
+                cond: a.cond,
+                posted: u32::from(old.is_none()),
+                reserved: 0,
+            })
+            .collect();
+        let flags = abi::FLAG_NBI | if old.is_some() { abi::FLAG_FETCH } else { 0 };
+        // SAFETY: the caller's contract: offsets checked, old valid for
+        // ops.len() values until the flush.
+        self.check(unsafe {
+            f(
+                self.ops.ctx,
+                region_id(region),
+                pe as u32,
+                reqs.len(),
+                reqs.as_ptr(),
+                old.unwrap_or(std::ptr::null_mut()),
+                flags,
+            )
+        })
+    }
+
     fn flush(&self, pe: Option<usize>) -> Result<(), RemoteError> {
         // SAFETY: plain call.
         self.check(unsafe { (self.ops.flush)(self.ops.ctx, pe.map_or(-1, |p| p as c_int)) })
