@@ -169,15 +169,12 @@ impl State {
     /// `T` is a plain 1/2/4/8-byte integer or floating-point type.
     #[inline(always)]
     pub unsafe fn amo<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32) -> T {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
-            self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-            let amo = Amo { op, size: size_of::<T>(), operand: to_bits(value), cond: to_bits(cond) };
-            from_bits(self.route.amo(call, pe, off, amo))
-        }
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        let amo = Amo { op, size: size_of::<T>(), operand: to_bits(value), cond: to_bits(cond) };
+        // SAFETY: the offset is checked aligned and inside the heap.
+        from_bits(unsafe { self.route.amo(call, pe, off, amo) })
     }
 
     /// A non-fetching AMO (`atomic_set`, `add`, `inc`, `and`, `or`, `xor`):
@@ -188,14 +185,12 @@ impl State {
     /// As [`State::amo`].
     #[inline(always)]
     pub unsafe fn amo_post<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, pe: i32) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
-            self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
-            self.route.amo_post(call, pe, off, Amo::new(op, size_of::<T>(), to_bits(value)));
-        }
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        let amo = Amo::new(op, size_of::<T>(), to_bits(value));
+        // SAFETY: the offset is checked aligned and inside the heap.
+        unsafe { self.route.amo_post(call, pe, off, amo) };
     }
 
     /// A non-blocking fetching AMO: the old value is written to local
@@ -231,16 +226,14 @@ impl State {
         &self, call: &str, dest: *mut u8, src: *const u8, len: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int,
         pe: i32,
     ) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let op = self.signal_op_code(call, sig_op);
-            let pe_idx = self.check_pe(call, pe);
-            let sig_off = self.sym_offset(call, "sig_addr", sig_addr as *const u8, 8);
-            self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
-            self.put(call, dest, src, len, pe);
-            self.route.signal(call, pe_idx, sig_off, op, signal);
-        }
+        let op = self.signal_op_code(call, sig_op);
+        let pe_idx = self.check_pe(call, pe);
+        let sig_off = self.sym_offset(call, "sig_addr", sig_addr as *const u8, 8);
+        self.check_aligned(call, "sig_addr", sig_addr as *const u8, 8);
+        // SAFETY: src is valid for len bytes (the caller's contract).
+        unsafe { self.put(call, dest, src, len, pe) };
+        // SAFETY: the signal's offset is checked aligned inside the heap.
+        unsafe { self.route.signal(call, pe_idx, sig_off, op, signal) };
     }
 
     pub(crate) fn signal_op_code(&self, call: &str, sig_op: c_int) -> AmoOp {

@@ -38,17 +38,15 @@ impl State {
 
     #[inline(always)]
     unsafe fn put_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            if len == 0 {
-                return;
-            }
-            let off = self.sym_offset(call, "dest", dest, len);
-            self.check_local(call, "source", src);
-            self.route.put(call, pe, off, src, len, nbi)
+        let pe = self.check_pe(call, pe);
+        if len == 0 {
+            return;
         }
+        let off = self.sym_offset(call, "dest", dest, len);
+        self.check_local(call, "source", src);
+        // SAFETY: the destination range is checked inside the heap; src is
+        // valid for len bytes (the caller's contract).
+        unsafe { self.route.put(call, pe, off, src, len, nbi) }
     }
 
     /// `get`: copies `len` bytes from symmetric `src` on `pe` to local `dest`.
@@ -75,17 +73,15 @@ impl State {
 
     #[inline(always)]
     unsafe fn get_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            if len == 0 {
-                return;
-            }
-            let off = self.sym_offset(call, "source", src, len);
-            self.check_local(call, "dest", dest);
-            self.route.get(call, pe, off, dest, len, nbi)
+        let pe = self.check_pe(call, pe);
+        if len == 0 {
+            return;
         }
+        let off = self.sym_offset(call, "source", src, len);
+        self.check_local(call, "dest", dest);
+        // SAFETY: the source range is checked inside the heap; dest is
+        // valid for len bytes (the caller's contract).
+        unsafe { self.route.get(call, pe, off, dest, len, nbi) }
     }
 
     /// `p`: stores one element to symmetric `dest` on `pe`.
@@ -94,13 +90,11 @@ impl State {
     /// `T` must be a plain value type.
     #[inline(always)]
     pub unsafe fn p<T: Copy>(&self, call: &str, dest: *mut T, value: T, pe: i32) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            let off = self.sym_offset(call, "dest", dest as *const u8, std::mem::size_of::<T>());
-            self.route.p(call, pe, off, value)
-        }
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, std::mem::size_of::<T>());
+        // SAFETY: the range is checked inside the heap; T is a plain value
+        // type (the caller's contract).
+        unsafe { self.route.p(call, pe, off, value) }
     }
 
     /// `g`: loads one element from symmetric `src` on `pe`.
@@ -109,13 +103,11 @@ impl State {
     /// `T` must be a plain value type.
     #[inline(always)]
     pub unsafe fn g<T: Copy>(&self, call: &str, src: *const T, pe: i32) -> T {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let pe = self.check_pe(call, pe);
-            let off = self.sym_offset(call, "source", src as *const u8, std::mem::size_of::<T>());
-            self.route.g(call, pe, off)
-        }
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "source", src as *const u8, std::mem::size_of::<T>());
+        // SAFETY: the range is checked inside the heap; T is a plain value
+        // type (the caller's contract).
+        unsafe { self.route.g(call, pe, off) }
     }
 
     // ----- strided RMA ---------------------------------------------------
