@@ -62,8 +62,10 @@ ISHMEMI_API void ishmem_putmem_signal(void *dest, const void *source, size_t nel
         return;
     }
     if (!ISHMEMI_HOST_REACHES(source)) {
-        /* The data in the messages, then the signal: served in order. */
-        ishmemi_ring_put_inline(dest, source, nelems, pe, 0);
+        /* The data in the messages, the host's fence (the data delivered
+         * first, whatever way it takes), then the signal. */
+        ishmemi_ring_put_inline(dest, source, nelems, pe);
+        ishmemi_ring_fence();
         ishmemi_amo64_pe(sig_addr, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
         return;
     }

@@ -368,19 +368,16 @@ ISHMEMI_INLINE void ishmemi_check_strided(uint op, const void *sym, long stride,
 #endif
 
 /* A put whose source the host cannot read (device-local memory): the bytes
- * travel in the ring messages, 8 at a time; the server performs them in
- * order, so waiting for the last one completes them all. */
-ISHMEMI_INLINE void ishmemi_ring_put_inline(void *dest, const void *src, size_t n, int pe,
-                                           int nbi) {
+ * travel in the ring messages, 8 at a time, posted: once they are sent the
+ * source may be reused, which is all a blocking put promises (quiet
+ * completes them, fence orders them). */
+ISHMEMI_INLINE void ishmemi_ring_put_inline(void *dest, const void *src, size_t n, int pe) {
     const uchar *s = (const uchar *)src;
     for (size_t i = 0; i < n; i += 8) {
         size_t k = n - i < 8 ? n - i : 8;
         ulong bits = 0;
         for (size_t b = 0; b < k; b++) bits |= (ulong)s[i + b] << (8 * b);
-        int last = i + 8 >= n;
-        ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)dest + i, 0, bits, k, 0, pe, 0,
-                                    last && !nbi ? 0 : ISHMEMI_RING_OP_FLAG_NBI);
-        if (last && !nbi) ishmemi_ring_wait(t);
+        ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)dest + i, 0, bits, k, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
     }
 }
 
@@ -419,7 +416,7 @@ ISHMEMI_INLINE void ishmemi_ce_release(void) {
 /* A put through the ring (a remote PE, or the copy engine). */
 ISHMEMI_INLINE void ishmemi_ring_put(void *dest, const void *src, size_t n, int pe, int nbi) {
     if (!ISHMEMI_HOST_REACHES(src)) {
-        ishmemi_ring_put_inline(dest, src, n, pe, nbi);
+        ishmemi_ring_put_inline(dest, src, n, pe);
         return;
     }
     ulong t = ishmemi_ring_send(ISHMEMI_RING_OP_PUT, (ulong)dest, (ulong)src, n, 0, 0, pe, 0, nbi ? ISHMEMI_RING_OP_FLAG_NBI : 0);
@@ -467,8 +464,10 @@ ISHMEMI_INLINE void ishmemi_get_bytes(void *dest, const void *src, size_t n, int
     ishmemi_ring_get(dest, src, n, pe, nbi);
 }
 
+/* A `p` through the ring: the value travels in the message, so the call
+ * is done once it is sent (posted: quiet completes it, fence orders it). */
 ISHMEMI_INLINE void ishmemi_ring_p(void *dest, ulong bits, size_t size, int pe) {
-    ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)dest, 0, bits, size, 0, pe, 0, 0));
+    ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)dest, 0, bits, size, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
 }
 
 ISHMEMI_INLINE ulong ishmemi_ring_g(const void *src, size_t size, int pe) {

@@ -9,7 +9,7 @@
 // ring_bench_nop.cu, which reaches into the library's core.h for it), `g` and fetch_add (each also a host access
 // to the target's GPU memory), and atomic_add (non-fetching: through the
 // ring it is posted, so its figures are per call, with one quiet at the
-// end of each block's calls); requests per second from 1, 32, 1024 and
+// end of each block's calls), and `p` (posted the same way); requests per second from 1, 32, 1024 and
 // 32 x 1024 threads with the one host proxy thread of PE 0.
 #include <ishmem.h>
 #include <ishmemx.h>
@@ -29,7 +29,7 @@ __device__ inline unsigned long long gtime() {
     return t;
 }
 
-// op 0: no-op, 1: g, 2: fetch_add, 3: atomic_add.
+// op 0: no-op, 1: g, 2: fetch_add, 3: atomic_add, 4: p (both posted).
 __device__ inline long request(int op, long *ctr, int peer) {
 #ifdef RING_NOP
     if (op == 0) return ring_bench_nop(peer);
@@ -37,6 +37,10 @@ __device__ inline long request(int op, long *ctr, int peer) {
     if (op == 1) return ishmem_long_g(ctr, peer);
     if (op == 3) {
         ishmem_long_atomic_add(ctr, 1, peer);
+        return 0;
+    }
+    if (op == 4) {
+        ishmem_long_p(ctr + 1, 1, peer);
         return 0;
     }
     return ishmem_long_atomic_fetch_add(ctr, 1, peer);
@@ -47,7 +51,7 @@ __global__ void round_trip(int op, long *ctr, int peer, int iters, unsigned long
     request(op, ctr, peer);
     unsigned long long t0 = gtime();
     for (int i = 0; i < iters; i++) s += request(op, ctr, peer);
-    if (op == 3) ishmem_quiet();
+    if (op >= 3) ishmem_quiet();
     *ns = (gtime() - t0) / iters;
     *sink = s;
 }
@@ -55,7 +59,7 @@ __global__ void round_trip(int op, long *ctr, int peer, int iters, unsigned long
 __global__ void rate(int op, long *ctr, int peer, int per, long *sink) {
     long s = 0;
     for (int i = 0; i < per; i++) s += request(op, ctr, peer);
-    if (op == 3) {
+    if (op >= 3) {
         // One quiet per block completes every thread's adds (quiet
         // completes what the PE issued before it).
         __syncthreads();
@@ -67,23 +71,23 @@ __global__ void rate(int op, long *ctr, int peer, int per, long *sink) {
 int main() {
     ishmem_init();
     int me = ishmem_my_pe();
-    long *ctr = (long *)ishmem_calloc(1, sizeof(long));
+    long *ctr = (long *)ishmem_calloc(2, sizeof(long));
     unsigned long long *ns;
     long *sink;
     CK(cudaMallocManaged(&ns, 8));
     CK(cudaMalloc(&sink, 8));
     ishmem_barrier_all();
     if (me == 0) {
-        const char *names[] = {"ring no-op", "ring g", "ring fetch_add", "ring atomic_add"};
+        const char *names[] = {"ring no-op", "ring g", "ring fetch_add", "ring atomic_add", "ring p"};
 #ifdef RING_NOP
         int first = 0;
 #else
         int first = 1;
 #endif
-        for (int op = first; op < 4; op++) {
+        for (int op = first; op < 5; op++) {
             round_trip<<<1, 1>>>(op, ctr, 1, op == 0 ? 20000 : 2000, ns, sink);
             CK(cudaDeviceSynchronize());
-            printf("%s %s,1,%.3f,us\n", names[op], op == 3 ? "per call" : "round trip", *ns / 1e3);
+            printf("%s %s,1,%.3f,us\n", names[op], op >= 3 ? "per call" : "round trip", *ns / 1e3);
             struct {
                 int blocks, threads;
             } shapes[] = {{1, 1}, {1, 32}, {1, 1024}, {32, 1024}};
