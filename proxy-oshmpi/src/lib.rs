@@ -919,6 +919,13 @@ impl Inner {
         Ok(events)
     }
 
+    /// Keeps `a` until its receives and its slot are done (`retire`), and
+    /// counts it for its PE's flush.
+    fn await_done(&mut self, a: Awaited) {
+        self.awaited_to[a.pe as usize] += 1;
+        self.awaited.push(a);
+    }
+
     /// Non-blocking gets and fetching AMOs not yet complete, to `pe`
     /// (negative: to any).
     fn awaited_left(&self, pe: c_int) -> usize {
@@ -1198,8 +1205,7 @@ impl Plugin {
         }
         self.with_slot(|inner| {
             let slot = inner.send(self.am_comm, pe, SlotKind::Fetch, req)?;
-            inner.awaited.push(Awaited { slot, pe, recvs: Vec::new(), old: Some((old, size as usize)) });
-            inner.awaited_to[pe as usize] += 1;
+            inner.await_done(Awaited { slot, pe, recvs: Vec::new(), old: Some((old, size as usize)) });
             Ok(())
         })
     }
@@ -1250,24 +1256,12 @@ impl Plugin {
                 }
                 // The answer's receive first: the target answers as soon
                 // as it has applied them.
-                let mut q = request_null();
                 // SAFETY: old holds reqs.len() values and stays valid until
                 // the flush that completes this receive (the ABI's
                 // contract; with `wait`, this function waits for it).
-                check("MPI_Irecv", unsafe {
-                    ffi::MPI_Irecv(
-                        old.add(c * BATCH_MAX) as *mut c_void,
-                        (8 * chunk.len()) as c_int,
-                        ffi::RSMPI_UINT8_T,
-                        pe as c_int,
-                        TAG_GET_DATA + s as c_int,
-                        self.am_comm,
-                        &mut q,
-                    )
-                })?;
+                let q = unsafe { self.recv_data(old.add(c * BATCH_MAX).cast(), 8 * chunk.len(), pe, s) }?;
                 inner.send_slot(self.am_comm, s, pe, SlotKind::Get, req, payload)?;
-                inner.awaited.push(Awaited { slot: s, pe, recvs: vec![q], old: None });
-                inner.awaited_to[pe as usize] += 1;
+                inner.await_done(Awaited { slot: s, pe, recvs: vec![q], old: None });
                 Ok(())
             })?;
         }
@@ -1336,6 +1330,28 @@ impl Plugin {
         self.poll(|_| test_all(&mut sends))
     }
 
+    /// Posts the receive of `len` bytes that `pe` sends to client slot `s`
+    /// (a served get's data, a batch's old values) into `buf`.
+    ///
+    /// # Safety
+    /// `buf` is valid for `len` bytes until the receive completes.
+    unsafe fn recv_data(&self, buf: *mut u8, len: usize, pe: u32, s: usize) -> Result<ffi::MPI_Request, String> {
+        let mut q = request_null();
+        // SAFETY: the caller's contract.
+        check("MPI_Irecv", unsafe {
+            ffi::MPI_Irecv(
+                buf as *mut c_void,
+                len as c_int,
+                ffi::RSMPI_UINT8_T,
+                pe as c_int,
+                TAG_GET_DATA + s as c_int,
+                self.am_comm,
+                &mut q,
+            )
+        })?;
+        Ok(q)
+    }
+
     /// A get from `pe`'s served `region` into `dst`: complete on return,
     /// or with `nbi` at the next flush of `pe` (or of every PE).
     fn served_get(
@@ -1350,21 +1366,10 @@ impl Plugin {
             let mut done = 0;
             while done < len {
                 let n = (len - done).min(CHUNK);
-                let mut q = request_null();
                 // SAFETY: dst is valid for len bytes until the receives
-                // complete (this function waits for them).
-                check("MPI_Irecv", unsafe {
-                    ffi::MPI_Irecv(
-                        dst.add(done) as *mut c_void,
-                        n as c_int,
-                        ffi::RSMPI_UINT8_T,
-                        pe as c_int,
-                        TAG_GET_DATA + s as c_int,
-                        self.am_comm,
-                        &mut q,
-                    )
-                })?;
-                recvs.push(q);
+                // complete (this function, or with nbi the flush, waits
+                // for them).
+                recvs.push(unsafe { self.recv_data(dst.add(done), n, pe, s) }?);
                 done += n;
             }
             inner.send_slot(self.am_comm, s, pe, SlotKind::Get, req, &[])?;
@@ -1372,8 +1377,7 @@ impl Plugin {
         })?;
         if nbi {
             let mut inner = self.lock();
-            inner.awaited.push(Awaited { slot, pe, recvs, old: None });
-            inner.awaited_to[pe as usize] += 1;
+            inner.await_done(Awaited { slot, pe, recvs, old: None });
             return Ok(());
         }
         self.poll(|inner| {

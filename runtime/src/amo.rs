@@ -169,12 +169,20 @@ impl State {
     /// `T` is a plain 1/2/4/8-byte integer or floating-point type.
     #[inline(always)]
     pub unsafe fn amo<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32) -> T {
-        let pe = self.check_pe(call, pe);
-        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
-        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        let (pe, off) = self.amo_target(call, dest, pe);
         let amo = Amo { op, size: size_of::<T>(), operand: to_bits(value), cond: to_bits(cond) };
         // SAFETY: the offset is checked aligned and inside the heap.
         from_bits(unsafe { self.route.amo(call, pe, off, amo) })
+    }
+
+    /// An AMO's target PE and symmetric offset, checked (the PE, the
+    /// range, the alignment).
+    #[inline(always)]
+    fn amo_target<T>(&self, call: &str, dest: *const T, pe: i32) -> (usize, usize) {
+        let pe = self.check_pe(call, pe);
+        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
+        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        (pe, off)
     }
 
     /// A non-fetching AMO (`atomic_set`, `add`, `inc`, `and`, `or`, `xor`):
@@ -185,9 +193,7 @@ impl State {
     /// As [`State::amo`].
     #[inline(always)]
     pub unsafe fn amo_post<T: Copy>(&self, call: &str, dest: *const T, op: AmoOp, value: T, pe: i32) {
-        let pe = self.check_pe(call, pe);
-        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
-        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        let (pe, off) = self.amo_target(call, dest, pe);
         let amo = Amo::new(op, size_of::<T>(), to_bits(value));
         // SAFETY: the offset is checked aligned and inside the heap.
         unsafe { self.route.amo_post(call, pe, off, amo) };
@@ -206,9 +212,7 @@ impl State {
         &self, call: &str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: i32,
     ) {
         self.check_local(call, "fetch", fetch as *const u8);
-        let pe = self.check_pe(call, pe);
-        let off = self.sym_offset(call, "dest", dest as *const u8, size_of::<T>());
-        self.check_aligned(call, "dest", dest as *const u8, size_of::<T>());
+        let (pe, off) = self.amo_target(call, dest, pe);
         let amo = Amo { op, size: size_of::<T>(), operand: to_bits(value), cond: to_bits(cond) };
         // SAFETY: the offset is checked inside the heap and aligned; fetch
         // is valid until the next quiet (the caller's contract).

@@ -674,15 +674,12 @@ impl Router {
         let proxy = self.proxy(call, pe);
         // One batch per run of AMOs on one region (the heap, the data
         // segment).
+        let at: Vec<RemoteAddr> = ops.iter().map(|&(off, _)| self.remote_addr(pe, off)).collect();
         let mut start = 0;
         while start < ops.len() {
-            let region = self.remote_addr(pe, ops[start].0).region;
-            let end = ops[start..]
-                .iter()
-                .position(|&(off, _)| self.remote_addr(pe, off).region != region)
-                .map_or(ops.len(), |k| start + k);
-            let batch: Vec<(usize, Amo)> =
-                ops[start..end].iter().map(|&(off, a)| (self.remote_addr(pe, off).offset, a)).collect();
+            let region = at[start].region;
+            let end = at[start..].iter().position(|a| a.region != region).map_or(ops.len(), |k| start + k);
+            let batch: Vec<(usize, Amo)> = (start..end).map(|k| (at[k].offset, ops[k].1)).collect();
             // SAFETY: the caller's contract, for this part of ops and old.
             unsafe { proxy.amo_batch(call, region, pe, &batch, old.map(|o| o.add(start))) };
             start = end;

@@ -40,6 +40,12 @@ fn remote_amo(r: &Request) -> Amo {
     }
 }
 
+/// Whether `size` bytes at `addr` are one naturally aligned 1-, 2-, 4- or
+/// 8-byte word (a `g` an AMO can fetch).
+fn aligned_word(addr: u64, size: u64) -> bool {
+    matches!(size, 1 | 2 | 4 | 8) && addr.is_multiple_of(size)
+}
+
 /// An old value of `size` bytes, from the whole word a batch answers
 /// (zero-extended already; masked in case a proxy left more).
 fn low_bytes(v: u64, size: usize) -> u64 {
@@ -184,9 +190,7 @@ impl State {
     /// `g` of 1, 2, 4 or 8 aligned bytes goes with the AMOs, as a fetch.
     fn remote_fetch(&self, r: &Request) -> Option<(RemoteKind, usize)> {
         let (kind, what, addr, size) = match r.op {
-            RingOp::G if matches!(r.value, 1 | 2 | 4 | 8) && r.source.is_multiple_of(r.value) => {
-                (RemoteKind::Amo, "source", r.source, r.value as usize)
-            }
+            RingOp::G if aligned_word(r.source, r.value) => (RemoteKind::Amo, "source", r.source, r.value as usize),
             RingOp::G => (RemoteKind::G, "source", r.source, (r.value as usize).min(8)),
             RingOp::Amo if r.nbi => (RemoteKind::Posted, "dest", r.dest, r.size),
             RingOp::Amo => (RemoteKind::Amo, "dest", r.dest, r.size),
@@ -206,9 +210,7 @@ impl State {
     fn device_atomic(&self, r: &Request) -> Option<PassAtomic> {
         let (addr, amo) = match r.op {
             RingOp::Amo => (r.dest, Amo { op: r.amo, size: r.size, operand: r.value, cond: r.cond }),
-            RingOp::G if matches!(r.value, 1 | 2 | 4 | 8) && r.source.is_multiple_of(r.value) => {
-                (r.source, Amo::new(AmoOp::Fetch, r.value as usize, 0))
-            }
+            RingOp::G if aligned_word(r.source, r.value) => (r.source, Amo::new(AmoOp::Fetch, r.value as usize, 0)),
             _ => return None,
         };
         let what = if r.op == RingOp::G { "source" } else { "dest" };

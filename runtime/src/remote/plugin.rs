@@ -333,6 +333,32 @@ pub fn load(
     Err(RemoteError::Load(search.failed()))
 }
 
+impl PluginRemote {
+    /// The plugin's `amo` at `at` with `flags`, the old value to `old`.
+    ///
+    /// # Safety
+    /// The core checked `at`'s offset and alignment; `old` is valid as
+    /// `flags` require (until the flush with `FLAG_FETCH`).
+    unsafe fn call_amo(&self, at: RemoteAddr, amo: Amo, old: *mut u64, flags: u32) -> Result<(), RemoteError> {
+        let RemoteAddr { region, pe, offset } = at;
+        // SAFETY: the caller's contract.
+        self.check(unsafe {
+            (self.ops.amo)(
+                self.ops.ctx,
+                region_id(region),
+                pe as u32,
+                offset,
+                amo.size as u32,
+                amo.op as u32,
+                amo.operand,
+                amo.cond,
+                old,
+                flags,
+            )
+        })
+    }
+}
+
 fn abi_strides(s: Strides) -> abi::Strides {
     abi::Strides { block: s.block, nblocks: s.nblocks, target_stride: s.remote, local_stride: s.local }
 }
@@ -496,46 +522,17 @@ impl RemoteOps for PluginRemote {
     }
 
     fn amo(&self, at: RemoteAddr, amo: Amo, nbi: bool) -> Result<u64, RemoteError> {
-        let RemoteAddr { region, pe, offset } = at;
         let mut old = 0u64;
         let flags = if nbi { abi::FLAG_NBI } else { 0 };
-        // SAFETY: the core checked offset and alignment; old is writable.
-        self.check(unsafe {
-            (self.ops.amo)(
-                self.ops.ctx,
-                region_id(region),
-                pe as u32,
-                offset,
-                amo.size as u32,
-                amo.op as u32,
-                amo.operand,
-                amo.cond,
-                &mut old,
-                flags,
-            )
-        })?;
+        // SAFETY: old is writable and waited for (no FLAG_FETCH).
+        unsafe { self.call_amo(at, amo, &mut old, flags) }?;
         Ok(old)
     }
 
     unsafe fn amo_fetch_nbi(&self, at: RemoteAddr, amo: Amo, old: *mut u8) -> Result<(), RemoteError> {
-        let RemoteAddr { region, pe, offset } = at;
-        // SAFETY: the core checked offset and alignment; old stays valid
-        // for amo.size bytes until the flush (the caller's contract), which
-        // FLAG_FETCH asks of the plugin (proxy ABI 8).
-        self.check(unsafe {
-            (self.ops.amo)(
-                self.ops.ctx,
-                region_id(region),
-                pe as u32,
-                offset,
-                amo.size as u32,
-                amo.op as u32,
-                amo.operand,
-                amo.cond,
-                old.cast(),
-                abi::FLAG_NBI | abi::FLAG_FETCH,
-            )
-        })
+        // SAFETY: old stays valid for amo.size bytes until the flush (the
+        // caller's contract), which FLAG_FETCH asks of the plugin (ABI 8).
+        unsafe { self.call_amo(at, amo, old.cast(), abi::FLAG_NBI | abi::FLAG_FETCH) }
     }
 
     unsafe fn amo_batch(
