@@ -59,7 +59,15 @@ int main(int argc, char **argv) {
     int me = shmem_my_pe(), npes = shmem_n_pes();
     if (!strcmp(mode, "lost_outside")) {
         shmem_barrier_all();
-        if (me == npes - 1) _exit(0);
+        /* The barrier can return on one PE while others are still in it:
+           each of the others says it is out, and the last PE ends only
+           once all have. */
+        static long out;
+        if (me == npes - 1) {
+            shmem_long_wait_until(&out, SHMEM_CMP_EQ, npes - 1);
+            _exit(0);
+        }
+        shmem_long_atomic_add(&out, 1, npes - 1);
         /* Outside the library, as a host thread in a device synchronize
          * or a kernel waiting for a flag would be. */
         for (int i = 0; i < 600; i++) thrd_sleep(&(struct timespec){0, 100000000L}, NULL);
