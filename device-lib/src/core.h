@@ -284,9 +284,11 @@ ISHMEMI_INLINE void ishmemi_ring_quiet(void) {
  * its device waits and ring requests changes is named in the deadlock
  * report. A wait that ends sooner pays one counter; recording is out of
  * line. The
- * library's own waits (barriers, syncs and collective steps) do not
- * count: there the counter cost 3-8% of a device barrier's and a small
- * collective's time on 2 H200s (docs/device.md). */
+ * library's own waits through the device sync words (barriers, syncs and
+ * collective steps on GPUs) do not count: there the counter cost 3-8% of
+ * a device barrier's and a small collective's time on 2 H200s
+ * (docs/device.md), and the watchdog infers their waits from the words
+ * instead; team syncs through the control segment do (WAIT_TEAM_SYNC). */
 #define ISHMEMI_WAIT_LONG (1u << 20)
 ISHMEMI_COLD void ishmemi_wait_begin(uint what, ulong addr, ulong value) {
     char *ring = ishmemi_ring();
@@ -920,7 +922,11 @@ ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
             ishmemi_store64(flag, epoch);
         else /* another node: the host stores it (after this PE's operations complete) */
             ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_SET, (ulong)flag, 0, (ulong)epoch, 0, 0, to, 0, ISHMEMI_RING_OP_FLAG_NBI);
-        while (ishmemi_load64(mine + 8 * round) < epoch) ;
+        /* A long wait records itself for the deadlock report (the sync
+         * words' waits need not: the watchdog reads those words). */
+        int from = ishmemi_member(t, (rank + n - dist % n) % n);
+        ISHMEMI_WAIT_LOOP(ishmemi_load64(mine + 8 * round) < epoch, ;,
+                          ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_TEAM_SYNC, round, slot), from, epoch);
     }
     ishmemi_fence_all();
 }

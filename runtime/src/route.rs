@@ -572,6 +572,26 @@ impl Router {
         }
     }
 
+    /// Reads `out.len()` aligned words at `offset` on this PE (a snapshot
+    /// for the watchdog, each word read once, not all at one instant), or
+    /// the device's error.
+    pub fn read_mine(&self, offset: usize, out: &mut [u64]) -> Result<(), crate::device::DeviceError> {
+        let p = self.mine(offset);
+        match self.device_mem(offset) {
+            // SAFETY: a range of this PE's heap (the caller's offset and
+            // length), read into `out`.
+            Some(m) => unsafe { m.copy(out.as_mut_ptr().cast(), p, std::mem::size_of_val(out)) },
+            None => {
+                for (i, w) in out.iter_mut().enumerate() {
+                    // SAFETY: aligned words inside this PE's mapped memory
+                    // (the caller's range), accessed atomically.
+                    *w = unsafe { (*(p as *const AtomicU64).add(i)).load(Ordering::Relaxed) };
+                }
+                Ok(())
+            }
+        }
+    }
+
     // ----- atomics ---------------------------------------------------------
 
     /// `amo` on the naturally aligned value at `offset` on `pe`; returns

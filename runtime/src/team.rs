@@ -26,6 +26,16 @@ use std::sync::atomic::{fence, Ordering};
 
 pub use crate::types::{Shape, Team, PREDEFINED, TEAM_INVALID, TEAM_NODE, TEAM_SHARED, TEAM_WORLD};
 
+/// How messages name the team of slot `slot`.
+pub(crate) fn slot_name(slot: usize) -> String {
+    match slot {
+        0 => "the world team".to_string(),
+        1 => "the shared team".to_string(),
+        2 => "the node team".to_string(),
+        s => format!("team slot {s}"),
+    }
+}
+
 impl State {
     /// The team behind `handle`; `None` for `TEAM_INVALID`; a fatal error
     /// for anything else that is not a live team on this PE.
@@ -133,9 +143,7 @@ impl State {
             let flag = &mine.barrier[round];
             let from = team.world((team.my_rank + n - dist % n) % n);
             let what = || {
-                let which =
-                    if team.slot == 0 { "the world team".to_string() } else { format!("team slot {}", team.slot) };
-                format!("{call} (the sync of {which}, {n} PEs, round {round}: waits for PE {from})")
+                format!("{call} (the sync of {}, {n} PEs, round {round}: waits for PE {from})", slot_name(team.slot))
             };
             match watch {
                 Some(w) if round == 0 => {
@@ -289,12 +297,7 @@ impl State {
                 None => groups.push((sig, vec![pe])),
             }
         }
-        let name = match team.slot {
-            0 => "the world team".to_string(),
-            1 => "the shared team".to_string(),
-            2 => "the node team".to_string(),
-            s => format!("team {s}"),
-        };
+        let name = slot_name(team.slot);
         let mut msg = format!(
             "the members of {name} ({} PEs) made different collective calls (every member must make the same call with the same arguments):",
             team.size

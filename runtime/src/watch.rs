@@ -95,7 +95,7 @@ fn run(st: &'static State, stop: &(Mutex<bool>, Condvar)) {
             )
         }
         if st.config.deadlock_timeout > 0 {
-            device_waits.sample(st);
+            device_waits.sample(st, tick.is_multiple_of(QUIET_TICKS));
             if tick.is_multiple_of(QUIET_TICKS) {
                 quiet.sample(st);
             }
@@ -324,46 +324,133 @@ fn deadlock(st: &State) {
     crate::error::warn(format_args!("deadlock: {msg}"));
 }
 
-/// This PE's device waits that lasted, from the ring's wait words
-/// (`core.h`: `ISHMEMI_WAIT_LOOP`), published as
+/// This PE's device waits that lasted, published as
 /// [`crate::ctrl::PeCtrl::device_blocked`] with the time anything of the
-/// device's requests last changed: the waits starting or ending, requests
-/// posted or served.
+/// device's requests last changed (the waits starting or ending, requests
+/// posted or served): the device API's waits, from the ring's wait words
+/// (`core.h`: `ISHMEMI_WAIT_LOOP`), else a signal wait of the library's own
+/// device syncs and collectives inferred from the device sync words
+/// ([`sync_wait`], read once a second).
 #[derive(Default)]
 struct DeviceWaits {
-    /// (waits, their epoch, requests posted, requests served) at the last look.
-    last: Option<[u64; 4]>,
+    /// What was published at the last look: the wait's words, then the
+    /// ring's counts of requests posted and served.
+    last: Option<[u64; 7]>,
+    /// The sync wait found at the last read of the sync words.
+    sync: Option<SyncWait>,
 }
 
 impl DeviceWaits {
-    fn sample(&mut self, st: &State) {
-        self.look(st.ring(), &st.ctrl.pe(st.my_pe).device_blocked, crate::wait::monotonic_ms());
+    /// One tick: `read_sync` reads the sync words again (when no device
+    /// API wait is recorded; a failed read keeps what the last one found).
+    fn sample(&mut self, st: &State, read_sync: bool) {
+        let ring = st.ring();
+        if read_sync {
+            self.sync = match ring.wait_count.load(Ordering::Acquire) {
+                0 => sync_wait(st).unwrap_or(self.sync),
+                _ => None,
+            };
+        }
+        self.look(ring, self.sync, &st.ctrl.pe(st.my_pe).device_blocked, crate::wait::monotonic_ms());
     }
 
-    /// One look at `ring`'s wait words at `now_ms`: publishes them in
-    /// `rec` when they, or the ring's counts of requests, changed; clears
-    /// `rec` when no wait lasts.
-    fn look(&mut self, ring: &crate::ring::Ring, rec: &crate::ctrl::Blocked, now_ms: u64) {
+    /// One look at `ring`'s wait words (or, when they hold none, at `sync`)
+    /// at `now_ms`: publishes the wait in `rec` when it, or the ring's
+    /// counts of requests, changed; clears `rec` when no wait lasts.
+    fn look(&mut self, ring: &crate::ring::Ring, sync: Option<SyncWait>, rec: &crate::ctrl::Blocked, now_ms: u64) {
         let count = ring.wait_count.load(Ordering::Acquire);
-        if count == 0 || count > u32::MAX as u64 {
-            // None, or an end counted before its start was seen.
-            if self.last.take().is_some() {
-                rec.clear();
+        // None, or an end counted before its start was seen.
+        let recorded = count != 0 && count <= u32::MAX as u64;
+        let words = match (recorded, sync) {
+            (true, _) => [1, count, ring.wait_epoch.load(Ordering::Acquire), 0, 0],
+            (false, Some(w)) => [2, w.slot as u64, w.pe as u64, w.want, w.have],
+            (false, None) => {
+                if self.last.take().is_some() {
+                    rec.clear();
+                }
+                return;
             }
-            return;
-        }
-        let now = [
-            count,
-            ring.wait_epoch.load(Ordering::Acquire),
-            ring.published.load(Ordering::Acquire),
-            ring.completed.load(Ordering::Acquire),
-        ];
+        };
+        let (published, completed) = (ring.published.load(Ordering::Acquire), ring.completed.load(Ordering::Acquire));
+        let [a, b, c, d, e] = words;
+        let now = [a, b, c, d, e, published, completed];
         if self.last == Some(now) {
             return;
         }
         self.last = Some(now);
-        rec.publish(now_ms + 1, &device_wait_text(ring, count));
+        let text = match sync {
+            Some(w) if !recorded => w.text(),
+            _ => device_wait_text(ring, count),
+        };
+        rec.publish(now_ms + 1, &text);
     }
+}
+
+/// A signal that a work-item of this PE's kernels waits for in a device
+/// team sync or collective step ([`sync_wait`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct SyncWait {
+    /// The team slot, and the team's size.
+    slot: usize,
+    size: usize,
+    /// The world PE it waits for.
+    pe: usize,
+    /// The signal it waits for, and the signals from that PE arrived.
+    want: u64,
+    have: u64,
+}
+
+impl SyncWait {
+    fn text(&self) -> String {
+        format!(
+            "a device team sync or collective of {} ({} PEs): waits for PE {}'s signal {} ({} arrived)",
+            crate::team::slot_name(self.slot),
+            self.size,
+            self.pe,
+            self.want,
+            self.have
+        )
+    }
+}
+
+/// The signal wait of the library's own device syncs and collectives that
+/// this PE's kernels are in, if any, read from its device sync words
+/// (`sync_words.rs`); `None` when the words could not be read. A work-item
+/// that awaits the k-th signal of PE q on a slot first sets this PE's
+/// awaited count of the pair (`PAIRS` word 1) to k, then polls q's flag
+/// (`FLAGS`): an awaited count above the flag is a wait not yet met. The
+/// device pays nothing for it. The counts are read before the flags, so a
+/// wait that ends while they are read is not taken for one. Devices that
+/// sync through the control segment record those waits themselves
+/// (`WAIT_TEAM_SYNC`).
+fn sync_wait(st: &State) -> Option<Option<SyncWait>> {
+    use crate::sync_words::{SYNC_FLAGS, SYNC_MAX_PES, SYNC_PAIRS};
+    let base = st.device_state.sync_words;
+    if base == 0 {
+        return Some(None);
+    }
+    let off = (base - st.heap_base as u64) as usize;
+    let teams: Vec<(usize, crate::types::Team)> = st
+        .teams
+        .try_read()
+        .ok()?
+        .iter()
+        .enumerate()
+        .filter_map(|(slot, t)| t.filter(|t| t.size > 1).map(|t| (slot, t)))
+        .collect();
+    let n = st.n_pes;
+    let (mut pairs, mut flags) = (vec![0u64; 4 * n], vec![0u64; n]);
+    for (slot, t) in teams {
+        st.route.read_mine(off + 8 * (SYNC_PAIRS + 4 * slot * SYNC_MAX_PES), &mut pairs).ok()?;
+        st.route.read_mine(off + 8 * (SYNC_FLAGS + slot * SYNC_MAX_PES), &mut flags).ok()?;
+        for pe in (0..t.size).map(|r| t.world(r)).filter(|&pe| pe != st.my_pe) {
+            let (want, have) = (pairs[4 * pe + 1], flags[pe]);
+            if want > have {
+                return Some(Some(SyncWait { slot, size: t.size, pe, want, have }));
+            }
+        }
+    }
+    Some(None)
 }
 
 /// What the latest of a PE's lasting device waits waits for, as the
@@ -382,6 +469,14 @@ fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
         ELEM_I64 => ("long", format!("{}", value as i64)),
         _ => ("ulong", format!("{value}")),
     };
+    if code == WAIT_TEAM_SYNC {
+        let (round, slot) = (elem, cmp);
+        let call = format!(
+            "a device team sync of {} (through the control segment, epoch {value}, round {round}: waits for PE {addr})",
+            crate::team::slot_name(slot as usize)
+        );
+        return if count == 1 { call } else { format!("{call} (the latest to start of {count} waits)") };
+    }
     let cmp_name = crate::amo::cmp_name("ishmem", cmp);
     let call = match code {
         WAIT_UNTIL => format!("ishmem_{ty}_wait_until(ivar {addr:#x}, {cmp_name}, {shown})"),
@@ -400,7 +495,7 @@ fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{device_wait_text, DeviceWaits};
+    use super::{device_wait_text, DeviceWaits, SyncWait};
     use crate::ctrl::Blocked;
     use crate::device::{ELEM_I32, ELEM_I64, ELEM_U64, WAIT_SIGNAL, WAIT_UNTIL, WAIT_UNTIL_ANY};
     use crate::ring::new_ring;
@@ -437,31 +532,61 @@ mod tests {
         // SAFETY: Blocked is atomics only; all-zero is "nothing published".
         let rec: Blocked = unsafe { std::mem::zeroed() };
         let mut w = DeviceWaits::default();
-        w.look(ring, &rec, 1000);
+        w.look(ring, None, &rec, 1000);
         assert!(rec.read().is_none(), "no wait lasts: nothing published");
         ring.wait_what.store(WAIT_UNTIL as u64 | (ELEM_I64 as u64) << 8 | 1 << 16, Ordering::Relaxed);
         ring.wait_count.store(1, Ordering::Relaxed);
         ring.wait_epoch.store(1, Ordering::Relaxed);
-        w.look(ring, &rec, 2000);
+        w.look(ring, None, &rec, 2000);
         let (_, since, text) = rec.read().expect("a lasting wait is published");
         assert_eq!(since, 2001);
         assert!(text.starts_with("ishmem_long_wait_until("), "{text}");
         // Nothing changed: the time stays that of the change.
-        w.look(ring, &rec, 9000);
+        w.look(ring, None, &rec, 9000);
         assert_eq!(rec.read().unwrap().1, 2001);
         // Ring traffic counts as a change, as does another wait starting.
         ring.published.store(5, Ordering::Relaxed);
-        w.look(ring, &rec, 9500);
+        w.look(ring, None, &rec, 9500);
         assert_eq!(rec.read().unwrap().1, 9501);
         ring.wait_count.store(2, Ordering::Relaxed);
         ring.wait_epoch.store(2, Ordering::Relaxed);
-        w.look(ring, &rec, 9800);
+        w.look(ring, None, &rec, 9800);
         let (_, since, text) = rec.read().unwrap();
         assert_eq!(since, 9801);
         assert!(text.ends_with("(the latest to start of 2 work-items waiting so)"), "{text}");
         // The waits end: the record goes.
         ring.wait_count.store(0, Ordering::Relaxed);
-        w.look(ring, &rec, 10000);
+        w.look(ring, None, &rec, 10000);
         assert!(rec.read().is_none(), "ended waits stay published");
+    }
+
+    /// A signal wait inferred from the sync words is published like a
+    /// recorded wait, restarts its time when the counts move, gives way to
+    /// a recorded wait, and goes when the words show none.
+    #[test]
+    fn a_sync_wait_is_published_and_gives_way_to_a_recorded_one() {
+        let ring = new_ring();
+        // SAFETY: Blocked is atomics only; all-zero is "nothing published".
+        let rec: Blocked = unsafe { std::mem::zeroed() };
+        let mut w = DeviceWaits::default();
+        let sw = SyncWait { slot: 0, size: 2, pe: 1, want: 3, have: 2 };
+        w.look(ring, Some(sw), &rec, 1000);
+        let (_, since, text) = rec.read().expect("a sync wait is published");
+        assert_eq!(since, 1001);
+        assert_eq!(
+            text,
+            "a device team sync or collective of the world team (2 PEs): waits for PE 1's signal 3 (2 arrived)"
+        );
+        w.look(ring, Some(sw), &rec, 5000);
+        assert_eq!(rec.read().unwrap().1, 1001, "nothing changed");
+        w.look(ring, Some(SyncWait { want: 4, have: 3, ..sw }), &rec, 6000);
+        assert_eq!(rec.read().unwrap().1, 6001, "the next wait is another one");
+        ring.wait_what.store(WAIT_UNTIL as u64 | (ELEM_I64 as u64) << 8 | 1 << 16, Ordering::Relaxed);
+        ring.wait_count.store(1, Ordering::Relaxed);
+        w.look(ring, Some(sw), &rec, 7000);
+        assert!(rec.read().unwrap().2.starts_with("ishmem_long_wait_until("), "the recorded wait is named");
+        ring.wait_count.store(0, Ordering::Relaxed);
+        w.look(ring, None, &rec, 8000);
+        assert!(rec.read().is_none(), "no wait: nothing published");
     }
 }

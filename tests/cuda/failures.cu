@@ -17,6 +17,10 @@
 //                 cudaDeviceSynchronize: one report naming each
 //                 PE's device wait (ends the job with
 //                 ISHMEM_DEADLOCK_DEVICE_ABORT=1, which failures.sh sets);
+//   kernel_barrier_deadlock  PE 0's kernel waits in a device barrier the
+//                 others' kernels never reach (they wait for a flag nobody
+//                 sets): the report names the barrier's wait, which the
+//                 watchdog reads from the device sync words;
 //   kernel_busy   PE 0's host waits in the library for a flag the last
 //                 PE's kernel sets after spinning for 4 s while that PE's
 //                 host waits in a barrier: no deadlock report (the
@@ -34,6 +38,8 @@ __global__ void wait_flag(long *flag) { ishmem_long_wait_until(flag, ISHMEM_CMP_
 __global__ void trap_kernel() { __trap(); }
 
 __global__ void wait_signal(unsigned long *sig) { ishmem_signal_wait_until(sig, ISHMEM_CMP_GE, 7); }
+
+__global__ void barrier_kernel() { ishmem_barrier_all(); }
 
 __global__ void bad_store(int *p) { *(volatile int *)p = 1; }
 
@@ -67,6 +73,15 @@ int main(int argc, char **argv) {
             wait_flag<<<1, 1>>>(flag);
         else
             wait_signal<<<1, 1>>>((unsigned long *)flag);
+        cudaError_t e = cudaDeviceSynchronize();
+        printf("PE %d: the deadlocked kernel ended (%s): it should not have\n", me, cudaGetErrorString(e));
+        return 1;
+    }
+    if (!strcmp(mode, "kernel_barrier_deadlock")) {
+        if (me == 0)
+            barrier_kernel<<<1, 1>>>();
+        else
+            wait_flag<<<1, 1>>>(flag);
         cudaError_t e = cudaDeviceSynchronize();
         printf("PE %d: the deadlocked kernel ended (%s): it should not have\n", me, cudaGetErrorString(e));
         return 1;

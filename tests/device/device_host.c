@@ -90,6 +90,19 @@ int main(int argc, char **argv) {
             printf("PE %d: long_wait_ends returned\n", me);
             return 1;
         }
+        if (strcmp(argv[2], "kernel_barrier_deadlock") == 0) {
+            /* PE 0's kernel waits in a device barrier that the others'
+               kernels never reach: they wait for a value nobody stores.
+               The watchdog names the barrier's wait (recorded through the
+               control segment, inferred from the sync words in the heap)
+               and the others' waits. */
+            if (me == 0)
+                run("barrier_all", 1, 0, NULL, NULL, NULL);
+            else
+                run("wait_forever", 1, 1, (void *[]){x}, NULL, NULL);
+            printf("PE %d: kernel_barrier_deadlock returned\n", me);
+            return 1;
+        }
         if (strcmp(argv[2], "kernel_deadlock") == 0) {
             /* A deadlock among kernels: PE 0's waits for a value nobody
                stores, the others' for a signal nobody sends, every host

@@ -180,6 +180,28 @@ kernel_deadlock() { # label, expected exit, extra env...
     record "$label (expected failure)" $((SECONDS - t0)) 60
 }
 kernel_deadlock "device_host kernel_deadlock on 2 PEs, ends the job" 1 ISHMEM_DEADLOCK_DEVICE_ABORT=1
+# A kernel waiting in the library's own device barrier for a PE whose
+# kernel waits elsewhere: the barrier's wait is named, whether the device
+# syncs through the control segment (the wait records itself) or through
+# sync words in the heap, as on GPUs (the watchdog reads them).
+kernel_barrier_deadlock() { # label, PE 0's expected wait, extra env...
+    local label="$1" want="$2" t0=$SECONDS log rc=0
+    shift 2
+    log="$(env ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 "$@" timeout -k 5 20 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" kernel_barrier_deadlock 2>&1)" || rc=$?
+    check_failure "$label" "$rc" 1 "$log" "returned" \
+        "every PE has waited for at least 2 s, in the library or in kernels" \
+        "PE 0 runs outside the library; its kernels wait in $want" \
+        "PE 1 runs outside the library; its kernels wait in ishmem_long_wait_until(ivar 0x"
+    record "$label (expected failure)" $((SECONDS - t0)) 60
+}
+kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, control segment" \
+    "a device team sync of the world team (through the control segment, epoch "
+kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, sync words" \
+    "a device team sync or collective of the world team (2 PEs): waits for PE 1's signal 1 (0 arrived)" \
+    ISHMEM_DEVICE_SYNC=heap
+kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, sync words, ring-all 1" \
+    "a device team sync or collective of the world team (2 PEs): waits for PE 1's signal 1 (0 arrived)" \
+    ISHMEM_DEVICE_SYNC=heap ISHMEM_DEVICE_RING_ALL=1
 # A recorded device wait that ends (its _any result right), then a host
 # deadlock: reported as one of host waits, ending the job.
 t0=$SECONDS

@@ -324,13 +324,17 @@ code_group! {
 code_group! {
     /// Which of the device API's waits a wait that lasted is (the ring's
     /// wait words, `ring::Ring::wait_what`, bits 0-7; bits 8-15 hold its
-    /// element's `ELEM_*` code, 16-23 the comparison).
+    /// element's `ELEM_*` code, 16-23 the comparison). `WAIT_TEAM_SYNC` is
+    /// a team sync through the control segment: bits 8-15 its round, 16-23
+    /// its team slot; the address word holds the world PE it waits for,
+    /// the value its epoch.
     WAIT_CODES = "WAIT" {
         WAIT_UNTIL = 0,
         WAIT_UNTIL_ALL = 1,
         WAIT_UNTIL_ANY = 2,
         WAIT_UNTIL_SOME = 3,
         WAIT_SIGNAL = 4,
+        WAIT_TEAM_SYNC = 5,
     }
 }
 
