@@ -21,7 +21,7 @@ __global__ void ishmemi_arch_check(long *dest, const long *src, size_t n, int pe
     ishmemi_sg_get_bytes(dest, src, b, pe, 0);
     (void)ishmemi_amo64_pe(dest, ISHMEMI_FETCH, 1, 0, pe);
     ishmemi_ring_quiet();
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, ISHMEMI_SIG_SYNC);
     (void)ishmemi_broadcast_bytes(team, dest, src, b, 0);
     (void)ishmemi_fcollect_bytes(team, dest, src, sizeof(long));
     (void)ishmemi_wg_alltoall_bytes(team, dest, src, sizeof(long));

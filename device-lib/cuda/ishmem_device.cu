@@ -119,11 +119,13 @@ template <typename T> static __device__ void ishmemi_stream_reduce(const ishmemx
     const T *src = (const T *)op.source;
     size_t n = op.nbytes, per = (n + t->size - 1) / t->size;
     size_t lo = min((size_t)t->my_rank * per, n), hi = min(lo + per, n);
-    ishmemi_wg_sync_team(op.team);
+    // The signature of the kernel forms (core.h's ISHMEMI_REDUCE and ISHMEMI_SCAN).
+    const ulong sig = ISHMEMI_SIG(op.coll, op.dtype | (op.coll == ISHMEMI_COLL_REDUCE ? op.rop << 4 : 0), 0, n);
+    ishmemi_wg_sync_team(op.team, sig);
     if (ishmemi_coll_chunked(t)) {
         if (threadIdx.x == 0) ishmemi_stream_reduce_chunked<T>(op, t, dest, src, lo, hi);
         __syncthreads();
-        ishmemi_wg_sync_team(op.team);
+        ishmemi_wg_sync_team(op.team, sig);
         return;
     }
     for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
@@ -140,7 +142,7 @@ template <typename T> static __device__ void ishmemi_stream_reduce(const ishmemx
         if (op.coll == ISHMEMI_COLL_REDUCE)
             for (int r = 0; r < t->size; r++) ishmemi_elem_put(dest + i, a, ishmemi_member(t, r));
     }
-    ishmemi_wg_sync_team(op.team);
+    ishmemi_wg_sync_team(op.team, sig);
 }
 static_assert(ISHMEMI_ELEM_COUNT == 10, "ishmemi_stream_typed has a case for each of the 10 element kinds (the last as default)");
 static __device__ void ishmemi_stream_typed(const ishmemx_cuda_queue_op_t &op) {

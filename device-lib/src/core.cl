@@ -31,7 +31,7 @@ ISHMEMI_API void ishmem_barrier_all(void) {
     ishmem_quiet();
     /* quiet's fence orders what the sync's flags release */
     if (ishmemi_sync_in_heap())
-        ishmemi_sync_team_fenced(0);
+        ishmemi_sync_team_fenced(0, ISHMEMI_SIG_SYNC);
     else
         ishmemi_sync_world();
 }
@@ -198,7 +198,7 @@ ISHMEMI_API int ishmem_team_translate_pe(int src_team, int src_pe, int dest_team
 }
 ISHMEMI_API int ishmem_team_sync(int team) {
     if (!ishmemi_get_team(team)) return -1;
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, ISHMEMI_SIG_SYNC);
     return 0;
 }
 ISHMEMI_API int ishmem_broadcastmem(int team, void *dest, const void *source, size_t nelems, int root) {

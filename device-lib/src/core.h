@@ -786,31 +786,59 @@ ISHMEMI_INLINE ulong ishmemi_pair_step(int slot, int pe, ulong ds, ulong dr, ulo
     return a;
 }
 
-/* Stores this PE's signal count `v` into its flag on `pe`. */
-ISHMEMI_INLINE void ishmemi_flag_to(int slot, int pe, ulong v) {
-    ishmemi_sync_store(ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, ISHMEMI_STATE->my_pe), v, pe);
+/* ----- collective signatures: members of a team that make different
+ * collective calls in kernels are reported, not left to hang or to return
+ * wrong data. A call's signature is its ISHMEMI_COLL_* kind (bits 0-3),
+ * its element kind and operator (ISHMEMI_ELEM_* | ISHMEMI_ROP_* << 4, a
+ * collect's element size; bits 4-15), its root (bits 16-31) and its bytes
+ * or elements (bits 32-63). Each signal (flag = count << 16 | sig16) and
+ * each LL word (flag = the count's low 16 bits | sig16 << 16) carries 16
+ * bits of it: the kind and 12 bits of a hash of the rest. A member that
+ * receives, for the count it awaits, another call's bits reports both
+ * calls and ends the job (ishmemi_sig_mismatch). A signal from a member
+ * already further on (a later count) is not compared. */
+#define ISHMEMI_SIG(kind, code, root, count) \
+    ((ulong)(kind) | (ulong)(code) << 4 | (ulong)((uint)(root) & 0xffff) << 16 | (ulong)(count) << 32)
+#define ISHMEMI_SIG_SYNC ISHMEMI_SIG(ISHMEMI_COLL_TEAM_SYNC, 0, 0, 0)
+ISHMEMI_INLINE uint ishmemi_sig16(ulong sig) {
+    return (uint)(sig & 0xf) << 12 | (uint)(((sig >> 4) * 0x9E3779B97F4A7C15ul) >> 52);
+}
+ISHMEMI_COLD void ishmemi_sig_mismatch(int slot, int pe, ulong sig, uint theirs) {
+    char *ring = ishmemi_ring();
+    ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, sig, (ulong)slot, ISHMEMI_DEVICE_COLL_MISMATCH, theirs, 0, pe, 0,
+                      ISHMEMI_RING_OP_FLAG_NBI);
+    while ((long)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED) >= 0) ; /* until the host ends the job */
+}
+
+/* Stores this PE's signal count `v` of a call of signature bits `s16` into
+ * its flag on `pe`. */
+ISHMEMI_INLINE void ishmemi_flag_to(int slot, int pe, ulong v, uint s16) {
+    ishmemi_sync_store(ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, ISHMEMI_STATE->my_pe), v << 16 | s16, pe);
 }
 
 /* Waits until `pe` has sent this PE `v` signals on `slot`: relaxed polls,
  * then one acquire load (cheaper than an acquire fence), after which what
- * `pe` made visible before its signal is visible here. */
-ISHMEMI_INLINE void ishmemi_flag_wait(int slot, int pe, ulong v) {
+ * `pe` made visible before its signal is visible here; the signal of
+ * count `v` must come from a call of signature `sig`. */
+ISHMEMI_INLINE void ishmemi_flag_wait(int slot, int pe, ulong v, ulong sig) {
     ulong *flag = ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, pe);
-    while ((ulong)ishmemi_peek64(flag) < v) ;
-    (void)ishmemi_load64(flag);
+    ulong want = v << 16;
+    while ((ulong)ishmemi_peek64(flag) < want) ;
+    ulong f = (ulong)ishmemi_load64(flag);
+    if ((f >> 16) == v && (uint)(f & 0xffff) != ishmemi_sig16(sig)) ishmemi_sig_mismatch(slot, pe, sig, (uint)(f & 0xffff));
 }
 
 /* Signals world PE `pe` on `slot` (after ishmemi_fence_release). */
-ISHMEMI_INLINE void ishmemi_signal_pe(int slot, int pe) {
+ISHMEMI_INLINE void ishmemi_signal_pe(int slot, int pe, uint s16) {
     ulong r;
-    ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 0, &r));
+    ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 0, &r), s16);
 }
 
 /* Waits for the next signal of world PE `pe` on `slot`. */
-ISHMEMI_INLINE void ishmemi_await_pe(int slot, int pe) {
+ISHMEMI_INLINE void ishmemi_await_pe(int slot, int pe, ulong sig) {
     ulong r;
     ishmemi_pair_step(slot, pe, 0, 1, &r);
-    ishmemi_flag_wait(slot, pe, r);
+    ishmemi_flag_wait(slot, pe, r, sig);
 }
 
 /* Signals every other member of `t` on `slot`, then waits for each of
@@ -828,54 +856,54 @@ ISHMEMI_NOINLINE void ishmemi_load_pairs(int slot, const ishmemi_team_t *t, ulon
     }
 }
 ISHMEMI_NOINLINE void ishmemi_signal_loaded(int slot, const ishmemi_team_t *t, const ulong *sent,
-                                           ulong *keep) {
+                                           ulong *keep, uint s16) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
         keep[k - 1] += 1;
         ishmemi_own_store2(ishmemi_pair_words(slot, pe), sent[k - 1] + 1, keep[k - 1]);
-        ishmemi_flag_to(slot, pe, sent[k - 1] + 1);
+        ishmemi_flag_to(slot, pe, sent[k - 1] + 1, s16);
     }
 }
-ISHMEMI_NOINLINE void ishmemi_signal_each(int slot, const ishmemi_team_t *t) {
+ISHMEMI_NOINLINE void ishmemi_signal_each(int slot, const ishmemi_team_t *t, uint s16) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
         ulong want;
-        ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 1, &want));
+        ishmemi_flag_to(slot, pe, ishmemi_pair_step(slot, pe, 1, 1, &want), s16);
     }
 }
-ISHMEMI_INLINE void ishmemi_signal_others(int slot, const ishmemi_team_t *t, ulong *keep) {
+ISHMEMI_INLINE void ishmemi_signal_others(int slot, const ishmemi_team_t *t, ulong *keep, uint s16) {
     if (t->size - 1 <= ISHMEMI_SYNC_KEEP) {
         ulong sent[ISHMEMI_SYNC_KEEP];
         ishmemi_load_pairs(slot, t, sent, keep);
-        ishmemi_signal_loaded(slot, t, sent, keep);
+        ishmemi_signal_loaded(slot, t, sent, keep, s16);
     } else {
-        ishmemi_signal_each(slot, t);
+        ishmemi_signal_each(slot, t, s16);
     }
 }
 /* Signals every other member once, expecting nothing back (a broadcast's
  * root), the pair counts loaded together as above. */
 ISHMEMI_NOINLINE void ishmemi_signal_loaded_oneway(int slot, const ishmemi_team_t *t,
-                                                  const ulong *sent, const ulong *recv) {
+                                                  const ulong *sent, const ulong *recv, uint s16) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
         ishmemi_own_store2(ishmemi_pair_words(slot, pe), sent[k - 1] + 1, recv[k - 1]);
-        ishmemi_flag_to(slot, pe, sent[k - 1] + 1);
+        ishmemi_flag_to(slot, pe, sent[k - 1] + 1, s16);
     }
 }
-ISHMEMI_INLINE void ishmemi_signal_members(int slot, const ishmemi_team_t *t) {
+ISHMEMI_INLINE void ishmemi_signal_members(int slot, const ishmemi_team_t *t, uint s16) {
     if (t->size - 1 <= ISHMEMI_SYNC_KEEP) {
         ulong sent[ISHMEMI_SYNC_KEEP], recv[ISHMEMI_SYNC_KEEP];
         ishmemi_load_pairs(slot, t, sent, recv);
-        ishmemi_signal_loaded_oneway(slot, t, sent, recv);
+        ishmemi_signal_loaded_oneway(slot, t, sent, recv, s16);
         return;
     }
-    for (int k = 1; k < t->size; k++) ishmemi_signal_pe(slot, ishmemi_member(t, (t->my_rank + k) % t->size));
+    for (int k = 1; k < t->size; k++) ishmemi_signal_pe(slot, ishmemi_member(t, (t->my_rank + k) % t->size), s16);
 }
 
-ISHMEMI_NOINLINE void ishmemi_await_others(int slot, const ishmemi_team_t *t, const ulong *keep) {
+ISHMEMI_NOINLINE void ishmemi_await_others(int slot, const ishmemi_team_t *t, const ulong *keep, ulong sig) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
@@ -886,29 +914,33 @@ ISHMEMI_NOINLINE void ishmemi_await_others(int slot, const ishmemi_team_t *t, co
             ulong sent;
             ishmemi_own_load2(ishmemi_pair_words(slot, pe), &sent, &want);
         }
-        ishmemi_flag_wait(slot, pe, want);
+        ishmemi_flag_wait(slot, pe, want, sig);
     }
 }
-ISHMEMI_INLINE void ishmemi_sync_heap(int slot, const ishmemi_team_t *t) {
+/* A sync of the members of `t` as part of a call of signature `sig`. */
+ISHMEMI_INLINE void ishmemi_sync_heap(int slot, const ishmemi_team_t *t, ulong sig) {
     ulong keep[ISHMEMI_SYNC_KEEP];
     ishmemi_fence_release();
-    ishmemi_signal_others(slot, t, keep);
-    ishmemi_await_others(slot, t, keep);
+    ishmemi_signal_others(slot, t, keep, ishmemi_sig16(sig));
+    ishmemi_await_others(slot, t, keep, sig);
 }
 
 /* A sync right after a system-scope fence (barrier_all's quiet, the group
  * forms' fence): no second fence. */
-ISHMEMI_INLINE void ishmemi_sync_team_fenced(int slot) {
+ISHMEMI_INLINE void ishmemi_sync_team_fenced(int slot, ulong sig) {
     const ishmemi_team_t *t = ishmemi_get_team(slot);
     ulong keep[ISHMEMI_SYNC_KEEP];
-    ishmemi_signal_others(slot, t, keep);
-    ishmemi_await_others(slot, t, keep);
+    ishmemi_signal_others(slot, t, keep, ishmemi_sig16(sig));
+    ishmemi_await_others(slot, t, keep, sig);
 }
 
-ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
+/* Syncs team slot `slot` as part of a call of signature `sig` (compared
+ * through the sync words; the control segment's syncs interoperate with
+ * the host's and compare nothing). */
+ISHMEMI_INLINE void ishmemi_sync_team(int slot, ulong sig) {
     const ishmemi_team_t *t = ishmemi_get_team(slot);
     if (ishmemi_sync_in_heap()) {
-        ishmemi_sync_heap(slot, t);
+        ishmemi_sync_heap(slot, t, sig);
         return;
     }
     int n = t->size, rank = t->my_rank;
@@ -931,7 +963,7 @@ ISHMEMI_INLINE void ishmemi_sync_team(int slot) {
     ishmemi_fence_all();
 }
 
-ISHMEMI_INLINE void ishmemi_sync_world(void) { ishmemi_sync_team(0); }
+ISHMEMI_INLINE void ishmemi_sync_world(void) { ishmemi_sync_team(0, ISHMEMI_SIG_SYNC); }
 
 /* Whether this PE reaches every member of the team by loads and stores. */
 ISHMEMI_INLINE int ishmemi_team_all_local(const ishmemi_team_t *t) {
@@ -959,9 +991,16 @@ ISHMEMI_INLINE ulong ishmemi_ll_next(int slot, int pe) {
 }
 
 /* The next LL counts with every member, by team rank (this PE's own entry
- * unused), loaded together. */
-ISHMEMI_NOINLINE void ishmemi_ll_counts(int slot, const ishmemi_team_t *t, ulong *c) {
+ * unused), loaded together. Work-item `lid` 0 also marks the pairs that
+ * take part (`root` as in ishmemi_ll_done) as begun (the pair's word 3):
+ * while a pair's begun count is above its done count (word 2), the
+ * watchdog looks for what the collective waits for (runtime/src/watch.rs). */
+ISHMEMI_NOINLINE void ishmemi_ll_counts(int slot, const ishmemi_team_t *t, ulong *c, size_t lid, int root) {
     for (int r = 0; r < t->size; r++) c[r] = r == t->my_rank ? 0 : ishmemi_ll_next(slot, ishmemi_member(t, r));
+    if (lid != 0) return;
+    for (int r = 0; r < t->size; r++)
+        if (r != t->my_rank && (root < 0 || r == root || t->my_rank == root))
+            ishmemi_own_store64(ishmemi_pair_words(slot, ishmemi_member(t, r)) + 3, (long)c[r]);
 }
 
 /* The LL buffer of sender `from` for count `c` on `slot`, in this PE's heap. */
@@ -988,12 +1027,19 @@ ISHMEMI_INLINE void ishmemi_ll_unpack(char *dst, size_t n, size_t k, uint w) {
     for (size_t b = 0; b < 4 && o + b < n; b++) dst[o + b] = (char)(w >> (8 * b));
 }
 
-/* Waits for word `p` to carry flag `c`; returns its data. */
-ISHMEMI_INLINE uint ishmemi_ll_wait(const ulong *p, ulong c) {
+/* The flag half of an LL word of count `c` from a call of signature `sig`. */
+ISHMEMI_INLINE ulong ishmemi_ll_flag(ulong c, ulong sig) { return (c & 0xffff | (ulong)ishmemi_sig16(sig) << 16) << 32; }
+
+/* Waits for word `p` (sent by `pe` on `slot`) to carry count `c`, checks
+ * that a call of signature `sig` sent it, and returns its data. (A buffer
+ * holds count c - 2's words or c's: 16 bits of the count tell them
+ * apart.) */
+ISHMEMI_INLINE uint ishmemi_ll_wait(const ulong *p, ulong c, int slot, int pe, ulong sig) {
     ulong w;
     do {
         w = ishmemi_ll_load(p);
-    } while ((uint)(w >> 32) != (uint)c);
+    } while ((uint)(w >> 32 & 0xffff) != (uint)(c & 0xffff));
+    if ((uint)(w >> 48) != ishmemi_sig16(sig)) ishmemi_sig_mismatch(slot, pe, sig, (uint)(w >> 48));
     return (uint)w;
 }
 
@@ -1002,30 +1048,32 @@ ISHMEMI_INLINE uint ishmemi_ll_wait(const ulong *p, ulong c) {
  * this PE sent it at count c - 2 (the buffer's previous use; its LLDONE
  * word here, usually there already). */
 ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ulong c, const char *src, size_t n, size_t lid,
-                                   size_t lsz) {
+                                   size_t lsz, ulong sig) {
     if (c > 2) {
         ulong *done = ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, pe);
         while ((ulong)ishmemi_peek64(done) < c - 2) ;
     }
     ulong *buf = (ulong *)ishmemi_peer(ishmemi_ll_buf(slot, ISHMEMI_STATE->my_pe, c), pe);
-    ulong flag = (ulong)(uint)c << 32;
+    ulong flag = ishmemi_ll_flag(c, sig);
     for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_store(buf + k, flag | ishmemi_ll_pack(src, n, k));
 }
 
 /* Work-item `lid` of `lsz` receives its share of the n bytes `pe` sends
  * in the LL collective of count `c`. */
 ISHMEMI_INLINE void ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t n, size_t lid,
-                                   size_t lsz) {
+                                   size_t lsz, ulong sig) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c);
-    for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c));
+    for (size_t k = lid; k < (n + 3) / 4; k += lsz)
+        ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c, slot, pe, sig));
 }
 
 /* The `sz` bytes (1, 2, 4 or 8, at a multiple of sz) at byte `off` of what
  * `pe` sends in the LL collective of count `c`, as a little-endian value. */
-ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz) {
+ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz, ulong sig) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c) + off / 4;
-    if (sz == 8) return (ulong)ishmemi_ll_wait(buf, c) | (ulong)ishmemi_ll_wait(buf + 1, c) << 32;
-    ulong w = ishmemi_ll_wait(buf, c) >> (8 * (off % 4));
+    if (sz == 8)
+        return (ulong)ishmemi_ll_wait(buf, c, slot, pe, sig) | (ulong)ishmemi_ll_wait(buf + 1, c, slot, pe, sig) << 32;
+    ulong w = ishmemi_ll_wait(buf, c, slot, pe, sig) >> (8 * (off % 4));
     return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
 }
 
@@ -1055,15 +1103,15 @@ ISHMEMI_INLINE void ishmemi_ll_done(int slot, const ishmemi_team_t *t, const ulo
  * barriers and calls ishmemi_ll_done after the last). */
 ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, const ishmemi_team_t *t, const ulong *c,
                                        char *dest, const char *src, size_t n, int alltoall,
-                                       size_t lid, size_t lsz) {
+                                       size_t lid, size_t lsz, ulong sig) {
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
-        ishmemi_ll_send(slot, ishmemi_member(t, r), c[r], alltoall ? src + (size_t)r * n : src, n, lid, lsz);
+        ishmemi_ll_send(slot, ishmemi_member(t, r), c[r], alltoall ? src + (size_t)r * n : src, n, lid, lsz, sig);
     }
     ishmemi_group_copy(dest + (size_t)t->my_rank * n, alltoall ? src + (size_t)t->my_rank * n : src, n, lid, lsz);
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
-        ishmemi_ll_recv(slot, ishmemi_member(t, r), c[r], dest + (size_t)r * n, n, lid, lsz);
+        ishmemi_ll_recv(slot, ishmemi_member(t, r), c[r], dest + (size_t)r * n, n, lid, lsz, sig);
     }
 }
 
@@ -1072,15 +1120,15 @@ ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, const ishmemi_team_t *t, const
  * and copies its own dest; the others read the root's words into dest. */
 ISHMEMI_INLINE void ishmemi_ll_bcast(int slot, const ishmemi_team_t *t, const ulong *c,
                                     char *dest, const char *src, size_t n, int root,
-                                    size_t lid, size_t lsz) {
+                                    size_t lid, size_t lsz, ulong sig) {
     if (t->my_rank == root) {
         for (int k = 1, r = root; k < t->size; k++) {
             r = r + 1 == t->size ? 0 : r + 1;
-            ishmemi_ll_send(slot, ishmemi_member(t, r), c[r], src, n, lid, lsz);
+            ishmemi_ll_send(slot, ishmemi_member(t, r), c[r], src, n, lid, lsz, sig);
         }
         ishmemi_group_copy(dest, src, n, lid, lsz);
     } else {
-        ishmemi_ll_recv(slot, ishmemi_member(t, root), c[root], dest, n, lid, lsz);
+        ishmemi_ll_recv(slot, ishmemi_member(t, root), c[root], dest, n, lid, lsz, sig);
     }
 }
 
@@ -1096,12 +1144,13 @@ ISHMEMI_INLINE void ishmemi_ll_bcast(int slot, const ishmemi_team_t *t, const ul
 ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, void *dest, const void *src, size_t n, int root) {
     const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
+    ulong sig = ISHMEMI_SIG(ISHMEMI_COLL_BROADCAST, 0, root, n);
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_bcast(team, t, c, (char *)dest, (const char *)src, n, root, 0, 1);
+        ishmemi_ll_counts(team, t, c, 0, root);
+        ishmemi_ll_bcast(team, t, c, (char *)dest, (const char *)src, n, root, 0, 1, sig);
         ishmemi_ll_done(team, t, c, 0, root);
         return 0;
     }
@@ -1112,60 +1161,62 @@ ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, void *dest, const void *src
         if (t->my_rank == root) {
             for (int k = 0; k < t->size && n; k++) ishmemi_put_bytes(dest, src, n, ishmemi_member(t, (root + k) % t->size), 0);
             ishmemi_fence_release();
-            ishmemi_signal_members(team, t);
+            ishmemi_signal_members(team, t, ishmemi_sig16(sig));
         } else {
-            ishmemi_await_pe(team, rpe);
+            ishmemi_await_pe(team, rpe, sig);
         }
         return 0;
     }
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, sig);
     if (n) ishmemi_get_bytes(dest, src, n, ishmemi_member(t, root), 0);
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, sig);
     return 0;
 }
 
 ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, void *dest, const void *src, size_t n) {
     const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
+    ulong sig = ISHMEMI_SIG(ISHMEMI_COLL_FCOLLECT, 0, 0, n);
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 0, 0, 1);
+        ishmemi_ll_counts(team, t, c, 0, -1);
+        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 0, 0, 1, sig);
         ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
     }
     int heap = ishmemi_sync_in_heap();
-    if (!heap) ishmemi_sync_team(team);
+    if (!heap) ishmemi_sync_team(team, sig);
     for (int k = 0; k < t->size && n; k++) {
         int r = (t->my_rank + k) % t->size;
         ishmemi_put_bytes((char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
     }
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, sig);
     return 0;
 }
 
 ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, void *dest, const void *src, size_t n) {
     const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
+    ulong sig = ISHMEMI_SIG(ISHMEMI_COLL_ALLTOALL, 0, 0, n);
     if (ishmemi_ll_ok(team, t, n)) {
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c);
-        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 1, 0, 1);
+        ishmemi_ll_counts(team, t, c, 0, -1);
+        ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 1, 0, 1, sig);
         ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
     }
     int heap = ishmemi_sync_in_heap();
-    if (!heap) ishmemi_sync_team(team);
+    if (!heap) ishmemi_sync_team(team, sig);
     for (int k = 0; k < t->size && n; k++) {
         int j = (t->my_rank + k) % t->size;
         ishmemi_put_bytes((char *)dest + t->my_rank * n, (const char *)src + j * n, n,
                           ishmemi_member(t, j), 0);
     }
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, sig);
     return 0;
 }
 
@@ -1173,15 +1224,15 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, void *dest, const void *src,
  * moves the data (the group's put/get: its threads' loads and stores, the
  * copy engine past the group cutover, the ring to PEs it cannot reach),
  * and the leader completes and syncs again. */
-ISHMEMI_INLINE void ishmemi_wg_sync_team(int team) {
+ISHMEMI_INLINE void ishmemi_wg_sync_team(int team, ulong sig) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
     if (get_local_linear_id() == 0) {
         ishmemi_ring_quiet();
         ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
         if (ishmemi_sync_in_heap())
-            ishmemi_sync_team_fenced(team);
+            ishmemi_sync_team_fenced(team, sig);
         else
-            ishmemi_sync_team(team);
+            ishmemi_sync_team(team, sig);
     }
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
 }
@@ -1190,15 +1241,16 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, void *dest, const void *
                                              int root) {
     const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t || root < 0 || root >= t->size) return -1;
+    ulong sig = ISHMEMI_SIG(ISHMEMI_COLL_BROADCAST, 0, root, n);
     if (ishmemi_ll_ok(team, t, n)) {
         size_t lid = get_local_linear_id();
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_counts(team, t, c, lid, root);
         ishmemi_ll_bcast(team, t, c, (char *)dest, (const char *)src, n, root, lid,
-                         ishmemi_wg_size());
+                         ishmemi_wg_size(), sig);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ishmemi_ll_done(team, t, c, lid, root);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
@@ -1213,70 +1265,72 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, void *dest, const void *
             if (get_local_linear_id() == 0) {
                 ishmemi_ring_quiet();
                 ishmemi_fence_all(); /* the group's stores, ordered by the barrier in the put */
-                ishmemi_signal_members(team, t);
+                ishmemi_signal_members(team, t, ishmemi_sig16(sig));
             }
         } else if (get_local_linear_id() == 0) {
-            ishmemi_await_pe(team, ishmemi_member(t, root));
+            ishmemi_await_pe(team, ishmemi_member(t, root), sig);
         }
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         return 0;
     }
-    ishmemi_wg_sync_team(team);
+    ishmemi_wg_sync_team(team, sig);
     if (n) ishmemi_wg_get_bytes(dest, src, n, ishmemi_member(t, root), 0);
-    ishmemi_wg_sync_team(team);
+    ishmemi_wg_sync_team(team, sig);
     return 0;
 }
 
 ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, void *dest, const void *src, size_t n) {
     const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
+    ulong sig = ISHMEMI_SIG(ISHMEMI_COLL_FCOLLECT, 0, 0, n);
     if (ishmemi_ll_ok(team, t, n)) {
         size_t lid = get_local_linear_id();
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_counts(team, t, c, lid, -1);
         ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 0, lid,
-                            ishmemi_wg_size());
+                            ishmemi_wg_size(), sig);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ishmemi_ll_done(team, t, c, lid, -1);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         return 0;
     }
-    if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team);
+    if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team, sig);
     for (int k = 0; k < t->size && n; k++) {
         int r = (t->my_rank + k) % t->size;
         ishmemi_wg_put_bytes((char *)dest + t->my_rank * n, src, n, ishmemi_member(t, r), 0);
     }
-    ishmemi_wg_sync_team(team);
+    ishmemi_wg_sync_team(team, sig);
     return 0;
 }
 
 ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, void *dest, const void *src, size_t n) {
     const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
+    ulong sig = ISHMEMI_SIG(ISHMEMI_COLL_ALLTOALL, 0, 0, n);
     if (ishmemi_ll_ok(team, t, n)) {
         size_t lid = get_local_linear_id();
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c);
+        ishmemi_ll_counts(team, t, c, lid, -1);
         ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 1, lid,
-                            ishmemi_wg_size());
+                            ishmemi_wg_size(), sig);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ishmemi_ll_done(team, t, c, lid, -1);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         return 0;
     }
-    if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team);
+    if (!ishmemi_sync_in_heap()) ishmemi_wg_sync_team(team, sig);
     for (int k = 0; k < t->size && n; k++) {
         int j = (t->my_rank + k) % t->size;
         ishmemi_wg_put_bytes((char *)dest + t->my_rank * n, (const char *)src + j * n, n,
                              ishmemi_member(t, j), 0);
     }
-    ishmemi_wg_sync_team(team);
+    ishmemi_wg_sync_team(team, sig);
     return 0;
 }
 
@@ -1297,6 +1351,7 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, void *dest, const void *src, 
                                         size_t elem) {
     const ishmemi_team_t *t = ishmemi_get_team(team);
     if (!t) return -1;
+    ulong sig = ISHMEMI_SIG(ISHMEMI_COLL_COLLECT, elem, 0, 0);
     if (ishmemi_sync_in_heap()) {
         /* The counts go into every member's COUNTS[slot][parity][me] (the
          * parity of this slot's collect sequence: a member two collects
@@ -1317,7 +1372,7 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, void *dest, const void *src, 
             else
                 ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)mine, 0, nelems, 8, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
         }
-        ishmemi_sync_heap(team, t);
+        ishmemi_sync_heap(team, t, sig);
         size_t off = 0;
         for (int r = 0; r < t->my_rank; r++)
             off += (ulong)ishmemi_peek64(ishmemi_sync_word(counts, team, ishmemi_member(t, r)));
@@ -1325,14 +1380,14 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, void *dest, const void *src, 
             int r = (t->my_rank + k) % t->size;
             ishmemi_put_bytes((char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
         }
-        ishmemi_sync_heap(team, t);
+        ishmemi_sync_heap(team, t, sig);
         return 0;
     }
     char *mine = ishmemi_team_record(team, ishmemi_member(t, t->my_rank));
     long epoch = ishmemi_load64(mine + ISHMEMI_STATE->ctrl_epoch_offset) + 1;
     ulong scratch = ISHMEMI_STATE->ctrl_epoch_offset + 8 + 8 * (ulong)(epoch % 2);
     ishmemi_store64(mine + scratch, (long)nelems);
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, sig);
     size_t off = 0;
     for (int r = 0; r < t->my_rank; r++) {
         int pe = ishmemi_member(t, r);
@@ -1343,7 +1398,7 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, void *dest, const void *src, 
         ishmemi_put_bytes((char *)dest + off * elem, src, nelems * elem, ishmemi_member(t, r), 0);
     }
     ishmemi_ring_quiet();
-    ishmemi_sync_team(team);
+    ishmemi_sync_team(team, sig);
     return 0;
 }
 
@@ -1372,10 +1427,11 @@ ISHMEMI_INLINE int ishmemi_coll_chunked(const ishmemi_team_t *t) {
  * chunk live in scratch half 0, each member's source chunk comes into half
  * 1 by one get, and each member's dest chunk leaves by one blocking put
  * (before the sums change). */
-#define ISHMEMI_SCAN(T, G, P, EXCLUSIVE)                                               \
+#define ISHMEMI_SCAN(T, G, P, EXCLUSIVE, ELEM)                                         \
     const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
-    ishmemi_sync_team(team);                                                           \
+    ulong sig_ = ISHMEMI_SIG((EXCLUSIVE) ? ISHMEMI_COLL_EXSCAN : ISHMEMI_COLL_INSCAN, ELEM, 0, nelems); \
+    ishmemi_sync_team(team, sig_);                                                     \
     size_t per = (nelems + t->size - 1) / t->size;                                     \
     size_t lo = min((size_t)t->my_rank * per, nelems), hi = min(lo + per, nelems);     \
     if (ishmemi_coll_chunked(t)) {                                                     \
@@ -1405,7 +1461,7 @@ ISHMEMI_INLINE int ishmemi_coll_chunked(const ishmemi_team_t *t) {
         }                                                                              \
     }                                                                                  \
     ishmemi_ring_quiet();                                                              \
-    ishmemi_sync_team(team);                                                           \
+    ishmemi_sync_team(team, sig_);                                                     \
     return 0;
 
 /* Work-group form of a collective: the group's leader runs `CALL` between
@@ -1498,10 +1554,10 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
 #define ISHMEMI_REDUCE_LL(T, OP, LID, LSZ, BARRIER)                                           \
     {                                                                                          \
         size_t nb_ = nreduce * sizeof(T);                                                      \
-        ishmemi_ll_counts(team, t, c_);                                                        \
+        ishmemi_ll_counts(team, t, c_, LID, -1);                                               \
         for (int k_ = 1, r_ = t->my_rank; k_ < t->size; k_++) {                                \
             r_ = r_ + 1 == t->size ? 0 : r_ + 1;                                               \
-            ishmemi_ll_send(team, ishmemi_member(t, r_), c_[r_], (const char *)source, nb_, LID, LSZ); \
+            ishmemi_ll_send(team, ishmemi_member(t, r_), c_[r_], (const char *)source, nb_, LID, LSZ, sig_); \
         }                                                                                      \
         BARRIER;                                                                               \
         for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \
@@ -1511,7 +1567,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
                     b = source[i];                                                             \
                 } else {                                                                       \
                     union { T v; ulong u; } x_;                                                \
-                    x_.u = ishmemi_ll_read(team, ishmemi_member(t, r_), c_[r_], i * sizeof(T), sizeof(T)); \
+                    x_.u = ishmemi_ll_read(team, ishmemi_member(t, r_), c_[r_], i * sizeof(T), sizeof(T), sig_); \
                     b = x_.v;                                                                  \
                 }                                                                              \
                 a = r_ == 0 ? b : (OP);                                                        \
@@ -1519,9 +1575,10 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
             dest[i] = a;                                                                       \
         }                                                                                      \
     }
-#define ISHMEMI_REDUCE(T, G, P, OP)                                                     \
+#define ISHMEMI_REDUCE(T, G, P, OP, CODE)                                               \
     const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
+    ulong sig_ = ISHMEMI_SIG(ISHMEMI_COLL_REDUCE, CODE, 0, nreduce);                   \
     if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
         ulong c_[ISHMEMI_SYNC_LL_PES];                                                 \
@@ -1529,7 +1586,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         ishmemi_ll_done(team, t, c_, 0, -1);                                               \
         return 0;                                                                      \
     }                                                                                  \
-    ishmemi_sync_team(team);                                                           \
+    ishmemi_sync_team(team, sig_);                                                     \
     if (ishmemi_team_all_local(t)) {                                                   \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
         ISHMEMI_REDUCE_SLICE(T, OP, 0, 1)                                              \
@@ -1549,15 +1606,16 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         }                                                                              \
     }                                                                                  \
     ishmemi_ring_quiet();                                                              \
-    ishmemi_sync_team(team);                                                           \
+    ishmemi_sync_team(team, sig_);                                                     \
     return 0;
 
 /* Work-group reduction: the whole group shares the slice when every member
  * is reached by loads and stores; otherwise the leader runs `CALL`, the
  * thread form. */
-#define ISHMEMI_WG_REDUCE(T, OP, CALL)                                                  \
+#define ISHMEMI_WG_REDUCE(T, OP, CALL, CODE)                                            \
     const ishmemi_team_t *t = ishmemi_get_team(team);                   \
     if (!t) return -1;                                                                 \
+    ulong sig_ = ISHMEMI_SIG(ISHMEMI_COLL_REDUCE, CODE, 0, nreduce);                   \
     if (ishmemi_ll_ok(team, t, nreduce * sizeof(T))) {                                 \
         ISHMEMI_REDUCE_CHECK(T)                                                        \
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);                                      \
@@ -1573,9 +1631,9 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         ISHMEMI_WG_COLL(team, 0, CALL)                                                 \
     }                                                                                  \
     ISHMEMI_REDUCE_CHECK(T)                                                            \
-    ishmemi_wg_sync_team(team);                                                        \
+    ishmemi_wg_sync_team(team, sig_);                                                  \
     ISHMEMI_REDUCE_SLICE(T, OP, get_local_linear_id(), ishmemi_wg_size())              \
-    ishmemi_wg_sync_team(team);                                                        \
+    ishmemi_wg_sync_team(team, sig_);                                                  \
     return 0;
 
 #endif

@@ -141,5 +141,6 @@ _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, pad) == ISHMEMI_RIN
 #define ISHMEMI_RING_OP_FLAG_NBI 1
 #define ISHMEMI_DEVICE_BAD_PE 1
 #define ISHMEMI_DEVICE_BAD_ADDR 2
+#define ISHMEMI_DEVICE_COLL_MISMATCH 3
 
 #endif

@@ -26,23 +26,23 @@ ISHMEMI_API void ishmem_float_put_signal(float *dest, const float *source, size_
 ISHMEMI_API int ishmem_float_fcollect(int team, float *dest, const float *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(float)); }
 ISHMEMI_API int ishmem_float_alltoall(int team, float *dest, const float *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(float)); }
 ISHMEMI_API int ishmem_float_collect(int team, float *dest, const float *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(float)); }
-ISHMEMI_API int ishmem_float_sum_inscan(int team, float *dest, const float *source, size_t nelems) { ISHMEMI_SCAN(float, ishmem_float_g, ishmem_float_p, 0) }
-ISHMEMI_API int ishmem_float_sum_exscan(int team, float *dest, const float *source, size_t nelems) { ISHMEMI_SCAN(float, ishmem_float_g, ishmem_float_p, 1) }
+ISHMEMI_API int ishmem_float_sum_inscan(int team, float *dest, const float *source, size_t nelems) { ISHMEMI_SCAN(float, ishmem_float_g, ishmem_float_p, 0, ISHMEMI_ELEM_F32) }
+ISHMEMI_API int ishmem_float_sum_exscan(int team, float *dest, const float *source, size_t nelems) { ISHMEMI_SCAN(float, ishmem_float_g, ishmem_float_p, 1, ISHMEMI_ELEM_F32) }
 ISHMEMI_API int ishmem_float_broadcast(int team, float *dest, const float *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(float), PE_root); }
-ISHMEMI_API int ishmem_float_sum_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a + b) }
-ISHMEMI_API int ishmem_float_prod_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a * b) }
-ISHMEMI_API int ishmem_float_max_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_float_min_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b < a ? b : a)) }
+ISHMEMI_API int ishmem_float_sum_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a + b, ISHMEMI_ELEM_F32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_float_prod_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, a * b, ISHMEMI_ELEM_F32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_float_max_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b > a ? b : a), ISHMEMI_ELEM_F32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_float_min_reduce(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_REDUCE(float, ishmem_float_g, ishmem_float_p, (b < a ? b : a), ISHMEMI_ELEM_F32 | ISHMEMI_ROP_MIN << 4) }
 ISHMEMI_API int ishmemx_float_collect_work_group(int team, float *dest, const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_float_fcollect_work_group(int team, float *dest, const float *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(float)); }
 ISHMEMI_API int ishmemx_float_alltoall_work_group(int team, float *dest, const float *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(float)); }
 ISHMEMI_API int ishmemx_float_sum_inscan_work_group(int team, float *dest, const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_float_sum_exscan_work_group(int team, float *dest, const float *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_float_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_float_broadcast_work_group(int team, float *dest, const float *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(float), PE_root); }
-ISHMEMI_API int ishmemx_float_sum_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, a + b, ishmem_float_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_float_prod_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, a * b, ishmem_float_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_float_max_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, (b > a ? b : a), ishmem_float_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_float_min_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, (b < a ? b : a), ishmem_float_min_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_float_sum_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, a + b, ishmem_float_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_float_prod_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, a * b, ishmem_float_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_float_max_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, (b > a ? b : a), ishmem_float_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_float_min_reduce_work_group(int team, float *dest, const float *source, size_t nreduce) { ISHMEMI_WG_REDUCE(float, (b < a ? b : a), ishmem_float_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F32 | ISHMEMI_ROP_MIN << 4) }
 ISHMEMI_API float ishmem_float_atomic_fetch(const float *source, int pe) { return as_float((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_float_atomic_set(float *dest, float value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((float)value), pe); }
 ISHMEMI_API float ishmem_float_atomic_swap(float *dest, float value, int pe) { return as_float((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((float)value), as_int((float)0), pe)); }
@@ -70,23 +70,23 @@ ISHMEMI_API void ishmem_double_put_signal(double *dest, const double *source, si
 ISHMEMI_API int ishmem_double_fcollect(int team, double *dest, const double *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(double)); }
 ISHMEMI_API int ishmem_double_alltoall(int team, double *dest, const double *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(double)); }
 ISHMEMI_API int ishmem_double_collect(int team, double *dest, const double *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(double)); }
-ISHMEMI_API int ishmem_double_sum_inscan(int team, double *dest, const double *source, size_t nelems) { ISHMEMI_SCAN(double, ishmem_double_g, ishmem_double_p, 0) }
-ISHMEMI_API int ishmem_double_sum_exscan(int team, double *dest, const double *source, size_t nelems) { ISHMEMI_SCAN(double, ishmem_double_g, ishmem_double_p, 1) }
+ISHMEMI_API int ishmem_double_sum_inscan(int team, double *dest, const double *source, size_t nelems) { ISHMEMI_SCAN(double, ishmem_double_g, ishmem_double_p, 0, ISHMEMI_ELEM_F64) }
+ISHMEMI_API int ishmem_double_sum_exscan(int team, double *dest, const double *source, size_t nelems) { ISHMEMI_SCAN(double, ishmem_double_g, ishmem_double_p, 1, ISHMEMI_ELEM_F64) }
 ISHMEMI_API int ishmem_double_broadcast(int team, double *dest, const double *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(double), PE_root); }
-ISHMEMI_API int ishmem_double_sum_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a + b) }
-ISHMEMI_API int ishmem_double_prod_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a * b) }
-ISHMEMI_API int ishmem_double_max_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_double_min_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b < a ? b : a)) }
+ISHMEMI_API int ishmem_double_sum_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a + b, ISHMEMI_ELEM_F64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_double_prod_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, a * b, ISHMEMI_ELEM_F64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_double_max_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b > a ? b : a), ISHMEMI_ELEM_F64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_double_min_reduce(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_REDUCE(double, ishmem_double_g, ishmem_double_p, (b < a ? b : a), ISHMEMI_ELEM_F64 | ISHMEMI_ROP_MIN << 4) }
 ISHMEMI_API int ishmemx_double_collect_work_group(int team, double *dest, const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_double_fcollect_work_group(int team, double *dest, const double *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(double)); }
 ISHMEMI_API int ishmemx_double_alltoall_work_group(int team, double *dest, const double *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(double)); }
 ISHMEMI_API int ishmemx_double_sum_inscan_work_group(int team, double *dest, const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_double_sum_exscan_work_group(int team, double *dest, const double *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_double_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_double_broadcast_work_group(int team, double *dest, const double *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(double), PE_root); }
-ISHMEMI_API int ishmemx_double_sum_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, a + b, ishmem_double_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_double_prod_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, a * b, ishmem_double_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_double_max_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, (b > a ? b : a), ishmem_double_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_double_min_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, (b < a ? b : a), ishmem_double_min_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_double_sum_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, a + b, ishmem_double_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_double_prod_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, a * b, ishmem_double_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_double_max_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, (b > a ? b : a), ishmem_double_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_double_min_reduce_work_group(int team, double *dest, const double *source, size_t nreduce) { ISHMEMI_WG_REDUCE(double, (b < a ? b : a), ishmem_double_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_F64 | ISHMEMI_ROP_MIN << 4) }
 ISHMEMI_API double ishmem_double_atomic_fetch(const double *source, int pe) { return as_double((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_double_atomic_set(double *dest, double value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((double)value), pe); }
 ISHMEMI_API double ishmem_double_atomic_swap(double *dest, double value, int pe) { return as_double((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((double)value), as_long((double)0), pe)); }
@@ -114,29 +114,29 @@ ISHMEMI_API void ishmem_char_put_signal(char *dest, const char *source, size_t n
 ISHMEMI_API int ishmem_char_fcollect(int team, char *dest, const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmem_char_alltoall(int team, char *dest, const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmem_char_collect(int team, char *dest, const char *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(char)); }
-ISHMEMI_API int ishmem_char_sum_inscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_char_g, ishmem_char_p, 0) }
-ISHMEMI_API int ishmem_char_sum_exscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_char_g, ishmem_char_p, 1) }
+ISHMEMI_API int ishmem_char_sum_inscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_char_g, ishmem_char_p, 0, ISHMEMI_ELEM_I8) }
+ISHMEMI_API int ishmem_char_sum_exscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_char_g, ishmem_char_p, 1, ISHMEMI_ELEM_I8) }
 ISHMEMI_API int ishmem_char_broadcast(int team, char *dest, const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
-ISHMEMI_API int ishmem_char_sum_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a + b) }
-ISHMEMI_API int ishmem_char_prod_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a * b) }
-ISHMEMI_API int ishmem_char_max_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_char_min_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_char_and_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a & b) }
-ISHMEMI_API int ishmem_char_or_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a | b) }
-ISHMEMI_API int ishmem_char_xor_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a ^ b) }
+ISHMEMI_API int ishmem_char_sum_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a + b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_char_prod_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a * b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_char_max_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, (b > a ? b : a), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_char_min_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, (b < a ? b : a), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_char_and_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a & b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_char_or_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a | b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_char_xor_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_char_g, ishmem_char_p, a ^ b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_char_collect_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_char_fcollect_work_group(int team, char *dest, const char *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmemx_char_alltoall_work_group(int team, char *dest, const char *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmemx_char_sum_inscan_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_char_sum_exscan_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_char_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_char_broadcast_work_group(int team, char *dest, const char *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
-ISHMEMI_API int ishmemx_char_sum_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a + b, ishmem_char_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_char_prod_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a * b, ishmem_char_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_char_max_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b > a ? b : a), ishmem_char_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_char_min_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b < a ? b : a), ishmem_char_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_char_and_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a & b, ishmem_char_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_char_or_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a | b, ishmem_char_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_char_xor_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a ^ b, ishmem_char_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_char_sum_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a + b, ishmem_char_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_char_prod_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a * b, ishmem_char_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_char_max_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b > a ? b : a), ishmem_char_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_char_min_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b < a ? b : a), ishmem_char_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_char_and_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a & b, ishmem_char_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_char_or_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a | b, ishmem_char_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_char_xor_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a ^ b, ishmem_char_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_schar_put(char *dest, const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 ISHMEMI_API void ishmem_schar_get(char *dest, const char *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(char), pe, 0); }
 ISHMEMI_API void ishmem_schar_put_nbi(char *dest, const char *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
@@ -159,29 +159,29 @@ ISHMEMI_API void ishmem_schar_put_signal(char *dest, const char *source, size_t 
 ISHMEMI_API int ishmem_schar_fcollect(int team, char *dest, const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmem_schar_alltoall(int team, char *dest, const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmem_schar_collect(int team, char *dest, const char *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(char)); }
-ISHMEMI_API int ishmem_schar_sum_inscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_schar_g, ishmem_schar_p, 0) }
-ISHMEMI_API int ishmem_schar_sum_exscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_schar_g, ishmem_schar_p, 1) }
+ISHMEMI_API int ishmem_schar_sum_inscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_schar_g, ishmem_schar_p, 0, ISHMEMI_ELEM_I8) }
+ISHMEMI_API int ishmem_schar_sum_exscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_schar_g, ishmem_schar_p, 1, ISHMEMI_ELEM_I8) }
 ISHMEMI_API int ishmem_schar_broadcast(int team, char *dest, const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
-ISHMEMI_API int ishmem_schar_sum_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a + b) }
-ISHMEMI_API int ishmem_schar_prod_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a * b) }
-ISHMEMI_API int ishmem_schar_max_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_schar_min_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_schar_and_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a & b) }
-ISHMEMI_API int ishmem_schar_or_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a | b) }
-ISHMEMI_API int ishmem_schar_xor_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a ^ b) }
+ISHMEMI_API int ishmem_schar_sum_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a + b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_schar_prod_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a * b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_schar_max_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, (b > a ? b : a), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_schar_min_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, (b < a ? b : a), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_schar_and_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a & b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_schar_or_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a | b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_schar_xor_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_schar_g, ishmem_schar_p, a ^ b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_schar_collect_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_schar_fcollect_work_group(int team, char *dest, const char *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmemx_schar_alltoall_work_group(int team, char *dest, const char *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmemx_schar_sum_inscan_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_schar_sum_exscan_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_schar_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_schar_broadcast_work_group(int team, char *dest, const char *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
-ISHMEMI_API int ishmemx_schar_sum_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a + b, ishmem_schar_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_schar_prod_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a * b, ishmem_schar_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_schar_max_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b > a ? b : a), ishmem_schar_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_schar_min_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b < a ? b : a), ishmem_schar_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_schar_and_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a & b, ishmem_schar_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_schar_or_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a | b, ishmem_schar_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_schar_xor_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a ^ b, ishmem_schar_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_schar_sum_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a + b, ishmem_schar_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_schar_prod_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a * b, ishmem_schar_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_schar_max_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b > a ? b : a), ishmem_schar_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_schar_min_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b < a ? b : a), ishmem_schar_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_schar_and_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a & b, ishmem_schar_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_schar_or_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a | b, ishmem_schar_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_schar_xor_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a ^ b, ishmem_schar_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API char ishmem_schar_atomic_fetch(const char *source, int pe) { return as_char((char)ishmemi_amo8_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_schar_atomic_set(char *dest, char value, int pe) { ishmemi_amo8_post(dest, ISHMEMI_SET, as_char((char)value), pe); }
 ISHMEMI_API char ishmem_schar_atomic_swap(char *dest, char value, int pe) { return as_char((char)ishmemi_amo8_pe(dest, ISHMEMI_SWAP, as_char((char)value), as_char((char)0), pe)); }
@@ -223,29 +223,29 @@ ISHMEMI_API void ishmem_short_put_signal(short *dest, const short *source, size_
 ISHMEMI_API int ishmem_short_fcollect(int team, short *dest, const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmem_short_alltoall(int team, short *dest, const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmem_short_collect(int team, short *dest, const short *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(short)); }
-ISHMEMI_API int ishmem_short_sum_inscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_short_g, ishmem_short_p, 0) }
-ISHMEMI_API int ishmem_short_sum_exscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_short_g, ishmem_short_p, 1) }
+ISHMEMI_API int ishmem_short_sum_inscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_short_g, ishmem_short_p, 0, ISHMEMI_ELEM_I16) }
+ISHMEMI_API int ishmem_short_sum_exscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_short_g, ishmem_short_p, 1, ISHMEMI_ELEM_I16) }
 ISHMEMI_API int ishmem_short_broadcast(int team, short *dest, const short *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
-ISHMEMI_API int ishmem_short_sum_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a + b) }
-ISHMEMI_API int ishmem_short_prod_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a * b) }
-ISHMEMI_API int ishmem_short_max_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_short_min_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_short_and_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a & b) }
-ISHMEMI_API int ishmem_short_or_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a | b) }
-ISHMEMI_API int ishmem_short_xor_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a ^ b) }
+ISHMEMI_API int ishmem_short_sum_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a + b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_short_prod_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a * b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_short_max_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, (b > a ? b : a), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_short_min_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, (b < a ? b : a), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_short_and_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a & b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_short_or_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a | b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_short_xor_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_short_g, ishmem_short_p, a ^ b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_short_collect_work_group(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_short_fcollect_work_group(int team, short *dest, const short *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmemx_short_alltoall_work_group(int team, short *dest, const short *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmemx_short_sum_inscan_work_group(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_short_sum_exscan_work_group(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_short_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_short_broadcast_work_group(int team, short *dest, const short *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
-ISHMEMI_API int ishmemx_short_sum_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a + b, ishmem_short_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_short_prod_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a * b, ishmem_short_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_short_max_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b > a ? b : a), ishmem_short_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_short_min_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b < a ? b : a), ishmem_short_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_short_and_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a & b, ishmem_short_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_short_or_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a | b, ishmem_short_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_short_xor_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a ^ b, ishmem_short_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_short_sum_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a + b, ishmem_short_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_short_prod_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a * b, ishmem_short_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_short_max_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b > a ? b : a), ishmem_short_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_short_min_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b < a ? b : a), ishmem_short_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_short_and_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a & b, ishmem_short_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_short_or_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a | b, ishmem_short_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_short_xor_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a ^ b, ishmem_short_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_int_put(int *dest, const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 ISHMEMI_API void ishmem_int_get(int *dest, const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 ISHMEMI_API void ishmem_int_put_nbi(int *dest, const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
@@ -268,29 +268,29 @@ ISHMEMI_API void ishmem_int_put_signal(int *dest, const int *source, size_t nele
 ISHMEMI_API int ishmem_int_fcollect(int team, int *dest, const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmem_int_alltoall(int team, int *dest, const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmem_int_collect(int team, int *dest, const int *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(int)); }
-ISHMEMI_API int ishmem_int_sum_inscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int_g, ishmem_int_p, 0) }
-ISHMEMI_API int ishmem_int_sum_exscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int_g, ishmem_int_p, 1) }
+ISHMEMI_API int ishmem_int_sum_inscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int_g, ishmem_int_p, 0, ISHMEMI_ELEM_I32) }
+ISHMEMI_API int ishmem_int_sum_exscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int_g, ishmem_int_p, 1, ISHMEMI_ELEM_I32) }
 ISHMEMI_API int ishmem_int_broadcast(int team, int *dest, const int *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
-ISHMEMI_API int ishmem_int_sum_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a + b) }
-ISHMEMI_API int ishmem_int_prod_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a * b) }
-ISHMEMI_API int ishmem_int_max_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_int_min_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_int_and_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a & b) }
-ISHMEMI_API int ishmem_int_or_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a | b) }
-ISHMEMI_API int ishmem_int_xor_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a ^ b) }
+ISHMEMI_API int ishmem_int_sum_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a + b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_int_prod_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a * b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_int_max_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, (b > a ? b : a), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_int_min_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, (b < a ? b : a), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_int_and_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a & b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_int_or_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a | b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_int_xor_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int_g, ishmem_int_p, a ^ b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_int_collect_work_group(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int_fcollect_work_group(int team, int *dest, const int *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmemx_int_alltoall_work_group(int team, int *dest, const int *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmemx_int_sum_inscan_work_group(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int_sum_exscan_work_group(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int_broadcast_work_group(int team, int *dest, const int *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
-ISHMEMI_API int ishmemx_int_sum_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a + b, ishmem_int_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int_prod_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a * b, ishmem_int_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int_max_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b > a ? b : a), ishmem_int_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int_min_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b < a ? b : a), ishmem_int_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int_and_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a & b, ishmem_int_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int_or_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a | b, ishmem_int_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int_xor_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a ^ b, ishmem_int_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_int_sum_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a + b, ishmem_int_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_int_prod_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a * b, ishmem_int_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_int_max_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b > a ? b : a), ishmem_int_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_int_min_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b < a ? b : a), ishmem_int_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_int_and_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a & b, ishmem_int_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_int_or_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a | b, ishmem_int_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_int_xor_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a ^ b, ishmem_int_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmem_int_atomic_fetch(const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_int_atomic_set(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int_atomic_swap(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
@@ -328,29 +328,29 @@ ISHMEMI_API void ishmem_long_put_signal(long *dest, const long *source, size_t n
 ISHMEMI_API int ishmem_long_fcollect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_long_alltoall(int team, long *dest, const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_long_collect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
-ISHMEMI_API int ishmem_long_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_long_g, ishmem_long_p, 0) }
-ISHMEMI_API int ishmem_long_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_long_g, ishmem_long_p, 1) }
+ISHMEMI_API int ishmem_long_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_long_g, ishmem_long_p, 0, ISHMEMI_ELEM_I64) }
+ISHMEMI_API int ishmem_long_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_long_g, ishmem_long_p, 1, ISHMEMI_ELEM_I64) }
 ISHMEMI_API int ishmem_long_broadcast(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmem_long_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a + b) }
-ISHMEMI_API int ishmem_long_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a * b) }
-ISHMEMI_API int ishmem_long_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_long_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_long_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a & b) }
-ISHMEMI_API int ishmem_long_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a | b) }
-ISHMEMI_API int ishmem_long_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a ^ b) }
+ISHMEMI_API int ishmem_long_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a + b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_long_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a * b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_long_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, (b > a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_long_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, (b < a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_long_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a & b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_long_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a | b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_long_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_long_g, ishmem_long_p, a ^ b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_long_collect_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_long_fcollect_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_long_alltoall_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_long_sum_inscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_long_sum_exscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_long_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_long_broadcast_work_group(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmemx_long_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_long_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_long_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_long_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_long_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_long_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_long_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_long_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_long_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_long_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_long_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_long_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_long_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_long_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_long_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_long_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_long_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_long_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_long_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_long_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_long_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_long_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_long_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_long_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_long_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_long_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_long_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_long_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API long ishmem_long_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_long_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_long_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -388,29 +388,29 @@ ISHMEMI_API void ishmem_longlong_put_signal(long *dest, const long *source, size
 ISHMEMI_API int ishmem_longlong_fcollect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_longlong_alltoall(int team, long *dest, const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_longlong_collect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
-ISHMEMI_API int ishmem_longlong_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_longlong_g, ishmem_longlong_p, 0) }
-ISHMEMI_API int ishmem_longlong_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_longlong_g, ishmem_longlong_p, 1) }
+ISHMEMI_API int ishmem_longlong_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_longlong_g, ishmem_longlong_p, 0, ISHMEMI_ELEM_I64) }
+ISHMEMI_API int ishmem_longlong_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_longlong_g, ishmem_longlong_p, 1, ISHMEMI_ELEM_I64) }
 ISHMEMI_API int ishmem_longlong_broadcast(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmem_longlong_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a + b) }
-ISHMEMI_API int ishmem_longlong_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a * b) }
-ISHMEMI_API int ishmem_longlong_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_longlong_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_longlong_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a & b) }
-ISHMEMI_API int ishmem_longlong_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a | b) }
-ISHMEMI_API int ishmem_longlong_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a ^ b) }
+ISHMEMI_API int ishmem_longlong_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a + b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_longlong_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a * b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_longlong_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, (b > a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_longlong_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, (b < a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_longlong_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a & b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_longlong_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a | b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_longlong_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_longlong_g, ishmem_longlong_p, a ^ b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_longlong_collect_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_longlong_fcollect_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_longlong_alltoall_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_longlong_sum_inscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_longlong_sum_exscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_longlong_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_longlong_broadcast_work_group(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmemx_longlong_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_longlong_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_longlong_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_longlong_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_longlong_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_longlong_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_longlong_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_longlong_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_longlong_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_longlong_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_longlong_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_longlong_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_longlong_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_longlong_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_longlong_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_longlong_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_longlong_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_longlong_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_longlong_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_longlong_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_longlong_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_longlong_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_longlong_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_longlong_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_longlong_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_longlong_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_longlong_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_longlong_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API long ishmem_longlong_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_longlong_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_longlong_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -448,29 +448,29 @@ ISHMEMI_API void ishmem_uchar_put_signal(uchar *dest, const uchar *source, size_
 ISHMEMI_API int ishmem_uchar_fcollect(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmem_uchar_alltoall(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmem_uchar_collect(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uchar)); }
-ISHMEMI_API int ishmem_uchar_sum_inscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uchar_g, ishmem_uchar_p, 0) }
-ISHMEMI_API int ishmem_uchar_sum_exscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uchar_g, ishmem_uchar_p, 1) }
+ISHMEMI_API int ishmem_uchar_sum_inscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uchar_g, ishmem_uchar_p, 0, ISHMEMI_ELEM_U8) }
+ISHMEMI_API int ishmem_uchar_sum_exscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uchar_g, ishmem_uchar_p, 1, ISHMEMI_ELEM_U8) }
 ISHMEMI_API int ishmem_uchar_broadcast(int team, uchar *dest, const uchar *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
-ISHMEMI_API int ishmem_uchar_sum_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a + b) }
-ISHMEMI_API int ishmem_uchar_prod_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a * b) }
-ISHMEMI_API int ishmem_uchar_max_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_uchar_min_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_uchar_and_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a & b) }
-ISHMEMI_API int ishmem_uchar_or_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a | b) }
-ISHMEMI_API int ishmem_uchar_xor_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a ^ b) }
+ISHMEMI_API int ishmem_uchar_sum_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a + b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_uchar_prod_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a * b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_uchar_max_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, (b > a ? b : a), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_uchar_min_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, (b < a ? b : a), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_uchar_and_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a & b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_uchar_or_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a | b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_uchar_xor_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uchar_g, ishmem_uchar_p, a ^ b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_uchar_collect_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uchar_fcollect_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmemx_uchar_alltoall_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmemx_uchar_sum_inscan_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uchar_sum_exscan_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uchar_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uchar_broadcast_work_group(int team, uchar *dest, const uchar *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
-ISHMEMI_API int ishmemx_uchar_sum_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a + b, ishmem_uchar_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uchar_prod_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a * b, ishmem_uchar_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uchar_max_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b > a ? b : a), ishmem_uchar_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uchar_min_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b < a ? b : a), ishmem_uchar_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uchar_and_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a & b, ishmem_uchar_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uchar_or_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a | b, ishmem_uchar_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uchar_xor_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a ^ b, ishmem_uchar_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_uchar_sum_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a + b, ishmem_uchar_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_uchar_prod_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a * b, ishmem_uchar_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_uchar_max_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b > a ? b : a), ishmem_uchar_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_uchar_min_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b < a ? b : a), ishmem_uchar_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_uchar_and_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a & b, ishmem_uchar_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_uchar_or_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a | b, ishmem_uchar_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_uchar_xor_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a ^ b, ishmem_uchar_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_ushort_put(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 ISHMEMI_API void ishmem_ushort_get(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 ISHMEMI_API void ishmem_ushort_put_nbi(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
@@ -493,29 +493,29 @@ ISHMEMI_API void ishmem_ushort_put_signal(ushort *dest, const ushort *source, si
 ISHMEMI_API int ishmem_ushort_fcollect(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmem_ushort_alltoall(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmem_ushort_collect(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ushort)); }
-ISHMEMI_API int ishmem_ushort_sum_inscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_ushort_g, ishmem_ushort_p, 0) }
-ISHMEMI_API int ishmem_ushort_sum_exscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_ushort_g, ishmem_ushort_p, 1) }
+ISHMEMI_API int ishmem_ushort_sum_inscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_ushort_g, ishmem_ushort_p, 0, ISHMEMI_ELEM_U16) }
+ISHMEMI_API int ishmem_ushort_sum_exscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_ushort_g, ishmem_ushort_p, 1, ISHMEMI_ELEM_U16) }
 ISHMEMI_API int ishmem_ushort_broadcast(int team, ushort *dest, const ushort *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
-ISHMEMI_API int ishmem_ushort_sum_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a + b) }
-ISHMEMI_API int ishmem_ushort_prod_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a * b) }
-ISHMEMI_API int ishmem_ushort_max_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_ushort_min_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_ushort_and_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a & b) }
-ISHMEMI_API int ishmem_ushort_or_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a | b) }
-ISHMEMI_API int ishmem_ushort_xor_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a ^ b) }
+ISHMEMI_API int ishmem_ushort_sum_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a + b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_ushort_prod_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a * b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_ushort_max_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, (b > a ? b : a), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_ushort_min_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, (b < a ? b : a), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_ushort_and_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a & b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_ushort_or_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a | b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_ushort_xor_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_ushort_g, ishmem_ushort_p, a ^ b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_ushort_collect_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ushort_fcollect_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmemx_ushort_alltoall_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmemx_ushort_sum_inscan_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ushort_sum_exscan_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ushort_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ushort_broadcast_work_group(int team, ushort *dest, const ushort *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
-ISHMEMI_API int ishmemx_ushort_sum_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a + b, ishmem_ushort_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ushort_prod_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a * b, ishmem_ushort_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ushort_max_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b > a ? b : a), ishmem_ushort_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ushort_min_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b < a ? b : a), ishmem_ushort_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ushort_and_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a & b, ishmem_ushort_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ushort_or_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a | b, ishmem_ushort_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ushort_xor_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a ^ b, ishmem_ushort_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_ushort_sum_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a + b, ishmem_ushort_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_ushort_prod_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a * b, ishmem_ushort_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_ushort_max_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b > a ? b : a), ishmem_ushort_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_ushort_min_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b < a ? b : a), ishmem_ushort_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_ushort_and_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a & b, ishmem_ushort_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_ushort_or_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a | b, ishmem_ushort_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_ushort_xor_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a ^ b, ishmem_ushort_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_uint_put(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 ISHMEMI_API void ishmem_uint_get(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 ISHMEMI_API void ishmem_uint_put_nbi(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
@@ -538,29 +538,29 @@ ISHMEMI_API void ishmem_uint_put_signal(uint *dest, const uint *source, size_t n
 ISHMEMI_API int ishmem_uint_fcollect(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmem_uint_alltoall(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmem_uint_collect(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uint)); }
-ISHMEMI_API int ishmem_uint_sum_inscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint_g, ishmem_uint_p, 0) }
-ISHMEMI_API int ishmem_uint_sum_exscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint_g, ishmem_uint_p, 1) }
+ISHMEMI_API int ishmem_uint_sum_inscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint_g, ishmem_uint_p, 0, ISHMEMI_ELEM_U32) }
+ISHMEMI_API int ishmem_uint_sum_exscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint_g, ishmem_uint_p, 1, ISHMEMI_ELEM_U32) }
 ISHMEMI_API int ishmem_uint_broadcast(int team, uint *dest, const uint *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
-ISHMEMI_API int ishmem_uint_sum_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a + b) }
-ISHMEMI_API int ishmem_uint_prod_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a * b) }
-ISHMEMI_API int ishmem_uint_max_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_uint_min_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_uint_and_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a & b) }
-ISHMEMI_API int ishmem_uint_or_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a | b) }
-ISHMEMI_API int ishmem_uint_xor_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a ^ b) }
+ISHMEMI_API int ishmem_uint_sum_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a + b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_uint_prod_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a * b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_uint_max_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, (b > a ? b : a), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_uint_min_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, (b < a ? b : a), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_uint_and_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a & b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_uint_or_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a | b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_uint_xor_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint_g, ishmem_uint_p, a ^ b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_uint_collect_work_group(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint_fcollect_work_group(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmemx_uint_alltoall_work_group(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmemx_uint_sum_inscan_work_group(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint_sum_exscan_work_group(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint_broadcast_work_group(int team, uint *dest, const uint *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
-ISHMEMI_API int ishmemx_uint_sum_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a + b, ishmem_uint_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint_prod_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a * b, ishmem_uint_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint_max_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b > a ? b : a), ishmem_uint_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint_min_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b < a ? b : a), ishmem_uint_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint_and_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a & b, ishmem_uint_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint_or_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a | b, ishmem_uint_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint_xor_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a ^ b, ishmem_uint_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_uint_sum_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a + b, ishmem_uint_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_uint_prod_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a * b, ishmem_uint_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_uint_max_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b > a ? b : a), ishmem_uint_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_uint_min_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b < a ? b : a), ishmem_uint_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_uint_and_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a & b, ishmem_uint_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_uint_or_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a | b, ishmem_uint_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_uint_xor_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a ^ b, ishmem_uint_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API uint ishmem_uint_atomic_fetch(const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_uint_atomic_set(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint_atomic_swap(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
@@ -604,29 +604,29 @@ ISHMEMI_API void ishmem_ulong_put_signal(ulong *dest, const ulong *source, size_
 ISHMEMI_API int ishmem_ulong_fcollect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_ulong_alltoall(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_ulong_collect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
-ISHMEMI_API int ishmem_ulong_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulong_g, ishmem_ulong_p, 0) }
-ISHMEMI_API int ishmem_ulong_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulong_g, ishmem_ulong_p, 1) }
+ISHMEMI_API int ishmem_ulong_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulong_g, ishmem_ulong_p, 0, ISHMEMI_ELEM_U64) }
+ISHMEMI_API int ishmem_ulong_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulong_g, ishmem_ulong_p, 1, ISHMEMI_ELEM_U64) }
 ISHMEMI_API int ishmem_ulong_broadcast(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmem_ulong_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a + b) }
-ISHMEMI_API int ishmem_ulong_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a * b) }
-ISHMEMI_API int ishmem_ulong_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_ulong_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_ulong_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a & b) }
-ISHMEMI_API int ishmem_ulong_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a | b) }
-ISHMEMI_API int ishmem_ulong_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a ^ b) }
+ISHMEMI_API int ishmem_ulong_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a + b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_ulong_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a * b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_ulong_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, (b > a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_ulong_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, (b < a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_ulong_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a & b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_ulong_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a | b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_ulong_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulong_g, ishmem_ulong_p, a ^ b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_ulong_collect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ulong_fcollect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_ulong_alltoall_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_ulong_sum_inscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ulong_sum_exscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulong_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ulong_broadcast_work_group(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmemx_ulong_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_ulong_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulong_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_ulong_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulong_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_ulong_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulong_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_ulong_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulong_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_ulong_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulong_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_ulong_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulong_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_ulong_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_ulong_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_ulong_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_ulong_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_ulong_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_ulong_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_ulong_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_ulong_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_ulong_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_ulong_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_ulong_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_ulong_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_ulong_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_ulong_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_ulong_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API ulong ishmem_ulong_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_ulong_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulong_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -670,29 +670,29 @@ ISHMEMI_API void ishmem_ulonglong_put_signal(ulong *dest, const ulong *source, s
 ISHMEMI_API int ishmem_ulonglong_fcollect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_ulonglong_alltoall(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_ulonglong_collect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
-ISHMEMI_API int ishmem_ulonglong_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, 0) }
-ISHMEMI_API int ishmem_ulonglong_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, 1) }
+ISHMEMI_API int ishmem_ulonglong_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, 0, ISHMEMI_ELEM_U64) }
+ISHMEMI_API int ishmem_ulonglong_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, 1, ISHMEMI_ELEM_U64) }
 ISHMEMI_API int ishmem_ulonglong_broadcast(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmem_ulonglong_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a + b) }
-ISHMEMI_API int ishmem_ulonglong_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a * b) }
-ISHMEMI_API int ishmem_ulonglong_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_ulonglong_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_ulonglong_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a & b) }
-ISHMEMI_API int ishmem_ulonglong_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a | b) }
-ISHMEMI_API int ishmem_ulonglong_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a ^ b) }
+ISHMEMI_API int ishmem_ulonglong_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a + b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_ulonglong_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a * b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_ulonglong_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, (b > a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_ulonglong_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, (b < a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_ulonglong_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a & b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_ulonglong_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a | b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_ulonglong_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_ulonglong_g, ishmem_ulonglong_p, a ^ b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_ulonglong_collect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ulonglong_fcollect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_ulonglong_alltoall_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_ulonglong_sum_inscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ulonglong_sum_exscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ulonglong_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ulonglong_broadcast_work_group(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmemx_ulonglong_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_ulonglong_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulonglong_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_ulonglong_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulonglong_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_ulonglong_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulonglong_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_ulonglong_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulonglong_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_ulonglong_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulonglong_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_ulonglong_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ulonglong_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_ulonglong_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_ulonglong_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_ulonglong_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_ulonglong_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_ulonglong_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_ulonglong_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_ulonglong_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_ulonglong_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_ulonglong_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_ulonglong_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_ulonglong_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_ulonglong_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_ulonglong_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_ulonglong_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_ulonglong_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_ulonglong_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_ulonglong_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -736,29 +736,29 @@ ISHMEMI_API void ishmem_int8_put_signal(char *dest, const char *source, size_t n
 ISHMEMI_API int ishmem_int8_fcollect(int team, char *dest, const char *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmem_int8_alltoall(int team, char *dest, const char *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmem_int8_collect(int team, char *dest, const char *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(char)); }
-ISHMEMI_API int ishmem_int8_sum_inscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_int8_g, ishmem_int8_p, 0) }
-ISHMEMI_API int ishmem_int8_sum_exscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_int8_g, ishmem_int8_p, 1) }
+ISHMEMI_API int ishmem_int8_sum_inscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_int8_g, ishmem_int8_p, 0, ISHMEMI_ELEM_I8) }
+ISHMEMI_API int ishmem_int8_sum_exscan(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_SCAN(char, ishmem_int8_g, ishmem_int8_p, 1, ISHMEMI_ELEM_I8) }
 ISHMEMI_API int ishmem_int8_broadcast(int team, char *dest, const char *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
-ISHMEMI_API int ishmem_int8_sum_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a + b) }
-ISHMEMI_API int ishmem_int8_prod_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a * b) }
-ISHMEMI_API int ishmem_int8_max_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_int8_min_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_int8_and_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a & b) }
-ISHMEMI_API int ishmem_int8_or_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a | b) }
-ISHMEMI_API int ishmem_int8_xor_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a ^ b) }
+ISHMEMI_API int ishmem_int8_sum_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a + b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_int8_prod_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a * b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_int8_max_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, (b > a ? b : a), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_int8_min_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, (b < a ? b : a), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_int8_and_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a & b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_int8_or_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a | b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_int8_xor_reduce(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_REDUCE(char, ishmem_int8_g, ishmem_int8_p, a ^ b, ISHMEMI_ELEM_I8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_int8_collect_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int8_fcollect_work_group(int team, char *dest, const char *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmemx_int8_alltoall_work_group(int team, char *dest, const char *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(char)); }
 ISHMEMI_API int ishmemx_int8_sum_inscan_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int8_sum_exscan_work_group(int team, char *dest, const char *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int8_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int8_broadcast_work_group(int team, char *dest, const char *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(char), PE_root); }
-ISHMEMI_API int ishmemx_int8_sum_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a + b, ishmem_int8_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int8_prod_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a * b, ishmem_int8_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int8_max_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b > a ? b : a), ishmem_int8_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int8_min_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b < a ? b : a), ishmem_int8_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int8_and_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a & b, ishmem_int8_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int8_or_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a | b, ishmem_int8_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int8_xor_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a ^ b, ishmem_int8_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_int8_sum_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a + b, ishmem_int8_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_int8_prod_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a * b, ishmem_int8_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_int8_max_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b > a ? b : a), ishmem_int8_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_int8_min_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, (b < a ? b : a), ishmem_int8_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_int8_and_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a & b, ishmem_int8_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_int8_or_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a | b, ishmem_int8_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_int8_xor_reduce_work_group(int team, char *dest, const char *source, size_t nreduce) { ISHMEMI_WG_REDUCE(char, a ^ b, ishmem_int8_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_int16_put(short *dest, const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 ISHMEMI_API void ishmem_int16_get(short *dest, const short *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(short), pe, 0); }
 ISHMEMI_API void ishmem_int16_put_nbi(short *dest, const short *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
@@ -781,29 +781,29 @@ ISHMEMI_API void ishmem_int16_put_signal(short *dest, const short *source, size_
 ISHMEMI_API int ishmem_int16_fcollect(int team, short *dest, const short *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmem_int16_alltoall(int team, short *dest, const short *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmem_int16_collect(int team, short *dest, const short *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(short)); }
-ISHMEMI_API int ishmem_int16_sum_inscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_int16_g, ishmem_int16_p, 0) }
-ISHMEMI_API int ishmem_int16_sum_exscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_int16_g, ishmem_int16_p, 1) }
+ISHMEMI_API int ishmem_int16_sum_inscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_int16_g, ishmem_int16_p, 0, ISHMEMI_ELEM_I16) }
+ISHMEMI_API int ishmem_int16_sum_exscan(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_SCAN(short, ishmem_int16_g, ishmem_int16_p, 1, ISHMEMI_ELEM_I16) }
 ISHMEMI_API int ishmem_int16_broadcast(int team, short *dest, const short *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
-ISHMEMI_API int ishmem_int16_sum_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a + b) }
-ISHMEMI_API int ishmem_int16_prod_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a * b) }
-ISHMEMI_API int ishmem_int16_max_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_int16_min_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_int16_and_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a & b) }
-ISHMEMI_API int ishmem_int16_or_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a | b) }
-ISHMEMI_API int ishmem_int16_xor_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a ^ b) }
+ISHMEMI_API int ishmem_int16_sum_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a + b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_int16_prod_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a * b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_int16_max_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, (b > a ? b : a), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_int16_min_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, (b < a ? b : a), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_int16_and_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a & b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_int16_or_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a | b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_int16_xor_reduce(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_REDUCE(short, ishmem_int16_g, ishmem_int16_p, a ^ b, ISHMEMI_ELEM_I16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_int16_collect_work_group(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int16_fcollect_work_group(int team, short *dest, const short *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmemx_int16_alltoall_work_group(int team, short *dest, const short *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(short)); }
 ISHMEMI_API int ishmemx_int16_sum_inscan_work_group(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int16_sum_exscan_work_group(int team, short *dest, const short *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int16_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int16_broadcast_work_group(int team, short *dest, const short *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(short), PE_root); }
-ISHMEMI_API int ishmemx_int16_sum_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a + b, ishmem_int16_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int16_prod_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a * b, ishmem_int16_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int16_max_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b > a ? b : a), ishmem_int16_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int16_min_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b < a ? b : a), ishmem_int16_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int16_and_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a & b, ishmem_int16_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int16_or_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a | b, ishmem_int16_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int16_xor_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a ^ b, ishmem_int16_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_int16_sum_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a + b, ishmem_int16_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_int16_prod_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a * b, ishmem_int16_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_int16_max_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b > a ? b : a), ishmem_int16_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_int16_min_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, (b < a ? b : a), ishmem_int16_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_int16_and_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a & b, ishmem_int16_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_int16_or_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a | b, ishmem_int16_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_int16_xor_reduce_work_group(int team, short *dest, const short *source, size_t nreduce) { ISHMEMI_WG_REDUCE(short, a ^ b, ishmem_int16_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_int32_put(int *dest, const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 ISHMEMI_API void ishmem_int32_get(int *dest, const int *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(int), pe, 0); }
 ISHMEMI_API void ishmem_int32_put_nbi(int *dest, const int *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
@@ -826,29 +826,29 @@ ISHMEMI_API void ishmem_int32_put_signal(int *dest, const int *source, size_t ne
 ISHMEMI_API int ishmem_int32_fcollect(int team, int *dest, const int *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmem_int32_alltoall(int team, int *dest, const int *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmem_int32_collect(int team, int *dest, const int *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(int)); }
-ISHMEMI_API int ishmem_int32_sum_inscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int32_g, ishmem_int32_p, 0) }
-ISHMEMI_API int ishmem_int32_sum_exscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int32_g, ishmem_int32_p, 1) }
+ISHMEMI_API int ishmem_int32_sum_inscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int32_g, ishmem_int32_p, 0, ISHMEMI_ELEM_I32) }
+ISHMEMI_API int ishmem_int32_sum_exscan(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_SCAN(int, ishmem_int32_g, ishmem_int32_p, 1, ISHMEMI_ELEM_I32) }
 ISHMEMI_API int ishmem_int32_broadcast(int team, int *dest, const int *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
-ISHMEMI_API int ishmem_int32_sum_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a + b) }
-ISHMEMI_API int ishmem_int32_prod_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a * b) }
-ISHMEMI_API int ishmem_int32_max_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_int32_min_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_int32_and_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a & b) }
-ISHMEMI_API int ishmem_int32_or_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a | b) }
-ISHMEMI_API int ishmem_int32_xor_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a ^ b) }
+ISHMEMI_API int ishmem_int32_sum_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a + b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_int32_prod_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a * b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_int32_max_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, (b > a ? b : a), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_int32_min_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, (b < a ? b : a), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_int32_and_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a & b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_int32_or_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a | b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_int32_xor_reduce(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_REDUCE(int, ishmem_int32_g, ishmem_int32_p, a ^ b, ISHMEMI_ELEM_I32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_int32_collect_work_group(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int32_fcollect_work_group(int team, int *dest, const int *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmemx_int32_alltoall_work_group(int team, int *dest, const int *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(int)); }
 ISHMEMI_API int ishmemx_int32_sum_inscan_work_group(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int32_sum_exscan_work_group(int team, int *dest, const int *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int32_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int32_broadcast_work_group(int team, int *dest, const int *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(int), PE_root); }
-ISHMEMI_API int ishmemx_int32_sum_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a + b, ishmem_int32_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int32_prod_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a * b, ishmem_int32_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int32_max_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b > a ? b : a), ishmem_int32_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int32_min_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b < a ? b : a), ishmem_int32_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int32_and_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a & b, ishmem_int32_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int32_or_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a | b, ishmem_int32_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int32_xor_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a ^ b, ishmem_int32_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_int32_sum_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a + b, ishmem_int32_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_int32_prod_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a * b, ishmem_int32_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_int32_max_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b > a ? b : a), ishmem_int32_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_int32_min_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, (b < a ? b : a), ishmem_int32_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_int32_and_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a & b, ishmem_int32_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_int32_or_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a | b, ishmem_int32_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_int32_xor_reduce_work_group(int team, int *dest, const int *source, size_t nreduce) { ISHMEMI_WG_REDUCE(int, a ^ b, ishmem_int32_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmem_int32_atomic_fetch(const int *source, int pe) { return as_int((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_int32_atomic_set(int *dest, int value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((int)value), pe); }
 ISHMEMI_API int ishmem_int32_atomic_swap(int *dest, int value, int pe) { return as_int((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((int)value), as_int((int)0), pe)); }
@@ -892,29 +892,29 @@ ISHMEMI_API void ishmem_int64_put_signal(long *dest, const long *source, size_t 
 ISHMEMI_API int ishmem_int64_fcollect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_int64_alltoall(int team, long *dest, const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_int64_collect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
-ISHMEMI_API int ishmem_int64_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_int64_g, ishmem_int64_p, 0) }
-ISHMEMI_API int ishmem_int64_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_int64_g, ishmem_int64_p, 1) }
+ISHMEMI_API int ishmem_int64_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_int64_g, ishmem_int64_p, 0, ISHMEMI_ELEM_I64) }
+ISHMEMI_API int ishmem_int64_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_int64_g, ishmem_int64_p, 1, ISHMEMI_ELEM_I64) }
 ISHMEMI_API int ishmem_int64_broadcast(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmem_int64_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a + b) }
-ISHMEMI_API int ishmem_int64_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a * b) }
-ISHMEMI_API int ishmem_int64_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_int64_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_int64_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a & b) }
-ISHMEMI_API int ishmem_int64_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a | b) }
-ISHMEMI_API int ishmem_int64_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a ^ b) }
+ISHMEMI_API int ishmem_int64_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a + b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_int64_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a * b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_int64_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, (b > a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_int64_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, (b < a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_int64_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a & b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_int64_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a | b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_int64_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_int64_g, ishmem_int64_p, a ^ b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_int64_collect_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int64_fcollect_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_int64_alltoall_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_int64_sum_inscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int64_sum_exscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_int64_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_int64_broadcast_work_group(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmemx_int64_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_int64_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int64_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_int64_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int64_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_int64_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int64_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_int64_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int64_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_int64_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int64_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_int64_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_int64_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_int64_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_int64_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_int64_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_int64_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_int64_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_int64_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_int64_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_int64_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_int64_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_int64_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_int64_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_int64_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_int64_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_int64_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_int64_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API long ishmem_int64_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_int64_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_int64_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }
@@ -958,29 +958,29 @@ ISHMEMI_API void ishmem_uint8_put_signal(uchar *dest, const uchar *source, size_
 ISHMEMI_API int ishmem_uint8_fcollect(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmem_uint8_alltoall(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmem_uint8_collect(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uchar)); }
-ISHMEMI_API int ishmem_uint8_sum_inscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uint8_g, ishmem_uint8_p, 0) }
-ISHMEMI_API int ishmem_uint8_sum_exscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uint8_g, ishmem_uint8_p, 1) }
+ISHMEMI_API int ishmem_uint8_sum_inscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uint8_g, ishmem_uint8_p, 0, ISHMEMI_ELEM_U8) }
+ISHMEMI_API int ishmem_uint8_sum_exscan(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_SCAN(uchar, ishmem_uint8_g, ishmem_uint8_p, 1, ISHMEMI_ELEM_U8) }
 ISHMEMI_API int ishmem_uint8_broadcast(int team, uchar *dest, const uchar *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
-ISHMEMI_API int ishmem_uint8_sum_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a + b) }
-ISHMEMI_API int ishmem_uint8_prod_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a * b) }
-ISHMEMI_API int ishmem_uint8_max_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_uint8_min_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_uint8_and_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a & b) }
-ISHMEMI_API int ishmem_uint8_or_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a | b) }
-ISHMEMI_API int ishmem_uint8_xor_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a ^ b) }
+ISHMEMI_API int ishmem_uint8_sum_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a + b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_uint8_prod_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a * b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_uint8_max_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, (b > a ? b : a), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_uint8_min_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, (b < a ? b : a), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_uint8_and_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a & b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_uint8_or_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a | b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_uint8_xor_reduce(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_REDUCE(uchar, ishmem_uint8_g, ishmem_uint8_p, a ^ b, ISHMEMI_ELEM_U8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_uint8_collect_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint8_fcollect_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmemx_uint8_alltoall_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(uchar)); }
 ISHMEMI_API int ishmemx_uint8_sum_inscan_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint8_sum_exscan_work_group(int team, uchar *dest, const uchar *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint8_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint8_broadcast_work_group(int team, uchar *dest, const uchar *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(uchar), PE_root); }
-ISHMEMI_API int ishmemx_uint8_sum_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a + b, ishmem_uint8_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint8_prod_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a * b, ishmem_uint8_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint8_max_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b > a ? b : a), ishmem_uint8_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint8_min_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b < a ? b : a), ishmem_uint8_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint8_and_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a & b, ishmem_uint8_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint8_or_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a | b, ishmem_uint8_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint8_xor_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a ^ b, ishmem_uint8_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_uint8_sum_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a + b, ishmem_uint8_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_uint8_prod_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a * b, ishmem_uint8_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_uint8_max_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b > a ? b : a), ishmem_uint8_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_uint8_min_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, (b < a ? b : a), ishmem_uint8_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_uint8_and_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a & b, ishmem_uint8_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_uint8_or_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a | b, ishmem_uint8_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_uint8_xor_reduce_work_group(int team, uchar *dest, const uchar *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uchar, a ^ b, ishmem_uint8_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U8 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_uint16_put(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 ISHMEMI_API void ishmem_uint16_get(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(ushort), pe, 0); }
 ISHMEMI_API void ishmem_uint16_put_nbi(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
@@ -1003,29 +1003,29 @@ ISHMEMI_API void ishmem_uint16_put_signal(ushort *dest, const ushort *source, si
 ISHMEMI_API int ishmem_uint16_fcollect(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmem_uint16_alltoall(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmem_uint16_collect(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ushort)); }
-ISHMEMI_API int ishmem_uint16_sum_inscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_uint16_g, ishmem_uint16_p, 0) }
-ISHMEMI_API int ishmem_uint16_sum_exscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_uint16_g, ishmem_uint16_p, 1) }
+ISHMEMI_API int ishmem_uint16_sum_inscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_uint16_g, ishmem_uint16_p, 0, ISHMEMI_ELEM_U16) }
+ISHMEMI_API int ishmem_uint16_sum_exscan(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_SCAN(ushort, ishmem_uint16_g, ishmem_uint16_p, 1, ISHMEMI_ELEM_U16) }
 ISHMEMI_API int ishmem_uint16_broadcast(int team, ushort *dest, const ushort *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
-ISHMEMI_API int ishmem_uint16_sum_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a + b) }
-ISHMEMI_API int ishmem_uint16_prod_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a * b) }
-ISHMEMI_API int ishmem_uint16_max_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_uint16_min_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_uint16_and_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a & b) }
-ISHMEMI_API int ishmem_uint16_or_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a | b) }
-ISHMEMI_API int ishmem_uint16_xor_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a ^ b) }
+ISHMEMI_API int ishmem_uint16_sum_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a + b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_uint16_prod_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a * b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_uint16_max_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, (b > a ? b : a), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_uint16_min_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, (b < a ? b : a), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_uint16_and_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a & b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_uint16_or_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a | b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_uint16_xor_reduce(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_REDUCE(ushort, ishmem_uint16_g, ishmem_uint16_p, a ^ b, ISHMEMI_ELEM_U16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_uint16_collect_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint16_fcollect_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmemx_uint16_alltoall_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(ushort)); }
 ISHMEMI_API int ishmemx_uint16_sum_inscan_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint16_sum_exscan_work_group(int team, ushort *dest, const ushort *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint16_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint16_broadcast_work_group(int team, ushort *dest, const ushort *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(ushort), PE_root); }
-ISHMEMI_API int ishmemx_uint16_sum_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a + b, ishmem_uint16_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint16_prod_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a * b, ishmem_uint16_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint16_max_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b > a ? b : a), ishmem_uint16_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint16_min_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b < a ? b : a), ishmem_uint16_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint16_and_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a & b, ishmem_uint16_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint16_or_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a | b, ishmem_uint16_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint16_xor_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a ^ b, ishmem_uint16_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_uint16_sum_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a + b, ishmem_uint16_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_uint16_prod_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a * b, ishmem_uint16_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_uint16_max_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b > a ? b : a), ishmem_uint16_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_uint16_min_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, (b < a ? b : a), ishmem_uint16_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_uint16_and_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a & b, ishmem_uint16_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_uint16_or_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a | b, ishmem_uint16_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_uint16_xor_reduce_work_group(int team, ushort *dest, const ushort *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ushort, a ^ b, ishmem_uint16_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U16 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API void ishmem_uint32_put(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 ISHMEMI_API void ishmem_uint32_get(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_get_bytes(dest, source, nelems * sizeof(uint), pe, 0); }
 ISHMEMI_API void ishmem_uint32_put_nbi(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
@@ -1048,29 +1048,29 @@ ISHMEMI_API void ishmem_uint32_put_signal(uint *dest, const uint *source, size_t
 ISHMEMI_API int ishmem_uint32_fcollect(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmem_uint32_alltoall(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmem_uint32_collect(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(uint)); }
-ISHMEMI_API int ishmem_uint32_sum_inscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint32_g, ishmem_uint32_p, 0) }
-ISHMEMI_API int ishmem_uint32_sum_exscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint32_g, ishmem_uint32_p, 1) }
+ISHMEMI_API int ishmem_uint32_sum_inscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint32_g, ishmem_uint32_p, 0, ISHMEMI_ELEM_U32) }
+ISHMEMI_API int ishmem_uint32_sum_exscan(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_SCAN(uint, ishmem_uint32_g, ishmem_uint32_p, 1, ISHMEMI_ELEM_U32) }
 ISHMEMI_API int ishmem_uint32_broadcast(int team, uint *dest, const uint *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
-ISHMEMI_API int ishmem_uint32_sum_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a + b) }
-ISHMEMI_API int ishmem_uint32_prod_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a * b) }
-ISHMEMI_API int ishmem_uint32_max_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_uint32_min_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_uint32_and_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a & b) }
-ISHMEMI_API int ishmem_uint32_or_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a | b) }
-ISHMEMI_API int ishmem_uint32_xor_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a ^ b) }
+ISHMEMI_API int ishmem_uint32_sum_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a + b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_uint32_prod_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a * b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_uint32_max_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, (b > a ? b : a), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_uint32_min_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, (b < a ? b : a), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_uint32_and_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a & b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_uint32_or_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a | b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_uint32_xor_reduce(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_REDUCE(uint, ishmem_uint32_g, ishmem_uint32_p, a ^ b, ISHMEMI_ELEM_U32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_uint32_collect_work_group(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint32_fcollect_work_group(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmemx_uint32_alltoall_work_group(int team, uint *dest, const uint *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(uint)); }
 ISHMEMI_API int ishmemx_uint32_sum_inscan_work_group(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint32_sum_exscan_work_group(int team, uint *dest, const uint *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint32_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint32_broadcast_work_group(int team, uint *dest, const uint *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(uint), PE_root); }
-ISHMEMI_API int ishmemx_uint32_sum_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a + b, ishmem_uint32_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint32_prod_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a * b, ishmem_uint32_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint32_max_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b > a ? b : a), ishmem_uint32_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint32_min_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b < a ? b : a), ishmem_uint32_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint32_and_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a & b, ishmem_uint32_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint32_or_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a | b, ishmem_uint32_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint32_xor_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a ^ b, ishmem_uint32_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_uint32_sum_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a + b, ishmem_uint32_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_uint32_prod_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a * b, ishmem_uint32_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_uint32_max_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b > a ? b : a), ishmem_uint32_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_uint32_min_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, (b < a ? b : a), ishmem_uint32_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_uint32_and_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a & b, ishmem_uint32_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_uint32_or_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a | b, ishmem_uint32_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_uint32_xor_reduce_work_group(int team, uint *dest, const uint *source, size_t nreduce) { ISHMEMI_WG_REDUCE(uint, a ^ b, ishmem_uint32_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U32 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API uint ishmem_uint32_atomic_fetch(const uint *source, int pe) { return as_uint((int)ishmemi_amo32_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_uint32_atomic_set(uint *dest, uint value, int pe) { ishmemi_amo32_post(dest, ISHMEMI_SET, as_int((uint)value), pe); }
 ISHMEMI_API uint ishmem_uint32_atomic_swap(uint *dest, uint value, int pe) { return as_uint((int)ishmemi_amo32_pe(dest, ISHMEMI_SWAP, as_int((uint)value), as_int((uint)0), pe)); }
@@ -1114,29 +1114,29 @@ ISHMEMI_API void ishmem_uint64_put_signal(ulong *dest, const ulong *source, size
 ISHMEMI_API int ishmem_uint64_fcollect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_uint64_alltoall(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_uint64_collect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
-ISHMEMI_API int ishmem_uint64_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_uint64_g, ishmem_uint64_p, 0) }
-ISHMEMI_API int ishmem_uint64_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_uint64_g, ishmem_uint64_p, 1) }
+ISHMEMI_API int ishmem_uint64_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_uint64_g, ishmem_uint64_p, 0, ISHMEMI_ELEM_U64) }
+ISHMEMI_API int ishmem_uint64_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_uint64_g, ishmem_uint64_p, 1, ISHMEMI_ELEM_U64) }
 ISHMEMI_API int ishmem_uint64_broadcast(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmem_uint64_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a + b) }
-ISHMEMI_API int ishmem_uint64_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a * b) }
-ISHMEMI_API int ishmem_uint64_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_uint64_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_uint64_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a & b) }
-ISHMEMI_API int ishmem_uint64_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a | b) }
-ISHMEMI_API int ishmem_uint64_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a ^ b) }
+ISHMEMI_API int ishmem_uint64_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a + b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_uint64_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a * b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_uint64_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, (b > a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_uint64_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, (b < a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_uint64_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a & b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_uint64_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a | b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_uint64_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_uint64_g, ishmem_uint64_p, a ^ b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_uint64_collect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint64_fcollect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_uint64_alltoall_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_uint64_sum_inscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint64_sum_exscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_uint64_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_uint64_broadcast_work_group(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmemx_uint64_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_uint64_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint64_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_uint64_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint64_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_uint64_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint64_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_uint64_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint64_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_uint64_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint64_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_uint64_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_uint64_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_uint64_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_uint64_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_uint64_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_uint64_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_uint64_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_uint64_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_uint64_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_uint64_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_uint64_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_uint64_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_uint64_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_uint64_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_uint64_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_uint64_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_uint64_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API ulong ishmem_uint64_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_uint64_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_uint64_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -1180,29 +1180,29 @@ ISHMEMI_API void ishmem_size_put_signal(ulong *dest, const ulong *source, size_t
 ISHMEMI_API int ishmem_size_fcollect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_size_alltoall(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmem_size_collect(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(ulong)); }
-ISHMEMI_API int ishmem_size_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_size_g, ishmem_size_p, 0) }
-ISHMEMI_API int ishmem_size_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_size_g, ishmem_size_p, 1) }
+ISHMEMI_API int ishmem_size_sum_inscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_size_g, ishmem_size_p, 0, ISHMEMI_ELEM_U64) }
+ISHMEMI_API int ishmem_size_sum_exscan(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_SCAN(ulong, ishmem_size_g, ishmem_size_p, 1, ISHMEMI_ELEM_U64) }
 ISHMEMI_API int ishmem_size_broadcast(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmem_size_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a + b) }
-ISHMEMI_API int ishmem_size_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a * b) }
-ISHMEMI_API int ishmem_size_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_size_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_size_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a & b) }
-ISHMEMI_API int ishmem_size_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a | b) }
-ISHMEMI_API int ishmem_size_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a ^ b) }
+ISHMEMI_API int ishmem_size_sum_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a + b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_size_prod_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a * b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_size_max_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, (b > a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_size_min_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, (b < a ? b : a), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_size_and_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a & b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_size_or_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a | b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_size_xor_reduce(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_REDUCE(ulong, ishmem_size_g, ishmem_size_p, a ^ b, ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_size_collect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_size_fcollect_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_size_alltoall_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(ulong)); }
 ISHMEMI_API int ishmemx_size_sum_inscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_size_sum_exscan_work_group(int team, ulong *dest, const ulong *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_size_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_size_broadcast_work_group(int team, ulong *dest, const ulong *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(ulong), PE_root); }
-ISHMEMI_API int ishmemx_size_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_size_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_size_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_size_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_size_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_size_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_size_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_size_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_size_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_size_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_size_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_size_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_size_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_size_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_size_sum_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a + b, ishmem_size_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_size_prod_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a * b, ishmem_size_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_size_max_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b > a ? b : a), ishmem_size_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_size_min_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, (b < a ? b : a), ishmem_size_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_size_and_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a & b, ishmem_size_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_size_or_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a | b, ishmem_size_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_size_xor_reduce_work_group(int team, ulong *dest, const ulong *source, size_t nreduce) { ISHMEMI_WG_REDUCE(ulong, a ^ b, ishmem_size_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_U64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API ulong ishmem_size_atomic_fetch(const ulong *source, int pe) { return as_ulong((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_size_atomic_set(ulong *dest, ulong value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((ulong)value), pe); }
 ISHMEMI_API ulong ishmem_size_atomic_swap(ulong *dest, ulong value, int pe) { return as_ulong((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((ulong)value), as_long((ulong)0), pe)); }
@@ -1240,29 +1240,29 @@ ISHMEMI_API void ishmem_ptrdiff_put_signal(long *dest, const long *source, size_
 ISHMEMI_API int ishmem_ptrdiff_fcollect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_ptrdiff_alltoall(int team, long *dest, const long *source, size_t nelems) { return ishmemi_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmem_ptrdiff_collect(int team, long *dest, const long *source, size_t nelems) { return ishmemi_collect_bytes(team, dest, source, nelems, sizeof(long)); }
-ISHMEMI_API int ishmem_ptrdiff_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, 0) }
-ISHMEMI_API int ishmem_ptrdiff_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, 1) }
+ISHMEMI_API int ishmem_ptrdiff_sum_inscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, 0, ISHMEMI_ELEM_I64) }
+ISHMEMI_API int ishmem_ptrdiff_sum_exscan(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_SCAN(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, 1, ISHMEMI_ELEM_I64) }
 ISHMEMI_API int ishmem_ptrdiff_broadcast(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmem_ptrdiff_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a + b) }
-ISHMEMI_API int ishmem_ptrdiff_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a * b) }
-ISHMEMI_API int ishmem_ptrdiff_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, (b > a ? b : a)) }
-ISHMEMI_API int ishmem_ptrdiff_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, (b < a ? b : a)) }
-ISHMEMI_API int ishmem_ptrdiff_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a & b) }
-ISHMEMI_API int ishmem_ptrdiff_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a | b) }
-ISHMEMI_API int ishmem_ptrdiff_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a ^ b) }
+ISHMEMI_API int ishmem_ptrdiff_sum_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a + b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmem_ptrdiff_prod_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a * b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmem_ptrdiff_max_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, (b > a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmem_ptrdiff_min_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, (b < a ? b : a), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmem_ptrdiff_and_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a & b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmem_ptrdiff_or_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a | b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmem_ptrdiff_xor_reduce(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_REDUCE(long, ishmem_ptrdiff_g, ishmem_ptrdiff_p, a ^ b, ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API int ishmemx_ptrdiff_collect_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_collect(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ptrdiff_fcollect_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_fcollect_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_ptrdiff_alltoall_work_group(int team, long *dest, const long *source, size_t nelems) { return ishmemi_wg_alltoall_bytes(team, dest, source, nelems * sizeof(long)); }
 ISHMEMI_API int ishmemx_ptrdiff_sum_inscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_sum_inscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ptrdiff_sum_exscan_work_group(int team, long *dest, const long *source, size_t nelems) { ISHMEMI_WG_COLL(team, 0, ishmem_ptrdiff_sum_exscan(team, dest, source, nelems)) }
 ISHMEMI_API int ishmemx_ptrdiff_broadcast_work_group(int team, long *dest, const long *source, size_t nelems, int PE_root) { return ishmemi_wg_broadcast_bytes(team, dest, source, nelems * sizeof(long), PE_root); }
-ISHMEMI_API int ishmemx_ptrdiff_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_ptrdiff_sum_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ptrdiff_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_ptrdiff_prod_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ptrdiff_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_ptrdiff_max_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ptrdiff_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_ptrdiff_min_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ptrdiff_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_ptrdiff_and_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ptrdiff_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_ptrdiff_or_reduce(team, dest, source, nreduce)) }
-ISHMEMI_API int ishmemx_ptrdiff_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_ptrdiff_xor_reduce(team, dest, source, nreduce)) }
+ISHMEMI_API int ishmemx_ptrdiff_sum_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a + b, ishmem_ptrdiff_sum_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_SUM << 4) }
+ISHMEMI_API int ishmemx_ptrdiff_prod_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a * b, ishmem_ptrdiff_prod_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_PROD << 4) }
+ISHMEMI_API int ishmemx_ptrdiff_max_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b > a ? b : a), ishmem_ptrdiff_max_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MAX << 4) }
+ISHMEMI_API int ishmemx_ptrdiff_min_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, (b < a ? b : a), ishmem_ptrdiff_min_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_MIN << 4) }
+ISHMEMI_API int ishmemx_ptrdiff_and_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a & b, ishmem_ptrdiff_and_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_AND << 4) }
+ISHMEMI_API int ishmemx_ptrdiff_or_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a | b, ishmem_ptrdiff_or_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_OR << 4) }
+ISHMEMI_API int ishmemx_ptrdiff_xor_reduce_work_group(int team, long *dest, const long *source, size_t nreduce) { ISHMEMI_WG_REDUCE(long, a ^ b, ishmem_ptrdiff_xor_reduce(team, dest, source, nreduce), ISHMEMI_ELEM_I64 | ISHMEMI_ROP_XOR << 4) }
 ISHMEMI_API long ishmem_ptrdiff_atomic_fetch(const long *source, int pe) { return as_long((long)ishmemi_amo64_pe((void *)source, ISHMEMI_FETCH, 0, 0, pe)); }
 ISHMEMI_API void ishmem_ptrdiff_atomic_set(long *dest, long value, int pe) { ishmemi_amo64_post(dest, ISHMEMI_SET, as_long((long)value), pe); }
 ISHMEMI_API long ishmem_ptrdiff_atomic_swap(long *dest, long value, int pe) { return as_long((long)ishmemi_amo64_pe(dest, ISHMEMI_SWAP, as_long((long)value), as_long((long)0), pe)); }

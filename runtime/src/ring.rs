@@ -86,14 +86,18 @@ pub const RING_CTRL_SET: u32 = 7;
 /// the word's address in this node's control segment, `pe` its owner; the
 /// value is returned in the completion.
 pub const RING_CTRL_GET: u32 = 8;
-/// A device-side argument check failed: `value` says what (`DEVICE_BAD_PE`
-/// or `DEVICE_BAD_ADDR`), `cond` the ring opcode of the operation, `dest`
-/// the bad address, `pe` the target PE.
+/// A device-side check failed: `value` says what. `DEVICE_BAD_PE` or
+/// `DEVICE_BAD_ADDR`: `cond` the ring opcode of the operation, `dest` the
+/// bad address, `pe` the target PE. `DEVICE_COLL_MISMATCH`: a member of a
+/// team made another collective call than this PE's (`core.h`:
+/// `ishmemi_sig_mismatch`): `dest` this PE's call signature, `source` the
+/// team slot, `cond` the other's 16-bit signature, `pe` that member.
 /// The proxy aborts the job with the message; the work-item never resumes.
 pub const RING_ERROR: u32 = 9;
 /// `RING_ERROR` kinds.
 pub const DEVICE_BAD_PE: u64 = 1;
 pub const DEVICE_BAD_ADDR: u64 = 2;
+pub const DEVICE_COLL_MISMATCH: u64 = 3;
 
 /// One request: 64 bytes. `meta` packs the target PE (bits 0-31), the
 /// opcode (32-39), the AMO (`amo_op | size << 8`, bits 40-55) and the

@@ -108,7 +108,7 @@ impl RingHandler for State {
                     0
                 }
                 RingOp::CtrlGet => self.device_ctrl_get(pe, r.source as usize),
-                RingOp::Error => self.device_error(r.value, r.cond as u32, r.dest, pe),
+                RingOp::Error => self.device_error(r.value, r.cond, r.dest, r.source, pe),
                 // A round trip that performs nothing and echoes its value
                 // (benchmarks; tests check each answer is their own).
                 RingOp::Nop => r.value,
@@ -337,9 +337,9 @@ impl State {
     }
 
     /// Aborts the job for a failed device-side argument check.
-    fn device_error(&self, kind: u64, op: u32, bad: u64, pe: i32) -> ! {
+    fn device_error(&self, kind: u64, cond: u64, bad: u64, source: u64, pe: i32) -> ! {
         use crate::ring::*;
-        let call = match op {
+        let call = match cond as u32 {
             RING_PUT => "ishmem device put",
             RING_GET => "ishmem device get",
             RING_AMO => "ishmem device atomic",
@@ -351,6 +351,15 @@ impl State {
         let n = self.n_pes;
         let (base, size) = (self.heap_base() as u64, self.heap_size() as u64);
         match kind {
+            DEVICE_COLL_MISMATCH => fatal(
+                "ishmem device collective",
+                format_args!(
+                    "the members of {} made different collective calls in kernels (every member must make the same call with the same arguments): this PE called {}; PE {pe} called {}",
+                    crate::team::slot_name(source as usize),
+                    crate::device::describe_sig(bad),
+                    crate::device::describe_sig16(cond as u16),
+                ),
+            ),
             DEVICE_BAD_PE => fatal(call, format_args!("target PE {pe} is out of range [0, {n})")),
             _ => fatal(
                 call,

@@ -363,7 +363,7 @@ impl DeviceWaits {
         let recorded = count != 0 && count <= u32::MAX as u64;
         let words = match (recorded, sync) {
             (true, _) => [1, count, ring.wait_epoch.load(Ordering::Acquire), 0, 0],
-            (false, Some(w)) => [2, w.slot as u64, w.pe as u64, w.want, w.have],
+            (false, Some(w)) => w.key(),
             (false, None) => {
                 if self.last.take().is_some() {
                     rec.clear();
@@ -386,8 +386,8 @@ impl DeviceWaits {
     }
 }
 
-/// A signal that a work-item of this PE's kernels waits for in a device
-/// team sync or collective step ([`sync_wait`]).
+/// What a work-item of this PE's kernels waits for in a device team sync
+/// or collective step ([`sync_wait`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct SyncWait {
     /// The team slot, and the team's size.
@@ -395,41 +395,73 @@ struct SyncWait {
     size: usize,
     /// The world PE it waits for.
     pe: usize,
-    /// The signal it waits for, and the signals from that PE arrived.
-    want: u64,
-    have: u64,
+    what: SyncWaitKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum SyncWaitKind {
+    /// The PE's signal `want`, of which `have` arrived.
+    Signal { want: u64, have: u64 },
+    /// The PE's low-latency message of count `count`.
+    LlMessage { count: u64 },
+    /// The PE to finish reading this PE's low-latency message of count
+    /// `count` (it finished `done`), before this PE writes that buffer again.
+    LlRead { count: u64, done: u64 },
 }
 
 impl SyncWait {
+    /// The words that tell one wait from another.
+    fn key(&self) -> [u64; 5] {
+        let (k, a, b) = match self.what {
+            SyncWaitKind::Signal { want, have } => (2, want, have),
+            SyncWaitKind::LlMessage { count } => (3, count, 0),
+            SyncWaitKind::LlRead { count, done } => (4, count, done),
+        };
+        [k, self.slot as u64, self.pe as u64, a, b]
+    }
+
     fn text(&self) -> String {
-        format!(
-            "a device team sync or collective of {} ({} PEs): waits for PE {}'s signal {} ({} arrived)",
-            crate::team::slot_name(self.slot),
-            self.size,
-            self.pe,
-            self.want,
-            self.have
-        )
+        let (team, size, pe) = (crate::team::slot_name(self.slot), self.size, self.pe);
+        match self.what {
+            SyncWaitKind::Signal { want, have } => format!(
+                "a device team sync or collective of {team} ({size} PEs): waits for PE {pe}'s signal {want} ({have} arrived)"
+            ),
+            SyncWaitKind::LlMessage { count } => format!(
+                "a small device collective of {team} ({size} PEs): waits for PE {pe}'s low-latency message {count}"
+            ),
+            SyncWaitKind::LlRead { count, done } => format!(
+                "a small device collective of {team} ({size} PEs): waits for PE {pe} to read this PE's low-latency message {count} (it read up to {done})"
+            ),
+        }
     }
 }
 
-/// The signal wait of the library's own device syncs and collectives that
-/// this PE's kernels are in, if any, read from its device sync words
-/// (`sync_words.rs`); `None` when the words could not be read. A work-item
-/// that awaits the k-th signal of PE q on a slot first sets this PE's
-/// awaited count of the pair (`PAIRS` word 1) to k, then polls q's flag
-/// (`FLAGS`): an awaited count above the flag is a wait not yet met. The
-/// device pays nothing for it. The counts are read before the flags, so a
-/// wait that ends while they are read is not taken for one. Devices that
-/// sync through the control segment record those waits themselves
-/// (`WAIT_TEAM_SYNC`).
+/// The wait of the library's own device syncs and collectives that this
+/// PE's kernels are in, if any, read from its device sync words
+/// (`sync_words.rs`); `None` when the words could not be read. The device
+/// pays nothing for it:
+/// - a work-item that awaits the k-th signal of PE q on a slot first sets
+///   this PE's awaited count of the pair (`PAIRS` word 1) to k, then polls
+///   q's flag (`FLAGS`, the count in bits 16-63): an awaited count above
+///   the flag's is a wait not yet met (the counts are read before the
+///   flags, so a wait that ends while they are read is not taken for one);
+/// - a low-latency collective marks its pairs begun (word 3) with their
+///   count c, and done (word 2) at its end. While begun, it waits either
+///   for q to have read its message c - 2 (`LLDONE`, which q writes), or
+///   for q's message c (the first word of q's buffer here not yet carrying
+///   c; a broadcast's root, which receives nothing, is caught there only
+///   in passing, and a wait never lasts).
+///
+/// Devices that sync through the control segment record those waits
+/// themselves (`WAIT_TEAM_SYNC`).
 fn sync_wait(st: &State) -> Option<Option<SyncWait>> {
-    use crate::sync_words::{SYNC_FLAGS, SYNC_MAX_PES, SYNC_PAIRS};
+    use crate::sync_words::*;
     let base = st.device_state.sync_words;
     if base == 0 {
         return Some(None);
     }
     let off = (base - st.heap_base as u64) as usize;
+    let word = |w: usize| off + 8 * w;
     let teams: Vec<(usize, crate::types::Team)> = st
         .teams
         .try_read()
@@ -439,15 +471,38 @@ fn sync_wait(st: &State) -> Option<Option<SyncWait>> {
         .filter_map(|(slot, t)| t.filter(|t| t.size > 1).map(|t| (slot, t)))
         .collect();
     let n = st.n_pes;
-    let (mut pairs, mut flags) = (vec![0u64; 4 * n], vec![0u64; n]);
+    let (mut pairs, mut flags, mut lldone) = (vec![0u64; 4 * n], vec![0u64; n], vec![0u64; n]);
+    let mut ll_waits = Vec::new();
     for (slot, t) in teams {
-        st.route.read_mine(off + 8 * (SYNC_PAIRS + 4 * slot * SYNC_MAX_PES), &mut pairs).ok()?;
-        st.route.read_mine(off + 8 * (SYNC_FLAGS + slot * SYNC_MAX_PES), &mut flags).ok()?;
+        st.route.read_mine(word(SYNC_PAIRS + 4 * slot * SYNC_MAX_PES), &mut pairs).ok()?;
+        st.route.read_mine(word(SYNC_FLAGS + slot * SYNC_MAX_PES), &mut flags).ok()?;
+        let ll = slot < SYNC_LL_SLOTS && n <= SYNC_LL_PES;
+        if ll {
+            st.route.read_mine(word(SYNC_LLDONE + slot * SYNC_MAX_PES), &mut lldone).ok()?;
+        }
         for pe in (0..t.size).map(|r| t.world(r)).filter(|&pe| pe != st.my_pe) {
-            let (want, have) = (pairs[4 * pe + 1], flags[pe]);
+            let at = |what| SyncWait { slot, size: t.size, pe, what };
+            let (want, have) = (pairs[4 * pe + 1], flags[pe] >> 16);
             if want > have {
-                return Some(Some(SyncWait { slot, size: t.size, pe, want, have }));
+                return Some(Some(at(SyncWaitKind::Signal { want, have })));
             }
+            let (done, begun) = (pairs[4 * pe + 2], pairs[4 * pe + 3]);
+            if ll && begun > done {
+                if begun > 2 && lldone[pe] < begun - 2 {
+                    return Some(Some(at(SyncWaitKind::LlRead { count: begun - 2, done: lldone[pe] })));
+                }
+                ll_waits.push(at(SyncWaitKind::LlMessage { count: begun }));
+            }
+        }
+    }
+    // A message not come: the first word of the sender's buffer for it.
+    for w in ll_waits {
+        let SyncWaitKind::LlMessage { count } = w.what else { continue };
+        let buf = SYNC_LL + ((w.slot * SYNC_LL_PES + w.pe) * 2 + (count & 1) as usize) * SYNC_LL_WORDS;
+        let mut first = [0u64];
+        st.route.read_mine(word(buf), &mut first).ok()?;
+        if (first[0] >> 32) & 0xffff != count & 0xffff {
+            return Some(Some(w));
         }
     }
     Some(None)
@@ -495,7 +550,7 @@ fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{device_wait_text, DeviceWaits, SyncWait};
+    use super::{device_wait_text, DeviceWaits, SyncWait, SyncWaitKind};
     use crate::ctrl::Blocked;
     use crate::device::{ELEM_I32, ELEM_I64, ELEM_U64, WAIT_SIGNAL, WAIT_UNTIL, WAIT_UNTIL_ANY};
     use crate::ring::new_ring;
@@ -569,7 +624,7 @@ mod tests {
         // SAFETY: Blocked is atomics only; all-zero is "nothing published".
         let rec: Blocked = unsafe { std::mem::zeroed() };
         let mut w = DeviceWaits::default();
-        let sw = SyncWait { slot: 0, size: 2, pe: 1, want: 3, have: 2 };
+        let sw = SyncWait { slot: 0, size: 2, pe: 1, what: SyncWaitKind::Signal { want: 3, have: 2 } };
         w.look(ring, Some(sw), &rec, 1000);
         let (_, since, text) = rec.read().expect("a sync wait is published");
         assert_eq!(since, 1001);
@@ -579,7 +634,7 @@ mod tests {
         );
         w.look(ring, Some(sw), &rec, 5000);
         assert_eq!(rec.read().unwrap().1, 1001, "nothing changed");
-        w.look(ring, Some(SyncWait { want: 4, have: 3, ..sw }), &rec, 6000);
+        w.look(ring, Some(SyncWait { what: SyncWaitKind::Signal { want: 4, have: 3 }, ..sw }), &rec, 6000);
         assert_eq!(rec.read().unwrap().1, 6001, "the next wait is another one");
         ring.wait_what.store(WAIT_UNTIL as u64 | (ELEM_I64 as u64) << 8 | 1 << 16, Ordering::Relaxed);
         ring.wait_count.store(1, Ordering::Relaxed);

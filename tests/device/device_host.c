@@ -90,6 +90,34 @@ int main(int argc, char **argv) {
             printf("PE %d: long_wait_ends returned\n", me);
             return 1;
         }
+        if (strncmp(argv[2], "coll_mismatch_", 14) == 0) {
+            /* Members of the world team make different collective calls in
+               kernels (sync words in the heap): _ll, PE 0 an fcollect and
+               PE 1 a broadcast, both of low-latency words; _signal, PE 0 a
+               barrier and PE 1 (the root) a broadcast of 64 KiB, through
+               signals; _mixed, PE 0 an fcollect of low-latency words and
+               PE 1 a barrier (neither hears the other: a deadlock). The
+               others' hosts then wait for nothing: only the library's
+               report may end the job. */
+            const char *how = argv[2] + 14;
+            long *src = ishmem_calloc(16384, sizeof(long)), *dst = ishmem_calloc(16384, sizeof(long));
+            long one = 1, big = 8192, root0 = 0, root1 = 1;
+            ishmem_barrier_all();
+            if (me == 0 && strcmp(how, "signal") != 0)
+                run("coll_fcollect", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
+                    (const void *[]){0, 0, &one});
+            else if (me == 0 || (me == 1 && strcmp(how, "mixed") == 0))
+                run("barrier_all", 1, 0, NULL, NULL, NULL);
+            else if (me == 1 && strcmp(how, "ll") == 0)
+                run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
+                    (const void *[]){0, 0, &one, &root0});
+            else if (me == 1)
+                run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
+                    (const void *[]){0, 0, &big, &root1});
+            ishmem_long_wait_until(x, ISHMEM_CMP_EQ, 42);
+            printf("PE %d: %s returned\n", me, argv[2]);
+            return 1;
+        }
         if (strcmp(argv[2], "kernel_barrier_deadlock") == 0) {
             /* PE 0's kernel waits in a device barrier that the others'
                kernels never reach: they wait for a value nobody stores.

@@ -249,6 +249,14 @@ kernel void wait_any_long(global long *ivars, global long *out) {
 }
 /* Waits for a signal nobody sends (kernel_deadlock). */
 kernel void wait_signal_forever(global ulong *s) { ishmem_signal_wait_until(s, ISHMEM_CMP_GE, 7); }
+/* Collectives of the world team (team handle 0) that members call
+ * differently (device_host coll_mismatch_*). */
+kernel void coll_bcast(global long *dst, global const long *src, long nelems, long root) {
+    ishmem_long_broadcast(0, dst, src, (size_t)nelems, (int)root);
+}
+kernel void coll_fcollect(global long *dst, global const long *src, long nelems) {
+    ishmem_long_fcollect(0, dst, src, (size_t)nelems);
+}
 
 /* Work-group forms of collectives: one group of 64 work-items per PE; the
  * last call has a bad root and must return -1 on every work-item and do

@@ -202,6 +202,27 @@ kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, sync word
 kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, sync words, ring-all 1" \
     "a device team sync or collective of the world team (2 PEs): waits for PE 1's signal 1 (0 arrived)" \
     ISHMEM_DEVICE_SYNC=heap ISHMEM_DEVICE_RING_ALL=1
+# Members of a team that make different collective calls in kernels
+# (sync words in the heap, as on GPUs): the member that receives the
+# other's signal or low-latency words names both calls and ends the job;
+# a low-latency collective facing a barrier hears nothing, and the
+# watchdog names both waits.
+coll_mismatch() { # label, mode, expected exit, wanted lines...
+    local label="$1" mode="$2" want_rc="$3" t0=$SECONDS log rc=0
+    shift 3
+    log="$(env ISHMEM_DEVICE_SYNC=heap ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 timeout -k 5 20 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" "$mode" 2>&1)" || rc=$?
+    check_failure "$label" "$rc" "$want_rc" "$log" "returned" "$@"
+    record "$label (expected failure)" $((SECONDS - t0)) 60
+}
+coll_mismatch "device_host coll_mismatch_ll on 2 PEs" coll_mismatch_ll 1 \
+    "PE 1: ishmem device collective: the members of the world team made different collective calls in kernels" \
+    "this PE called broadcast of 8 bytes from team PE 0; PE 0 called an fcollect (signature 0x3"
+coll_mismatch "device_host coll_mismatch_signal on 2 PEs" coll_mismatch_signal 1 \
+    "PE 0: ishmem device collective: the members of the world team made different collective calls in kernels" \
+    "this PE called a barrier or sync (barrier_all, sync_all or team_sync); PE 1 called a broadcast (signature 0x1"
+coll_mismatch "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed 1 \
+    "PE 0 runs outside the library; its kernels wait in a small device collective of the world team (2 PEs): waits for PE 1's low-latency message 1" \
+    "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)"
 # A recorded device wait that ends (its _any result right), then a host
 # deadlock: reported as one of host waits, ending the job.
 t0=$SECONDS

@@ -185,8 +185,10 @@ pub fn device_state_h() -> String {
     ] {
         let _ = writeln!(s, "#define ISHMEMI_RING_OP_{name} {v}");
     }
-    let _ =
-        writeln!(s, "#define ISHMEMI_DEVICE_BAD_PE {DEVICE_BAD_PE}\n#define ISHMEMI_DEVICE_BAD_ADDR {DEVICE_BAD_ADDR}");
+    let _ = writeln!(
+        s,
+        "#define ISHMEMI_DEVICE_BAD_PE {DEVICE_BAD_PE}\n#define ISHMEMI_DEVICE_BAD_ADDR {DEVICE_BAD_ADDR}\n#define ISHMEMI_DEVICE_COLL_MISMATCH {DEVICE_COLL_MISMATCH}"
+    );
     s.push_str("\n#endif\n");
     s
 }
@@ -277,12 +279,17 @@ fn funs() -> Vec<Fun> {
             format!("int team, {c} *dest, const {c} *source, size_t nelems"),
             format!("return ishmemi_collect_bytes(team, dest, source, nelems, sizeof({c}));"),
         );
+        // A reduction's or scan's element kind and operator, for its call
+        // signature (core.h: ISHMEMI_SIG).
+        let elem =
+            format!("ISHMEMI_ELEM_{}", crate::elem_kind(n).expect("every OpenCL collective type has an element kind"));
+        let red_code = |op: &str| format!("{elem} | ISHMEMI_ROP_{} << 4", op.to_uppercase());
         for (op, excl) in [("sum_inscan", 0), ("sum_exscan", 1)] {
             f(
                 format!("ishmem_{n}_{op}"),
                 "int",
                 format!("int team, {c} *dest, const {c} *source, size_t nelems"),
-                format!("ISHMEMI_SCAN({c}, ishmem_{n}_g, ishmem_{n}_p, {excl})"),
+                format!("ISHMEMI_SCAN({c}, ishmem_{n}_g, ishmem_{n}_p, {excl}, {elem})"),
             );
         }
         f(
@@ -302,7 +309,7 @@ fn funs() -> Vec<Fun> {
                 format!("ishmem_{n}_{op}_reduce"),
                 "int",
                 format!("int team, {c} *dest, const {c} *source, size_t nreduce"),
-                format!("ISHMEMI_REDUCE({c}, ishmem_{n}_g, ishmem_{n}_p, {expr})"),
+                format!("ISHMEMI_REDUCE({c}, ishmem_{n}_g, ishmem_{n}_p, {expr}, {})", red_code(op)),
             );
         }
         // Work-group forms of the collectives: every work-item of the group
@@ -338,7 +345,10 @@ fn funs() -> Vec<Fun> {
                 }
                 _ => match reds.iter().find(|(r, _)| format!("{r}_reduce") == op) {
                     Some((_, expr)) => {
-                        format!("ISHMEMI_WG_REDUCE({c}, {expr}, ishmem_{n}_{op}(team, dest, source, {rest}))")
+                        format!(
+                            "ISHMEMI_WG_REDUCE({c}, {expr}, ishmem_{n}_{op}(team, dest, source, {rest}), {})",
+                            red_code(op.trim_end_matches("_reduce"))
+                        )
                     }
                     None => format!("ISHMEMI_WG_COLL(team, {root}, ishmem_{n}_{op}(team, dest, source, {rest}))"),
                 },

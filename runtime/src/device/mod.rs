@@ -338,6 +338,53 @@ code_group! {
     }
 }
 
+/// A device collective call's signature as `core.h` builds it
+/// (`ISHMEMI_SIG`): the [`COLL_CODES`] kind in bits 0-3, the element kind
+/// and operator ([`ELEM_CODES`] | [`ROP_CODES`] << 4, or a collect's
+/// element size) in bits 4-15, the root in bits 16-31 and the bytes or
+/// elements in bits 32-63.
+pub fn describe_sig(sig: u64) -> String {
+    let kind = (sig & 0xf) as u32;
+    let code = ((sig >> 4) & 0xfff) as u32;
+    let (root, count) = ((sig >> 16) as u16, sig >> 32);
+    let name = |group: &CodeGroup, c: u32| {
+        group
+            .codes
+            .iter()
+            .find(|(_, v)| *v == c)
+            .map_or(format!("#{c}"), |(n, _)| n.split_once('_').map_or(*n, |(_, rest)| rest).to_lowercase())
+    };
+    let elem = || name(&ELEM_CODES, code & 0xf);
+    match kind {
+        COLL_TEAM_SYNC => "a barrier or sync (barrier_all, sync_all or team_sync)".into(),
+        COLL_BROADCAST => format!("broadcast of {count} bytes from team PE {root}"),
+        COLL_COLLECT => format!("collect of {code}-byte elements"),
+        COLL_FCOLLECT => format!("fcollect of {count} bytes per PE"),
+        COLL_ALLTOALL => format!("alltoall of {count} bytes per PE"),
+        COLL_REDUCE => format!("{} reduction of {count} {} elements", name(&ROP_CODES, code >> 4), elem()),
+        COLL_INSCAN => format!("sum_inscan of {count} {} elements", elem()),
+        COLL_EXSCAN => format!("sum_exscan of {count} {} elements", elem()),
+        k => format!("an unknown collective (kind {k})"),
+    }
+}
+
+/// What a report can say of another member's call from its 16 bits.
+pub fn describe_sig16(s: u16) -> String {
+    let kind = u32::from(s >> 12);
+    let what = match kind {
+        COLL_TEAM_SYNC => "a barrier or sync",
+        COLL_BROADCAST => "a broadcast",
+        COLL_COLLECT => "a collect",
+        COLL_FCOLLECT => "an fcollect",
+        COLL_ALLTOALL => "an alltoall",
+        COLL_REDUCE => "a reduction",
+        COLL_INSCAN => "a sum_inscan",
+        COLL_EXSCAN => "a sum_exscan",
+        _ => "an unknown collective",
+    };
+    format!("{what} (signature {s:#06x})")
+}
+
 /// Every code group the device library shares with the runtime, as its
 /// generated `device_codes.h` gives them: the stream collectives' codes and
 /// the long waits' codes.
@@ -668,6 +715,49 @@ pub fn heap_reserve(device: &dyn Device, sync: DeviceSync) -> usize {
         DeviceSync::Auto => device.heap_reserve(),
         DeviceSync::Heap => crate::sync_words::SYNC_RESERVE,
         DeviceSync::Control => 0,
+    }
+}
+
+#[cfg(test)]
+mod sig_tests {
+    use super::*;
+
+    /// `ishmemi_sig16` as `core.h` writes it (the calls' 16 bits that
+    /// signals carry): the kind, then 12 bits of a hash of the rest. This
+    /// checks the hash tells the listed calls apart.
+    fn sig16(sig: u64) -> u16 {
+        ((sig & 0xf) << 12 | (sig >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as u16
+    }
+
+    /// `ISHMEMI_SIG` as `core.h` writes it.
+    fn sig(kind: u32, code: u32, root: u32, count: u64) -> u64 {
+        u64::from(kind) | u64::from(code) << 4 | u64::from(root & 0xffff) << 16 | count << 32
+    }
+
+    #[test]
+    fn signatures_are_described_and_their_16_bits_tell_calls_apart() {
+        let sum_long = sig(COLL_REDUCE, ELEM_I64 | ROP_SUM << 4, 0, 8);
+        assert_eq!(describe_sig(sum_long), "sum reduction of 8 i64 elements");
+        assert_eq!(describe_sig(sig(COLL_BROADCAST, 0, 1, 64)), "broadcast of 64 bytes from team PE 1");
+        assert_eq!(describe_sig16(sig16(sum_long))[..11], *"a reduction");
+        // The same kind with other arguments: other bits, same kind.
+        let calls = [
+            sig(COLL_BROADCAST, 0, 0, 64),
+            sig(COLL_BROADCAST, 0, 1, 64),
+            sig(COLL_BROADCAST, 0, 0, 128),
+            sig(COLL_FCOLLECT, 0, 0, 8),
+            sig(COLL_FCOLLECT, 0, 0, 16),
+            sum_long,
+            sig(COLL_REDUCE, ELEM_I64 | ROP_MAX << 4, 0, 8),
+            sig(COLL_REDUCE, ELEM_F64 | ROP_SUM << 4, 0, 8),
+            sig(COLL_TEAM_SYNC, 0, 0, 0),
+        ];
+        for (i, a) in calls.iter().enumerate() {
+            assert_eq!(u32::from(sig16(*a) >> 12), (*a & 0xf) as u32);
+            for b in &calls[i + 1..] {
+                assert_ne!(sig16(*a), sig16(*b), "{} and {}", describe_sig(*a), describe_sig(*b));
+            }
+        }
     }
 }
 
