@@ -818,14 +818,25 @@ ISHMEMI_INLINE void ishmemi_flag_to(int slot, int pe, ulong v, uint s16) {
 
 /* Waits until `pe` has sent this PE `v` signals on `slot`: relaxed polls,
  * then one acquire load (cheaper than an acquire fence), after which what
- * `pe` made visible before its signal is visible here; the signal of
- * count `v` must come from a call of signature `sig`. */
-ISHMEMI_INLINE void ishmemi_flag_wait(int slot, int pe, ulong v, ulong sig) {
+ * `pe` made visible before its signal is visible here. Returns 0, or, when
+ * the signal of count `v` came from a call whose bits are not `s16`, its
+ * bits | ISHMEMI_SIG_BAD for the caller to report (ishmemi_sig_report)
+ * once out of its loops: a call in a loop costs CUDA a convergence barrier
+ * per pass. The check reads the polled value: with the acquire load's
+ * value unused, CUDA keeps only its cache invalidation (using it cost a
+ * device barrier 0.2 us on H200s). */
+#define ISHMEMI_SIG_BAD 0x10000u
+ISHMEMI_INLINE uint ishmemi_flag_wait(int slot, int pe, ulong v, uint s16) {
     ulong *flag = ishmemi_sync_word(ISHMEMI_SYNC_FLAGS, slot, pe);
-    ulong want = v << 16;
-    while ((ulong)ishmemi_peek64(flag) < want) ;
-    ulong f = (ulong)ishmemi_load64(flag);
-    if ((f >> 16) == v && (uint)(f & 0xffff) != ishmemi_sig16(sig)) ishmemi_sig_mismatch(slot, pe, sig, (uint)(f & 0xffff));
+    ulong want = v << 16, f;
+    while ((f = (ulong)ishmemi_peek64(flag)) < want) ;
+    (void)ishmemi_load64(flag);
+    return (f >> 16) == v && (uint)(f & 0xffff) != s16 ? (uint)(f & 0xffff) | ISHMEMI_SIG_BAD : 0;
+}
+
+/* Reports `bad` (0, or another call's bits | ISHMEMI_SIG_BAD, from `pe`). */
+ISHMEMI_INLINE void ishmemi_sig_report(uint bad, int slot, int pe, ulong sig) {
+    if (bad) ishmemi_sig_mismatch(slot, pe, sig, bad & 0xffff);
 }
 
 /* Signals world PE `pe` on `slot` (after ishmemi_fence_release). */
@@ -838,7 +849,7 @@ ISHMEMI_INLINE void ishmemi_signal_pe(int slot, int pe, uint s16) {
 ISHMEMI_INLINE void ishmemi_await_pe(int slot, int pe, ulong sig) {
     ulong r;
     ishmemi_pair_step(slot, pe, 0, 1, &r);
-    ishmemi_flag_wait(slot, pe, r, sig);
+    ishmemi_sig_report(ishmemi_flag_wait(slot, pe, r, ishmemi_sig16(sig)), slot, pe, sig);
 }
 
 /* Signals every other member of `t` on `slot`, then waits for each of
@@ -904,6 +915,8 @@ ISHMEMI_INLINE void ishmemi_signal_members(int slot, const ishmemi_team_t *t, ui
 }
 
 ISHMEMI_NOINLINE void ishmemi_await_others(int slot, const ishmemi_team_t *t, const ulong *keep, ulong sig) {
+    uint s16 = ishmemi_sig16(sig), bad = 0;
+    int from = 0;
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
         int pe = ishmemi_member(t, r);
@@ -914,8 +927,10 @@ ISHMEMI_NOINLINE void ishmemi_await_others(int slot, const ishmemi_team_t *t, co
             ulong sent;
             ishmemi_own_load2(ishmemi_pair_words(slot, pe), &sent, &want);
         }
-        ishmemi_flag_wait(slot, pe, want, sig);
+        uint b = ishmemi_flag_wait(slot, pe, want, s16);
+        if (b) bad = b, from = pe;
     }
+    ishmemi_sig_report(bad, slot, from, sig);
 }
 /* A sync of the members of `t` as part of a call of signature `sig`. */
 ISHMEMI_INLINE void ishmemi_sync_heap(int slot, const ishmemi_team_t *t, ulong sig) {
@@ -1030,16 +1045,17 @@ ISHMEMI_INLINE void ishmemi_ll_unpack(char *dst, size_t n, size_t k, uint w) {
 /* The flag half of an LL word of count `c` from a call of signature `sig`. */
 ISHMEMI_INLINE ulong ishmemi_ll_flag(ulong c, ulong sig) { return (c & 0xffff | (ulong)ishmemi_sig16(sig) << 16) << 32; }
 
-/* Waits for word `p` (sent by `pe` on `slot`) to carry count `c`, checks
- * that a call of signature `sig` sent it, and returns its data. (A buffer
- * holds count c - 2's words or c's: 16 bits of the count tell them
- * apart.) */
-ISHMEMI_INLINE uint ishmemi_ll_wait(const ulong *p, ulong c, int slot, int pe, ulong sig) {
+/* Waits for word `p` to carry count `c` and returns its data; when the
+ * word came from a call whose bits are not `s16`, sets *bad to its bits |
+ * ISHMEMI_SIG_BAD (reported by the caller out of its loops:
+ * ishmemi_flag_wait). (A buffer holds count c - 2's words or c's: 16 bits
+ * of the count tell them apart.) */
+ISHMEMI_INLINE uint ishmemi_ll_wait(const ulong *p, ulong c, uint s16, uint *bad) {
     ulong w;
     do {
         w = ishmemi_ll_load(p);
     } while ((uint)(w >> 32 & 0xffff) != (uint)(c & 0xffff));
-    if ((uint)(w >> 48) != ishmemi_sig16(sig)) ishmemi_sig_mismatch(slot, pe, sig, (uint)(w >> 48));
+    if ((uint)(w >> 48) != s16) *bad = (uint)(w >> 48) | ISHMEMI_SIG_BAD;
     return (uint)w;
 }
 
@@ -1059,21 +1075,23 @@ ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ulong c, const char *src, 
 }
 
 /* Work-item `lid` of `lsz` receives its share of the n bytes `pe` sends
- * in the LL collective of count `c`. */
-ISHMEMI_INLINE void ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t n, size_t lid,
-                                   size_t lsz, ulong sig) {
+ * in the LL collective of count `c`; returns what ishmemi_ll_wait found
+ * (0: every word came from a call of bits `s16`). */
+ISHMEMI_INLINE uint ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t n, size_t lid,
+                                   size_t lsz, uint s16) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c);
-    for (size_t k = lid; k < (n + 3) / 4; k += lsz)
-        ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c, slot, pe, sig));
+    uint bad = 0;
+    for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c, s16, &bad));
+    return bad;
 }
 
 /* The `sz` bytes (1, 2, 4 or 8, at a multiple of sz) at byte `off` of what
- * `pe` sends in the LL collective of count `c`, as a little-endian value. */
-ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz, ulong sig) {
+ * `pe` sends in the LL collective of count `c`, as a little-endian value
+ * (`s16`, `bad`: as ishmemi_ll_wait). */
+ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz, uint s16, uint *bad) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c) + off / 4;
-    if (sz == 8)
-        return (ulong)ishmemi_ll_wait(buf, c, slot, pe, sig) | (ulong)ishmemi_ll_wait(buf + 1, c, slot, pe, sig) << 32;
-    ulong w = ishmemi_ll_wait(buf, c, slot, pe, sig) >> (8 * (off % 4));
+    if (sz == 8) return (ulong)ishmemi_ll_wait(buf, c, s16, bad) | (ulong)ishmemi_ll_wait(buf + 1, c, s16, bad) << 32;
+    ulong w = ishmemi_ll_wait(buf, c, s16, bad) >> (8 * (off % 4));
     return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
 }
 
@@ -1109,10 +1127,14 @@ ISHMEMI_INLINE void ishmemi_ll_exchange(int slot, const ishmemi_team_t *t, const
         ishmemi_ll_send(slot, ishmemi_member(t, r), c[r], alltoall ? src + (size_t)r * n : src, n, lid, lsz, sig);
     }
     ishmemi_group_copy(dest + (size_t)t->my_rank * n, alltoall ? src + (size_t)t->my_rank * n : src, n, lid, lsz);
+    uint s16 = ishmemi_sig16(sig), bad = 0;
+    int from = 0;
     for (int k = 1, r = t->my_rank; k < t->size; k++) {
         r = r + 1 == t->size ? 0 : r + 1;
-        ishmemi_ll_recv(slot, ishmemi_member(t, r), c[r], dest + (size_t)r * n, n, lid, lsz, sig);
+        uint b = ishmemi_ll_recv(slot, ishmemi_member(t, r), c[r], dest + (size_t)r * n, n, lid, lsz, s16);
+        if (b) bad = b, from = ishmemi_member(t, r);
     }
+    ishmemi_sig_report(bad, slot, from, sig);
 }
 
 /* broadcast of n bytes from team rank `root` by LL words, shared by `lid`
@@ -1128,7 +1150,8 @@ ISHMEMI_INLINE void ishmemi_ll_bcast(int slot, const ishmemi_team_t *t, const ul
         }
         ishmemi_group_copy(dest, src, n, lid, lsz);
     } else {
-        ishmemi_ll_recv(slot, ishmemi_member(t, root), c[root], dest, n, lid, lsz, sig);
+        int from = ishmemi_member(t, root);
+        ishmemi_sig_report(ishmemi_ll_recv(slot, from, c[root], dest, n, lid, lsz, ishmemi_sig16(sig)), slot, from, sig);
     }
 }
 
@@ -1560,6 +1583,8 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
             ishmemi_ll_send(team, ishmemi_member(t, r_), c_[r_], (const char *)source, nb_, LID, LSZ, sig_); \
         }                                                                                      \
         BARRIER;                                                                               \
+        uint s16_ = ishmemi_sig16(sig_), bad_ = 0;                                             \
+        int from_ = 0;                                                                         \
         for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \
             T a = 0, b;                                                                        \
             for (int r_ = 0; r_ < t->size; r_++) {                                             \
@@ -1567,13 +1592,16 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
                     b = source[i];                                                             \
                 } else {                                                                       \
                     union { T v; ulong u; } x_;                                                \
-                    x_.u = ishmemi_ll_read(team, ishmemi_member(t, r_), c_[r_], i * sizeof(T), sizeof(T), sig_); \
+                    uint b_ = 0;                                                               \
+                    x_.u = ishmemi_ll_read(team, ishmemi_member(t, r_), c_[r_], i * sizeof(T), sizeof(T), s16_, &b_); \
+                    if (b_) bad_ = b_, from_ = ishmemi_member(t, r_);                          \
                     b = x_.v;                                                                  \
                 }                                                                              \
                 a = r_ == 0 ? b : (OP);                                                        \
             }                                                                                  \
             dest[i] = a;                                                                       \
         }                                                                                      \
+        ishmemi_sig_report(bad_, team, from_, sig_);                                           \
     }
 #define ISHMEMI_REDUCE(T, G, P, OP, CODE)                                               \
     const ishmemi_team_t *t = ishmemi_get_team(team);                   \

@@ -11,14 +11,17 @@ pub const SYNC_SLOTS: usize = crate::ctrl::TEAM_SLOTS;
 pub const SYNC_MAX_PES: usize = 256;
 /// Word offsets of the regions of the device sync words. `FLAGS[s][p]`
 /// (`s * SYNC_MAX_PES + p`, by team slot and world PE) is written by PE
-/// `p` only: the number of signals it has sent this PE on slot `s` (a
-/// release store after what they order). `PAIRS[s][p]` is four words read
-/// and written by this PE alone: the signals it has sent `p` on `s`, the
-/// ones from `p` it has waited for, and the low-latency collectives the
-/// two have run on `s` (one of them sent the other a message in each),
-/// then a spare. Every signal one member of a team sends another is awaited once,
-/// in order, so per pair of PEs and slot the counts agree whatever teams
-/// used the slot before.
+/// `p` only: the number of signals it has sent this PE on slot `s`, shifted
+/// left by 16, with the low 16 bits of the sending call's signature
+/// (`core.h`: `ishmemi_sig16`) below (a release store after what they
+/// order). `PAIRS[s][p]` is four words read and written by this PE alone:
+/// the signals it has sent `p` on `s`, the ones from `p` it has waited
+/// for, the low-latency collectives the two have finished on `s` (one of
+/// them sent the other a message in each), and the one they have begun
+/// (above the finished count while one runs; the watchdog reads both).
+/// Every signal one member of a team sends another is awaited once, in
+/// order, so per pair of PEs and slot the counts agree whatever teams used
+/// the slot before.
 pub const SYNC_FLAGS: usize = 0;
 pub const SYNC_PAIRS: usize = SYNC_SLOTS * SYNC_MAX_PES;
 /// `COUNTS[s][parity][p]`: element counts of a collect, written by PE `p`
@@ -34,10 +37,10 @@ pub const SYNC_LLDONE: usize = SYNC_CSEQ + SYNC_SLOTS;
 /// Low-latency buffers for small collectives on the first [`SYNC_LL_SLOTS`]
 /// team slots of jobs of at most [`SYNC_LL_PES`] PEs: `LL[s][p][parity]`
 /// of [`SYNC_LL_WORDS`] words, written by PE `p` only. Each word is 4
-/// bytes of data and a 4-byte flag (the low half of the pair's
-/// low-latency count, whose parity picks the buffer) stored together by
-/// one 8-byte store, so a receiver that sees the flag has the data, with
-/// no fence in between. A member writes a buffer again (two counts later)
+/// bytes of data and a 4-byte flag (the low 16 bits of the pair's
+/// low-latency count, whose parity picks the buffer, and the sending
+/// call's 16 signature bits) stored together by one 8-byte store, so a
+/// receiver that sees the flag has the data, with no fence in between. A member writes a buffer again (two counts later)
 /// only once the receiver's `LLDONE` says it finished reading it.
 pub const SYNC_LL: usize = SYNC_LLDONE + SYNC_SLOTS * SYNC_MAX_PES;
 pub const SYNC_LL_SLOTS: usize = 8;

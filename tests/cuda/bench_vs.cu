@@ -12,6 +12,8 @@
 //   ishmrun -n 2 bench_vs coll [FIRST] (the collectives only, from FIRST of
 //                                       enum Coll; BENCH_TRACE=1 names each
 //                                       size on stderr before it runs)
+//   ishmrun -n 2 bench_vs sync         (the ping-pongs, barriers and
+//                                       collectives, no bandwidths)
 //   mpirun -n 2 bench_vs_nvshmem
 #include <cstdint>
 #include <cstdio>
@@ -238,6 +240,8 @@ int main(int argc, char **argv) {
     bool ring = argc > 1 && strcmp(argv[1], "ring") == 0;
     // "coll [FIRST]": only the collectives, from collective FIRST (enum Coll).
     bool coll_only = argc > 1 && strcmp(argv[1], "coll") == 0;
+    // "sync": the ping-pongs, barriers and collectives (no bandwidths).
+    bool sync_only = argc > 1 && strcmp(argv[1], "sync") == 0;
     int first_coll = coll_only && argc > 2 ? atoi(argv[2]) : 0;
     const bool trace = getenv("BENCH_TRACE") != nullptr;
 #ifdef BENCH_NVSHMEM
@@ -325,7 +329,7 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    if (!coll_only) {
+    if (!coll_only && !sync_only) {
         rma_sweep<BLOCK, false>(dst, src, maxb);
         rma_sweep<WARP, false>(dst, src, maxb);
         rma_sweep<THREAD, false>(dst, src, maxb);
@@ -354,6 +358,8 @@ int main(int argc, char **argv) {
             CK(cudaGetLastError());
             emit("fetch_add_rate", "32x1024", 8, 32.0 * threads * iters / elapsed_s() / 1e6, "M ops/s");
         }
+    }
+    if (!coll_only) {
         for (int which = 0; which < 2; which++) {
             CK(cudaMemset(w, 0, 16 * sizeof(long)));
             host_barrier();

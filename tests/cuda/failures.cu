@@ -21,6 +21,13 @@
 //                 others' kernels never reach (they wait for a flag nobody
 //                 sets): the report names the barrier's wait, which the
 //                 watchdog reads from the device sync words;
+//   coll_mismatch_ll, coll_mismatch_signal  the world team's members make
+//                 different collective calls in kernels: _ll, PE 0 an
+//                 fcollect and the others a broadcast from PE 0, both of
+//                 low-latency words; _signal, PE 0 a barrier and the
+//                 others a broadcast of 64 KiB from PE 1, through signals.
+//                 A member names both calls and the job ends (the hosts
+//                 wait for nothing meanwhile);
 //   kernel_busy   PE 0's host waits in the library for a flag the last
 //                 PE's kernel sets after spinning for 4 s while that PE's
 //                 host waits in a barrier: no deadlock report (the
@@ -40,6 +47,14 @@ __global__ void trap_kernel() { __trap(); }
 __global__ void wait_signal(unsigned long *sig) { ishmem_signal_wait_until(sig, ISHMEM_CMP_GE, 7); }
 
 __global__ void barrier_kernel() { ishmem_barrier_all(); }
+
+__global__ void fcollect_kernel(long *dst, const long *src, size_t n) {
+    ishmem_long_fcollect(ISHMEM_TEAM_WORLD, dst, src, n);
+}
+
+__global__ void bcast_kernel(long *dst, const long *src, size_t n, int root) {
+    ishmem_long_broadcast(ISHMEM_TEAM_WORLD, dst, src, n, root);
+}
 
 __global__ void bad_store(int *p) { *(volatile int *)p = 1; }
 
@@ -84,6 +99,20 @@ int main(int argc, char **argv) {
             wait_flag<<<1, 1>>>(flag);
         cudaError_t e = cudaDeviceSynchronize();
         printf("PE %d: the deadlocked kernel ended (%s): it should not have\n", me, cudaGetErrorString(e));
+        return 1;
+    }
+    if (!strncmp(mode, "coll_mismatch_", 14)) {
+        bool ll = !strcmp(mode + 14, "ll");
+        long *src = (long *)ishmem_calloc(8192, sizeof(long)), *dst = (long *)ishmem_calloc(8192 * npes, sizeof(long));
+        ishmem_barrier_all();
+        if (me == 0 && ll)
+            fcollect_kernel<<<1, 1>>>(dst, src, 1);
+        else if (me == 0)
+            barrier_kernel<<<1, 1>>>();
+        else
+            bcast_kernel<<<1, 1>>>(dst, src, ll ? 1 : 8192, ll ? 0 : 1);
+        ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 42);
+        printf("PE %d: %s returned: it should not have\n", me, mode);
         return 1;
     }
     if (!strcmp(mode, "kernel_busy")) {

@@ -84,6 +84,8 @@ for l in $launchers; do
     check "$l" kernel_deadlock nonzero "PE 1 runs outside the library; its kernels wait in ishmem_signal_wait_until(sig_addr"
     check "$l" kernel_barrier_deadlock nonzero "PE 0 runs outside the library; its kernels wait in a device team sync or collective of the world team"
     check "$l" kernel_barrier_deadlock nonzero "PE 1 runs outside the library; its kernels wait in ishmem_long_wait_until(ivar"
+    check "$l" coll_mismatch_ll nonzero "this PE called broadcast of 8 bytes from team PE 0; PE 0 called an fcollect"
+    check "$l" coll_mismatch_signal nonzero "PE 0: ishmem device collective: the members of the world team made different collective calls in kernels"
     check "$l" heap_too_big nonzero "it does not fit: the GPU has"
     # Two PEs on one GPU without MPS: one warning with the fix.
     if [ "${CUDA_VISIBLE_DEVICES#*,}" = "$CUDA_VISIBLE_DEVICES" ]; then
