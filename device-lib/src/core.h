@@ -803,11 +803,13 @@ ISHMEMI_INLINE ulong ishmemi_pair_step(int slot, int pe, ulong ds, ulong dr, ulo
 ISHMEMI_INLINE uint ishmemi_sig16(ulong sig) {
     return (uint)(sig & 0xf) << 12 | (uint)(((sig >> 4) * 0x9E3779B97F4A7C15ul) >> 52);
 }
-ISHMEMI_COLD void ishmemi_sig_mismatch(int slot, int pe, ulong sig, uint theirs) {
+/* Never returns (the host ends the job), so that CUDA needs no
+ * convergence barrier around the calls to it. */
+ISHMEMI_COLD __attribute__((noreturn)) void ishmemi_sig_mismatch(int slot, int pe, ulong sig, uint theirs) {
     char *ring = ishmemi_ring();
     ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, sig, (ulong)slot, ISHMEMI_DEVICE_COLL_MISMATCH, theirs, 0, pe, 0,
                       ISHMEMI_RING_OP_FLAG_NBI);
-    while ((long)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED) >= 0) ; /* until the host ends the job */
+    for (;;) (void)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED); /* until the host ends the job */
 }
 
 /* Stores this PE's signal count `v` of a call of signature bits `s16` into
@@ -1006,16 +1008,20 @@ ISHMEMI_INLINE ulong ishmemi_ll_next(int slot, int pe) {
 }
 
 /* The next LL counts with every member, by team rank (this PE's own entry
- * unused), loaded together. Work-item `lid` 0 also marks the pairs that
- * take part (`root` as in ishmemi_ll_done) as begun (the pair's word 3):
- * while a pair's begun count is above its done count (word 2), the
- * watchdog looks for what the collective waits for (runtime/src/watch.rs). */
-ISHMEMI_NOINLINE void ishmemi_ll_counts(int slot, const ishmemi_team_t *t, ulong *c, size_t lid, int root) {
+ * unused), loaded together. */
+ISHMEMI_NOINLINE void ishmemi_ll_counts(int slot, const ishmemi_team_t *t, ulong *c) {
     for (int r = 0; r < t->size; r++) c[r] = r == t->my_rank ? 0 : ishmemi_ll_next(slot, ishmemi_member(t, r));
-    if (lid != 0) return;
-    for (int r = 0; r < t->size; r++)
-        if (r != t->my_rank && (root < 0 || r == root || t->my_rank == root))
-            ishmemi_own_store64(ishmemi_pair_words(slot, ishmemi_member(t, r)) + 3, (long)c[r]);
+}
+
+/* Marks the pair (this PE, `pe`)'s LL collective of count `c` as one that
+ * waits (the pair's word 3, by work-item 0), before it waits for `pe`'s
+ * message or for `pe` to read an earlier one: while a pair's marked count
+ * is above its done count (word 2), the watchdog looks for what it waits
+ * for (runtime/src/watch.rs). Stored where the work-item is about to wait
+ * anyway: marking every pair when the collective began cost small
+ * collectives 5% on H200s. */
+ISHMEMI_INLINE void ishmemi_ll_waits(int slot, int pe, ulong c, size_t lid) {
+    if (lid == 0) ishmemi_own_store64(ishmemi_pair_words(slot, pe) + 3, (long)c);
 }
 
 /* The LL buffer of sender `from` for count `c` on `slot`, in this PE's heap. */
@@ -1045,18 +1051,25 @@ ISHMEMI_INLINE void ishmemi_ll_unpack(char *dst, size_t n, size_t k, uint w) {
 /* The flag half of an LL word of count `c` from a call of signature `sig`. */
 ISHMEMI_INLINE ulong ishmemi_ll_flag(ulong c, ulong sig) { return (c & 0xffff | (ulong)ishmemi_sig16(sig) << 16) << 32; }
 
-/* Waits for word `p` to carry count `c` and returns its data; when the
- * word came from a call whose bits are not `s16`, sets *bad to its bits |
- * ISHMEMI_SIG_BAD (reported by the caller out of its loops:
- * ishmemi_flag_wait). (A buffer holds count c - 2's words or c's: 16 bits
- * of the count tell them apart.) */
-ISHMEMI_INLINE uint ishmemi_ll_wait(const ulong *p, ulong c, uint s16, uint *bad) {
+/* Waits for word `p` to carry count `c` and returns the word. (A buffer
+ * holds count c - 2's words or c's: 16 bits of the count tell them
+ * apart.) */
+ISHMEMI_INLINE ulong ishmemi_ll_wait(const ulong *p, ulong c) {
     ulong w;
     do {
         w = ishmemi_ll_load(p);
     } while ((uint)(w >> 32 & 0xffff) != (uint)(c & 0xffff));
-    if ((uint)(w >> 48) != s16) *bad = (uint)(w >> 48) | ISHMEMI_SIG_BAD;
-    return (uint)w;
+    return w;
+}
+
+/* 0, or, when LL word `w` came from a call whose bits are not `s16`, its
+ * bits | ISHMEMI_SIG_BAD (reported by the caller out of its loops:
+ * ishmemi_flag_wait). Only a message's first word is checked (work-item
+ * 0 reads it): every word of a message carries the same bits, and a
+ * member that expects other words than were sent (another size) finds
+ * another call's bits in the first. */
+ISHMEMI_INLINE uint ishmemi_ll_sig(ulong w, uint s16) {
+    return (uint)(w >> 48) != s16 ? (uint)(w >> 48) | ISHMEMI_SIG_BAD : 0;
 }
 
 /* Work-item `lid` of `lsz` sends its share of the n bytes at src to `pe`
@@ -1067,7 +1080,10 @@ ISHMEMI_INLINE void ishmemi_ll_send(int slot, int pe, ulong c, const char *src, 
                                    size_t lsz, ulong sig) {
     if (c > 2) {
         ulong *done = ishmemi_sync_word(ISHMEMI_SYNC_LLDONE, slot, pe);
-        while ((ulong)ishmemi_peek64(done) < c - 2) ;
+        if ((ulong)ishmemi_peek64(done) < c - 2) {
+            ishmemi_ll_waits(slot, pe, c, lid);
+            while ((ulong)ishmemi_peek64(done) < c - 2) ;
+        }
     }
     ulong *buf = (ulong *)ishmemi_peer(ishmemi_ll_buf(slot, ISHMEMI_STATE->my_pe, c), pe);
     ulong flag = ishmemi_ll_flag(c, sig);
@@ -1081,17 +1097,24 @@ ISHMEMI_INLINE uint ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t
                                    size_t lsz, uint s16) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c);
     uint bad = 0;
-    for (size_t k = lid; k < (n + 3) / 4; k += lsz) ishmemi_ll_unpack(dst, n, k, ishmemi_ll_wait(buf + k, c, s16, &bad));
+    ishmemi_ll_waits(slot, pe, c, lid);
+    for (size_t k = lid; k < (n + 3) / 4; k += lsz) {
+        ulong w = ishmemi_ll_wait(buf + k, c);
+        if (k == 0) bad = ishmemi_ll_sig(w, s16);
+        ishmemi_ll_unpack(dst, n, k, (uint)w);
+    }
     return bad;
 }
 
 /* The `sz` bytes (1, 2, 4 or 8, at a multiple of sz) at byte `off` of what
- * `pe` sends in the LL collective of count `c`, as a little-endian value
- * (`s16`, `bad`: as ishmemi_ll_wait). */
+ * `pe` sends in the LL collective of count `c`, as a little-endian value;
+ * at `off` 0, *bad as ishmemi_ll_sig finds the first word. */
 ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz, uint s16, uint *bad) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c) + off / 4;
-    if (sz == 8) return (ulong)ishmemi_ll_wait(buf, c, s16, bad) | (ulong)ishmemi_ll_wait(buf + 1, c, s16, bad) << 32;
-    ulong w = ishmemi_ll_wait(buf, c, s16, bad) >> (8 * (off % 4));
+    ulong w0 = ishmemi_ll_wait(buf, c);
+    if (off == 0) *bad = ishmemi_ll_sig(w0, s16);
+    if (sz == 8) return (ulong)(uint)w0 | (ulong)(uint)ishmemi_ll_wait(buf + 1, c) << 32;
+    ulong w = (ulong)(uint)w0 >> (8 * (off % 4));
     return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
 }
 
@@ -1172,7 +1195,7 @@ ISHMEMI_INLINE int ishmemi_broadcast_bytes(int team, void *dest, const void *src
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c, 0, root);
+        ishmemi_ll_counts(team, t, c);
         ishmemi_ll_bcast(team, t, c, (char *)dest, (const char *)src, n, root, 0, 1, sig);
         ishmemi_ll_done(team, t, c, 0, root);
         return 0;
@@ -1204,7 +1227,7 @@ ISHMEMI_INLINE int ishmemi_fcollect_bytes(int team, void *dest, const void *src,
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c, 0, -1);
+        ishmemi_ll_counts(team, t, c);
         ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 0, 0, 1, sig);
         ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
@@ -1227,7 +1250,7 @@ ISHMEMI_INLINE int ishmemi_alltoall_bytes(int team, void *dest, const void *src,
         ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n * t->size, ISHMEMI_STATE->my_pe);
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c, 0, -1);
+        ishmemi_ll_counts(team, t, c);
         ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 1, 0, 1, sig);
         ishmemi_ll_done(team, t, c, 0, -1);
         return 0;
@@ -1271,7 +1294,7 @@ ISHMEMI_INLINE int ishmemi_wg_broadcast_bytes(int team, void *dest, const void *
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c, lid, root);
+        ishmemi_ll_counts(team, t, c);
         ishmemi_ll_bcast(team, t, c, (char *)dest, (const char *)src, n, root, lid,
                          ishmemi_wg_size(), sig);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
@@ -1312,7 +1335,7 @@ ISHMEMI_INLINE int ishmemi_wg_fcollect_bytes(int team, void *dest, const void *s
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c, lid, -1);
+        ishmemi_ll_counts(team, t, c);
         ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 0, lid,
                             ishmemi_wg_size(), sig);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
@@ -1339,7 +1362,7 @@ ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, void *dest, const void *s
         ishmemi_check(ISHMEMI_RING_OP_GET, src, n * t->size, ISHMEMI_STATE->my_pe);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
         ulong c[ISHMEMI_SYNC_LL_PES];
-        ishmemi_ll_counts(team, t, c, lid, -1);
+        ishmemi_ll_counts(team, t, c);
         ishmemi_ll_exchange(team, t, c, (char *)dest, (const char *)src, n, 1, lid,
                             ishmemi_wg_size(), sig);
         work_group_barrier(CLK_GLOBAL_MEM_FENCE);
@@ -1577,12 +1600,14 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
 #define ISHMEMI_REDUCE_LL(T, OP, LID, LSZ, BARRIER)                                           \
     {                                                                                          \
         size_t nb_ = nreduce * sizeof(T);                                                      \
-        ishmemi_ll_counts(team, t, c_, LID, -1);                                               \
+        ishmemi_ll_counts(team, t, c_);                                                        \
         for (int k_ = 1, r_ = t->my_rank; k_ < t->size; k_++) {                                \
             r_ = r_ + 1 == t->size ? 0 : r_ + 1;                                               \
             ishmemi_ll_send(team, ishmemi_member(t, r_), c_[r_], (const char *)source, nb_, LID, LSZ, sig_); \
         }                                                                                      \
         BARRIER;                                                                               \
+        for (int r_ = 0; r_ < t->size; r_++)                                                   \
+            if (r_ != t->my_rank) ishmemi_ll_waits(team, ishmemi_member(t, r_), c_[r_], LID);  \
         uint s16_ = ishmemi_sig16(sig_), bad_ = 0;                                             \
         int from_ = 0;                                                                         \
         for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \

@@ -17,8 +17,9 @@ pub const SYNC_MAX_PES: usize = 256;
 /// order). `PAIRS[s][p]` is four words read and written by this PE alone:
 /// the signals it has sent `p` on `s`, the ones from `p` it has waited
 /// for, the low-latency collectives the two have finished on `s` (one of
-/// them sent the other a message in each), and the one they have begun
-/// (above the finished count while one runs; the watchdog reads both).
+/// them sent the other a message in each), and the latest one that waited
+/// on the other (above the finished count while it runs; the watchdog
+/// reads both).
 /// Every signal one member of a team sends another is awaited once, in
 /// order, so per pair of PEs and slot the counts agree whatever teams used
 /// the slot before.

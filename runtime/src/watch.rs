@@ -445,12 +445,11 @@ impl SyncWait {
 ///   q's flag (`FLAGS`, the count in bits 16-63): an awaited count above
 ///   the flag's is a wait not yet met (the counts are read before the
 ///   flags, so a wait that ends while they are read is not taken for one);
-/// - a low-latency collective marks its pairs begun (word 3) with their
-///   count c, and done (word 2) at its end. While begun, it waits either
-///   for q to have read its message c - 2 (`LLDONE`, which q writes), or
-///   for q's message c (the first word of q's buffer here not yet carrying
-///   c; a broadcast's root, which receives nothing, is caught there only
-///   in passing, and a wait never lasts).
+/// - a low-latency collective marks a pair (word 3) with its count c
+///   where it is about to wait on q, and marks it done (word 2) at its
+///   end. While marked, it waits either for q to have read its message
+///   c - 2 (`LLDONE`, which q writes), or for q's message c (the first
+///   word of q's buffer here not yet carrying c).
 ///
 /// Devices that sync through the control segment record those waits
 /// themselves (`WAIT_TEAM_SYNC`).
@@ -486,12 +485,12 @@ fn sync_wait(st: &State) -> Option<Option<SyncWait>> {
             if want > have {
                 return Some(Some(at(SyncWaitKind::Signal { want, have })));
             }
-            let (done, begun) = (pairs[4 * pe + 2], pairs[4 * pe + 3]);
-            if ll && begun > done {
-                if begun > 2 && lldone[pe] < begun - 2 {
-                    return Some(Some(at(SyncWaitKind::LlRead { count: begun - 2, done: lldone[pe] })));
+            let (done, marked) = (pairs[4 * pe + 2], pairs[4 * pe + 3]);
+            if ll && marked > done {
+                if marked > 2 && lldone[pe] < marked - 2 {
+                    return Some(Some(at(SyncWaitKind::LlRead { count: marked - 2, done: lldone[pe] })));
                 }
-                ll_waits.push(at(SyncWaitKind::LlMessage { count: begun }));
+                ll_waits.push(at(SyncWaitKind::LlMessage { count: marked }));
             }
         }
     }
