@@ -127,6 +127,11 @@ pub fn type_code<T>() -> u16 {
     }
 }
 
+/// How a report names the type of Rust name `rust` (`i64`, `f32`, ...).
+pub fn type_description(rust: &str) -> Option<&'static str> {
+    TYPES.iter().find(|(n, _)| *n == rust).map(|(_, d)| *d)
+}
+
 fn type_name(code: u16) -> String {
     match code {
         c if c & HASHED_TYPE != 0 => format!("type #{:04x}", c & 0x7fff),

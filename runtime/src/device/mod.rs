@@ -354,16 +354,21 @@ pub fn describe_sig(sig: u64) -> String {
             .find(|(_, v)| *v == c)
             .map_or(format!("#{c}"), |(n, _)| n.split_once('_').map_or(*n, |(_, rest)| rest).to_lowercase())
     };
-    let elem = || name(&ELEM_CODES, code & 0xf);
+    // ELEM_I64 is Rust's i64: named as host reports name types.
+    let elem = || {
+        let e = name(&ELEM_CODES, code & 0xf);
+        crate::collsig::type_description(&e).map_or(e, str::to_string)
+    };
+    // The host's words for the same calls (`collsig::Sig::describe`).
     match kind {
         COLL_TEAM_SYNC => "a barrier or sync (barrier_all, sync_all or team_sync)".into(),
         COLL_BROADCAST => format!("broadcast of {count} bytes from team PE {root}"),
         COLL_COLLECT => format!("collect of {code}-byte elements"),
         COLL_FCOLLECT => format!("fcollect of {count} bytes per PE"),
         COLL_ALLTOALL => format!("alltoall of {count} bytes per PE"),
-        COLL_REDUCE => format!("{} reduction of {count} {} elements", name(&ROP_CODES, code >> 4), elem()),
-        COLL_INSCAN => format!("sum_inscan of {count} {} elements", elem()),
-        COLL_EXSCAN => format!("sum_exscan of {count} {} elements", elem()),
+        COLL_REDUCE => format!("{} reduction of {count} elements of {}", name(&ROP_CODES, code >> 4), elem()),
+        COLL_INSCAN => format!("sum_inscan of {count} elements of {}", elem()),
+        COLL_EXSCAN => format!("sum_exscan of {count} elements of {}", elem()),
         k => format!("an unknown collective (kind {k})"),
     }
 }
@@ -737,7 +742,11 @@ mod sig_tests {
     #[test]
     fn signatures_are_described_and_their_16_bits_tell_calls_apart() {
         let sum_long = sig(COLL_REDUCE, ELEM_I64 | ROP_SUM << 4, 0, 8);
-        assert_eq!(describe_sig(sum_long), "sum reduction of 8 i64 elements");
+        assert_eq!(
+            describe_sig(sum_long),
+            "sum reduction of 8 elements of 64-bit integer (long, longlong, int64, ptrdiff)"
+        );
+        assert_eq!(describe_sig(sig(COLL_INSCAN, ELEM_F32, 0, 3)), "sum_inscan of 3 elements of float");
         assert_eq!(describe_sig(sig(COLL_BROADCAST, 0, 1, 64)), "broadcast of 64 bytes from team PE 1");
         assert_eq!(describe_sig16(sig16(sum_long))[..11], *"a reduction");
         // The same kind with other arguments: other bits, same kind.
