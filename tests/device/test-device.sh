@@ -180,19 +180,25 @@ kernel_deadlock() { # label, expected exit, extra env...
     record "$label (expected failure)" $((SECONDS - t0)) 60
 }
 kernel_deadlock "device_host kernel_deadlock on 2 PEs, ends the job" 1 ISHMEM_DEADLOCK_DEVICE_ABORT=1
+# Device failures that end the job (ISHMEM_DEADLOCK_DEVICE_ABORT=1), on 2
+# PEs: failure_case LABEL MODE "ENV..." WANTED...
+failure_case() {
+    local label="$1" mode="$2" extra="$3" t0=$SECONDS log rc=0
+    shift 3
+    # shellcheck disable=SC2086 # extra is a list of VAR=value words
+    log="$(env ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 $extra timeout -k 5 20 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" "$mode" 2>&1)" || rc=$?
+    check_failure "$label" "$rc" 1 "$log" "returned" "$@"
+    record "$label (expected failure)" $((SECONDS - t0)) 60
+}
 # A kernel waiting in the library's own device barrier for a PE whose
 # kernel waits elsewhere: the barrier's wait is named, whether the device
 # syncs through the control segment (the wait records itself) or through
 # sync words in the heap, as on GPUs (the watchdog reads them).
-kernel_barrier_deadlock() { # label, PE 0's expected wait, extra env...
-    local label="$1" want="$2" t0=$SECONDS log rc=0
-    shift 2
-    log="$(env ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 "$@" timeout -k 5 20 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" kernel_barrier_deadlock 2>&1)" || rc=$?
-    check_failure "$label" "$rc" 1 "$log" "returned" \
+kernel_barrier_deadlock() { # label, PE 0's expected wait, extra env
+    failure_case "$1" kernel_barrier_deadlock "${3:-}" \
         "every PE has waited for at least 2 s, in the library or in kernels" \
-        "PE 0 runs outside the library; its kernels wait in $want" \
+        "PE 0 runs outside the library; its kernels wait in $2" \
         "PE 1 runs outside the library; its kernels wait in ishmem_long_wait_until(ivar 0x"
-    record "$label (expected failure)" $((SECONDS - t0)) 60
 }
 kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, control segment" \
     "a device team sync of the world team (through the control segment, epoch "
@@ -201,26 +207,19 @@ kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, sync word
     ISHMEM_DEVICE_SYNC=heap
 kernel_barrier_deadlock "device_host kernel_barrier_deadlock on 2 PEs, sync words, ring-all 1" \
     "a device team sync or collective of the world team (2 PEs): waits for PE 1's signal 1 (0 arrived)" \
-    ISHMEM_DEVICE_SYNC=heap ISHMEM_DEVICE_RING_ALL=1
+    "ISHMEM_DEVICE_SYNC=heap ISHMEM_DEVICE_RING_ALL=1"
 # Members of a team that make different collective calls in kernels
 # (sync words in the heap, as on GPUs): the member that receives the
 # other's signal or low-latency words names both calls and ends the job;
 # a low-latency collective facing a barrier hears nothing, and the
 # watchdog names both waits.
-coll_mismatch() { # label, mode, expected exit, wanted lines...
-    local label="$1" mode="$2" want_rc="$3" t0=$SECONDS log rc=0
-    shift 3
-    log="$(env ISHMEM_DEVICE_SYNC=heap ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 timeout -k 5 20 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" "$mode" 2>&1)" || rc=$?
-    check_failure "$label" "$rc" "$want_rc" "$log" "returned" "$@"
-    record "$label (expected failure)" $((SECONDS - t0)) 60
-}
-coll_mismatch "device_host coll_mismatch_ll on 2 PEs" coll_mismatch_ll 1 \
+failure_case "device_host coll_mismatch_ll on 2 PEs" coll_mismatch_ll ISHMEM_DEVICE_SYNC=heap \
     "PE 1: ishmem device collective: the members of the world team made different collective calls in kernels" \
     "this PE called broadcast of 8 bytes from team PE 0; PE 0 called an fcollect (signature 0x3"
-coll_mismatch "device_host coll_mismatch_signal on 2 PEs" coll_mismatch_signal 1 \
+failure_case "device_host coll_mismatch_signal on 2 PEs" coll_mismatch_signal ISHMEM_DEVICE_SYNC=heap \
     "PE 0: ishmem device collective: the members of the world team made different collective calls in kernels" \
     "this PE called a barrier or sync (barrier_all, sync_all or team_sync); PE 1 called a broadcast (signature 0x1"
-coll_mismatch "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed 1 \
+failure_case "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed ISHMEM_DEVICE_SYNC=heap \
     "PE 0 runs outside the library; its kernels wait in a small device collective of the world team (2 PEs): waits for PE 1's low-latency message 1" \
     "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)"
 # A recorded device wait that ends (its _any result right), then a host
