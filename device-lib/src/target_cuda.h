@@ -19,6 +19,8 @@
  * program that includes the core need not call them all. */
 #define ISHMEMI_COLD static __device__ __noinline__ __attribute__((unused))
 #define ISHMEMI_API extern "C" __device__
+/* A loop the compiler unrolls, so that its loads are in flight together. */
+#define ISHMEMI_UNROLL _Pragma("unroll")
 #define ISHMEMI_VAR __device__
 
 typedef unsigned long ulong;
@@ -83,9 +85,16 @@ ISHMEMI_INLINE void ishmemi_own_store2(void *p, ulong a, ulong b) {
  * (single-copy atomic), read back by polling 8-byte loads; no fence. */
 ISHMEMI_INLINE void ishmemi_ll_store(void *p, ulong v) { *(volatile ulong *)p = v; }
 ISHMEMI_INLINE ulong ishmemi_ll_load(const void *p) { return *(const volatile ulong *)p; }
-/* After a relaxed poll saw a flag: what its writer released is visible. */
+/* After relaxed polls saw flags (of any number of writers): what each
+ * writer released is visible. On sm_90 the one-way fence.acquire.sys (PTX
+ * ISA 8.6): an L1 invalidation, no memory barrier; before it libcu++'s
+ * fence.acq_rel.sys, a full system-scope barrier. */
 ISHMEMI_INLINE void ishmemi_fence_acquire(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.acquire.sys;" ::: "memory");
+#else
     cuda::atomic_thread_fence(cuda::memory_order_acquire, ISHMEMI_SYS);
+#endif
 }
 /* Before relaxed flag stores: what this thread stored before is visible
  * to whoever acquires one of them (one system-scope fence for any number
