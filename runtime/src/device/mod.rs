@@ -52,6 +52,15 @@ pub enum DeviceError {
     /// A CUDA driver call failed; `context` says what it was for (empty:
     /// the call says it all).
     Cuda { context: String, error: cuda::driver::CuError },
+    /// Level Zero or its GPU failed; `context` says what it was for
+    /// (empty: the error says it all).
+    Ze { context: String, error: ze::ZeError },
+}
+
+impl From<ze::ZeError> for DeviceError {
+    fn from(error: ze::ZeError) -> DeviceError {
+        DeviceError::Ze { context: String::new(), error }
+    }
 }
 
 impl From<cuda::driver::CuError> for DeviceError {
@@ -81,6 +90,8 @@ impl fmt::Display for DeviceError {
             DeviceError::OpenCl(e) => e.fmt(f),
             DeviceError::Cuda { context, error } if context.is_empty() => error.fmt(f),
             DeviceError::Cuda { context, error } => write!(f, "{context}: {error}"),
+            DeviceError::Ze { context, error } if context.is_empty() => error.fmt(f),
+            DeviceError::Ze { context, error } => write!(f, "{context}: {error}"),
         }
     }
 }

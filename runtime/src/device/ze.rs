@@ -53,6 +53,7 @@ use crate::types::Amo;
 use level_zero_sys::*;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_void, CStr, CString};
+use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::null_mut;
 use std::sync::{Mutex, OnceLock};
@@ -72,16 +73,171 @@ type GetIpcHandlesFn =
 const INDIRECT: ze_kernel_indirect_access_flags_t =
     ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST | ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE | ZE_KERNEL_INDIRECT_ACCESS_FLAG_SHARED;
 
-fn check(what: &str, r: ze_result_t) -> Result<(), String> {
-    if r == ZE_RESULT_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("{what} failed: {} ({r:#x})", result_name(r)))
+/// What went wrong with Level Zero or the GPU it offers (the text is made
+/// at the edge, by `Display`).
+#[derive(Debug)]
+pub enum ZeError {
+    /// The loader did not load: every path tried.
+    Load(LoadError),
+    /// A call (`call`, with what it worked on) returned `code`; `hint`
+    /// follows the message: what to check, or the build log (`": ..."`).
+    Call { call: String, code: ze_result_t, hint: String },
+    /// The loader `loader` found no GPU driver; `driver_tried`: each name
+    /// and why it did not load.
+    NoDriver { loader: String, init: Option<ze_result_t>, driver_tried: Vec<String> },
+    /// The driver is there but the machine has no render node; `drm`: what
+    /// /sys/class/drm has.
+    NoDeviceNode { driver: String, init: Option<ze_result_t>, drm: Vec<String> },
+    /// This user cannot open the render nodes `nodes`.
+    NodeDenied { driver: String, init: Option<ze_result_t>, nodes: Vec<String> },
+    /// Driver and nodes are there, but no usable GPU (`mask`:
+    /// `ZE_AFFINITY_MASK`, when set).
+    NoUsableGpu { driver: String, init: Option<ze_result_t>, nodes: Vec<String>, mask: Option<String> },
+    /// The driver cannot share device memory between processes.
+    NoIpcMemory,
+    /// `ISHMEM_ZE_DEVICE` names a GPU the driver does not report.
+    NoSuchGpu { wanted: u64, count: usize },
+    /// This PE's GPU cannot reach the memory of GPU `gpu` (`name`), where
+    /// PE `pe` of this node runs.
+    NoPeerAccess { gpu: usize, name: String, pe: usize },
+    /// The GPU cannot use ordinary host memory at its own addresses with
+    /// atomics (`caps`: its `sharedSystemAllocCapabilities`).
+    NoSharedSystemMemory { caps: u32 },
+    /// The GPU reports no compute engine.
+    NoComputeEngine,
+    /// The driver's IPC handle is more than a file descriptor.
+    OpaqueIpcHandle,
+    /// The driver spread the heap over `tiles` tiles.
+    ImplicitScaling { tiles: u32 },
+    /// Duplicating the heap's descriptor `fd` failed.
+    DupHandle { fd: i32, source: std::io::Error },
+    /// The device library could not be read.
+    Library(super::opencl::ClError),
+    /// The device library's `ishmemi_state` is `size` bytes, not a pointer.
+    WrongLibrary { size: usize },
+    /// The GPU is used before `ishmem_init` opened it.
+    NotOpen,
+    /// Device code is needed before attach or after detach.
+    NotAttached,
+    /// `event` (an address) is no outstanding event of this PE's
+    /// `_on_queue` routines.
+    ForeignEvent { event: usize },
+    /// Collectives on a device queue have no SPIR-V kernel.
+    NoQueueKernel,
+}
+
+impl ZeError {
+    /// The same error with `more` after a call's message (other errors
+    /// keep theirs).
+    fn hint(self, more: impl Into<String>) -> ZeError {
+        match self {
+            ZeError::Call { call, code, mut hint } => {
+                hint.push_str(&more.into());
+                ZeError::Call { call, code, hint }
+            }
+            e => e,
+        }
     }
 }
 
-fn unavailable(m: String) -> DeviceError {
-    DeviceError::Unavailable(format!("ISHMEM_DEVICE=ze: {m}"))
+/// `zeInit`'s result as the no-GPU messages quote it.
+fn init_text(init: &Option<ze_result_t>) -> String {
+    match init {
+        Some(r) => format!("zeInit(ZE_INIT_FLAG_GPU_ONLY) returned {} ({r:#x})", result_name(*r)),
+        None => "the drivers it loaded report no GPU".to_string(),
+    }
+}
+
+impl fmt::Display for ZeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ZeError::Load(e) => e.fmt(f),
+            ZeError::Call { call, code, hint } => write!(f, "{call} failed: {} ({code:#x}){hint}", result_name(*code)),
+            ZeError::NoDriver { loader, init, driver_tried } => write!(
+                f,
+                "the Level Zero loader {loader} has no GPU driver ({}); tried {} (install Intel's GPU compute runtime: Debian/Ubuntu intel-level-zero-gpu, or intel-opencl-icd, which contains libze_intel_gpu.so.1)",
+                init_text(init),
+                driver_tried.join(", ")
+            ),
+            ZeError::NoDeviceNode { driver, init, drm } => write!(
+                f,
+                "the Level Zero GPU driver {driver} is installed, but this machine has no GPU device node: no /dev/dri/renderD* ({}; /sys/class/drm has {}); an Intel GPU with its kernel driver (i915 or xe) is needed",
+                init_text(init),
+                if drm.is_empty() { "nothing".to_string() } else { drm.join(" ") }
+            ),
+            ZeError::NodeDenied { driver, init, nodes } => write!(
+                f,
+                "the Level Zero GPU driver {driver} is installed, but this user cannot open {} ({}): add the user to the group owning it (usually render)",
+                nodes.join(", "),
+                init_text(init)
+            ),
+            ZeError::NoUsableGpu { driver, init, nodes, mask } => write!(
+                f,
+                "the Level Zero GPU driver {driver} and the device nodes {} are there, but the driver reports no usable GPU ({}{}); is this GPU supported by the installed driver version?",
+                nodes.join(", "),
+                init_text(init),
+                mask.as_ref().map_or(String::new(), |m| format!("; ZE_AFFINITY_MASK={m} may hide them"))
+            ),
+            ZeError::NoIpcMemory => f.write_str(
+                "the Level Zero driver cannot share device memory between processes (no ZE_IPC_PROPERTY_FLAG_MEMORY), which symmetric heaps need",
+            ),
+            ZeError::NoSuchGpu { wanted, count } => write!(
+                f,
+                "ISHMEM_ZE_DEVICE={wanted}, but the driver reports {count} GPU(s) (0..{})",
+                count.saturating_sub(1)
+            ),
+            ZeError::NoPeerAccess { gpu, name, pe } => write!(
+                f,
+                "cannot access the memory of GPU {gpu} ({name}), where PE {pe} of this node runs: the node's PEs must be on GPUs that map each other's memory"
+            ),
+            ZeError::NoSharedSystemMemory { caps } => write!(
+                f,
+                "cannot access ordinary host memory at its own addresses with atomics (sharedSystemAllocCapabilities {caps:#x}), where the reverse-offload ring and the node's control segment live; the ze device needs a GPU and driver with shared system memory support (SVM)"
+            ),
+            ZeError::NoComputeEngine => f.write_str("has no compute engine"),
+            ZeError::OpaqueIpcHandle => f.write_str(
+                "the driver's IPC handle carries more than a file descriptor (a pooled or opaque handle), so it cannot be passed to the node's other PEs as one; this driver needs spec 1.6's zeMemGetFileDescriptorFromIpcHandleExp (a newer loader)",
+            ),
+            ZeError::ImplicitScaling { tiles } => write!(
+                f,
+                "the driver spreads the heap over {tiles} tiles (implicit scaling), which cannot be shared as one file descriptor: run one PE per tile (ISHMEM_ZE_SUBDEVICES=1, or ZE_FLAT_DEVICE_HIERARCHY=FLAT)"
+            ),
+            ZeError::DupHandle { fd, source } => write!(f, "cannot duplicate the heap's descriptor {fd}: {source}"),
+            ZeError::Library(e) => e.fmt(f),
+            ZeError::WrongLibrary { size } => write!(
+                f,
+                "the device library's ishmemi_state is {size} bytes, not a pointer: is ishmem_device.spv (ISHMEM_DEVICE_LIB) the one of this libishmem?"
+            ),
+            ZeError::NotOpen => {
+                f.write_str("the Level Zero device is not open yet (ishmem_init has not created the heap)")
+            }
+            ZeError::NotAttached => f.write_str(
+                "the Level Zero device is not attached (before ishmem_init finished, or after ishmem_finalize)",
+            ),
+            ZeError::ForeignEvent { event } => write!(
+                f,
+                "{event:#x} is not an event of an ishmemx_*_on_queue routine of this PE (or it was already waited for)"
+            ),
+            ZeError::NoQueueKernel => f.write_str(
+                "collectives on a device queue are built for the cuda device only (this PE's device is ze)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ZeError {}
+
+fn check(what: &str, r: ze_result_t) -> Result<(), ZeError> {
+    if r == ZE_RESULT_SUCCESS {
+        Ok(())
+    } else {
+        Err(ZeError::Call { call: what.to_string(), code: r, hint: String::new() })
+    }
+}
+
+/// A failure that leaves this PE without the ze device (at init).
+fn unavailable(error: ZeError) -> DeviceError {
+    DeviceError::Ze { context: "ISHMEM_DEVICE=ze".into(), error }
 }
 
 /// A device slot a PE can be given: a GPU, or one tile of one.
@@ -184,31 +340,21 @@ fn render_nodes() -> Vec<std::path::PathBuf> {
 /// Why `zeInit` found no GPU (`init` is its result when it failed), by
 /// what is missing: the driver library, the GPU's device node, the right
 /// to open it.
-fn no_gpu_reason(l: &Loader, init: Option<ze_result_t>) -> String {
-    let what = match init {
-        Some(r) => format!("zeInit(ZE_INIT_FLAG_GPU_ONLY) returned {} ({r:#x})", result_name(r)),
-        None => "the drivers it loaded report no GPU".to_string(),
-    };
+fn no_gpu_reason(l: &Loader, init: Option<ze_result_t>) -> ZeError {
     // Whether the driver library is there (the loader opens it the same way).
     let mut search = Search::new("a Level Zero GPU driver", "");
     let driver = DRIVER_NAMES.iter().copied().find(|name| search.open(name, dynlib::Open::Local).is_some());
     let Some(driver) = driver else {
-        let tried: Vec<String> = search.failed().tried.iter().map(|(name, why)| format!("{name} ({why})")).collect();
-        return format!(
-            "the Level Zero loader {} has no GPU driver ({what}); tried {} (install Intel's GPU compute runtime: Debian/Ubuntu intel-level-zero-gpu, or intel-opencl-icd, which contains libze_intel_gpu.so.1)",
-            l.path,
-            tried.join(", ")
-        );
+        let driver_tried = search.failed().tried.iter().map(|(name, why)| format!("{name} ({why})")).collect();
+        return ZeError::NoDriver { loader: l.path.to_string(), init, driver_tried };
     };
+    let driver = driver.to_string();
     let nodes = render_nodes();
     if nodes.is_empty() {
-        let drm: Vec<String> = std::fs::read_dir("/sys/class/drm")
+        let drm = std::fs::read_dir("/sys/class/drm")
             .map(|d| d.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned())).collect())
             .unwrap_or_default();
-        return format!(
-            "the Level Zero GPU driver {driver} is installed, but this machine has no GPU device node: no /dev/dri/renderD* ({what}; /sys/class/drm has {}); an Intel GPU with its kernel driver (i915 or xe) is needed",
-            if drm.is_empty() { "nothing".to_string() } else { drm.join(" ") }
-        );
+        return ZeError::NoDeviceNode { driver, init, drm };
     }
     let denied: Vec<String> = nodes
         .iter()
@@ -219,18 +365,10 @@ fn no_gpu_reason(l: &Loader, init: Option<ze_result_t>) -> String {
         .map(|p| p.display().to_string())
         .collect();
     if !denied.is_empty() {
-        return format!(
-            "the Level Zero GPU driver {driver} is installed, but this user cannot open {} ({what}): add the user to the group owning it (usually render)",
-            denied.join(", ")
-        );
+        return ZeError::NodeDenied { driver, init, nodes: denied };
     }
-    let mask =
-        crate::env::ze_affinity_mask().map_or(String::new(), |m| format!("; ZE_AFFINITY_MASK={m} may hide them"));
-    let nodes: Vec<String> = nodes.iter().map(|p| p.display().to_string()).collect();
-    format!(
-        "the Level Zero GPU driver {driver} and the device nodes {} are there, but the driver reports no usable GPU ({what}{mask}); is this GPU supported by the installed driver version?",
-        nodes.join(", ")
-    )
+    let nodes = nodes.iter().map(|p| p.display().to_string()).collect();
+    ZeError::NoUsableGpu { driver, init, nodes, mask: crate::env::ze_affinity_mask().map(|m| m.to_string()) }
 }
 
 /// Opens the Level Zero loader: `path` (`ISHMEM_ZE_LOADER`) or the usual
@@ -252,8 +390,8 @@ fn load_loader(path: Option<&str>) -> Result<Loader, LoadError> {
 }
 
 /// What `ishmem-info` reports: the GPUs Level Zero sees, or why none.
-pub fn probe(loader: Option<&str>) -> Result<String, String> {
-    let l = load_loader(loader).map_err(|e| e.to_string())?;
+pub fn probe(loader: Option<&str>) -> Result<String, ZeError> {
+    let l = load_loader(loader).map_err(ZeError::Load)?;
     // SAFETY: discovery calls with valid out-pointers.
     let gpus = unsafe { discover(&l)? };
     let names: Vec<String> = gpus.1.iter().map(|(_, p)| device_name(p)).collect();
@@ -272,7 +410,7 @@ fn device_name(p: &ze_device_properties_t) -> String {
 #[allow(clippy::type_complexity)]
 unsafe fn discover(
     l: &Loader,
-) -> Result<(ze_driver_handle_t, Vec<(ze_device_handle_t, ze_device_properties_t)>), String> {
+) -> Result<(ze_driver_handle_t, Vec<(ze_device_handle_t, ze_device_properties_t)>), ZeError> {
     // SAFETY: loader calls with valid out-pointers (the caller's contract).
     unsafe {
         let r = (l.init)(ZE_INIT_FLAG_GPU_ONLY);
@@ -311,7 +449,7 @@ unsafe fn discover(
 ///
 /// # Safety
 /// `dev` is a device handle of `l`'s driver.
-unsafe fn queue_group(l: &Loader, dev: ze_device_handle_t, compute: bool) -> Result<Option<(u32, u32)>, String> {
+unsafe fn queue_group(l: &Loader, dev: ze_device_handle_t, compute: bool) -> Result<Option<(u32, u32)>, ZeError> {
     // SAFETY: two-call enumeration with a buffer of the reported size.
     unsafe {
         let mut n = 0u32;
@@ -353,9 +491,7 @@ impl ZeDevice {
             ipc.stype = ZE_STRUCTURE_TYPE_DRIVER_IPC_PROPERTIES;
             check("zeDriverGetIpcProperties", (l.driver_get_ipc_properties)(driver, &mut ipc)).map_err(unavailable)?;
             if ipc.flags & ZE_IPC_PROPERTY_FLAG_MEMORY == 0 {
-                return Err(unavailable(
-                    "the Level Zero driver cannot share device memory between processes (no ZE_IPC_PROPERTY_FLAG_MEMORY), which symmetric heaps need".into(),
-                ));
+                return Err(unavailable(ZeError::NoIpcMemory));
             }
             let ext = |name: &CStr| -> Option<*mut c_void> {
                 let mut f = null_mut();
@@ -408,16 +544,14 @@ impl ZeDevice {
         }
     }
 
-    fn gpu(&self) -> Result<&Open, DeviceError> {
-        self.open.get().ok_or_else(|| {
-            DeviceError::Runtime("the Level Zero device is not open yet (ishmem_init has not created the heap)".into())
-        })
+    fn gpu(&self) -> Result<&Open, ZeError> {
+        self.open.get().ok_or(ZeError::NotOpen)
     }
 
     /// An immediate command list on group `ordinal` of `dev`.
     fn list(
         &self, dev: ze_device_handle_t, (ordinal, index): (u32, u32), mode: ze_command_queue_mode_t,
-    ) -> Result<ze_command_list_handle_t, String> {
+    ) -> Result<ze_command_list_handle_t, ZeError> {
         // SAFETY: a descriptor of ours; the list is kept until exit.
         unsafe {
             let mut d: ze_command_queue_desc_t = std::mem::zeroed();
@@ -438,17 +572,13 @@ impl ZeDevice {
         }
         let n = self.slots.len();
         let index = match self.wanted {
-            Some(w) if w as usize >= n => {
-                return Err(unavailable(format!(
-                    "ISHMEM_ZE_DEVICE={w}, but the driver reports {n} GPU(s) (0..{})",
-                    n - 1
-                )))
-            }
+            Some(w) if w as usize >= n => return Err(unavailable(ZeError::NoSuchGpu { wanted: w, count: n })),
             Some(w) => w as usize,
             None => local.rank % n,
         };
         let s = &self.slots[index];
-        let e = |m: String| unavailable(format!("GPU {index} ({}): {m}", s.name));
+        let e =
+            |error: ZeError| DeviceError::Ze { context: format!("ISHMEM_DEVICE=ze: GPU {index} ({})", s.name), error };
         // The node's other PEs' GPUs (by the same rule) must be reachable.
         if self.wanted.is_none() {
             for r in 0..local.size {
@@ -461,10 +591,7 @@ impl ZeDevice {
                 let rc = unsafe { (self.l.device_can_access_peer)(s.dev, self.slots[j].dev, &mut ok) };
                 check("zeDeviceCanAccessPeer", rc).map_err(e)?;
                 if ok == 0 {
-                    return Err(e(format!(
-                        "cannot access the memory of GPU {j} ({}), where PE {r} of this node runs: the node's PEs must be on GPUs that map each other's memory",
-                        self.slots[j].name
-                    )));
+                    return Err(e(ZeError::NoPeerAccess { gpu: j, name: self.slots[j].name.clone(), pe: r }));
                 }
             }
         }
@@ -480,13 +607,11 @@ impl ZeDevice {
         };
         let need = ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
         if sys & need != need {
-            return Err(e(format!(
-                "cannot access ordinary host memory at its own addresses with atomics (sharedSystemAllocCapabilities {sys:#x}), where the reverse-offload ring and the node's control segment live; the ze device needs a GPU and driver with shared system memory support (SVM)"
-            )));
+            return Err(e(ZeError::NoSharedSystemMemory { caps: sys }));
         }
         // SAFETY: a device handle of our driver.
         let compute =
-            unsafe { queue_group(self.l, s.dev, true) }.map_err(e)?.ok_or_else(|| e("has no compute engine".into()))?;
+            unsafe { queue_group(self.l, s.dev, true) }.map_err(e)?.ok_or_else(|| e(ZeError::NoComputeEngine))?;
         // SAFETY: as above.
         let copy = unsafe { queue_group(self.l, s.dev, false) }.map_err(e)?.unwrap_or(compute);
         // The program's list on the compute group's first queue; the host
@@ -502,11 +627,11 @@ impl ZeDevice {
             queue: self.list(s.dev, (compute.0, 0), ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS).map_err(e)?,
         };
         let _ = self.open.set(o);
-        self.gpu()
+        Ok(self.gpu()?)
     }
 
     /// The descriptor inside an IPC handle of `zeMemGetIpcHandle`.
-    fn fd_of(&self, h: &ze_ipc_mem_handle_t) -> Result<i32, String> {
+    fn fd_of(&self, h: &ze_ipc_mem_handle_t) -> Result<i32, ZeError> {
         if let Some(f) = self.l.mem_get_file_descriptor_from_ipc_handle {
             let mut v = 0u64;
             // SAFETY: spec 1.6's conversion on a handle of ours.
@@ -515,14 +640,12 @@ impl ZeDevice {
                 return Ok(v as i32);
             }
             if r != ZE_RESULT_ERROR_UNSUPPORTED_FEATURE {
-                return Err(check("zeMemGetFileDescriptorFromIpcHandleExp", r).unwrap_err());
+                check("zeMemGetFileDescriptorFromIpcHandleExp", r)?;
             }
         }
         let b: Vec<u8> = h.data.iter().map(|&c| c as u8).collect();
         if b[4..].iter().any(|&x| x != 0) {
-            return Err(
-                "the driver's IPC handle carries more than a file descriptor (a pooled or opaque handle), so it cannot be passed to the node's other PEs as one; this driver needs spec 1.6's zeMemGetFileDescriptorFromIpcHandleExp (a newer loader)".into(),
-            );
+            return Err(ZeError::OpaqueIpcHandle);
         }
         Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
@@ -558,15 +681,31 @@ impl ZeDevice {
     }
 
     /// Runs `f` on the synchronous copy list (complete when it returns).
-    fn on_copy(&self, what: &str, f: impl FnOnce(ze_command_list_handle_t) -> ze_result_t) -> Result<(), DeviceError> {
+    fn on_copy(&self, what: &str, f: impl FnOnce(ze_command_list_handle_t) -> ze_result_t) -> Result<(), ZeError> {
         let o = self.gpu()?;
         let list = o.copy.lock().unwrap_or_else(|e| e.into_inner());
-        check(what, f(*list)).map_err(DeviceError::Runtime)
+        check(what, f(*list))
+    }
+
+    /// Copies `len` bytes on the synchronous copy list.
+    ///
+    /// # Safety
+    /// `src` and `dst` are valid for `len` bytes, in memory the GPU reaches.
+    unsafe fn copy_list(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), ZeError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let l = self.l;
+        // SAFETY: the caller's contract; the list is synchronous, so the
+        // copy is complete when the append returns.
+        self.on_copy("zeCommandListAppendMemoryCopy", |list| unsafe {
+            (l.command_list_append_memory_copy)(list, dst.cast(), src.cast(), len, null_mut(), 0, null_mut())
+        })
     }
 
     /// A module from SPIR-V `il` with `flags`; a failure carries the build log.
-    fn module(&self, il: &[u8], flags: &str, what: &str) -> Result<ze_module_handle_t, String> {
-        let o = self.gpu().map_err(|e| e.to_string())?;
+    fn module(&self, il: &[u8], flags: &str, what: &str) -> Result<ze_module_handle_t, ZeError> {
+        let o = self.gpu()?;
         let flags = CString::new(flags).unwrap_or_default();
         // SAFETY: a descriptor of ours over `il`, which outlives the call.
         unsafe {
@@ -579,7 +718,7 @@ impl ZeDevice {
             let (mut m, mut log) = (null_mut(), null_mut());
             let r = (self.l.module_create)(self.ctx, o.dev, &d, &mut m, &mut log);
             let text = self.take_log(log);
-            check(&format!("zeModuleCreate ({what})"), r).map_err(|e| format!("{e}{text}"))?;
+            check(&format!("zeModuleCreate ({what})"), r).map_err(|e| e.hint(text))?;
             Ok(m)
         }
     }
@@ -606,7 +745,7 @@ impl ZeDevice {
     }
 
     /// A kernel of the library module.
-    fn kernel(&self, module: ze_module_handle_t, name: &str) -> Result<ze_kernel_handle_t, String> {
+    fn kernel(&self, module: ze_module_handle_t, name: &str) -> Result<ze_kernel_handle_t, ZeError> {
         let cname = CString::new(name).unwrap_or_default();
         // SAFETY: a descriptor of ours; the kernel lives until exit.
         unsafe {
@@ -615,7 +754,7 @@ impl ZeDevice {
             d.pKernelName = cname.as_ptr();
             let mut k = null_mut();
             check(&format!("zeKernelCreate({name})"), (self.l.kernel_create)(module, &d, &mut k))
-                .map_err(|m| format!("{m}: is ishmem_device.spv (ISHMEM_DEVICE_LIB) the one of this libishmem?"))?;
+                .map_err(|e| e.hint(": is ishmem_device.spv (ISHMEM_DEVICE_LIB) the one of this libishmem?"))?;
             check("zeKernelSetGroupSize", (self.l.kernel_set_group_size)(k, 1, 1, 1))?;
             check("zeKernelSetIndirectAccess", (self.l.kernel_set_indirect_access)(k, INDIRECT))?;
             Ok(k)
@@ -626,7 +765,7 @@ impl ZeDevice {
     ///
     /// # Safety
     /// The values match the kernel's parameters.
-    unsafe fn set_args(&self, k: ze_kernel_handle_t, args: &[(&[u8], usize)]) -> Result<(), String> {
+    unsafe fn set_args(&self, k: ze_kernel_handle_t, args: &[(&[u8], usize)]) -> Result<(), ZeError> {
         for (i, (v, n)) in args.iter().enumerate() {
             // SAFETY: the caller's contract.
             let r = unsafe { (self.l.kernel_set_argument_value)(k, i as u32, *n, v.as_ptr().cast()) };
@@ -636,8 +775,8 @@ impl ZeDevice {
     }
 
     /// An event for an `_on_queue` operation, from the pools.
-    fn event(&self) -> Result<ze_event_handle_t, String> {
-        let o = self.gpu().map_err(|e| e.to_string())?;
+    fn event(&self) -> Result<ze_event_handle_t, ZeError> {
+        let o = self.gpu()?;
         let mut ev = self.events.lock().unwrap_or_else(|e| e.into_inner());
         let h = match ev.free.pop() {
             Some(h) => h,
@@ -673,8 +812,8 @@ impl ZeDevice {
 
     /// Loads the device library module, registers the ring and the control
     /// segment, and installs the state.
-    fn attach_library(&self, o: &Open, a: &Attach) -> Result<Library, String> {
-        let il = read_library(self.device_lib.as_deref()).map_err(|e| e.to_string())?;
+    fn attach_library(&self, o: &Open, a: &Attach) -> Result<Library, ZeError> {
+        let il = read_library(self.device_lib.as_deref()).map_err(ZeError::Library)?;
         // SAFETY: the state lives as long as the running PE (Attach's contract).
         let st: ishmemx_device_state_t = unsafe { *a.state };
         // The bytes device code addresses in the heap: the user's part and,
@@ -725,7 +864,7 @@ impl ZeDevice {
             let mb = mirror as *mut u8;
             let up = |dst: *mut u8, src: *const u8, len: usize| {
                 // SAFETY: host source valid for len; dst inside the mirror.
-                self.copy(dst, src, len).map_err(|e| e.to_string())
+                self.copy_list(dst, src, len)
             };
             up(mb, (&copy as *const ishmemx_device_state_t).cast(), std::mem::size_of_val(&copy))?;
             up(mb.add(bases), st.peer_heap_base as *const u8, 8 * n)?;
@@ -740,9 +879,7 @@ impl ZeDevice {
                 (l.module_get_global_pointer)(module, c"ishmemi_state".as_ptr(), &mut size, &mut gp),
             )?;
             if size != 8 {
-                return Err(format!(
-                    "the device library's ishmemi_state is {size} bytes, not a pointer: is ishmem_device.spv (ISHMEM_DEVICE_LIB) the one of this libishmem?"
-                ));
+                return Err(ZeError::WrongLibrary { size });
             }
             up(gp.cast(), (&m as *const u64).cast(), 8)?;
             Ok(Library {
@@ -758,28 +895,16 @@ impl ZeDevice {
         }
     }
 
-    fn with_lib<T>(&self, f: impl FnOnce(&Library) -> Result<T, String>) -> Result<T, DeviceError> {
+    fn with_lib<T>(&self, f: impl FnOnce(&Library) -> Result<T, ZeError>) -> Result<T, ZeError> {
         let g = self.lib.lock().unwrap_or_else(|e| e.into_inner());
-        let lib = g.as_ref().ok_or_else(|| {
-            DeviceError::Runtime(
-                "the Level Zero device is not attached (before ishmem_init finished, or after ishmem_finalize)".into(),
-            )
-        })?;
-        f(lib).map_err(DeviceError::Runtime)
+        f(g.as_ref().ok_or(ZeError::NotAttached)?)
     }
 }
 
 impl DeviceMemory for ZeDevice {
     unsafe fn copy(&self, dst: *mut u8, src: *const u8, len: usize) -> Result<(), DeviceError> {
-        if len == 0 {
-            return Ok(());
-        }
-        let l = self.l;
-        // SAFETY: the caller's contract; the list is synchronous, so the
-        // copy is complete when the append returns.
-        self.on_copy("zeCommandListAppendMemoryCopy", |list| unsafe {
-            (l.command_list_append_memory_copy)(list, dst.cast(), src.cast(), len, null_mut(), 0, null_mut())
-        })
+        // SAFETY: the caller's contract.
+        Ok(unsafe { self.copy_list(dst, src, len) }?)
     }
 
     unsafe fn zero(&self, dst: *mut u8, len: usize) -> Result<(), DeviceError> {
@@ -788,8 +913,8 @@ impl DeviceMemory for ZeDevice {
         }
         let l = self.l;
         let zero = 0u8;
-        // SAFETY: the caller's contract; synchronous list as above.
-        self.on_copy("zeCommandListAppendMemoryFill", |list| unsafe {
+        // SAFETY: the caller's contract; synchronous list as in copy_list.
+        Ok(self.on_copy("zeCommandListAppendMemoryFill", |list| unsafe {
             (l.command_list_append_memory_fill)(
                 list,
                 dst.cast(),
@@ -800,14 +925,14 @@ impl DeviceMemory for ZeDevice {
                 0,
                 null_mut(),
             )
-        })
+        })?)
     }
 
     unsafe fn atomic(&self, addr: *mut u8, amo: Amo) -> Result<u64, DeviceError> {
         let Amo { op, size, operand, cond } = amo;
         let o = self.gpu()?;
         let l = self.l;
-        self.with_lib(|lib| {
+        Ok(self.with_lib(|lib| {
             let k = lib.amo.lock().unwrap_or_else(|e| e.into_inner());
             let (a, sz, opc, out) = (addr as u64, size as u32, op as u32, lib.amo_result as u64);
             // SAFETY: the library's ishmemi_host_amo(ulong addr, uint size,
@@ -834,7 +959,7 @@ impl DeviceMemory for ZeDevice {
                 )?;
                 Ok(std::ptr::read_volatile(lib.amo_result))
             }
-        })
+        })?)
     }
 }
 
@@ -854,7 +979,7 @@ impl Device for ZeDevice {
     fn create_heap(&self, size: usize, pe: usize, local: LocalRank) -> Result<HeapRegion, DeviceError> {
         let o = self.open(local)?;
         let what = format!("cannot create a {size}-byte symmetric heap on GPU {} ({}) for PE {pe}", o.index, o.name);
-        let e = |m: String| DeviceError::Runtime(format!("{what}: {m}"));
+        let e = |error: ZeError| DeviceError::Ze { context: what.clone(), error };
         // SAFETY: driver calls with descriptors of ours and valid
         // out-pointers; the exported descriptor is duplicated into one we own.
         unsafe {
@@ -869,18 +994,16 @@ impl Device for ZeDevice {
             let mut p = null_mut();
             check("zeMemAllocDevice", (self.l.mem_alloc_device)(self.ctx, &d, size, HEAP_ALIGN, o.dev, &mut p))
                 .map_err(|m| {
-                    e(format!(
-                        "{m} (the GPU's largest single allocation is {} bytes; a smaller ISHMEM_SYMMETRIC_SIZE may fit)",
+                    e(m.hint(format!(
+                        " (the GPU's largest single allocation is {} bytes; a smaller ISHMEM_SYMMETRIC_SIZE may fit)",
                         o.max_alloc
-                    ))
+                    )))
                 })?;
             let region = HeapRegion::device(p.cast(), size, None, self.release(false));
             if let Some(f) = self.get_ipc_handles {
                 let mut n = 0u32;
                 if f(self.ctx, p, &mut n, null_mut()) == ZE_RESULT_SUCCESS && n > 1 {
-                    return Err(e(format!(
-                        "the driver spreads the heap over {n} tiles (implicit scaling), which cannot be shared as one file descriptor: run one PE per tile (ISHMEM_ZE_SUBDEVICES=1, or ZE_FLAT_DEVICE_HIERARCHY=FLAT)"
-                    )));
+                    return Err(e(ZeError::ImplicitScaling { tiles: n }));
                 }
             }
             let mut h: ze_ipc_mem_handle_t = std::mem::zeroed();
@@ -888,10 +1011,7 @@ impl Device for ZeDevice {
             let fd = self.fd_of(&h).map_err(e)?;
             let dup = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
             if dup < 0 {
-                return Err(e(format!(
-                    "cannot duplicate the heap's descriptor {fd}: {}",
-                    std::io::Error::last_os_error()
-                )));
+                return Err(e(ZeError::DupHandle { fd, source: std::io::Error::last_os_error() }));
             }
             let region = region.with_handle(OwnedFd::from_raw_fd(dup));
             // The driver's own reference (spec 1.6); older drivers keep it
@@ -908,12 +1028,14 @@ impl Device for ZeDevice {
     fn map_peer_heap(&self, handle: &OwnedFd, size: usize, pe: usize) -> Result<HeapRegion, DeviceError> {
         let o = self.gpu()?;
         let what = format!("cannot map the heap of PE {pe} for GPU {} ({})", o.index, o.name);
-        let e = |m: String| DeviceError::Runtime(format!("{what}: {m}"));
         let h = Self::handle_of(handle.as_raw_fd());
         let mut p = null_mut();
         // SAFETY: opening a handle a peer exported; the descriptor stays ours.
         let r = unsafe { (self.l.mem_open_ipc_handle)(self.ctx, o.dev, h, 0, &mut p) };
-        check("zeMemOpenIpcHandle", r).map_err(|m| e(format!("{m} (can the GPUs map each other's memory?)")))?;
+        check("zeMemOpenIpcHandle", r).map_err(|m| DeviceError::Ze {
+            context: what,
+            error: m.hint(" (can the GPUs map each other's memory?)"),
+        })?;
         Ok(HeapRegion::device(p.cast(), size, None, self.release(true)))
     }
 
@@ -923,8 +1045,9 @@ impl Device for ZeDevice {
 
     fn attach(&self, a: Attach) -> Result<(), DeviceError> {
         let o = self.gpu()?;
-        let lib = self.attach_library(o, &a).map_err(|m| {
-            DeviceError::Runtime(format!("GPU {} ({}): cannot set up device code: {m}", o.index, o.name))
+        let lib = self.attach_library(o, &a).map_err(|error| DeviceError::Ze {
+            context: format!("GPU {} ({}): cannot set up device code", o.index, o.name),
+            error,
         })?;
         *self.lib.lock().unwrap_or_else(|e| e.into_inner()) = Some(lib);
         *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
@@ -970,7 +1093,7 @@ impl Device for ZeDevice {
     fn link_program(&self, il: &[u8]) -> Result<*mut c_void, DeviceError> {
         let (lib, big) = self.with_lib(|l| Ok((l.module, l.big_heap)))?;
         let flags = if big { "-ze-opt-greater-than-4GB-buffer-required" } else { "" };
-        let m = self.module(il, flags, "the program").map_err(DeviceError::Runtime)?;
+        let m = self.module(il, flags, "the program")?;
         let mut pair = [m, lib];
         let mut log = null_mut();
         // SAFETY: two modules of ours; the log is read and destroyed.
@@ -979,17 +1102,14 @@ impl Device for ZeDevice {
         if let Err(e) = check("zeModuleDynamicLink (the program with ishmem_device.spv)", r) {
             // SAFETY: our module, used by nothing else.
             unsafe { (self.l.module_destroy)(m) };
-            return Err(DeviceError::Runtime(format!("{e}{text}")));
+            return Err(e.hint(text).into());
         }
         Ok(m.cast())
     }
 
     fn enqueue(&self, op: QueueOp, queue: *mut c_void, deps: &[*mut c_void]) -> Result<*mut c_void, DeviceError> {
         let Some((kernel, args)) = op.spirv_kernel() else {
-            return Err(DeviceError::Runtime(format!(
-                "collectives on a device queue are built for the cuda device only (this PE's device is {})",
-                self.name()
-            )));
+            return Err(ZeError::NoQueueKernel.into());
         };
         let name = kernel.name;
         // Each argument's bytes and size (pointers as 64-bit addresses).
@@ -1001,7 +1121,7 @@ impl Device for ZeDevice {
                 QueueArg::I32(v) => (v.to_ne_bytes().to_vec(), 4),
             })
             .collect();
-        let ev = self.event().map_err(DeviceError::Runtime)?;
+        let ev = self.event()?;
         let l = self.l;
         let r = self.with_lib(|lib| {
             let mut ks = lib.kernels.lock().unwrap_or_else(|e| e.into_inner());
@@ -1040,7 +1160,7 @@ impl Device for ZeDevice {
             let mut evs = self.events.lock().unwrap_or_else(|e| e.into_inner());
             evs.outstanding.remove(&(ev as usize));
             evs.free.push(ev);
-            return Err(e);
+            return Err(e.into());
         }
         Ok(ev.cast())
     }
@@ -1049,15 +1169,12 @@ impl Device for ZeDevice {
         for &e in events {
             let h: ze_event_handle_t = e.cast();
             if !self.events.lock().unwrap_or_else(|e| e.into_inner()).outstanding.remove(&(h as usize)) {
-                return Err(DeviceError::Runtime(format!(
-                    "{e:p} is not an event of an ishmemx_*_on_queue routine of this PE (or it was already waited for)"
-                )));
+                return Err(ZeError::ForeignEvent { event: e as usize }.into());
             }
             // SAFETY: an event of our pools, signalled by an appended launch.
             unsafe {
-                check("zeEventHostSynchronize", (self.l.event_host_synchronize)(h, u64::MAX))
-                    .map_err(DeviceError::Runtime)?;
-                check("zeEventHostReset", (self.l.event_host_reset)(h)).map_err(DeviceError::Runtime)?;
+                check("zeEventHostSynchronize", (self.l.event_host_synchronize)(h, u64::MAX))?;
+                check("zeEventHostReset", (self.l.event_host_reset)(h))?;
             }
             self.events.lock().unwrap_or_else(|e| e.into_inner()).free.push(h);
         }
