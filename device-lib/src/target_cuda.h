@@ -19,6 +19,9 @@
  * program that includes the core need not call them all. */
 #define ISHMEMI_COLD static __device__ __noinline__ __attribute__((unused))
 #define ISHMEMI_API extern "C" __device__
+/* Threads progress independently (sm_70 and later): one may spin while
+ * another of its block has yet to store what a peer waits for. */
+#define ISHMEMI_ITEMS_PROGRESS 1
 /* A loop the compiler unrolls, so that its loads are in flight together. */
 #define ISHMEMI_UNROLL _Pragma("unroll")
 #define ISHMEMI_VAR __device__

@@ -96,21 +96,27 @@ int main(int argc, char **argv) {
                PE 1 a broadcast, both of low-latency words; _signal, PE 0 a
                barrier and PE 1 (the root) a broadcast of 64 KiB, through
                signals; _mixed, PE 0 an fcollect of low-latency words and
-               PE 1 a barrier (neither hears the other: a deadlock). The
-               others' hosts then wait for nothing: only the library's
+               PE 1 a barrier (neither hears the other: a deadlock);
+               _llroot, PE 0 an fcollect and PE 1 (the root) a broadcast,
+               both of low-latency words. On 3 PEs PE 2 calls as PE 0
+               does, so that PE 0 awaits several members' words at once.
+               The others' hosts then wait for nothing: only the library's
                report may end the job. */
             const char *how = argv[2] + 14;
             long *src = ishmem_calloc(16384, sizeof(long)), *dst = ishmem_calloc(16384, sizeof(long));
             long one = 1, big = 8192, root0 = 0, root1 = 1;
             ishmem_barrier_all();
-            if (me == 0 && strcmp(how, "signal") != 0)
+            if ((me == 0 || me == 2) && strcmp(how, "signal") != 0)
                 run("coll_fcollect", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
                     (const void *[]){0, 0, &one});
-            else if (me == 0 || (me == 1 && strcmp(how, "mixed") == 0))
+            else if (me == 0 || me == 2 || (me == 1 && strcmp(how, "mixed") == 0))
                 run("barrier_all", 1, 0, NULL, NULL, NULL);
             else if (me == 1 && strcmp(how, "ll") == 0)
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &one, &root0});
+            else if (me == 1 && strcmp(how, "llroot") == 0)
+                run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
+                    (const void *[]){0, 0, &one, &root1});
             else if (me == 1)
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &big, &root1});
@@ -372,12 +378,15 @@ int main(int argc, char **argv) {
 
     /* 10d. work-group forms of collectives */
     long *gsrc = ishmem_malloc(256 * sizeof(long)), *gdst = ishmem_calloc(256 * 4, sizeof(long));
-    long *gred = ishmem_calloc(256, sizeof(long)), *gres = ishmem_calloc(64, sizeof(long));
+    long *gred = ishmem_calloc(256 + 7, sizeof(long)), *gres = ishmem_calloc(64, sizeof(long));
     for (int i = 0; i < 256; i++) gsrc[i] = me * 1000L + i;
     ishmem_barrier_all();
     run_wg("wg_coll", 64, 64, 4, (void *[]){gsrc, gdst, gred, gres}, NULL, NULL);
     for (int i = 0; i < 64; i++) CHECK(gres[i] == -1000, "work-group collective results on work-item %d: %ld", i, gres[i]);
-    for (int i = 0; i < 256; i++) CHECK(gred[i] == 1000L * np * (np - 1) / 2 + (long)np * i, "sum_reduce_work_group [%d] = %ld", i, gred[i]);
+    for (int i = 0; i < 256 + 7; i++) {
+        int k = i < 256 ? i : i - 256;
+        CHECK(gred[i] == 1000L * np * (np - 1) / 2 + (long)np * k, "sum_reduce_work_group [%d] = %ld", i, gred[i]);
+    }
     for (int j = 0; j < np; j++)
         for (int i = 0; i < 256; i++) CHECK(gdst[j * 256 + i] == j * 1000L + i, "fcollect_work_group [%d][%d] = %ld", j, i, gdst[j * 256 + i]);
 

@@ -258,8 +258,9 @@ kernel void coll_fcollect(global long *dst, global const long *src, long nelems)
     ishmem_long_fcollect(0, dst, src, (size_t)nelems);
 }
 
-/* Work-group forms of collectives: one group of 64 work-items per PE; the
- * last call has a bad root and must return -1 on every work-item and do
+/* Work-group forms of collectives: one group of 64 work-items per PE (a
+ * reduction of more elements than work-items, and one of fewer); the
+ * broadcast has a bad root and must return -1 on every work-item and do
  * nothing. */
 kernel void wg_coll(global long *src, global long *dst, global long *red, global long *res) {
     int np = ishmem_n_pes();
@@ -267,5 +268,6 @@ kernel void wg_coll(global long *src, global long *dst, global long *red, global
     int r1 = ishmemx_long_fcollect_work_group(ISHMEM_TEAM_WORLD, dst, src, 256);
     int r2 = ishmemx_team_sync_work_group(ISHMEM_TEAM_WORLD);
     int r3 = ishmemx_long_broadcast_work_group(ISHMEM_TEAM_WORLD, dst, src, 4, np);
-    res[get_local_id(0)] = r0 + 10 * r1 + 100 * r2 + 1000 * r3;
+    int r4 = ishmemx_long_sum_reduce_work_group(ISHMEM_TEAM_WORLD, red + 256, src, 7);
+    res[get_local_id(0)] = r0 + 10 * r1 + 100 * r2 + 1000 * r3 + 10000 * r4;
 }

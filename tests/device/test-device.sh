@@ -181,12 +181,12 @@ kernel_deadlock() { # label, expected exit, extra env...
 }
 kernel_deadlock "device_host kernel_deadlock on 2 PEs, ends the job" 1 ISHMEM_DEADLOCK_DEVICE_ABORT=1
 # Device failures that end the job (ISHMEM_DEADLOCK_DEVICE_ABORT=1), on 2
-# PEs: failure_case LABEL MODE "ENV..." WANTED...
+# PEs (or $pes): failure_case LABEL MODE "ENV..." WANTED...
 failure_case() {
     local label="$1" mode="$2" extra="$3" t0=$SECONDS log rc=0
     shift 3
     # shellcheck disable=SC2086 # extra is a list of VAR=value words
-    log="$(env ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 $extra timeout -k 5 20 "$ishmrun" -n 2 "$out/device_host" "$out/kernels.spv" "$mode" 2>&1)" || rc=$?
+    log="$(env ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 $extra timeout -k 5 20 "$ishmrun" -n "${pes:-2}" "$out/device_host" "$out/kernels.spv" "$mode" 2>&1)" || rc=$?
     check_failure "$label" "$rc" 1 "$log" "returned" "$@"
     record "$label (expected failure)" $((SECONDS - t0)) 60
 }
@@ -219,6 +219,15 @@ failure_case "device_host coll_mismatch_ll on 2 PEs" coll_mismatch_ll ISHMEM_DEV
 failure_case "device_host coll_mismatch_signal on 2 PEs" coll_mismatch_signal ISHMEM_DEVICE_SYNC=heap \
     "PE 0: ishmem device collective: the members of the world team made different collective calls in kernels" \
     "this PE called a barrier or sync (barrier_all, sync_all or team_sync); PE 1 called a broadcast (signature 0x1"
+# On 3 PEs (PE 2 calls as PE 0 does) a member's signals and low-latency
+# words are awaited together with another member's (the batched waits):
+# the check holds there too.
+pes=3 failure_case "device_host coll_mismatch_signal on 3 PEs" coll_mismatch_signal ISHMEM_DEVICE_SYNC=heap \
+    "ishmem device collective: the members of the world team made different collective calls in kernels" \
+    "this PE called a barrier or sync (barrier_all, sync_all or team_sync); PE 1 called a broadcast (signature 0x1"
+pes=3 failure_case "device_host coll_mismatch_llroot on 3 PEs" coll_mismatch_llroot ISHMEM_DEVICE_SYNC=heap \
+    "ishmem device collective: the members of the world team made different collective calls in kernels" \
+    "this PE called fcollect of 8 bytes per PE; PE 1 called a broadcast (signature 0x1"
 failure_case "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed ISHMEM_DEVICE_SYNC=heap \
     "PE 0 runs outside the library; its kernels wait in a small device collective of the world team (2 PEs): waits for PE 1's low-latency message 1" \
     "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)"
