@@ -19,6 +19,7 @@
 //! the cache holds more than [`MAX_ENTRIES`] entries, storing removes the
 //! least recently used ones.
 
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -76,32 +77,64 @@ fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
+/// Why a cache directory is not used.
+#[derive(Debug)]
+pub enum CacheError {
+    /// It could not be created.
+    Create { dir: PathBuf, source: std::io::Error },
+    /// It could not be examined.
+    Stat { dir: PathBuf, source: std::io::Error },
+    /// It is no directory (a symbolic link is not followed).
+    NotDirectory { dir: PathBuf },
+    /// Another user (`owner`) owns it.
+    Owner { dir: PathBuf, owner: u32, me: u32 },
+    /// Other users may reach it (`mode`).
+    Open { dir: PathBuf, mode: u32 },
+}
+
+impl fmt::Display for CacheError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheError::Create { dir, source } => write!(f, "cannot create {}: {source}", dir.display()),
+            CacheError::Stat { dir, source } => write!(f, "cannot stat {}: {source}", dir.display()),
+            CacheError::NotDirectory { dir } => {
+                write!(f, "{} is not a directory (a symbolic link is not accepted)", dir.display())
+            }
+            CacheError::Owner { dir, owner, me } => {
+                write!(f, "{} belongs to uid {owner}, not to this user ({me})", dir.display())
+            }
+            CacheError::Open { dir, mode } => {
+                write!(f, "{} is open to other users (mode {mode:04o}; chmod 700 it)", dir.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
 impl ProgramCache {
     /// The cache in `dir`, created (mode 0700) if missing. `Err` says why
     /// it cannot be trusted or made.
-    pub fn open(dir: &Path) -> Result<ProgramCache, String> {
+    pub fn open(dir: &Path) -> Result<ProgramCache, CacheError> {
+        let d = || dir.to_path_buf();
         if !dir.exists() {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                .map_err(|source| CacheError::Create { dir: d(), source })?;
         }
-        let m = std::fs::symlink_metadata(dir).map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
+        let m = std::fs::symlink_metadata(dir).map_err(|source| CacheError::Stat { dir: d(), source })?;
         if !m.is_dir() {
-            return Err(format!("{} is not a directory (a symbolic link is not accepted)", dir.display()));
+            return Err(CacheError::NotDirectory { dir: d() });
         }
         if m.uid() != uid() {
-            return Err(format!("{} belongs to uid {}, not to this user ({})", dir.display(), m.uid(), uid()));
+            return Err(CacheError::Owner { dir: d(), owner: m.uid(), me: uid() });
         }
         if m.mode() & 0o077 != 0 {
-            return Err(format!(
-                "{} is open to other users (mode {:04o}; chmod 700 it)",
-                dir.display(),
-                m.mode() & 0o7777
-            ));
+            return Err(CacheError::Open { dir: d(), mode: m.mode() & 0o7777 });
         }
-        Ok(ProgramCache { dir: dir.to_path_buf() })
+        Ok(ProgramCache { dir: d() })
     }
 
     fn entry(&self, key: Key) -> PathBuf {
@@ -247,12 +280,12 @@ mod tests {
         let d = scratch("open");
         std::fs::create_dir_all(&d).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let e = ProgramCache::open(&d).err().unwrap();
+        let e = ProgramCache::open(&d).err().unwrap().to_string();
         assert!(e.contains("open to other users (mode 0755"), "{e}");
         let link = scratch("link");
         std::os::unix::fs::symlink(&d, &link).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(ProgramCache::open(&link).err().unwrap().contains("not a directory"));
+        assert!(matches!(ProgramCache::open(&link), Err(CacheError::NotDirectory { .. })));
         std::fs::remove_file(&link).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
     }

@@ -138,13 +138,29 @@ pub const ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION: u32 = 4;
 
 static LIBRARY: AtomicPtr<ishmemx_cuda_device_library_t> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Registers the CUDA device library (called by its constructor).
-pub fn register_library(lib: &'static ishmemx_cuda_device_library_t) -> Result<(), String> {
-    if lib.version != ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION {
-        return Err(format!(
+/// A CUDA device library of another version than this libishmem's.
+#[derive(Debug)]
+pub struct VersionMismatch {
+    /// The version the device library speaks.
+    pub library: u32,
+}
+
+impl std::fmt::Display for VersionMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
             "the CUDA device library speaks version {}, this libishmem {ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION}: rebuild the program against the installed headers",
-            lib.version
-        ));
+            self.library
+        )
+    }
+}
+
+impl std::error::Error for VersionMismatch {}
+
+/// Registers the CUDA device library (called by its constructor).
+pub fn register_library(lib: &'static ishmemx_cuda_device_library_t) -> Result<(), VersionMismatch> {
+    if lib.version != ISHMEMX_CUDA_DEVICE_LIBRARY_VERSION {
+        return Err(VersionMismatch { library: lib.version });
     }
     LIBRARY.store(lib as *const _ as *mut _, Ordering::Release);
     Ok(())
