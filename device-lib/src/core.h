@@ -1099,12 +1099,12 @@ ISHMEMI_NOINLINE ulong ishmemi_ll_counts(int slot, const ishmemi_team_t *t, ulon
 }
 
 /* Marks the pair (this PE, `pe`)'s LL collective of count `c` as one that
- * waits (the pair's word 3, by work-item 0), before it waits for `pe`'s
- * message or for `pe` to read an earlier one: while a pair's marked count
- * is above its done count (word 2), the watchdog looks for what it waits
- * for (runtime/src/watch.rs). Stored where the work-item is about to wait
- * anyway: marking every pair when the collective began cost small
- * collectives 5% on H200s. */
+ * waits (the pair's word 3, by the first work-item of those waiting for
+ * it: `lid` 0), before it waits for `pe`'s message or for `pe` to read an
+ * earlier one: while a pair's marked count is above its done count (word
+ * 2), the watchdog looks for what it waits for (runtime/src/watch.rs).
+ * Stored where the work-item is about to wait anyway: marking every pair
+ * when the collective began cost small collectives 5% on H200s. */
 ISHMEMI_INLINE void ishmemi_ll_waits(int slot, int pe, ulong c, size_t lid) {
     if (lid == 0) ishmemi_own_store64(ishmemi_pair_words(slot, pe) + 3, (long)c);
 }
@@ -1149,8 +1149,8 @@ ISHMEMI_INLINE ulong ishmemi_ll_wait(const ulong *p, ulong c) {
 
 /* 0, or, when LL word `w` came from a call whose bits are not `s16`, its
  * bits | ISHMEMI_SIG_BAD (reported by the caller out of its loops:
- * ishmemi_flag_wait). Only a message's first word is checked (work-item
- * 0 reads it): every word of a message carries the same bits, and a
+ * ishmemi_flag_wait). Only a message's first word is checked (by the
+ * work-item that reads it): every word of a message carries the same bits, and a
  * member that expects other words than were sent (another size) finds
  * another call's bits in the first. */
 ISHMEMI_INLINE uint ishmemi_ll_sig(ulong w, uint s16) {
@@ -1248,11 +1248,13 @@ ISHMEMI_INLINE uint ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t
  * into dest + r * n, or (dest 0) only waited for. The work-item with a
  * member's first word marks the pair as waiting and checks the word's
  * signature bits; returns 0, or another call's bits | ISHMEMI_SIG_BAD with
- * their sender in *from. */
+ * their sender in *from, at once (the other call may have sent fewer
+ * words than this one waits for: the caller reports before it waits for
+ * anything else). */
 ISHMEMI_INLINE uint ishmemi_ll_recv_all(int slot, const ishmemi_team_t *t, const ulong *c, char *dest,
                                        size_t n, size_t lid, size_t lsz, uint s16, int *from) {
     int m = t->size - 1, k0, kstep;
-    uint w0, wstep, words = (uint)((n + 3) / 4), bad = 0;
+    uint w0, wstep, words = (uint)((n + 3) / 4);
     ishmemi_ll_share(m, lid, lsz, &k0, &kstep, &w0, &wstep);
     for (int k = k0; k <= m; k += kstep) {
         int r = ishmemi_rank_after(t, k), pe = ishmemi_member(t, r);
@@ -1260,11 +1262,14 @@ ISHMEMI_INLINE uint ishmemi_ll_recv_all(int slot, const ishmemi_team_t *t, const
         if (w0 == 0) ishmemi_ll_waits(slot, pe, c[r], 0);
         for (uint w = w0; w < words; w += wstep) {
             ulong x = ishmemi_ll_wait(buf + w, c[r]);
-            if (w == 0 && ishmemi_ll_sig(x, s16)) bad = ishmemi_ll_sig(x, s16), *from = pe;
+            if (w == 0 && ishmemi_ll_sig(x, s16)) {
+                *from = pe;
+                return ishmemi_ll_sig(x, s16);
+            }
             if (dest) ishmemi_ll_unpack(dest + (size_t)r * n, n, w, (uint)x);
         }
     }
-    return bad;
+    return 0;
 }
 
 /* The `sz` bytes (1, 2, 4 or 8, at a multiple of sz) at byte `off` of what
@@ -1825,7 +1830,8 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         uint s16_ = ishmemi_sig16(sig_), bad_ = 0;                                             \
         int from_ = 0;                                                                         \
         if (nreduce < (LSZ)) {                                                                 \
-            bad_ = ishmemi_ll_recv_all(team, t, c_, 0, nb_, LID, LSZ, s16_, &from_);           \
+            uint b_ = ishmemi_ll_recv_all(team, t, c_, 0, nb_, LID, LSZ, s16_, &from_);        \
+            ishmemi_sig_report(b_, team, from_, sig_);                                         \
             BARRIER;                                                                           \
         }                                                                                      \
         for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \

@@ -98,15 +98,20 @@ int main(int argc, char **argv) {
                signals; _mixed, PE 0 an fcollect of low-latency words and
                PE 1 a barrier (neither hears the other: a deadlock);
                _llroot, PE 0 an fcollect and PE 1 (the root) a broadcast,
-               both of low-latency words. On 3 PEs PE 2 calls as PE 0
-               does, so that PE 0 awaits several members' words at once.
+               both of low-latency words; _wgreduce, PE 0 a work-group
+               reduction of 7 elements and PE 1 (the root) a broadcast of
+               fewer words. On 3 PEs PE 2 calls as PE 0 does, so that PE 0
+               awaits several members' words at once.
                The others' hosts then wait for nothing: only the library's
                report may end the job. */
             const char *how = argv[2] + 14;
             long *src = ishmem_calloc(16384, sizeof(long)), *dst = ishmem_calloc(16384, sizeof(long));
-            long one = 1, big = 8192, root0 = 0, root1 = 1;
+            long one = 1, seven = 7, big = 8192, root0 = 0, root1 = 1;
             ishmem_barrier_all();
-            if ((me == 0 || me == 2) && strcmp(how, "signal") != 0)
+            if ((me == 0 || me == 2) && strcmp(how, "wgreduce") == 0)
+                run_wg("coll_wg_reduce", 64, 64, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
+                       (const void *[]){0, 0, &seven});
+            else if ((me == 0 || me == 2) && strcmp(how, "signal") != 0)
                 run("coll_fcollect", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
                     (const void *[]){0, 0, &one});
             else if (me == 0 || me == 2 || (me == 1 && strcmp(how, "mixed") == 0))
@@ -114,7 +119,7 @@ int main(int argc, char **argv) {
             else if (me == 1 && strcmp(how, "ll") == 0)
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &one, &root0});
-            else if (me == 1 && strcmp(how, "llroot") == 0)
+            else if (me == 1 && (strcmp(how, "llroot") == 0 || strcmp(how, "wgreduce") == 0))
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &one, &root1});
             else if (me == 1)

@@ -228,6 +228,12 @@ pes=3 failure_case "device_host coll_mismatch_signal on 3 PEs" coll_mismatch_sig
 pes=3 failure_case "device_host coll_mismatch_llroot on 3 PEs" coll_mismatch_llroot ISHMEM_DEVICE_SYNC=heap \
     "ishmem device collective: the members of the world team made different collective calls in kernels" \
     "this PE called fcollect of 8 bytes per PE; PE 1 called a broadcast (signature 0x1"
+# A work-group reduction of fewer elements than work-items first waits
+# for every member's words: another call's fewer words are reported, not
+# waited for.
+pes=3 failure_case "device_host coll_mismatch_wgreduce on 3 PEs" coll_mismatch_wgreduce ISHMEM_DEVICE_SYNC=heap \
+    "ishmem device collective: the members of the world team made different collective calls in kernels" \
+    "PE 1 called a broadcast (signature 0x1"
 failure_case "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed ISHMEM_DEVICE_SYNC=heap \
     "PE 0 runs outside the library; its kernels wait in a small device collective of the world team (2 PEs): waits for PE 1's low-latency message 1" \
     "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)"
