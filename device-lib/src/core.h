@@ -1007,9 +1007,75 @@ ISHMEMI_INLINE void ishmemi_sync_team_fenced(int slot, ulong sig) {
     ishmemi_await_others(slot, t, keep, sig);
 }
 
-/* Syncs team slot `slot` as part of a call of signature `sig` (compared
- * through the sync words; the control segment's syncs interoperate with
- * the host's and compare nothing). */
+/* ----- call signatures of team syncs through the control segment. Such
+ * a sync interoperates with the host's, so it publishes its call as the
+ * host's syncs do (collsig.rs, team.rs: team_sync_sig): the whole
+ * signature in the host's words in its record (TeamCtrl::sig, by epoch
+ * parity), and word 0 (epoch and hash) pushed into its successor's
+ * TeamCtrl::sig_in before the sync's round-0 flag store there. After the
+ * sync it compares what its predecessor pushed; a word of this epoch that
+ * differs ends the job, and the host names every member's call from their
+ * records (ring ERROR, DEVICE_CTRL_MISMATCH). Members form a ring, so if
+ * any two differ, one of them sees it. The host's codes of the device's
+ * collective, element and operator codes are generated (device_codes.h);
+ * ctrl.rs asserts where sig and sig_in lie beside the epoch and flags.
+ * A count above 32 bits is compared in its low 32 bits (ISHMEMI_SIG).
+ * ISHMEM_COLL_CHECK=0 (the state's coll_check) turns this off, as on the
+ * host. */
+#define ISHMEMI_HOST_SIG_CODE(packed, c) (((packed) >> (4 * ((c) & 0xf))) & 0xf)
+
+/* The host's words of device call `sig` at `epoch` (Sig::words): word 0
+ * the epoch and a 32-bit fold of the FNV-1a hash of words 1-3, word 1 the
+ * kind, operator, type and root, word 2 the count, word 3 0 (no device
+ * call has strides). */
+ISHMEMI_INLINE void ishmemi_host_sig_words(ulong sig, long epoch, ulong *w) {
+    uint kind = (uint)(sig & 0xf), code = (uint)(sig >> 4) & 0xfff;
+    ulong root = 0, op = 0, ty = 0;
+    if (kind == ISHMEMI_COLL_BROADCAST) root = (sig >> 16) & 0xffff;
+    if (kind == ISHMEMI_COLL_COLLECT) ty = code; /* the element size */
+    if (kind == ISHMEMI_COLL_REDUCE) op = ISHMEMI_HOST_SIG_CODE(ISHMEMI_SIG_OPS, code >> 4);
+    if (kind == ISHMEMI_COLL_REDUCE || kind == ISHMEMI_COLL_INSCAN || kind == ISHMEMI_COLL_EXSCAN)
+        ty = ISHMEMI_HOST_SIG_CODE(ISHMEMI_SIG_TYPES, code);
+    w[1] = ISHMEMI_HOST_SIG_CODE(ISHMEMI_SIG_KINDS, kind) | op << 8 | ty << 16 | root << 32;
+    w[2] = sig >> 32;
+    w[3] = 0;
+    ulong h = 0xcbf29ce484222325ul;
+    for (int k = 1; k < 4; k++)
+        for (int b = 0; b < 64; b += 8) {
+            h ^= (w[k] >> b) & 0xff;
+            h *= 0x100000001b3ul;
+        }
+    w[0] = (ulong)(uint)epoch << 32 | (uint)(h ^ h >> 32);
+}
+
+/* Never returns (the host ends the job). */
+ISHMEMI_COLD __attribute__((noreturn)) void ishmemi_ctrl_sig_mismatch(int slot, long epoch) {
+    char *ring = ishmemi_ring();
+    ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, (ulong)epoch, (ulong)slot, ISHMEMI_DEVICE_CTRL_MISMATCH, 0, 0,
+                      ISHMEMI_STATE->my_pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+    for (;;) (void)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED); /* until the host ends the job */
+}
+
+/* Publishes call `sig` for the sync at `epoch` of this PE's record `mine`
+ * and pushes word 0 to member `next`; returns word 0. */
+ISHMEMI_INLINE ulong ishmemi_ctrl_sig_publish(int slot, char *mine, int next, ulong sig, long epoch) {
+    ulong w[4];
+    ishmemi_host_sig_words(sig, epoch, w);
+    char *words = mine + ISHMEMI_STATE->ctrl_epoch_offset + 24 + 32 * (ulong)(epoch % 2);
+    for (int k = 1; k < 4; k++) ishmemi_store64(words + 8 * k, (long)w[k]);
+    ishmemi_store64(words, (long)w[0]);
+    char *in = ishmemi_team_record(slot, next) - 16 + 8 * (ulong)(epoch % 2);
+    if (ishmemi_is_local(next))
+        ishmemi_store64(in, (long)w[0]);
+    else /* before the flag store that follows, in ring order */
+        ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_SET, (ulong)in, 0, w[0], 0, 0, next, 0, ISHMEMI_RING_OP_FLAG_NBI);
+    return w[0];
+}
+
+/* Syncs team slot `slot` as part of a call of signature `sig`, compared
+ * with the other members' calls: through the sync words, or through the
+ * control segment (above), where device syncs interoperate with the
+ * host's. */
 ISHMEMI_INLINE void ishmemi_sync_team(int slot, ulong sig) {
     const ishmemi_team_t *t = ishmemi_get_team(slot);
     if (ishmemi_sync_in_heap()) {
@@ -1020,6 +1086,8 @@ ISHMEMI_INLINE void ishmemi_sync_team(int slot, ulong sig) {
     char *mine = ishmemi_team_record(slot, ishmemi_member(t, rank));
     long epoch = ishmemi_load64(mine + ISHMEMI_STATE->ctrl_epoch_offset) + 1;
     ishmemi_store64(mine + ISHMEMI_STATE->ctrl_epoch_offset, epoch);
+    int check = n > 1 && ISHMEMI_STATE->coll_check;
+    ulong w0 = check ? ishmemi_ctrl_sig_publish(slot, mine, ishmemi_member(t, (rank + 1) % n), sig, epoch) : 0;
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
         int to = ishmemi_member(t, (rank + dist) % n);
         char *flag = ishmemi_team_record(slot, to) + 8 * round;
@@ -1032,6 +1100,11 @@ ISHMEMI_INLINE void ishmemi_sync_team(int slot, ulong sig) {
         int from = ishmemi_member(t, (rank + n - dist % n) % n);
         ISHMEMI_WAIT_LOOP(ishmemi_load64(mine + 8 * round) < epoch, ;,
                           ISHMEMI_WAIT_WHAT(ISHMEMI_WAIT_TEAM_SYNC, round, slot), from, epoch);
+    }
+    if (check) {
+        /* The predecessor pushed before its round-0 flag, awaited above. */
+        ulong got = (ulong)ishmemi_load64(mine - 16 + 8 * (ulong)(epoch % 2));
+        if (got >> 32 == (ulong)(uint)epoch && got != w0) ishmemi_ctrl_sig_mismatch(slot, epoch);
     }
     ishmemi_fence_all();
 }

@@ -62,4 +62,13 @@
 #define ISHMEMI_WAIT_TEAM_SYNC 5
 #define ISHMEMI_WAIT_COUNT 6
 
+/* The host signature codes (runtime/src/collsig.rs) of the collective,
+ * element and operator codes above, 4 bits each: the host's code of device
+ * code c is bits 4c to 4c+3. Device collectives that sync through the
+ * control segment publish their calls in the host's words
+ * (runtime/src/device/mod.rs: sig_code_lists). */
+#define ISHMEMI_SIG_KINDS 0x87654321ul
+#define ISHMEMI_SIG_TYPES 0x87654321a9ul
+#define ISHMEMI_SIG_OPS 0x7654321ul
+
 #endif

@@ -17,7 +17,7 @@ typedef struct {
     uint ctrl_pe_stride;
     uint ctrl_team_stride;
     uint ctrl_epoch_offset;
-    uint reserved2;
+    uint coll_check;
     ulong ring;
     ulong teams;
     ulong quiet_words;
@@ -41,7 +41,7 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_team_base) == 56,
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_pe_stride) == 64, "ctrl_pe_stride");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_team_stride) == 68, "ctrl_team_stride");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ctrl_epoch_offset");
-_Static_assert(__builtin_offsetof(ishmemx_device_state_t, reserved2) == 76, "reserved2");
+_Static_assert(__builtin_offsetof(ishmemx_device_state_t, coll_check) == 76, "coll_check");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, ring) == 80, "ring");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, teams) == 88, "teams");
 _Static_assert(__builtin_offsetof(ishmemx_device_state_t, quiet_words) == 96, "quiet_words");
@@ -142,5 +142,6 @@ _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, pad) == ISHMEMI_RIN
 #define ISHMEMI_DEVICE_BAD_PE 1
 #define ISHMEMI_DEVICE_BAD_ADDR 2
 #define ISHMEMI_DEVICE_COLL_MISMATCH 3
+#define ISHMEMI_DEVICE_CTRL_MISMATCH 4
 
 #endif

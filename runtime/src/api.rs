@@ -40,6 +40,7 @@ pub use crate::types::{AmoOp, Blocks};
 /// in: the runtime's tables, which the device library's generated
 /// `device_codes.h` repeats.
 pub mod codes {
+    pub use crate::device::sig_code_lists;
     pub use crate::device::{
         COLL_ALLTOALL, COLL_BROADCAST, COLL_COLLECT, COLL_EXSCAN, COLL_FCOLLECT, COLL_INSCAN, COLL_REDUCE,
         COLL_TEAM_SYNC, ELEM_F32, ELEM_F64, ELEM_I16, ELEM_I32, ELEM_I64, ELEM_I8, ELEM_U16, ELEM_U32, ELEM_U64,
@@ -60,9 +61,9 @@ pub mod abi {
     pub use crate::device_state::{field_offsets, FIELDS};
     pub use crate::env::VARS;
     pub use crate::ring::{
-        layout as ring_layout, COMPLETION_FIELDS, DEVICE_BAD_ADDR, DEVICE_BAD_PE, DEVICE_COLL_MISMATCH, MSG_FIELDS,
-        RING_AMO, RING_CTRL_GET, RING_CTRL_SET, RING_ERROR, RING_FENCE, RING_G, RING_GET, RING_NBI, RING_NOP, RING_P,
-        RING_PUT, RING_PUT_SIGNAL, RING_QUIET, RING_SLOTS,
+        layout as ring_layout, COMPLETION_FIELDS, DEVICE_BAD_ADDR, DEVICE_BAD_PE, DEVICE_COLL_MISMATCH,
+        DEVICE_CTRL_MISMATCH, MSG_FIELDS, RING_AMO, RING_CTRL_GET, RING_CTRL_SET, RING_ERROR, RING_FENCE, RING_G,
+        RING_GET, RING_NBI, RING_NOP, RING_P, RING_PUT, RING_PUT_SIGNAL, RING_QUIET, RING_SLOTS,
     };
     pub use crate::sync_words::{
         SYNC_COUNTS, SYNC_CSEQ, SYNC_FLAGS, SYNC_LL, SYNC_LLDONE, SYNC_LL_BYTES, SYNC_LL_PES, SYNC_LL_SLOTS,

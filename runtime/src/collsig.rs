@@ -102,8 +102,6 @@ const TYPES: &[(&str, &str)] = &[
     ("u32", "32-bit unsigned integer (uint, uint32)"),
     ("i64", "64-bit integer (long, longlong, int64, ptrdiff)"),
     ("u64", "64-bit unsigned integer (ulong, ulonglong, uint64, size)"),
-    ("isize", "ptrdiff_t"),
-    ("usize", "size_t"),
     ("f32", "float"),
     ("f64", "double"),
     ("LongDouble", "long double"),
@@ -121,10 +119,23 @@ pub fn type_code<T>() -> u16 {
     let short = name.rsplit("::").next().unwrap_or(name);
     // `Complex<f32>` is `path::Complex<f32>`: rsplit on "::" keeps it whole
     // unless the parameter has a path, which the listed ones do not.
-    match TYPES.iter().position(|(n, _)| *n == short || *n == name) {
-        Some(i) => i as u16 + 1,
+    match type_code_named(short).or_else(|| type_code_named(name)) {
+        Some(c) => c,
         None => HASHED_TYPE | (fnv(name.as_bytes()) as u16 & 0x7fff),
     }
+}
+
+/// The type code of the listed Rust type `name` (`i64`, `f32`, ...).
+/// `size_t` and `ptrdiff_t` are the integer types of their width (in C
+/// `size_t` and `unsigned long` are one type on LP64, and the device
+/// library knows only widths), so their calls match those.
+pub fn type_code_named(name: &str) -> Option<u16> {
+    let name = match name {
+        "usize" => ["u32", "u64"][(usize::BITS == 64) as usize],
+        "isize" => ["i32", "i64"][(usize::BITS == 64) as usize],
+        n => n,
+    };
+    TYPES.iter().position(|(n, _)| *n == name).map(|i| i as u16 + 1)
 }
 
 /// How a report names the type of Rust name `rust` (`i64`, `f32`, ...).
@@ -367,6 +378,9 @@ mod tests {
         struct Odd;
         assert!(type_code::<Odd>() & HASHED_TYPE != 0);
         assert_ne!(type_code::<u32>(), type_code::<f32>());
+        // size_t is unsigned long, ptrdiff_t long (LP64).
+        assert_eq!(type_code::<usize>(), type_code::<u64>());
+        assert_eq!(type_code::<isize>(), type_code::<i64>());
     }
 
     #[test]

@@ -206,7 +206,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         ctrl_pe_stride: std::mem::size_of::<ctrl::PeCtrl>() as u32,
         ctrl_team_stride: std::mem::size_of::<ctrl::TeamCtrl>() as u32,
         ctrl_epoch_offset: ctrl::TEAM_EPOCH_FROM_FLAGS as u32,
-        reserved2: 0,
+        coll_check: u32::from(config.coll_check),
         ring: ring as *const _ as u64,
         teams: device_teams.as_ptr() as u64,
         quiet_words: device_quiet.as_ptr() as u64,

@@ -182,6 +182,13 @@ const _: () = assert!(std::mem::offset_of!(TeamCtrl, barrier) + 8 <= 64);
 // `ctrl_epoch_offset` + 8, + 16): device collect uses it as the host does.
 const _: () = assert!(std::mem::offset_of!(TeamCtrl, scratch) == std::mem::offset_of!(TeamCtrl, epoch) + 8);
 
+// Device team syncs through the control segment publish their calls as
+// the host's do (`core.h`: `ishmemi_ctrl_sig_publish`): they find `sig`
+// right after `scratch` (`ctrl_epoch_offset` + 24) and `sig_in` right
+// before the flags.
+const _: () = assert!(std::mem::offset_of!(TeamCtrl, sig) == std::mem::offset_of!(TeamCtrl, epoch) + 24);
+const _: () = assert!(std::mem::offset_of!(TeamCtrl, sig_in) + 16 == std::mem::offset_of!(TeamCtrl, barrier));
+
 /// Stage slots per team slot: a PE's small collectives publish into slot
 /// `epoch % STAGE_SLOTS`, so a PE can run this many calls ahead of the
 /// slowest reader before it must synchronize (see `stage.rs`).

@@ -51,8 +51,10 @@ pub struct ishmemx_device_state_t {
     pub ctrl_pe_stride: u32,
     pub ctrl_team_stride: u32,
     pub ctrl_epoch_offset: u32,
-    /// Reserved; zero.
-    pub reserved2: u32,
+    /// 1 when device team syncs through the control segment compare the
+    /// members' calls (`ISHMEM_COLL_CHECK`; `core.h`:
+    /// `ishmemi_ctrl_sig_publish`), else 0.
+    pub coll_check: u32,
     /// Address of this PE's reverse-offload ring (`ring.rs`); device
     /// operations on PEs whose `peer_is_local` entry is 0 go through it.
     pub ring: u64,
@@ -135,7 +137,7 @@ pub const FIELDS: &[(&str, &str)] = &[
     ("ctrl_pe_stride", "u32"),
     ("ctrl_team_stride", "u32"),
     ("ctrl_epoch_offset", "u32"),
-    ("reserved2", "u32"),
+    ("coll_check", "u32"),
     ("ring", "u64"),
     ("teams", "u64"),
     ("quiet_words", "u64"),
@@ -164,7 +166,7 @@ pub fn field_offsets() -> Vec<(&'static str, usize)> {
         ("ctrl_pe_stride", offset_of!(S, ctrl_pe_stride)),
         ("ctrl_team_stride", offset_of!(S, ctrl_team_stride)),
         ("ctrl_epoch_offset", offset_of!(S, ctrl_epoch_offset)),
-        ("reserved2", offset_of!(S, reserved2)),
+        ("coll_check", offset_of!(S, coll_check)),
         ("ring", offset_of!(S, ring)),
         ("teams", offset_of!(S, teams)),
         ("quiet_words", offset_of!(S, quiet_words)),

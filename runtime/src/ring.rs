@@ -92,12 +92,17 @@ pub const RING_CTRL_GET: u32 = 8;
 /// team made another collective call than this PE's (`core.h`:
 /// `ishmemi_sig_mismatch`): `dest` this PE's call signature, `source` the
 /// team slot, `cond` the other's 16-bit signature, `pe` that member.
+/// `DEVICE_CTRL_MISMATCH`: a team sync through the control segment found
+/// that its predecessor in the team published another call for the sync
+/// (`core.h`: `ishmemi_sync_team`): `dest` the sync's epoch, `source` the team
+/// slot; the members' calls are in their records (`TeamCtrl::sig`).
 /// The proxy aborts the job with the message; the work-item never resumes.
 pub const RING_ERROR: u32 = 9;
 /// `RING_ERROR` kinds.
 pub const DEVICE_BAD_PE: u64 = 1;
 pub const DEVICE_BAD_ADDR: u64 = 2;
 pub const DEVICE_COLL_MISMATCH: u64 = 3;
+pub const DEVICE_CTRL_MISMATCH: u64 = 4;
 
 /// One request: 64 bytes. `meta` packs the target PE (bits 0-31), the
 /// opcode (32-39), the AMO (`amo_op | size << 8`, bits 40-55) and the

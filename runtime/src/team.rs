@@ -266,6 +266,13 @@ impl State {
         // this epoch (rewritten only above the horizon).
         let staged = self.team_staged(team);
         let published = |pe: usize| -> Option<Sig> {
+            // A sync's call, the host's or the device's (device syncs
+            // through the control segment publish here only).
+            let slot = &self.ctrl.pe(pe).teams[team.slot].sig[(epoch % 2) as usize];
+            let synced: [u64; 4] = std::array::from_fn(|k| self.route.ctrl_load(call, pe, &slot[k]));
+            if Sig::same_epoch(synced[0], epoch) {
+                return Sig::from_words(synced);
+            }
             let w: [u64; 4] = if staged {
                 let slot = self.ctrl.stage(pe, team.slot, (epoch % STAGE_SLOTS as u64) as usize);
                 // A staged call is reported as soon as one slot differs: give
@@ -278,8 +285,7 @@ impl State {
                 }
                 std::array::from_fn(|k| if k == 0 { w0 } else { slot.sig[k - 1].load(Ordering::Relaxed) })
             } else {
-                let slot = &self.ctrl.pe(pe).teams[team.slot].sig[(epoch % 2) as usize];
-                std::array::from_fn(|k| self.route.ctrl_load(call, pe, &slot[k]))
+                synced
             };
             if Sig::same_epoch(w[0], epoch) {
                 Sig::from_words(w)
@@ -306,7 +312,7 @@ impl State {
             let what = match sig {
                 Some(s) => s.describe(),
                 None => {
-                    "no host collective call recorded at this point (not reached yet, or a device-side call)".into()
+                    "no collective call recorded at this point (not reached yet, or a device call syncing through GPU memory)".into()
                 }
             };
             let label = if pes.len() == 1 { "PE" } else { "PEs" };

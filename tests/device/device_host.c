@@ -129,6 +129,48 @@ int main(int argc, char **argv) {
             printf("PE %d: %s returned\n", me, argv[2]);
             return 1;
         }
+        if (strcmp(argv[2], "coll_host_device") == 0 || strcmp(argv[2], "coll_host_mismatch") == 0) {
+            /* PE 1 calls on the host what the others call in kernels (a
+               device team sync through the control segment interoperates
+               with the host's, and publishes its call as the host's do):
+               coll_host_device, the same broadcast of 8 KiB from PE 1 and the
+               same sum reduction, whose results every PE checks;
+               coll_host_mismatch, an fcollect of 8
+               KiB instead, which the library reports. */
+            int same = strcmp(argv[2], "coll_host_device") == 0;
+            enum { HN = 1024 };
+            long *src = ishmem_malloc(HN * sizeof(long)), *dst = ishmem_calloc(HN * np, sizeof(long));
+            for (int i = 0; i < HN; i++) src[i] = me * 100000L + i;
+            long hn = HN, root1 = 1;
+            ishmem_barrier_all();
+            if (me == 1 && same)
+                ishmem_long_broadcast(ISHMEM_TEAM_WORLD, dst, src, HN, 1);
+            else if (me == 1)
+                ishmem_long_fcollect(ISHMEM_TEAM_WORLD, dst, src, HN);
+            else
+                run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
+                    (const void *[]){0, 0, &hn, &root1});
+            if (!same) {
+                ishmem_long_wait_until(x, ISHMEM_CMP_EQ, 42);
+                printf("PE %d: %s returned\n", me, argv[2]);
+                return 1;
+            }
+            for (int i = 0; i < HN; i++) CHECK(dst[i] == 100000L + i, "host/device broadcast %d: %ld", i, dst[i]);
+            /* and a sum reduction of 1024 longs: the element type and the
+               operator are compared too */
+            ishmem_barrier_all();
+            if (me == 1)
+                ishmem_long_sum_reduce(ISHMEM_TEAM_WORLD, dst, src, HN);
+            else
+                run("coll_reduce", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
+                    (const void *[]){0, 0, &hn});
+            for (int i = 0; i < HN; i++)
+                CHECK(dst[i] == 100000L * np * (np - 1) / 2 + (long)np * i, "host/device sum_reduce %d: %ld", i, dst[i]);
+            ishmem_barrier_all();
+            printf("PE %d: coll_host_device ok\n", me);
+            ishmem_finalize();
+            return 0;
+        }
         if (strcmp(argv[2], "kernel_barrier_deadlock") == 0) {
             /* PE 0's kernel waits in a device barrier that the others'
                kernels never reach: they wait for a value nobody stores.

@@ -257,6 +257,9 @@ kernel void coll_bcast(global long *dst, global const long *src, long nelems, lo
 kernel void coll_fcollect(global long *dst, global const long *src, long nelems) {
     ishmem_long_fcollect(0, dst, src, (size_t)nelems);
 }
+kernel void coll_reduce(global long *dst, global const long *src, long nelems) {
+    ishmem_long_sum_reduce(0, dst, src, (size_t)nelems);
+}
 kernel void coll_wg_reduce(global long *dst, global const long *src, long nelems) {
     ishmemx_long_sum_reduce_work_group(0, dst, src, (size_t)nelems);
 }

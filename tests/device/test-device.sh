@@ -237,6 +237,29 @@ pes=3 failure_case "device_host coll_mismatch_wgreduce on 3 PEs" coll_mismatch_w
 failure_case "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed ISHMEM_DEVICE_SYNC=heap \
     "PE 0 runs outside the library; its kernels wait in a small device collective of the world team (2 PEs): waits for PE 1's low-latency message 1" \
     "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)"
+# The same calls through the control segment (the CPU device's default
+# syncs, shared with the host's): each device sync publishes its call in
+# the host's words, and the member that finds its predecessor's differ
+# ends the job with every member's call.
+failure_case "device_host coll_mismatch_ll on 2 PEs, control segment" coll_mismatch_ll "" \
+    "ishmem device collective: the members of the world team (2 PEs) made different collective calls" \
+    "PE 0: fcollect of 8 bytes per PE" "PE 1: broadcast of 8 bytes from team PE 0"
+pes=3 failure_case "device_host coll_mismatch_signal on 3 PEs, control segment" coll_mismatch_signal "" \
+    "ishmem device collective: the members of the world team (3 PEs) made different collective calls" \
+    "PEs 0, 2: a barrier or sync (barrier_all, sync_all or team_sync)" "PE 1: broadcast of 65536 bytes from team PE 1"
+failure_case "device_host coll_mismatch_mixed on 2 PEs, control segment" coll_mismatch_mixed "" \
+    "ishmem device collective: the members of the world team (2 PEs) made different collective calls" \
+    "PE 0: fcollect of 8 bytes per PE" "PE 1: a barrier or sync (barrier_all, sync_all or team_sync)"
+# A host call against device calls: the same broadcast and reduction
+# interoperate (results checked); an fcollect facing a broadcast is
+# reported by whichever side compares first.
+for n in 2 3; do
+    run "device_host coll_host_device on $n PEs" "PE 1: coll_host_device ok" 60 \
+        "$ishmrun" -n "$n" "$out/device_host" "$out/kernels.spv" coll_host_device
+done
+pes=3 failure_case "device_host coll_host_mismatch on 3 PEs" coll_host_mismatch "" \
+    "the members of the world team (3 PEs) made different collective calls" \
+    "PE 1: fcollect of 8192 bytes per PE" "PEs 0, 2: broadcast of 8192 bytes from team PE 1"
 # A recorded device wait that ends (its _any result right), then a host
 # deadlock: reported as one of host waits, ending the job.
 t0=$SECONDS

@@ -39,6 +39,15 @@ pub fn device_codes_h() -> String {
         let codes: Vec<(String, u32)> = g.codes.iter().map(|&(n, v)| (n.to_string(), v)).collect();
         group(&mut s, g.group, &codes);
     }
+    s.push_str("\n/* The host signature codes (runtime/src/collsig.rs) of the collective,\n * element and operator codes above, 4 bits each: the host's code of device\n * code c is bits 4c to 4c+3. Device collectives that sync through the\n * control segment publish their calls in the host's words\n * (runtime/src/device/mod.rs: sig_code_lists). */\n");
+    for (list, pairs) in ishmem_runtime::api::codes::sig_code_lists() {
+        let mut packed = 0u64;
+        for (d, h) in pairs {
+            assert!(d < 16 && h < 16, "a signature code list packs 16 codes of 4 bits");
+            packed |= h << (4 * d);
+        }
+        let _ = writeln!(s, "#define ISHMEMI_SIG_{list} {packed:#x}ul");
+    }
     s.push_str("\n#endif\n");
     s
 }
@@ -187,7 +196,7 @@ pub fn device_state_h() -> String {
     }
     let _ = writeln!(
         s,
-        "#define ISHMEMI_DEVICE_BAD_PE {DEVICE_BAD_PE}\n#define ISHMEMI_DEVICE_BAD_ADDR {DEVICE_BAD_ADDR}\n#define ISHMEMI_DEVICE_COLL_MISMATCH {DEVICE_COLL_MISMATCH}"
+        "#define ISHMEMI_DEVICE_BAD_PE {DEVICE_BAD_PE}\n#define ISHMEMI_DEVICE_BAD_ADDR {DEVICE_BAD_ADDR}\n#define ISHMEMI_DEVICE_COLL_MISMATCH {DEVICE_COLL_MISMATCH}\n#define ISHMEMI_DEVICE_CTRL_MISMATCH {DEVICE_CTRL_MISMATCH}"
     );
     s.push_str("\n#endif\n");
     s

@@ -401,6 +401,48 @@ pub fn describe_sig16(s: u16) -> String {
     format!("{what} (signature {s:#06x})")
 }
 
+/// The host signature codes (`collsig.rs`) of the device's collective
+/// kinds, element kinds and reduction operators, as `(list, [(device code,
+/// host code)])`: device collectives that sync through the control segment
+/// publish their calls in the host's words (`core.h`:
+/// `ishmemi_host_sig_words`), so that they are compared with each other's
+/// and with host calls alike. The generated `device_codes.h` packs each
+/// list into one constant, 4 bits a code (`ISHMEMI_SIG_<list>`).
+pub fn sig_code_lists() -> [(&'static str, Vec<(u32, u64)>); 3] {
+    use crate::collsig::{type_code_named, CollKind, RedOp};
+    let kind = |c: u32| match c {
+        COLL_TEAM_SYNC => CollKind::Sync,
+        COLL_BROADCAST => CollKind::Broadcast,
+        COLL_COLLECT => CollKind::Collect,
+        COLL_FCOLLECT => CollKind::Fcollect,
+        COLL_ALLTOALL => CollKind::Alltoall,
+        COLL_REDUCE => CollKind::Reduce,
+        COLL_INSCAN => CollKind::Inscan,
+        COLL_EXSCAN => CollKind::Exscan,
+        c => unreachable!("collective code {c} has no host signature kind"),
+    };
+    let op = |c: u32| match c {
+        ROP_AND => RedOp::And,
+        ROP_OR => RedOp::Or,
+        ROP_XOR => RedOp::Xor,
+        ROP_MAX => RedOp::Max,
+        ROP_MIN => RedOp::Min,
+        ROP_SUM => RedOp::Sum,
+        ROP_PROD => RedOp::Prod,
+        c => unreachable!("operator code {c} has no host signature operator"),
+    };
+    // ELEM_I64 is Rust's i64.
+    let ty = |name: &str| {
+        let rust = name.split_once('_').map_or(name, |(_, r)| r).to_lowercase();
+        type_code_named(&rust).unwrap_or_else(|| unreachable!("element kind {name} has no host type code"))
+    };
+    [
+        ("KINDS", COLL_CODES.codes.iter().map(|&(_, c)| (c, kind(c) as u64)).collect()),
+        ("TYPES", ELEM_CODES.codes.iter().map(|&(n, c)| (c, u64::from(ty(n)))).collect()),
+        ("OPS", ROP_CODES.codes.iter().map(|&(_, c)| (c, op(c) as u64)).collect()),
+    ]
+}
+
 /// Every code group the device library shares with the runtime, as its
 /// generated `device_codes.h` gives them: the stream collectives' codes and
 /// the long waits' codes.

@@ -240,9 +240,11 @@ typedef struct {
   uint32_t ctrl_team_stride;
   uint32_t ctrl_epoch_offset;
   /**
-   * Reserved; zero.
+   * 1 when device team syncs through the control segment compare the
+   * members' calls (`ISHMEM_COLL_CHECK`; `core.h`:
+   * `ishmemi_ctrl_sig_publish`), else 0.
    */
-  uint32_t reserved2;
+  uint32_t coll_check;
   /**
    * Address of this PE's reverse-offload ring (`ring.rs`); device
    * operations on PEs whose `peer_is_local` entry is 0 go through it.
@@ -971,7 +973,7 @@ ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_base) == 56, "i
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_pe_stride) == 64, "ishmemx_device_state_t.ctrl_pe_stride");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_team_stride) == 68, "ishmemx_device_state_t.ctrl_team_stride");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ctrl_epoch_offset) == 72, "ishmemx_device_state_t.ctrl_epoch_offset");
-ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, reserved2) == 76, "ishmemx_device_state_t.reserved2");
+ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, coll_check) == 76, "ishmemx_device_state_t.coll_check");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, ring) == 80, "ishmemx_device_state_t.ring");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, teams) == 88, "ishmemx_device_state_t.teams");
 ISHMEMI_STATIC_ASSERT(offsetof(ishmemx_device_state_t, quiet_words) == 96, "ishmemx_device_state_t.quiet_words");
