@@ -825,13 +825,12 @@ ISHMEMI_INLINE ulong ishmemi_pair_step(int slot, int pe, ulong ds, ulong dr, ulo
 ISHMEMI_INLINE uint ishmemi_sig16(ulong sig) {
     return (uint)(sig & 0xf) << 12 | (uint)(((sig >> 4) * 0x9E3779B97F4A7C15ul) >> 52);
 }
-/* Never returns (the host ends the job), so that CUDA needs no
- * convergence barrier around the calls to it. */
-ISHMEMI_COLD __attribute__((noreturn)) void ishmemi_sig_mismatch(int slot, int pe, ulong sig, uint theirs) {
+/* Reports and waits until the host ends the job (ISHMEMI_ENDS_JOB). */
+ISHMEMI_COLD ISHMEMI_ENDS_JOB void ishmemi_sig_mismatch(int slot, int pe, ulong sig, uint theirs) {
     char *ring = ishmemi_ring();
     ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, sig, (ulong)slot, ISHMEMI_DEVICE_COLL_MISMATCH, theirs, 0, pe, 0,
                       ISHMEMI_RING_OP_FLAG_NBI);
-    for (;;) (void)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED); /* until the host ends the job */
+    ISHMEMI_AWAIT_JOB_END(ring);
 }
 
 /* Stores this PE's signal count `v` of a call of signature bits `s16` into
@@ -1048,12 +1047,12 @@ ISHMEMI_INLINE void ishmemi_host_sig_words(ulong sig, long epoch, ulong *w) {
     w[0] = (ulong)(uint)epoch << 32 | (uint)(h ^ h >> 32);
 }
 
-/* Never returns (the host ends the job). */
-ISHMEMI_COLD __attribute__((noreturn)) void ishmemi_ctrl_sig_mismatch(int slot, long epoch) {
+/* Reports and waits until the host ends the job (ISHMEMI_ENDS_JOB). */
+ISHMEMI_COLD ISHMEMI_ENDS_JOB void ishmemi_ctrl_sig_mismatch(int slot, long epoch) {
     char *ring = ishmemi_ring();
     ishmemi_ring_send(ISHMEMI_RING_OP_ERROR, (ulong)epoch, (ulong)slot, ISHMEMI_DEVICE_CTRL_MISMATCH, 0, 0,
                       ISHMEMI_STATE->my_pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
-    for (;;) (void)ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED); /* until the host ends the job */
+    ISHMEMI_AWAIT_JOB_END(ring);
 }
 
 /* Publishes call `sig` for the sync at `epoch` of this PE's record `mine`

@@ -19,6 +19,11 @@
  * program that includes the core need not call them all. */
 #define ISHMEMI_COLD static __device__ __noinline__ __attribute__((unused))
 #define ISHMEMI_API extern "C" __device__
+/* After a device-side error report: waits until the host ends the job,
+ * never returning (so that CUDA needs no convergence barrier around the
+ * calls; target_opencl.h says why the SPIR-V targets differ). */
+#define ISHMEMI_ENDS_JOB __attribute__((noreturn))
+#define ISHMEMI_AWAIT_JOB_END(ring) for (;;) (void)ishmemi_ring_rd64((ring) + ISHMEMI_RING_COMPLETED)
 /* Threads progress independently (sm_70 and later): one may spin while
  * another of its block has yet to store what a peer waits for. */
 #define ISHMEMI_ITEMS_PROGRESS 1

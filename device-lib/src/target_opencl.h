@@ -11,6 +11,14 @@
 #define ISHMEMI_INLINE static inline
 /* A helper kept out of line (see its uses in core.h). */
 #define ISHMEMI_NOINLINE static __attribute__((noinline))
+/* After a device-side error report: waits until the host ends the job.
+ * Not marked noreturn here: a noreturn call inside a work-group routine
+ * made Intel's CPU OpenCL compiler let the group's leader run past a later
+ * work-group barrier before the other work-items (a work-group reduction
+ * signalled its sync before its stores). The loop's condition never
+ * fails in practice (the completion count never reaches ~0). */
+#define ISHMEMI_ENDS_JOB
+#define ISHMEMI_AWAIT_JOB_END(ring) while ((ulong)ishmemi_ring_rd64((ring) + ISHMEMI_RING_COMPLETED) != ~0ul) {}
 /* An exported routine of the library, and its program-scope state. */
 #define ISHMEMI_API
 #define ISHMEMI_VAR

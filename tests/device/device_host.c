@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
                device team sync through the control segment interoperates
                with the host's, and publishes its call as the host's do):
                coll_host_device, the same broadcast of 8 KiB from PE 1 and the
-               same sum reduction, whose results every PE checks;
+               same sum reductions, whose results every PE checks;
                coll_host_mismatch, an fcollect of 8
                KiB instead, which the library reports. */
             int same = strcmp(argv[2], "coll_host_device") == 0;
@@ -156,16 +156,26 @@ int main(int argc, char **argv) {
                 return 1;
             }
             for (int i = 0; i < HN; i++) CHECK(dst[i] == 100000L + i, "host/device broadcast %d: %ld", i, dst[i]);
-            /* and a sum reduction of 1024 longs: the element type and the
-               operator are compared too */
-            ishmem_barrier_all();
-            if (me == 1)
-                ishmem_long_sum_reduce(ISHMEM_TEAM_WORLD, dst, src, HN);
-            else
-                run("coll_reduce", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
-                    (const void *[]){0, 0, &hn});
-            for (int i = 0; i < HN; i++)
-                CHECK(dst[i] == 100000L * np * (np - 1) / 2 + (long)np * i, "host/device sum_reduce %d: %ld", i, dst[i]);
+            /* and sum reductions of 1024 longs, a work-item's and a
+               work-group's: the element type and the operator are compared
+               too, and PE 1 checks what the others stored into its dest as
+               soon as its reduction returns */
+            for (int wg = 0; wg < 2; wg++) {
+                ishmem_barrier_all();
+                for (int i = 0; i < HN; i++) dst[i] = -1;
+                ishmem_barrier_all();
+                if (me == 1)
+                    ishmem_long_sum_reduce(ISHMEM_TEAM_WORLD, dst, src, HN);
+                else if (wg)
+                    run_wg("coll_wg_reduce", 64, 64, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
+                           (const void *[]){0, 0, &hn});
+                else
+                    run("coll_reduce", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
+                        (const void *[]){0, 0, &hn});
+                for (int i = 0; i < HN; i++)
+                    CHECK(dst[i] == 100000L * np * (np - 1) / 2 + (long)np * i, "host/device sum_reduce (%s) %d: %ld",
+                          wg ? "work-group" : "work-item", i, dst[i]);
+            }
             ishmem_barrier_all();
             printf("PE %d: coll_host_device ok\n", me);
             ishmem_finalize();
