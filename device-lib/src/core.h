@@ -1919,6 +1919,7 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
                     a = r0_ + j_ == 0 ? b : (OP);                                              \
                 }                                                                              \
             }                                                                                  \
+            if (bad_) break; /* another call's words: report before waiting for more */       \
             dest[i] = a;                                                                       \
         }                                                                                      \
         ishmemi_sig_report(bad_, team, from_, sig_);                                           \
@@ -1938,7 +1939,10 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
             union { T v; ulong u; } x_;                                                        \
             uint b_ = 0;                                                                       \
             x_.u = ishmemi_ll_read(team, po_, c_[ro_], i * sizeof(T), sizeof(T), s16_, &b_);   \
-            if (b_) bad_ = b_;                                                                 \
+            if (b_) { /* another call's words: report before waiting for more */       \
+                bad_ = b_;                                                                     \
+                break;                                                                         \
+            }                                                                                  \
             T a = ro_ ? source[i] : x_.v, b = ro_ ? x_.v : source[i];                          \
             dest[i] = (OP);                                                                    \
         }                                                                                      \

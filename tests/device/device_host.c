@@ -100,7 +100,8 @@ int main(int argc, char **argv) {
                _llroot, PE 0 an fcollect and PE 1 (the root) a broadcast,
                both of low-latency words; _wgreduce, PE 0 a work-group
                reduction of 7 elements and PE 1 (the root) a broadcast of
-               fewer words. On 3 PEs PE 2 calls as PE 0 does, so that PE 0
+               fewer words; _reduce, the same with a work-item's reduction
+               (on 2 PEs the pair's path, on 3 the batched one). On 3 PEs PE 2 calls as PE 0 does, so that PE 0
                awaits several members' words at once.
                The others' hosts then wait for nothing: only the library's
                report may end the job. */
@@ -111,6 +112,9 @@ int main(int argc, char **argv) {
             if ((me == 0 || me == 2) && strcmp(how, "wgreduce") == 0)
                 run_wg("coll_wg_reduce", 64, 64, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
                        (const void *[]){0, 0, &seven});
+            else if ((me == 0 || me == 2) && strcmp(how, "reduce") == 0)
+                run("coll_reduce", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
+                    (const void *[]){0, 0, &seven});
             else if ((me == 0 || me == 2) && strcmp(how, "signal") != 0)
                 run("coll_fcollect", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
                     (const void *[]){0, 0, &one});
@@ -119,7 +123,7 @@ int main(int argc, char **argv) {
             else if (me == 1 && strcmp(how, "ll") == 0)
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &one, &root0});
-            else if (me == 1 && (strcmp(how, "llroot") == 0 || strcmp(how, "wgreduce") == 0))
+            else if (me == 1 && (strcmp(how, "llroot") == 0 || strcmp(how, "wgreduce") == 0 || strcmp(how, "reduce") == 0))
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &one, &root1});
             else if (me == 1)

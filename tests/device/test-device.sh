@@ -234,6 +234,13 @@ pes=3 failure_case "device_host coll_mismatch_llroot on 3 PEs" coll_mismatch_llr
 pes=3 failure_case "device_host coll_mismatch_wgreduce on 3 PEs" coll_mismatch_wgreduce ISHMEM_DEVICE_SYNC=heap \
     "ishmem device collective: the members of the world team made different collective calls in kernels" \
     "PE 1 called a broadcast (signature 0x1"
+# A work-item's reduction against a broadcast of fewer words: on 2 PEs
+# the pair's path, on 3 the batched one-pass read.
+for n in 2 3; do
+    pes=$n failure_case "device_host coll_mismatch_reduce on $n PEs" coll_mismatch_reduce ISHMEM_DEVICE_SYNC=heap \
+        "ishmem device collective: the members of the world team made different collective calls in kernels" \
+        "this PE called sum reduction of 7 elements of 64-bit integer" "PE 1 called a broadcast (signature 0x1"
+done
 failure_case "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed ISHMEM_DEVICE_SYNC=heap \
     "PE 0 runs outside the library; its kernels wait in a small device collective of the world team (2 PEs): waits for PE 1's low-latency message 1" \
     "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)"
