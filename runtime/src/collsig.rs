@@ -16,9 +16,11 @@
 //! its predecessor stored. Members form a ring, so if any two members
 //! differ some member differs from its predecessor; that member reads
 //! everyone's signature for the report. The check costs a few stores to
-//! lines the sync touches anyway, and no extra wait. A word from another
-//! epoch (a sync made by the device library, or by the slot's previous
-//! team) is not compared.
+//! lines the sync touches anyway, and no extra wait. Device syncs through
+//! the control segment publish and compare the same words (`core.h`:
+//! `ishmemi_ctrl_sig_publish`). A word from another epoch (a device sync
+//! through the sync words in the heap, or the slot's previous team) is not
+//! compared.
 
 /// What kind of synchronizing call a member made.
 #[repr(u8)]

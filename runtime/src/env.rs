@@ -240,7 +240,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_COLL_CHECK",
         kind: Kind::Bool,
         default: "1",
-        help: "Collective calls check that every member of the team made the same call with the same arguments (kind, type, count, root, operator) and end the job with a report naming the PEs and their calls when they did not; so do device calls that sync through the control segment (the CPU device). One extra load per call; 0 skips the check (device calls that sync through GPU memory always compare).",
+        help: "Collective calls check that every member of the team made the same call with the same arguments (kind, type, count, root, operator) and end the job with a report naming the PEs and their calls when they did not; so do device calls that sync through the control segment (the CPU device; GPU jobs of more than 256 PEs). One extra load per call; 0 skips the check (device calls that sync through GPU memory always compare).",
         internal: false,
     },
     EnvVar {

@@ -268,24 +268,30 @@ impl State {
         let published = |pe: usize| -> Option<Sig> {
             // A sync's call, the host's or the device's (device syncs
             // through the control segment publish here only).
-            let slot = &self.ctrl.pe(pe).teams[team.slot].sig[(epoch % 2) as usize];
-            let synced: [u64; 4] = std::array::from_fn(|k| self.route.ctrl_load(call, pe, &slot[k]));
-            if Sig::same_epoch(synced[0], epoch) {
-                return Sig::from_words(synced);
+            let sig = &self.ctrl.pe(pe).teams[team.slot].sig[(epoch % 2) as usize];
+            let synced = || -> [u64; 4] { std::array::from_fn(|k| self.route.ctrl_load(call, pe, &sig[k])) };
+            let w = synced();
+            if Sig::same_epoch(w[0], epoch) {
+                return Sig::from_words(w);
             }
             let w: [u64; 4] = if staged {
                 let slot = self.ctrl.stage(pe, team.slot, (epoch % STAGE_SLOTS as u64) as usize);
                 // A staged call is reported as soon as one slot differs: give
-                // members that have not published yet a moment to arrive.
+                // members that have not published yet a moment to arrive
+                // (in a stage slot, or, a device sync, in the sync words).
                 let t0 = std::time::Instant::now();
                 let mut w0 = slot.word0.load(Ordering::Acquire);
                 while (epoch as u32).wrapping_sub((w0 >> 32) as u32) as i32 > 0 && t0.elapsed().as_millis() < 500 {
                     std::thread::sleep(std::time::Duration::from_micros(100));
+                    let w = synced();
+                    if Sig::same_epoch(w[0], epoch) {
+                        return Sig::from_words(w);
+                    }
                     w0 = slot.word0.load(Ordering::Acquire);
                 }
                 std::array::from_fn(|k| if k == 0 { w0 } else { slot.sig[k - 1].load(Ordering::Relaxed) })
             } else {
-                synced
+                w
             };
             if Sig::same_epoch(w[0], epoch) {
                 Sig::from_words(w)
