@@ -1075,12 +1075,20 @@ ISHMEMI_INLINE ulong ishmemi_ctrl_sig_publish(int slot, char *mine, int next, ul
  * with the other members' calls: through the sync words, or through the
  * control segment (above), where device syncs interoperate with the
  * host's. */
+ISHMEMI_COLD void ishmemi_sync_ctrl(int slot, const ishmemi_team_t *t, ulong sig);
 ISHMEMI_INLINE void ishmemi_sync_team(int slot, ulong sig) {
     const ishmemi_team_t *t = ishmemi_get_team(slot);
-    if (ishmemi_sync_in_heap()) {
+    if (ishmemi_sync_in_heap())
         ishmemi_sync_heap(slot, t, sig);
-        return;
-    }
+    else
+        ishmemi_sync_ctrl(slot, t, sig);
+}
+
+/* The control segment's sync, out of line: on GPUs only jobs above 256
+ * PEs take it, and inlined (with its call signatures) it made the small
+ * broadcasts of 4 PEs on one H200 4-9% slower, which took none of it
+ * (docs/performance.md, "GPU: control-segment call signatures"). */
+ISHMEMI_COLD void ishmemi_sync_ctrl(int slot, const ishmemi_team_t *t, ulong sig) {
     int n = t->size, rank = t->my_rank;
     char *mine = ishmemi_team_record(slot, ishmemi_member(t, rank));
     long epoch = ishmemi_load64(mine + ISHMEMI_STATE->ctrl_epoch_offset) + 1;
