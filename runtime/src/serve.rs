@@ -351,18 +351,11 @@ impl State {
         let n = self.n_pes;
         let (base, size) = (self.heap_base() as u64, self.heap_size() as u64);
         match kind {
-            DEVICE_CTRL_MISMATCH => {
-                // The slot is one of this PE's live teams: the device read
-                // it from the team table this PE published.
-                let team = self.teams.read().unwrap_or_else(|e| e.into_inner()).iter().flatten().copied().find(|t| t.slot as u64 == source);
-                match team {
-                    Some(t) => self.collective_mismatch_at("ishmem device collective", &t, None, bad),
-                    None => fatal(
-                        "ishmem device collective",
-                        format_args!("the members of {} made different collective calls in kernels", crate::team::slot_name(source as usize)),
-                    ),
-                }
-            }
+            // The slot is the team's handle (team.rs).
+            DEVICE_CTRL_MISMATCH => match self.team("ishmem device collective", source as i32) {
+                Some(t) => self.collective_mismatch_at("ishmem device collective", &t, None, bad),
+                None => fatal("ishmem device collective", format_args!("a device sync reported an invalid team")),
+            },
             DEVICE_COLL_MISMATCH => fatal(
                 "ishmem device collective",
                 format_args!(
