@@ -1308,18 +1308,26 @@ ISHMEMI_INLINE void ishmemi_ll_send_all(int slot, const ishmemi_team_t *t, const
 }
 
 /* Work-item `lid` of `lsz` receives its share of the n bytes `pe` sends
- * in the LL collective of count `c`; returns what ishmemi_ll_wait found
- * (0: every word came from a call of bits `s16`). */
+ * in the LL collective of count `c`; returns what ishmemi_ll_sig found in
+ * the first word (0: a call of bits `s16`). Each work-item's first word
+ * is received apart, out of the loop, and a word 0 of another call ends
+ * the receive there: that call may have sent fewer words than this one
+ * waits for. (A check that left the loop cost small GPU collectives 2-4%,
+ * and one made by work-item 0 before the others began 10-20%.) */
 ISHMEMI_INLINE uint ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t n, size_t lid,
                                    size_t lsz, uint s16) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c);
+    size_t words = (n + 3) / 4, k = lid;
     uint bad = 0;
     ishmemi_ll_waits(slot, pe, c, lid);
-    for (size_t k = lid; k < (n + 3) / 4; k += lsz) {
+    if (k < words) {
         ulong w = ishmemi_ll_wait(buf + k, c);
         if (k == 0) bad = ishmemi_ll_sig(w, s16);
         ishmemi_ll_unpack(dst, n, k, (uint)w);
+        k += lsz;
     }
+    if (!bad)
+        for (; k < words; k += lsz) ishmemi_ll_unpack(dst, n, k, (uint)ishmemi_ll_wait(buf + k, c));
     return bad;
 }
 
@@ -1354,13 +1362,17 @@ ISHMEMI_INLINE uint ishmemi_ll_recv_all(int slot, const ishmemi_team_t *t, const
 
 /* The `sz` bytes (1, 2, 4 or 8, at a multiple of sz) at byte `off` of what
  * `pe` sends in the LL collective of count `c`, as a little-endian value,
- * waiting for them; at `off` 0, *bad as ishmemi_ll_sig finds the first
- * word (a team of two: ISHMEMI_LL_PAIR). */
+ * waiting for them (a team of two: ISHMEMI_LL_PAIR). With `bad` (a
+ * work-item's first element, out of its loop), at `off` 0 the first
+ * word's signature bits as ishmemi_ll_sig finds them go to *bad first,
+ * and another call's second word is not waited for (a call of 4 bytes or
+ * less sends none). */
 ISHMEMI_INLINE ulong ishmemi_ll_read(int slot, int pe, ulong c, size_t off, size_t sz, uint s16, uint *bad) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c) + off / 4;
     ulong w0 = ishmemi_ll_wait(buf, c);
-    if (off == 0) *bad = ishmemi_ll_sig(w0, s16);
-    if (sz == 8) return (ulong)(uint)w0 | (ulong)(uint)ishmemi_ll_wait(buf + 1, c) << 32;
+    uint b = bad && off == 0 ? ishmemi_ll_sig(w0, s16) : 0;
+    if (bad) *bad = b;
+    if (sz == 8) return (ulong)(uint)w0 | (b ? 0 : (ulong)(uint)ishmemi_ll_wait(buf + 1, c) << 32);
     ulong w = (ulong)(uint)w0 >> (8 * (off % 4));
     return sz == 4 ? w : w & ((1ul << (8 * sz)) - 1);
 }
@@ -1390,7 +1402,11 @@ ISHMEMI_INLINE void ishmemi_ll_read_batch(int slot, const ishmemi_team_t *t, con
             if (p[j]) {
                 w0[j] = ishmemi_ll_load(p[j]);
                 if (two) w1[j] = ishmemi_ll_load(p[j] + 1);
-                pending |= (uint)(w0[j] >> 32 & 0xffff) != want[j] || (two && (uint)(w1[j] >> 32 & 0xffff) != want[j]);
+                /* The second word of another call's first element is not
+                 * waited for (a call of 4 bytes or less sends none). */
+                pending |= (uint)(w0[j] >> 32 & 0xffff) != want[j] ||
+                           (two && (uint)(w1[j] >> 32 & 0xffff) != want[j] &&
+                            !(off == 0 && ishmemi_ll_sig(w0[j], s16)));
             }
     } while (pending);
     ISHMEMI_UNROLL
@@ -1942,18 +1958,24 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         ishmemi_ll_send(team, po_, c_[ro_], (const char *)source, nb_, LID, LSZ, sig_);        \
         BARRIER;                                                                               \
         ishmemi_ll_waits(team, po_, c_[ro_], LID);                                             \
-        uint s16_ = ishmemi_sig16(sig_), bad_ = 0;                                             \
-        for (size_t i = (LID); i < nreduce; i += (LSZ)) {                                      \
+        /* A work-item's first element apart, out of the loop: another call's   \
+         * words are reported before waiting for more (ishmemi_ll_recv). */     \
+        uint bad_ = 0;                                                                         \
+        size_t i = (LID);                                                                      \
+        if (i < nreduce) {                                                                     \
             union { T v; ulong u; } x_;                                                        \
-            uint b_ = 0;                                                                       \
-            x_.u = ishmemi_ll_read(team, po_, c_[ro_], i * sizeof(T), sizeof(T), s16_, &b_);   \
-            if (b_) { /* another call's words: report before waiting for more */       \
-                bad_ = b_;                                                                     \
-                break;                                                                         \
-            }                                                                                  \
+            x_.u = ishmemi_ll_read(team, po_, c_[ro_], i * sizeof(T), sizeof(T), ishmemi_sig16(sig_), &bad_); \
             T a = ro_ ? source[i] : x_.v, b = ro_ ? x_.v : source[i];                          \
             dest[i] = (OP);                                                                    \
+            i += (LSZ);                                                                        \
         }                                                                                      \
+        if (!bad_)                                                                             \
+            for (; i < nreduce; i += (LSZ)) {                                                  \
+                union { T v; ulong u; } x_;                                                    \
+                x_.u = ishmemi_ll_read(team, po_, c_[ro_], i * sizeof(T), sizeof(T), 0, 0);    \
+                T a = ro_ ? source[i] : x_.v, b = ro_ ? x_.v : source[i];                      \
+                dest[i] = (OP);                                                                \
+            }                                                                                  \
         ishmemi_sig_report(bad_, team, po_, sig_);                                             \
     }
 #define ISHMEMI_REDUCE(T, G, P, OP, CODE)                                               \

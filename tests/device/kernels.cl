@@ -254,6 +254,9 @@ kernel void wait_signal_forever(global ulong *s) { ishmem_signal_wait_until(s, I
 kernel void coll_bcast(global long *dst, global const long *src, long nelems, long root) {
     ishmem_long_broadcast(0, dst, src, (size_t)nelems, (int)root);
 }
+kernel void coll_bcast_int(global int *dst, global const int *src, long nelems, long root) {
+    ishmem_int_broadcast(0, dst, src, (size_t)nelems, (int)root);
+}
 kernel void coll_fcollect(global long *dst, global const long *src, long nelems) {
     ishmem_long_fcollect(0, dst, src, (size_t)nelems);
 }
