@@ -23,7 +23,7 @@
 //!   avoids the n-way scatter of tiny slices;
 //! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
 
-use crate::collsig::{RedOp, Sig};
+use crate::collsig::{HostForm, RedOp, Sig};
 use crate::ctrl::{StageSlot, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
 use crate::types::{Blocks, Marks, Team};
@@ -379,7 +379,15 @@ impl State {
             let nbytes = nreduce.saturating_mul(es);
             let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
             let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            let sig = Sig::reduce::<T>(which, nreduce);
+            // Small reductions take a form of the host's own (below): their
+            // calls differ from a device call's.
+            let small = nbytes < SMALL_REDUCE_BYTES;
+            let in_place = doff == soff;
+            let sig = match (small, in_place) {
+                (false, _) => Sig::reduce::<T>(which, nreduce),
+                (true, false) => Sig::reduce::<T>(which, nreduce).host_form(HostForm::OWN_DEST),
+                (true, true) => Sig::reduce::<T>(which, nreduce).host_form(HostForm::OWN_DEST | HostForm::IN_PLACE),
+            };
             if nbytes <= STAGE_DATA && t.staged(self) {
                 let s = self.stage_enter(call, t, sig, true);
                 self.reduce_staged(call, t, s, doff, soff, nreduce, op);
@@ -418,10 +426,9 @@ impl State {
                     i += m;
                 }
             };
-            if nbytes < SMALL_REDUCE_BYTES {
+            if small {
                 // Every member reduces everything into its own dest; in place,
                 // wait until every member has read this PE's source first.
-                let in_place = doff == soff;
                 let me = self.my_pe;
                 if in_place {
                     reduce_range(0, nreduce, &mut |_, _| {});
@@ -471,11 +478,12 @@ impl State {
             let nbytes = nelems.saturating_mul(es);
             let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
             let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            t.entry_sync(self, call, Sig::scan::<T>(exclusive, nelems));
-            let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
             // In place, results wait in `held` (the only allocation, and only
             // for in-place scans) until every member has read this PE's source.
             let in_place = doff == soff;
+            let form = if in_place { HostForm::OWN_DEST | HostForm::IN_PLACE } else { HostForm::OWN_DEST };
+            t.entry_sync(self, call, Sig::scan::<T>(exclusive, nelems).host_form(form));
+            let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
             let mut held: Vec<T> = Vec::new();
             let me = self.my_pe;
             let chunk = (CHUNK_BYTES / es).max(1);

@@ -178,8 +178,24 @@ pub struct Sig {
     /// (reductions, scans, strided alltoall), size (split_strided), xrange
     /// (split_2d).
     pub count: u64,
-    /// Strides (strided alltoall, split_strided).
+    /// Strides (strided alltoall, split_strided); a host reduction's or
+    /// scan's [`HostForm`] bits.
     pub aux: u64,
+}
+
+/// [`Sig::aux`] bits of the host reductions and scans whose algorithm is
+/// not the device's (a device call publishes none): members that make such
+/// a call on the host while others make it in kernels would read or write
+/// what the others do not, so their calls compare as different.
+pub struct HostForm;
+
+impl HostForm {
+    /// Every member reduces every element into its own dest (host
+    /// reductions below `coll::SMALL_REDUCE_BYTES`, and every host scan;
+    /// the device's member r computes slice r into every member's dest).
+    pub const OWN_DEST: u64 = 1;
+    /// In place, with one more sync before the result is stored.
+    pub const IN_PLACE: u64 = 2;
 }
 
 impl Sig {
@@ -229,6 +245,10 @@ impl Sig {
     pub fn scan<T>(exclusive: bool, nelems: usize) -> Sig {
         let kind = if exclusive { CollKind::Exscan } else { CollKind::Inscan };
         Sig { ty: type_code::<T>(), count: nelems as u64, ..Sig::of(kind) }
+    }
+    /// This reduction or scan in a host form (`HostForm` bits).
+    pub fn host_form(self, bits: u64) -> Sig {
+        Sig { aux: bits, ..self }
     }
     pub fn split_strided(start: i32, stride: i32, size: i32) -> Sig {
         Sig { root: start, count: size as u32 as u64, aux: stride as u32 as u64, ..Sig::of(CollKind::SplitStrided) }
@@ -286,8 +306,12 @@ impl Sig {
                 self.count,
                 type_name(self.ty)
             ),
-            CollKind::Inscan => format!("sum_inscan of {} elements of {}", self.count, type_name(self.ty)),
-            CollKind::Exscan => format!("sum_exscan of {} elements of {}", self.count, type_name(self.ty)),
+            CollKind::Inscan | CollKind::Exscan => format!(
+                "sum_{}scan of {} elements of {}",
+                if self.kind == CollKind::Inscan { "in" } else { "ex" },
+                self.count,
+                type_name(self.ty)
+            ),
             CollKind::SplitStrided => format!(
                 "team_split_strided (start {}, stride {}, size {})",
                 self.root, self.aux as u32 as i32, self.count as u32 as i32
@@ -298,6 +322,29 @@ impl Sig {
             CollKind::Init => "init".into(),
             CollKind::Finalize => "finalize (called, or run at exit)".into(),
         }
+    }
+}
+
+impl Sig {
+    /// [`Sig::describe`] with a reduction's or scan's form (for a report
+    /// whose calls differ only in it: [`Sig::differs_in_form_only`]).
+    pub fn describe_form(&self) -> String {
+        let own = self.aux & HostForm::OWN_DEST != 0;
+        let form = match (own, self.aux & HostForm::IN_PLACE != 0) {
+            _ if !matches!(self.kind, CollKind::Reduce | CollKind::Inscan | CollKind::Exscan) => "",
+            (false, false) => " (the form of kernels and of the host's larger reductions)",
+            (true, false) => " (the host's form)",
+            (_, true) => " (the host's form, in place)",
+        };
+        format!("{}{form}", self.describe())
+    }
+
+    /// Whether `self` and `other` are one reduction or scan in different
+    /// forms ([`HostForm`]).
+    pub fn differs_in_form_only(&self, other: &Sig) -> bool {
+        matches!(self.kind, CollKind::Reduce | CollKind::Inscan | CollKind::Exscan)
+            && self.aux != other.aux
+            && Sig { aux: 0, ..*self } == Sig { aux: 0, ..*other }
     }
 }
 
@@ -356,6 +403,9 @@ mod tests {
             Sig::reduce::<i32>(RedOp::Max, 8),
             Sig::scan::<i64>(true, 3),
             Sig::scan::<i64>(false, 3),
+            Sig::reduce::<i32>(RedOp::Sum, 8).host_form(HostForm::OWN_DEST),
+            Sig::reduce::<i32>(RedOp::Sum, 8).host_form(HostForm::OWN_DEST | HostForm::IN_PLACE),
+            Sig::scan::<i64>(false, 3).host_form(HostForm::OWN_DEST),
             Sig::split_strided(0, 2, 3),
             Sig::split_2d(2),
             Sig::alloc(),
@@ -371,6 +421,12 @@ mod tests {
             assert!(!a.describe().is_empty());
         }
         assert_eq!(Sig::from_words([0; 4]), None);
+        let r = Sig::reduce::<i32>(RedOp::Sum, 8);
+        assert!(r.differs_in_form_only(&r.host_form(HostForm::OWN_DEST)));
+        assert!(!r.differs_in_form_only(&r));
+        assert!(!r.differs_in_form_only(&Sig::reduce::<i32>(RedOp::Sum, 9).host_form(HostForm::OWN_DEST)));
+        assert!(r.host_form(HostForm::OWN_DEST).describe_form().ends_with("(the host's form)"));
+        assert!(!r.host_form(HostForm::OWN_DEST).describe().contains("form"));
     }
 
     #[test]

@@ -56,13 +56,51 @@ pub struct Blocked {
     /// `CLOCK_MONOTONIC` milliseconds (+1) at which the published wait
     /// started; 0 while no thread of the PE waits long in the library.
     pub since_ms: AtomicU64,
+    /// [`Awaits::word`] of a device wait in the library's own team sync
+    /// or collective: the team slot and the PE it waits for; 0 for any
+    /// other wait.
+    pub awaits: AtomicU64,
     /// The wait as text (a call and its arguments), NUL-padded.
     pub text: [AtomicU64; BLOCKED_TEXT / 8],
+}
+
+/// What a device wait of the library's own team syncs and collectives
+/// waits for: a signal or message of world PE `pe` on team slot `slot`,
+/// which only that PE's part of a collective on the same team can send.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Awaits {
+    pub slot: usize,
+    pub pe: usize,
+}
+
+impl Awaits {
+    /// As [`Blocked::awaits`] holds it.
+    pub fn word(self) -> u64 {
+        1 << 63 | (self.slot as u64) << 32 | self.pe as u32 as u64
+    }
+    pub fn from_word(w: u64) -> Option<Awaits> {
+        (w >> 63 == 1).then_some(Awaits { slot: (w >> 32) as u32 as usize & 0x7fff_ffff, pe: w as u32 as usize })
+    }
+}
+
+/// A consistent snapshot of a [`Blocked`] record.
+pub struct BlockedWait {
+    pub seq: u64,
+    /// When the wait started (`CLOCK_MONOTONIC` ms + 1).
+    pub since_ms: u64,
+    pub text: String,
+    pub awaits: Option<Awaits>,
 }
 
 impl Blocked {
     /// Publishes `text` as started at `since_ms` (callers serialize).
     pub fn publish(&self, since_ms: u64, text: &str) {
+        self.publish_awaiting(since_ms, text, None)
+    }
+
+    /// [`Blocked::publish`] of a device wait in the library's own team
+    /// sync or collective (`awaits`), or of another one (`None`).
+    pub fn publish_awaiting(&self, since_ms: u64, text: &str, awaits: Option<Awaits>) {
         let s = self.seq.load(Ordering::Relaxed);
         self.seq.store(s | 1, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
@@ -72,6 +110,7 @@ impl Blocked {
         for (w, chunk) in self.text.iter().zip(bytes.chunks_exact(8)) {
             w.store(u64::from_le_bytes(chunk.try_into().expect("8 bytes")), Ordering::Relaxed);
         }
+        self.awaits.store(awaits.map_or(0, Awaits::word), Ordering::Relaxed);
         self.since_ms.store(since_ms, Ordering::Relaxed);
         self.seq.store((s | 1) + 1, Ordering::Release);
     }
@@ -85,9 +124,9 @@ impl Blocked {
         self.seq.store((s | 1) + 1, Ordering::Release);
     }
 
-    /// A consistent snapshot: `(seq, since_ms, text)`, or `None` while no
-    /// thread waits long (or while the record keeps changing).
-    pub fn read(&self) -> Option<(u64, u64, String)> {
+    /// A consistent snapshot, or `None` while no thread waits long (or
+    /// while the record keeps changing).
+    pub fn read(&self) -> Option<BlockedWait> {
         for _ in 0..100 {
             let s = self.seq.load(Ordering::Acquire);
             if s & 1 == 1 {
@@ -95,6 +134,7 @@ impl Blocked {
                 continue;
             }
             let since = self.since_ms.load(Ordering::Relaxed);
+            let awaits = Awaits::from_word(self.awaits.load(Ordering::Relaxed));
             let mut bytes = Vec::with_capacity(BLOCKED_TEXT);
             for w in &self.text {
                 bytes.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
@@ -108,7 +148,12 @@ impl Blocked {
             }
             let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
             bytes.truncate(end);
-            return Some((s, since, String::from_utf8_lossy(&bytes).into_owned()));
+            return Some(BlockedWait {
+                seq: s,
+                since_ms: since,
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+                awaits,
+            });
         }
         None
     }

@@ -188,7 +188,7 @@ pub(crate) fn doing(waiting: Option<&dyn Fn() -> String>) -> (String, bool) {
     }
     let published = ctrl().zip(phase::my_pe()).and_then(|(c, me)| c.pe(me).blocked.read());
     match published {
-        Some((_, _, what)) => (what, true),
+        Some(w) => (w.text, true),
         None => ("outside the library".to_string(), false),
     }
 }

@@ -314,8 +314,11 @@ impl State {
             "the members of {name} ({} PEs) made different collective calls (every member must make the same call with the same arguments):",
             team.size
         );
+        let sigs: Vec<Sig> = groups.iter().filter_map(|g| g.0).collect();
+        let forms = sigs.iter().any(|a| sigs.iter().any(|b| a.differs_in_form_only(b)));
         for (sig, pes) in &groups {
             let what = match sig {
+                Some(s) if forms => s.describe_form(),
                 Some(s) => s.describe(),
                 None => {
                     "no collective call recorded at this point (not reached yet, or a device call syncing through GPU memory)".into()
@@ -323,6 +326,11 @@ impl State {
             };
             let label = if pes.len() == 1 { "PE" } else { "PEs" };
             msg.push_str(&format!("\n    {label} {}: {what}", crate::collsig::pe_list(pes)));
+        }
+        if forms {
+            msg.push_str(
+                "\n    (one call in different forms: the host's reductions below 2048 bytes and its scans take forms of their own, which a call in kernels does not take, and an in-place call among them does not match one that is not in place: make every member's call alike, on the host or in kernels)",
+            );
         }
         msg.push_str("\n    (ISHMEM_COLL_CHECK=0 turns this check off)");
         // Several members may find the mismatch: one reports, the job ends.

@@ -15,13 +15,15 @@
 //!   requests changes: one report of what each waits for (host waits
 //!   publish themselves once they last, `wait.rs`; device waits record
 //!   themselves in the ring's wait words, [`DeviceWaits`]). A report in
-//!   which kernels wait only warns unless `ISHMEM_DEADLOCK_DEVICE_ABORT=1`.
+//!   which kernels wait only warns unless `ISHMEM_DEADLOCK_DEVICE_ABORT=1`,
+//!   or unless every kernel wait in it is one of the library's own syncs
+//!   that nothing can release ([`kernels_cannot_go_on`]).
 //!
 //! Ten ticks a second on its own thread; nothing on any call's path.
 //!
 //! [`Device::health`]: crate::device::Device::health
 
-use crate::ctrl::{Ctrl, LIFE_FINALIZING, LIFE_RUNNING, LOST_UNKNOWN};
+use crate::ctrl::{Awaits, Ctrl, LIFE_FINALIZING, LIFE_RUNNING, LOST_UNKNOWN};
 use crate::state::State;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
@@ -220,39 +222,80 @@ fn other_threads_cpu() -> Option<u64> {
     Some(total)
 }
 
-/// How long PE `p` has been stuck (ms), its line of the report, and
-/// whether kernels of it wait: a host wait while nothing else of it runs
+/// A PE that cannot go on, as [`stuck`] finds it.
+struct Stuck {
+    /// How long it has been stuck (ms).
+    for_ms: u64,
+    /// Its line of the report.
+    line: String,
+    /// Whether kernels of it wait (else its device runs nothing).
+    kernels: bool,
+    /// The kernels' wait, when it is one of the library's own team syncs
+    /// or collectives (what it waits for is known).
+    awaits: Option<Awaits>,
+}
+
+/// PE `p`, when it is stuck: a host wait while nothing else of it runs
 /// (no other thread uses the CPU, its device runs nothing), or a device
 /// wait that lasted while nothing of its device requests changed (then its
 /// host may wait in the library or be outside it); `None` when it is not.
-fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<(u64, String, bool)> {
+fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<Stuck> {
     let host = p.blocked.read();
-    if let Some((_, dsince, dwhat)) = p.device_blocked.read() {
-        let dfor = secs(now.saturating_sub(dsince));
-        return Some(match host {
-            Some((_, since, what)) => (
-                now.saturating_sub(since.max(dsince)),
+    if let Some(d) = p.device_blocked.read() {
+        let dfor = secs(now.saturating_sub(d.since_ms));
+        let (for_ms, line) = match host {
+            Some(h) => (
+                now.saturating_sub(h.since_ms.max(d.since_ms)),
                 format!(
-                    "waits in {what}, for {}; its kernels wait in {dwhat}, for {dfor}",
-                    secs(now.saturating_sub(since))
+                    "waits in {}, for {}; its kernels wait in {}, for {dfor}",
+                    h.text,
+                    secs(now.saturating_sub(h.since_ms)),
+                    d.text
                 ),
-                true,
             ),
             None => (
-                now.saturating_sub(dsince),
-                format!("runs outside the library; its kernels wait in {dwhat}, for {dfor}"),
-                true,
+                now.saturating_sub(d.since_ms),
+                format!("runs outside the library; its kernels wait in {}, for {dfor}", d.text),
             ),
-        });
+        };
+        return Some(Stuck { for_ms, line, kernels: true, awaits: d.awaits });
     }
-    let (_, since, what) = host?;
+    let h = host?;
     let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
-    (quiet != 0).then(|| {
-        (
-            now.saturating_sub(since.max(quiet)),
-            format!("waits in {what}, for {}", secs(now.saturating_sub(since))),
-            false,
-        )
+    (quiet != 0).then(|| Stuck {
+        for_ms: now.saturating_sub(h.since_ms.max(quiet)),
+        line: format!("waits in {}, for {}", h.text, secs(now.saturating_sub(h.since_ms))),
+        kernels: false,
+        awaits: None,
+    })
+}
+
+/// Whether the kernels' waits of stuck PEs `waits` (indexed by PE) can be
+/// released by nothing: each is a wait of the library's own team sync or
+/// collective whose chain of awaited PEs on that team ends at a PE whose
+/// device runs nothing, or comes back to one already on it. Such a wait
+/// needs the awaited PE's part of a collective on the same team, and
+/// OpenSHMEM lets a PE be in one collective on a team at a time: a PE that
+/// waits in one on that team sends nothing more there before it returns,
+/// and a PE with no kernels running sends nothing while its host waits.
+/// Any other kernel wait (the device API's waits) might be released by
+/// work-items the host cannot see.
+fn kernels_cannot_go_on(waits: &[Stuck]) -> bool {
+    waits.iter().filter(|w| w.kernels).all(|w| {
+        let mut at = w;
+        for _ in 0..waits.len() {
+            let Some(a) = at.awaits else { return false };
+            let Some(next) = waits.get(a.pe) else { return false };
+            if !next.kernels {
+                return true;
+            }
+            match next.awaits {
+                Some(b) if b.slot == a.slot => at = next,
+                _ => return false,
+            }
+        }
+        // Around a cycle of such waits.
+        true
     })
 }
 
@@ -270,10 +313,10 @@ fn deadlock(st: &State) {
     let now = crate::wait::monotonic_ms();
     let limit = st.config.deadlock_timeout.saturating_mul(1000);
     // Cheap first: this PE itself must be stuck.
-    if stuck(ctrl.pe(st.my_pe), now).is_none_or(|(t, _, _)| t < limit) {
+    if stuck(ctrl.pe(st.my_pe), now).is_none_or(|w| w.for_ms < limit) {
         return;
     }
-    let mut waits = Vec::with_capacity(st.n_pes);
+    let mut waits: Vec<Stuck> = Vec::with_capacity(st.n_pes);
     for pe in 0..st.n_pes {
         let p = ctrl.pe(pe);
         if p.pid.load(Ordering::Relaxed) <= 0 {
@@ -284,12 +327,13 @@ fn deadlock(st: &State) {
             return;
         }
         match stuck(p, now) {
-            Some((t, line, device)) if t >= limit => waits.push((pe, line, device)),
+            Some(w) if w.for_ms >= limit => waits.push(w),
             _ => return,
         }
     }
-    let kernels = waits.iter().any(|w| w.2);
-    let warn_only = kernels && !st.config.deadlock_device_abort;
+    let kernels = waits.iter().any(|w| w.kernels);
+    let certain = kernels && kernels_cannot_go_on(&waits);
+    let warn_only = kernels && !certain && !st.config.deadlock_device_abort;
     let claimed = if warn_only { ctrl.claim_deadlock_warning(st.my_pe) } else { ctrl.claim_deadlock_report(st.my_pe) };
     if !claimed {
         return;
@@ -305,8 +349,13 @@ fn deadlock(st: &State) {
             st.config.deadlock_timeout
         )
     };
-    for (pe, line, _) in &waits {
-        msg.push_str(&format!("\n    PE {pe} {line}"));
+    for (pe, w) in waits.iter().enumerate() {
+        msg.push_str(&format!("\n    PE {pe} {}", w.line));
+    }
+    if certain {
+        msg.push_str(
+            "\n    (the kernels wait in the library's own team syncs or collectives, for PEs whose device runs nothing or that wait in the same team's, so nothing can release them: the members made different collective calls, or made one call some on the host and others in kernels, which meet only where device syncs go through the control segment, not on GPUs; make every member's call alike, on the same side)",
+        );
     }
     if warn_only {
         msg.push_str(
@@ -378,11 +427,11 @@ impl DeviceWaits {
             return;
         }
         self.last = Some(now);
-        let text = match sync {
-            Some(w) if !recorded => w.text(),
-            _ => device_wait_text(ring, count),
+        let (text, awaits) = match sync {
+            Some(w) if !recorded => (w.text(), Some(Awaits { slot: w.slot, pe: w.pe })),
+            _ => (device_wait_text(ring, count), recorded_sync(ring, count)),
         };
-        rec.publish(now_ms + 1, &text);
+        rec.publish_awaiting(now_ms + 1, &text, awaits);
     }
 }
 
@@ -507,6 +556,15 @@ fn sync_wait(st: &State) -> Option<Option<SyncWait>> {
     Some(None)
 }
 
+/// The recorded device waits' [`Awaits`]: one work-item waits, in a team
+/// sync through the control segment (whose wait words name the slot and
+/// the PE it waits for).
+fn recorded_sync(ring: &crate::ring::Ring, count: u64) -> Option<Awaits> {
+    let what = ring.wait_what.load(Ordering::Relaxed);
+    (count == 1 && (what & 0xff) as u32 == crate::device::WAIT_TEAM_SYNC)
+        .then(|| Awaits { slot: ((what >> 16) & 0xff) as usize, pe: ring.wait_addr.load(Ordering::Relaxed) as usize })
+}
+
 /// What the latest of a PE's lasting device waits waits for, as the
 /// report names it (the ring's wait words, `device::WAIT_CODES`).
 fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
@@ -549,9 +607,10 @@ fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{device_wait_text, DeviceWaits, SyncWait, SyncWaitKind};
+    use super::{device_wait_text, kernels_cannot_go_on, DeviceWaits, Stuck, SyncWait, SyncWaitKind};
+    use crate::ctrl::Awaits;
     use crate::ctrl::Blocked;
-    use crate::device::{ELEM_I32, ELEM_I64, ELEM_U64, WAIT_SIGNAL, WAIT_UNTIL, WAIT_UNTIL_ANY};
+    use crate::device::{ELEM_I32, ELEM_I64, ELEM_U64, WAIT_SIGNAL, WAIT_TEAM_SYNC, WAIT_UNTIL, WAIT_UNTIL_ANY};
     use crate::ring::new_ring;
     use std::sync::atomic::Ordering;
 
@@ -592,22 +651,23 @@ mod tests {
         ring.wait_count.store(1, Ordering::Relaxed);
         ring.wait_epoch.store(1, Ordering::Relaxed);
         w.look(ring, None, &rec, 2000);
-        let (_, since, text) = rec.read().expect("a lasting wait is published");
-        assert_eq!(since, 2001);
-        assert!(text.starts_with("ishmem_long_wait_until("), "{text}");
+        let r = rec.read().expect("a lasting wait is published");
+        assert_eq!(r.since_ms, 2001);
+        assert!(r.text.starts_with("ishmem_long_wait_until("), "{}", r.text);
+        assert_eq!(r.awaits, None, "an API wait: what releases it is not known");
         // Nothing changed: the time stays that of the change.
         w.look(ring, None, &rec, 9000);
-        assert_eq!(rec.read().unwrap().1, 2001);
+        assert_eq!(rec.read().unwrap().since_ms, 2001);
         // Ring traffic counts as a change, as does another wait starting.
         ring.published.store(5, Ordering::Relaxed);
         w.look(ring, None, &rec, 9500);
-        assert_eq!(rec.read().unwrap().1, 9501);
+        assert_eq!(rec.read().unwrap().since_ms, 9501);
         ring.wait_count.store(2, Ordering::Relaxed);
         ring.wait_epoch.store(2, Ordering::Relaxed);
         w.look(ring, None, &rec, 9800);
-        let (_, since, text) = rec.read().unwrap();
-        assert_eq!(since, 9801);
-        assert!(text.ends_with("(the latest to start of 2 work-items waiting so)"), "{text}");
+        let r = rec.read().unwrap();
+        assert_eq!(r.since_ms, 9801);
+        assert!(r.text.ends_with("(the latest to start of 2 work-items waiting so)"), "{}", r.text);
         // The waits end: the record goes.
         ring.wait_count.store(0, Ordering::Relaxed);
         w.look(ring, None, &rec, 10000);
@@ -625,22 +685,65 @@ mod tests {
         let mut w = DeviceWaits::default();
         let sw = SyncWait { slot: 0, size: 2, pe: 1, what: SyncWaitKind::Signal { want: 3, have: 2 } };
         w.look(ring, Some(sw), &rec, 1000);
-        let (_, since, text) = rec.read().expect("a sync wait is published");
-        assert_eq!(since, 1001);
+        let r = rec.read().expect("a sync wait is published");
+        assert_eq!(r.since_ms, 1001);
+        assert_eq!(r.awaits, Some(Awaits { slot: 0, pe: 1 }));
         assert_eq!(
-            text,
+            r.text,
             "a device team sync or collective of the world team (2 PEs): waits for PE 1's signal 3 (2 arrived)"
         );
         w.look(ring, Some(sw), &rec, 5000);
-        assert_eq!(rec.read().unwrap().1, 1001, "nothing changed");
+        assert_eq!(rec.read().unwrap().since_ms, 1001, "nothing changed");
         w.look(ring, Some(SyncWait { what: SyncWaitKind::Signal { want: 4, have: 3 }, ..sw }), &rec, 6000);
-        assert_eq!(rec.read().unwrap().1, 6001, "the next wait is another one");
+        assert_eq!(rec.read().unwrap().since_ms, 6001, "the next wait is another one");
         ring.wait_what.store(WAIT_UNTIL as u64 | (ELEM_I64 as u64) << 8 | 1 << 16, Ordering::Relaxed);
         ring.wait_count.store(1, Ordering::Relaxed);
         w.look(ring, Some(sw), &rec, 7000);
-        assert!(rec.read().unwrap().2.starts_with("ishmem_long_wait_until("), "the recorded wait is named");
+        assert!(rec.read().unwrap().text.starts_with("ishmem_long_wait_until("), "the recorded wait is named");
         ring.wait_count.store(0, Ordering::Relaxed);
         w.look(ring, None, &rec, 8000);
         assert!(rec.read().is_none(), "no wait: nothing published");
+    }
+
+    /// A team sync through the control segment, recorded by one
+    /// work-item, is published with the slot and PE it waits for; by
+    /// several, without (others may be in API waits).
+    #[test]
+    fn a_recorded_team_sync_names_what_it_awaits() {
+        let ring = new_ring();
+        // SAFETY: Blocked is atomics only; all-zero is "nothing published".
+        let rec: Blocked = unsafe { std::mem::zeroed() };
+        let mut w = DeviceWaits::default();
+        // Round 1 of slot 3, waiting for PE 2.
+        ring.wait_what.store(WAIT_TEAM_SYNC as u64 | 1 << 8 | 3 << 16, Ordering::Relaxed);
+        ring.wait_addr.store(2, Ordering::Relaxed);
+        ring.wait_value.store(9, Ordering::Relaxed);
+        ring.wait_count.store(1, Ordering::Relaxed);
+        w.look(ring, None, &rec, 1000);
+        assert_eq!(rec.read().unwrap().awaits, Some(Awaits { slot: 3, pe: 2 }));
+        ring.wait_count.store(2, Ordering::Relaxed);
+        w.look(ring, None, &rec, 2000);
+        assert_eq!(rec.read().unwrap().awaits, None);
+    }
+
+    #[test]
+    fn kernel_waits_that_nothing_can_release() {
+        let host = || Stuck { for_ms: 0, line: String::new(), kernels: false, awaits: None };
+        let sync = |slot, pe| Stuck { kernels: true, awaits: Some(Awaits { slot, pe }), ..host() };
+        let api = || Stuck { kernels: true, ..host() };
+        // No kernels: nothing for this check to say no to.
+        assert!(kernels_cannot_go_on(&[host(), host()]));
+        // A host collective against a kernel's (PE 1 waits for PE 0).
+        assert!(kernels_cannot_go_on(&[host(), sync(0, 0)]));
+        // Kernels waiting for each other on one team, in a cycle.
+        assert!(kernels_cannot_go_on(&[sync(0, 1), sync(0, 0)]));
+        assert!(kernels_cannot_go_on(&[sync(2, 1), sync(2, 2), sync(2, 0)]));
+        // A chain on one team that ends at a PE without kernels.
+        assert!(kernels_cannot_go_on(&[sync(1, 1), sync(1, 2), host()]));
+        // An API wait anywhere on the chain, or another team, may be released.
+        assert!(!kernels_cannot_go_on(&[api(), host()]));
+        assert!(!kernels_cannot_go_on(&[sync(0, 1), api()]));
+        assert!(!kernels_cannot_go_on(&[sync(0, 1), sync(1, 0)]));
+        assert!(!kernels_cannot_go_on(&[sync(0, 1), sync(0, 2), api()]));
     }
 }

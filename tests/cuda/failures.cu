@@ -27,7 +27,20 @@
 //                 low-latency words; _signal, PE 0 a barrier and the
 //                 others a broadcast of 64 KiB from PE 1, through signals.
 //                 A member names both calls and the job ends (the hosts
-//                 wait for nothing meanwhile);
+//                 wait for nothing meanwhile); _reduce4, PE 0 a sum
+//                 reduction of 7 longs and the others a broadcast of one
+//                 int from PE 1 (one low-latency word where the
+//                 reduction's first element takes two); _mixed, PE 0 an
+//                 fcollect of low-latency words and the others a barrier
+//                 (neither hears the other: the watchdog ends the job,
+//                 ISHMEM_DEADLOCK_DEVICE_ABORT=0 as well);
+//   host_device_barrier  PE 0 calls barrier_all on the host, the others in
+//                 kernels: the two sync differently on GPUs, so the
+//                 watchdog ends the job (ISHMEM_DEADLOCK_DEVICE_ABORT=0
+//                 as well: the kernels wait in the library's own barrier
+//                 for a PE whose device runs nothing); through the control
+//                 segment (ISHMEM_DEVICE_SYNC=control) they meet and the
+//                 job ends well;
 //   kernel_busy   PE 0's host waits in the library for a flag the last
 //                 PE's kernel sets after spinning for 4 s while that PE's
 //                 host waits in a barrier: no deadlock report (the
@@ -54,6 +67,14 @@ __global__ void fcollect_kernel(long *dst, const long *src, size_t n) {
 
 __global__ void bcast_kernel(long *dst, const long *src, size_t n, int root) {
     ishmem_long_broadcast(ISHMEM_TEAM_WORLD, dst, src, n, root);
+}
+
+__global__ void reduce_kernel(long *dst, const long *src, size_t n) {
+    ishmem_long_sum_reduce(ISHMEM_TEAM_WORLD, dst, src, n);
+}
+
+__global__ void bcast_int_kernel(int *dst, const int *src, size_t n, int root) {
+    ishmem_int_broadcast(ISHMEM_TEAM_WORLD, dst, src, n, root);
 }
 
 __global__ void bad_store(int *p) { *(volatile int *)p = 1; }
@@ -101,14 +122,32 @@ int main(int argc, char **argv) {
         printf("PE %d: the deadlocked kernel ended (%s): it should not have\n", me, cudaGetErrorString(e));
         return 1;
     }
+    if (!strcmp(mode, "host_device_barrier")) {
+        if (me == 0)
+            ishmem_barrier_all();
+        else
+            barrier_kernel<<<1, 1>>>();
+        cudaDeviceSynchronize();
+        // Through the control segment (ISHMEM_DEVICE_SYNC=control) the
+        // two meet.
+        ishmem_barrier_all();
+        if (me == 0) printf("host_device_barrier ok\n");
+        ishmem_finalize();
+        return 0;
+    }
     if (!strncmp(mode, "coll_mismatch_", 14)) {
-        bool ll = !strcmp(mode + 14, "ll");
+        const char *how = mode + 14;
+        bool ll = !strcmp(how, "ll");
         long *src = (long *)ishmem_calloc(8192, sizeof(long)), *dst = (long *)ishmem_calloc(8192 * npes, sizeof(long));
         ishmem_barrier_all();
-        if (me == 0 && ll)
+        if (me == 0 && (ll || !strcmp(how, "mixed")))
             fcollect_kernel<<<1, 1>>>(dst, src, 1);
-        else if (me == 0)
+        else if (me == 0 && !strcmp(how, "reduce4"))
+            reduce_kernel<<<1, 1>>>(dst, src, 7);
+        else if (me == 0 || !strcmp(how, "mixed"))
             barrier_kernel<<<1, 1>>>();
+        else if (!strcmp(how, "reduce4"))
+            bcast_int_kernel<<<1, 1>>>((int *)dst, (const int *)src, 1, 1);
         else
             bcast_kernel<<<1, 1>>>(dst, src, ll ? 1 : 8192, ll ? 0 : 1);
         ishmem_long_wait_until(flag, ISHMEM_CMP_EQ, 42);

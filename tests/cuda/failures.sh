@@ -37,7 +37,8 @@ echo "failures: 2 PEs on GPUs $CUDA_VISIBLE_DEVICES"
 failed=0
 # check LAUNCHER MODE EXIT(nonzero|0) TEXT [TEXT_THAT_MUST_NOT_APPEAR]
 # (MODE@control: device syncs through the control segment,
-# ISHMEM_DEVICE_SYNC=control)
+# ISHMEM_DEVICE_SYNC=control; MODE@noabort: ISHMEM_DEADLOCK_DEVICE_ABORT=0,
+# which every other case sets to 1)
 check() {
     local launcher="$1" mode="$2" want="$3" text="$4" not="${5:-}"
     local t0 rc out ms
@@ -45,13 +46,14 @@ check() {
     before="$(ls /dev/shm | sort)"
     t0=$(date +%s%N)
     # heap_too_big: a heap larger than any GPU's memory.
-    local size=64m run="${mode%@control}" sync=auto
+    local size=64m run="$mode" sync=auto dabort=1
+    case "$run" in *@control) run="${run%@control}" sync=control ;; esac
+    case "$run" in *@noabort) run="${run%@noabort}" dabort=0 ;; esac
     [ "$mode" = heap_too_big ] && size=1t run=deadlock
-    [ "$run" != "$mode" ] && sync=control
     case "$launcher" in
-    ishmrun) out="$(ISHMEM_DEVICE_SYNC=$sync ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 timeout 60 "$bin/ishmrun" -n 2 \
+    ishmrun) out="$(ISHMEM_DEVICE_SYNC=$sync ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=$dabort timeout 60 "$bin/ishmrun" -n 2 \
         "$build/failures" "$run" 2>&1)" ;;
-    mpirun) out="$(ISHMEM_DEVICE_SYNC=$sync ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=1 timeout 60 mpirun \
+    mpirun) out="$(ISHMEM_DEVICE_SYNC=$sync ISHMEM_SYMMETRIC_SIZE=$size ISHMEM_DEADLOCK_TIMEOUT=2 ISHMEM_DEADLOCK_DEVICE_ABORT=$dabort timeout 60 mpirun \
         --allow-run-as-root --oversubscribe -x LD_LIBRARY_PATH -x ISHMEM_DEVICE_SYNC -x ISHMEM_SYMMETRIC_SIZE -x ISHMEM_DEADLOCK_TIMEOUT \
         -x ISHMEM_DEADLOCK_DEVICE_ABORT -x CUDA_VISIBLE_DEVICES \
         -n 2 "$build/failures" "$run" 2>&1)" ;;
@@ -89,6 +91,13 @@ for l in $launchers; do
     check "$l" kernel_barrier_deadlock nonzero "PE 1 runs outside the library; its kernels wait in ishmem_long_wait_until(ivar"
     check "$l" coll_mismatch_ll nonzero "this PE called broadcast of 8 bytes from team PE 0; PE 0 called an fcollect"
     check "$l" coll_mismatch_signal nonzero "PE 0: ishmem device collective: the members of the world team made different collective calls in kernels"
+    check "$l" coll_mismatch_reduce4 nonzero "this PE called sum reduction of 7 elements of 64-bit integer"
+    # Kernels that wait in the library's own syncs for each other, or for a
+    # PE whose device runs nothing: the job ends without
+    # ISHMEM_DEADLOCK_DEVICE_ABORT.
+    check "$l" coll_mismatch_mixed@noabort nonzero "nothing can release them"
+    check "$l" host_device_barrier@noabort nonzero "nothing can release them"
+    check "$l" host_device_barrier@control 0 "host_device_barrier ok"
     # The same through the control segment: every member's call in the host's report.
     check "$l" coll_mismatch_ll@control nonzero "PE 1: broadcast of 8 bytes from team PE 0"
     check "$l" coll_mismatch_signal@control nonzero "PE 1: broadcast of 65536 bytes from team PE 1"

@@ -101,7 +101,9 @@ int main(int argc, char **argv) {
                both of low-latency words; _wgreduce, PE 0 a work-group
                reduction of 7 elements and PE 1 (the root) a broadcast of
                fewer words; _reduce, the same with a work-item's reduction
-               (on 2 PEs the pair's path, on 3 the batched one). On 3 PEs PE 2 calls as PE 0 does, so that PE 0
+               (on 2 PEs the pair's path, on 3 the batched one); _reduce4,
+               that reduction (of 8-byte elements) against a broadcast of
+               one int, which sends one word where each element takes two. On 3 PEs PE 2 calls as PE 0 does, so that PE 0
                awaits several members' words at once.
                The others' hosts then wait for nothing: only the library's
                report may end the job. */
@@ -112,7 +114,7 @@ int main(int argc, char **argv) {
             if ((me == 0 || me == 2) && strcmp(how, "wgreduce") == 0)
                 run_wg("coll_wg_reduce", 64, 64, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
                        (const void *[]){0, 0, &seven});
-            else if ((me == 0 || me == 2) && strcmp(how, "reduce") == 0)
+            else if ((me == 0 || me == 2) && strncmp(how, "reduce", 6) == 0)
                 run("coll_reduce", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
                     (const void *[]){0, 0, &seven});
             else if ((me == 0 || me == 2) && strcmp(how, "signal") != 0)
@@ -123,6 +125,9 @@ int main(int argc, char **argv) {
             else if (me == 1 && strcmp(how, "ll") == 0)
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &one, &root0});
+            else if (me == 1 && strcmp(how, "reduce4") == 0)
+                run("coll_bcast_int", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
+                    (const void *[]){0, 0, &one, &root1});
             else if (me == 1 && (strcmp(how, "llroot") == 0 || strcmp(how, "wgreduce") == 0 || strcmp(how, "reduce") == 0))
                 run("coll_bcast", 1, 4, (void *[]){dst, src, NULL, NULL}, (size_t[]){0, 0, sizeof(long), sizeof(long)},
                     (const void *[]){0, 0, &one, &root1});
@@ -184,6 +189,40 @@ int main(int argc, char **argv) {
             printf("PE %d: coll_host_device ok\n", me);
             ishmem_finalize();
             return 0;
+        }
+        if (strcmp(argv[2], "host_device_barrier") == 0) {
+            /* PE 0 calls barrier_all on the host, the others in kernels.
+               Through the control segment the two meet; with sync words in
+               the heap (GPUs) they cannot, and the watchdog ends the job:
+               every kernel waits in the library's own barrier for PE 0,
+               whose device runs nothing. */
+            if (me == 0)
+                ishmem_barrier_all();
+            else
+                run("barrier_all", 1, 0, NULL, NULL, NULL);
+            ishmem_barrier_all();
+            printf("PE %d: host_device_barrier ok\n", me);
+            ishmem_finalize();
+            return 0;
+        }
+        if (strcmp(argv[2], "coll_host_form") == 0 || strcmp(argv[2], "coll_host_staged") == 0) {
+            /* PE 1 makes on the host a sum reduction the others make in
+               kernels, of a size where the host reduces in a form of its
+               own: coll_host_form, 128 longs (1 KiB: each member reduces
+               for itself), which the signatures report; coll_host_staged,
+               7 longs (56 bytes: the publish-and-pull path, which a device
+               sync never meets), which the watchdog reports. */
+            long n = strcmp(argv[2], "coll_host_form") == 0 ? 128 : 7;
+            long *src = ishmem_calloc(128, sizeof(long)), *dst = ishmem_calloc(128, sizeof(long));
+            ishmem_barrier_all();
+            if (me == 1)
+                ishmem_long_sum_reduce(ISHMEM_TEAM_WORLD, dst, src, (size_t)n);
+            else
+                run("coll_reduce", 1, 3, (void *[]){dst, src, NULL}, (size_t[]){0, 0, sizeof(long)},
+                    (const void *[]){0, 0, &n});
+            ishmem_long_wait_until(x, ISHMEM_CMP_EQ, 42);
+            printf("PE %d: %s returned\n", me, argv[2]);
+            return 1;
         }
         if (strcmp(argv[2], "kernel_barrier_deadlock") == 0) {
             /* PE 0's kernel waits in a device barrier that the others'

@@ -235,15 +235,34 @@ pes=3 failure_case "device_host coll_mismatch_wgreduce on 3 PEs" coll_mismatch_w
     "ishmem device collective: the members of the world team made different collective calls in kernels" \
     "PE 1 called a broadcast (signature 0x1"
 # A work-item's reduction against a broadcast of fewer words: on 2 PEs
-# the pair's path, on 3 the batched one-pass read.
+# the pair's path, on 3 the batched one-pass read; _reduce4, a broadcast
+# of one int, no second word for the reduction's first 8-byte element.
 for n in 2 3; do
-    pes=$n failure_case "device_host coll_mismatch_reduce on $n PEs" coll_mismatch_reduce ISHMEM_DEVICE_SYNC=heap \
-        "ishmem device collective: the members of the world team made different collective calls in kernels" \
-        "this PE called sum reduction of 7 elements of 64-bit integer" "PE 1 called a broadcast (signature 0x1"
+    for how in reduce reduce4; do
+        pes=$n failure_case "device_host coll_mismatch_$how on $n PEs" coll_mismatch_$how ISHMEM_DEVICE_SYNC=heap \
+            "ishmem device collective: the members of the world team made different collective calls in kernels" \
+            "this PE called sum reduction of 7 elements of 64-bit integer" "PE 1 called a broadcast (signature 0x1"
+    done
 done
-failure_case "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed ISHMEM_DEVICE_SYNC=heap \
+# Kernels that wait in the library's own syncs for each other (or for a
+# PE whose device runs nothing) end the job without
+# ISHMEM_DEADLOCK_DEVICE_ABORT: nothing can release them.
+certain="nothing can release them: the members made different collective calls"
+failure_case "device_host coll_mismatch_mixed on 2 PEs" coll_mismatch_mixed \
+    "ISHMEM_DEVICE_SYNC=heap ISHMEM_DEADLOCK_DEVICE_ABORT=0" \
     "PE 0 runs outside the library; its kernels wait in a small device collective of the world team (2 PEs): waits for PE 1's low-latency message 1" \
-    "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)"
+    "PE 1 runs outside the library; its kernels wait in a device team sync or collective of the world team (2 PEs): waits for PE 0's signal 1 (0 arrived)" \
+    "$certain"
+# A barrier made on the host by PE 0 and in kernels by the others: through
+# the control segment they meet; through sync words in the heap (as on
+# GPUs) they cannot, and the job ends.
+run "device_host host_device_barrier on 3 PEs" "PE 2: host_device_barrier ok" 60 \
+    "$ishmrun" -n 3 "$out/device_host" "$out/kernels.spv" host_device_barrier
+pes=3 failure_case "device_host host_device_barrier on 3 PEs, sync words" host_device_barrier \
+    "ISHMEM_DEVICE_SYNC=heap ISHMEM_DEADLOCK_DEVICE_ABORT=0" \
+    "PE 0 waits in ishmem_barrier_all (the sync of the world team, 3 PEs, round 0: waits for PE 2)" \
+    "PE 2 runs outside the library; its kernels wait in a device team sync or collective of the world team (3 PEs): waits for PE 0's signal 1" \
+    "$certain"
 # The same calls through the control segment (the CPU device's default
 # syncs, shared with the host's): each device sync publishes its call in
 # the host's words, and the member that finds its predecessor's differ
@@ -267,6 +286,18 @@ done
 pes=3 failure_case "device_host coll_host_mismatch on 3 PEs" coll_host_mismatch "" \
     "the members of the world team (3 PEs) made different collective calls" \
     "PE 1: fcollect of 8192 bytes per PE" "PEs 0, 2: broadcast of 8192 bytes from team PE 1"
+# A host reduction in a form of the host's own (1 KiB: each member reduces
+# for itself) against the same reduction in kernels: reported as the same
+# call in two forms; a small one (the host's publish-and-pull path, which
+# a device sync never meets): the watchdog ends the job.
+pes=3 failure_case "device_host coll_host_form on 3 PEs" coll_host_form "" \
+    "the members of the world team (3 PEs) made different collective calls" \
+    "PE 1: sum reduction of 128 elements of 64-bit integer (long, longlong, int64, ptrdiff) (the host's form)" \
+    "PEs 0, 2: sum reduction of 128 elements of 64-bit integer (long, longlong, int64, ptrdiff) (the form of kernels" \
+    "(one call in different forms"
+failure_case "device_host coll_host_staged on 2 PEs" coll_host_staged ISHMEM_DEADLOCK_DEVICE_ABORT=0 \
+    "PE 0 runs outside the library; its kernels wait in a device team sync of the world team (through the control segment" \
+    "PE 1 waits in ishmem_long_sum_reduce" "nothing can release them"
 # A recorded device wait that ends (its _any result right), then a host
 # deadlock: reported as one of host waits, ending the job.
 t0=$SECONDS
