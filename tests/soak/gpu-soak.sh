@@ -5,7 +5,8 @@
 # RMA, AMOs, ping-pong, fence, barrier, host and device mixed) and jobs
 # with a fault injected into a random PE (tests/cuda/failures.cu: a PE
 # exits without finalizing, a kernel traps before a barrier or while the
-# host is idle, a kernel stores to a bad address, a deadlock), and reports:
+# host is idle, a kernel stores to a bad address, a deadlock of host waits,
+# PE 0's barrier on the host against the others' in kernels), and reports:
 #   jobs, faults, hangs (a faulted job not ended in 10 s, a clean one not
 #   done in 300 s), leaks (files named *ishm* left in /dev/shm or /tmp, or
 #   test processes left running), wrong results (a clean job that failed,
@@ -32,11 +33,11 @@ ngpu="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
 leftovers() { { ls /dev/shm /tmp 2>/dev/null | grep "ishm"; pgrep -f "$build/(test_cuda|failures)"; } | sort | tr '\n' ' '; }
 before="$(leftovers)"
 jobs=0 faults=0 hangs=0 leaks=0 wrong=0
-faultmodes=(lost trap_barrier trap_idle bad_address deadlock)
+faultmodes=(lost trap_barrier trap_idle bad_address deadlock host_device_barrier)
 cleanmodes=(rma amo pingpong fence barrier mixed)
 declare -A want=([lost]="without calling shmem_finalize" [trap_barrier]="the CUDA context of GPU"
     [trap_idle]="the CUDA context of GPU" [bad_address]="CUDA_ERROR_ILLEGAL_ADDRESS"
-    [deadlock]="deadlock: every PE has waited in the library")
+    [deadlock]="deadlock: every PE has waited in the library" [host_device_barrier]="nothing can release them")
 end=$((SECONDS + secs))
 while [ $SECONDS -lt $end ]; do
     n=$((2 + RANDOM % 3))
