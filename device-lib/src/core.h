@@ -1312,8 +1312,10 @@ ISHMEMI_INLINE void ishmemi_ll_send_all(int slot, const ishmemi_team_t *t, const
  * the first word (0: a call of bits `s16`). Each work-item's first word
  * is received apart, out of the loop, and a word 0 of another call ends
  * the receive there: that call may have sent fewer words than this one
- * waits for. (A check that left the loop cost small GPU collectives 2-4%,
- * and one made by work-item 0 before the others began 10-20%.) */
+ * waits for. (Other work-items of the group may still wait for words the
+ * other call never sent: the report of the one with word 0 ends the job.
+ * A check that left the loop cost small GPU collectives 2-4%, and one made
+ * by work-item 0 before the others began 6-20%: docs/performance.md.) */
 ISHMEMI_INLINE uint ishmemi_ll_recv(int slot, int pe, ulong c, char *dst, size_t n, size_t lid,
                                    size_t lsz, uint s16) {
     const ulong *buf = ishmemi_ll_buf(slot, pe, c);
@@ -1959,7 +1961,8 @@ ISHMEMI_INLINE int ishmemi_coll_check(int team, int root) {
         BARRIER;                                                                               \
         ishmemi_ll_waits(team, po_, c_[ro_], LID);                                             \
         /* A work-item's first element apart, out of the loop: another call's   \
-         * words are reported before waiting for more (ishmemi_ll_recv). */     \
+         * words are reported before waiting for more (ishmemi_ll_recv; the     \
+         * element stored meanwhile is of no use, and the report ends the job). */ \
         uint bad_ = 0;                                                                         \
         size_t i = (LID);                                                                      \
         if (i < nreduce) {                                                                     \

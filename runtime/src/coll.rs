@@ -58,6 +58,11 @@ pub trait Group {
     fn world_pe(&self, rank: usize) -> usize;
     /// Waits until every member has arrived.
     fn sync(&self, st: &State);
+    /// The team slot (teams; active sets have none): published with the
+    /// collective's waits for the deadlock report.
+    fn slot(&self) -> Option<usize> {
+        None
+    }
     /// The collective's entry sync: [`Group::sync`], after which a team
     /// checks that every member made the call `sig` (see `collsig.rs`).
     /// Active sets have no slot to publish in and only sync.
@@ -136,6 +141,9 @@ impl Group for Team {
     }
     fn sync(&self, st: &State) {
         st.team_sync_with(self)
+    }
+    fn slot(&self) -> Option<usize> {
+        Some(self.slot)
     }
     fn entry_sync(&self, st: &State, call: &str, sig: Sig) {
         st.team_sync_sig(call, self, sig)
@@ -379,20 +387,23 @@ impl State {
             let nbytes = nreduce.saturating_mul(es);
             let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
             let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            // Small reductions take a form of the host's own (below): their
-            // calls differ from a device call's.
-            let small = nbytes < SMALL_REDUCE_BYTES;
-            let in_place = doff == soff;
-            let sig = match (small, in_place) {
-                (false, _) => Sig::reduce::<T>(which, nreduce),
-                (true, false) => Sig::reduce::<T>(which, nreduce).host_form(HostForm::OWN_DEST),
-                (true, true) => Sig::reduce::<T>(which, nreduce).host_form(HostForm::OWN_DEST | HostForm::IN_PLACE),
-            };
+            let plain = Sig::reduce::<T>(which, nreduce);
             if nbytes <= STAGE_DATA && t.staged(self) {
-                let s = self.stage_enter(call, t, sig, true);
+                // (In place or not alike; no device call meets this path.)
+                let s = self.stage_enter(call, t, plain, true);
                 self.reduce_staged(call, t, s, doff, soff, nreduce, op);
                 return 0;
             }
+            // Small reductions take a form of the host's own (below), in
+            // place one more sync: their calls differ from a device call's,
+            // and in place from not.
+            let small = nbytes < SMALL_REDUCE_BYTES;
+            let in_place = doff == soff;
+            let sig = match (small && nreduce > 0, in_place) {
+                (false, _) => plain,
+                (true, false) => plain.host_form(HostForm::OWN_DEST),
+                (true, true) => plain.host_form(HostForm::OWN_DEST | HostForm::IN_PLACE),
+            };
             t.entry_sync(self, call, sig);
             if nreduce == 0 {
                 t.sync(self);

@@ -191,8 +191,9 @@ pub struct HostForm;
 
 impl HostForm {
     /// Every member reduces every element into its own dest (host
-    /// reductions below `coll::SMALL_REDUCE_BYTES`, and every host scan;
-    /// the device's member r computes slice r into every member's dest).
+    /// reductions of 1 element to `coll::SMALL_REDUCE_BYTES` off the
+    /// publish-and-pull path, and every host scan; the device's member r
+    /// computes slice r into every member's dest).
     pub const OWN_DEST: u64 = 1;
     /// In place, with one more sync before the result is stored.
     pub const IN_PLACE: u64 = 2;
@@ -332,7 +333,10 @@ impl Sig {
         let own = self.aux & HostForm::OWN_DEST != 0;
         let form = match (own, self.aux & HostForm::IN_PLACE != 0) {
             _ if !matches!(self.kind, CollKind::Reduce | CollKind::Inscan | CollKind::Exscan) => "",
-            (false, false) => " (the form of kernels and of the host's larger reductions)",
+            (false, false) if self.kind == CollKind::Reduce => {
+                " (the form of kernels and of the host's larger reductions)"
+            }
+            (false, false) => " (the form of kernels)",
             (true, false) => " (the host's form)",
             (_, true) => " (the host's form, in place)",
         };

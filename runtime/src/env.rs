@@ -261,7 +261,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_DEADLOCK_DEVICE_ABORT",
         kind: Kind::Bool,
         default: "0",
-        help: "Whether a deadlock report in which kernels wait (a device wait_until or signal_wait_until that lasts while nothing of that PE's device waits and ring requests changes) ends the job, as ISHMEM_DEADLOCK_ABORT says; by default it only warns, once: the host cannot see whether a host thread outside the library, or other work-items of the kernel, will still release the wait (with 1, a job whose kernels wait longer than ISHMEM_DEADLOCK_TIMEOUT for such work is ended too: a switch for debugging and tests). A report in which every kernel waits in the library's own team syncs or collectives, for PEs whose device runs nothing or that wait in the same team's, ends the job without it: nothing can release those waits.",
+        help: "Whether a deadlock report in which kernels wait (a device wait_until or signal_wait_until that lasts while nothing of that PE's device waits and ring requests changes) ends the job, as ISHMEM_DEADLOCK_ABORT says; by default it only warns, once: the host cannot see whether a host thread outside the library, or other work-items of the kernel, will still release the wait (with 1, a job whose kernels wait longer than ISHMEM_DEADLOCK_TIMEOUT for such work is ended too: a switch for debugging and tests). A report in which every kernel waits in the library's own team syncs or collectives, for PEs that wait in the same team's (in kernels, or on the host with their device idle), ends the job without it: nothing can release those waits.",
         internal: false,
     },
     EnvVar {

@@ -43,10 +43,10 @@
 
 use crate::coll::Group;
 use crate::collsig::{Sig, Stage};
-use crate::ctrl::{StageSlot, STAGE_DATA, STAGE_SLOTS};
+use crate::ctrl::{Awaits, StageSlot, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
 use crate::types::Marks;
-use crate::wait::wait_until;
+use crate::wait::wait_until_in;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Header word `i` of `slot` (0: the ready flag, see the module comment;
@@ -113,7 +113,8 @@ impl State {
             for r in 0..t.size() {
                 let p = || t.stage_progress_value(self, r);
                 let what = || format!("{call} (waits for PE {} to finish call #{need} on this team)", t.world_pe(r));
-                wait_until(&what, || {
+                let awaits = t.slot().map(|slot| Awaits { slot, pe: t.world_pe(r) });
+                wait_until_in(&what, awaits, || {
                     if check && past(p()).is_none() {
                         // This member's own progress (held back by headers
                         // it has not compared yet) may be what r, or this
@@ -182,7 +183,8 @@ impl State {
                         return;
                     }
                     let what = || format!("{call} (checks the calls of the PE before it in the team)");
-                    wait_until(&what, || {
+                    let awaits = t.slot().map(|slot| Awaits { slot, pe: t.world_pe(pred) });
+                    wait_until_in(&what, awaits, || {
                         v = theirs.load(Ordering::Acquire);
                         here(v)
                     });
@@ -242,7 +244,8 @@ impl State {
         let e = s.epoch as u32;
         let mut polls = 0u32;
         let what = || format!("{call} (waits for PE {}'s part of the call)", t.world_pe(rank));
-        wait_until(&what, || {
+        let awaits = t.slot().map(|slot| Awaits { slot, pe: t.world_pe(rank) });
+        wait_until_in(&what, awaits, || {
             let v = w.load(Ordering::Acquire);
             if v == s.words[0] {
                 return true;

@@ -17,11 +17,12 @@
 //! [`TeamCtrl`]: crate::ctrl::TeamCtrl
 
 use crate::collsig::Sig;
+use crate::ctrl::Awaits;
 use crate::ctrl::{STAGED_TEAMS, STAGE_SLOTS, TEAM_SLOTS};
 use crate::device_state::ishmemx_device_team_t;
 use crate::error::{fatal, warn};
 use crate::state::State;
-use crate::wait::wait_until;
+use crate::wait::wait_until_in;
 use std::sync::atomic::{fence, Ordering};
 
 pub use crate::types::{Shape, Team, PREDEFINED, TEAM_INVALID, TEAM_NODE, TEAM_SHARED, TEAM_WORLD};
@@ -145,12 +146,13 @@ impl State {
             let what = || {
                 format!("{call} (the sync of {}, {n} PEs, round {round}: waits for PE {from})", slot_name(team.slot))
             };
+            let awaits = Some(Awaits { slot: team.slot, pe: from });
             match watch {
                 Some(w) if round == 0 => {
                     let pred = team.world((team.my_rank + n - 1) % n);
                     let hdr = &self.ctrl.stage(pred, team.slot, (epoch % STAGE_SLOTS as u64) as usize).word0;
                     let mut polls = 0u32;
-                    wait_until(&what, || {
+                    wait_until_in(&what, awaits, || {
                         if flag.load(Ordering::Acquire) >= epoch {
                             return true;
                         }
@@ -164,7 +166,7 @@ impl State {
                         false
                     })
                 }
-                _ => wait_until(&what, || flag.load(Ordering::Acquire) >= epoch),
+                _ => wait_until_in(&what, awaits, || flag.load(Ordering::Acquire) >= epoch),
             }
             dist <<= 1;
             round += 1;

@@ -2,6 +2,7 @@
 //! waiting PE costs little when PEs outnumber cores (oversubscribed runs),
 //! and leave when another PE aborts the job.
 
+use crate::ctrl::Awaits;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 
@@ -84,11 +85,19 @@ const PUBLISH_AFTER: Duration = Duration::from_millis(50);
 /// show it (the user's call and its arguments, and what it waits for); it
 /// runs only when the wait lasts.
 #[inline]
-pub fn wait_until(what: &dyn Fn() -> String, mut ready: impl FnMut() -> bool) {
+pub fn wait_until(what: &dyn Fn() -> String, ready: impl FnMut() -> bool) {
+    wait_until_in(what, None, ready)
+}
+
+/// [`wait_until`] in a team sync or collective of the team on slot
+/// `awaits.slot`, waiting for PE `awaits.pe`'s part of it (published with
+/// the wait: the deadlock report tells such waits apart).
+#[inline]
+pub fn wait_until_in(what: &dyn Fn() -> String, awaits: Option<Awaits>, mut ready: impl FnMut() -> bool) {
     if ready() {
         return;
     }
-    wait_slow(what, &mut ready)
+    wait_slow(what, awaits, &mut ready)
 }
 
 /// The thread ids of this process's threads whose wait is published (the
@@ -110,13 +119,13 @@ fn gettid() -> i32 {
 struct Published;
 
 impl Published {
-    fn new(what: &dyn Fn() -> String, started: std::time::Instant) -> Option<Published> {
+    fn new(what: &dyn Fn() -> String, awaits: Option<Awaits>, started: std::time::Instant) -> Option<Published> {
         let rec = crate::error::my_blocked()?;
         let since = monotonic_ms().saturating_sub(started.elapsed().as_millis() as u64) + 1;
         let text = what();
         let mut tids = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
         tids.push(gettid());
-        rec.publish(since, &text);
+        rec.publish_awaiting(since, &text, awaits);
         Some(Published)
     }
 }
@@ -146,7 +155,7 @@ pub(crate) fn monotonic_ms() -> u64 {
 }
 
 #[inline(never)]
-fn wait_slow(what: &dyn Fn() -> String, ready: &mut dyn FnMut() -> bool) {
+fn wait_slow(what: &dyn Fn() -> String, awaits: Option<Awaits>, ready: &mut dyn FnMut() -> bool) {
     let _waiting = Waiting::enter();
     // When the wait started spinning slowly (read lazily: nothing extra
     // on a wait that ends within its first polls).
@@ -180,7 +189,7 @@ fn wait_slow(what: &dyn Fn() -> String, ready: &mut dyn FnMut() -> bool) {
             if published.is_none() && polls.is_multiple_of(1024) {
                 let t0 = *started.get_or_insert_with(std::time::Instant::now);
                 if t0.elapsed() >= PUBLISH_AFTER {
-                    published = Published::new(what, t0);
+                    published = Published::new(what, awaits, t0);
                 }
             }
         }

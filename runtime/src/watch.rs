@@ -233,6 +233,8 @@ struct Stuck {
     /// The kernels' wait, when it is one of the library's own team syncs
     /// or collectives (what it waits for is known).
     awaits: Option<Awaits>,
+    /// The host's wait, when it is a team sync or collective's.
+    host_awaits: Option<Awaits>,
 }
 
 /// PE `p`, when it is stuck: a host wait while nothing else of it runs
@@ -243,6 +245,7 @@ fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<Stuck> {
     let host = p.blocked.read();
     if let Some(d) = p.device_blocked.read() {
         let dfor = secs(now.saturating_sub(d.since_ms));
+        let host_awaits = host.as_ref().and_then(|h| h.awaits);
         let (for_ms, line) = match host {
             Some(h) => (
                 now.saturating_sub(h.since_ms.max(d.since_ms)),
@@ -258,7 +261,7 @@ fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<Stuck> {
                 format!("runs outside the library; its kernels wait in {}, for {dfor}", d.text),
             ),
         };
-        return Some(Stuck { for_ms, line, kernels: true, awaits: d.awaits });
+        return Some(Stuck { for_ms, line, kernels: true, awaits: d.awaits, host_awaits });
     }
     let h = host?;
     let quiet = p.quiet_since_ms.load(Ordering::Relaxed);
@@ -267,19 +270,21 @@ fn stuck(p: &crate::ctrl::PeCtrl, now: u64) -> Option<Stuck> {
         line: format!("waits in {}, for {}", h.text, secs(now.saturating_sub(h.since_ms))),
         kernels: false,
         awaits: None,
+        host_awaits: h.awaits,
     })
 }
 
 /// Whether the kernels' waits of stuck PEs `waits` (indexed by PE) can be
 /// released by nothing: each is a wait of the library's own team sync or
 /// collective whose chain of awaited PEs on that team ends at a PE whose
-/// device runs nothing, or comes back to one already on it. Such a wait
-/// needs the awaited PE's part of a collective on the same team, and
-/// OpenSHMEM lets a PE be in one collective on a team at a time: a PE that
-/// waits in one on that team sends nothing more there before it returns,
-/// and a PE with no kernels running sends nothing while its host waits.
-/// Any other kernel wait (the device API's waits) might be released by
-/// work-items the host cannot see.
+/// device runs nothing and whose host waits in a sync or collective of
+/// the same team, or comes back to one already on it. Such a wait needs
+/// the awaited PE's part of a collective on the same team, and OpenSHMEM
+/// lets a PE be in one collective on a team at a time: a PE that waits in
+/// one on that team (in kernels or on the host) sends nothing more there
+/// before it returns. Any other wait on the chain (the device API's, a
+/// host wait for a flag, a host outside the library) might end by work the
+/// host cannot see, and then the PE's kernels might still make the call.
 fn kernels_cannot_go_on(waits: &[Stuck]) -> bool {
     waits.iter().filter(|w| w.kernels).all(|w| {
         let mut at = w;
@@ -287,7 +292,7 @@ fn kernels_cannot_go_on(waits: &[Stuck]) -> bool {
             let Some(a) = at.awaits else { return false };
             let Some(next) = waits.get(a.pe) else { return false };
             if !next.kernels {
-                return true;
+                return next.host_awaits.is_some_and(|b| b.slot == a.slot);
             }
             match next.awaits {
                 Some(b) if b.slot == a.slot => at = next,
@@ -354,7 +359,7 @@ fn deadlock(st: &State) {
     }
     if certain {
         msg.push_str(
-            "\n    (the kernels wait in the library's own team syncs or collectives, for PEs whose device runs nothing or that wait in the same team's, so nothing can release them: the members made different collective calls, or made one call some on the host and others in kernels, which meet only where device syncs go through the control segment, not on GPUs; make every member's call alike, on the same side)",
+            "\n    (the kernels wait in the library's own team syncs or collectives, for PEs that wait in the same team's, in kernels or on the host, so nothing can release them: the members made different collective calls, or made one call some on the host and others in kernels, which do not meet where device syncs use the sync words in GPU memory, nor on the host's publish-and-pull path; make every member's call alike, on the same side)",
         );
     }
     if warn_only {
@@ -728,18 +733,24 @@ mod tests {
 
     #[test]
     fn kernel_waits_that_nothing_can_release() {
-        let host = || Stuck { for_ms: 0, line: String::new(), kernels: false, awaits: None };
-        let sync = |slot, pe| Stuck { kernels: true, awaits: Some(Awaits { slot, pe }), ..host() };
-        let api = || Stuck { kernels: true, ..host() };
+        let other = || Stuck { for_ms: 0, line: String::new(), kernels: false, awaits: None, host_awaits: None };
+        let host = || Stuck { host_awaits: Some(Awaits { slot: 0, pe: 1 }), ..other() };
+        let sync = |slot, pe| Stuck { kernels: true, awaits: Some(Awaits { slot, pe }), ..other() };
+        let api = || Stuck { kernels: true, ..other() };
         // No kernels: nothing for this check to say no to.
         assert!(kernels_cannot_go_on(&[host(), host()]));
         // A host collective against a kernel's (PE 1 waits for PE 0).
         assert!(kernels_cannot_go_on(&[host(), sync(0, 0)]));
+        // A host wait of another kind (a flag), or of another team's
+        // collective: its host may go on and launch the call.
+        assert!(!kernels_cannot_go_on(&[other(), sync(0, 0)]));
+        assert!(!kernels_cannot_go_on(&[host(), sync(3, 0)]));
         // Kernels waiting for each other on one team, in a cycle.
         assert!(kernels_cannot_go_on(&[sync(0, 1), sync(0, 0)]));
         assert!(kernels_cannot_go_on(&[sync(2, 1), sync(2, 2), sync(2, 0)]));
         // A chain on one team that ends at a PE without kernels.
-        assert!(kernels_cannot_go_on(&[sync(1, 1), sync(1, 2), host()]));
+        let host1 = Stuck { host_awaits: Some(Awaits { slot: 1, pe: 0 }), ..other() };
+        assert!(kernels_cannot_go_on(&[sync(1, 1), sync(1, 2), host1]));
         // An API wait anywhere on the chain, or another team, may be released.
         assert!(!kernels_cannot_go_on(&[api(), host()]));
         assert!(!kernels_cannot_go_on(&[sync(0, 1), api()]));

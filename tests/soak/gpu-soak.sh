@@ -50,6 +50,7 @@ while [ $SECONDS -lt $end ]; do
         out="$(FAIL_PE=$pe ISHMEM_DEADLOCK_TIMEOUT=2 timeout 30 "$bin/ishmrun" -n $n "$build/failures" "$mode" 2>&1)"
         rc=$?
         label="fault $mode at PE $pe of $n"
+        [ "$mode" = host_device_barrier ] && label="fault $mode (PE 0 on the host) of $n"
         if [ $rc = 124 ] || [ $((SECONDS - t0)) -ge 10 ]; then
             hangs=$((hangs + 1)); echo "HANG: $label ($((SECONDS - t0)) s)"; echo "$out" | tail -5
         elif [ $rc = 0 ] || ! echo "$out" | grep -qF "${want[$mode]}"; then
