@@ -104,16 +104,33 @@ impl Search {
     }
 }
 
+/// A library opened but without a function its table needs.
+#[derive(Debug)]
+pub struct MissingSymbol {
+    /// The function's name.
+    pub symbol: String,
+    /// What the dynamic loader said.
+    pub why: String,
+}
+
+impl fmt::Display for MissingSymbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lacks {}: {}", self.symbol, self.why)
+    }
+}
+
+impl std::error::Error for MissingSymbol {}
+
 /// The function `symbol` of `lib`, as the function-pointer type `F`; the
 /// error says the library lacks it.
 ///
 /// # Safety
 /// `F` must be the symbol's C signature.
-pub unsafe fn symbol<F: Copy>(lib: &libloading::Library, symbol: &str) -> Result<F, String> {
+pub unsafe fn symbol<F: Copy>(lib: &libloading::Library, symbol: &str) -> Result<F, MissingSymbol> {
     // SAFETY: the caller's contract.
     match unsafe { lib.get::<F>(symbol.as_bytes()) } {
         Ok(f) => Ok(*f),
-        Err(e) => Err(format!("lacks {symbol}: {e}")),
+        Err(e) => Err(MissingSymbol { symbol: symbol.to_string(), why: e.to_string() }),
     }
 }
 

@@ -37,6 +37,16 @@ pub(crate) fn slot_name(slot: usize) -> String {
     }
 }
 
+/// Team creation found no team slot free on every member of the parent.
+#[derive(Debug)]
+pub(crate) struct NoFreeTeamSlot;
+
+impl std::fmt::Display for NoFreeTeamSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no free team slot: all {TEAM_SLOTS} are in use on some PE of the parent team (destroy unused teams)")
+    }
+}
+
 impl State {
     /// The team behind `handle`; `None` for `TEAM_INVALID`; a fatal error
     /// for anything else that is not a live team on this PE.
@@ -360,11 +370,11 @@ impl State {
 
     /// Creates teams collectively over `parent`: every parent member passes
     /// the shape of the new team it belongs to, or `None`. Returns this PE's
-    /// new handle (`TEAM_INVALID` when not a member), or `Err` with a message
-    /// when no slot is free on every parent member.
+    /// new handle (`TEAM_INVALID` when not a member), or
+    /// [`NoFreeTeamSlot`] when no slot is free on every parent member.
     pub(crate) fn create_teams(
         &self, call: &str, sig: Sig, parent: &Team, mine: Option<Shape>, num_contexts: i32,
-    ) -> Result<i32, String> {
+    ) -> Result<i32, NoFreeTeamSlot> {
         let used: u64 = {
             let teams = self.teams.read().unwrap_or_else(|e| e.into_inner());
             teams.iter().enumerate().filter(|(_, t)| t.is_some()).fold(0, |m, (i, _)| m | 1 << i)
@@ -385,11 +395,7 @@ impl State {
         };
         // Everyone has read the bitmaps and epochs before anyone moves on.
         self.team_sync_with(parent);
-        let Some(slot) = slot else {
-            return Err(format!(
-                "no free team slot: all {TEAM_SLOTS} are in use on some PE of the parent team (destroy unused teams)"
-            ));
-        };
+        let Some(slot) = slot else { return Err(NoFreeTeamSlot) };
         let Some(shape) = mine else { return Ok(TEAM_INVALID) };
         let rec = &self.ctrl.pe(self.my_pe).teams[slot];
         rec.epoch.store(base, Ordering::Relaxed);
@@ -479,8 +485,9 @@ impl State {
                 for h in [&xh, &yh].into_iter().flatten() {
                     self.drop_team(*h);
                 }
-                let m = xh.err().or(yh.err()).unwrap_or_default();
-                warn(format_args!("{call}: {m}"));
+                if let Some(m) = xh.err().or(yh.err()) {
+                    warn(format_args!("{call}: {m}"));
+                }
                 (-1, TEAM_INVALID, TEAM_INVALID)
             }
         }

@@ -318,6 +318,27 @@ static void teams(void) {
         shmem_free(s);
         shmem_team_destroy(t);
     }
+    /* every team slot in use: the split fails on every PE (status non-zero,
+       TEAM_INVALID, a warning naming the cause); destroying frees them */
+    {
+        enum { MAX_TEAMS = 128 };
+        shmem_team_t made[MAX_TEAMS];
+        int n = 0, split_rc = 0;
+        while (n < MAX_TEAMS) {
+            shmem_team_t t;
+            split_rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t);
+            if (split_rc != 0) {
+                CHECK(t == SHMEM_TEAM_INVALID, "a failed split returns TEAM_INVALID");
+                break;
+            }
+            made[n++] = t;
+        }
+        CHECK(split_rc != 0 && n > 8, "slots run out after %d teams", n);
+        for (int i = 0; i < n; i++) shmem_team_destroy(made[i]);
+        shmem_team_t t;
+        CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t) == 0, "a split after the destroys");
+        shmem_team_destroy(t);
+    }
     /* collectives on TEAM_INVALID return non-zero */
     CHECK(shmem_team_sync(SHMEM_TEAM_INVALID) != 0, "team_sync invalid");
 }

@@ -112,7 +112,7 @@ impl Cl {
         Err(search.failed())
     }
 
-    fn bind(lib: libloading::Library) -> Result<Cl, String> {
+    fn bind(lib: libloading::Library) -> Result<Cl, crate::dynlib::MissingSymbol> {
         macro_rules! sym {
             ($s:literal) => {
                 // SAFETY: the symbol has the OpenCL signature declared in

@@ -205,7 +205,7 @@ impl Driver {
         Err(search.failed())
     }
 
-    fn bind(lib: libloading::Library, name: &str) -> Result<Driver, String> {
+    fn bind(lib: libloading::Library, name: &str) -> Result<Driver, crate::dynlib::MissingSymbol> {
         macro_rules! sym {
             ($s:literal) => {
                 // SAFETY: the symbol has the driver API signature (cuda.h
