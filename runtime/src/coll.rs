@@ -24,7 +24,7 @@
 //! * sum_inscan / sum_exscan: member r sums members 0..=r (0..r) itself.
 
 use crate::collsig::{HostForm, RedOp, Sig};
-use crate::ctrl::{StageSlot, STAGE_DATA, STAGE_SLOTS};
+use crate::ctrl::{Awaits, StageSlot, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
 use crate::types::{Blocks, Marks, Team};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,9 +58,10 @@ pub trait Group {
     fn world_pe(&self, rank: usize) -> usize;
     /// Waits until every member has arrived.
     fn sync(&self, st: &State);
-    /// The team slot (teams; active sets have none): published with the
-    /// collective's waits for the deadlock report.
-    fn slot(&self) -> Option<usize> {
+    /// What a wait of this group's collective for world PE `pe` awaits,
+    /// published with it for the deadlock report (teams; active sets have
+    /// no slot).
+    fn awaits(&self, _pe: usize) -> Option<Awaits> {
         None
     }
     /// The collective's entry sync: [`Group::sync`], after which a team
@@ -142,8 +143,8 @@ impl Group for Team {
     fn sync(&self, st: &State) {
         st.team_sync_with(self)
     }
-    fn slot(&self) -> Option<usize> {
-        Some(self.slot)
+    fn awaits(&self, pe: usize) -> Option<Awaits> {
+        Some(Awaits { slot: self.slot, pe })
     }
     fn entry_sync(&self, st: &State, call: &str, sig: Sig) {
         st.team_sync_sig(call, self, sig)

@@ -327,12 +327,17 @@ impl Sig {
 }
 
 impl Sig {
+    /// Reductions and scans: the calls whose `aux` is a [`HostForm`].
+    fn has_form(&self) -> bool {
+        matches!(self.kind, CollKind::Reduce | CollKind::Inscan | CollKind::Exscan)
+    }
+
     /// [`Sig::describe`] with a reduction's or scan's form (for a report
     /// whose calls differ only in it: [`Sig::differs_in_form_only`]).
     pub fn describe_form(&self) -> String {
         let own = self.aux & HostForm::OWN_DEST != 0;
         let form = match (own, self.aux & HostForm::IN_PLACE != 0) {
-            _ if !matches!(self.kind, CollKind::Reduce | CollKind::Inscan | CollKind::Exscan) => "",
+            _ if !self.has_form() => "",
             (false, false) if self.kind == CollKind::Reduce => {
                 " (the form of kernels and of the host's larger reductions)"
             }
@@ -346,9 +351,7 @@ impl Sig {
     /// Whether `self` and `other` are one reduction or scan in different
     /// forms ([`HostForm`]).
     pub fn differs_in_form_only(&self, other: &Sig) -> bool {
-        matches!(self.kind, CollKind::Reduce | CollKind::Inscan | CollKind::Exscan)
-            && self.aux != other.aux
-            && Sig { aux: 0, ..*self } == Sig { aux: 0, ..*other }
+        self.has_form() && self.aux != other.aux && Sig { aux: 0, ..*self } == Sig { aux: 0, ..*other }
     }
 }
 

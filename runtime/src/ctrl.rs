@@ -56,17 +56,17 @@ pub struct Blocked {
     /// `CLOCK_MONOTONIC` milliseconds (+1) at which the published wait
     /// started; 0 while no thread of the PE waits long in the library.
     pub since_ms: AtomicU64,
-    /// [`Awaits::word`] of a device wait in the library's own team sync
-    /// or collective: the team slot and the PE it waits for; 0 for any
-    /// other wait.
+    /// [`Awaits::word`] of a wait in the library's own team sync or
+    /// collective (the host's or the kernels'): the team slot and the PE
+    /// it waits for; 0 for any other wait.
     pub awaits: AtomicU64,
     /// The wait as text (a call and its arguments), NUL-padded.
     pub text: [AtomicU64; BLOCKED_TEXT / 8],
 }
 
-/// What a device wait of the library's own team syncs and collectives
-/// waits for: a signal or message of world PE `pe` on team slot `slot`,
-/// which only that PE's part of a collective on the same team can send.
+/// What a wait of the library's own team syncs and collectives (on the
+/// host or in kernels) waits for: world PE `pe`'s part of a collective on
+/// the team of slot `slot`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Awaits {
     pub slot: usize,
@@ -85,7 +85,6 @@ impl Awaits {
 
 /// A consistent snapshot of a [`Blocked`] record.
 pub struct BlockedWait {
-    pub seq: u64,
     /// When the wait started (`CLOCK_MONOTONIC` ms + 1).
     pub since_ms: u64,
     pub text: String,
@@ -93,14 +92,10 @@ pub struct BlockedWait {
 }
 
 impl Blocked {
-    /// Publishes `text` as started at `since_ms` (callers serialize).
-    pub fn publish(&self, since_ms: u64, text: &str) {
-        self.publish_awaiting(since_ms, text, None)
-    }
-
-    /// [`Blocked::publish`] of a device wait in the library's own team
-    /// sync or collective (`awaits`), or of another one (`None`).
-    pub fn publish_awaiting(&self, since_ms: u64, text: &str, awaits: Option<Awaits>) {
+    /// Publishes `text` as started at `since_ms`, with what it awaits when
+    /// it is a wait of the library's own team sync or collective (callers
+    /// serialize).
+    pub fn publish(&self, since_ms: u64, text: &str, awaits: Option<Awaits>) {
         let s = self.seq.load(Ordering::Relaxed);
         self.seq.store(s | 1, Ordering::Relaxed);
         std::sync::atomic::fence(Ordering::Release);
@@ -148,12 +143,7 @@ impl Blocked {
             }
             let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
             bytes.truncate(end);
-            return Some(BlockedWait {
-                seq: s,
-                since_ms: since,
-                text: String::from_utf8_lossy(&bytes).into_owned(),
-                awaits,
-            });
+            return Some(BlockedWait { since_ms: since, text: String::from_utf8_lossy(&bytes).into_owned(), awaits });
         }
         None
     }

@@ -43,7 +43,7 @@
 
 use crate::coll::Group;
 use crate::collsig::{Sig, Stage};
-use crate::ctrl::{Awaits, StageSlot, STAGE_DATA, STAGE_SLOTS};
+use crate::ctrl::{StageSlot, STAGE_DATA, STAGE_SLOTS};
 use crate::state::State;
 use crate::types::Marks;
 use crate::wait::wait_until_in;
@@ -113,8 +113,7 @@ impl State {
             for r in 0..t.size() {
                 let p = || t.stage_progress_value(self, r);
                 let what = || format!("{call} (waits for PE {} to finish call #{need} on this team)", t.world_pe(r));
-                let awaits = t.slot().map(|slot| Awaits { slot, pe: t.world_pe(r) });
-                wait_until_in(&what, awaits, || {
+                wait_until_in(&what, t.awaits(t.world_pe(r)), || {
                     if check && past(p()).is_none() {
                         // This member's own progress (held back by headers
                         // it has not compared yet) may be what r, or this
@@ -183,8 +182,7 @@ impl State {
                         return;
                     }
                     let what = || format!("{call} (checks the calls of the PE before it in the team)");
-                    let awaits = t.slot().map(|slot| Awaits { slot, pe: t.world_pe(pred) });
-                    wait_until_in(&what, awaits, || {
+                    wait_until_in(&what, t.awaits(t.world_pe(pred)), || {
                         v = theirs.load(Ordering::Acquire);
                         here(v)
                     });
@@ -244,8 +242,7 @@ impl State {
         let e = s.epoch as u32;
         let mut polls = 0u32;
         let what = || format!("{call} (waits for PE {}'s part of the call)", t.world_pe(rank));
-        let awaits = t.slot().map(|slot| Awaits { slot, pe: t.world_pe(rank) });
-        wait_until_in(&what, awaits, || {
+        wait_until_in(&what, t.awaits(t.world_pe(rank)), || {
             let v = w.load(Ordering::Acquire);
             if v == s.words[0] {
                 return true;

@@ -17,8 +17,7 @@
 //! [`TeamCtrl`]: crate::ctrl::TeamCtrl
 
 use crate::collsig::Sig;
-use crate::ctrl::Awaits;
-use crate::ctrl::{STAGED_TEAMS, STAGE_SLOTS, TEAM_SLOTS};
+use crate::ctrl::{Awaits, STAGED_TEAMS, STAGE_SLOTS, TEAM_SLOTS};
 use crate::device_state::ishmemx_device_team_t;
 use crate::error::{fatal, warn};
 use crate::state::State;

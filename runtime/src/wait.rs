@@ -125,7 +125,7 @@ impl Published {
         let text = what();
         let mut tids = PUBLISHED.lock().unwrap_or_else(|e| e.into_inner());
         tids.push(gettid());
-        rec.publish_awaiting(since, &text, awaits);
+        rec.publish(since, &text, awaits);
         Some(Published)
     }
 }

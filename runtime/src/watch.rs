@@ -436,7 +436,7 @@ impl DeviceWaits {
             Some(w) if !recorded => (w.text(), Some(Awaits { slot: w.slot, pe: w.pe })),
             _ => (device_wait_text(ring, count), recorded_sync(ring, count)),
         };
-        rec.publish_awaiting(now_ms + 1, &text, awaits);
+        rec.publish(now_ms + 1, &text, awaits);
     }
 }
 
