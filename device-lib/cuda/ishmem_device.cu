@@ -65,20 +65,15 @@ template <typename T> static __device__ T ishmemi_stream_rop(int rop, T a, T b) 
     return (T)(a * b); /* ISHMEMI_ROP_PROD */
 }
 template <typename T> static __device__ T ishmemi_elem_get(const T *sym, int pe) {
-    if (ishmemi_is_local(pe)) return *(const T *)ishmemi_peer(sym, pe);
     union { T v; ulong u; } x;
-    x.u = ishmemi_ring_g(sym, sizeof(T), pe);
+    x.u = ishmemi_route_g(sym, sizeof(T), pe);
     return x.v;
 }
 template <typename T> static __device__ void ishmemi_elem_put(T *sym, T v, int pe) {
-    if (ishmemi_is_local(pe)) {
-        *(T *)ishmemi_peer(sym, pe) = v;
-        return;
-    }
     union { T v; ulong u; } x;
     x.u = 0;
     x.v = v;
-    ishmemi_ring_p(sym, x.u, sizeof(T), pe);
+    ishmemi_route_p(sym, x.u, sizeof(T), pe);
 }
 // The same with members on other nodes (ishmemi_coll_chunked): thread 0
 // moves the slice in chunks through this PE's scratch words, one bulk get

@@ -12,11 +12,7 @@ kernel void ishmemi_install_state(global ishmemx_device_state_t *s) {
 ISHMEMI_API int ishmem_my_pe(void) { return ISHMEMI_STATE->my_pe; }
 ISHMEMI_API int ishmem_n_pes(void) { return ISHMEMI_STATE->n_pes; }
 
-ISHMEMI_API void *ishmem_ptr(const void *dest, int pe) {
-    ulong off = (ulong)dest - ISHMEMI_STATE->heap_base;
-    if (pe < 0 || pe >= ISHMEMI_STATE->n_pes || off >= ISHMEMI_STATE->heap_size || !ISHMEMI_PEER_LOCAL(pe)) return 0;
-    return ishmemi_peer(dest, pe);
-}
+ISHMEMI_API void *ishmem_ptr(const void *dest, int pe) { return ishmemi_route_ptr(dest, pe); }
 
 /* The load/store path completes every operation before returning, and the
  * single proxy serves ring requests in order: fence orders memory only;
@@ -49,28 +45,9 @@ ISHMEMI_API void ishmem_getmem_nbi(void *dest, const void *source, size_t nelems
     ishmemi_get_bytes(dest, source, nelems, pe, 1);
 }
 
-/* put_signal: the data, then the signal as an AMO that releases it (CUDA:
- * a release store or add at system scope; OpenCL: a sequentially
- * consistent AMO); through the ring, the host performs both in that order. */
 ISHMEMI_API void ishmem_putmem_signal(void *dest, const void *source, size_t nelems,
                           ulong *sig_addr, ulong signal, int sig_op, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, dest, nelems, pe);
-    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
-    if (ishmemi_is_local(pe)) {
-        ishmemi_copy(ishmemi_peer(dest, pe), (const char *)source, nelems);
-        ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
-        return;
-    }
-    if (!ISHMEMI_HOST_REACHES(source)) {
-        /* The data in the messages, the host's fence (the data delivered
-         * first, whatever way it takes), then the signal. */
-        ishmemi_ring_put_inline(dest, source, nelems, pe);
-        ishmemi_ring_fence();
-        ishmemi_amo64_pe(sig_addr, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
-        return;
-    }
-    ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_PUT_SIGNAL, (ulong)dest, (ulong)source, nelems, signal,
-                                        (ulong)sig_addr, pe, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, 0));
+    ishmemi_route_put_signal(ISHMEMI_TH, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
 ISHMEMI_API ulong ishmem_signal_fetch(const ulong *sig_addr) {
     return (ulong)ishmemi_load64((void *)sig_addr);
@@ -98,17 +75,7 @@ ISHMEMI_API void ishmemx_getmem_nbi_work_group(void *dest, const void *source, s
 }
 ISHMEMI_API void ishmemx_putmem_signal_work_group(void *dest, const void *source, size_t nelems,
                                       ulong *sig_addr, ulong signal, int sig_op, int pe) {
-    /* The data by the whole group, then the signal by the leader. */
-    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
-    ishmemi_wg_put_bytes(dest, source, nelems, pe, 0);
-    if (get_local_linear_id() == 0) {
-        if (ishmemi_is_local(pe)) {
-            ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
-            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
-        } else
-            ishmemi_amo64_pe(sig_addr, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
-    }
-    work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    ishmemi_route_put_signal(ISHMEMI_WG, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
 ISHMEMI_API void ishmemx_fence_work_group(void) {
     work_group_barrier(CLK_GLOBAL_MEM_FENCE);
@@ -244,17 +211,7 @@ ISHMEMI_API void ishmemx_getmem_nbi_sub_group(void *dest, const void *source, si
 }
 ISHMEMI_API void ishmemx_putmem_signal_sub_group(void *dest, const void *source, size_t nelems,
                                       ulong *sig_addr, ulong signal, int sig_op, int pe) {
-    /* The data by the whole sub-group, then the signal by its leader. */
-    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
-    ishmemi_sg_put_bytes(dest, source, nelems, pe, 0);
-    if (get_sub_group_local_id() == 0) {
-        if (ishmemi_is_local(pe)) {
-            ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
-            ishmemi_signal_op(ishmemi_peer(sig_addr, pe), sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal);
-        } else
-            ishmemi_amo64_pe(sig_addr, sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD, (long)signal, 0, pe);
-    }
-    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    ishmemi_route_put_signal(ISHMEMI_SG, dest, source, nelems, sig_addr, signal, sig_op, pe);
 }
 /* The sub-group's leader runs `CALL` between sub-group barriers. */
 #define ISHMEMI_SG_ONE(CALL)                             \

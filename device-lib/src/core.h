@@ -132,11 +132,9 @@ ISHMEMI_INLINE void ishmemi_strided(char *dst, long dst_stride, const char *src,
      : (cmp) == ISHMEMI_CMP_LT ? (a) < (b)                                                                \
                                : (a) <= (b))
 
-/* ----- routing: load/store to local peers, the ring for the others ----- */
-
-ISHMEMI_INLINE int ishmemi_is_local(int pe) {
-    return ISHMEMI_PEER_LOCAL(pe);
-}
+/* ----- the reverse-offload ring: requests the device's loads and stores
+ * cannot serve go to the host proxy (which PE and operation take it is
+ * decided in the routing section, below) ----- */
 
 ISHMEMI_INLINE char *ishmemi_ring(void) { return (char *)ISHMEMI_STATE->ring; }
 
@@ -454,34 +452,6 @@ ISHMEMI_INLINE void ishmemi_ring_get(void *dest, const void *src, size_t n, int 
     }
 }
 
-ISHMEMI_INLINE void ishmemi_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_PUT, dest, n, pe);
-    if (ishmemi_is_local(pe)) {
-        if (ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover, src) && ishmemi_ce_claim()) {
-            ishmemi_ring_put(dest, src, n, pe, 0);
-            ishmemi_ce_release();
-        } else {
-            ishmemi_copy(ishmemi_peer(dest, pe), (const char *)src, n);
-        }
-        return;
-    }
-    ishmemi_ring_put(dest, src, n, pe, nbi);
-}
-
-ISHMEMI_INLINE void ishmemi_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
-    ishmemi_check(ISHMEMI_RING_OP_GET, src, n, pe);
-    if (ishmemi_is_local(pe)) {
-        if (ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover, dest) && ishmemi_ce_claim()) {
-            ishmemi_ring_get(dest, src, n, pe, 0);
-            ishmemi_ce_release();
-        } else {
-            ishmemi_copy((char *)dest, ishmemi_peer(src, pe), n);
-        }
-        return;
-    }
-    ishmemi_ring_get(dest, src, n, pe, nbi);
-}
-
 /* A `p` through the ring: the value travels in the message, so the call
  * is done once it is sent (posted: quiet completes it, fence orders it). */
 ISHMEMI_INLINE void ishmemi_ring_p(void *dest, ulong bits, size_t size, int pe) {
@@ -492,81 +462,12 @@ ISHMEMI_INLINE ulong ishmemi_ring_g(const void *src, size_t size, int pe) {
     return ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_G, 0, (ulong)src, size, 0, 0, pe, 0, 0));
 }
 
-ISHMEMI_INLINE void ishmemi_iput_bytes(void *dest, long dst, const void *src, long sst,
-                                      size_t elem, size_t nelems, int pe) {
-    ishmemi_check_strided(ISHMEMI_RING_OP_PUT, dest, dst, elem, nelems, pe);
-    if (ishmemi_is_local(pe)) {
-        ishmemi_strided(ishmemi_peer(dest, pe), dst, (const char *)src, sst, elem, nelems);
-        return;
-    }
-    for (size_t i = 0; i < nelems; i++)
-        ishmemi_put_bytes((char *)dest + (long)i * dst * (long)elem,
-                          (const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
-}
-
-ISHMEMI_INLINE void ishmemi_iget_bytes(void *dest, long dst, const void *src, long sst,
-                                      size_t elem, size_t nelems, int pe) {
-    ishmemi_check_strided(ISHMEMI_RING_OP_GET, src, sst, elem, nelems, pe);
-    if (ishmemi_is_local(pe)) {
-        ishmemi_strided((char *)dest, dst, ishmemi_peer(src, pe), sst, elem, nelems);
-        return;
-    }
-    for (size_t i = 0; i < nelems; i++)
-        ishmemi_get_bytes((char *)dest + (long)i * dst * (long)elem,
-                          (const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
-}
-
-ISHMEMI_INLINE char ishmemi_amo8_pe(void *dest, int op, char v, char cond, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
-    if (ishmemi_is_local(pe)) return ishmemi_amo8(ishmemi_peer(dest, pe), op, v, cond);
-    return (char)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uchar)v, (uchar)cond, 0, pe,
-                                                     (uint)op | (1u << 8), 0));
-}
-
-ISHMEMI_INLINE int ishmemi_amo32_pe(void *dest, int op, int v, int cond, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
-    if (ishmemi_is_local(pe)) return ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, cond);
-    return (int)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uint)v, (uint)cond, 0, pe,
-                                                    (uint)op | (4u << 8), 0));
-}
-
-ISHMEMI_INLINE long ishmemi_amo64_pe(void *dest, int op, long v, long cond, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
-    if (ishmemi_is_local(pe)) return ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, cond);
-    return (long)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (ulong)v, (ulong)cond, 0, pe,
-                                                     (uint)op | (8u << 8), 0));
-}
-
 /* Non-fetching AMOs (atomic_set, add, inc, and, or, xor): to a PE the
  * ring reaches they are posted (FLAG_NBI) and not waited for. The host
  * posts them on in ticket order; quiet completes them, and fence orders
  * them before later requests (ishmemi_ring_fence). */
 ISHMEMI_INLINE void ishmemi_amo_post_ring(void *dest, int op, ulong v, uint size, int pe) {
     ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, v, 0, 0, pe, (uint)op | (size << 8), ISHMEMI_RING_OP_FLAG_NBI);
-}
-
-ISHMEMI_INLINE void ishmemi_amo8_post(void *dest, int op, char v, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
-    if (ishmemi_is_local(pe))
-        (void)ishmemi_amo8(ishmemi_peer(dest, pe), op, v, 0);
-    else
-        ishmemi_amo_post_ring(dest, op, (uchar)v, 1, pe);
-}
-
-ISHMEMI_INLINE void ishmemi_amo32_post(void *dest, int op, int v, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
-    if (ishmemi_is_local(pe))
-        (void)ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, 0);
-    else
-        ishmemi_amo_post_ring(dest, op, (uint)v, 4, pe);
-}
-
-ISHMEMI_INLINE void ishmemi_amo64_post(void *dest, int op, long v, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
-    if (ishmemi_is_local(pe))
-        (void)ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, 0);
-    else
-        ishmemi_amo_post_ring(dest, op, (ulong)v, 8, pe);
 }
 
 /* Fence's part for the PEs the ring reaches: the host's fence, sent
@@ -580,7 +481,7 @@ ISHMEMI_INLINE void ishmemi_ring_fence(void) {
     ishmemi_ring_send(ISHMEMI_RING_OP_FENCE, 0, 0, 0, 0, 0, ISHMEMI_STATE->my_pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
 }
 
-/* ----- work-group forms: every work-item of the group calls; the copy is
+/* ----- group forms: every work-item of the group calls; the copy is
  * shared among them between group barriers; the leader talks to the ring. */
 
 ISHMEMI_INLINE size_t ishmemi_wg_size(void) { return get_local_size(0) * get_local_size(1) * get_local_size(2); }
@@ -649,79 +550,40 @@ ISHMEMI_INLINE void ishmemi_wg_copy(char *dst, const char *src, size_t n) {
     ishmemi_group_copy(dst, src, n, get_local_linear_id(), ishmemi_wg_size());
 }
 
-/* A group of work-items making one call together: the work-group
- * (ISHMEMI_WG) or the sub-group (ISHMEMI_SG). The group routines take it as
- * a constant, so after inlining each keeps only its own group's code. */
-#define ISHMEMI_WG 0
-#define ISHMEMI_SG 1
-ISHMEMI_INLINE size_t ishmemi_grp_id(int g) { return g == ISHMEMI_WG ? get_local_linear_id() : get_sub_group_local_id(); }
-ISHMEMI_INLINE size_t ishmemi_grp_size(int g) { return g == ISHMEMI_WG ? ishmemi_wg_size() : get_sub_group_size(); }
-ISHMEMI_INLINE void ishmemi_grp_barrier(int g) {
-    if (g == ISHMEMI_WG)
-        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
-    else
-        sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
-}
-/* The group's vote: true on every member when `x` is true on one. A macro,
- * so that `x` is not evaluated where the target has no vote (OpenCL: 0). */
-#define ISHMEMI_GRP_OR(g, x) ((g) == ISHMEMI_WG ? ISHMEMI_WG_OR(x) : ISHMEMI_SG_OR(x))
-
-/* The leader's part of a group transfer through the ring (out of line: a
- * rare path of the group forms, below). */
-ISHMEMI_COLD void ishmemi_grp_ring(int put, void *dest, const void *src, size_t n, int pe,
-                                   int nbi, int ce) {
-    if (put)
-        ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
-    else
-        ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
-    if (ce) ishmemi_ce_release();
-}
-
-/* The group forms' one route: a put (`put`) or get of `n` bytes by group
- * `g`. After the checks and a group barrier, the group agrees on the way:
- * loads and stores shared among its members to a peer mapped here, unless
- * the leader claims the copy engine for a large transfer; otherwise the
- * leader's request through the ring (the copy engine's, or one to a PE
- * not mapped here). A closing barrier makes the call complete for every
- * member. */
-ISHMEMI_INLINE void ishmemi_grp_rma(int g, int put, void *dest, const void *src, size_t n,
-                                   int pe, int nbi) {
-    ishmemi_check(put ? ISHMEMI_RING_OP_PUT : ISHMEMI_RING_OP_GET, put ? (const void *)dest : src, n, pe);
-    ishmemi_grp_barrier(g);
-    int near = ishmemi_is_local(pe);
-    int ce = near && ishmemi_copy_engine(n, ISHMEMI_STATE->copy_cutover_group, put ? src : (const void *)dest) &&
-             ISHMEMI_GRP_OR(g, ishmemi_grp_id(g) == 0 && ishmemi_ce_claim());
-    if (near && !ce) {
-        if (put)
-            ishmemi_group_copy(ishmemi_peer(dest, pe), (const char *)src, n, ishmemi_grp_id(g), ishmemi_grp_size(g));
-        else
-            ishmemi_group_copy((char *)dest, ishmemi_peer(src, pe), n, ishmemi_grp_id(g), ishmemi_grp_size(g));
-    } else if (ishmemi_grp_id(g) == 0) {
-        ishmemi_grp_ring(put, dest, src, n, pe, nbi, ce);
-    }
-    ishmemi_grp_barrier(g);
-}
-
-ISHMEMI_INLINE void ishmemi_wg_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
-    ishmemi_grp_rma(ISHMEMI_WG, 1, dest, src, n, pe, nbi);
-}
-
-ISHMEMI_INLINE void ishmemi_wg_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
-    ishmemi_grp_rma(ISHMEMI_WG, 0, dest, src, n, pe, nbi);
-}
-
-/* ----- sub-group forms: the same sharing over the calling sub-group ----- */
-
 ISHMEMI_INLINE void ishmemi_sg_copy(char *dst, const char *src, size_t n) {
     ishmemi_group_copy(dst, src, n, get_sub_group_local_id(), get_sub_group_size());
 }
 
-ISHMEMI_INLINE void ishmemi_sg_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
-    ishmemi_grp_rma(ISHMEMI_SG, 1, dest, src, n, pe, nbi);
+/* The group descriptor: who makes one call together. The work-group
+ * (ISHMEMI_WG; CUDA: the block), the sub-group (ISHMEMI_SG; CUDA: the
+ * warp), or the calling work-item alone (ISHMEMI_TH). Routines take it as
+ * a constant, so after inlining each form keeps only its own code: the
+ * work-item's has no barrier, vote or sharing. */
+#define ISHMEMI_WG 0
+#define ISHMEMI_SG 1
+#define ISHMEMI_TH 2
+ISHMEMI_FOLD size_t ishmemi_grp_id(int g) {
+    return g == ISHMEMI_TH ? 0 : g == ISHMEMI_WG ? get_local_linear_id() : get_sub_group_local_id();
 }
-
-ISHMEMI_INLINE void ishmemi_sg_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
-    ishmemi_grp_rma(ISHMEMI_SG, 0, dest, src, n, pe, nbi);
+ISHMEMI_FOLD size_t ishmemi_grp_size(int g) {
+    return g == ISHMEMI_TH ? 1 : g == ISHMEMI_WG ? ishmemi_wg_size() : get_sub_group_size();
+}
+ISHMEMI_FOLD void ishmemi_grp_barrier(int g) {
+    if (g == ISHMEMI_WG)
+        work_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    else if (g == ISHMEMI_SG)
+        sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+}
+/* The group's vote: true on every member when `x` is true on one. A macro,
+ * so that `x` is not evaluated where the target has no vote (OpenCL: 0). */
+#define ISHMEMI_GRP_OR(g, x) \
+    ((g) == ISHMEMI_TH ? (x) : (g) == ISHMEMI_WG ? ISHMEMI_WG_OR(x) : ISHMEMI_SG_OR(x))
+/* A copy by the group's members together (a work-item alone: inline). */
+ISHMEMI_FOLD void ishmemi_grp_copy(int g, char *dst, const char *src, size_t n) {
+    if (g == ISHMEMI_TH)
+        ishmemi_copy(dst, src, n);
+    else
+        ishmemi_group_copy(dst, src, n, ishmemi_grp_id(g), ishmemi_grp_size(g));
 }
 
 /* ----- teams: the host mirrors every team slot into the device table ----- */
@@ -760,6 +622,275 @@ ISHMEMI_INLINE char *ishmemi_team_record(int slot, int pe) {
            pe * (ulong)ISHMEMI_STATE->ctrl_pe_stride;
 }
 
+/* ===== routing: begin =====
+ * The one place where the device decides how an operation reaches a PE.
+ * A PE mapped here (ISHMEMI_PEER_LOCAL: this device, or one it reaches by
+ * loads and stores) is served by the caller's loads, stores and atomics,
+ * or by a copy engine (through the ring) for a large transfer; any other
+ * PE through the ring to the host proxy. Code outside this section calls
+ * these routines, and takes peers' addresses (ishmemi_peer) itself only
+ * once ishmemi_team_all_local has said every member is mapped.
+ * runtime/tests/layers.rs checks that nothing outside it asks whether a
+ * PE is mapped. */
+
+ISHMEMI_INLINE int ishmemi_is_local(int pe) {
+    return ISHMEMI_PEER_LOCAL(pe);
+}
+
+/* ishmem_ptr: the load/store address of symmetric `sym` on `pe`, or 0. */
+ISHMEMI_INLINE void *ishmemi_route_ptr(const void *sym, int pe) {
+    ulong off = (ulong)sym - ISHMEMI_STATE->heap_base;
+    if (pe < 0 || pe >= ISHMEMI_STATE->n_pes || off >= ISHMEMI_STATE->heap_size || !ishmemi_is_local(pe)) return 0;
+    return ishmemi_peer(sym, pe);
+}
+
+/* Whether this PE reaches every member of the team by loads and stores
+ * (the collectives' algorithms that address members directly). */
+ISHMEMI_INLINE int ishmemi_team_all_local(const ishmemi_team_t *t) {
+    for (int r = 0; r < t->size; r++)
+        if (!ishmemi_is_local(ishmemi_member(t, r))) return 0;
+    return 1;
+}
+
+/* The leader's part of a group transfer through the ring (out of line: a
+ * rare path of the group forms). */
+ISHMEMI_COLD void ishmemi_grp_ring(int put, void *dest, const void *src, size_t n, int pe,
+                                   int nbi, int ce) {
+    if (put)
+        ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
+    else
+        ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
+    if (ce) ishmemi_ce_release();
+}
+
+/* Every put and get: `n` bytes put (`put`) or got by group `g` (a
+ * constant, so that after inlining each form keeps only its own code).
+ * After the checks and a group barrier, the group agrees on the way: loads
+ * and stores shared among its members to a peer mapped here, unless the
+ * leader claims the copy engine for a large transfer; otherwise the
+ * leader's request through the ring (the copy engine's, or one to a PE not
+ * mapped here). A copy-engine transfer is waited for even in the _nbi
+ * forms, so that fence, which orders memory only, still orders it. A
+ * closing barrier makes the call complete for every member. A work-item
+ * alone (ISHMEMI_TH) keeps its ring request inline. */
+ISHMEMI_FOLD void ishmemi_route_rma(int g, int put, void *dest, const void *src, size_t n,
+                                     int pe, int nbi) {
+    ishmemi_check(put ? ISHMEMI_RING_OP_PUT : ISHMEMI_RING_OP_GET, put ? (const void *)dest : src, n, pe);
+    ishmemi_grp_barrier(g);
+    int near = ishmemi_is_local(pe);
+    ulong cutover = g == ISHMEMI_TH ? ISHMEMI_STATE->copy_cutover : ISHMEMI_STATE->copy_cutover_group;
+    int ce = near && ishmemi_copy_engine(n, cutover, put ? src : (const void *)dest) &&
+             ISHMEMI_GRP_OR(g, ishmemi_grp_id(g) == 0 && ishmemi_ce_claim());
+    if (near && !ce) {
+        if (put)
+            ishmemi_grp_copy(g, ishmemi_peer(dest, pe), (const char *)src, n);
+        else
+            ishmemi_grp_copy(g, (char *)dest, ishmemi_peer(src, pe), n);
+    } else if (g == ISHMEMI_TH) {
+        if (put)
+            ishmemi_ring_put(dest, src, n, pe, nbi && !ce);
+        else
+            ishmemi_ring_get(dest, src, n, pe, nbi && !ce);
+        if (ce) ishmemi_ce_release();
+    } else if (ishmemi_grp_id(g) == 0) {
+        ishmemi_grp_ring(put, dest, src, n, pe, nbi, ce);
+    }
+    ishmemi_grp_barrier(g);
+}
+
+ISHMEMI_INLINE void ishmemi_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
+    ishmemi_route_rma(ISHMEMI_TH, 1, dest, src, n, pe, nbi);
+}
+ISHMEMI_INLINE void ishmemi_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
+    ishmemi_route_rma(ISHMEMI_TH, 0, dest, src, n, pe, nbi);
+}
+ISHMEMI_INLINE void ishmemi_wg_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
+    ishmemi_route_rma(ISHMEMI_WG, 1, dest, src, n, pe, nbi);
+}
+ISHMEMI_INLINE void ishmemi_wg_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
+    ishmemi_route_rma(ISHMEMI_WG, 0, dest, src, n, pe, nbi);
+}
+ISHMEMI_INLINE void ishmemi_sg_put_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
+    ishmemi_route_rma(ISHMEMI_SG, 1, dest, src, n, pe, nbi);
+}
+ISHMEMI_INLINE void ishmemi_sg_get_bytes(void *dest, const void *src, size_t n, int pe, int nbi) {
+    ishmemi_route_rma(ISHMEMI_SG, 0, dest, src, n, pe, nbi);
+}
+
+/* Strided puts and gets of `nelems` elements of `elem` bytes (strides in
+ * elements): one strided copy to a mapped peer, else element by element. */
+ISHMEMI_INLINE void ishmemi_route_strided(int put, void *dest, long dst, const void *src, long sst,
+                                         size_t elem, size_t nelems, int pe) {
+    if (put)
+        ishmemi_check_strided(ISHMEMI_RING_OP_PUT, dest, dst, elem, nelems, pe);
+    else
+        ishmemi_check_strided(ISHMEMI_RING_OP_GET, src, sst, elem, nelems, pe);
+    if (ishmemi_is_local(pe)) {
+        if (put)
+            ishmemi_strided(ishmemi_peer(dest, pe), dst, (const char *)src, sst, elem, nelems);
+        else
+            ishmemi_strided((char *)dest, dst, ishmemi_peer(src, pe), sst, elem, nelems);
+        return;
+    }
+    for (size_t i = 0; i < nelems; i++)
+        ishmemi_route_rma(ISHMEMI_TH, put, (char *)dest + (long)i * dst * (long)elem,
+                          (const char *)src + (long)i * sst * (long)elem, elem, pe, 0);
+}
+ISHMEMI_INLINE void ishmemi_iput_bytes(void *dest, long dst, const void *src, long sst,
+                                      size_t elem, size_t nelems, int pe) {
+    ishmemi_route_strided(1, dest, dst, src, sst, elem, nelems, pe);
+}
+ISHMEMI_INLINE void ishmemi_iget_bytes(void *dest, long dst, const void *src, long sst,
+                                      size_t elem, size_t nelems, int pe) {
+    ishmemi_route_strided(0, dest, dst, src, sst, elem, nelems, pe);
+}
+
+/* p and g of a value of `size` bytes (1, 2, 4 or 8; a constant where the
+ * typed routines inline this) carried as the low bits of a ulong: the
+ * typed routines' one route. */
+ISHMEMI_INLINE void ishmemi_route_p(void *dest, ulong bits, uint size, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_P, dest, size, pe);
+    if (!ishmemi_is_local(pe)) {
+        ishmemi_ring_p(dest, bits, size, pe);
+        return;
+    }
+    char *d = ishmemi_peer(dest, pe);
+    if (size == 1)
+        *(uchar *)d = (uchar)bits;
+    else if (size == 2)
+        *(ushort *)d = (ushort)bits;
+    else if (size == 4)
+        *(uint *)d = (uint)bits;
+    else
+        *(ulong *)d = bits;
+}
+ISHMEMI_INLINE ulong ishmemi_route_g(const void *src, uint size, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_G, src, size, pe);
+    if (!ishmemi_is_local(pe)) return ishmemi_ring_g(src, size, pe);
+    const char *s = ishmemi_peer(src, pe);
+    if (size == 1) return *(const uchar *)s;
+    if (size == 2) return *(const ushort *)s;
+    if (size == 4) return *(const uint *)s;
+    return *(const ulong *)s;
+}
+
+/* Fetching AMOs (`op`: ISHMEMI_FETCH, ..., with `cond` for compare-and-
+ * swap): the device's atomics on a mapped peer, else a round trip. */
+ISHMEMI_INLINE char ishmemi_amo8_pe(void *dest, int op, char v, char cond, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
+    if (ishmemi_is_local(pe)) return ishmemi_amo8(ishmemi_peer(dest, pe), op, v, cond);
+    return (char)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uchar)v, (uchar)cond, 0, pe,
+                                                     (uint)op | (1u << 8), 0));
+}
+
+ISHMEMI_INLINE int ishmemi_amo32_pe(void *dest, int op, int v, int cond, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
+    if (ishmemi_is_local(pe)) return ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, cond);
+    return (int)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (uint)v, (uint)cond, 0, pe,
+                                                    (uint)op | (4u << 8), 0));
+}
+
+ISHMEMI_INLINE long ishmemi_amo64_pe(void *dest, int op, long v, long cond, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
+    if (ishmemi_is_local(pe)) return ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, cond);
+    return (long)ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_AMO, (ulong)dest, 0, (ulong)v, (ulong)cond, 0, pe,
+                                                     (uint)op | (8u << 8), 0));
+}
+
+/* Non-fetching AMOs: the device's atomics on a mapped peer, else posted
+ * through the ring (ishmemi_amo_post_ring). */
+ISHMEMI_INLINE void ishmemi_amo8_post(void *dest, int op, char v, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
+    if (ishmemi_is_local(pe))
+        (void)ishmemi_amo8(ishmemi_peer(dest, pe), op, v, 0);
+    else
+        ishmemi_amo_post_ring(dest, op, (uchar)v, 1, pe);
+}
+
+ISHMEMI_INLINE void ishmemi_amo32_post(void *dest, int op, int v, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
+    if (ishmemi_is_local(pe))
+        (void)ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, 0);
+    else
+        ishmemi_amo_post_ring(dest, op, (uint)v, 4, pe);
+}
+
+ISHMEMI_INLINE void ishmemi_amo64_post(void *dest, int op, long v, int pe) {
+    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
+    if (ishmemi_is_local(pe))
+        (void)ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, 0);
+    else
+        ishmemi_amo_post_ring(dest, op, (ulong)v, 8, pe);
+}
+
+/* put_signal by group `g`: the data, then the signal as an AMO that
+ * releases it (CUDA: a release store or add at system scope; OpenCL: a
+ * sequentially consistent AMO). A work-item alone sends a remote PE both
+ * in one request, which the host performs in that order; a group puts the
+ * data together and its leader signals. */
+ISHMEMI_FOLD void ishmemi_route_put_signal(int g, void *dest, const void *source, size_t nelems,
+                                            ulong *sig_addr, ulong signal, int sig_op, int pe) {
+    int op = sig_op == ISHMEMI_SIGNAL_SET ? ISHMEMI_SET : ISHMEMI_FADD;
+    if (g != ISHMEMI_TH) {
+        ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
+        ishmemi_route_rma(g, 1, dest, source, nelems, pe, 0);
+        if (ishmemi_grp_id(g) == 0) {
+            if (ishmemi_is_local(pe)) {
+                ishmemi_fence_all(); /* the group's stores, ordered by the barrier before */
+                ishmemi_signal_op(ishmemi_peer(sig_addr, pe), op, (long)signal);
+            } else
+                ishmemi_amo64_pe(sig_addr, op, (long)signal, 0, pe);
+        }
+        ishmemi_grp_barrier(g);
+        return;
+    }
+    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, dest, nelems, pe);
+    ishmemi_check(ISHMEMI_RING_OP_PUT_SIGNAL, sig_addr, 8, pe);
+    if (ishmemi_is_local(pe)) {
+        ishmemi_copy(ishmemi_peer(dest, pe), (const char *)source, nelems);
+        ishmemi_signal_op(ishmemi_peer(sig_addr, pe), op, (long)signal);
+        return;
+    }
+    if (!ISHMEMI_HOST_REACHES(source)) {
+        /* The data in the messages, the host's fence (the data delivered
+         * first, whatever way it takes), then the signal. */
+        ishmemi_ring_put_inline(dest, source, nelems, pe);
+        ishmemi_ring_fence();
+        ishmemi_amo64_pe(sig_addr, op, (long)signal, 0, pe);
+        return;
+    }
+    ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_PUT_SIGNAL, (ulong)dest, (ulong)source, nelems, signal,
+                                        (ulong)sig_addr, pe, op, 0));
+}
+
+/* The library's own words on another PE. `word`, an address of this PE's
+ * heap (its sync words), stored on `pe`: the caller has made what it
+ * stored before visible (ishmemi_fence_release or a stronger fence);
+ * through the ring the host performs it after this PE's earlier requests. */
+ISHMEMI_INLINE void ishmemi_sync_store(ulong *word, ulong v, int pe) {
+    if (ishmemi_is_local(pe))
+        ishmemi_store_relaxed64(ishmemi_peer(word, pe), (long)v);
+    else
+        ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)word, 0, v, 8, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+}
+
+/* A word of member `pe`'s team record in this node's control segment
+ * (`word`: its address here), stored or read: by the device when it
+ * reaches `pe`, else by the host (the ring's CTRL_SET, performed after
+ * this PE's earlier requests, and CTRL_GET). */
+ISHMEMI_INLINE void ishmemi_ctrl_store(char *word, long v, int pe) {
+    if (ishmemi_is_local(pe))
+        ishmemi_store64(word, v);
+    else
+        ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_SET, (ulong)word, 0, (ulong)v, 0, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+}
+ISHMEMI_INLINE ulong ishmemi_ctrl_read(char *word, int pe) {
+    if (ishmemi_is_local(pe)) return (ulong)ishmemi_load64(word);
+    return ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_GET, 0, (ulong)word, 0, 0, 0, pe, 0, 0));
+}
+
+/* ===== routing: end ===== */
+
 /* ----- signals through the device sync words (GPU devices: the state's
  * sync_words, in a reserved part of each heap). PE p's FLAGS[s][q] is the
  * number of signals PE q has sent p on team slot s; SENT and RECV are the
@@ -782,17 +913,6 @@ ISHMEMI_INLINE ulong *ishmemi_sync_word(ulong region, int slot, int pe) {
 ISHMEMI_INLINE ulong *ishmemi_pair_words(int slot, int pe) {
     return (ulong *)ISHMEMI_STATE->sync_words + ISHMEMI_SYNC_PAIRS +
            4 * ((ulong)slot * ISHMEMI_SYNC_MAX_PES + (ulong)pe);
-}
-
-/* Stores v into `word` (an address of this PE's heap) on `pe`. The
- * caller has made what it stored before visible (ishmemi_fence_release or
- * a stronger fence); through the ring the host performs it after this
- * PE's earlier requests. */
-ISHMEMI_INLINE void ishmemi_sync_store(ulong *word, ulong v, int pe) {
-    if (ishmemi_is_local(pe))
-        ishmemi_store_relaxed64(ishmemi_peer(word, pe), (long)v);
-    else
-        ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)word, 0, v, 8, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
 }
 
 /* Advances the pair's sent and awaited counts by (ds, dr); returns the new
@@ -1064,10 +1184,7 @@ ISHMEMI_INLINE ulong ishmemi_ctrl_sig_publish(int slot, char *mine, int next, ul
     for (int k = 1; k < 4; k++) ishmemi_store64(words + 8 * k, (long)w[k]);
     ishmemi_store64(words, (long)w[0]);
     char *in = ishmemi_team_record(slot, next) - 16 + 8 * (ulong)(epoch % 2);
-    if (ishmemi_is_local(next))
-        ishmemi_store64(in, (long)w[0]);
-    else /* before the flag store that follows, in ring order */
-        ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_SET, (ulong)in, 0, w[0], 0, 0, next, 0, ISHMEMI_RING_OP_FLAG_NBI);
+    ishmemi_ctrl_store(in, (long)w[0], next); /* before the flag store that follows (ring order too) */
     return w[0];
 }
 
@@ -1098,10 +1215,7 @@ ISHMEMI_COLD void ishmemi_sync_ctrl(int slot, const ishmemi_team_t *t, ulong sig
     for (int dist = 1, round = 0; dist < n; dist <<= 1, round++) {
         int to = ishmemi_member(t, (rank + dist) % n);
         char *flag = ishmemi_team_record(slot, to) + 8 * round;
-        if (ishmemi_is_local(to))
-            ishmemi_store64(flag, epoch);
-        else /* another node: the host stores it (after this PE's operations complete) */
-            ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_SET, (ulong)flag, 0, (ulong)epoch, 0, 0, to, 0, ISHMEMI_RING_OP_FLAG_NBI);
+        ishmemi_ctrl_store(flag, epoch, to); /* another node's: after this PE's operations complete */
         /* A long wait records itself for the deadlock report (the sync
          * words' waits need not: the watchdog reads those words). */
         int from = ishmemi_member(t, (rank + n - dist % n) % n);
@@ -1117,13 +1231,6 @@ ISHMEMI_COLD void ishmemi_sync_ctrl(int slot, const ishmemi_team_t *t, ulong sig
 }
 
 ISHMEMI_INLINE void ishmemi_sync_world(void) { ishmemi_sync_team(0, ISHMEMI_SIG_SYNC); }
-
-/* Whether this PE reaches every member of the team by loads and stores. */
-ISHMEMI_INLINE int ishmemi_team_all_local(const ishmemi_team_t *t) {
-    for (int r = 0; r < t->size; r++)
-        if (!ishmemi_is_local(ishmemi_member(t, r))) return 0;
-    return 1;
-}
 
 /* ----- low-latency (LL) collectives: small fcollect, alltoall and
  * reductions on GPU devices. Each member sends every other member one
@@ -1693,14 +1800,6 @@ ISHMEMI_INLINE int ishmemi_wg_alltoall_bytes(int team, void *dest, const void *s
     return 0;
 }
 
-/* A team-sync scratch word of member `pe` (its address in this node's
- * control segment): loaded when the device reaches `pe`, else read by the
- * host (the ring's CTRL_GET). */
-ISHMEMI_INLINE ulong ishmemi_ctrl_read(char *word, int pe) {
-    if (ishmemi_is_local(pe)) return (ulong)ishmemi_load64(word);
-    return ishmemi_ring_wait(ishmemi_ring_send(ISHMEMI_RING_OP_CTRL_GET, 0, (ulong)word, 0, 0, 0, pe, 0, 0));
-}
-
 /* collect (element counts differ per member): each member publishes its
  * count in its team record's scratch word for the next sync (the host's
  * protocol: parity of that sync's epoch), syncs, sums the counts of the
@@ -1726,10 +1825,7 @@ ISHMEMI_INLINE int ishmemi_collect_bytes(int team, void *dest, const void *src, 
         ishmemi_own_store64(mine, (long)nelems);
         for (int k = 1; k < t->size; k++) {
             int pe = ishmemi_member(t, (t->my_rank + k) % t->size);
-            if (ishmemi_is_local(pe))
-                *(volatile ulong *)ishmemi_peer(mine, pe) = nelems;
-            else
-                ishmemi_ring_send(ISHMEMI_RING_OP_P, (ulong)mine, 0, nelems, 8, 0, pe, 0, ISHMEMI_RING_OP_FLAG_NBI);
+            ishmemi_sync_store(mine, nelems, pe); /* the sync below fences it */
         }
         ishmemi_sync_heap(team, t, sig);
         size_t off = 0;

@@ -15,6 +15,8 @@
 #include <cstdint>
 
 #define ISHMEMI_INLINE static __device__ inline
+/* Inlined whatever the optimizer's size estimate (target_opencl.h). */
+#define ISHMEMI_FOLD static __device__ __forceinline__
 /* Rare or long paths, kept out of line (core.h says why); `unused`: a
  * program that includes the core need not call them all. */
 #define ISHMEMI_COLD static __device__ __noinline__ __attribute__((unused))

@@ -9,6 +9,11 @@
 #define ISHMEMI_TARGET_OPENCL_H
 
 #define ISHMEMI_INLINE static inline
+/* Inlined whatever the optimizer's size estimate: core.h's routing
+ * routines, which take the group as a constant argument and must keep
+ * only the calling form's code (a work-item's put must not carry the
+ * group barriers). */
+#define ISHMEMI_FOLD static inline __attribute__((always_inline))
 /* A helper kept out of line (see its uses in core.h). */
 #define ISHMEMI_NOINLINE static __attribute__((noinline))
 /* After a device-side error report: waits until the host ends the job.

@@ -216,6 +216,66 @@ fn the_router_alone_decides_where_an_operation_goes() {
     assert_eq!(found, vec!["rma.rs".to_string()], "route.address( is shmem_ptr's alone");
 }
 
+/// A C source without its comments (`/* */` and `//`), line breaks kept.
+fn c_code(text: &str) -> String {
+    let (mut out, mut rest) = (String::new(), text);
+    while let Some(i) = rest.find(['/']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if let Some(body) = tail.strip_prefix("/*") {
+            let end = body.find("*/").map_or(body.len(), |e| e + 2);
+            out.extend(body[..end.min(body.len())].chars().filter(|&c| c == '\n'));
+            rest = &body[end.min(body.len())..];
+        } else if tail.starts_with("//") {
+            rest = &tail[tail.find('\n').unwrap_or(tail.len())..];
+        } else {
+            out.push('/');
+            rest = &tail[1..];
+        }
+    }
+    out + rest
+}
+
+#[test]
+fn the_device_library_routes_in_one_section() {
+    // The device's counterpart of the router: core.h's routing section is
+    // the only code that asks whether a PE is mapped here (and so chooses
+    // between loads and stores, a copy engine and the ring); the typed
+    // routines, the non-typed ones, the CUDA kernels and the collectives
+    // call its routines.
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../device-lib");
+    let mut sources = Vec::new();
+    for dir in ["src", "cuda", "include"] {
+        for e in std::fs::read_dir(lib.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| ["h", "cl", "cu"].contains(&x.to_str().unwrap())) {
+                sources.push(p);
+            }
+        }
+    }
+    assert!(sources.len() > 8, "device-lib sources not found: {sources:?}");
+    let (begin, end) = ("===== routing: begin", "===== routing: end");
+    for p in &sources {
+        let text = std::fs::read_to_string(p).unwrap();
+        let name = p.strip_prefix(&lib).unwrap().display().to_string();
+        let outside = if name == "src/core.h" {
+            let (b, e) = (text.find(begin), text.find(end));
+            assert!(b.is_some() && e > b, "core.h lost its routing section markers");
+            let (b, e) = (b.unwrap(), e.unwrap());
+            // The peer tables' definition (before the section) may name it.
+            let before = c_code(&text[..b]);
+            let peer_local_defs = before.matches("ISHMEMI_PEER_LOCAL(").count();
+            assert!(peer_local_defs <= 2, "core.h reads ISHMEMI_PEER_LOCAL before its routing section");
+            before.replace("ISHMEMI_PEER_LOCAL(", "") + &c_code(&text[e..])
+        } else {
+            c_code(&text)
+        };
+        for needle in ["ishmemi_is_local(", "ISHMEMI_PEER_LOCAL("] {
+            assert!(!outside.contains(needle), "{name}: `{needle}` outside core.h's routing section");
+        }
+    }
+}
+
 #[test]
 fn symmetric_words_are_typed_by_the_router() {
     // Memory other processes use at the same time is reached as typed

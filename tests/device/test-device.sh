@@ -14,6 +14,8 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/device-test"
 mkdir -p "$out"
 "$root/tests/device/build-kernels.sh" "$out"
+# Programs record the soname; a cargo build alone does not make its link.
+[ -e "$target/debug/libishmem.so.0" ] || ln -sf libishmem.so "$target/debug/libishmem.so.0"
 cc -std=c11 -O2 -Wall -Werror "$root/tests/device/sweep_host.c" -I "$root/bindings/c/include" \
     -L "$target/debug" -lishmem -lOpenCL -Wl,-rpath,"$target/debug" -o "$out/sweep_host"
 cc -std=c11 -O2 -Wall -Werror "$root/tests/device/device_host.c" -I "$root/bindings/c/include" \

@@ -237,11 +237,9 @@ fn funs() -> Vec<Fun> {
             }
         }
         f(format!("ishmem_{n}_p"), "void", format!("{c} *dest, {c} value, int pe"), format!(
-            "ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof({c}), pe); if (ishmemi_is_local(pe)) {{ *({c} *)ishmemi_peer(dest, pe) = value; return; }} \
-             union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_ring_p(dest, x.u, sizeof({c}), pe);"));
+            "union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof({c}), pe);"));
         f(format!("ishmem_{n}_g"), c, format!("const {c} *source, int pe"), format!(
-            "ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof({c}), pe); if (ishmemi_is_local(pe)) return *({c} *)ishmemi_peer(source, pe); \
-             union {{ {c} v; ulong u; }} x; x.u = ishmemi_ring_g(source, sizeof({c}), pe); return x.v;"));
+            "union {{ {c} v; ulong u; }} x; x.u = ishmemi_route_g(source, sizeof({c}), pe); return x.v;"));
         f(
             format!("ishmem_{n}_iput"),
             "void",
