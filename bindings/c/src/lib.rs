@@ -14,9 +14,10 @@
 //!   (`bindings/fortran/shmem.fh`: `SHMEM_INTEGER_PUT`, `MY_PE`,
 //!   `SHPALLOC`, ...), by-reference entry points over the C routines; the
 //!   typed ones are generated with the include file.
-//! * `pshmem.rs`: the profiling (`pshmem_`) names of the routines in
-//!   `plain_shmem.rs`, generated from it (those of the typed routines are in
-//!   `typed.rs`). `packaging/install.sh` makes the `shmem_` names weak in the
+//! * Profiling names (`pshmem_`): each routine of `plain_shmem.rs` carries
+//!   `#[profiling_name]` (`bindings/c/profiling`), which defines its body a
+//!   second time under that name; those of the typed routines are in
+//!   `typed.rs`. `packaging/install.sh` makes the `shmem_` names weak in the
 //!   static library so a program's own definitions replace them.
 
 // C names: `ishmem_team_t`, `PE_root` as the specification spells them.
@@ -26,7 +27,6 @@ mod fortran;
 mod fortran_classic;
 mod plain;
 mod plain_shmem;
-mod pshmem;
 mod typed;
 mod typed_impl;
 

@@ -3,6 +3,7 @@
 //! its `ishmem_` twin, passing its own name for error messages.
 
 use crate::guard;
+use ishmem_profiling::profiling_name;
 use crate::plain::{info_get_name, info_get_version, init_or_die};
 use ishmem_runtime::api::{self, state};
 use std::ffi::{c_char, c_int, c_long, c_void};
@@ -21,30 +22,35 @@ const _: () = assert!(
 );
 
 /// Initializes the library; collective (§9.1.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_init() {
     guard("shmem_init", || init_or_die("shmem_init"))
 }
 
 /// Completes all operations and releases resources; collective (§9.1.5).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_finalize() {
     guard("shmem_finalize", api::finalize)
 }
 
 /// This PE's number (§9.1.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_my_pe() -> c_int {
     guard("shmem_my_pe", || state("shmem_my_pe").my_pe as c_int)
 }
 
 /// Number of PEs (§9.1.3).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_n_pes() -> c_int {
     guard("shmem_n_pes", || state("shmem_n_pes").n_pes as c_int)
 }
 
 /// Writes the implemented specification version (§9.1.7).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -53,6 +59,7 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
 }
 
 /// Writes the vendor string (§9.1.8).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -67,66 +74,77 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
 /// specification allows. Defined without the C variadic part, which it never
 /// reads: on x86-64 and AArch64 Linux a variadic call passes its named
 /// arguments exactly as a plain call does.
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_pcontrol(level: c_int) {
     let _ = level;
 }
 
 /// Load/store address of symmetric `dest` on `pe`, or NULL (§9.2.5).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
     guard("shmem_ptr", || state("shmem_ptr").ptr("shmem_ptr", dest.cast(), pe).cast())
 }
 
 /// Collective symmetric allocation (§9.3.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
     guard("shmem_malloc", || state("shmem_malloc").malloc("shmem_malloc", size).cast())
 }
 
 /// Collective zeroed allocation (§9.3.3).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     guard("shmem_calloc", || state("shmem_calloc").calloc("shmem_calloc", count, size).cast())
 }
 
 /// Collective aligned allocation (§9.3.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
     guard("shmem_align", || state("shmem_align").align("shmem_align", alignment, size).cast())
 }
 
 /// Collective free (§9.3.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_free(ptr: *mut c_void) {
     guard("shmem_free", || state("shmem_free").free("shmem_free", ptr.cast()))
 }
 
 /// Collective resize (§9.3.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     guard("shmem_realloc", || state("shmem_realloc").realloc("shmem_realloc", ptr.cast(), size).cast())
 }
 
 /// Orders puts and AMOs to each PE (§9.10.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_fence() {
     guard("shmem_fence", || state("shmem_fence").fence())
 }
 
 /// Completes all outstanding operations (§9.10.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_quiet() {
     guard("shmem_quiet", || state("shmem_quiet").quiet())
 }
 
 /// quiet + synchronization of all PEs (§9.9.3).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_barrier_all() {
     guard("shmem_barrier_all", || state("shmem_barrier_all").barrier_all("shmem_barrier_all"))
 }
 
 /// Synchronization of all PEs (§9.9.5).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_sync_all() {
     guard("shmem_sync_all", || state("shmem_sync_all").sync_all("shmem_sync_all"))
@@ -151,12 +169,14 @@ const _: () = {
 };
 
 /// Atomically reads a local signal (§9.8.3).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
     guard("shmem_signal_fetch", || state("shmem_signal_fetch").signal_fetch("shmem_signal_fetch", sig_addr))
 }
 
 /// Waits until the local signal satisfies the comparison (§9.11.15).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_value: u64) -> u64 {
     let call = "shmem_signal_wait_until";
@@ -164,6 +184,7 @@ pub extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_va
 }
 
 /// Atomically adds to a remote signal (OpenSHMEM 1.6).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_signal_add(sig_addr: *mut u64, signal: u64, pe: c_int) {
     let call = "shmem_signal_add";
@@ -171,6 +192,7 @@ pub extern "C" fn shmem_signal_add(sig_addr: *mut u64, signal: u64, pe: c_int) {
 }
 
 /// Atomically sets a remote signal (OpenSHMEM 1.6).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_signal_set(sig_addr: *mut u64, signal: u64, pe: c_int) {
     let call = "shmem_signal_set";
@@ -200,6 +222,7 @@ pub struct shmem_team_config_t {
 }
 
 /// This PE's number in `team`, or -1 (§9.4.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_team_my_pe(team: shmem_team_t) -> c_int {
     let call = "shmem_team_my_pe";
@@ -207,6 +230,7 @@ pub extern "C" fn shmem_team_my_pe(team: shmem_team_t) -> c_int {
 }
 
 /// Number of PEs in `team`, or -1 (§9.4.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_team_n_pes(team: shmem_team_t) -> c_int {
     let call = "shmem_team_n_pes";
@@ -214,6 +238,7 @@ pub extern "C" fn shmem_team_n_pes(team: shmem_team_t) -> c_int {
 }
 
 /// `src_pe` of `src_team` in `dest_team`, or -1 (§9.4.5).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_team_translate_pe(src_team: shmem_team_t, src_pe: c_int, dest_team: shmem_team_t) -> c_int {
     let call = "shmem_team_translate_pe";
@@ -221,6 +246,7 @@ pub extern "C" fn shmem_team_translate_pe(src_team: shmem_team_t, src_pe: c_int,
 }
 
 /// Collective over `parent`: strided split (§9.4.6).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_split_strided(
     parent: shmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const shmem_team_config_t,
@@ -235,6 +261,7 @@ pub unsafe extern "C" fn shmem_team_split_strided(
 }
 
 /// Collective over `parent`: 2-D split (§9.4.7).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_split_2d(
     parent: shmem_team_t, xrange: c_int, xaxis_config: *const shmem_team_config_t, xaxis_mask: c_long,
@@ -253,6 +280,7 @@ pub unsafe extern "C" fn shmem_team_split_2d(
 }
 
 /// Writes the team's configuration (§9.4.4).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_get_config(
     team: shmem_team_t, config_mask: c_long, config: *mut shmem_team_config_t,
@@ -263,6 +291,7 @@ pub unsafe extern "C" fn shmem_team_get_config(
 }
 
 /// Collective: destroys the team (§9.4.9).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_team_destroy(team: shmem_team_t) {
     let call = "shmem_team_destroy";
@@ -270,6 +299,7 @@ pub extern "C" fn shmem_team_destroy(team: shmem_team_t) {
 }
 
 /// Load/store address of `dest` on team PE `pe`, or NULL (§9.4.10).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_team_ptr(team: shmem_team_t, dest: *const c_void, pe: c_int) -> *mut c_void {
     let call = "shmem_team_ptr";
@@ -277,6 +307,7 @@ pub extern "C" fn shmem_team_ptr(team: shmem_team_t, dest: *const c_void, pe: c_
 }
 
 /// Synchronizes the team's PEs (§9.9.4).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_team_sync(team: shmem_team_t) -> c_int {
     let call = "shmem_team_sync";
@@ -301,6 +332,7 @@ const _: () = {
 };
 
 /// Initializes the library at a thread level (§9.1.2).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -309,6 +341,7 @@ pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_in
 }
 
 /// The thread level provided (§9.1.3).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -317,12 +350,14 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
 }
 
 /// Ends every PE of the job with `status` (§9.1.6).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_global_exit(status: c_int) {
     guard("shmem_global_exit", || api::global_exit(status))
 }
 
 /// 1 when `pe` can be communicated with (§9.2.3).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
     let call = "shmem_pe_accessible";
@@ -330,6 +365,7 @@ pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
 }
 
 /// 1 when `addr` is symmetric and `pe` can be reached (§9.2.4).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
     let call = "shmem_addr_accessible";
@@ -340,6 +376,7 @@ pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int
 }
 
 /// `malloc` with usage hints (§9.3.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c_void {
     let call = "shmem_malloc_with_hints";
@@ -353,18 +390,21 @@ pub extern "C" fn shmem_malloc_with_hints(size: usize, hints: c_long) -> *mut c_
 }
 
 /// Acquires the distributed lock `lock` (symmetric long, initially 0) (§9.12.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
     guard("shmem_set_lock", || state("shmem_set_lock").set_lock("shmem_set_lock", lock.cast()))
 }
 
 /// Releases the lock (§9.12.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
     guard("shmem_clear_lock", || state("shmem_clear_lock").clear_lock("shmem_clear_lock", lock.cast()))
 }
 
 /// Takes the lock if free: 0 when taken, 1 when held (§9.12.3).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
     guard("shmem_test_lock", || state("shmem_test_lock").test_lock("shmem_test_lock", lock.cast()))
@@ -408,6 +448,7 @@ pub(crate) unsafe fn create_ctx(
 }
 
 /// Creates a context on the world team; 0 on success (§9.5.1).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -417,6 +458,7 @@ pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut shmem_ctx_t
 
 /// Creates a context on `team`; PE numbers of its operations are team PEs;
 /// non-zero (and SHMEM_CTX_INVALID) for SHMEM_TEAM_INVALID (§9.4.8).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_create_ctx(team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -425,6 +467,7 @@ pub unsafe extern "C" fn shmem_team_create_ctx(team: shmem_team_t, options: c_lo
 }
 
 /// Completes the context's operations and destroys it (§9.5.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
     let call = "shmem_ctx_destroy";
@@ -433,6 +476,7 @@ pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
 
 /// The team of a context; non-zero and SHMEM_TEAM_INVALID for
 /// SHMEM_CTX_INVALID (§9.5.3).
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, team: *mut shmem_team_t) -> c_int {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -454,6 +498,7 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, team: *mut shmem_t
 }
 
 /// Orders the context's puts and AMOs to each PE (§9.10.1).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_ctx_fence(ctx: shmem_ctx_t) {
     let call = "shmem_ctx_fence";
@@ -461,6 +506,7 @@ pub extern "C" fn shmem_ctx_fence(ctx: shmem_ctx_t) {
 }
 
 /// Completes the context's outstanding operations (§9.10.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_ctx_quiet(ctx: shmem_ctx_t) {
     let call = "shmem_ctx_quiet";
@@ -514,6 +560,7 @@ pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
 
 /// Deprecated: barrier over an active set (`PE_start + i * 2^logPE_stride`,
 /// `i < PE_size`), synchronized through `pSync` (OpenSHMEM 1.4 §9.9.2).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_barrier(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
     let call = "shmem_barrier";
@@ -527,6 +574,7 @@ pub extern "C" fn shmem_barrier(PE_start: c_int, logPE_stride: c_int, PE_size: c
 }
 
 /// Deprecated: waits until `*ivar != cmp_value`.
+#[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_wait(ivar: *mut c_long, cmp_value: c_long) {
     // SAFETY: the caller upholds this function's `# Safety` contract, which
@@ -535,30 +583,36 @@ pub unsafe extern "C" fn shmem_wait(ivar: *mut c_long, cmp_value: c_long) {
 }
 
 /// Deprecated: no effect (caches are coherent here).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_clear_cache_inv() {}
 
 /// Deprecated: no effect (caches are coherent here).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_set_cache_inv() {}
 
 /// Deprecated: no effect (caches are coherent here).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_clear_cache_line_inv(dest: *mut c_void) {
     let _ = dest;
 }
 
 /// Deprecated: no effect (caches are coherent here).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_set_cache_line_inv(dest: *mut c_void) {
     let _ = dest;
 }
 
 /// Deprecated: no effect (caches are coherent here).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_udcflush() {}
 
 /// Deprecated: no effect (caches are coherent here).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_udcflush_line(dest: *mut c_void) {
     let _ = dest;
@@ -566,6 +620,7 @@ pub extern "C" fn shmem_udcflush_line(dest: *mut c_void) {
 
 /// Deprecated: synchronization of an active set without completing
 /// operations (OpenSHMEM 1.4 `shmem_sync`).
+#[profiling_name]
 #[no_mangle]
 pub extern "C" fn shmem_sync(PE_start: c_int, logPE_stride: c_int, PE_size: c_int, pSync: *mut c_long) {
     let call = "shmem_sync";

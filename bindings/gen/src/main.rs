@@ -1921,7 +1921,6 @@ fn outputs(root: &Path) -> Vec<(PathBuf, String)> {
         (inc.join("shmem/shmem_typed.h"), typed_h(&FAMILIES[1], &BTreeSet::new(), Part::Std)),
         (inc.join("shmem/shmemx_typed.h"), typed_h(&FAMILIES[1], &BTreeSet::new(), Part::Ext)),
         (inc.join("shmem/shmemx_cxx.h"), cxx_h(&FAMILIES[1], Part::Ext)),
-        (root.join("bindings/c/src/pshmem.rs"), pshmem_rs(root)),
         (inc.join("pshmem.h"), pshmem_h(&shmem_api)),
         (inc.join("ishmem/ishmem_api.h"), ishmem_api.clone()),
         (inc.join("ishmem/ishmem_cuda.h"), opencl::cuda_h(&host)),
@@ -2035,64 +2034,6 @@ fn main() {
     if check {
         println!("ishmem-gen --check: all generated files are up to date");
     }
-}
-
-/// `bindings/c/src/pshmem.rs`: the `pshmem_` profiling names of the
-/// hand-written OpenSHMEM routines, copies of each `shmem_` definition in
-/// `plain_shmem.rs` under its `pshmem_` name (the whole body, so neither
-/// name calls the other: see `rust_fn`).
-fn pshmem_rs(root: &Path) -> String {
-    let src = std::fs::read_to_string(root.join("bindings/c/src/plain_shmem.rs")).expect("read plain_shmem.rs");
-    let lines: Vec<&str> = src.lines().collect();
-    let mut s = format!(
-        "// {BANNER}\n// (copied from bindings/c/src/plain_shmem.rs)\n\n\
-         //! The profiling names (`pshmem_`, OpenSHMEM 1.5 §10) of the routines in\n\
-         //! `plain_shmem.rs`; the typed ones are in `typed.rs`.\n\n\
-         #![allow(unused_imports)]\n\n\
-         use crate::plain_shmem::*;\n"
-    );
-    for l in lines.iter().filter(|l| l.starts_with("use ")) {
-        let _ = writeln!(s, "{l}");
-    }
-    s.push('\n');
-    let mut i = 0;
-    while i < lines.len() {
-        if lines[i] != "#[no_mangle]" {
-            i += 1;
-            continue;
-        }
-        // The item: its doc and attribute lines, the #[no_mangle], the fn
-        // through the closing brace in column 0.
-        let mut start = i;
-        while start > 0 && (lines[start - 1].starts_with("///") || lines[start - 1].starts_with("#[")) {
-            start -= 1;
-        }
-        let header = lines[i + 1];
-        let name = header
-            .split("fn ")
-            .nth(1)
-            .and_then(|r| r.split('(').next())
-            .unwrap_or_else(|| panic!("plain_shmem.rs: no fn after #[no_mangle]: {header}"));
-        // The fn ends on its header line (`{}`) or at a `}` in column 0.
-        let end = if header.ends_with('}') {
-            i + 1
-        } else {
-            (i + 1..lines.len()).find(|&j| lines[j] == "}").expect("fn ends with } in column 0")
-        };
-        if name.starts_with("shmem_") {
-            for (k, l) in lines[start..=end].iter().enumerate() {
-                if start + k == i + 1 {
-                    s.push_str(&l.replacen(&format!("fn {name}("), &format!("fn p{name}("), 1));
-                } else {
-                    s.push_str(l);
-                }
-                s.push('\n');
-            }
-            s.push('\n');
-        }
-        i = end + 1;
-    }
-    s
 }
 
 /// `pshmem.h`: the `pshmem_` names of every OpenSHMEM routine (§10).
