@@ -351,93 +351,98 @@ impl State {
         &self, call: &str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: CmpValues<T>,
         mode: SyncMode, blocking: bool,
     ) -> usize {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            check_cmp(call, cmp);
-            let off = self.local_ivars(call, "ivars", ivars, nelems);
-            if let CmpValues::Each(p) = values {
-                if nelems > 0 && p.is_null() {
-                    crate::state::null_local(call, "cmp_values")
-                }
+        check_cmp(call, cmp);
+        let off = self.local_ivars(call, "ivars", ivars, nelems);
+        if let CmpValues::Each(p) = values {
+            if nelems > 0 && p.is_null() {
+                crate::state::null_local(call, "cmp_values")
             }
-            if let SyncMode::Some(p) = mode {
-                if nelems > 0 && p.is_null() {
-                    crate::state::null_local(call, "indices")
-                }
+        }
+        if let SyncMode::Some(p) = mode {
+            if nelems > 0 && p.is_null() {
+                crate::state::null_local(call, "indices")
             }
-            let included = |i: usize| status.is_null() || *status.add(i) == 0;
-            let holds = |i: usize| {
-                let v = match values {
-                    CmpValues::One(v) => v,
-                    CmpValues::Each(p) => *p.add(i),
-                };
-                compare(cmp, self.load_mine::<T>(call, off + i * size_of::<T>()), v)
+        }
+        // SAFETY: `status` is not null past the `||`, so by this function's
+        // contract it is valid for `nelems` elements; every use below passes
+        // i < nelems.
+        let included = |i: usize| status.is_null() || unsafe { *status.add(i) } == 0;
+        let holds = |i: usize| {
+            let v = match values {
+                CmpValues::One(v) => v,
+                // SAFETY: `p` is not null when nelems > 0 (checked above), so
+                // by this function's contract it is valid for `nelems`
+                // elements; every use below passes i < nelems.
+                CmpValues::Each(p) => unsafe { *p.add(i) },
             };
-            let any_included = (0..nelems).any(included);
-            let start = if matches!(mode, SyncMode::Any) {
-                ANY_CURSOR.with(|c| c.borrow().start(ivars as usize, nelems))
-            } else {
-                0
-            };
-            let mut result = 0usize;
-            let mut poll = || -> bool {
-                match mode {
-                    SyncMode::All => {
-                        result = 1;
-                        (0..nelems).all(|i| !included(i) || holds(i))
-                    }
-                    SyncMode::Any => {
-                        result =
-                            (start..nelems).chain(0..start).find(|&i| included(i) && holds(i)).unwrap_or(usize::MAX);
-                        result != usize::MAX
-                    }
-                    SyncMode::Some(indices) => {
-                        let mut n = 0;
-                        for i in 0..nelems {
-                            if included(i) && holds(i) {
-                                *indices.add(n) = i;
-                                n += 1;
-                            }
-                        }
-                        result = n;
-                        n > 0
-                    }
-                }
-            };
-            if !blocking {
-                crate::wait::progress();
-            }
-            let what = || {
-                let first = (0..nelems).find(|&i| included(i)).map_or(String::new(), |i| {
-                    format!(", ivars[{i}] is {}", show(self.load_mine::<T>(call, off + i * size_of::<T>())))
-                });
-                format!("{call}(ivars {ivars:p}, nelems {nelems}, {}{first})", cmp_name(call, cmp))
-            };
+            compare(cmp, self.load_mine::<T>(call, off + i * size_of::<T>()), v)
+        };
+        let any_included = (0..nelems).any(included);
+        let start = if matches!(mode, SyncMode::Any) {
+            ANY_CURSOR.with(|c| c.borrow().start(ivars as usize, nelems))
+        } else {
+            0
+        };
+        let mut result = 0usize;
+        let mut poll = || -> bool {
             match mode {
-                SyncMode::All if !blocking => usize::from(poll()),
                 SyncMode::All => {
-                    wait_until(&what, poll);
-                    1
+                    result = 1;
+                    (0..nelems).all(|i| !included(i) || holds(i))
                 }
-                _ if !any_included => {
-                    if matches!(mode, SyncMode::Any) {
-                        usize::MAX
-                    } else {
-                        0
-                    }
+                SyncMode::Any => {
+                    result = (start..nelems).chain(0..start).find(|&i| included(i) && holds(i)).unwrap_or(usize::MAX);
+                    result != usize::MAX
                 }
-                _ => {
-                    if blocking {
-                        wait_until(&what, &mut poll);
-                    } else {
-                        poll();
+                SyncMode::Some(indices) => {
+                    let mut n = 0;
+                    for i in 0..nelems {
+                        if included(i) && holds(i) {
+                            // SAFETY: `indices` is not null when nelems > 0
+                            // (checked above), so by this function's contract
+                            // it is valid for `nelems` elements, and
+                            // n <= i < nelems.
+                            unsafe { *indices.add(n) = i };
+                            n += 1;
+                        }
                     }
-                    if matches!(mode, SyncMode::Any) && result != usize::MAX {
-                        ANY_CURSOR.with(|c| c.borrow_mut().returned(ivars as usize, result));
-                    }
-                    result
+                    result = n;
+                    n > 0
                 }
+            }
+        };
+        if !blocking {
+            crate::wait::progress();
+        }
+        let what = || {
+            let first = (0..nelems).find(|&i| included(i)).map_or(String::new(), |i| {
+                format!(", ivars[{i}] is {}", show(self.load_mine::<T>(call, off + i * size_of::<T>())))
+            });
+            format!("{call}(ivars {ivars:p}, nelems {nelems}, {}{first})", cmp_name(call, cmp))
+        };
+        match mode {
+            SyncMode::All if !blocking => usize::from(poll()),
+            SyncMode::All => {
+                wait_until(&what, poll);
+                1
+            }
+            _ if !any_included => {
+                if matches!(mode, SyncMode::Any) {
+                    usize::MAX
+                } else {
+                    0
+                }
+            }
+            _ => {
+                if blocking {
+                    wait_until(&what, &mut poll);
+                } else {
+                    poll();
+                }
+                if matches!(mode, SyncMode::Any) && result != usize::MAX {
+                    ANY_CURSOR.with(|c| c.borrow_mut().returned(ivars as usize, result));
+                }
+                result
             }
         }
     }

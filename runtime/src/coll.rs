@@ -381,96 +381,112 @@ impl State {
     pub unsafe fn reduce_in<G: Group, T: Copy>(
         &self, call: &str, t: &G, dest: *mut T, source: *const T, nreduce: usize, which: RedOp, op: impl Fn(T, T) -> T,
     ) -> CollResult {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let es = std::mem::size_of::<T>();
-            let nbytes = nreduce.saturating_mul(es);
-            let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
-            let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            let plain = Sig::reduce::<T>(which, nreduce);
-            if nbytes <= STAGE_DATA && t.staged(self) {
-                // (In place or not alike; no device call meets this path.)
-                let s = self.stage_enter(call, t, plain, true);
-                self.reduce_staged(call, t, s, doff, soff, nreduce, op);
-                return 0;
-            }
-            // Small reductions take a form of the host's own (below), in
-            // place one more sync: their calls differ from a device call's,
-            // and in place from not.
-            let small = nbytes < SMALL_REDUCE_BYTES;
-            let in_place = doff == soff;
-            let sig = match (small && nreduce > 0, in_place) {
-                (false, _) => plain,
-                (true, false) => plain.host_form(HostForm::OWN_DEST),
-                (true, true) => plain.host_form(HostForm::OWN_DEST | HostForm::IN_PLACE),
-            };
-            t.entry_sync(self, call, sig);
-            if nreduce == 0 {
-                t.sync(self);
-                t.done(self);
-                return 0;
-            }
-            let chunk = (CHUNK_BYTES / es).max(1);
-            let mut buf = Chunk::new();
-            let acc = buf.0.as_mut_ptr() as *mut T;
-            // Sources of members on other nodes are fetched here first.
-            let mut tmp = Chunk::new();
-            let tmp = tmp.0.as_mut_ptr();
-            let src_chunk = |r: usize, i: usize, m: usize| {
-                self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T
-            };
-            let reduce_range = |lo: usize, hi: usize, out: &mut dyn FnMut(usize, usize)| {
-                let mut i = lo;
-                while i < hi {
-                    let m = chunk.min(hi - i);
-                    std::ptr::copy_nonoverlapping(src_chunk(0, i, m) as *const u8, acc as *mut u8, m * es);
-                    for r in 1..t.size() {
-                        let s = src_chunk(r, i, m);
-                        for k in 0..m {
-                            // A source that is not aligned for T (the C
-                            // compiler aligns T arrays; a packed one is not)
-                            // is read as bytes.
-                            *acc.add(k) = op(*acc.add(k), s.add(k).read_unaligned());
-                        }
-                    }
-                    out(i, m);
-                    i += m;
-                }
-            };
-            if small {
-                // Every member reduces everything into its own dest; in place,
-                // wait until every member has read this PE's source first.
-                let me = self.my_pe;
-                if in_place {
-                    reduce_range(0, nreduce, &mut |_, _| {});
-                    t.sync(self);
-                    self.route.put(call, me, doff, acc as *const u8, nbytes, false);
-                } else {
-                    reduce_range(0, nreduce, &mut |i, m| {
-                        self.route.put(call, me, doff + i * es, acc as *const u8, m * es, false)
-                    });
-                }
-            } else {
-                // Reduce-scatter + allgather: this member owns one slice, reads
-                // it from every source (nobody else reads it), and stores the
-                // result into every member's dest.
-                let per = nreduce.div_ceil(t.size());
-                let lo = (t.my_rank() * per).min(nreduce);
-                let hi = (lo + per).min(nreduce);
-                reduce_range(lo, hi, &mut |i, m| {
-                    for k in 0..t.size() {
-                        // acc is reused for the next chunk: remote stores are
-                        // blocking (the source is copied out before return).
-                        let pe = t.world_pe((t.my_rank() + k) % t.size());
-                        self.xput(call, pe, doff + i * es, acc as *const u8, m * es, true);
-                    }
-                });
-            }
+        let es = std::mem::size_of::<T>();
+        let nbytes = nreduce.saturating_mul(es);
+        let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
+        let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
+        let plain = Sig::reduce::<T>(which, nreduce);
+        if nbytes <= STAGE_DATA && t.staged(self) {
+            // (In place or not alike; no device call meets this path.)
+            let s = self.stage_enter(call, t, plain, true);
+            // SAFETY: `doff` and `soff` are checked ranges of `nbytes`; T is
+            // a plain numeric type and `op` pure (this function's contract),
+            // as `reduce_staged` asks.
+            unsafe { self.reduce_staged(call, t, s, doff, soff, nreduce, op) };
+            return 0;
+        }
+        // Small reductions take a form of the host's own (below), in
+        // place one more sync: their calls differ from a device call's,
+        // and in place from not.
+        let small = nbytes < SMALL_REDUCE_BYTES;
+        let in_place = doff == soff;
+        let sig = match (small && nreduce > 0, in_place) {
+            (false, _) => plain,
+            (true, false) => plain.host_form(HostForm::OWN_DEST),
+            (true, true) => plain.host_form(HostForm::OWN_DEST | HostForm::IN_PLACE),
+        };
+        t.entry_sync(self, call, sig);
+        if nreduce == 0 {
             t.sync(self);
             t.done(self);
-            0
+            return 0;
         }
+        // `acc` and `tmp` each hold `chunk` elements: CHUNK_BYTES, aligned
+        // for every element type.
+        let chunk = (CHUNK_BYTES / es).max(1);
+        let mut buf = Chunk::new();
+        let acc = buf.0.as_mut_ptr() as *mut T;
+        // Sources of members on other nodes are fetched here first.
+        let mut tmp = Chunk::new();
+        let tmp = tmp.0.as_mut_ptr();
+        let src_chunk = |r: usize, i: usize, m: usize| {
+            // SAFETY: `tmp` holds m <= chunk elements; elements i..i + m are
+            // inside the checked source range (i + m <= nreduce).
+            unsafe { self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T }
+        };
+        let reduce_range = |lo: usize, hi: usize, out: &mut dyn FnMut(usize, usize)| {
+            let mut i = lo;
+            while i < hi {
+                let m = chunk.min(hi - i);
+                let s0 = src_chunk(0, i, m);
+                // SAFETY: `s0` is readable for m elements, `acc` (this call's
+                // own buffer, apart from it) writable for chunk >= m.
+                unsafe { std::ptr::copy_nonoverlapping(s0 as *const u8, acc as *mut u8, m * es) };
+                for r in 1..t.size() {
+                    let s = src_chunk(r, i, m);
+                    for k in 0..m {
+                        // A source that is not aligned for T (the C
+                        // compiler aligns T arrays; a packed one is not)
+                        // is read as bytes.
+                        // SAFETY: k < m: `acc` holds m elements, aligned, and
+                        // `s` is readable for m; T is a plain numeric type
+                        // (this function's contract), valid for any bytes.
+                        unsafe { *acc.add(k) = op(*acc.add(k), s.add(k).read_unaligned()) };
+                    }
+                }
+                out(i, m);
+                i += m;
+            }
+        };
+        if small {
+            // Every member reduces everything into its own dest; in place,
+            // wait until every member has read this PE's source first.
+            let me = self.my_pe;
+            if in_place {
+                reduce_range(0, nreduce, &mut |_, _| {});
+                t.sync(self);
+                // SAFETY: a small vector is one chunk, so `acc` holds all
+                // `nbytes`; the dest range is checked.
+                unsafe { self.route.put(call, me, doff, acc as *const u8, nbytes, false) };
+            } else {
+                reduce_range(0, nreduce, &mut |i, m| {
+                    // SAFETY: `acc` holds the m elements reduced; elements
+                    // i..i + m are inside the checked dest range.
+                    unsafe { self.route.put(call, me, doff + i * es, acc as *const u8, m * es, false) }
+                });
+            }
+        } else {
+            // Reduce-scatter + allgather: this member owns one slice, reads
+            // it from every source (nobody else reads it), and stores the
+            // result into every member's dest.
+            let per = nreduce.div_ceil(t.size());
+            let lo = (t.my_rank() * per).min(nreduce);
+            let hi = (lo + per).min(nreduce);
+            reduce_range(lo, hi, &mut |i, m| {
+                for k in 0..t.size() {
+                    // acc is reused for the next chunk: remote stores are
+                    // blocking (the source is copied out before return).
+                    let pe = t.world_pe((t.my_rank() + k) % t.size());
+                    // SAFETY: `acc` holds the m elements reduced, and the
+                    // store is blocking; elements i..i + m are inside the
+                    // checked dest range.
+                    unsafe { self.xput(call, pe, doff + i * es, acc as *const u8, m * es, true) };
+                }
+            });
+        }
+        t.sync(self);
+        t.done(self);
+        0
     }
 
     /// Intel SHMEM's `sum_inscan` (`exclusive == false`: member r gets the
@@ -483,53 +499,62 @@ impl State {
         &self, call: &str, t: &G, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
         add: impl Fn(T, T) -> T,
     ) -> CollResult {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            let es = std::mem::size_of::<T>();
-            let nbytes = nelems.saturating_mul(es);
-            let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
-            let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
-            // In place, results wait in `held` (the only allocation, and only
-            // for in-place scans) until every member has read this PE's source.
-            let in_place = doff == soff;
-            let form = if in_place { HostForm::OWN_DEST | HostForm::IN_PLACE } else { HostForm::OWN_DEST };
-            t.entry_sync(self, call, Sig::scan::<T>(exclusive, nelems).host_form(form));
-            let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
-            let mut held: Vec<T> = Vec::new();
-            let me = self.my_pe;
-            let chunk = (CHUNK_BYTES / es).max(1);
-            let mut buf = Chunk::new();
-            let acc = buf.0.as_mut_ptr() as *mut T;
-            let mut tmp = Chunk::new();
-            let tmp = tmp.0.as_mut_ptr();
-            let mut i = 0;
-            while i < nelems {
-                let m = chunk.min(nelems - i);
+        let es = std::mem::size_of::<T>();
+        let nbytes = nelems.saturating_mul(es);
+        let doff = self.sym_extent(call, "dest", dest as *const u8, nbytes);
+        let soff = self.sym_extent(call, "source", source as *const u8, nbytes);
+        // In place, results wait in `held` (the only allocation, and only
+        // for in-place scans) until every member has read this PE's source.
+        let in_place = doff == soff;
+        let form = if in_place { HostForm::OWN_DEST | HostForm::IN_PLACE } else { HostForm::OWN_DEST };
+        t.entry_sync(self, call, Sig::scan::<T>(exclusive, nelems).host_form(form));
+        let upto = if exclusive { t.my_rank() } else { t.my_rank() + 1 };
+        let mut held: Vec<T> = Vec::new();
+        let me = self.my_pe;
+        // `acc` and `tmp` each hold `chunk` elements: CHUNK_BYTES, aligned
+        // for every element type.
+        let chunk = (CHUNK_BYTES / es).max(1);
+        let mut buf = Chunk::new();
+        let acc = buf.0.as_mut_ptr() as *mut T;
+        let mut tmp = Chunk::new();
+        let tmp = tmp.0.as_mut_ptr();
+        let mut i = 0;
+        while i < nelems {
+            let m = chunk.min(nelems - i);
+            for k in 0..m {
+                // SAFETY: k < m <= chunk, the elements `acc` holds.
+                unsafe { *acc.add(k) = zero };
+            }
+            for r in 0..upto {
+                // SAFETY: `tmp` holds m <= chunk elements; elements i..i + m
+                // are inside the checked source range (i + m <= nelems).
+                let s = unsafe { self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) } as *const T;
                 for k in 0..m {
-                    *acc.add(k) = zero;
+                    // SAFETY: k < m: `acc` holds m elements, aligned, and `s`
+                    // is readable for m (unaligned); T is a plain numeric
+                    // type (this function's contract), valid for any bytes.
+                    unsafe { *acc.add(k) = add(*acc.add(k), s.add(k).read_unaligned()) };
                 }
-                for r in 0..upto {
-                    let s = self.route.read(call, t.world_pe(r), soff + i * es, m * es, tmp) as *const T;
-                    for k in 0..m {
-                        *acc.add(k) = add(*acc.add(k), s.add(k).read_unaligned());
-                    }
-                }
-                if in_place {
-                    held.extend_from_slice(std::slice::from_raw_parts(acc, m));
-                } else {
-                    self.route.put(call, me, doff + i * es, acc as *const u8, m * es, false);
-                }
-                i += m;
             }
             if in_place {
-                t.sync(self);
-                self.route.put(call, me, doff, held.as_ptr() as *const u8, nbytes, false);
+                // SAFETY: `acc` holds m initialized elements of T.
+                held.extend_from_slice(unsafe { std::slice::from_raw_parts(acc, m) });
+            } else {
+                // SAFETY: `acc` holds the m elements summed; elements
+                // i..i + m are inside the checked dest range.
+                unsafe { self.route.put(call, me, doff + i * es, acc as *const u8, m * es, false) };
             }
-            t.sync(self);
-            t.done(self);
-            0
+            i += m;
         }
+        if in_place {
+            t.sync(self);
+            // SAFETY: `held` holds all `nelems` results, `nbytes`; the dest
+            // range is checked.
+            unsafe { self.route.put(call, me, doff, held.as_ptr() as *const u8, nbytes, false) };
+        }
+        t.sync(self);
+        t.done(self);
+        0
     }
     /// `broadcast` on a team (OpenSHMEM 1.5: the root's dest is written too).
     pub fn broadcast(
@@ -564,13 +589,10 @@ impl State {
         &self, call: &str, team: i32, dest: *mut T, source: *const T, nreduce: usize, which: RedOp,
         op: impl Fn(T, T) -> T,
     ) -> CollResult {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            match self.coll_team(call, team) {
-                Some(t) => self.reduce_in(call, &t, dest, source, nreduce, which, op),
-                None => -1,
-            }
+        match self.coll_team(call, team) {
+            // SAFETY: this function's contract is `reduce_in`'s.
+            Some(t) => unsafe { self.reduce_in(call, &t, dest, source, nreduce, which, op) },
+            None => -1,
         }
     }
 
@@ -583,13 +605,10 @@ impl State {
         &self, call: &str, team: i32, dest: *mut T, source: *const T, nelems: usize, exclusive: bool, zero: T,
         add: impl Fn(T, T) -> T,
     ) -> CollResult {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
-        unsafe {
-            match self.coll_team(call, team) {
-                Some(t) => self.sum_scan_in(call, &t, dest, source, nelems, exclusive, zero, add),
-                None => -1,
-            }
+        match self.coll_team(call, team) {
+            // SAFETY: this function's contract is `sum_scan_in`'s.
+            Some(t) => unsafe { self.sum_scan_in(call, &t, dest, source, nelems, exclusive, zero, add) },
+            None => -1,
         }
     }
 }

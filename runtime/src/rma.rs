@@ -20,8 +20,8 @@ impl State {
     /// `src` must be valid for reads of `len` bytes.
     #[inline(always)]
     pub unsafe fn put(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
+        // SAFETY: `src` is valid for reads of `len` bytes (this function's
+        // contract), which is `put_impl`'s for a blocking put.
         unsafe { self.put_impl(call, dest, src, len, pe, false) }
     }
 
@@ -31,11 +31,17 @@ impl State {
     /// `src` must stay valid and unchanged until the next quiet.
     #[inline(always)]
     pub unsafe fn put_nbi(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
+        // SAFETY: `src` is valid for reads of `len` bytes and unchanged until
+        // the next quiet (this function's contract), which is `put_impl`'s
+        // with `nbi`.
         unsafe { self.put_impl(call, dest, src, len, pe, true) }
     }
 
+    /// The body of [`State::put`] and [`State::put_nbi`].
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `len` bytes, with `nbi` unchanged until
+    /// the next quiet.
     #[inline(always)]
     unsafe fn put_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
         let pe = self.check_pe(call, pe);
@@ -55,8 +61,8 @@ impl State {
     /// `dest` must be valid for writes of `len` bytes.
     #[inline(always)]
     pub unsafe fn get(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
+        // SAFETY: `dest` is valid for writes of `len` bytes (this function's
+        // contract), which is `get_impl`'s for a blocking get.
         unsafe { self.get_impl(call, dest, src, len, pe, false) }
     }
 
@@ -66,11 +72,16 @@ impl State {
     /// `dest` must stay valid until the next quiet.
     #[inline(always)]
     pub unsafe fn get_nbi(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32) {
-        // SAFETY: the caller upholds this function's `# Safety` contract, which
-        // covers every unsafe operation below.
+        // SAFETY: `dest` is valid for writes of `len` bytes until the next
+        // quiet (this function's contract), which is `get_impl`'s with `nbi`.
         unsafe { self.get_impl(call, dest, src, len, pe, true) }
     }
 
+    /// The body of [`State::get`] and [`State::get_nbi`].
+    ///
+    /// # Safety
+    /// `dest` is valid for writes of `len` bytes, with `nbi` until the next
+    /// quiet.
     #[inline(always)]
     unsafe fn get_impl(&self, call: &str, dest: *mut u8, src: *const u8, len: usize, pe: i32, nbi: bool) {
         let pe = self.check_pe(call, pe);

@@ -66,17 +66,17 @@ const _: () = assert!(std::mem::size_of::<ishmemx_attr_t>() == 16);
 /// `runtime`.
 #[no_mangle]
 pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        const CALL: &str = "ishmemx_init_attr";
-        guard(CALL, || {
-            if attr.is_null() {
-                fatal(CALL, format_args!("attr is a null pointer"))
-            }
-            let a = &*attr;
-            let under_ishmrun = api::under_ishmrun();
-            match a.runtime {
+    const CALL: &str = "ishmemx_init_attr";
+    guard(CALL, || {
+        if attr.is_null() {
+            fatal(CALL, format_args!("attr is a null pointer"))
+        }
+        // SAFETY: not null (checked above); the C caller passes the address
+        // of an initialized `ishmemx_attr_t`, which nothing writes during
+        // the call.
+        let a = unsafe { &*attr };
+        let under_ishmrun = api::under_ishmrun();
+        match a.runtime {
             ISHMEMX_RUNTIME_MPI | ISHMEMX_RUNTIME_OPENSHMEM | ISHMEMX_RUNTIME_ISHMRUN | ISHMEMX_RUNTIME_SINGLETON => {}
             ISHMEMX_RUNTIME_PMI => fatal(
                 CALL,
@@ -87,29 +87,23 @@ pub unsafe extern "C" fn ishmemx_init_attr(attr: *mut ishmemx_attr_t) {
             ),
             r => fatal(CALL, format_args!("runtime {r} is not an ishmemx_runtime_type_t value")),
         }
-            if a.runtime == ISHMEMX_RUNTIME_MPI && !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
-                fatal(
-                    CALL,
-                    format_args!(
-                        "initialize_runtime is false but mpi_comm is null: pass the application's communicator"
-                    ),
-                )
-            }
-            if under_ishmrun && !a.mpi_comm.is_null() {
-                fatal(
-                    CALL,
-                    format_args!("mpi_comm was given, but this job was started by ishmrun (start it with mpiexec)"),
-                )
-            }
-            let opts = api::InitOptions {
-                force_mpi: a.runtime == ISHMEMX_RUNTIME_MPI && !under_ishmrun && launched_or_comm(a),
-                force_openshmem: a.runtime == ISHMEMX_RUNTIME_OPENSHMEM && !under_ishmrun,
-                app_comm: a.mpi_comm as *const c_void,
-                requested_thread: ISHMEM_THREAD_MULTIPLE,
-            };
-            init_opts_or_die(CALL, &opts);
-        })
-    }
+        if a.runtime == ISHMEMX_RUNTIME_MPI && !a.initialize_runtime && a.mpi_comm.is_null() && !under_ishmrun {
+            fatal(
+                CALL,
+                format_args!("initialize_runtime is false but mpi_comm is null: pass the application's communicator"),
+            )
+        }
+        if under_ishmrun && !a.mpi_comm.is_null() {
+            fatal(CALL, format_args!("mpi_comm was given, but this job was started by ishmrun (start it with mpiexec)"))
+        }
+        let opts = api::InitOptions {
+            force_mpi: a.runtime == ISHMEMX_RUNTIME_MPI && !under_ishmrun && launched_or_comm(a),
+            force_openshmem: a.runtime == ISHMEMX_RUNTIME_OPENSHMEM && !under_ishmrun,
+            app_comm: a.mpi_comm as *const c_void,
+            requested_thread: ISHMEM_THREAD_MULTIPLE,
+        };
+        init_opts_or_die(CALL, &opts);
+    })
 }
 
 /// Intel's default attributes ask for MPI: honour that when MPI is there
@@ -150,49 +144,62 @@ pub extern "C" fn ishmem_n_pes() -> c_int {
     guard("ishmem_n_pes", || state("ishmem_n_pes").n_pes as c_int)
 }
 
+/// `info_get_version` for the routine `call`.
+///
+/// # Safety
+/// `major` and `minor` are each null or valid for a write of one `c_int`
+/// (a null one is reported).
 pub(crate) unsafe fn info_get_version(call: &'static str, major: *mut c_int, minor: *mut c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            if major.is_null() || minor.is_null() {
-                fatal(call, format_args!("major or minor is a null pointer"))
-            }
+    guard(call, || {
+        if major.is_null() || minor.is_null() {
+            fatal(call, format_args!("major or minor is a null pointer"))
+        }
+        // SAFETY: neither is null (checked above), so by this function's
+        // contract each is valid for a write of one c_int.
+        unsafe {
             *major = api::SPEC_MAJOR;
             *minor = api::SPEC_MINOR;
-        })
-    }
+        }
+    })
 }
 
+/// `info_get_name` for the routine `call`.
+///
+/// # Safety
+/// `name` is null (reported) or valid for writes of
+/// `ISHMEM_MAX_NAME_LEN` bytes.
 pub(crate) unsafe fn info_get_name(call: &'static str, name: *mut c_char) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            if name.is_null() {
-                fatal(call, format_args!("name is a null pointer"))
-            }
-            let v = api::VENDOR.as_bytes();
-            let n = v.len().min(ISHMEM_MAX_NAME_LEN as usize - 1);
+    guard(call, || {
+        if name.is_null() {
+            fatal(call, format_args!("name is a null pointer"))
+        }
+        let v = api::VENDOR.as_bytes();
+        let n = v.len().min(ISHMEM_MAX_NAME_LEN as usize - 1);
+        // SAFETY: `name` is not null (checked above), so by this function's
+        // contract it is valid for ISHMEM_MAX_NAME_LEN bytes, of which n + 1
+        // are written; `v` is a static string, apart from the caller's
+        // buffer.
+        unsafe {
             std::ptr::copy_nonoverlapping(v.as_ptr(), name as *mut u8, n);
             *name.add(n) = 0;
-        })
-    }
+        }
+    })
 }
 
 /// Writes the implemented specification version (§9.1.7).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `major` and `minor` each null or valid for
+    // a write of one int (§9.1.7), which is `info_get_version`'s contract.
     unsafe { info_get_version("ishmem_info_get_version", major, minor) }
 }
 
 /// Writes the vendor string, at most ISHMEM_MAX_NAME_LEN bytes (§9.1.8).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_info_get_name(name: *mut c_char) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `name` null or valid for writes of
+    // ISHMEM_MAX_NAME_LEN bytes (§9.1.8), which is `info_get_name`'s
+    // contract.
     unsafe { info_get_name("ishmem_info_get_name", name) }
 }
 
@@ -335,15 +342,18 @@ pub struct ishmem_team_config_t {
     pub num_contexts: c_int,
 }
 
+/// The `num_contexts` a split asks for: `config`'s when `mask` selects
+/// it, else 0.
+///
+/// # Safety
+/// `config` is null or valid for a read of one `ishmem_team_config_t`.
 pub(crate) unsafe fn config_contexts(config: *const ishmem_team_config_t, mask: c_long) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        if !config.is_null() && mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
-            (*config).num_contexts
-        } else {
-            0
-        }
+    if !config.is_null() && mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
+        // SAFETY: not null (checked above), so valid for a read by this
+        // function's contract.
+        unsafe { (*config).num_contexts }
+    } else {
+        0
     }
 }
 
@@ -376,36 +386,32 @@ pub unsafe extern "C" fn ishmem_team_split_strided(
     parent: ishmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const ishmem_team_config_t,
     config_mask: c_long, new_team: *mut ishmem_team_t,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        split_strided(
-            "ishmem_team_split_strided",
-            parent,
-            start,
-            stride,
-            size,
-            config_contexts(config, config_mask),
-            new_team,
-        )
-    }
+    // SAFETY: the C caller passes `config` null or pointing to a team
+    // configuration (§9.4.6: it is read only when `config_mask` selects a
+    // field).
+    let contexts = unsafe { config_contexts(config, config_mask) };
+    // SAFETY: the C caller passes `new_team` valid for a write of one team
+    // handle (§9.4.6); `split_strided` reports a null one.
+    unsafe { split_strided("ishmem_team_split_strided", parent, start, stride, size, contexts, new_team) }
 }
 
+/// `team_split_strided` for the routine `call`.
+///
+/// # Safety
+/// `new_team` is null (reported) or valid for a write of one `c_int`.
 pub(crate) unsafe fn split_strided(
     call: &'static str, parent: c_int, start: c_int, stride: c_int, size: c_int, contexts: c_int, new_team: *mut c_int,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            if new_team.is_null() {
-                fatal(call, format_args!("new_team is a null pointer"))
-            }
-            let (rc, h) = state(call).team_split_strided(call, parent, start, stride, size, contexts);
-            *new_team = h;
-            rc
-        })
-    }
+    guard(call, || {
+        if new_team.is_null() {
+            fatal(call, format_args!("new_team is a null pointer"))
+        }
+        let (rc, h) = state(call).team_split_strided(call, parent, start, stride, size, contexts);
+        // SAFETY: not null (checked above), so valid for a write of one
+        // c_int by this function's contract.
+        unsafe { *new_team = h };
+        rc
+    })
 }
 
 /// Collective over `parent`: splits it as a grid of `xrange` columns into
@@ -416,30 +422,37 @@ pub unsafe extern "C" fn ishmem_team_split_2d(
     xaxis_team: *mut ishmem_team_t, yaxis_config: *const ishmem_team_config_t, yaxis_mask: c_long,
     yaxis_team: *mut ishmem_team_t,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        let contexts = (config_contexts(xaxis_config, xaxis_mask), config_contexts(yaxis_config, yaxis_mask));
-        split_2d("ishmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
-    }
+    // SAFETY: the C caller passes each axis configuration null or pointing
+    // to a team configuration (§9.4.7: read only when its mask selects a
+    // field).
+    let contexts = unsafe { (config_contexts(xaxis_config, xaxis_mask), config_contexts(yaxis_config, yaxis_mask)) };
+    // SAFETY: the C caller passes `xaxis_team` and `yaxis_team` each valid
+    // for a write of one team handle (§9.4.7); `split_2d` reports a null
+    // one.
+    unsafe { split_2d("ishmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team) }
 }
 
+/// `team_split_2d` for the routine `call`.
+///
+/// # Safety
+/// `x` and `y` are each null (reported) or valid for a write of one
+/// `c_int`.
 pub(crate) unsafe fn split_2d(
     call: &'static str, parent: c_int, xrange: c_int, contexts: (c_int, c_int), x: *mut c_int, y: *mut c_int,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            if x.is_null() || y.is_null() {
-                fatal(call, format_args!("xaxis_team or yaxis_team is a null pointer"))
-            }
-            let (rc, xh, yh) = state(call).team_split_2d(call, parent, xrange, contexts);
+    guard(call, || {
+        if x.is_null() || y.is_null() {
+            fatal(call, format_args!("xaxis_team or yaxis_team is a null pointer"))
+        }
+        let (rc, xh, yh) = state(call).team_split_2d(call, parent, xrange, contexts);
+        // SAFETY: neither is null (checked above), so each is valid for a
+        // write of one c_int by this function's contract.
+        unsafe {
             *x = xh;
             *y = yh;
-            rc
-        })
-    }
+        }
+        rc
+    })
 }
 
 /// Writes the team's configuration selected by `config_mask` (§9.4.4).
@@ -448,30 +461,34 @@ pub(crate) unsafe fn split_2d(
 pub unsafe extern "C" fn ishmem_team_get_config(
     team: ishmem_team_t, config_mask: c_long, config: *mut ishmem_team_config_t,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `config` valid for a write of one team
+    // configuration (§9.4.4), whose first field is the c_int `num_contexts`
+    // (`#[repr(C)]`); `get_config` reports a null one.
     unsafe { get_config("ishmem_team_get_config", team, config_mask, config as *mut c_int) }
 }
 
+/// `team_get_config` for the routine `call`: `num_contexts` is the
+/// configuration's field of that name.
+///
+/// # Safety
+/// `num_contexts` is null (reported) or valid for a write of one `c_int`.
 pub(crate) unsafe fn get_config(call: &'static str, team: c_int, mask: c_long, num_contexts: *mut c_int) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            if num_contexts.is_null() {
-                fatal(call, format_args!("config is a null pointer"))
-            }
-            match state(call).team(call, team) {
-                Some(t) => {
-                    if mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
-                        *num_contexts = t.num_contexts;
-                    }
-                    0
+    guard(call, || {
+        if num_contexts.is_null() {
+            fatal(call, format_args!("config is a null pointer"))
+        }
+        match state(call).team(call, team) {
+            Some(t) => {
+                if mask & ISHMEM_TEAM_NUM_CONTEXTS != 0 {
+                    // SAFETY: not null (checked above), so valid for a
+                    // write of one c_int by this function's contract.
+                    unsafe { *num_contexts = t.num_contexts };
                 }
-                None => -1,
+                0
             }
-        })
-    }
+            None => -1,
+        }
+    })
 }
 
 /// Collective over the team: destroys it; its slot can be reused (§9.4.9).
@@ -543,45 +560,48 @@ pub const ISHMEM_MALLOC_SIGNAL_REMOTE: c_long = 2;
 
 static THREAD_LEVEL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(ISHMEM_THREAD_MULTIPLE);
 
+/// `init_thread` for the routine `call`.
+///
+/// # Safety
+/// `provided` is null (nothing written) or valid for a write of one
+/// `c_int`.
 pub(crate) unsafe fn init_thread(call: &'static str, requested: c_int, provided: *mut c_int) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            if !(ISHMEM_THREAD_SINGLE..=ISHMEM_THREAD_MULTIPLE).contains(&requested) {
-                fatal(
-                    call,
-                    format_args!("requested thread level {requested} is not one of the THREAD_* constants (0..3)"),
-                )
-            }
-            init_opts_or_die(call, &api::InitOptions { requested_thread: requested, ..Default::default() });
-            // Every level is supported on one node (RMA, AMO and wait paths take
-            // no locks, so MULTIPLE is also the light path). Across nodes, an
-            // application that initialized MPI below MPI_THREAD_MULTIPLE limits
-            // us to the thread that initialized (FUNNELED).
-            let level = requested.min(state(call).max_thread_level());
-            THREAD_LEVEL.store(level, std::sync::atomic::Ordering::Relaxed);
-            if !provided.is_null() {
-                *provided = level;
-            }
-            0
-        })
-    }
+    guard(call, || {
+        if !(ISHMEM_THREAD_SINGLE..=ISHMEM_THREAD_MULTIPLE).contains(&requested) {
+            fatal(call, format_args!("requested thread level {requested} is not one of the THREAD_* constants (0..3)"))
+        }
+        init_opts_or_die(call, &api::InitOptions { requested_thread: requested, ..Default::default() });
+        // Every level is supported on one node (RMA, AMO and wait paths take
+        // no locks, so MULTIPLE is also the light path). Across nodes, an
+        // application that initialized MPI below MPI_THREAD_MULTIPLE limits
+        // us to the thread that initialized (FUNNELED).
+        let level = requested.min(state(call).max_thread_level());
+        THREAD_LEVEL.store(level, std::sync::atomic::Ordering::Relaxed);
+        if !provided.is_null() {
+            // SAFETY: not null (checked above), so valid for a write of one
+            // c_int by this function's contract.
+            unsafe { *provided = level };
+        }
+        0
+    })
 }
 
+/// `query_thread` for the routine `call`.
+///
+/// # Safety
+/// `provided` is null (reported) or valid for a write of one `c_int`.
 pub(crate) unsafe fn query_thread(call: &'static str, provided: *mut c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            state(call);
-            if provided.is_null() {
-                fatal(call, format_args!("provided is a null pointer"))
-            }
-            let st = state(call);
-            *provided = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed).min(st.max_thread_level());
-        })
-    }
+    guard(call, || {
+        state(call);
+        if provided.is_null() {
+            fatal(call, format_args!("provided is a null pointer"))
+        }
+        let st = state(call);
+        let level = THREAD_LEVEL.load(std::sync::atomic::Ordering::Relaxed).min(st.max_thread_level());
+        // SAFETY: not null (checked above), so valid for a write of one
+        // c_int by this function's contract.
+        unsafe { *provided = level };
+    })
 }
 
 /// Initializes the library at a thread level; `*provided` gets the level
@@ -590,16 +610,16 @@ pub(crate) unsafe fn query_thread(call: &'static str, provided: *mut c_int) {
 /// Returns 0 (§9.1.2).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `provided` null or valid for a write of
+    // one int (§9.1.2), which is `init_thread`'s contract.
     unsafe { init_thread("ishmem_init_thread", requested, provided) }
 }
 
 /// The thread level the library was initialized with (§9.1.3).
 #[no_mangle]
 pub unsafe extern "C" fn ishmem_query_thread(provided: *mut c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `provided` null or valid for a write of
+    // one int (§9.1.3), which is `query_thread`'s contract.
     unsafe { query_thread("ishmem_query_thread", provided) }
 }
 

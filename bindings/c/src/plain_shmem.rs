@@ -3,8 +3,8 @@
 //! its `ishmem_` twin, passing its own name for error messages.
 
 use crate::guard;
-use ishmem_profiling::profiling_name;
 use crate::plain::{info_get_name, info_get_version, init_or_die};
+use ishmem_profiling::profiling_name;
 use ishmem_runtime::api::{self, state};
 use std::ffi::{c_char, c_int, c_long, c_void};
 
@@ -53,8 +53,8 @@ pub extern "C" fn shmem_n_pes() -> c_int {
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `major` and `minor` each null or valid for
+    // a write of one int (§9.1.7), which is `info_get_version`'s contract.
     unsafe { info_get_version("shmem_info_get_version", major, minor) }
 }
 
@@ -62,8 +62,9 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `name` null or valid for writes of
+    // SHMEM_MAX_NAME_LEN (= ISHMEM_MAX_NAME_LEN) bytes (§9.1.8), which is
+    // `info_get_name`'s contract.
     unsafe { info_get_name("shmem_info_get_name", name) }
 }
 
@@ -252,12 +253,14 @@ pub unsafe extern "C" fn shmem_team_split_strided(
     parent: shmem_team_t, start: c_int, stride: c_int, size: c_int, config: *const shmem_team_config_t,
     config_mask: c_long, new_team: *mut shmem_team_t,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        let contexts = crate::plain::config_contexts(config.cast(), config_mask);
-        crate::plain::split_strided("shmem_team_split_strided", parent, start, stride, size, contexts, new_team)
-    }
+    // SAFETY: the C caller passes `config` null or pointing to a team
+    // configuration (§9.4.6: it is read only when `config_mask` selects a
+    // field); `shmem_team_config_t` has the layout of `ishmem_team_config_t`
+    // (both `#[repr(C)]`, one c_int).
+    let contexts = unsafe { crate::plain::config_contexts(config.cast(), config_mask) };
+    // SAFETY: the C caller passes `new_team` valid for a write of one team
+    // handle (§9.4.6); `split_strided` reports a null one.
+    unsafe { crate::plain::split_strided("shmem_team_split_strided", parent, start, stride, size, contexts, new_team) }
 }
 
 /// Collective over `parent`: 2-D split (§9.4.7).
@@ -268,15 +271,19 @@ pub unsafe extern "C" fn shmem_team_split_2d(
     xaxis_team: *mut shmem_team_t, yaxis_config: *const shmem_team_config_t, yaxis_mask: c_long,
     yaxis_team: *mut shmem_team_t,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        let contexts = (
+    // SAFETY: the C caller passes each axis configuration null or pointing
+    // to a team configuration (§9.4.7: read only when its mask selects a
+    // field); `shmem_team_config_t` has the layout of `ishmem_team_config_t`.
+    let contexts = unsafe {
+        (
             crate::plain::config_contexts(xaxis_config.cast(), xaxis_mask),
             crate::plain::config_contexts(yaxis_config.cast(), yaxis_mask),
-        );
-        crate::plain::split_2d("shmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team)
-    }
+        )
+    };
+    // SAFETY: the C caller passes `xaxis_team` and `yaxis_team` each valid
+    // for a write of one team handle (§9.4.7); `split_2d` reports a null
+    // one.
+    unsafe { crate::plain::split_2d("shmem_team_split_2d", parent, xrange, contexts, xaxis_team, yaxis_team) }
 }
 
 /// Writes the team's configuration (§9.4.4).
@@ -285,8 +292,9 @@ pub unsafe extern "C" fn shmem_team_split_2d(
 pub unsafe extern "C" fn shmem_team_get_config(
     team: shmem_team_t, config_mask: c_long, config: *mut shmem_team_config_t,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `config` valid for a write of one team
+    // configuration (§9.4.4), whose first field is the c_int `num_contexts`
+    // (`#[repr(C)]`); `get_config` reports a null one.
     unsafe { crate::plain::get_config("shmem_team_get_config", team, config_mask, config as *mut c_int) }
 }
 
@@ -335,8 +343,8 @@ const _: () = {
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `provided` null or valid for a write of
+    // one int (§9.1.2), which is `init_thread`'s contract.
     unsafe { crate::plain::init_thread("shmem_init_thread", requested, provided) }
 }
 
@@ -344,8 +352,8 @@ pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_in
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `provided` null or valid for a write of
+    // one int (§9.1.3), which is `query_thread`'s contract.
     unsafe { crate::plain::query_thread("shmem_query_thread", provided) }
 }
 
@@ -423,36 +431,34 @@ const _: () = {
     assert!(SHMEM_CTX_NOSTORE == api::CTX_NOSTORE);
 };
 
+/// `ctx_create` on `team` for the routine `call`.
+///
+/// # Safety
+/// `ctx` is null (reported) or valid for a write of one `shmem_ctx_t`.
 pub(crate) unsafe fn create_ctx(
     call: &'static str, team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            if ctx.is_null() {
-                api::fatal(call, format_args!("ctx is a null pointer"))
-            }
-            match state(call).ctx_create(call, team, options) {
-                Some(h) => {
-                    *ctx = h as shmem_ctx_t;
-                    0
-                }
-                None => {
-                    *ctx = api::CTX_INVALID as shmem_ctx_t;
-                    -1
-                }
-            }
-        })
-    }
+    guard(call, || {
+        if ctx.is_null() {
+            api::fatal(call, format_args!("ctx is a null pointer"))
+        }
+        let (handle, rc) = match state(call).ctx_create(call, team, options) {
+            Some(h) => (h as shmem_ctx_t, 0),
+            None => (api::CTX_INVALID as shmem_ctx_t, -1),
+        };
+        // SAFETY: not null (checked above), so valid for a write of one
+        // shmem_ctx_t by this function's contract.
+        unsafe { *ctx = handle };
+        rc
+    })
 }
 
 /// Creates a context on the world team; 0 on success (§9.5.1).
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `ctx` valid for a write of one context
+    // handle (§9.5.1); `create_ctx` reports a null one.
     unsafe { create_ctx("shmem_ctx_create", SHMEM_TEAM_WORLD, options, ctx) }
 }
 
@@ -461,8 +467,8 @@ pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut shmem_ctx_t
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_team_create_ctx(team: shmem_team_t, options: c_long, ctx: *mut shmem_ctx_t) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: the C caller passes `ctx` valid for a write of one context
+    // handle (§9.4.8); `create_ctx` reports a null one.
     unsafe { create_ctx("shmem_team_create_ctx", team, options, ctx) }
 }
 
@@ -479,22 +485,22 @@ pub extern "C" fn shmem_ctx_destroy(ctx: shmem_ctx_t) {
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get_team(ctx: shmem_ctx_t, team: *mut shmem_team_t) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        let call = "shmem_ctx_get_team";
-        guard(call, || {
-            if team.is_null() {
-                api::fatal(call, format_args!("team is a null pointer"))
-            }
-            if ctx as usize == api::CTX_INVALID {
-                *team = api::NO_TEAM;
-                return -1;
-            }
-            *team = state(call).ctx_team_handle(call, ctx as usize);
-            0
-        })
-    }
+    let call = "shmem_ctx_get_team";
+    guard(call, || {
+        if team.is_null() {
+            api::fatal(call, format_args!("team is a null pointer"))
+        }
+        if ctx as usize == api::CTX_INVALID {
+            // SAFETY: not null (checked above); the C caller passes `team`
+            // valid for a write of one team handle (§9.5.3).
+            unsafe { *team = api::NO_TEAM };
+            return -1;
+        }
+        let handle = state(call).ctx_team_handle(call, ctx as usize);
+        // SAFETY: as above.
+        unsafe { *team = handle };
+        0
+    })
 }
 
 /// Orders the context's puts and AMOs to each PE (§9.10.1).
@@ -577,8 +583,8 @@ pub extern "C" fn shmem_barrier(PE_start: c_int, logPE_stride: c_int, PE_size: c
 #[profiling_name]
 #[no_mangle]
 pub unsafe extern "C" fn shmem_wait(ivar: *mut c_long, cmp_value: c_long) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: c_long is a plain integer type, which is all `wait_ne` needs:
+    // the runtime checks that `ivar` is a symmetric, aligned long.
     unsafe { crate::typed_impl::wait_ne("shmem_wait", ivar, cmp_value) }
 }
 

@@ -16,17 +16,21 @@ fn bytes<T>(call: &str, nelems: usize) -> usize {
 
 /// Typed `ishmemx_TYPE_put_on_queue` / `get_on_queue` (Intel SHMEM's
 /// queue-ordered RMA): `nelems` elements, returning the `cl_event`.
+///
+/// # Safety
+/// `deps` points to `num_deps` events when `num_deps > 0`; the local
+/// buffer (`src` of a put, `dest` of a get) stays valid for `nelems`
+/// elements until the event completes.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn rma_on_queue<T>(
     call: &'static str, put: bool, dest: *mut T, src: *const T, nelems: usize, pe: c_int, queue: *mut std::ffi::c_void,
     num_deps: u32, deps: *const *mut std::ffi::c_void,
 ) -> *mut std::ffi::c_void {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        let nbytes = guard(call, || bytes::<T>(call, nelems));
-        crate::plain::rma_on_queue(call, put, dest.cast(), src.cast(), nbytes, pe, queue, num_deps, deps)
-    }
+    let nbytes = guard(call, || bytes::<T>(call, nelems));
+    // SAFETY: `deps` points to `num_deps` events and the local buffer stays
+    // valid for `nbytes` bytes until the event completes (this function's
+    // contract), which is `plain::rma_on_queue`'s.
+    unsafe { crate::plain::rma_on_queue(call, put, dest.cast(), src.cast(), nbytes, pe, queue, num_deps, deps) }
 }
 
 /// A typed collective launched on a CUDA stream: `kind` is the runtime's
@@ -56,66 +60,90 @@ pub unsafe fn coll_on_stream<T>(
     crate::plain::coll_on_stream(call, c, stream)
 }
 
+/// `nelems` elements from local `src` to symmetric `dest` on `pe`.
+///
+/// # Safety
+/// `src` is valid for reads of `nelems` elements (the runtime checks
+/// `dest` in the symmetric memory).
 #[inline(always)]
 pub unsafe fn put<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            let st = state(call);
-            st.put(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-        })
-    }
+    guard(call, || {
+        let st = state(call);
+        // SAFETY: `src` is valid for reads of `nelems` elements, the byte
+        // count passed (this function's contract); the runtime checks the
+        // range of `dest`.
+        unsafe { st.put(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe) }
+    })
 }
 
+/// `nelems` elements from symmetric `src` on `pe` to local `dest`.
+///
+/// # Safety
+/// `dest` is valid for writes of `nelems` elements (the runtime checks
+/// `src` in the symmetric memory).
 #[inline(always)]
 pub unsafe fn get<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            let st = state(call);
-            st.get(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-        })
-    }
+    guard(call, || {
+        let st = state(call);
+        // SAFETY: `dest` is valid for writes of `nelems` elements, the byte
+        // count passed (this function's contract); the runtime checks the
+        // range of `src`.
+        unsafe { st.get(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe) }
+    })
 }
 
+/// [`put`], complete at the next quiet.
+///
+/// # Safety
+/// `src` is valid for reads of `nelems` elements and unchanged until the
+/// next quiet.
 #[inline(always)]
 pub unsafe fn put_nbi<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            let st = state(call);
-            st.put_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-        })
-    }
+    guard(call, || {
+        let st = state(call);
+        // SAFETY: `src` is valid for reads of `nelems` elements, the byte
+        // count passed, until the next quiet (this function's contract); the
+        // runtime checks the range of `dest`.
+        unsafe { st.put_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe) }
+    })
 }
 
+/// [`get`], complete at the next quiet.
+///
+/// # Safety
+/// `dest` is valid for writes of `nelems` elements until the next quiet.
 #[inline(always)]
 pub unsafe fn get_nbi<T>(call: &'static str, dest: *mut T, src: *const T, nelems: usize, pe: c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            let st = state(call);
-            st.get_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe)
-        })
-    }
+    guard(call, || {
+        let st = state(call);
+        // SAFETY: `dest` is valid for writes of `nelems` elements, the byte
+        // count passed, until the next quiet (this function's contract); the
+        // runtime checks the range of `src`.
+        unsafe { st.get_nbi(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), pe) }
+    })
 }
 
+/// One element to symmetric `dest` on `pe`.
+///
+/// # Safety
+/// `T` is a plain value type (the routine's C type; the runtime checks
+/// `dest`).
 #[inline(always)]
 pub unsafe fn p<T: Copy>(call: &'static str, dest: *mut T, value: T, pe: c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).p(call, dest, value, pe)) }
+    // SAFETY: T is a plain value type (this function's contract), as
+    // `State::p` asks; it checks the range of `dest`.
+    guard(call, || unsafe { state(call).p(call, dest, value, pe) })
 }
 
+/// One element from symmetric `src` on `pe`.
+///
+/// # Safety
+/// As [`p`].
 #[inline(always)]
 pub unsafe fn g<T: Copy>(call: &'static str, src: *const T, pe: c_int) -> T {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).g(call, src, pe)) }
+    // SAFETY: T is a plain value type (this function's contract), as
+    // `State::g` asks; it checks the range of `src`.
+    guard(call, || unsafe { state(call).g(call, src, pe) })
 }
 
 /// `nelems` single elements of `T`, `dst` elements apart at the
@@ -125,64 +153,74 @@ fn elements<T>(nelems: usize, dst: isize, sst: isize) -> Blocks {
     Blocks { elem: size_of::<T>(), bsize: 1, nblocks: nelems, dst, sst }
 }
 
+/// Strided put: `nelems` elements, `sst` elements apart in local `src`,
+/// to `dst` elements apart in symmetric `dest` on `pe`.
+///
+/// # Safety
+/// `src` is valid for reads of `nelems` elements `sst` elements apart
+/// (the runtime checks `dest`).
 #[inline(always)]
 pub unsafe fn iput<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
 ) {
     let shape = elements::<T>(nelems, dst, sst);
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).ibput(call, dest.cast(), src.cast(), shape, pe)) }
+    // SAFETY: `src` is valid for the strided reads `shape` describes (this
+    // function's contract), as `State::ibput` asks; it checks the extent of
+    // `dest`.
+    guard(call, || unsafe { state(call).ibput(call, dest.cast(), src.cast(), shape, pe) })
 }
 
+/// Strided get, the mirror of [`iput`].
+///
+/// # Safety
+/// `dest` is valid for writes of `nelems` elements `dst` elements apart
+/// (the runtime checks `src`).
 #[inline(always)]
 pub unsafe fn iget<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: c_int,
 ) {
     let shape = elements::<T>(nelems, dst, sst);
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).ibget(call, dest.cast(), src.cast(), shape, pe)) }
+    // SAFETY: `dest` is valid for the strided writes `shape` describes
+    // (this function's contract), as `State::ibget` asks; it checks the
+    // extent of `src`.
+    guard(call, || unsafe { state(call).ibget(call, dest.cast(), src.cast(), shape, pe) })
 }
 
+/// Block-strided put: `nblocks` blocks of `bsize` elements, `sst` elements
+/// apart in local `src`, to `dst` elements apart in symmetric `dest`.
+///
+/// # Safety
+/// `src` is valid for reads of those blocks (the runtime checks `dest`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn ibput<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int,
 ) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            state(call).ibput(
-                call,
-                dest.cast(),
-                src.cast(),
-                Blocks { elem: size_of::<T>(), bsize, nblocks, dst, sst },
-                pe,
-            )
-        })
-    }
+    guard(call, || {
+        let shape = Blocks { elem: size_of::<T>(), bsize, nblocks, dst, sst };
+        // SAFETY: `src` is valid for the block-strided reads `shape`
+        // describes (this function's contract), as `State::ibput` asks; it
+        // checks the extent of `dest`.
+        unsafe { state(call).ibput(call, dest.cast(), src.cast(), shape, pe) }
+    })
 }
 
+/// Block-strided get, the mirror of [`ibput`].
+///
+/// # Safety
+/// `dest` is valid for writes of the blocks (the runtime checks `src`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn ibget<T>(
     call: &'static str, dest: *mut T, src: *const T, dst: isize, sst: isize, bsize: usize, nblocks: usize, pe: c_int,
 ) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            state(call).ibget(
-                call,
-                dest.cast(),
-                src.cast(),
-                Blocks { elem: size_of::<T>(), bsize, nblocks, dst, sst },
-                pe,
-            )
-        })
-    }
+    guard(call, || {
+        let shape = Blocks { elem: size_of::<T>(), bsize, nblocks, dst, sst };
+        // SAFETY: `dest` is valid for the block-strided writes `shape`
+        // describes (this function's contract), as `State::ibget` asks; it
+        // checks the extent of `src`.
+        unsafe { state(call).ibget(call, dest.cast(), src.cast(), shape, pe) }
+    })
 }
 
 /// The 128-bit element of the `*128` sized routines.
@@ -204,200 +242,332 @@ pub fn zero<T: Copy>() -> T {
     from_bits(0)
 }
 
+/// A blocking or fetching AMO on symmetric `dest` at `pe`.
+///
+/// # Safety
+/// `T` is a plain 1-, 2-, 4- or 8-byte integer or floating-point type
+/// (the routine's C type; the runtime checks `dest`).
 #[inline(always)]
 pub unsafe fn amo<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int) -> T {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).amo(call, dest, op, value, cond, pe)) }
+    // SAFETY: T is a plain AMO type (this function's contract), as
+    // `State::amo` asks; it checks `dest`.
+    guard(call, || unsafe { state(call).amo(call, dest, op, value, cond, pe) })
 }
 
 /// A non-fetching AMO (set, inc, add, and, or, xor).
+///
+/// # Safety
+/// As [`amo`].
 #[inline(always)]
 pub unsafe fn post<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, pe: c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).amo_post(call, dest, op, value, pe)) }
+    // SAFETY: T is a plain AMO type (this function's contract), as
+    // `State::amo_post` asks; it checks `dest`.
+    guard(call, || unsafe { state(call).amo_post(call, dest, op, value, pe) })
 }
 
+/// Atomic fetch.
+///
+/// # Safety
+/// As [`amo`].
 #[inline(always)]
 pub unsafe fn fetch<T: Copy>(call: &'static str, source: *const T, pe: c_int) -> T {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: this function's contract is `amo`'s.
     unsafe { amo(call, source, AmoOp::Fetch, zero(), zero(), pe) }
 }
 
+/// A fetching AMO without a condition.
+///
+/// # Safety
+/// As [`amo`].
 #[inline(always)]
 pub unsafe fn op<T: Copy>(call: &'static str, dest: *const T, op: AmoOp, value: T, pe: c_int) -> T {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: this function's contract is `amo`'s.
     unsafe { amo(call, dest, op, value, zero(), pe) }
 }
 
+/// Atomic fetch-and-increment.
+///
+/// # Safety
+/// As [`amo`].
 #[inline(always)]
 pub unsafe fn inc<T: Copy>(call: &'static str, dest: *const T, pe: c_int) -> T {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: this function's contract is `amo`'s.
     unsafe { amo(call, dest, AmoOp::FetchAdd, one(), zero(), pe) }
 }
 
+/// Atomic compare-and-swap.
+///
+/// # Safety
+/// As [`amo`].
 #[inline(always)]
 pub unsafe fn compare_swap<T: Copy>(call: &'static str, dest: *const T, cond: T, value: T, pe: c_int) -> T {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: this function's contract is `amo`'s.
     unsafe { amo(call, dest, AmoOp::CompareSwap, value, cond, pe) }
 }
 
+/// A non-blocking fetching AMO: the old value reaches `fetch` by the next
+/// quiet.
+///
+/// # Safety
+/// As [`amo`]; `fetch` is valid for a write of one `T` until the next
+/// quiet.
 #[inline(always)]
 pub unsafe fn nbi<T: Copy>(call: &'static str, fetch: *mut T, dest: *const T, op: AmoOp, value: T, cond: T, pe: c_int) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).amo_nbi(call, fetch, dest, op, value, cond, pe)) }
+    // SAFETY: T is a plain AMO type and `fetch` is valid for a write of one
+    // T until the next quiet (this function's contract), as
+    // `State::amo_nbi` asks; it checks `dest`.
+    guard(call, || unsafe { state(call).amo_nbi(call, fetch, dest, op, value, cond, pe) })
 }
 
+/// `nelems` elements from local `src` to symmetric `dest` on `pe`, then
+/// the signal update at `sig_addr`.
+///
+/// # Safety
+/// `src` is valid for reads of `nelems` elements (the runtime checks
+/// `dest` and `sig_addr`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn put_signal<T>(
     call: &'static str, dest: *mut T, src: *const T, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int,
     pe: c_int,
 ) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            let st = state(call);
-            st.put_signal(call, dest.cast(), src.cast(), bytes::<T>(call, nelems), sig_addr, signal, sig_op, pe)
-        })
-    }
+    guard(call, || {
+        let st = state(call);
+        let len = bytes::<T>(call, nelems);
+        // SAFETY: `src` is valid for reads of `nelems` elements, `len` bytes
+        // (this function's contract); the runtime checks `dest` and
+        // `sig_addr`.
+        unsafe { st.put_signal(call, dest.cast(), src.cast(), len, sig_addr, signal, sig_op, pe) }
+    })
 }
 
+/// Waits until this PE's symmetric `*ivar` compares to `value` by `cmp`.
+///
+/// # Safety
+/// `T` is a plain integer type (the routine's C type; the runtime checks
+/// `ivar`).
 #[inline(always)]
 pub unsafe fn wait_until<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, cmp: c_int, value: T) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).wait_until(call, ivar, cmp, value)) }
+    // SAFETY: T is a plain integer type (this function's contract), as
+    // `State::wait_until` asks; it checks `ivar`.
+    guard(call, || unsafe { state(call).wait_until(call, ivar, cmp, value) })
 }
 
+/// Whether this PE's symmetric `*ivar` compares to `value` by `cmp`.
+///
+/// # Safety
+/// As [`wait_until`].
 #[inline(always)]
 pub unsafe fn test<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, cmp: c_int, value: T) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || c_int::from(state(call).test(call, ivar, cmp, value))) }
+    // SAFETY: T is a plain integer type (this function's contract), as
+    // `State::test` asks; it checks `ivar`.
+    guard(call, || c_int::from(unsafe { state(call).test(call, ivar, cmp, value) }))
 }
 
+/// The multi-element waits and tests (see `State::sync_many`).
+///
+/// # Safety
+/// `T` is a plain integer type; `status` (when not null), `indices` (of
+/// `SyncMode::Some`) and the comparison values of `CmpValues::Each` are
+/// valid for `nelems` elements (the runtime checks `ivars`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn many<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: CmpValues<T>,
     mode: SyncMode, blocking: bool,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).sync_many(call, ivars, nelems, status, cmp, values, mode, blocking)) }
+    // SAFETY: this function's contract is `State::sync_many`'s, which
+    // checks `ivars` and reports null `indices` or comparison values.
+    guard(call, || unsafe { state(call).sync_many(call, ivars, nelems, status, cmp, values, mode, blocking) })
 }
 
+/// Waits until every included element of `ivars` satisfies the comparison.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements (the runtime checks `ivars`).
 pub unsafe fn wait_all<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements (this function's contract), which is what `many`
+    // asks.
     unsafe {
         many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, true);
     }
 }
 
+/// Waits until some included element satisfies the comparison; returns
+/// its index.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements (the runtime checks `ivars`).
 pub unsafe fn wait_any<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements (this function's contract), which is what `many`
+    // asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, true) }
 }
 
+/// Waits until some included elements satisfy the comparison; writes
+/// their indices to `indices` and returns how many.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `indices` for writes of `nelems` elements (the runtime
+/// checks `ivars`).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn wait_some<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `indices` for `nelems` writes (this function's
+    // contract), which is what `many` asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), true) }
 }
 
+/// [`wait_all`] with one comparison value per element, in `values`.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `values` for reads of `nelems` elements (the runtime checks
+/// `ivars`).
 pub unsafe fn wait_all_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `values` for `nelems` reads (this function's
+    // contract), which is what `many` asks.
     unsafe {
         many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, true);
     }
 }
 
+/// [`wait_any`] with one comparison value per element, in `values`.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `values` for reads of `nelems` elements (the runtime checks
+/// `ivars`).
 pub unsafe fn wait_any_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `values` for `nelems` reads (this function's
+    // contract), which is what `many` asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, true) }
 }
 
+/// [`wait_some`] with one comparison value per element, in `values`.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `indices` for writes and `values` for reads of `nelems`
+/// elements (the runtime checks `ivars`).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn wait_some_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
     values: *const T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `indices` for `nelems` writes, `values` for `nelems`
+    // reads (this function's contract), which is what `many` asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), true) }
 }
 
+/// Whether every included element satisfies the comparison (1 or 0).
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements (the runtime checks `ivars`).
 pub unsafe fn test_all<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements (this function's contract), which is what `many`
+    // asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::All, false) as c_int }
 }
 
+/// The index of an included element that satisfies the comparison, or
+/// `usize::MAX`.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements (the runtime checks `ivars`).
 pub unsafe fn test_any<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements (this function's contract), which is what `many`
+    // asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Any, false) }
 }
 
+/// Writes the indices of the included elements that satisfy the
+/// comparison to `indices`; returns how many.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `indices` for writes of `nelems` elements (the runtime
+/// checks `ivars`).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn test_some<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `indices` for `nelems` writes (this function's
+    // contract), which is what `many` asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::One(value), SyncMode::Some(indices), false) }
 }
 
+/// [`test_all`] with one comparison value per element, in `values`.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `values` for reads of `nelems` elements (the runtime checks
+/// `ivars`).
 pub unsafe fn test_all_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `values` for `nelems` reads (this function's
+    // contract), which is what `many` asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::All, false) as c_int }
 }
 
+/// [`test_any`] with one comparison value per element, in `values`.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `values` for reads of `nelems` elements (the runtime checks
+/// `ivars`).
 pub unsafe fn test_any_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, status: *const c_int, cmp: c_int, values: *const T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `values` for `nelems` reads (this function's
+    // contract), which is what `many` asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Any, false) }
 }
 
+/// [`test_some`] with one comparison value per element, in `values`.
+///
+/// # Safety
+/// `T` is a plain integer type; `status` is null or valid for `nelems`
+/// elements, `indices` for writes and `values` for reads of `nelems`
+/// elements (the runtime checks `ivars`).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn test_some_vector<T: Copy + PartialOrd>(
     call: &'static str, ivars: *const T, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int,
     values: *const T,
 ) -> usize {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: T is a plain integer type, `status` is null or valid for
+    // `nelems` elements, `indices` for `nelems` writes, `values` for `nelems`
+    // reads (this function's contract), which is what `many` asks.
     unsafe { many(call, ivars, nelems, status, cmp, CmpValues::Each(values), SyncMode::Some(indices), false) }
 }
 
@@ -646,23 +816,33 @@ pub unsafe extern "C" fn longdouble_ctx_g(
     unsafe { *out = g(CALL, source, ctx_pe(CALL, ctx, pe)) }
 }
 
+/// A reduction on `team` (`op` is the operator `which` names).
+///
+/// # Safety
+/// `T` is a plain numeric type and `op` is pure (the runtime checks
+/// `dest` and `source`).
 #[inline(always)]
 pub unsafe fn reduce<T: Copy>(
     call: &'static str, team: c_int, dest: *mut T, source: *const T, nreduce: usize, which: RedOp,
     op: impl Fn(T, T) -> T,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).reduce(call, team, dest, source, nreduce, which, op)) }
+    // SAFETY: T is a plain numeric type and `op` is pure (this function's
+    // contract), as `State::reduce` asks; it checks `dest` and `source`.
+    guard(call, || unsafe { state(call).reduce(call, team, dest, source, nreduce, which, op) })
 }
 
+/// Intel SHMEM's `sum_inscan` / `sum_exscan` on `team`.
+///
+/// # Safety
+/// `T` is a plain numeric type (the runtime checks `dest` and `source`).
 #[inline(always)]
 pub unsafe fn scan<T: Arith>(
     call: &'static str, team: c_int, dest: *mut T, source: *const T, nelems: usize, exclusive: bool,
 ) -> c_int {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe { guard(call, || state(call).sum_scan(call, team, dest, source, nelems, exclusive, T::zero(), T::add)) }
+    // SAFETY: T is a plain numeric type (this function's contract), whose
+    // `Arith::add` is pure with `Arith::zero` as its identity, as
+    // `State::sum_scan` asks; it checks `dest` and `source`.
+    guard(call, || unsafe { state(call).sum_scan(call, team, dest, source, nelems, exclusive, T::zero(), T::add) })
 }
 
 #[inline(always)]
@@ -707,20 +887,24 @@ fn nelems_of(call: &str, n: c_int) -> usize {
     usize::try_from(n).unwrap_or_else(|_| fatal(call, format_args!("nreduce {n} is negative")))
 }
 
+/// Deprecated `shmem_TYPE_OP_to_all`: a reduction over an active set.
+///
+/// # Safety
+/// As [`reduce`] (the runtime checks `psync` too).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn to_all<T: Copy>(
     call: &'static str, dest: *mut T, source: *const T, nreduce: c_int, pe_start: c_int, log_stride: c_int,
     pe_size: c_int, psync: *mut std::ffi::c_long, which: RedOp, op: impl Fn(T, T) -> T,
 ) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
-    unsafe {
-        guard(call, || {
-            let st = state(call);
-            let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
-            st.reduce_in(call, &a, dest, source, nelems_of(call, nreduce), which, op);
-        })
-    }
+    guard(call, || {
+        let st = state(call);
+        let a = st.active_set(call, pe_start, log_stride, pe_size, psync.cast());
+        let n = nelems_of(call, nreduce);
+        // SAFETY: T is a plain numeric type and `op` is pure (this
+        // function's contract), as `State::reduce_in` asks; it checks `dest`
+        // and `source`.
+        unsafe { st.reduce_in(call, &a, dest, source, n, which, op) };
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -768,8 +952,10 @@ pub unsafe fn aset_alltoalls<T>(
 }
 
 /// Deprecated `shmem_TYPE_wait(ivar, value)`: waits until `*ivar != value`.
+///
+/// # Safety
+/// As [`wait_until`].
 pub unsafe fn wait_ne<T: Copy + PartialOrd>(call: &'static str, ivar: *const T, value: T) {
-    // SAFETY: the caller upholds this function's `# Safety` contract, which
-    // covers every unsafe operation below.
+    // SAFETY: this function's contract is `wait_until`'s.
     unsafe { wait_until(call, ivar, ishmem_runtime::api::CMP_NE, value) }
 }
