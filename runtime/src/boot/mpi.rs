@@ -88,15 +88,32 @@ fn node_identity() -> Vec<u8> {
     v
 }
 
-fn random_token() -> Result<u128, String> {
+/// Neither `getrandom` nor /dev/urandom gave the random bytes of the node
+/// bootstrap's secret (the error is /dev/urandom's).
+#[derive(Debug)]
+struct NoRandomBytes(io::Error);
+
+impl std::fmt::Display for NoRandomBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no random bytes for the node bootstrap's secret (getrandom, /dev/urandom: {})", self.0)
+    }
+}
+
+impl std::error::Error for NoRandomBytes {}
+
+impl From<NoRandomBytes> for InitError {
+    fn from(e: NoRandomBytes) -> Self {
+        InitError::Bootstrap(e.to_string())
+    }
+}
+
+fn random_token() -> Result<u128, NoRandomBytes> {
     let mut b = [0u8; 16];
     // SAFETY: the buffer is writable for 16 bytes.
     let n = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, 16, 0) };
     if n != 16 {
         use std::io::Read;
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut b))
-            .map_err(|e| format!("no random bytes for the node bootstrap's secret (getrandom, /dev/urandom: {e})"))?;
+        std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).map_err(NoRandomBytes)?;
     }
     Ok(u128::from_le_bytes(b))
 }
@@ -194,26 +211,49 @@ fn set_nonblocking(fd: &OwnedFd, on: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Why the node's first PE did not get every PE of its node.
+#[derive(Debug)]
+enum AcceptError {
+    /// The listening socket could not be made non-blocking.
+    Socket(io::Error),
+    /// `poll` on the listening socket failed.
+    Poll(io::Error),
+    /// `arrived` of the node's `n` PEs authenticated before the deadline
+    /// (`secs`); `refused` other connections were closed.
+    Deadline { arrived: usize, n: usize, secs: u64, refused: usize },
+}
+
+impl std::fmt::Display for AcceptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AcceptError::Socket(e) => write!(f, "bootstrap socket: {e}"),
+            AcceptError::Poll(e) => write!(f, "poll on the node's bootstrap socket: {e}"),
+            AcceptError::Deadline { arrived, n, secs, refused } => write!(
+                f,
+                "only {arrived} of the {n} PEs of this node reached its bootstrap socket within {secs} s ({refused} other connection(s) refused)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AcceptError {}
+
 /// The node's first PE: accepts connections until `n` have authenticated
 /// (same user by `SO_PEERCRED`, then the job's secret), closing every
 /// connection that fails either check or stays silent for
 /// [`AUTH_DEADLINE`], so an outsider's connection neither takes a PE's
 /// place nor fails the job. Fails after `deadline` naming how many PEs
 /// arrived.
-fn accept_node_pes(l: &OwnedFd, n: usize, token: u128, deadline: Duration) -> Result<Vec<OwnedFd>, String> {
+fn accept_node_pes(l: &OwnedFd, n: usize, token: u128, deadline: Duration) -> Result<Vec<OwnedFd>, AcceptError> {
     let start = Instant::now();
-    set_nonblocking(l, true).map_err(|e| format!("bootstrap socket: {e}"))?;
+    set_nonblocking(l, true).map_err(AcceptError::Socket)?;
     let mut pending: Vec<(OwnedFd, Instant)> = Vec::new();
     let mut good: Vec<OwnedFd> = Vec::with_capacity(n);
     let mut refused = 0usize;
     while good.len() < n {
         let now = Instant::now();
         if now.duration_since(start) > deadline {
-            return Err(format!(
-                "only {} of the {n} PEs of this node reached its bootstrap socket within {} s ({refused} other connection(s) refused)",
-                good.len(),
-                deadline.as_secs()
-            ));
+            return Err(AcceptError::Deadline { arrived: good.len(), n, secs: deadline.as_secs(), refused });
         }
         pending.retain(|(_, t)| now.duration_since(*t) < AUTH_DEADLINE);
         let mut fds: Vec<libc::pollfd> = std::iter::once(l)
@@ -227,7 +267,7 @@ fn accept_node_pes(l: &OwnedFd, n: usize, token: u128, deadline: Duration) -> Re
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(format!("poll on the node's bootstrap socket: {e}"));
+            return Err(AcceptError::Poll(e));
         }
         // Authenticate the connections that spoke (back to front, so the
         // indices stay valid while removing).
@@ -265,6 +305,37 @@ fn accept_node_pes(l: &OwnedFd, n: usize, token: u128, deadline: Duration) -> Re
         }
     }
     Ok(good)
+}
+
+/// Why the node's bootstrap server (the thread of the node's first PE)
+/// failed.
+#[derive(Debug)]
+enum NodeServerError {
+    /// Not every PE of the node connected.
+    Accept(AcceptError),
+    /// The exchange failed; `ServeError::Left` is a PE of this node that
+    /// ended during it (a socket's index is no PE number here).
+    Serve(wire::ServeError),
+}
+
+impl std::fmt::Display for NodeServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeServerError::Accept(e) => e.fmt(f),
+            NodeServerError::Serve(wire::ServeError::Left { .. }) => {
+                f.write_str("a PE of this node ended during the node-local bootstrap")
+            }
+            NodeServerError::Serve(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for NodeServerError {}
+
+impl From<NodeServerError> for InitError {
+    fn from(e: NodeServerError) -> Self {
+        InitError::Bootstrap(e.to_string())
+    }
 }
 
 /// The node-local bootstrap under `proxy` (collective over the job).
@@ -340,14 +411,11 @@ fn exchange(
                 // SAFETY: fresh zeroed mapping of ctrl_size(n_pes) bytes.
                 unsafe { Ctrl::new(r.base(), n_pes) }.initialize();
             }
-            Some(std::thread::spawn(move || -> Result<(), String> {
-                let socks = accept_node_pes(&l, n_local, token, ACCEPT_DEADLINE)?;
+            Some(std::thread::spawn(move || -> Result<(), NodeServerError> {
+                let socks = accept_node_pes(&l, n_local, token, ACCEPT_DEADLINE).map_err(NodeServerError::Accept)?;
                 drop(l);
                 // Sockets are in the order the PEs connected: no PE numbers.
-                wire::serve(&socks, &ctrl_fd, ctrl_len, |_, _| {}).map_err(|e| match e {
-                    wire::ServeError::Left { .. } => "a PE of this node ended during the node-local bootstrap".into(),
-                    e => e.to_string(),
-                })
+                wire::serve(&socks, &ctrl_fd, ctrl_len, |_, _| {}).map_err(NodeServerError::Serve)
             }))
         } else {
             None
@@ -469,7 +537,7 @@ mod tests {
         let e = accept_node_pes(&l, 2, token, Duration::from_secs(1)).unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
         assert_eq!(
-            e,
+            e.to_string(),
             "only 1 of the 2 PEs of this node reached its bootstrap socket within 1 s (1 other connection(s) refused)"
         );
     }

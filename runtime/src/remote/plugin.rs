@@ -127,29 +127,115 @@ fn trusted_owner(uid: u32) -> bool {
     uid == unsafe { libc::getuid() } || uid == 0
 }
 
+/// Why a plugin file is not trusted (see [`open_trusted`]); the text is
+/// made at the edge, by `Display`.
+#[derive(Debug)]
+pub enum Untrusted {
+    /// A symbolic link on the way is owned by `uid`, neither this user nor
+    /// root.
+    LinkOwner { link: PathBuf, uid: u32 },
+    /// A symbolic link on the way is in `dir`, which others may write and
+    /// which has no sticky bit (`mode`: its mode).
+    LinkInOpenDir { link: PathBuf, dir: PathBuf, mode: u32 },
+    /// The file could not be opened.
+    Open(std::io::Error),
+    /// The open file could not be examined.
+    Stat(std::io::Error),
+    /// The open file's real path could not be read.
+    Resolve(std::io::Error),
+    /// The file (`real`: its real path) is not a regular file.
+    NotRegular { real: PathBuf },
+    /// The file is owned by `uid`, neither this user nor root.
+    FileOwner { real: PathBuf, uid: u32 },
+    /// Others may write the file (`mode`: its mode).
+    FileWritable { real: PathBuf, mode: u32 },
+    /// A directory of the real path could not be examined.
+    DirStat { dir: PathBuf, source: std::io::Error },
+    /// A directory of the real path (`parent`: the file's own) is owned by
+    /// `uid`, neither this user nor root.
+    DirOwner { dir: PathBuf, parent: bool, uid: u32 },
+    /// Others may write a directory of the real path (`mode`: its mode):
+    /// the file's own (`parent`), or one above it without a sticky bit.
+    DirWritable { dir: PathBuf, parent: bool, mode: u32 },
+}
+
+/// Who may write a file or directory of mode `mode` that others may write.
+fn writers(mode: u32) -> &'static str {
+    if mode & 0o002 != 0 {
+        "everyone"
+    } else {
+        "its group"
+    }
+}
+
+/// How a directory of the real path is named: the plugin's own, or one
+/// above it.
+fn dir_name(parent: bool) -> &'static str {
+    if parent {
+        "its directory"
+    } else {
+        "the directory"
+    }
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Untrusted::LinkOwner { link, uid } => {
+                write!(f, "the symbolic link {} is owned by uid {uid}, not by this user or root", link.display())
+            }
+            Untrusted::LinkInOpenDir { link, dir, mode } => write!(
+                f,
+                "the symbolic link {} is in {}, which others may write (mode {:04o})",
+                link.display(),
+                dir.display(),
+                mode & 0o7777
+            ),
+            Untrusted::Open(e) => write!(f, "cannot open it: {e}"),
+            Untrusted::Stat(e) => write!(f, "cannot stat it: {e}"),
+            Untrusted::Resolve(e) => write!(f, "cannot resolve it: {e}"),
+            Untrusted::NotRegular { real } => write!(f, "the file {} is not a regular file", real.display()),
+            Untrusted::FileOwner { real, uid } => {
+                write!(f, "the file {} is owned by uid {uid}, not by this user or root", real.display())
+            }
+            Untrusted::FileWritable { real, mode } => {
+                write!(f, "the file {} is writable by {} (mode {:04o})", real.display(), writers(*mode), mode & 0o7777)
+            }
+            Untrusted::DirStat { dir, source } => write!(f, "cannot stat {}: {source}", dir.display()),
+            Untrusted::DirOwner { dir, parent, uid } => {
+                write!(f, "{} {} is owned by uid {uid}, not by this user or root", dir_name(*parent), dir.display())
+            }
+            Untrusted::DirWritable { dir, parent, mode } => write!(
+                f,
+                "{} {} is writable by {} (mode {:04o})",
+                dir_name(*parent),
+                dir.display(),
+                writers(*mode),
+                mode & 0o7777
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Untrusted {}
+
 /// Why a directory of the plugin's real path is not safe, if it is not:
 /// owned by someone else, or writable by others (`parent`: the plugin's
 /// own directory, where even a sticky bit does not help, as the test of
 /// planted plugins expects; above it, a sticky directory such as /tmp is
 /// fine, since only a directory's owner can replace it there).
-fn unsafe_dir(dir: &std::path::Path, parent: bool) -> Option<String> {
+fn unsafe_dir(dir: &std::path::Path, parent: bool) -> Option<Untrusted> {
     use std::os::unix::fs::MetadataExt;
-    let what = if parent { "its directory" } else { "the directory" };
     let m = match std::fs::metadata(dir) {
         Ok(m) => m,
-        Err(e) => return Some(format!("cannot stat {}: {e}", dir.display())),
+        Err(e) => return Some(Untrusted::DirStat { dir: dir.to_path_buf(), source: e }),
     };
     if !trusted_owner(m.uid()) {
-        return Some(format!("{what} {} is owned by uid {}, not by this user or root", dir.display(), m.uid()));
+        return Some(Untrusted::DirOwner { dir: dir.to_path_buf(), parent, uid: m.uid() });
     }
     let sticky = m.mode() & 0o1000 != 0;
     if m.mode() & 0o022 != 0 && (parent || !sticky) {
-        return Some(format!(
-            "{what} {} is writable by {} (mode {:04o})",
-            dir.display(),
-            if m.mode() & 0o002 != 0 { "everyone" } else { "its group" },
-            m.mode() & 0o7777
-        ));
+        return Some(Untrusted::DirWritable { dir: dir.to_path_buf(), parent, mode: m.mode() });
     }
     None
 }
@@ -157,7 +243,7 @@ fn unsafe_dir(dir: &std::path::Path, parent: bool) -> Option<String> {
 /// Why a symbolic link on the way to the plugin is one another user
 /// controls, if it is: owned by someone else, or in a directory others may
 /// write without a sticky bit (so they could replace it).
-fn unsafe_links(path: &std::path::Path) -> Option<String> {
+fn unsafe_links(path: &std::path::Path) -> Option<Untrusted> {
     use std::os::unix::fs::MetadataExt;
     let mut prefix = std::path::PathBuf::new();
     for c in path.components() {
@@ -167,21 +253,12 @@ fn unsafe_links(path: &std::path::Path) -> Option<String> {
             continue;
         }
         if !trusted_owner(m.uid()) {
-            return Some(format!(
-                "the symbolic link {} is owned by uid {}, not by this user or root",
-                prefix.display(),
-                m.uid()
-            ));
+            return Some(Untrusted::LinkOwner { link: prefix, uid: m.uid() });
         }
         if let Some(dir) = prefix.parent() {
             if let Ok(d) = std::fs::metadata(dir) {
                 if d.mode() & 0o022 != 0 && d.mode() & 0o1000 == 0 {
-                    return Some(format!(
-                        "the symbolic link {} is in {}, which others may write (mode {:04o})",
-                        prefix.display(),
-                        dir.display(),
-                        d.mode() & 0o7777
-                    ));
+                    return Some(Untrusted::LinkInOpenDir { dir: dir.to_path_buf(), link: prefix, mode: d.mode() });
                 }
             }
         }
@@ -199,33 +276,23 @@ fn unsafe_links(path: &std::path::Path) -> Option<String> {
 /// a directory on its real path owned by someone else or writable by
 /// others (see [`unsafe_dir`]). Anyone who could write there could make
 /// this job run their code.
-pub fn open_trusted(path: &std::path::Path) -> Result<std::fs::File, String> {
+pub fn open_trusted(path: &std::path::Path) -> Result<std::fs::File, Untrusted> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     if let Some(why) = unsafe_links(path) {
         return Err(why);
     }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| format!("cannot open it: {e}"))?;
-    let m = f.metadata().map_err(|e| format!("cannot stat it: {e}"))?;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_CLOEXEC).open(path).map_err(Untrusted::Open)?;
+    let m = f.metadata().map_err(Untrusted::Stat)?;
     use std::os::fd::AsRawFd;
-    let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
-        .map_err(|e| format!("cannot resolve it: {e}"))?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).map_err(Untrusted::Resolve)?;
     if !m.is_file() {
-        return Err(format!("the file {} is not a regular file", real.display()));
+        return Err(Untrusted::NotRegular { real });
     }
     if !trusted_owner(m.uid()) {
-        return Err(format!("the file {} is owned by uid {}, not by this user or root", real.display(), m.uid()));
+        return Err(Untrusted::FileOwner { real, uid: m.uid() });
     }
     if m.mode() & 0o022 != 0 {
-        return Err(format!(
-            "the file {} is writable by {} (mode {:04o})",
-            real.display(),
-            if m.mode() & 0o002 != 0 { "everyone" } else { "its group" },
-            m.mode() & 0o7777
-        ));
+        return Err(Untrusted::FileWritable { real, mode: m.mode() });
     }
     let mut dir = real.parent();
     let mut parent = true;

@@ -509,6 +509,33 @@ impl RemoteOps for ShmemRemote {
     }
 }
 
+/// Why the host library's references to `_end` and `__data_start` could
+/// not be pointed at the program (see [`point_end_at_program`]).
+#[derive(Debug)]
+enum PointEndError {
+    /// The loader reported no loaded objects.
+    NoObjects,
+    /// The main program has no writable load segment.
+    NoProgramData,
+    /// No loaded object contains the library's address.
+    LibraryNotLoaded,
+    /// Making a read-only page of the library writable failed.
+    Mprotect(std::io::Error),
+}
+
+impl std::fmt::Display for PointEndError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PointEndError::NoObjects => f.write_str("no loaded objects"),
+            PointEndError::NoProgramData => f.write_str("the main program has no writable load segment"),
+            PointEndError::LibraryNotLoaded => f.write_str("the loaded library is not among the loaded objects"),
+            PointEndError::Mprotect(e) => write!(f, "mprotect of the library's relocated data failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for PointEndError {}
+
 /// Open MPI's OSHMEM finds the program's globals (its "static" symmetric
 /// segments) by registering every writable anonymous or program-file
 /// mapping below `&_end`, meaning the program's `_end`. A library loaded at
@@ -534,7 +561,7 @@ impl RemoteOps for ShmemRemote {
 /// `inside` is any address inside the loaded library (one of its
 /// functions). Returns how many references were pointed, or why none could
 /// be; a library without such references is left alone.
-fn point_end_at_program(inside: usize) -> Result<usize, String> {
+fn point_end_at_program(inside: usize) -> Result<usize, PointEndError> {
     #[repr(C)]
     struct Dyn {
         tag: i64,
@@ -598,20 +625,15 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
     // SAFETY: `each` matches the callback type and only pushes to `objs`.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut objs as *mut Vec<Obj> as *mut c_void) };
     // The first object the loader reports is the main program.
-    let program = objs.first().ok_or("no loaded objects")?;
-    let data_load = program
-        .loads
-        .iter()
-        .filter(|l| l.2)
-        .max_by_key(|l| l.1)
-        .ok_or("the main program has no writable load segment")?;
+    let program = objs.first().ok_or(PointEndError::NoObjects)?;
+    let data_load = program.loads.iter().filter(|l| l.2).max_by_key(|l| l.1).ok_or(PointEndError::NoProgramData)?;
     let program_end = data_load.1;
     let program_data_start =
         if (data_load.0..data_load.1).contains(&program.relro.1) { program.relro.1 } else { data_load.0 };
     let lib = objs
         .iter()
         .find(|o| o.loads.iter().any(|l| (l.0..l.1).contains(&inside)))
-        .ok_or("the loaded library is not among the loaded objects")?;
+        .ok_or(PointEndError::LibraryNotLoaded)?;
     if lib.dynamic == 0 || RELOCS.is_empty() {
         return Ok(0);
     }
@@ -658,10 +680,7 @@ fn point_end_at_program(inside: usize) -> Result<usize, String> {
             let page_start = slot as usize & !(page - 1);
             let read_only = (lib.relro.0..lib.relro.1).contains(&(slot as usize));
             if read_only && libc::mprotect(page_start as *mut c_void, page, libc::PROT_READ | libc::PROT_WRITE) != 0 {
-                return Err(format!(
-                    "mprotect of the library's relocated data failed: {}",
-                    std::io::Error::last_os_error()
-                ));
+                return Err(PointEndError::Mprotect(std::io::Error::last_os_error()));
             }
             *slot = value;
             if read_only {
