@@ -6,12 +6,13 @@
 //! a context address PEs of the context's team (team-relative numbers); the
 //! default context is the world team's.
 //!
-//! Completion: every operation of the shared-memory transport is complete
-//! when its call returns, so a context's `quiet` has nothing of any other
-//! context to wait for; `ctx_quiet` completes exactly the context's own
-//! operations (none outstanding) and orders them (a full fence). Transports
-//! with real asynchrony (#8, #9) will keep per-context outstanding counts in
-//! the table's slot.
+//! Completion: `ctx_quiet` and `ctx_fence` are the PE's `quiet` and `fence`.
+//! Every operation of the shared-memory transport is complete when its call
+//! returns; what the proxy and the device's ring still have outstanding is
+//! counted per PE, not per context, so a context's quiet also completes the
+//! other contexts' operations, which the specification allows (it must
+//! complete at least the context's own). Per-context counts, kept in the
+//! table's slot, would let one context's quiet skip another's operations.
 
 use crate::error::fatal;
 use crate::state::State;

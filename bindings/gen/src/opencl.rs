@@ -236,10 +236,20 @@ fn funs() -> Vec<Fun> {
                 );
             }
         }
-        f(format!("ishmem_{n}_p"), "void", format!("{c} *dest, {c} value, int pe"), format!(
-            "union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof({c}), pe);"));
-        f(format!("ishmem_{n}_g"), c, format!("const {c} *source, int pe"), format!(
-            "union {{ {c} v; ulong u; }} x; x.u = ishmemi_route_g(source, sizeof({c}), pe); return x.v;"));
+        f(
+            format!("ishmem_{n}_p"),
+            "void",
+            format!("{c} *dest, {c} value, int pe"),
+            format!(
+                "union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof({c}), pe);"
+            ),
+        );
+        f(
+            format!("ishmem_{n}_g"),
+            c,
+            format!("const {c} *source, int pe"),
+            format!("union {{ {c} v; ulong u; }} x; x.u = ishmemi_route_g(source, sizeof({c}), pe); return x.v;"),
+        );
         f(
             format!("ishmem_{n}_iput"),
             "void",
