@@ -3,7 +3,8 @@
 //! (no cycles, nothing but the public surface imports the lifecycle), code
 //! outside the runtime uses only the public surface, and the concerns that have
 //! one home stay there (the environment, the proxy's C table and region
-//! ids, CPU atomics on remote memory).
+//! ids, CPU atomics on remote memory, the device library's routing), and
+//! errors are typed inside.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -274,6 +275,38 @@ fn the_device_library_routes_in_one_section() {
             assert!(!outside.contains(needle), "{name}: `{needle}` outside core.h's routing section");
         }
     }
+}
+
+#[test]
+fn errors_are_typed_inside() {
+    // Typed error enums inside the runtime, strings only at the edge (the
+    // messages `error::fatal` prints): no function returns a bare String
+    // as its error.
+    let mut all = Vec::new();
+    files(&src(), &mut all);
+    // The text between `Result<` and its closing `>`, on one line.
+    let results = |c: &str| -> Vec<String> {
+        let c: String = c.split_whitespace().collect::<Vec<_>>().join(" ");
+        c.match_indices("Result<")
+            .map(|(i, _)| {
+                let (mut depth, mut end) = (0, c.len());
+                for (k, ch) in c[i + 6..].char_indices() {
+                    depth += (ch == '<') as i32 - (ch == '>') as i32;
+                    if depth == 0 {
+                        end = i + 6 + k + 1;
+                        break;
+                    }
+                }
+                c[i..end].to_string()
+            })
+            .collect()
+    };
+    let found: Vec<String> = all
+        .iter()
+        .filter(|f| results(&code(f)).iter().any(|r| r.ends_with(", String>")))
+        .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
+        .collect();
+    assert!(found.is_empty(), "Result<_, String> in {found:?}: give the error a type");
 }
 
 #[test]
