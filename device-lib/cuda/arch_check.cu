@@ -20,6 +20,8 @@ __global__ void ishmemi_arch_check(long *dest, const long *src, size_t n, int pe
     ishmemi_wg_put_bytes(dest, src, b, pe, 0);
     ishmemi_sg_get_bytes(dest, src, b, pe, 0);
     (void)ishmemi_amo64_pe(dest, ISHMEMI_FETCH, 1, 0, pe);
+    ishmemi_route_p_double((double *)dest, ishmemi_route_g_float((const float *)src, pe), pe);
+    ishmemi_route_p_bits(dest, ishmemi_route_g_bits(src, 4, pe), 4, pe);
     ishmemi_ring_quiet();
     ishmemi_sync_team(team, ISHMEMI_SIG_SYNC);
     (void)ishmemi_broadcast_bytes(team, dest, src, b, 0);

@@ -64,16 +64,19 @@ template <typename T> static __device__ T ishmemi_stream_rop(int rop, T a, T b) 
     if (rop == ISHMEMI_ROP_SUM) return (T)(a + b);
     return (T)(a * b); /* ISHMEMI_ROP_PROD */
 }
+static_assert(sizeof(ulong) == 8, "ring values are 8 bytes");
 template <typename T> static __device__ T ishmemi_elem_get(const T *sym, int pe) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "an element of 1, 2, 4 or 8 bytes");
     union { T v; ulong u; } x;
-    x.u = ishmemi_route_g(sym, sizeof(T), pe);
+    x.u = ishmemi_route_g_bits(sym, sizeof(T), pe);
     return x.v;
 }
 template <typename T> static __device__ void ishmemi_elem_put(T *sym, T v, int pe) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "an element of 1, 2, 4 or 8 bytes");
     union { T v; ulong u; } x;
     x.u = 0;
     x.v = v;
-    ishmemi_route_p(sym, x.u, sizeof(T), pe);
+    ishmemi_route_p_bits(sym, x.u, sizeof(T), pe);
 }
 // The same with members on other nodes (ishmemi_coll_chunked): thread 0
 // moves the slice in chunks through this PE's scratch words, one bulk get

@@ -745,11 +745,45 @@ ISHMEMI_INLINE void ishmemi_iget_bytes(void *dest, long dst, const void *src, lo
     ishmemi_route_strided(0, dest, dst, src, sst, elem, nelems, pe);
 }
 
-/* p and g of a value of `size` bytes (1, 2, 4 or 8; a constant where the
- * typed routines inline this) carried as the low bits of a ulong: the
- * typed routines' one route. */
-ISHMEMI_INLINE void ishmemi_route_p(void *dest, ulong bits, uint size, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_P, dest, size, pe);
+/* p and g of type T (named N in the routines' names): the typed routines'
+ * one route, with the checks. The local access is of type T itself, so
+ * that the compiler's type-based alias analysis sees the element's own
+ * type where the routine is inlined into a kernel that reads it. */
+#define ISHMEMI_ROUTE_PG(T, N)                                                      \
+    ISHMEMI_INLINE void ishmemi_route_p_##N(T *dest, T value, int pe) {             \
+        ishmemi_check(ISHMEMI_RING_OP_P, dest, sizeof(T), pe);                      \
+        if (ishmemi_is_local(pe)) {                                                 \
+            *(T *)ishmemi_peer(dest, pe) = value;                                   \
+            return;                                                                 \
+        }                                                                           \
+        union { T v; ulong u; } x;                                                  \
+        x.u = 0;                                                                    \
+        x.v = value;                                                                \
+        ishmemi_ring_p(dest, x.u, sizeof(T), pe);                                   \
+    }                                                                               \
+    ISHMEMI_INLINE T ishmemi_route_g_##N(const T *source, int pe) {                 \
+        ishmemi_check(ISHMEMI_RING_OP_G, source, sizeof(T), pe);                    \
+        if (ishmemi_is_local(pe)) return *(const T *)ishmemi_peer(source, pe);      \
+        union { T v; ulong u; } x;                                                  \
+        x.u = ishmemi_ring_g(source, sizeof(T), pe);                                \
+        return x.v;                                                                 \
+    }
+ISHMEMI_ROUTE_PG(char, char)
+ISHMEMI_ROUTE_PG(uchar, uchar)
+ISHMEMI_ROUTE_PG(short, short)
+ISHMEMI_ROUTE_PG(ushort, ushort)
+ISHMEMI_ROUTE_PG(int, int)
+ISHMEMI_ROUTE_PG(uint, uint)
+ISHMEMI_ROUTE_PG(long, long)
+ISHMEMI_ROUTE_PG(ulong, ulong)
+ISHMEMI_ROUTE_PG(float, float)
+ISHMEMI_ROUTE_PG(double, double)
+
+/* One element of `size` bytes (1, 2, 4 or 8) as the low bits of a ulong,
+ * without the checks: for library code whose addresses the host checked
+ * (the CUDA stream kernels' reductions), which reaches these elements
+ * through no other type. */
+ISHMEMI_INLINE void ishmemi_route_p_bits(void *dest, ulong bits, uint size, int pe) {
     if (!ishmemi_is_local(pe)) {
         ishmemi_ring_p(dest, bits, size, pe);
         return;
@@ -764,8 +798,7 @@ ISHMEMI_INLINE void ishmemi_route_p(void *dest, ulong bits, uint size, int pe) {
     else
         *(ulong *)d = bits;
 }
-ISHMEMI_INLINE ulong ishmemi_route_g(const void *src, uint size, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_G, src, size, pe);
+ISHMEMI_INLINE ulong ishmemi_route_g_bits(const void *src, uint size, int pe) {
     if (!ishmemi_is_local(pe)) return ishmemi_ring_g(src, size, pe);
     const char *s = ishmemi_peer(src, pe);
     if (size == 1) return *(const uchar *)s;

@@ -16,8 +16,8 @@ ISHMEMI_API void ishmemx_float_put_nbi_work_group(float *dest, const float *sour
 ISHMEMI_API void ishmemx_float_put_nbi_sub_group(float *dest, const float *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 ISHMEMI_API void ishmemx_float_get_nbi_work_group(float *dest, const float *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
 ISHMEMI_API void ishmemx_float_get_nbi_sub_group(float *dest, const float *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(float), pe, 1); }
-ISHMEMI_API void ishmem_float_p(float *dest, float value, int pe) { union { float v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(float), pe); }
-ISHMEMI_API float ishmem_float_g(const float *source, int pe) { union { float v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(float), pe); return x.v; }
+ISHMEMI_API void ishmem_float_p(float *dest, float value, int pe) { ishmemi_route_p_float(dest, value, pe); }
+ISHMEMI_API float ishmem_float_g(const float *source, int pe) { return ishmemi_route_g_float(source, pe); }
 ISHMEMI_API void ishmem_float_iput(float *dest, const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 ISHMEMI_API void ishmem_float_iget(float *dest, const float *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(float), nelems, pe); }
 ISHMEMI_API void ishmemx_float_ibput(float *dest, const float *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(float), bsize, pe); }
@@ -60,8 +60,8 @@ ISHMEMI_API void ishmemx_double_put_nbi_work_group(double *dest, const double *s
 ISHMEMI_API void ishmemx_double_put_nbi_sub_group(double *dest, const double *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 ISHMEMI_API void ishmemx_double_get_nbi_work_group(double *dest, const double *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
 ISHMEMI_API void ishmemx_double_get_nbi_sub_group(double *dest, const double *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(double), pe, 1); }
-ISHMEMI_API void ishmem_double_p(double *dest, double value, int pe) { union { double v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(double), pe); }
-ISHMEMI_API double ishmem_double_g(const double *source, int pe) { union { double v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(double), pe); return x.v; }
+ISHMEMI_API void ishmem_double_p(double *dest, double value, int pe) { ishmemi_route_p_double(dest, value, pe); }
+ISHMEMI_API double ishmem_double_g(const double *source, int pe) { return ishmemi_route_g_double(source, pe); }
 ISHMEMI_API void ishmem_double_iput(double *dest, const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 ISHMEMI_API void ishmem_double_iget(double *dest, const double *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(double), nelems, pe); }
 ISHMEMI_API void ishmemx_double_ibput(double *dest, const double *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(double), bsize, pe); }
@@ -104,8 +104,8 @@ ISHMEMI_API void ishmemx_char_put_nbi_work_group(char *dest, const char *source,
 ISHMEMI_API void ishmemx_char_put_nbi_sub_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 ISHMEMI_API void ishmemx_char_get_nbi_work_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 ISHMEMI_API void ishmemx_char_get_nbi_sub_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
-ISHMEMI_API void ishmem_char_p(char *dest, char value, int pe) { union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(char), pe); }
-ISHMEMI_API char ishmem_char_g(const char *source, int pe) { union { char v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(char), pe); return x.v; }
+ISHMEMI_API void ishmem_char_p(char *dest, char value, int pe) { ishmemi_route_p_char(dest, value, pe); }
+ISHMEMI_API char ishmem_char_g(const char *source, int pe) { return ishmemi_route_g_char(source, pe); }
 ISHMEMI_API void ishmem_char_iput(char *dest, const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 ISHMEMI_API void ishmem_char_iget(char *dest, const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 ISHMEMI_API void ishmemx_char_ibput(char *dest, const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
@@ -149,8 +149,8 @@ ISHMEMI_API void ishmemx_schar_put_nbi_work_group(char *dest, const char *source
 ISHMEMI_API void ishmemx_schar_put_nbi_sub_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 ISHMEMI_API void ishmemx_schar_get_nbi_work_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 ISHMEMI_API void ishmemx_schar_get_nbi_sub_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
-ISHMEMI_API void ishmem_schar_p(char *dest, char value, int pe) { union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(char), pe); }
-ISHMEMI_API char ishmem_schar_g(const char *source, int pe) { union { char v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(char), pe); return x.v; }
+ISHMEMI_API void ishmem_schar_p(char *dest, char value, int pe) { ishmemi_route_p_char(dest, value, pe); }
+ISHMEMI_API char ishmem_schar_g(const char *source, int pe) { return ishmemi_route_g_char(source, pe); }
 ISHMEMI_API void ishmem_schar_iput(char *dest, const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 ISHMEMI_API void ishmem_schar_iget(char *dest, const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 ISHMEMI_API void ishmemx_schar_ibput(char *dest, const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
@@ -213,8 +213,8 @@ ISHMEMI_API void ishmemx_short_put_nbi_work_group(short *dest, const short *sour
 ISHMEMI_API void ishmemx_short_put_nbi_sub_group(short *dest, const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 ISHMEMI_API void ishmemx_short_get_nbi_work_group(short *dest, const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 ISHMEMI_API void ishmemx_short_get_nbi_sub_group(short *dest, const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
-ISHMEMI_API void ishmem_short_p(short *dest, short value, int pe) { union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(short), pe); }
-ISHMEMI_API short ishmem_short_g(const short *source, int pe) { union { short v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(short), pe); return x.v; }
+ISHMEMI_API void ishmem_short_p(short *dest, short value, int pe) { ishmemi_route_p_short(dest, value, pe); }
+ISHMEMI_API short ishmem_short_g(const short *source, int pe) { return ishmemi_route_g_short(source, pe); }
 ISHMEMI_API void ishmem_short_iput(short *dest, const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 ISHMEMI_API void ishmem_short_iget(short *dest, const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 ISHMEMI_API void ishmemx_short_ibput(short *dest, const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
@@ -258,8 +258,8 @@ ISHMEMI_API void ishmemx_int_put_nbi_work_group(int *dest, const int *source, si
 ISHMEMI_API void ishmemx_int_put_nbi_sub_group(int *dest, const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 ISHMEMI_API void ishmemx_int_get_nbi_work_group(int *dest, const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 ISHMEMI_API void ishmemx_int_get_nbi_sub_group(int *dest, const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
-ISHMEMI_API void ishmem_int_p(int *dest, int value, int pe) { union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(int), pe); }
-ISHMEMI_API int ishmem_int_g(const int *source, int pe) { union { int v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(int), pe); return x.v; }
+ISHMEMI_API void ishmem_int_p(int *dest, int value, int pe) { ishmemi_route_p_int(dest, value, pe); }
+ISHMEMI_API int ishmem_int_g(const int *source, int pe) { return ishmemi_route_g_int(source, pe); }
 ISHMEMI_API void ishmem_int_iput(int *dest, const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 ISHMEMI_API void ishmem_int_iget(int *dest, const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 ISHMEMI_API void ishmemx_int_ibput(int *dest, const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
@@ -318,8 +318,8 @@ ISHMEMI_API void ishmemx_long_put_nbi_work_group(long *dest, const long *source,
 ISHMEMI_API void ishmemx_long_put_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_long_get_nbi_work_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_long_get_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-ISHMEMI_API void ishmem_long_p(long *dest, long value, int pe) { union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(long), pe); }
-ISHMEMI_API long ishmem_long_g(const long *source, int pe) { union { long v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(long), pe); return x.v; }
+ISHMEMI_API void ishmem_long_p(long *dest, long value, int pe) { ishmemi_route_p_long(dest, value, pe); }
+ISHMEMI_API long ishmem_long_g(const long *source, int pe) { return ishmemi_route_g_long(source, pe); }
 ISHMEMI_API void ishmem_long_iput(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmem_long_iget(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmemx_long_ibput(long *dest, const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
@@ -378,8 +378,8 @@ ISHMEMI_API void ishmemx_longlong_put_nbi_work_group(long *dest, const long *sou
 ISHMEMI_API void ishmemx_longlong_put_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_longlong_get_nbi_work_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_longlong_get_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-ISHMEMI_API void ishmem_longlong_p(long *dest, long value, int pe) { union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(long), pe); }
-ISHMEMI_API long ishmem_longlong_g(const long *source, int pe) { union { long v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(long), pe); return x.v; }
+ISHMEMI_API void ishmem_longlong_p(long *dest, long value, int pe) { ishmemi_route_p_long(dest, value, pe); }
+ISHMEMI_API long ishmem_longlong_g(const long *source, int pe) { return ishmemi_route_g_long(source, pe); }
 ISHMEMI_API void ishmem_longlong_iput(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmem_longlong_iget(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmemx_longlong_ibput(long *dest, const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
@@ -438,8 +438,8 @@ ISHMEMI_API void ishmemx_uchar_put_nbi_work_group(uchar *dest, const uchar *sour
 ISHMEMI_API void ishmemx_uchar_put_nbi_sub_group(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 ISHMEMI_API void ishmemx_uchar_get_nbi_work_group(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 ISHMEMI_API void ishmemx_uchar_get_nbi_sub_group(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
-ISHMEMI_API void ishmem_uchar_p(uchar *dest, uchar value, int pe) { union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(uchar), pe); }
-ISHMEMI_API uchar ishmem_uchar_g(const uchar *source, int pe) { union { uchar v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(uchar), pe); return x.v; }
+ISHMEMI_API void ishmem_uchar_p(uchar *dest, uchar value, int pe) { ishmemi_route_p_uchar(dest, value, pe); }
+ISHMEMI_API uchar ishmem_uchar_g(const uchar *source, int pe) { return ishmemi_route_g_uchar(source, pe); }
 ISHMEMI_API void ishmem_uchar_iput(uchar *dest, const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 ISHMEMI_API void ishmem_uchar_iget(uchar *dest, const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 ISHMEMI_API void ishmemx_uchar_ibput(uchar *dest, const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
@@ -483,8 +483,8 @@ ISHMEMI_API void ishmemx_ushort_put_nbi_work_group(ushort *dest, const ushort *s
 ISHMEMI_API void ishmemx_ushort_put_nbi_sub_group(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 ISHMEMI_API void ishmemx_ushort_get_nbi_work_group(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 ISHMEMI_API void ishmemx_ushort_get_nbi_sub_group(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
-ISHMEMI_API void ishmem_ushort_p(ushort *dest, ushort value, int pe) { union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(ushort), pe); }
-ISHMEMI_API ushort ishmem_ushort_g(const ushort *source, int pe) { union { ushort v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(ushort), pe); return x.v; }
+ISHMEMI_API void ishmem_ushort_p(ushort *dest, ushort value, int pe) { ishmemi_route_p_ushort(dest, value, pe); }
+ISHMEMI_API ushort ishmem_ushort_g(const ushort *source, int pe) { return ishmemi_route_g_ushort(source, pe); }
 ISHMEMI_API void ishmem_ushort_iput(ushort *dest, const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 ISHMEMI_API void ishmem_ushort_iget(ushort *dest, const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 ISHMEMI_API void ishmemx_ushort_ibput(ushort *dest, const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
@@ -528,8 +528,8 @@ ISHMEMI_API void ishmemx_uint_put_nbi_work_group(uint *dest, const uint *source,
 ISHMEMI_API void ishmemx_uint_put_nbi_sub_group(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 ISHMEMI_API void ishmemx_uint_get_nbi_work_group(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 ISHMEMI_API void ishmemx_uint_get_nbi_sub_group(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
-ISHMEMI_API void ishmem_uint_p(uint *dest, uint value, int pe) { union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(uint), pe); }
-ISHMEMI_API uint ishmem_uint_g(const uint *source, int pe) { union { uint v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(uint), pe); return x.v; }
+ISHMEMI_API void ishmem_uint_p(uint *dest, uint value, int pe) { ishmemi_route_p_uint(dest, value, pe); }
+ISHMEMI_API uint ishmem_uint_g(const uint *source, int pe) { return ishmemi_route_g_uint(source, pe); }
 ISHMEMI_API void ishmem_uint_iput(uint *dest, const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 ISHMEMI_API void ishmem_uint_iget(uint *dest, const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 ISHMEMI_API void ishmemx_uint_ibput(uint *dest, const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
@@ -594,8 +594,8 @@ ISHMEMI_API void ishmemx_ulong_put_nbi_work_group(ulong *dest, const ulong *sour
 ISHMEMI_API void ishmemx_ulong_put_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_ulong_get_nbi_work_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_ulong_get_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-ISHMEMI_API void ishmem_ulong_p(ulong *dest, ulong value, int pe) { union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(ulong), pe); }
-ISHMEMI_API ulong ishmem_ulong_g(const ulong *source, int pe) { union { ulong v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(ulong), pe); return x.v; }
+ISHMEMI_API void ishmem_ulong_p(ulong *dest, ulong value, int pe) { ishmemi_route_p_ulong(dest, value, pe); }
+ISHMEMI_API ulong ishmem_ulong_g(const ulong *source, int pe) { return ishmemi_route_g_ulong(source, pe); }
 ISHMEMI_API void ishmem_ulong_iput(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmem_ulong_iget(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmemx_ulong_ibput(ulong *dest, const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -660,8 +660,8 @@ ISHMEMI_API void ishmemx_ulonglong_put_nbi_work_group(ulong *dest, const ulong *
 ISHMEMI_API void ishmemx_ulonglong_put_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_ulonglong_get_nbi_work_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_ulonglong_get_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-ISHMEMI_API void ishmem_ulonglong_p(ulong *dest, ulong value, int pe) { union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(ulong), pe); }
-ISHMEMI_API ulong ishmem_ulonglong_g(const ulong *source, int pe) { union { ulong v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(ulong), pe); return x.v; }
+ISHMEMI_API void ishmem_ulonglong_p(ulong *dest, ulong value, int pe) { ishmemi_route_p_ulong(dest, value, pe); }
+ISHMEMI_API ulong ishmem_ulonglong_g(const ulong *source, int pe) { return ishmemi_route_g_ulong(source, pe); }
 ISHMEMI_API void ishmem_ulonglong_iput(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmem_ulonglong_iget(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmemx_ulonglong_ibput(ulong *dest, const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -726,8 +726,8 @@ ISHMEMI_API void ishmemx_int8_put_nbi_work_group(char *dest, const char *source,
 ISHMEMI_API void ishmemx_int8_put_nbi_sub_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 ISHMEMI_API void ishmemx_int8_get_nbi_work_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
 ISHMEMI_API void ishmemx_int8_get_nbi_sub_group(char *dest, const char *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(char), pe, 1); }
-ISHMEMI_API void ishmem_int8_p(char *dest, char value, int pe) { union { char v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(char), pe); }
-ISHMEMI_API char ishmem_int8_g(const char *source, int pe) { union { char v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(char), pe); return x.v; }
+ISHMEMI_API void ishmem_int8_p(char *dest, char value, int pe) { ishmemi_route_p_char(dest, value, pe); }
+ISHMEMI_API char ishmem_int8_g(const char *source, int pe) { return ishmemi_route_g_char(source, pe); }
 ISHMEMI_API void ishmem_int8_iput(char *dest, const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 ISHMEMI_API void ishmem_int8_iget(char *dest, const char *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(char), nelems, pe); }
 ISHMEMI_API void ishmemx_int8_ibput(char *dest, const char *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(char), bsize, pe); }
@@ -771,8 +771,8 @@ ISHMEMI_API void ishmemx_int16_put_nbi_work_group(short *dest, const short *sour
 ISHMEMI_API void ishmemx_int16_put_nbi_sub_group(short *dest, const short *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 ISHMEMI_API void ishmemx_int16_get_nbi_work_group(short *dest, const short *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
 ISHMEMI_API void ishmemx_int16_get_nbi_sub_group(short *dest, const short *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(short), pe, 1); }
-ISHMEMI_API void ishmem_int16_p(short *dest, short value, int pe) { union { short v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(short), pe); }
-ISHMEMI_API short ishmem_int16_g(const short *source, int pe) { union { short v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(short), pe); return x.v; }
+ISHMEMI_API void ishmem_int16_p(short *dest, short value, int pe) { ishmemi_route_p_short(dest, value, pe); }
+ISHMEMI_API short ishmem_int16_g(const short *source, int pe) { return ishmemi_route_g_short(source, pe); }
 ISHMEMI_API void ishmem_int16_iput(short *dest, const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 ISHMEMI_API void ishmem_int16_iget(short *dest, const short *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(short), nelems, pe); }
 ISHMEMI_API void ishmemx_int16_ibput(short *dest, const short *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(short), bsize, pe); }
@@ -816,8 +816,8 @@ ISHMEMI_API void ishmemx_int32_put_nbi_work_group(int *dest, const int *source, 
 ISHMEMI_API void ishmemx_int32_put_nbi_sub_group(int *dest, const int *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 ISHMEMI_API void ishmemx_int32_get_nbi_work_group(int *dest, const int *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
 ISHMEMI_API void ishmemx_int32_get_nbi_sub_group(int *dest, const int *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(int), pe, 1); }
-ISHMEMI_API void ishmem_int32_p(int *dest, int value, int pe) { union { int v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(int), pe); }
-ISHMEMI_API int ishmem_int32_g(const int *source, int pe) { union { int v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(int), pe); return x.v; }
+ISHMEMI_API void ishmem_int32_p(int *dest, int value, int pe) { ishmemi_route_p_int(dest, value, pe); }
+ISHMEMI_API int ishmem_int32_g(const int *source, int pe) { return ishmemi_route_g_int(source, pe); }
 ISHMEMI_API void ishmem_int32_iput(int *dest, const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 ISHMEMI_API void ishmem_int32_iget(int *dest, const int *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(int), nelems, pe); }
 ISHMEMI_API void ishmemx_int32_ibput(int *dest, const int *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(int), bsize, pe); }
@@ -882,8 +882,8 @@ ISHMEMI_API void ishmemx_int64_put_nbi_work_group(long *dest, const long *source
 ISHMEMI_API void ishmemx_int64_put_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_int64_get_nbi_work_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_int64_get_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-ISHMEMI_API void ishmem_int64_p(long *dest, long value, int pe) { union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(long), pe); }
-ISHMEMI_API long ishmem_int64_g(const long *source, int pe) { union { long v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(long), pe); return x.v; }
+ISHMEMI_API void ishmem_int64_p(long *dest, long value, int pe) { ishmemi_route_p_long(dest, value, pe); }
+ISHMEMI_API long ishmem_int64_g(const long *source, int pe) { return ishmemi_route_g_long(source, pe); }
 ISHMEMI_API void ishmem_int64_iput(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmem_int64_iget(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmemx_int64_ibput(long *dest, const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }
@@ -948,8 +948,8 @@ ISHMEMI_API void ishmemx_uint8_put_nbi_work_group(uchar *dest, const uchar *sour
 ISHMEMI_API void ishmemx_uint8_put_nbi_sub_group(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 ISHMEMI_API void ishmemx_uint8_get_nbi_work_group(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
 ISHMEMI_API void ishmemx_uint8_get_nbi_sub_group(uchar *dest, const uchar *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uchar), pe, 1); }
-ISHMEMI_API void ishmem_uint8_p(uchar *dest, uchar value, int pe) { union { uchar v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(uchar), pe); }
-ISHMEMI_API uchar ishmem_uint8_g(const uchar *source, int pe) { union { uchar v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(uchar), pe); return x.v; }
+ISHMEMI_API void ishmem_uint8_p(uchar *dest, uchar value, int pe) { ishmemi_route_p_uchar(dest, value, pe); }
+ISHMEMI_API uchar ishmem_uint8_g(const uchar *source, int pe) { return ishmemi_route_g_uchar(source, pe); }
 ISHMEMI_API void ishmem_uint8_iput(uchar *dest, const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 ISHMEMI_API void ishmem_uint8_iget(uchar *dest, const uchar *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uchar), nelems, pe); }
 ISHMEMI_API void ishmemx_uint8_ibput(uchar *dest, const uchar *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uchar), bsize, pe); }
@@ -993,8 +993,8 @@ ISHMEMI_API void ishmemx_uint16_put_nbi_work_group(ushort *dest, const ushort *s
 ISHMEMI_API void ishmemx_uint16_put_nbi_sub_group(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 ISHMEMI_API void ishmemx_uint16_get_nbi_work_group(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
 ISHMEMI_API void ishmemx_uint16_get_nbi_sub_group(ushort *dest, const ushort *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ushort), pe, 1); }
-ISHMEMI_API void ishmem_uint16_p(ushort *dest, ushort value, int pe) { union { ushort v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(ushort), pe); }
-ISHMEMI_API ushort ishmem_uint16_g(const ushort *source, int pe) { union { ushort v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(ushort), pe); return x.v; }
+ISHMEMI_API void ishmem_uint16_p(ushort *dest, ushort value, int pe) { ishmemi_route_p_ushort(dest, value, pe); }
+ISHMEMI_API ushort ishmem_uint16_g(const ushort *source, int pe) { return ishmemi_route_g_ushort(source, pe); }
 ISHMEMI_API void ishmem_uint16_iput(ushort *dest, const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 ISHMEMI_API void ishmem_uint16_iget(ushort *dest, const ushort *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ushort), nelems, pe); }
 ISHMEMI_API void ishmemx_uint16_ibput(ushort *dest, const ushort *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ushort), bsize, pe); }
@@ -1038,8 +1038,8 @@ ISHMEMI_API void ishmemx_uint32_put_nbi_work_group(uint *dest, const uint *sourc
 ISHMEMI_API void ishmemx_uint32_put_nbi_sub_group(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 ISHMEMI_API void ishmemx_uint32_get_nbi_work_group(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
 ISHMEMI_API void ishmemx_uint32_get_nbi_sub_group(uint *dest, const uint *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(uint), pe, 1); }
-ISHMEMI_API void ishmem_uint32_p(uint *dest, uint value, int pe) { union { uint v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(uint), pe); }
-ISHMEMI_API uint ishmem_uint32_g(const uint *source, int pe) { union { uint v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(uint), pe); return x.v; }
+ISHMEMI_API void ishmem_uint32_p(uint *dest, uint value, int pe) { ishmemi_route_p_uint(dest, value, pe); }
+ISHMEMI_API uint ishmem_uint32_g(const uint *source, int pe) { return ishmemi_route_g_uint(source, pe); }
 ISHMEMI_API void ishmem_uint32_iput(uint *dest, const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 ISHMEMI_API void ishmem_uint32_iget(uint *dest, const uint *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(uint), nelems, pe); }
 ISHMEMI_API void ishmemx_uint32_ibput(uint *dest, const uint *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(uint), bsize, pe); }
@@ -1104,8 +1104,8 @@ ISHMEMI_API void ishmemx_uint64_put_nbi_work_group(ulong *dest, const ulong *sou
 ISHMEMI_API void ishmemx_uint64_put_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_uint64_get_nbi_work_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_uint64_get_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-ISHMEMI_API void ishmem_uint64_p(ulong *dest, ulong value, int pe) { union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(ulong), pe); }
-ISHMEMI_API ulong ishmem_uint64_g(const ulong *source, int pe) { union { ulong v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(ulong), pe); return x.v; }
+ISHMEMI_API void ishmem_uint64_p(ulong *dest, ulong value, int pe) { ishmemi_route_p_ulong(dest, value, pe); }
+ISHMEMI_API ulong ishmem_uint64_g(const ulong *source, int pe) { return ishmemi_route_g_ulong(source, pe); }
 ISHMEMI_API void ishmem_uint64_iput(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmem_uint64_iget(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmemx_uint64_ibput(ulong *dest, const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -1170,8 +1170,8 @@ ISHMEMI_API void ishmemx_size_put_nbi_work_group(ulong *dest, const ulong *sourc
 ISHMEMI_API void ishmemx_size_put_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_size_get_nbi_work_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
 ISHMEMI_API void ishmemx_size_get_nbi_sub_group(ulong *dest, const ulong *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(ulong), pe, 1); }
-ISHMEMI_API void ishmem_size_p(ulong *dest, ulong value, int pe) { union { ulong v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(ulong), pe); }
-ISHMEMI_API ulong ishmem_size_g(const ulong *source, int pe) { union { ulong v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(ulong), pe); return x.v; }
+ISHMEMI_API void ishmem_size_p(ulong *dest, ulong value, int pe) { ishmemi_route_p_ulong(dest, value, pe); }
+ISHMEMI_API ulong ishmem_size_g(const ulong *source, int pe) { return ishmemi_route_g_ulong(source, pe); }
 ISHMEMI_API void ishmem_size_iput(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmem_size_iget(ulong *dest, const ulong *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(ulong), nelems, pe); }
 ISHMEMI_API void ishmemx_size_ibput(ulong *dest, const ulong *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(ulong), bsize, pe); }
@@ -1230,8 +1230,8 @@ ISHMEMI_API void ishmemx_ptrdiff_put_nbi_work_group(long *dest, const long *sour
 ISHMEMI_API void ishmemx_ptrdiff_put_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_put_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_ptrdiff_get_nbi_work_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_wg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
 ISHMEMI_API void ishmemx_ptrdiff_get_nbi_sub_group(long *dest, const long *source, size_t nelems, int pe) { ishmemi_sg_get_bytes(dest, source, nelems * sizeof(long), pe, 1); }
-ISHMEMI_API void ishmem_ptrdiff_p(long *dest, long value, int pe) { union { long v; ulong u; } x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof(long), pe); }
-ISHMEMI_API long ishmem_ptrdiff_g(const long *source, int pe) { union { long v; ulong u; } x; x.u = ishmemi_route_g(source, sizeof(long), pe); return x.v; }
+ISHMEMI_API void ishmem_ptrdiff_p(long *dest, long value, int pe) { ishmemi_route_p_long(dest, value, pe); }
+ISHMEMI_API long ishmem_ptrdiff_g(const long *source, int pe) { return ishmemi_route_g_long(source, pe); }
 ISHMEMI_API void ishmem_ptrdiff_iput(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iput_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmem_ptrdiff_iget(long *dest, const long *source, long dst, long sst, size_t nelems, int pe) { ishmemi_iget_bytes(dest, dst, source, sst, sizeof(long), nelems, pe); }
 ISHMEMI_API void ishmemx_ptrdiff_ibput(long *dest, const long *source, long dst, long sst, size_t bsize, size_t nblocks, int pe) { for (size_t b = 0; b < nblocks; b++) ishmemi_iput_bytes(dest + (long)b * dst, 1, source + (long)b * sst, 1, sizeof(long), bsize, pe); }

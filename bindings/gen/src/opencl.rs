@@ -240,15 +240,13 @@ fn funs() -> Vec<Fun> {
             format!("ishmem_{n}_p"),
             "void",
             format!("{c} *dest, {c} value, int pe"),
-            format!(
-                "union {{ {c} v; ulong u; }} x; x.u = 0; x.v = value; ishmemi_route_p(dest, x.u, sizeof({c}), pe);"
-            ),
+            format!("ishmemi_route_p_{c}(dest, value, pe);"),
         );
         f(
             format!("ishmem_{n}_g"),
             c,
             format!("const {c} *source, int pe"),
-            format!("union {{ {c} v; ulong u; }} x; x.u = ishmemi_route_g(source, sizeof({c}), pe); return x.v;"),
+            format!("return ishmemi_route_g_{c}(source, pe);"),
         );
         f(
             format!("ishmem_{n}_iput"),
