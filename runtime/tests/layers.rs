@@ -263,15 +263,33 @@ fn the_device_library_routes_in_one_section() {
             let (b, e) = (text.find(begin), text.find(end));
             assert!(b.is_some() && e > b, "core.h lost its routing section markers");
             let (b, e) = (b.unwrap(), e.unwrap());
-            // The peer tables' definition (before the section) may name it.
-            let before = c_code(&text[..b]);
-            let peer_local_defs = before.matches("ISHMEMI_PEER_LOCAL(").count();
-            assert!(peer_local_defs <= 2, "core.h reads ISHMEMI_PEER_LOCAL before its routing section");
-            before.replace("ISHMEMI_PEER_LOCAL(", "") + &c_code(&text[e..])
+            // The peer tables' definitions (the #define of
+            // ISHMEMI_PEER_LOCAL and its continuation lines, before the
+            // section) name the tables; nothing else before it may.
+            let mut before = String::new();
+            let mut in_def = false;
+            for line in c_code(&text[..b]).lines() {
+                in_def = in_def || line.trim_start().starts_with("#define ISHMEMI_PEER_LOCAL");
+                if !in_def {
+                    before.push_str(line);
+                    before.push('\n');
+                }
+                in_def = in_def && line.trim_end().ends_with('\\');
+            }
+            before + &c_code(&text[e..])
         } else {
             c_code(&text)
         };
-        for needle in ["ishmemi_is_local(", "ISHMEMI_PEER_LOCAL("] {
+        // The tables' declarations (`__constant__`) aside, whitespace out,
+        // so that `ishmemi_is_local (pe)` is found too.
+        let outside: String = outside
+            .lines()
+            .filter(|l| !l.contains("__constant__"))
+            .flat_map(|l| l.chars().filter(|c| !c.is_whitespace()))
+            .collect();
+        // The decision, its macro, and the tables behind them (the CUDA
+        // copies in constant memory, the state's table).
+        for needle in ["ishmemi_is_local(", "ISHMEMI_PEER_LOCAL(", "ishmemi_cpeer_local[", "peer_is_local)["] {
             assert!(!outside.contains(needle), "{name}: `{needle}` outside core.h's routing section");
         }
     }
@@ -284,9 +302,10 @@ fn errors_are_typed_inside() {
     // as its error.
     let mut all = Vec::new();
     files(&src(), &mut all);
-    // The text between `Result<` and its closing `>`, on one line.
+    // The text between `Result<` and its closing `>`, without whitespace
+    // (and with `->` out of the way of the bracket count).
     let results = |c: &str| -> Vec<String> {
-        let c: String = c.split_whitespace().collect::<Vec<_>>().join(" ");
+        let c: String = c.replace("->", "").chars().filter(|ch| !ch.is_whitespace()).collect();
         c.match_indices("Result<")
             .map(|(i, _)| {
                 let (mut depth, mut end) = (0, c.len());
@@ -301,9 +320,11 @@ fn errors_are_typed_inside() {
             })
             .collect()
     };
+    let stringly =
+        |r: &String| [",String>", ",std::string::String>", ",&str>", ",&'staticstr>"].iter().any(|e| r.ends_with(e));
     let found: Vec<String> = all
         .iter()
-        .filter(|f| results(&code(f)).iter().any(|r| r.ends_with(", String>")))
+        .filter(|f| results(&code(f)).iter().any(stringly))
         .map(|f| f.strip_prefix(src()).unwrap().display().to_string())
         .collect();
     assert!(found.is_empty(), "Result<_, String> in {found:?}: give the error a type");
