@@ -561,23 +561,45 @@ fn sync_wait(st: &State) -> Option<Option<SyncWait>> {
     Some(None)
 }
 
+/// The latest lasting device wait a PE's ring records (its wait words:
+/// `what` packs the code in bits 0-7, the element kind or a team sync's
+/// round in 8-15, the comparison or a team sync's slot in 16-23;
+/// `device::WAIT_CODES`).
+struct RecordedWait {
+    code: u32,
+    elem: u32,
+    cmp: i32,
+    addr: u64,
+    value: u64,
+}
+
+impl RecordedWait {
+    fn read(ring: &crate::ring::Ring) -> RecordedWait {
+        let what = ring.wait_what.load(Ordering::Relaxed);
+        RecordedWait {
+            code: (what & 0xff) as u32,
+            elem: ((what >> 8) & 0xff) as u32,
+            cmp: ((what >> 16) & 0xff) as i32,
+            addr: ring.wait_addr.load(Ordering::Relaxed),
+            value: ring.wait_value.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// The recorded device waits' [`Awaits`]: one work-item waits, in a team
 /// sync through the control segment (whose wait words name the slot and
 /// the PE it waits for).
 fn recorded_sync(ring: &crate::ring::Ring, count: u64) -> Option<Awaits> {
-    let what = ring.wait_what.load(Ordering::Relaxed);
-    (count == 1 && (what & 0xff) as u32 == crate::device::WAIT_TEAM_SYNC)
-        .then(|| Awaits { slot: ((what >> 16) & 0xff) as usize, pe: ring.wait_addr.load(Ordering::Relaxed) as usize })
+    let w = RecordedWait::read(ring);
+    (count == 1 && w.code == crate::device::WAIT_TEAM_SYNC)
+        .then_some(Awaits { slot: w.cmp as usize, pe: w.addr as usize })
 }
 
 /// What the latest of a PE's lasting device waits waits for, as the
 /// report names it (the ring's wait words, `device::WAIT_CODES`).
 fn device_wait_text(ring: &crate::ring::Ring, count: u64) -> String {
     use crate::device::*;
-    let what = ring.wait_what.load(Ordering::Relaxed);
-    let addr = ring.wait_addr.load(Ordering::Relaxed);
-    let value = ring.wait_value.load(Ordering::Relaxed);
-    let (code, elem, cmp) = ((what & 0xff) as u32, ((what >> 8) & 0xff) as u32, ((what >> 16) & 0xff) as i32);
+    let RecordedWait { code, elem, cmp, addr, value } = RecordedWait::read(ring);
     let (ty, shown) = match elem {
         ELEM_F32 => ("float", format!("{}", f32::from_bits(value as u32))),
         ELEM_F64 => ("double", format!("{}", f64::from_bits(value))),
