@@ -120,6 +120,8 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
         ring: st.ring,
         state: &*st.device_state,
         ctrl: (st._mem.ctrl_region.base(), ctrl_size(st.n_pes)),
+        node_pes: st.node_pes.len(),
+        ring_served: st.config.device_ring_all || st.route.has_remote(),
     })?;
     static ATEXIT: std::sync::Once = std::sync::Once::new();
     // SAFETY: registering a plain extern "C" fn.

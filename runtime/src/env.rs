@@ -181,6 +181,13 @@ pub const VARS: &[EnvVar] = &[
         internal: false,
     },
     EnvVar {
+        name: "ISHMEM_CPU_KERNEL_THREADS",
+        kind: Kind::Uint,
+        default: "",
+        help: "With the cpu device on Intel's OpenCL CPU runtime: how many threads run this PE's kernels (the runtime's DPCPP_CPU_NUM_CUS, which wins when set, as does SYCL_CPU_NUM_CUS; 0: the runtime's default, a thread per core). By default a thread per core, unless the reverse-offload ring carries requests (some PE is on another node, or ISHMEM_DEVICE_RING_ALL=1): then this PE's share of the cores less one, left to the thread that serves the ring (work-items spinning on ring completions otherwise take the cores it needs). The share is the cores the launcher bound the PE to, or all of them divided among the node's PEs when it is not bound.",
+        internal: false,
+    },
+    EnvVar {
         name: "ISHMEM_DEVICE_SYNC",
         kind: Kind::Text,
         default: "auto",
@@ -484,6 +491,8 @@ pub struct Config {
     pub ze_loader: Option<String>,
     /// ISHMEM_DEVICE_RING_ALL
     pub device_ring_all: bool,
+    /// ISHMEM_CPU_KERNEL_THREADS (`None`: chosen at the first device call).
+    pub cpu_kernel_threads: Option<u64>,
     /// ISHMEM_DEVICE_SYNC
     pub device_sync: DeviceSync,
     /// ISHMEM_CUDA_COPY_CUTOVER
@@ -661,6 +670,7 @@ impl Config {
             ze_subdevices: r.bool("ISHMEM_ZE_SUBDEVICES", None)?,
             ze_loader: r.text("ISHMEM_ZE_LOADER"),
             device_ring_all: r.bool("ISHMEM_DEVICE_RING_ALL", None)?,
+            cpu_kernel_threads: r.uint("ISHMEM_CPU_KERNEL_THREADS")?,
             device_sync,
             cuda_copy_cutover: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER")?,
             cuda_copy_cutover_group: r.size_or_zero("ISHMEM_CUDA_COPY_CUTOVER_GROUP")?,
@@ -755,6 +765,20 @@ pub fn cuda_module_loading() -> Option<String> {
 pub fn cuda_eager_loading_unless_set() {
     if std::env::var_os("CUDA_MODULE_LOADING").is_none() {
         std::env::set_var("CUDA_MODULE_LOADING", "EAGER");
+    }
+}
+
+/// The variables that set how many threads Intel's CPU OpenCL runtime runs
+/// kernels on (the calling thread, waiting for a kernel, counts as one).
+const OPENCL_CPU_THREAD_VARS: [&str; 2] = ["DPCPP_CPU_NUM_CUS", "SYCL_CPU_NUM_CUS"];
+
+/// Sets Intel's CPU OpenCL runtime to run kernels on `n` threads unless the
+/// user set its variable (before the runtime starts, which reads it once).
+/// Changing the environment races with other threads' getenv: called once,
+/// at the first device call, before the OpenCL library is loaded.
+pub fn opencl_cpu_threads_unless_set(n: usize) {
+    if OPENCL_CPU_THREAD_VARS.iter().all(|v| std::env::var_os(v).is_none()) {
+        std::env::set_var(OPENCL_CPU_THREAD_VARS[0], n.to_string());
     }
 }
 

@@ -18,6 +18,8 @@ pub struct CpuDevice {
     device_lib: Option<String>,
     /// `ISHMEM_DEVICE_CACHE`: where compiled programs are kept.
     cache_dir: Option<String>,
+    /// `ISHMEM_CPU_KERNEL_THREADS`, when set.
+    kernel_threads: Option<u64>,
     attach: OnceLock<Attach>,
     /// The OpenCL device, opened at first use (and then kept: programs may
     /// hold its handles until exit).
@@ -26,8 +28,15 @@ pub struct CpuDevice {
 }
 
 impl CpuDevice {
-    pub fn new(device_lib: Option<String>, cache_dir: Option<String>) -> CpuDevice {
-        CpuDevice { device_lib, cache_dir, attach: OnceLock::new(), cl: Mutex::new(None), server: Mutex::new(None) }
+    pub fn new(device_lib: Option<String>, cache_dir: Option<String>, kernel_threads: Option<u64>) -> CpuDevice {
+        CpuDevice {
+            device_lib,
+            cache_dir,
+            kernel_threads,
+            attach: OnceLock::new(),
+            cl: Mutex::new(None),
+            server: Mutex::new(None),
+        }
     }
 
     fn attached(&self) -> Result<&Attach, DeviceError> {
@@ -42,13 +51,55 @@ impl CpuDevice {
             return Ok(dev);
         }
         let a = *self.attached()?;
+        let threads = kernel_threads(self.kernel_threads, Cores::of_process(), a.node_pes, a.ring_served);
         let dev: &'static ClDevice = Box::leak(Box::new(ClDevice::open(
             self.device_lib.as_deref(),
             self.cache_dir.as_deref().map(std::path::Path::new),
+            threads,
         )?));
         *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
         *d = Some(dev);
         Ok(dev)
+    }
+}
+
+/// The CPU cores this process may run on (its affinity, and a cgroup's
+/// quota), and the cores the machine has online.
+#[derive(Clone, Copy, Debug)]
+struct Cores {
+    usable: usize,
+    online: usize,
+}
+
+impl Cores {
+    fn of_process() -> Cores {
+        let usable = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // SAFETY: sysconf has no memory arguments.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        Cores { usable, online: usize::try_from(online).unwrap_or(usable).max(usable) }
+    }
+}
+
+/// How many threads of the OpenCL runtime run this PE's kernels (`None`:
+/// all of its compute units, the runtime's default).
+///
+/// `set` is `ISHMEM_CPU_KERNEL_THREADS` (0: all). Otherwise all, unless
+/// the ring carries requests: a kernel's work-items then spin on ring
+/// completions, and the runtime's threads, one per core, take the cores
+/// the ring's server needs to answer them (on 2 cores a tenth of the rate
+/// with a core left to it). Then this PE's share of the cores, less one for
+/// the server: a process its launcher bound to fewer cores than the
+/// machine has owns them (the launcher split the node); one that may run
+/// anywhere shares the machine with the node's other PEs.
+fn kernel_threads(set: Option<u64>, cores: Cores, node_pes: usize, ring_served: bool) -> Option<usize> {
+    match set {
+        Some(0) => None,
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        None if !ring_served => None,
+        None => {
+            let share = if cores.usable < cores.online { cores.usable } else { cores.usable / node_pes.max(1) };
+            Some(share.saturating_sub(1).max(1))
+        }
     }
 }
 
@@ -129,5 +180,30 @@ impl Device for CpuDevice {
 
     fn wait(&self, events: &[*mut c_void]) -> Result<(), DeviceError> {
         Ok(self.cl()?.wait(events)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{kernel_threads, Cores};
+
+    #[test]
+    fn kernel_threads_leave_the_ring_server_a_core() {
+        let two = Cores { usable: 2, online: 2 };
+        // No ring traffic: the runtime's default.
+        assert_eq!(kernel_threads(None, two, 1, false), None);
+        // One PE on 2 cores: one thread for kernels, one core for the server.
+        assert_eq!(kernel_threads(None, two, 1, true), Some(1));
+        // Two PEs on 2 cores: at least one thread each.
+        assert_eq!(kernel_threads(None, two, 2, true), Some(1));
+        // Unbound on 16 cores, 2 PEs: 8 each, 7 for kernels.
+        assert_eq!(kernel_threads(None, Cores { usable: 16, online: 16 }, 2, true), Some(7));
+        // Bound by the launcher to 4 of 16 cores: those 4 are this PE's.
+        assert_eq!(kernel_threads(None, Cores { usable: 4, online: 16 }, 2, true), Some(3));
+        // Bound to one core: one thread (it shares the core with the server).
+        assert_eq!(kernel_threads(None, Cores { usable: 1, online: 16 }, 8, true), Some(1));
+        // The variable wins; 0 is the runtime's default.
+        assert_eq!(kernel_threads(Some(3), two, 1, true), Some(3));
+        assert_eq!(kernel_threads(Some(0), two, 1, true), None);
     }
 }

@@ -531,6 +531,12 @@ pub struct Attach {
     /// The node's control segment (host memory device code synchronizes
     /// through): base and size.
     pub ctrl: (*mut u8, usize),
+    /// How many PEs run on this node (they share its cores).
+    pub node_pes: usize,
+    /// Whether the ring carries requests: some PE is reached through the
+    /// proxy, or every device operation goes through the ring
+    /// (`ISHMEM_DEVICE_RING_ALL`). Its server then needs a core.
+    pub ring_served: bool,
 }
 
 /// This PE's place among the PEs of its node (a GPU is chosen by it).
@@ -761,7 +767,11 @@ pub fn select(config: &Config) -> Result<&'static dyn Device, DeviceError> {
         DeviceKind::Cuda => Box::leak(Box::new(cuda::CudaDevice::new(config)?)),
         DeviceKind::Opaque => Box::leak(Box::new(opaque::OpaqueDevice::new())),
         DeviceKind::Ze => Box::leak(Box::new(ze::ZeDevice::new(config)?)),
-        _ => Box::leak(Box::new(cpu::CpuDevice::new(config.device_lib.clone(), config.device_cache.clone()))),
+        _ => Box::leak(Box::new(cpu::CpuDevice::new(
+            config.device_lib.clone(),
+            config.device_cache.clone(),
+            config.cpu_kernel_threads,
+        ))),
     })
 }
 
