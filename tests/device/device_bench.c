@@ -56,10 +56,19 @@ int main(int argc, char **argv) {
         long iters = 20000;
         double t = launch("amo_loop", 1, 1, c, NULL, iters, right);
         printf("device fetch_add (%s),8,%d,%.3f,us per op\n", mode, np, t / iters * 1e6);
-        long per = 200;
-        size_t wi = 4096;
-        t = launch("amo_many", wi, 64, c, NULL, per, right);
-        printf("device fetch_add from %zu work-items (%s),8,%d,%.2f,M requests/s\n", wi, mode, np, wi * per / t / 1e6);
+        /* Requests per second from 1, 32, 1024, 4096 and 32 x 1024
+         * work-items (work-groups of up to 64), about 800 K requests each. */
+        size_t counts[] = {1, 32, 1024, 4096, 32768};
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+            size_t wi = counts[i], wg = wi < 64 ? wi : 64;
+            long per = 819200 / (long)wi;
+            t = launch("amo_many", wi, wg, c, NULL, per, right);
+            printf("device fetch_add from %zu work-items (%s),8,%d,%.2f,M requests/s\n", wi, mode, np, wi * per / t / 1e6);
+            if (wi < 1024) continue;
+            t = launch("amo_many_sg8", wi, wg, c, NULL, per, right);
+            printf("device fetch_add from %zu work-items in sub-groups of 8 (%s),8,%d,%.2f,M requests/s\n", wi, mode, np,
+                   wi * per / t / 1e6);
+        }
         for (size_t b = 4096; b <= big; b *= 16) {
             double t1 = launch("put_one", 1, 1, dst, src, (long)b, right);
             double tw = launch("put_wg", 64, 64, dst, src, (long)b, right);
