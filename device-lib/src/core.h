@@ -154,9 +154,11 @@ ISHMEMI_INLINE void ishmemi_ring_wr64(void *p, ulong v) { *(volatile ulong *)p =
 ISHMEMI_INLINE void ishmemi_ring_publish64(void *p, ulong v) {
     atomic_store_explicit((ishmemi_a64 *)p, (long)v, memory_order_release, ISHMEMI_SCOPE);
 }
-/* The check, then the value, both plain volatile loads: the check word
- * validates the pair (a value older than its check never agrees with it),
- * so no acquire is needed; Intel's CPU runtime makes an acquire load a
+/* The check, then the value, both plain volatile loads (as the ring's
+ * other polls of host memory, on the CPU and ze devices alike): the check
+ * word validates the pair (a value older than its check never agrees
+ * with it), so no acquire is needed (a get into device memory and quiet
+ * fence after the wait); Intel's CPU runtime made an acquire load a
  * locked instruction, one per work-item per poll. */
 ISHMEMI_INLINE void ishmemi_ring_rd2(void *p, ulong *a, ulong *b) {
     *b = *(volatile ulong *)((char *)p + 8);

@@ -120,7 +120,7 @@ pub fn init_with(opts: &InitOptions) -> Result<(), InitError> {
         ring: st.ring,
         state: &*st.device_state,
         ctrl: (st._mem.ctrl_region.base(), ctrl_size(st.n_pes)),
-        node_pes: st.node_pes.len(),
+        node_pes: st.node_procs.max(st.node_pes.len()),
         ring_served: st.config.device_ring_all || st.route.has_remote(),
     })?;
     static ATEXIT: std::sync::Once = std::sync::Once::new();
@@ -257,6 +257,7 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
         teams: std::sync::RwLock::new(vec![None; ctrl::TEAM_SLOTS]),
         set_marks: Default::default(),
         node_pes,
+        node_procs,
         device_state,
         device_teams,
         _device_quiet: device_quiet,

@@ -184,7 +184,7 @@ pub const VARS: &[EnvVar] = &[
         name: "ISHMEM_CPU_KERNEL_THREADS",
         kind: Kind::Uint,
         default: "",
-        help: "With the cpu device on Intel's OpenCL CPU runtime: how many threads run this PE's kernels (the runtime's DPCPP_CPU_NUM_CUS, which wins when set, as does SYCL_CPU_NUM_CUS; 0: the runtime's default, a thread per core). By default a thread per core, unless the reverse-offload ring carries requests (some PE is on another node, or ISHMEM_DEVICE_RING_ALL=1): then this PE's share of the cores less one, left to the thread that serves the ring (work-items spinning on ring completions otherwise take the cores it needs). The share is the cores the launcher bound the PE to, or all of them divided among the node's PEs when it is not bound.",
+        help: "With the cpu device on Intel's OpenCL CPU runtime: how many threads run this PE's kernels (set at ishmem_init as the runtime's DPCPP_CPU_NUM_CUS, unless that or SYCL_CPU_NUM_CUS is set; a program that starts OpenCL or SYCL before ishmem_init sets those itself). 0: the runtime's default, a thread per CPU of the process. By default the runtime's default, unless the reverse-offload ring carries requests (some PE is on another node, or ISHMEM_DEVICE_RING_ALL=1): then this PE's share of the CPUs less one (at least one), left to the thread that serves the ring (work-items spinning on ring completions otherwise take the CPUs it needs). The share is the PE's CPU mask where the node's PEs have disjoint masks, else the mask (and a cgroup's CPU quota) divided among the node's PEs.",
         internal: false,
     },
     EnvVar {
@@ -305,6 +305,27 @@ pub const VARS: &[EnvVar] = &[
         default: "",
         help: "File descriptor of this PE's bootstrap socket to ishmrun; set by ishmrun.",
         internal: true,
+    },
+    EnvVar {
+        name: "ISHMEM_CC",
+        kind: Kind::Text,
+        default: "cc",
+        help: "The C compiler the oshcc wrapper runs; read by the wrapper, not by the library.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_CXX",
+        kind: Kind::Text,
+        default: "c++",
+        help: "The C++ compiler the oshc++ (oshcxx) wrapper runs; read by the wrapper, not by the library.",
+        internal: false,
+    },
+    EnvVar {
+        name: "ISHMEM_FC",
+        kind: Kind::Text,
+        default: "gfortran",
+        help: "The Fortran compiler the oshfort wrapper runs; read by the wrapper, not by the library.",
+        internal: false,
     },
 ];
 
@@ -775,7 +796,8 @@ const OPENCL_CPU_THREAD_VARS: [&str; 2] = ["DPCPP_CPU_NUM_CUS", "SYCL_CPU_NUM_CU
 /// Sets Intel's CPU OpenCL runtime to run kernels on `n` threads unless the
 /// user set its variable (before the runtime starts, which reads it once).
 /// Changing the environment races with other threads' getenv: called once,
-/// at the first device call, before the OpenCL library is loaded.
+/// at ishmem_init (the CPU device's attach), before this library loads the
+/// OpenCL runtime at the first device call.
 pub fn opencl_cpu_threads_unless_set(n: usize) {
     if OPENCL_CPU_THREAD_VARS.iter().all(|v| std::env::var_os(v).is_none()) {
         std::env::set_var(OPENCL_CPU_THREAD_VARS[0], n.to_string());

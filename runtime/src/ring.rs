@@ -35,8 +35,10 @@
 //!   fence; the rest carry everything in the message.
 //! * **Completions** are per slot and come in any order: `(value, check =
 //!   [`cpl_check`]`(value, t + 1))`, polled by the waiting work-item as
-//!   one 16-byte load on CUDA and accepted when the check agrees (no
-//!   acquire fence; a get into device memory adds one). The waiter then
+//!   one 16-byte load on CUDA (on OpenCL, the check then the value, two
+//!   volatile loads) and accepted when the check agrees (no acquire; a
+//!   value older than its check never agrees; a get into device memory
+//!   and quiet add an acquire fence). The waiter then
 //!   stores `ack = t + 1`; the server acks nbi requests itself.
 //! * The server reads slots in ticket order, performs each request through
 //!   the runtime core (so every check and every transport applies), writes

@@ -60,6 +60,9 @@ pub struct State {
     pub(crate) set_marks: Mutex<std::collections::HashMap<crate::types::SetKey, &'static crate::types::SetMarks>>,
     /// World PEs that share memory with this one (this node), ascending.
     pub(crate) node_pes: Vec<usize>,
+    /// Processes on this node (the launcher's count: also the PEs this PE
+    /// does not share memory with, `ISHMEM_ENABLE_SHM=0`).
+    pub(crate) node_procs: usize,
     pub(crate) device_state: Box<ishmemx_device_state_t>,
     /// The device-visible team table (see `ishmemx_device_team_t`).
     pub(crate) device_teams: Box<[AtomicU64]>,

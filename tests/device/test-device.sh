@@ -72,7 +72,8 @@ if ls "$ISHMEM_DEVICE_CACHE" | grep -v '\.bin$'; then fail "the program cache ke
 # the host proxy (ISHMEM_DEVICE_RING_ALL=1). With the ring, not on exactly
 # as many PEs as cores (2 here): there each PE's spinning work-items and
 # its proxy thread often land on one core and every request waits for a
-# time slice (1 to 90 s for the same run; docs/device.md, known limits).
+# time slice (1 to 90 s for the same run; docs/device.md, "How device
+# operations travel").
 cores="$(nproc)"
 for ring in 0 1; do
     for n in 1 2 3 4; do

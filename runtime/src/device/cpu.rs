@@ -51,11 +51,9 @@ impl CpuDevice {
             return Ok(dev);
         }
         let a = *self.attached()?;
-        let threads = kernel_threads(self.kernel_threads, Cores::of_process(), a.node_pes, a.ring_served);
         let dev: &'static ClDevice = Box::leak(Box::new(ClDevice::open(
             self.device_lib.as_deref(),
             self.cache_dir.as_deref().map(std::path::Path::new),
-            threads,
         )?));
         *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(RingServer::start(a.handler, a.ring));
         *d = Some(dev);
@@ -63,43 +61,92 @@ impl CpuDevice {
     }
 }
 
-/// The CPU cores this process may run on (its affinity, and a cgroup's
-/// quota), and the cores the machine has online.
+/// The CPUs this process may use: its affinity mask, that capped by a
+/// cgroup's CPU quota (`usable`), and the CPUs of its container (the
+/// cgroup's cpuset, else every CPU online).
 #[derive(Clone, Copy, Debug)]
 struct Cores {
+    affinity: usize,
     usable: usize,
-    online: usize,
+    container: usize,
 }
 
 impl Cores {
     fn of_process() -> Cores {
         let usable = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; the call writes
+        // at most its size.
+        let affinity = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            match libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) {
+                0 => usize::try_from(libc::CPU_COUNT(&set)).unwrap_or(usable),
+                _ => usable,
+            }
+        }
+        .max(usable);
         // SAFETY: sysconf has no memory arguments.
-        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        Cores { usable, online: usize::try_from(online).unwrap_or(usable).max(usable) }
+        let online = usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).unwrap_or(affinity);
+        let container = cgroup_cpus().unwrap_or(online).max(affinity);
+        Cores { affinity, usable, container }
     }
 }
 
-/// How many threads of the OpenCL runtime run this PE's kernels (`None`:
-/// all of its compute units, the runtime's default).
+/// How many CPUs this process's cgroup (v2) may use: its
+/// `cpuset.cpus.effective` ("0-3,8-11"), where there is one.
+fn cgroup_cpus() -> Option<usize> {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let list =
+        std::fs::read_to_string(format!("/sys/fs/cgroup{}/cpuset.cpus.effective", path.trim_end_matches('/'))).ok()?;
+    cpu_list_len(list.trim())
+}
+
+/// The number of CPUs in a Linux CPU list ("0-3,8-11" is 8).
+fn cpu_list_len(list: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.trim().parse::<usize>().ok()?.checked_sub(a.trim().parse().ok()?)? + 1,
+            None => part.trim().parse::<usize>().map(|_| 1).ok()?,
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+/// This PE's share of the CPUs. A launcher that bound the node's PEs to
+/// disjoint sets of CPUs (their masks together fit in the container) gave
+/// it its mask; otherwise (no binding, or masks shared: a socket each, a
+/// container) its mask is shared by the node's PEs. A CPU quota is the
+/// container's, shared too. Without the masks of the other PEs this
+/// errs low where masks are shared by some PEs only.
+fn share(cores: Cores, node_pes: usize) -> usize {
+    let pes = node_pes.max(1);
+    let mut share =
+        if cores.affinity.saturating_mul(pes) <= cores.container { cores.affinity } else { cores.affinity / pes };
+    if cores.usable < cores.affinity {
+        share = share.min(cores.usable / pes);
+    }
+    share.max(1)
+}
+
+/// How many threads Intel's OpenCL runtime runs this PE's kernels on
+/// (`None`: its default, a thread per CPU of the process).
 ///
-/// `set` is `ISHMEM_CPU_KERNEL_THREADS` (0: all). Otherwise all, unless
-/// the ring carries requests: a kernel's work-items then spin on ring
-/// completions, and the runtime's threads, one per core, take the cores
-/// the ring's server needs to answer them (on 2 cores a tenth of the rate
-/// with a core left to it). Then this PE's share of the cores, less one for
-/// the server: a process its launcher bound to fewer cores than the
-/// machine has owns them (the launcher split the node); one that may run
-/// anywhere shares the machine with the node's other PEs.
+/// `set` is `ISHMEM_CPU_KERNEL_THREADS` (0: the default; at most the
+/// container's CPUs). Otherwise the default, unless the ring carries
+/// requests: a kernel's work-items then spin on ring completions, and the
+/// runtime's threads take the cores the ring's server needs to answer
+/// them (on 2 cores a tenth of the rate with a core left to it). Then
+/// this PE's share of the CPUs less one, for the server, and at least one:
+/// with a share of one CPU the kernels and the server take turns on it,
+/// still faster than among a thread per CPU of every PE (2 PEs on 2
+/// cores, both sending requests: docs/performance.md).
 fn kernel_threads(set: Option<u64>, cores: Cores, node_pes: usize, ring_served: bool) -> Option<usize> {
     match set {
         Some(0) => None,
-        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX).min(cores.container.max(1))),
         None if !ring_served => None,
-        None => {
-            let share = if cores.usable < cores.online { cores.usable } else { cores.usable / node_pes.max(1) };
-            Some(share.saturating_sub(1).max(1))
-        }
+        None => Some(share(cores, node_pes).saturating_sub(1).max(1)),
     }
 }
 
@@ -130,6 +177,11 @@ impl Device for CpuDevice {
     }
 
     fn attach(&self, a: Attach) -> Result<(), DeviceError> {
+        // During init, before the OpenCL runtime starts at the first
+        // device call (it reads its thread count once).
+        if let Some(n) = kernel_threads(self.kernel_threads, Cores::of_process(), a.node_pes, a.ring_served) {
+            crate::env::opencl_cpu_threads_unless_set(n);
+        }
         let _ = self.attach.set(a);
         Ok(())
     }
@@ -185,25 +237,46 @@ impl Device for CpuDevice {
 
 #[cfg(test)]
 mod tests {
-    use super::{kernel_threads, Cores};
+    use super::{cpu_list_len, kernel_threads, Cores};
+
+    fn cores(affinity: usize, usable: usize, container: usize) -> Cores {
+        Cores { affinity, usable, container }
+    }
 
     #[test]
     fn kernel_threads_leave_the_ring_server_a_core() {
-        let two = Cores { usable: 2, online: 2 };
+        let two = cores(2, 2, 2);
         // No ring traffic: the runtime's default.
         assert_eq!(kernel_threads(None, two, 1, false), None);
-        // One PE on 2 cores: one thread for kernels, one core for the server.
+        // One PE on 2 CPUs: one thread for kernels, one CPU for the server.
         assert_eq!(kernel_threads(None, two, 1, true), Some(1));
-        // Two PEs on 2 cores: at least one thread each.
+        // Two PEs on 2 CPUs: a CPU each, one thread for kernels.
         assert_eq!(kernel_threads(None, two, 2, true), Some(1));
-        // Unbound on 16 cores, 2 PEs: 8 each, 7 for kernels.
-        assert_eq!(kernel_threads(None, Cores { usable: 16, online: 16 }, 2, true), Some(7));
-        // Bound by the launcher to 4 of 16 cores: those 4 are this PE's.
-        assert_eq!(kernel_threads(None, Cores { usable: 4, online: 16 }, 2, true), Some(3));
-        // Bound to one core: one thread (it shares the core with the server).
-        assert_eq!(kernel_threads(None, Cores { usable: 1, online: 16 }, 8, true), Some(1));
-        // The variable wins; 0 is the runtime's default.
-        assert_eq!(kernel_threads(Some(3), two, 1, true), Some(3));
+        // Unbound on 16 CPUs, 2 PEs: 8 each, 7 for kernels.
+        assert_eq!(kernel_threads(None, cores(16, 16, 16), 2, true), Some(7));
+        // Bound by the launcher to 4 disjoint CPUs of 16: those 4.
+        assert_eq!(kernel_threads(None, cores(4, 4, 16), 2, true), Some(3));
+        // A socket of 32 CPUs shared by 4 of 8 PEs on 64: errs low (4 each).
+        assert_eq!(kernel_threads(None, cores(32, 32, 64), 8, true), Some(3));
+        // A container of 8 CPUs on a bigger node, 4 PEs unbound in it.
+        assert_eq!(kernel_threads(None, cores(8, 8, 8), 4, true), Some(1));
+        // A quota of 4 CPUs over 64, 2 PEs unbound: 2 each.
+        assert_eq!(kernel_threads(None, cores(64, 4, 64), 2, true), Some(1));
+        // Bound to one CPU: one thread.
+        assert_eq!(kernel_threads(None, cores(1, 1, 16), 8, true), Some(1));
+        // The variable wins, up to the container's CPUs; 0 is the default.
+        assert_eq!(kernel_threads(Some(3), two, 1, true), Some(2));
+        assert_eq!(kernel_threads(Some(1), cores(16, 16, 16), 4, false), Some(1));
         assert_eq!(kernel_threads(Some(0), two, 1, true), None);
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list_len("0-3,8-11"), Some(8));
+        assert_eq!(cpu_list_len("5"), Some(1));
+        assert_eq!(cpu_list_len("0-1,4"), Some(3));
+        assert_eq!(cpu_list_len(""), None);
+        assert_eq!(cpu_list_len("3-1"), None);
+        assert_eq!(cpu_list_len("x"), None);
     }
 }

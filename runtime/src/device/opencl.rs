@@ -323,17 +323,8 @@ pub fn probe_cpu_platform() -> Result<String, ClError> {
 
 impl ClDevice {
     /// Opens the first CPU device with the device library of `device_lib`
-    /// (`ISHMEM_DEVICE_LIB`) and the program cache in `cache_dir`; with
-    /// `threads`, asks the runtime to run kernels on that many threads
-    /// (`env::opencl_cpu_threads`: before the runtime starts, which reads
-    /// it; a sub-device would not do, as the thread waiting for a kernel
-    /// runs its work-groups too, one more than the sub-device's units).
-    pub(super) fn open(
-        device_lib: Option<&str>, cache_dir: Option<&Path>, threads: Option<usize>,
-    ) -> Result<ClDevice, ClError> {
-        if let Some(n) = threads {
-            crate::env::opencl_cpu_threads_unless_set(n);
-        }
+    /// (`ISHMEM_DEVICE_LIB`) and the program cache in `cache_dir`.
+    pub(super) fn open(device_lib: Option<&str>, cache_dir: Option<&Path>) -> Result<ClDevice, ClError> {
         let cl = Cl::load().map_err(ClError::Load)?;
         let mut err = 0;
         // SAFETY: OpenCL calls with valid out-pointers throughout.
