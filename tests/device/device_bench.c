@@ -85,6 +85,26 @@ int main(int argc, char **argv) {
             printf("host memcpy,%zu,%d,%.0f,MB/s\n", b, np, b / tm / 1e6);
         }
     }
+    /* Every PE at once, 4096 work-items each (with the ring, each PE's
+     * kernels and its ring's server share the cores with the others'):
+     * the sum of the PEs' rates. */
+    double *best = ishmem_malloc(2 * sizeof(double));
+    const char *kernels[] = {"amo_many", "amo_many_sg8"};
+    for (int k = 0; k < 2; k++) {
+        size_t wi = 4096;
+        long per = 20;
+        ishmem_barrier_all();
+        best[k] = wi * per / launch(kernels[k], wi, 64, c, NULL, per, right) / 1e6;
+    }
+    ishmem_barrier_all();
+    if (me == 0) {
+        for (int k = 0; k < 2; k++) {
+            double sum = 0;
+            for (int p = 0; p < np; p++) sum += ishmem_double_g(&best[k], p);
+            printf("device fetch_add from 4096 work-items%s on every PE, sum (%s),8,%d,%.2f,M requests/s\n",
+                   k ? " in sub-groups of 8" : "", mode, np, sum);
+        }
+    }
     ishmem_barrier_all();
     ishmem_finalize();
     return 0;
