@@ -838,29 +838,18 @@ ISHMEMI_INLINE long ishmemi_amo64_pe(void *dest, int op, long v, long cond, int 
 
 /* Non-fetching AMOs: the device's atomics on a mapped peer, else posted
  * through the ring (ishmemi_amo_post_ring). */
-ISHMEMI_INLINE void ishmemi_amo8_post(void *dest, int op, char v, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 1, pe);
-    if (ishmemi_is_local(pe))
-        (void)ishmemi_amo8(ishmemi_peer(dest, pe), op, v, 0);
-    else
-        ishmemi_amo_post_ring(dest, op, (uchar)v, 1, pe);
-}
-
-ISHMEMI_INLINE void ishmemi_amo32_post(void *dest, int op, int v, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 4, pe);
-    if (ishmemi_is_local(pe))
-        (void)ishmemi_user_amo32(ishmemi_peer(dest, pe), op, v, 0);
-    else
-        ishmemi_amo_post_ring(dest, op, (uint)v, 4, pe);
-}
-
-ISHMEMI_INLINE void ishmemi_amo64_post(void *dest, int op, long v, int pe) {
-    ishmemi_check(ISHMEMI_RING_OP_AMO, dest, 8, pe);
-    if (ishmemi_is_local(pe))
-        (void)ishmemi_user_amo64(ishmemi_peer(dest, pe), op, v, 0);
-    else
-        ishmemi_amo_post_ring(dest, op, (ulong)v, 8, pe);
-}
+#define ISHMEMI_AMO_POST(N, T, UT, AMO)                                \
+    ISHMEMI_INLINE void ishmemi_amo##N##_post(void *dest, int op, T v, int pe) { \
+        ishmemi_check(ISHMEMI_RING_OP_AMO, dest, N / 8, pe);            \
+        if (ishmemi_is_local(pe))                                       \
+            (void)AMO(ishmemi_peer(dest, pe), op, v, 0);                \
+        else                                                            \
+            ishmemi_amo_post_ring(dest, op, (UT)v, N / 8, pe);          \
+    }
+ISHMEMI_AMO_POST(8, char, uchar, ishmemi_amo8)
+ISHMEMI_AMO_POST(32, int, uint, ishmemi_user_amo32)
+ISHMEMI_AMO_POST(64, long, ulong, ishmemi_user_amo64)
+#undef ISHMEMI_AMO_POST
 
 /* put_signal by group `g`: the data, then the signal as an AMO that
  * releases it (CUDA: a release store or add at system scope; OpenCL: a

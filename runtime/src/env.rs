@@ -784,8 +784,14 @@ pub fn cuda_module_loading() -> Option<String> {
 /// environment races with other threads' getenv: called once, at
 /// ishmem_init, before CUDA starts.
 pub fn cuda_eager_loading_unless_set() {
-    if std::env::var_os("CUDA_MODULE_LOADING").is_none() {
-        std::env::set_var("CUDA_MODULE_LOADING", "EAGER");
+    set_unless_set(&["CUDA_MODULE_LOADING"], "EAGER");
+}
+
+/// Sets `names[0]` to `value` unless any of `names` (a foreign runtime's
+/// variable and its aliases) is set: the user's choice stands.
+fn set_unless_set(names: &[&str], value: &str) {
+    if names.iter().all(|v| std::env::var_os(v).is_none()) {
+        std::env::set_var(names[0], value);
     }
 }
 
@@ -799,9 +805,7 @@ const OPENCL_CPU_THREAD_VARS: [&str; 2] = ["DPCPP_CPU_NUM_CUS", "SYCL_CPU_NUM_CU
 /// at ishmem_init (the CPU device's attach), before this library loads the
 /// OpenCL runtime at the first device call.
 pub fn opencl_cpu_threads_unless_set(n: usize) {
-    if OPENCL_CPU_THREAD_VARS.iter().all(|v| std::env::var_os(v).is_none()) {
-        std::env::set_var(OPENCL_CPU_THREAD_VARS[0], n.to_string());
-    }
+    set_unless_set(&OPENCL_CPU_THREAD_VARS, &n.to_string());
 }
 
 /// The directory of the CUDA MPS daemon's control pipe
