@@ -164,11 +164,9 @@ ISHMEMI_INLINE void ishmemi_ring_rd2(void *p, ulong *a, ulong *b) {
     *b = *(volatile ulong *)((char *)p + 8);
     *a = *(volatile ulong *)p;
 }
-/* A ticket from `tickets`; `published` (the ring's) counts it for the host. */
-ISHMEMI_INLINE ulong ishmemi_ring_claim(void *tickets, void *published) {
-    ulong t = (ulong)atomic_fetch_add_explicit((ishmemi_a64 *)tickets, 1, memory_order_relaxed, ISHMEMI_SCOPE);
-    atomic_fetch_add_explicit((ishmemi_a64 *)published, 1, memory_order_relaxed, ISHMEMI_SCOPE);
-    return t;
+/* A ticket from `tickets` (the host learns of it from the message). */
+ISHMEMI_INLINE ulong ishmemi_ring_claim(void *tickets) {
+    return (ulong)atomic_fetch_add_explicit((ishmemi_a64 *)tickets, 1, memory_order_relaxed, ISHMEMI_SCOPE);
 }
 #endif
 
@@ -219,9 +217,9 @@ ISHMEMI_NOINLINE void ishmemi_ring_room(ulong t) {
         ishmemi_own_store64((char *)ISHMEMI_STATE->quiet_words + 24, (long)r);
         return;
     }
-    char *c = ring + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
+    char *ack = ring + ISHMEMI_RING_ACKS + (t % ISHMEMI_RING_SLOTS) * 8;
     uint polls = 0, ns = 128;
-    while (ishmemi_ring_rd64(c + ISHMEMI_RING_CPL_ACK) < t - ISHMEMI_RING_SLOTS + 1) ISHMEMI_RING_BACKOFF(polls, ns);
+    while (ishmemi_ring_rd64(ack) < t - ISHMEMI_RING_SLOTS + 1) ISHMEMI_RING_BACKOFF(polls, ns);
 }
 
 /* Claims a ticket, makes sure its slot is free (flow control: a host read
@@ -236,7 +234,7 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
     char *q = (char *)ISHMEMI_STATE->quiet_words;
     if (op == ISHMEMI_RING_OP_PUT || op == ISHMEMI_RING_OP_PUT_SIGNAL || op == ISHMEMI_RING_OP_CTRL_SET)
         ishmemi_fence_release();
-    ulong t = ishmemi_ring_claim(q, ring + ISHMEMI_RING_PUBLISHED);
+    ulong t = ishmemi_ring_claim(q);
     if (t >= ISHMEMI_RING_SLOTS && t - ISHMEMI_RING_SLOTS >= (ulong)ishmemi_own_load64(q + 24)) ishmemi_ring_room(t);
     char *m = ring + ISHMEMI_RING_MSGS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_MSG_SIZE;
     ulong meta = (ulong)(uint)pe | (ulong)(op & 0xff) << 32 | (ulong)(amo & 0xffff) << 40 | (ulong)(flags & 0xff) << 56;
@@ -256,7 +254,8 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
  * reads its value and frees the slot. The ack's store follows the loop that
  * tested the value read, so it cannot overtake the read. */
 ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
-    char *c = ishmemi_ring() + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
+    char *ring = ishmemi_ring();
+    char *c = ring + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
     ulong v, check, seq = t + 1;
     uint polls = 0, ns = 128;
     for (;;) {
@@ -264,7 +263,7 @@ ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
         if (check == ishmemi_ring_cpl_check(v, seq)) break;
         ISHMEMI_RING_BACKOFF(polls, ns);
     }
-    ishmemi_ring_wr64(c + ISHMEMI_RING_CPL_ACK, seq);
+    ishmemi_ring_wr64(ring + ISHMEMI_RING_ACKS + (t % ISHMEMI_RING_SLOTS) * 8, seq);
     return v;
 }
 

@@ -71,16 +71,16 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, sync_words) == 120, "s
 #define ISHMEMI_RING_SLOTS 4096
 #define ISHMEMI_RING_MSGS 0
 #define ISHMEMI_RING_COMPLETIONS 262144
-#define ISHMEMI_RING_COMPLETION_SIZE 64
-#define ISHMEMI_RING_PUBLISHED 524288
-#define ISHMEMI_RING_COMPLETED 524352
-#define ISHMEMI_RING_RETIRED 524416
-#define ISHMEMI_RING_WAIT_COUNT 524480
-#define ISHMEMI_RING_WAIT_EPOCH 524488
-#define ISHMEMI_RING_WAIT_WHAT 524496
-#define ISHMEMI_RING_WAIT_ADDR 524504
-#define ISHMEMI_RING_WAIT_VALUE 524512
-#define ISHMEMI_RING_SIZE 524544
+#define ISHMEMI_RING_COMPLETION_SIZE 16
+#define ISHMEMI_RING_ACKS 327680
+#define ISHMEMI_RING_COMPLETED 360448
+#define ISHMEMI_RING_RETIRED 360512
+#define ISHMEMI_RING_WAIT_COUNT 360576
+#define ISHMEMI_RING_WAIT_EPOCH 360584
+#define ISHMEMI_RING_WAIT_WHAT 360592
+#define ISHMEMI_RING_WAIT_ADDR 360600
+#define ISHMEMI_RING_WAIT_VALUE 360608
+#define ISHMEMI_RING_SIZE 360640
 #define ISHMEMI_RING_MSG_SIZE 64
 #define ISHMEMI_RING_MSG_DEST 0
 #define ISHMEMI_RING_MSG_SOURCE 8
@@ -92,8 +92,6 @@ _Static_assert(__builtin_offsetof(ishmemx_device_state_t, sync_words) == 120, "s
 #define ISHMEMI_RING_MSG_SEQUENCE 56
 #define ISHMEMI_RING_CPL_VALUE 0
 #define ISHMEMI_RING_CPL_CHECK 8
-#define ISHMEMI_RING_CPL_ACK 16
-#define ISHMEMI_RING_CPL_PAD 24
 
 typedef struct {
     ulong dest;
@@ -118,14 +116,10 @@ _Static_assert(__builtin_offsetof(ishmemi_ring_msg_t, sequence) == ISHMEMI_RING_
 typedef struct {
     ulong value;
     ulong check;
-    ulong ack;
-    ulong pad[5];
 } ishmemi_ring_completion_t;
 _Static_assert(sizeof(ishmemi_ring_completion_t) == ISHMEMI_RING_COMPLETION_SIZE, "ishmemi_ring_completion_t size");
 _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, value) == ISHMEMI_RING_CPL_VALUE, "ishmemi_ring_completion_t.value");
 _Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, check) == ISHMEMI_RING_CPL_CHECK, "ishmemi_ring_completion_t.check");
-_Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, ack) == ISHMEMI_RING_CPL_ACK, "ishmemi_ring_completion_t.ack");
-_Static_assert(__builtin_offsetof(ishmemi_ring_completion_t, pad) == ISHMEMI_RING_CPL_PAD, "ishmemi_ring_completion_t.pad");
 #define ISHMEMI_RING_OP_PUT 1
 #define ISHMEMI_RING_OP_GET 2
 #define ISHMEMI_RING_OP_AMO 3

@@ -9,8 +9,10 @@
 //!   word 0: GPU memory on GPUs), one ticket per work-item (with a claim
 //!   by one lane for its warp, claimed tickets' messages never came on
 //!   H200s, for reasons not understood: target_cuda.h says how it was
-//!   seen). The claimer also adds one to `published` in the ring (a
-//!   non-returning add) for the host's [`drain`].
+//!   seen). Nothing in host memory counts the claims: an atomic on host
+//!   memory in every request held a GPU's ring to 16 M requests/s
+//!   (`tests/cuda/ring_floor.cu`'s "costs" rows); the host learns of a
+//!   request from its message alone.
 //! * **Flow control, off the critical path.** Slot `t % RING_SLOTS` is free
 //!   once ticket `t - RING_SLOTS` is acked (served, and its completion
 //!   read). The server counts the tickets *retired* so (contiguously, half
@@ -26,20 +28,23 @@
 //!   agrees with the fields it read; until then some stores are still in
 //!   flight and it reads again. A message whose check never agrees (a
 //!   torn or corrupt message) is reported after a second, never executed.
-//!   A request the device claimed (`published` is past it) whose message
-//!   has not come in [`LOST_LIMIT`] (or the deadlock timeout, if longer;
-//!   not at all when that is 0) is reported as lost and ends the job: its
-//!   waiters, and every request after it, could never be served.
+//!   A request whose message has not come in [`LOST_LIMIT`] (or the
+//!   deadlock timeout, if longer; not at all when that is 0) while a later
+//!   request's has (so it was claimed) is reported as lost and ends the
+//!   job: its waiters, and every request after it, could never be served.
 //!   Requests whose data the host reads from device memory (puts from
 //!   global memory) and team-sync flag stores are preceded by one release
 //!   fence; the rest carry everything in the message.
 //! * **Completions** are per slot and come in any order: `(value, check =
-//!   [`cpl_check`]`(value, t + 1))`, polled by the waiting work-item as
-//!   one 16-byte load on CUDA (on OpenCL, the check then the value, two
-//!   volatile loads) and accepted when the check agrees (no acquire; a
-//!   value older than its check never agrees; a get into device memory
-//!   and quiet add an acquire fence). The waiter then
-//!   stores `ack = t + 1`; the server acks nbi requests itself.
+//!   [`cpl_check`]`(value, t + 1))`, 16 bytes packed four to a cache line
+//!   (a warp's waiters poll neighbouring slots: a line a slot made a GPU's
+//!   polls of 32 x 1024 waiters eight times the reads, and the ring
+//!   three times slower), polled by the waiting work-item as one 16-byte
+//!   load on CUDA (on OpenCL, the check then the value, two volatile
+//!   loads) and accepted when the check agrees (no acquire; a value older
+//!   than its check never agrees; a get into device memory and quiet add
+//!   an acquire fence). The waiter then stores `acks[slot] = t + 1` (a
+//!   packed array of its own); the server acks nbi requests itself.
 //! * The server reads slots in ticket order, performs each request through
 //!   the runtime core (so every check and every transport applies), writes
 //!   the completion, bumps `completed` and advances `retired` over acked
@@ -56,8 +61,9 @@
 //!   after (non-fetching AMOs to such PEs are posted, not waited for, so
 //!   this is what orders them before a later put or flag).
 //! * Host quiet and host team syncs first wait until the proxy has served
-//!   every request published so far ([`drain`]), so a kernel's requests are
-//!   ordered before the host's later operations.
+//!   every request whose message is in the ring ([`drain`]), so the
+//!   requests of a kernel that has ended are ordered before the host's
+//!   later operations.
 //!
 //! This module is the ring's layout and message decoding (plain types);
 //! the thread that serves it belongs to the device (`device/ring_server.rs`)
@@ -125,17 +131,14 @@ pub struct RingMsg {
     pub sequence: AtomicU64,
 }
 
-/// One completion, a cache line of its own (the waiting work-item polls
-/// it while the server writes its neighbours): `value` the result, `check`
-/// = [`cpl_check`]`(value, ticket + 1)` once done, `ack` = ticket + 1 once
-/// the result has been read (by the waiting work-item, or by the server
-/// for nbi requests).
-#[repr(C, align(64))]
+/// One completion, four to a cache line (a GPU warp's waiters poll
+/// neighbouring slots, so their reads coalesce): `value` the result,
+/// `check` = [`cpl_check`]`(value, ticket + 1)` once done. The slot's ack
+/// is in [`Ring::acks`].
+#[repr(C, align(16))]
 pub struct RingCompletion {
     pub value: AtomicU64,
     pub check: AtomicU64,
-    pub ack: AtomicU64,
-    pub pad: [u64; 5],
 }
 
 /// Request flag: nobody waits for the completion.
@@ -164,9 +167,10 @@ pub const RING_FENCE: u32 = 12;
 pub struct Ring {
     pub msgs: [RingMsg; RING_SLOTS],
     pub completions: [RingCompletion; RING_SLOTS],
-    /// Tickets claimed so far (devices add as they claim).
-    pub published: AtomicU64,
-    _pad: [u64; 7],
+    /// `acks[slot]` = ticket + 1 once that ticket's result has been read
+    /// (by the waiting work-item, or by the server for nbi requests): its
+    /// slot may take the next lap's ticket.
+    pub acks: [AtomicU64; RING_SLOTS],
     /// Requests completed (server): every ticket below it is served.
     pub completed: AtomicU64,
     _pad2: [u64; 7],
@@ -193,7 +197,7 @@ pub struct Ring {
 
 const _: () = {
     assert!(std::mem::size_of::<RingMsg>() == 64);
-    assert!(std::mem::size_of::<RingCompletion>() == 64);
+    assert!(std::mem::size_of::<RingCompletion>() == 16);
     assert!(std::mem::offset_of!(RingMsg, sequence) == 56);
 };
 
@@ -245,7 +249,7 @@ pub const MSG_FIELDS: &[(&str, &str)] = &[
     ("check", "u64"),
     ("sequence", "u64"),
 ];
-pub const COMPLETION_FIELDS: &[(&str, &str)] = &[("value", "u64"), ("check", "u64"), ("ack", "u64"), ("pad", "u64[5]")];
+pub const COMPLETION_FIELDS: &[(&str, &str)] = &[("value", "u64"), ("check", "u64")];
 
 /// `(name, offset)` of every ring field the device libraries use: the
 /// generator writes them into the device headers with static asserts, and
@@ -256,7 +260,7 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         ("msgs", offset_of!(Ring, msgs)),
         ("completions", offset_of!(Ring, completions)),
         ("completion_size", size_of::<RingCompletion>()),
-        ("published", offset_of!(Ring, published)),
+        ("acks", offset_of!(Ring, acks)),
         ("completed", offset_of!(Ring, completed)),
         ("retired", offset_of!(Ring, retired)),
         ("wait_count", offset_of!(Ring, wait_count)),
@@ -276,8 +280,6 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         ("msg_sequence", offset_of!(RingMsg, sequence)),
         ("cpl_value", offset_of!(RingCompletion, value)),
         ("cpl_check", offset_of!(RingCompletion, check)),
-        ("cpl_ack", offset_of!(RingCompletion, ack)),
-        ("cpl_pad", offset_of!(RingCompletion, pad)),
     ]
 }
 
@@ -313,19 +315,40 @@ pub fn mark_server_thread() {
     ON_SERVER_THREAD.with(|c| c.set(true));
 }
 
-/// Waits until the server has performed every request posted to `ring` so
-/// far. Host-side quiet and team syncs call it so that requests a kernel
-/// posted (e.g. a sync flag store, which the device posts without waiting)
-/// are performed before the host's own later stores to the same words: a
-/// device sync's late flag store of epoch `e` could otherwise overwrite the
-/// host's `e + 1` and hang the next sync. Returns at once when nothing is
-/// outstanding, and on the server thread itself.
+/// The tickets whose messages are in the ring now, from `completed` on:
+/// the first ticket after them whose slot does not hold its sequence.
+fn written(ring: &Ring) -> u64 {
+    let done = ring.completed.load(Ordering::Acquire);
+    let mut t = done;
+    while t - done < RING_SLOTS as u64
+        && ring.msgs[(t % RING_SLOTS as u64) as usize].sequence.load(Ordering::Acquire) == t + 1
+    {
+        t += 1;
+    }
+    t
+}
+
+/// Waits until the server has performed every request whose message is in
+/// `ring` now. Host-side quiet and team syncs call it so that requests a
+/// kernel posted (e.g. a sync flag store, which the device posts without
+/// waiting) are performed before the host's own later stores to the same
+/// words: a device sync's late flag store of epoch `e` could otherwise
+/// overwrite the host's `e + 1` and hang the next sync. A kernel that has
+/// ended (the host's ordering with it) has written every message it claimed
+/// a ticket for; the requests of one still running are not the host's to
+/// order. Returns at once when nothing is outstanding, and on the server
+/// thread itself.
 #[inline]
 pub fn drain(ring: &Ring) {
-    let posted = ring.published.load(Ordering::Acquire);
-    if ring.completed.load(Ordering::Acquire) >= posted || ON_SERVER_THREAD.with(|c| c.get()) {
+    // The slot of the next request to serve: empty (nothing outstanding)
+    // is the common case, one load.
+    let done = ring.completed.load(Ordering::Acquire);
+    if ring.msgs[(done % RING_SLOTS as u64) as usize].sequence.load(Ordering::Acquire) != done + 1
+        || ON_SERVER_THREAD.with(|c| c.get())
+    {
         return;
     }
+    let posted = written(ring);
     // What the report says when this wait never ends: how far the server
     // is, and what the slot of the next request holds (a message that
     // never came, one of another lap, or one whose check does not agree).
@@ -343,11 +366,11 @@ pub fn drain(ring: &Ring) {
 }
 
 /// The least time the server waits for the message of a request the
-/// device has claimed (its `published` count is past it) before reporting
-/// it lost (the deadlock timeout, when longer; never when that is 0). A
-/// sender writes its message right after its claim, waiting at most for
-/// its slot's previous lap to be acked: a request served before this one's
-/// turn, whose waiter acks as soon as it reads its completion.
+/// device has claimed (a later request's message has come) before
+/// reporting it lost (the deadlock timeout, when longer; never when that is
+/// 0). A sender writes its message right after its claim, waiting at most
+/// for its slot's previous lap to be acked: a request served before this
+/// one's turn, whose waiter acks as soon as it reads its completion.
 pub const LOST_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a ring message asks for.
@@ -404,12 +427,12 @@ pub enum DecodeError {
     Torn {
         ticket: u64,
     },
-    /// Requests past `ticket` were claimed (the device's `published`
-    /// count), but `ticket`'s message never came: its slot still holds
-    /// `found` (the sequence of an earlier lap, or 0).
+    /// Request `later`'s message came (so `ticket` was claimed before it),
+    /// but `ticket`'s never did: its slot still holds `found` (the sequence
+    /// of an earlier lap, or 0).
     Lost {
         ticket: u64,
-        claimed: u64,
+        later: u64,
         found: u64,
         after: std::time::Duration,
     },
@@ -426,9 +449,9 @@ impl std::fmt::Display for DecodeError {
                 f,
                 "device request {ticket}: its check word did not agree with its fields within a second (torn or corrupt ring message; not executed)"
             ),
-            DecodeError::Lost { ticket, claimed, found, after } => write!(
+            DecodeError::Lost { ticket, later, found, after } => write!(
                 f,
-                "device request {ticket} was claimed ({claimed} requests claimed so far) but its message never came within {} s: its ring slot still holds sequence {found}, not {} (a lost ring request, or a sender stopped, e.g. by a debugger: the kernels waiting for it cannot go on; ISHMEM_DEADLOCK_TIMEOUT sets how long this waits, 0 turns it off)",
+                "device request {ticket} was claimed (request {later}'s message came) but its message never came within {} s: its ring slot still holds sequence {found}, not {} (a lost ring request, or a sender stopped, e.g. by a debugger: the kernels waiting for it cannot go on; ISHMEM_DEADLOCK_TIMEOUT sets how long this waits, 0 turns it off)",
                 after.as_secs_f64(),
                 ticket + 1
             ),
@@ -595,6 +618,6 @@ mod tests {
         let get = |n: &str| l.iter().find(|(k, _)| *k == n).unwrap().1;
         assert_eq!(get("msg_size"), 64);
         assert_eq!(get("msg_sequence"), 56);
-        assert_eq!(get("completion_size"), 64);
+        assert_eq!(get("completion_size"), 16);
     }
 }

@@ -425,9 +425,9 @@ impl DeviceWaits {
                 return;
             }
         };
-        let (published, completed) = (ring.published.load(Ordering::Acquire), ring.completed.load(Ordering::Acquire));
+        let (completed, retired) = (ring.completed.load(Ordering::Acquire), ring.retired.load(Ordering::Acquire));
         let [a, b, c, d, e] = words;
-        let now = [a, b, c, d, e, published, completed];
+        let now = [a, b, c, d, e, completed, retired];
         if self.last == Some(now) {
             return;
         }
@@ -686,7 +686,7 @@ mod tests {
         w.look(ring, None, &rec, 9000);
         assert_eq!(rec.read().unwrap().since_ms, 2001);
         // Ring traffic counts as a change, as does another wait starting.
-        ring.published.store(5, Ordering::Relaxed);
+        ring.completed.store(5, Ordering::Relaxed);
         w.look(ring, None, &rec, 9500);
         assert_eq!(rec.read().unwrap().since_ms, 9501);
         ring.wait_count.store(2, Ordering::Relaxed);

@@ -17,6 +17,14 @@
 // * a ring of 4096 lines (tickets from a counter in GPU memory, one atomic
 //   per warp; completions as answer words in host memory): requests per
 //   second from 1, 32, 1024 and 32 x 1024 threads with one host thread.
+// * the library's ring costs one at a time on that raw ring (rows
+//   "costs ..."; the library's protocol is in runtime/src/ring.rs): a
+//   ticket a lane instead of one atomic a warp; a system-scope add to a
+//   count in host memory per request (the library's `published`) or one
+//   per warp; the line written as four 16-byte stores instead of eight
+//   8-byte ones; a 16-byte answer (value, check) polled as one load. Each
+//   at 1024 and 32 x 1024 threads, 10 requests a thread and 1 (a burst,
+//   as ring_bench's 32 x 1024 figure is), and with a ring of 32768 lines.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +36,7 @@
 
 typedef unsigned long long u64;
 constexpr int SLOTS = 4096;
+constexpr int MAX_SLOTS = 8 * SLOTS; // the costs rows' larger ring
 
 struct alignas(64) Line {
     u64 w[8]; // w[7]: ticket + 1, stored last
@@ -90,14 +99,76 @@ __global__ void ring_rate(Line *ring, u64 *answers, u64 *tickets, int per) {
     }
 }
 
-static void host_echo(Line *ring, u64 *answers, u64 total, bool single, std::atomic<bool> *stop) {
+// The costs rows: `flags` adds the library's costs one at a time.
+enum { PER_LANE = 1, PUBLISH = 2, PUBLISH_WARP = 4, WIDE = 8, CPL16 = 16, CPL_LINE = 32, ACK = 64, BIG = 128 };
+__host__ __device__ inline u64 ring_slots(int flags) { return flags & BIG ? MAX_SLOTS : SLOTS; }
+// Words between answers: 1 (8-byte answers), 2 (16-byte), 8 (one 64-byte line each).
+__host__ __device__ inline int answer_stride(int flags) { return flags & CPL_LINE ? 8 : flags & CPL16 ? 2 : 1; }
+__device__ inline void vst2(u64 *p, u64 a, u64 b) {
+    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+__device__ inline void vld2(const u64 *p, u64 *a, u64 *b) {
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+}
+__global__ void ring_costs(Line *ring, u64 *answers, u64 *tickets, u64 *published, int per, int flags) {
+    for (int k = 0; k < per; k++) {
+        u64 t;
+        if (flags & PER_LANE) {
+            t = atomicAdd(tickets, (u64)1);
+        } else {
+            unsigned mask = __activemask();
+            int lane = threadIdx.x % 32, leader = __ffs(mask) - 1;
+            u64 base = 0;
+            if (lane == leader) base = atomicAdd(tickets, (u64)__popc(mask));
+            t = __shfl_sync(mask, base, leader) + __popc(mask & ((1u << lane) - 1));
+        }
+        if (flags & PUBLISH)
+            asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(published), "l"((u64)1) : "memory");
+        if (flags & PUBLISH_WARP) {
+            unsigned mask = __activemask();
+            if (threadIdx.x % 32 == __ffs(mask) - 1)
+                asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(published), "l"((u64)__popc(mask)) : "memory");
+        }
+        int stride = answer_stride(flags);
+        const u64 slots = ring_slots(flags);
+        u64 *a = &answers[(t % slots) * stride];
+        if (t >= slots)
+            while (vld(a) < t - slots + 1) {
+            }
+        Line *l = &ring[t % slots];
+        if (flags & WIDE) {
+            for (int i = 0; i < 6; i += 2) vst2(&l->w[i], t * 8 + i, t * 8 + i + 1);
+            vst2(&l->w[6], t * 8 + 6, t + 1);
+        } else {
+            send(l, t, false);
+        }
+        if (flags & CPL16) {
+            u64 v, c;
+            do vld2(a, &v, &c);
+            while (v < t + 1 || c != v * 3);
+            // The ack: in the answer's line, or packed after the answers.
+            if (flags & ACK) vst(flags & CPL_LINE ? a + 2 : answers + 8 * MAX_SLOTS + t % slots, t + 1);
+        } else {
+            while (vld(a) < t + 1) {
+            }
+        }
+    }
+}
+
+static void host_echo(Line *ring, u64 *answers, u64 total, bool single, std::atomic<bool> *stop, int stride,
+                      u64 slots) {
     volatile Line *r = ring;
     volatile u64 *a = answers;
     for (u64 next = 0; next < total && !stop->load(std::memory_order_relaxed);) {
-        volatile Line *l = single ? &r[0] : &r[next % SLOTS];
+        volatile Line *l = single ? &r[0] : &r[next % slots];
         if (l->w[7] != next + 1) continue;
         std::atomic_thread_fence(std::memory_order_acquire);
-        a[single ? 0 : next % SLOTS] = next + 1;
+        if (stride > 1) {
+            a[(next % slots) * stride + 1] = (next + 1) * 3;
+            a[(next % slots) * stride] = next + 1;
+        } else {
+            a[single ? 0 : next % slots] = next + 1;
+        }
         next++;
     }
 }
@@ -105,8 +176,8 @@ static void host_echo(Line *ring, u64 *answers, u64 total, bool single, std::ato
 int main() {
     Line *ring;
     u64 *answers, *hctr, *dctr, *dtickets, *ns;
-    CK(cudaHostAlloc(&ring, sizeof(Line) * SLOTS, cudaHostAllocMapped));
-    CK(cudaHostAlloc(&answers, 8 * SLOTS, cudaHostAllocMapped));
+    CK(cudaHostAlloc(&ring, sizeof(Line) * MAX_SLOTS, cudaHostAllocMapped));
+    CK(cudaHostAlloc(&answers, 72 * MAX_SLOTS, cudaHostAllocMapped));
     CK(cudaHostAlloc(&hctr, 64, cudaHostAllocMapped));
     CK(cudaMalloc(&dctr, 64));
     CK(cudaMalloc(&dtickets, 64));
@@ -119,7 +190,7 @@ int main() {
         memset(answers, 0, 8 * SLOTS);
         std::atomic<bool> stop{false};
         std::thread h;
-        if (mode < 2) h = std::thread(host_echo, ring, answers, (u64)iters, true, &stop);
+        if (mode < 2) h = std::thread(host_echo, ring, answers, (u64)iters, true, &stop, 1, (u64)SLOTS);
         round_trip<<<1, 1>>>(mode, ring, answers, hctr, iters, ns);
         CK(cudaDeviceSynchronize());
         if (h.joinable()) h.join();
@@ -137,7 +208,7 @@ int main() {
         CK(cudaMemset(dtickets, 0, 8));
         u64 total = (u64)s.blocks * s.threads * s.per;
         std::atomic<bool> stop{false};
-        std::thread h(host_echo, ring, answers, total, false, &stop);
+        std::thread h(host_echo, ring, answers, total, false, &stop, 1, (u64)SLOTS);
         auto t0 = std::chrono::steady_clock::now();
         ring_rate<<<s.blocks, s.threads>>>(ring, answers, dtickets, s.per);
         CK(cudaDeviceSynchronize());
@@ -145,5 +216,45 @@ int main() {
         h.join();
         printf("raw ring rate from %d x %d threads,%.2f,M requests/s\n", s.blocks, s.threads, total / sec / 1e6);
     }
+    struct {
+        int flags;
+        const char *name;
+    } costs[] = {{0, "raw"},
+                 {PER_LANE, "+ticket a lane"},
+                 {PUBLISH, "+published a request"},
+                 {PUBLISH_WARP, "+published a warp"},
+                 {WIDE, "+16-byte stores"},
+                 {CPL16, "+16-byte answer"},
+                 {CPL16 | CPL_LINE, "+16-byte answer a line"},
+                 {CPL16 | CPL_LINE | ACK, "+16-byte answer a line and an ack"},
+                 {PER_LANE | PUBLISH | CPL16 | CPL_LINE | ACK, "library until 2026-11-29 (lane tickets; published; answer a line; ack)"},
+                 {PER_LANE | PUBLISH_WARP | CPL16 | CPL_LINE | ACK, "library with published a warp"},
+                 {PER_LANE | PUBLISH | CPL16 | ACK, "library with packed answers"},
+                 {PER_LANE | PUBLISH_WARP | CPL16 | ACK, "library with packed answers and published a warp"},
+                 {PER_LANE | PUBLISH_WARP | CPL16 | ACK | WIDE, "library with packed answers, published a warp, 16-byte stores"},
+                 {PER_LANE | CPL16 | ACK, "library now (lane tickets; packed answers and acks)"},
+                 {PER_LANE | CPL16 | ACK | BIG, "library now with 32768 slots"},
+                 {BIG, "raw with 32768 slots"}};
+    struct {
+        int blocks, threads, per;
+    } cshapes[] = {{1, 1024, 100}, {32, 1024, 10}, {32, 1024, 1}};
+    for (int round = 0; round < 3; round++)
+        for (auto c : costs)
+            for (auto s : cshapes) {
+                memset(ring, 0, sizeof(Line) * MAX_SLOTS);
+                memset(answers, 0, 72 * MAX_SLOTS);
+                CK(cudaMemset(dtickets, 0, 8));
+                u64 total = (u64)s.blocks * s.threads * s.per;
+                std::atomic<bool> stop{false};
+                std::thread h(host_echo, ring, answers, total, false, &stop, answer_stride(c.flags), ring_slots(c.flags));
+                auto t0 = std::chrono::steady_clock::now();
+                ring_costs<<<s.blocks, s.threads>>>(ring, answers, dtickets, hctr, s.per, c.flags);
+                CK(cudaDeviceSynchronize());
+                double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                h.join();
+                printf("costs %s from %d x %d threads x %d,%.2f,M requests/s\n", c.name, s.blocks, s.threads, s.per,
+                       total / sec / 1e6);
+                fflush(stdout);
+            }
     return 0;
 }

@@ -60,12 +60,24 @@ fn retire(ring: &Ring, retired: &mut u64, next: u64) {
     let before = *retired;
     // An ack of a later lap counts too: that lap could start only after
     // this one's ack.
-    while *retired < next && ring.completions[slot(*retired)].ack.load(Ordering::Acquire) > *retired {
+    while *retired < next && ring.acks[slot(*retired)].load(Ordering::Acquire) > *retired {
         *retired += 1;
     }
     if *retired != before {
         ring.retired.store(*retired, Ordering::Release);
     }
+}
+
+/// How far past a missing message the server looks for a later one (the
+/// evidence that the missing request was claimed): the senders of the
+/// tickets after a lost one write theirs at once, unless a whole lap
+/// behind.
+const LOST_LOOKAHEAD: u64 = 64;
+
+/// The first ticket after `next` (within [`LOST_LOOKAHEAD`]) whose message
+/// is in the ring.
+fn later_written(ring: &Ring, next: u64) -> Option<u64> {
+    (next + 1..next + LOST_LOOKAHEAD).find(|&t| ring.msgs[slot(t)].sequence.load(Ordering::Acquire) == t + 1)
 }
 
 /// Empty polls of the spinning ring between two calls of
@@ -105,13 +117,13 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
                 return;
             }
             // A request claimed but not written yet: normal for a moment,
-            // a lost request when it lasts (looked at every 1024 polls).
+            // a lost request when it lasts (looked at every 1024 polls;
+            // claimed, as a later request's message says).
             if let Some(limit) = lost_after.filter(|_| idle % 1024 == 1023) {
-                let claimed = ring.published.load(Ordering::Acquire);
-                if claimed > next {
+                if let Some(later) = later_written(ring, next) {
                     let since = *missing_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > limit {
-                        handler.corrupt(DecodeError::Lost { ticket: next, claimed, found, after: limit });
+                        handler.corrupt(DecodeError::Lost { ticket: next, later, found, after: limit });
                     }
                 } else {
                     missing_since = None;
@@ -188,7 +200,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             c.value.store(result, Ordering::Relaxed);
             c.check.store(cpl_check(result, t + 1), Ordering::Release);
             if reqs[i].nbi {
-                c.ack.store(t + 1, Ordering::Release);
+                ring.acks[slot(t)].store(t + 1, Ordering::Release);
             }
             ring.completed.store(t + 1, Ordering::Release);
         });
@@ -251,7 +263,7 @@ mod tests {
             let check = c.check.load(Ordering::Acquire);
             let v = c.value.load(Ordering::Relaxed);
             if check == cpl_check(v, t + 1) {
-                c.ack.store(t + 1, Ordering::Release);
+                ring.acks[slot(t)].store(t + 1, Ordering::Release);
                 return v;
             }
             std::hint::spin_loop();
@@ -266,7 +278,7 @@ mod tests {
         for t in 0..laps {
             // Flow control as a device does it.
             if t >= RING_SLOTS as u64 {
-                while ring.completions[slot(t)].ack.load(Ordering::Acquire) < t - RING_SLOTS as u64 + 1 {
+                while ring.acks[slot(t)].load(Ordering::Acquire) < t - RING_SLOTS as u64 + 1 {
                     std::hint::spin_loop();
                 }
             }
@@ -291,7 +303,6 @@ mod tests {
             } else {
                 msg.write(&m, t);
             }
-            ring.published.fetch_add(1, Ordering::Release);
             if !nbi {
                 assert_eq!(wait(ring, t), t + 1);
             }
@@ -351,7 +362,6 @@ mod tests {
                 ring.msgs[slot(t)].write(&m, t);
             }
         }
-        ring.published.fetch_add(n, Ordering::Release);
         let h: &'static Batcher = Box::leak(Box::new(Batcher(Mutex::new(Vec::new()))));
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = Arc::clone(&stop);
@@ -383,20 +393,57 @@ mod tests {
         let ring = new_ring();
         let (h, _stop, thread) = start(ring);
         // Ticket 0 is claimed and never written; ticket 1 is.
-        ring.published.fetch_add(2, Ordering::Release);
         ring.msgs[1].write(&RawMsg { op: RING_NOP, value: 1, pe: 1, ..Default::default() }, 1);
         let t0 = Instant::now();
         let e = thread.join().expect_err("the server must report the lost request");
         let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(
             msg.contains(
-                "device request 0 was claimed (2 requests claimed so far) but its message never came within 0.3 s"
+                "device request 0 was claimed (request 1's message came) but its message never came within 0.3 s"
             ),
             "{msg}"
         );
         assert!(msg.contains("still holds sequence 0, not 1"), "{msg}");
         assert!(t0.elapsed() >= LOST_AFTER);
         assert!(h.0.lock().unwrap().is_empty(), "a later request was served before a lost one");
+    }
+
+    #[test]
+    fn a_request_not_written_yet_with_nothing_after_it_is_not_reported() {
+        let ring = new_ring();
+        let (_h, stop, thread) = start(ring);
+        // Ticket 0 claimed, its message on its way; no later request.
+        std::thread::sleep(3 * LOST_AFTER);
+        stop.store(true, Ordering::Release);
+        thread.join().expect("a request still being written is not lost");
+    }
+
+    #[test]
+    fn drain_waits_for_every_request_written_and_not_for_one_still_being_written() {
+        let ring = new_ring();
+        // Tickets 0..100 written (posted), 100 claimed but not written,
+        // 101 written: the server stops at 100.
+        let post = |t: u64| {
+            let m = RawMsg { op: RING_NOP, value: t, pe: 1, flags: RING_NBI, ..Default::default() };
+            ring.msgs[slot(t)].write(&m, t);
+        };
+        (0..100).for_each(post);
+        post(101);
+        let (h, stop, thread) = start(ring);
+        crate::ring::drain(ring);
+        assert!(
+            ring.completed.load(Ordering::Acquire) >= 100,
+            "drain returned before the written requests were served"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(ring.completed.load(Ordering::Acquire), 100);
+        assert_eq!(h.0.lock().unwrap().len(), 100);
+        // Written at last: the next drain waits for both.
+        post(100);
+        crate::ring::drain(ring);
+        assert_eq!(ring.completed.load(Ordering::Acquire), 102);
+        stop.store(true, Ordering::Release);
+        thread.join().unwrap();
     }
 
     #[test]
