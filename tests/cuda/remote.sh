@@ -63,7 +63,7 @@ parts=" ${REMOTE_PARTS:-host gpu ring bench} "
     step "test_cuda $mode" "${REMOTE_STEP_LIMIT:-300}" bash -c '"$@" | tee /dev/stderr | grep "cuda '$mode' ok on 2 PEs" >/dev/null' _ \
         "${launch[@]}" "$build/test_cuda" "$mode"
 done
-[[ $parts == *" ring "* ]] && for args in "storm 8 256 100" "mixed 8 256 4" "full 32 1024 4 20"; do
+[[ $parts == *" ring "* ]] && for args in "storm 8 256 100" "mixed 8 256 4" "full 64 1024 4 20"; do
     step "ring_test $args" "${REMOTE_STEP_LIMIT:-300}" "${launch[@]}" "$build/ring_test" $args
 done
 # Benchmarks: their tables, not pass or fail.

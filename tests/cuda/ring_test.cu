@@ -1,7 +1,7 @@
 // The reverse-offload ring under load, meant for
 // ISHMEM_DEVICE_RING_ALL=1 (every device operation through the ring; it
 // passes without it too). Exact results, thousands of threads, many
-// wrap-arounds of the 4096-slot ring, every request kind:
+// wrap-arounds of the 32768-slot ring, every request kind:
 //
 //   ring_test storm BLOCKS THREADS ITERS   every thread adds 1 to a counter
 //       on every PE ITERS times, in a kernel on the legacy default stream
@@ -15,7 +15,7 @@
 //   ring_test full BLOCKS THREADS ITERS [REPS]   REPS kernels (default 20)
 //       in which every thread sends ITERS no-op requests carrying a value
 //       unique to it and checks the host's echo (ring_bench_nop.cu): with
-//       more threads than the ring's 4096 slots the ring is full, every
+//       more threads than the ring's 32768 slots the ring is full, every
 //       sender waits for its slot (back-pressure), and a request lost, run
 //       twice or answered with another's completion shows as the proxy's
 //       lost-request report (or a hang to the harness's limit) or a wrong

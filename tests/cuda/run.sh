@@ -37,7 +37,7 @@ run() { # label, scale, env...
         echo "$out" | grep -q "cuda $mode ok on ${pes:-2} PEs" || { echo "$out" >&2; fail "$label ($mode) printed no result"; }
     done
     if [ -n "$ring" ]; then
-        for args in "storm 8 256 100" "mixed 8 256 4" "full 32 1024 4 20"; do
+        for args in "storm 8 256 100" "mixed 8 256 4" "full 64 1024 4 20"; do
             out="$(env "$@" "$bin/ishmrun" -n "${pes:-2}" -t 600 "$build/ring_test" $args 2>&1)" \
                 || { echo "$out" >&2; fail "$label (ring_test $args)"; }
         done

@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     CHECK(ds->version == ISHMEMX_DEVICE_STATE_VERSION, "device state version");
 
     /* "small": the many-work-item parts with fewer work-items (the
-       1536 of part 7 still send more requests than the ring's 4096 slots),
+       1536 of part 7 still send 4608 requests through the ring),
        for paths where each request costs a network round trip (every peer
        remote over MPI). */
     int small = argc > 2 && strcmp(argv[2], "small") == 0;
