@@ -126,8 +126,8 @@ ISHMEMI_INLINE void ishmemi_store_relaxed64(void *p, long v) {
  * ring in host memory (volatile: relaxed at system scope in PTX's model),
  * completions polled as one 16-byte load, tickets claimed one per
  * work-item (a GPU-memory atomic, and nothing in host memory: a
- * system-scope add there a request held the ring to 16 M requests/s on an
- * H200, tests/cuda/ring_floor.cu). */
+ * system-scope add there a request held the ring to 13-16 M requests/s
+ * on an H200, tests/cuda/ring_floor.cu). */
 #define ISHMEMI_HAVE_RING_PRIMS 1
 ISHMEMI_INLINE ulong ishmemi_ring_rd64(void *p) {
     ulong v;

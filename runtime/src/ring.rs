@@ -9,10 +9,10 @@
 //!   word 0: GPU memory on GPUs), one ticket per work-item (with a claim
 //!   by one lane for its warp, claimed tickets' messages never came on
 //!   H200s, for reasons not understood: target_cuda.h says how it was
-//!   seen). Nothing in host memory counts the claims: an atomic on host
-//!   memory in every request held a GPU's ring to 16 M requests/s
-//!   (`tests/cuda/ring_floor.cu`'s "costs" rows); the host learns of a
-//!   request from its message alone.
+//!   seen). Nothing in host memory counts the claims: a system-scope
+//!   atomic on host memory in every request (or once a warp) held an
+//!   H200's ring to 13-16 M requests/s (`tests/cuda/ring_floor.cu`'s
+//!   "costs" rows); the host learns of a request from its message alone.
 //! * **Flow control, off the critical path.** Slot `t % RING_SLOTS` is free
 //!   once ticket `t - RING_SLOTS` is acked (served, and its completion
 //!   read). The server counts the tickets *retired* so (contiguously, half
@@ -30,16 +30,18 @@
 //!   torn or corrupt message) is reported after a second, never executed.
 //!   A request whose message has not come in [`LOST_LIMIT`] (or the
 //!   deadlock timeout, if longer; not at all when that is 0) while a later
-//!   request's has (so it was claimed) is reported as lost and ends the
-//!   job: its waiters, and every request after it, could never be served.
+//!   request's has (so it was claimed; the server looks 64 tickets ahead)
+//!   is reported as lost and ends the job: its waiters, and every request
+//!   after it, could never be served. A lost request with no later one
+//!   written is not reported (its own sender is the only one waiting).
 //!   Requests whose data the host reads from device memory (puts from
 //!   global memory) and team-sync flag stores are preceded by one release
 //!   fence; the rest carry everything in the message.
 //! * **Completions** are per slot and come in any order: `(value, check =
 //!   [`cpl_check`]`(value, t + 1))`, 16 bytes packed four to a cache line
-//!   (a warp's waiters poll neighbouring slots: a line a slot made a GPU's
-//!   polls of 32 x 1024 waiters eight times the reads, and the ring
-//!   three times slower), polled by the waiting work-item as one 16-byte
+//!   (a warp's waiters poll neighbouring slots: 8 lines for 32 waiters,
+//!   where a line a slot made it 32, and the raw ring with 32 x 1024
+//!   waiters three times slower), polled by the waiting work-item as one 16-byte
 //!   load on CUDA (on OpenCL, the check then the value, two volatile
 //!   loads) and accepted when the check agrees (no acquire; a value older
 //!   than its check never agrees; a get into device memory and quiet add
@@ -78,9 +80,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Slots of the ring: as many requests as may be outstanding before a
 /// sender waits for its slot. 32768 (2.75 MiB of host memory a PE): on an
-/// H200, 32 x 1024 threads with one request each went from 35 to 103 M
-/// requests/s on the raw ring against 4096 slots, which kept most of them
-/// waiting for their slots (`tests/cuda/ring_floor.cu`, 2026-11-29).
+/// H200, 32 x 1024 threads sending 10 requests each, one at a time, went
+/// from 35 to 103 M requests/s on the raw ring with the library's costs
+/// (4096 slots kept most of them waiting for theirs); a burst of one
+/// request a thread went from 74 to 59 M/s (its requests land in cold
+/// lines of host memory) (`tests/cuda/ring_floor.cu`, 2026-11-29).
 pub const RING_SLOTS: usize = 32768;
 
 /// Ring operation codes.
@@ -320,14 +324,18 @@ pub fn mark_server_thread() {
     ON_SERVER_THREAD.with(|c| c.set(true));
 }
 
+/// Whether ticket `t`'s message has been written: its slot holds its
+/// sequence, or a later lap's (then `t` was served and its slot reused).
+fn is_written(ring: &Ring, t: u64) -> bool {
+    ring.msgs[(t % RING_SLOTS as u64) as usize].sequence.load(Ordering::Acquire) > t
+}
+
 /// The tickets whose messages are in the ring now, from `completed` on:
-/// the first ticket after them whose slot does not hold its sequence.
+/// the first ticket after them whose message has not been written.
 fn written(ring: &Ring) -> u64 {
     let done = ring.completed.load(Ordering::Acquire);
     let mut t = done;
-    while t - done < RING_SLOTS as u64
-        && ring.msgs[(t % RING_SLOTS as u64) as usize].sequence.load(Ordering::Acquire) == t + 1
-    {
+    while t - done < RING_SLOTS as u64 && is_written(ring, t) {
         t += 1;
     }
     t
@@ -341,16 +349,18 @@ fn written(ring: &Ring) -> u64 {
 /// overwrite the host's `e + 1` and hang the next sync. A kernel that has
 /// ended (the host's ordering with it) has written every message it claimed
 /// a ticket for; the requests of one still running are not the host's to
-/// order. Returns at once when nothing is outstanding, and on the server
-/// thread itself.
+/// order. What this does not cover: a request of an ended kernel whose
+/// ticket comes after one a still-running kernel has claimed and not
+/// written yet (its sender waiting for its slot in a full ring; nothing in
+/// host memory counts claims, as the module's text on tickets says) is
+/// served in ticket order after that one, possibly after this returns. Returns at
+/// once when nothing is outstanding, and on the server thread itself.
 #[inline]
 pub fn drain(ring: &Ring) {
     // The slot of the next request to serve: empty (nothing outstanding)
     // is the common case, one load.
     let done = ring.completed.load(Ordering::Acquire);
-    if ring.msgs[(done % RING_SLOTS as u64) as usize].sequence.load(Ordering::Acquire) != done + 1
-        || ON_SERVER_THREAD.with(|c| c.get())
-    {
+    if !is_written(ring, done) || ON_SERVER_THREAD.with(|c| c.get()) {
         return;
     }
     let posted = written(ring);

@@ -626,6 +626,14 @@ impl Router {
         self.local(pe, offset).is_none()
     }
 
+    /// Whether any AMO may be one of the device's atomics (the heaps are in
+    /// device memory and AMOs are not all sent to the proxy): the ring
+    /// server asks before it checks a request for a device pass.
+    #[inline]
+    pub fn device_atomics_possible(&self) -> bool {
+        self.mem.is_some() && !self.amo_remote_all
+    }
+
     /// Where an AMO at `offset` on `pe` is one of the device's atomics on
     /// memory this process maps (a GPU heap of this node): the address, for
     /// [`Router::device_atomics`]; `None` when it goes elsewhere (host
@@ -633,7 +641,7 @@ impl Router {
     /// device pass.
     #[inline]
     pub fn device_atomic_target(&self, pe: usize, offset: usize) -> Option<*mut u8> {
-        if self.amo_remote_all {
+        if !self.device_atomics_possible() {
             return None;
         }
         self.device_mem(offset)?;

@@ -210,6 +210,9 @@ impl State {
     /// served 0.14 M of them a second on an H200); `None` for every other
     /// request or target.
     fn device_atomic(&self, r: &Request) -> Option<PassAtomic> {
+        if !self.route.device_atomics_possible() {
+            return None;
+        }
         let (addr, amo) = match r.op {
             RingOp::Amo => (r.dest, Amo { op: r.amo, size: r.size, operand: r.value, cond: r.cond }),
             RingOp::G if aligned_word(r.source, r.value) => (r.source, Amo::new(AmoOp::Fetch, r.value as usize, 0)),
@@ -220,7 +223,10 @@ impl State {
         let pe = self.check_pe(CALL, r.pe);
         let off = self.sym_offset(CALL, what, addr as *const u8, amo.size);
         self.check_aligned(CALL, what, addr as *const u8, amo.size);
-        self.route.device_atomic_target(pe, off).map(|addr| PassAtomic { addr, amo, posted: r.nbi })
+        // A p keeps ring order with everything around it (the device
+        // library's own words: a sync word after the counts it publishes).
+        let ordered = r.op == RingOp::P;
+        self.route.device_atomic_target(pe, off).map(|addr| PassAtomic { addr, amo, posted: r.nbi, ordered })
     }
 
     /// Performs the gathered `run` of device atomics (indices into `reqs`)

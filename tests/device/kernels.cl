@@ -83,8 +83,9 @@ kernel void posted_amos(global long *c, long n) {
     ishmem_quiet();
 }
 
-/* Many requests at once: through the ring (forced-ring mode) this wraps the
- * 4096-slot ring several times, with flow control and nbi requests. */
+/* Many requests at once: through the ring (forced-ring mode) 16384
+ * work-items' three requests each wrap the 32768-slot ring (not the 1536
+ * of device_host's small mode), with flow control and nbi requests. */
 kernel void many(global long *counter, global int *slots) {
     size_t i = get_global_id(0);
     int me = ishmem_my_pe(), np = ishmem_n_pes();

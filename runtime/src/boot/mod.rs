@@ -248,6 +248,7 @@ impl RegionAccess for DeviceHeap {
                 addr: (self.base + offset) as *mut u8,
                 amo,
                 posted,
+                ordered: false,
             })
             .collect();
         // SAFETY: the proxy checked that each value is aligned and inside

@@ -549,12 +549,17 @@ pub struct LocalRank {
 /// One AMO of a [`DeviceMemory::atomics`] pass: `amo` on the value at
 /// `addr`; `posted` when its issuer did not wait for it (a non-fetching
 /// AMO a device or a remote PE posted), so later AMOs of the pass on the
-/// same word are performed after it ([`pass_waves`]).
+/// same word are performed after it; `ordered` when it keeps its place
+/// among all of the pass's AMOs, after every one before it and before
+/// every one after it (a ring `p`: the device library relies on ring
+/// order for its own words, e.g. a sync word stored after the counts it
+/// publishes) ([`pass_waves`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PassAtomic {
     pub addr: *mut u8,
     pub amo: Amo,
     pub posted: bool,
+    pub ordered: bool,
 }
 
 /// The order a pass of `ops` keeps: each AMO's wave (waves are performed
@@ -566,23 +571,33 @@ pub struct PassAtomic {
 /// nothing. AMOs on other words, and those after blocking ones, need no
 /// order: within a pass no fence separates them (a device fence, and a
 /// remote PE's, reaches the server as a request of its own, which ends a
-/// pass).
+/// pass). An `ordered` AMO takes a wave after every AMO before it, and
+/// every AMO after it a later wave.
 pub fn pass_waves(ops: &[PassAtomic]) -> Vec<u32> {
     use crate::types::AmoOp;
     /// The (operation, size, address) of posted AMOs others may join.
     type Group = (AmoOp, usize, usize);
     // Per word: the wave of its latest posted AMOs, and their group.
     let mut words: std::collections::HashMap<usize, (u32, Option<Group>)> = std::collections::HashMap::new();
+    // The least wave of what comes after an ordered AMO; the highest wave
+    // so far.
+    let (mut floor, mut top) = (0u32, None::<u32>);
     ops.iter()
         .map(|op| {
             let (addr, Amo { op: code, size, .. }) = (op.addr as usize, op.amo);
             let commutes = matches!(code, AmoOp::FetchAdd | AmoOp::FetchAnd | AmoOp::FetchOr | AmoOp::FetchXor);
-            let group = (op.posted && commutes).then_some((code, size, addr));
-            let wave = match words.get(&(addr & !7)) {
+            let group = (op.posted && commutes && !op.ordered).then_some((code, size, addr));
+            let mut wave = match words.get(&(addr & !7)) {
                 None => 0,
                 Some(&(w, g)) if group.is_some() && g == group => w,
                 Some(&(w, _)) => w + 1,
-            };
+            }
+            .max(floor);
+            if op.ordered {
+                wave = wave.max(top.map_or(0, |t| t + 1));
+                floor = wave + 1;
+            }
+            top = Some(top.map_or(wave, |t| t.max(wave)));
             if op.posted {
                 words.insert(addr & !7, (wave, group));
             }
@@ -839,7 +854,29 @@ mod pass_wave_tests {
     use crate::types::AmoOp;
 
     fn op(addr: usize, code: AmoOp, size: usize, posted: bool) -> PassAtomic {
-        PassAtomic { addr: addr as *mut u8, amo: Amo::new(code, size, 1), posted }
+        PassAtomic { addr: addr as *mut u8, amo: Amo::new(code, size, 1), posted, ordered: false }
+    }
+
+    /// A ring `p`: a posted set that keeps its place.
+    fn p(addr: usize) -> PassAtomic {
+        PassAtomic { ordered: true, ..op(addr, AmoOp::Set, 8, true) }
+    }
+
+    /// `p`s to other words keep their order with each other and with the
+    /// AMOs around them (a sync word after the counts it publishes);
+    /// AMOs between two of them may share a wave.
+    #[test]
+    fn ring_ps_keep_their_place_among_every_word() {
+        let ops = [
+            op(128, AmoOp::FetchAdd, 8, true),
+            p(64),
+            op(200, AmoOp::FetchAdd, 8, true),
+            op(208, AmoOp::Fetch, 8, false),
+            p(72),
+            p(80),
+            op(64, AmoOp::Fetch, 8, false),
+        ];
+        assert_eq!(pass_waves(&ops), [0, 1, 2, 2, 3, 4, 5]);
     }
 
     /// Blocking AMOs from many threads, as a run of fetch_adds: one wave.
