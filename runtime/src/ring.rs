@@ -324,10 +324,17 @@ pub fn mark_server_thread() {
     ON_SERVER_THREAD.with(|c| c.set(true));
 }
 
+/// The slot of ticket `t`.
+#[inline]
+pub(crate) fn slot(t: u64) -> usize {
+    (t % RING_SLOTS as u64) as usize
+}
+
 /// Whether ticket `t`'s message has been written: its slot holds its
 /// sequence, or a later lap's (then `t` was served and its slot reused).
-fn is_written(ring: &Ring, t: u64) -> bool {
-    ring.msgs[(t % RING_SLOTS as u64) as usize].sequence.load(Ordering::Acquire) > t
+#[inline]
+pub(crate) fn is_written(ring: &Ring, t: u64) -> bool {
+    ring.msgs[slot(t)].sequence.load(Ordering::Acquire) > t
 }
 
 /// The tickets whose messages are in the ring now, from `completed` on:
@@ -369,7 +376,7 @@ pub fn drain(ring: &Ring) {
     // never came, one of another lap, or one whose check does not agree).
     let what = || {
         let done = ring.completed.load(Ordering::Acquire);
-        let m = &ring.msgs[(done % RING_SLOTS as u64) as usize];
+        let m = &ring.msgs[slot(done)];
         format!(
             "the device's requests (waits for the proxy thread to serve up to request {posted}; it has served \
              {done}, and the slot of request {done} holds sequence {} (the request's is {}))",

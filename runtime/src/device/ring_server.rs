@@ -4,7 +4,7 @@
 //! slot's completion, bumps `completed` and retires acked slots.
 
 use super::RingHandler;
-use crate::ring::{cpl_check, DecodeError, Request, Ring, RING_SLOTS};
+use crate::ring::{cpl_check, is_written, slot, DecodeError, Request, Ring};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,10 +41,6 @@ impl Drop for RingServer {
 /// before it is reported as corrupt.
 const TORN_LIMIT: Duration = Duration::from_secs(1);
 
-fn slot(t: u64) -> usize {
-    (t % RING_SLOTS as u64) as usize
-}
-
 /// Tickets served before the server looks at their acks again.
 const RETIRE_BATCH: u64 = 64;
 
@@ -77,7 +73,7 @@ const LOST_LOOKAHEAD: u64 = 64;
 /// The first ticket after `next` (within [`LOST_LOOKAHEAD`]) whose message
 /// is in the ring.
 fn later_written(ring: &Ring, next: u64) -> Option<u64> {
-    (next + 1..=next + LOST_LOOKAHEAD).find(|&t| ring.msgs[slot(t)].sequence.load(Ordering::Acquire) == t + 1)
+    (next + 1..=next + LOST_LOOKAHEAD).find(|&t| is_written(ring, t))
 }
 
 /// Empty polls of the spinning ring between two calls of
@@ -222,7 +218,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ring::{cpl_check, new_ring, RawMsg, Request, RingOp, RING_G, RING_NBI, RING_NOP};
+    use crate::ring::{cpl_check, new_ring, RawMsg, Request, RingOp, RING_G, RING_NBI, RING_NOP, RING_SLOTS};
     use std::sync::Mutex;
 
     /// Serves every request by returning its `value` + 1 and records it;
