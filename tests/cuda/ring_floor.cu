@@ -173,6 +173,24 @@ static void host_echo(Line *ring, u64 *answers, u64 total, bool single, std::ato
     }
 }
 
+// Millions of requests a second: `launch` starts a kernel that sends
+// `total` requests, which a host thread echoes (`stride`, `slots`: the
+// answers' layout); the ring, the answers and the tickets are reset first.
+template <typename F>
+static double ring_rate_of(Line *ring, u64 *answers, u64 *dtickets, u64 total, int stride, u64 slots, F launch) {
+    memset(ring, 0, sizeof(Line) * MAX_SLOTS);
+    memset(answers, 0, 72 * MAX_SLOTS);
+    CK(cudaMemset(dtickets, 0, 8));
+    std::atomic<bool> stop{false};
+    std::thread h(host_echo, ring, answers, total, false, &stop, stride, slots);
+    auto t0 = std::chrono::steady_clock::now();
+    launch();
+    CK(cudaDeviceSynchronize());
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    h.join();
+    return total / sec / 1e6;
+}
+
 int main() {
     Line *ring;
     u64 *answers, *hctr, *dctr, *dtickets, *ns;
@@ -203,18 +221,10 @@ int main() {
         int blocks, threads, per;
     } shapes[] = {{1, 1, 20000}, {1, 32, 2000}, {1, 1024, 100}, {32, 1024, 10}};
     for (auto s : shapes) {
-        memset(ring, 0, sizeof(Line) * SLOTS);
-        memset(answers, 0, 8 * SLOTS);
-        CK(cudaMemset(dtickets, 0, 8));
         u64 total = (u64)s.blocks * s.threads * s.per;
-        std::atomic<bool> stop{false};
-        std::thread h(host_echo, ring, answers, total, false, &stop, 1, (u64)SLOTS);
-        auto t0 = std::chrono::steady_clock::now();
-        ring_rate<<<s.blocks, s.threads>>>(ring, answers, dtickets, s.per);
-        CK(cudaDeviceSynchronize());
-        double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        h.join();
-        printf("raw ring rate from %d x %d threads,%.2f,M requests/s\n", s.blocks, s.threads, total / sec / 1e6);
+        double r = ring_rate_of(ring, answers, dtickets, total, 1, SLOTS,
+                                [&] { ring_rate<<<s.blocks, s.threads>>>(ring, answers, dtickets, s.per); });
+        printf("raw ring rate from %d x %d threads,%.2f,M requests/s\n", s.blocks, s.threads, r);
     }
     struct {
         int flags;
@@ -241,19 +251,11 @@ int main() {
     for (int round = 0; round < 3; round++)
         for (auto c : costs)
             for (auto s : cshapes) {
-                memset(ring, 0, sizeof(Line) * MAX_SLOTS);
-                memset(answers, 0, 72 * MAX_SLOTS);
-                CK(cudaMemset(dtickets, 0, 8));
                 u64 total = (u64)s.blocks * s.threads * s.per;
-                std::atomic<bool> stop{false};
-                std::thread h(host_echo, ring, answers, total, false, &stop, answer_stride(c.flags), ring_slots(c.flags));
-                auto t0 = std::chrono::steady_clock::now();
-                ring_costs<<<s.blocks, s.threads>>>(ring, answers, dtickets, hctr, s.per, c.flags);
-                CK(cudaDeviceSynchronize());
-                double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                h.join();
-                printf("costs %s from %d x %d threads x %d,%.2f,M requests/s\n", c.name, s.blocks, s.threads, s.per,
-                       total / sec / 1e6);
+                double r = ring_rate_of(ring, answers, dtickets, total, answer_stride(c.flags), ring_slots(c.flags), [&] {
+                    ring_costs<<<s.blocks, s.threads>>>(ring, answers, dtickets, hctr, s.per, c.flags);
+                });
+                printf("costs %s from %d x %d threads x %d,%.2f,M requests/s\n", c.name, s.blocks, s.threads, s.per, r);
                 fflush(stdout);
             }
     return 0;
