@@ -22,6 +22,9 @@ pub struct CtrlHeader {
     pub abort_reporter: AtomicI32,
     /// Exit status the job aborts with; 0 while the job runs.
     pub abort_code: AtomicI32,
+    /// PE number + 1 of the PE that started the abort (its error message
+    /// names the cause), 0 if none or not known.
+    pub abort_pe: AtomicI32,
     /// PE number + 1 of the PE that called `global_exit`, 0 if none.
     pub exit_caller: AtomicI32,
     /// The status passed to `global_exit`.
@@ -432,6 +435,14 @@ impl Ctrl {
     /// [`TEAM_EPOCH_FROM_FLAGS`] after them).
     pub fn team_base(&self) -> u64 {
         &self.pe(0).teams[0].barrier as *const _ as u64
+    }
+
+    /// The PE that started the job's abort with an error, if one did.
+    pub fn aborter(&self) -> Option<usize> {
+        match self.header().abort_pe.load(Ordering::Acquire) {
+            0 => None,
+            pe => Some((pe - 1) as usize),
+        }
     }
 
     /// The exit status the job is aborting with, if any PE started an abort.

@@ -120,7 +120,13 @@ pub(crate) fn claim_report() -> bool {
 pub fn abort_job(code: i32) -> ! {
     let code = if code == 0 { ERROR_EXIT_CODE } else { code };
     if let Some(c) = ctrl() {
-        let _ = c.header().abort_code.compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
+        let h = c.header();
+        // Who started it, before the code the other PEs leave on: the
+        // launcher may see one of them end first.
+        if let Some(me) = phase::my_pe() {
+            let _ = h.abort_pe.compare_exchange(0, me as i32 + 1, Ordering::AcqRel, Ordering::Acquire);
+        }
+        let _ = h.abort_code.compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

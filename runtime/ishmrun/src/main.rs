@@ -557,8 +557,13 @@ fn run(mut opts: Options) -> Result<u8, String> {
             ctrl.mark_gone(pe);
         }
         if failed && !job.terminating.load(Ordering::SeqCst) && !signalled {
-            if !opts.verbose {
-                say!("PE {pe} (pid {pid}) {how}");
+            match ctrl.aborter().filter(|&a| a != pe && a < n) {
+                // Another PE's error ended the job and this PE left first
+                // (a PE whose exit is slow, e.g. tearing down a GPU
+                // context): name the one whose message says why.
+                Some(a) => say!("{}", left_after_abort(a, pids[a], pe, pid, &how)),
+                None if !opts.verbose => say!("PE {pe} (pid {pid}) {how}"),
+                None => {}
             }
             first_failure.get_or_insert(code);
             job.terminate(&format!("PE {pe} failed"));
@@ -588,6 +593,12 @@ fn run(mut opts: Options) -> Result<u8, String> {
         return Ok(128u8.wrapping_add(sig as u8));
     }
     Ok(first_failure.unwrap_or(0))
+}
+
+/// What ishmrun says when PE `pe` ends (`how`) after PE `aborter` began
+/// to abort the job with an error, before the aborting PE has ended.
+fn left_after_abort(aborter: usize, aborter_pid: libc::pid_t, pe: usize, pid: libc::pid_t, how: &str) -> String {
+    format!("PE {aborter} (pid {aborter_pid}) ended the job with the error above; PE {pe} (pid {pid}) {how}")
 }
 
 /// The exit status for `global_exit(status)`: as given when it fits an
