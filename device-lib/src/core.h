@@ -142,7 +142,7 @@ ISHMEMI_INLINE char *ishmemi_ring(void) { return (char *)ISHMEMI_STATE->ring; }
  * quiet word 0 (the memory the device reaches fastest), messages validated
  * by a check word instead of ordered by a fence, completions validated the
  * same way, flow control that reads host memory only when the ring may be
- * full (quiet word 3 keeps a hint of the server's `retired`). */
+ * full (quiet word 3 keeps a hint of the server's `completed`). */
 
 /* Targets without their own forms (OpenCL): volatile accesses (relaxed
  * atomics are calls on Intel's CPU runtime), the sequence a release store,
@@ -205,21 +205,27 @@ ISHMEMI_INLINE ulong ishmemi_ring_cpl_check(ulong value, ulong seq) {
     return ishmemi_ring_mix(ishmemi_ring_mix(ISHMEMI_RING_MIX, seq), value);
 }
 
-/* Slot t's previous lap (ticket t - SLOTS) may still be in use: the hint
- * (quiet word 3) is behind. Reads the server's `retired` count (host
- * memory) and keeps it as the new hint; when even that is behind (a whole
- * lap outstanding), waits for the slot's own ack, so one slow waiter holds
- * up only the sender of its slot. */
+/* Slot t's previous lap (ticket t - SLOTS) may not have been read by the
+ * server yet: the hint (quiet word 3) is behind. Reads the server's
+ * `completed` count (host memory) and keeps it as the new hint; when even
+ * that is behind (a whole lap outstanding), waits about as long as the
+ * server takes for the requests ahead of it (ISHMEMI_RING_ROOM_NS each, up
+ * to 262 us), then polls the slot's own `taken` mark until the server has
+ * read ticket t - SLOTS's message. This waits for the server alone, never
+ * for another work-item (the server keeps the slot's completion until its
+ * waiter has read it, the ack), and thousands of senders waiting for a
+ * full ring poll their own slots' words, not one they all share. */
+#define ISHMEMI_RING_ROOM_NS 32
 ISHMEMI_NOINLINE void ishmemi_ring_room(ulong t) {
     char *ring = ishmemi_ring();
-    ulong r = ishmemi_ring_rd64(ring + ISHMEMI_RING_RETIRED);
-    if (r + ISHMEMI_RING_SLOTS > t) {
-        ishmemi_own_store64((char *)ISHMEMI_STATE->quiet_words + 24, (long)r);
-        return;
-    }
-    char *ack = ring + ISHMEMI_RING_ACKS + (t % ISHMEMI_RING_SLOTS) * 8;
+    ulong c = ishmemi_ring_rd64(ring + ISHMEMI_RING_COMPLETED);
+    ishmemi_own_store64((char *)ISHMEMI_STATE->quiet_words + 24, (long)c);
+    if (c + ISHMEMI_RING_SLOTS > t) return;
+    ulong ahead = t + 1 - ISHMEMI_RING_SLOTS - c;
+    ISHMEMI_RING_PAUSE(ahead < 8192 ? (uint)ahead * ISHMEMI_RING_ROOM_NS : 8192u * ISHMEMI_RING_ROOM_NS);
+    char *taken = ring + ISHMEMI_RING_TAKEN + (t % ISHMEMI_RING_SLOTS) * 8;
     uint polls = 0, ns = 128;
-    while (ishmemi_ring_rd64(ack) < t - ISHMEMI_RING_SLOTS + 1) ISHMEMI_RING_BACKOFF(polls, ns);
+    while (ishmemi_ring_rd64(taken) <= t - ISHMEMI_RING_SLOTS) ISHMEMI_RING_BACKOFF(polls, ns);
 }
 
 /* Claims a ticket, makes sure its slot is free (flow control: a host read
@@ -251,8 +257,14 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
 }
 
 /* Waits for ticket t's completion (its value and check agreeing: no fence),
- * reads its value and frees the slot. The ack's store follows the loop that
- * tested the value read, so it cannot overtake the read. */
+ * reads its value and frees the slot: the ack is stored in the poll that
+ * saw the completion (a work-item of a sub-group running in lockstep does
+ * not wait for its neighbours' completions first: the server may be
+ * waiting for this ack), after the test of the value read, so it cannot
+ * overtake the read. The server has taken every ticket up to t: a waiter
+ * whose ticket is a multiple of RING_SLOTS / 8 keeps the flow-control
+ * hint (quiet word 3) fresh with it, so senders seldom read host memory
+ * (a racing store of a smaller count only makes the hint older). */
 ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
     char *ring = ishmemi_ring();
     char *c = ring + ISHMEMI_RING_COMPLETIONS + (t % ISHMEMI_RING_SLOTS) * ISHMEMI_RING_COMPLETION_SIZE;
@@ -260,11 +272,14 @@ ISHMEMI_INLINE ulong ishmemi_ring_wait(ulong t) {
     uint polls = 0, ns = 128;
     for (;;) {
         ishmemi_ring_rd2(c + ISHMEMI_RING_CPL_VALUE, &v, &check);
-        if (check == ishmemi_ring_cpl_check(v, seq)) break;
+        if (check == ishmemi_ring_cpl_check(v, seq)) {
+            ishmemi_ring_wr64(ring + ISHMEMI_RING_ACKS + (t % ISHMEMI_RING_SLOTS) * 8, seq);
+            if (seq % (ISHMEMI_RING_SLOTS / 8) == 0)
+                ishmemi_own_store64((char *)ISHMEMI_STATE->quiet_words + 24, (long)seq);
+            return v;
+        }
         ISHMEMI_RING_BACKOFF(polls, ns);
     }
-    ishmemi_ring_wr64(ring + ISHMEMI_RING_ACKS + (t % ISHMEMI_RING_SLOTS) * 8, seq);
-    return v;
 }
 
 /* Quiet: every ticket claimed so far is complete. Quiet word 0 counts the

@@ -13,14 +13,26 @@
 //!   atomic on host memory in every request (or once a warp) held an
 //!   H200's ring to 13-16 M requests/s (`tests/cuda/ring_floor.cu`'s
 //!   "costs" rows); the host learns of a request from its message alone.
-//! * **Flow control, off the critical path.** Slot `t % RING_SLOTS` is free
-//!   once ticket `t - RING_SLOTS` is acked (served, and its completion
-//!   read). The server counts the tickets *retired* so (contiguously, half
-//!   a ring at a time); the device keeps a hint of that count (quiet word
-//!   3) and reads host memory only when the hint says the slot may be
-//!   taken: first the ring's `retired`, and when a whole lap is
-//!   outstanding, the slot's own ack (so one slow waiter holds up only the
-//!   next sender of its slot).
+//! * **Flow control, off the critical path.** Slot `t % RING_SLOTS` may
+//!   take ticket `t`'s message once the server has read ticket
+//!   `t - RING_SLOTS`'s: `completed` is past it, or the slot's own `taken`
+//!   mark says so (the server marks each message it reads). The device
+//!   keeps a hint of `completed` (quiet word 3: refreshed by a waiter whose
+//!   ticket is a multiple of `RING_SLOTS / 8` when its completion comes,
+//!   and by every read of host memory) and reads host memory only when the
+//!   hint says the slot may be taken: `completed` once, then, when a whole
+//!   lap is outstanding, a pause as long as the server takes for the
+//!   requests ahead (32 ns each, at most 262 us) and polls of its own
+//!   slot's mark (thousands of senders polling one word, `completed`, held
+//!   32 x 1024 threads posting AMOs to 0.09 M requests/s on an H200). A
+//!   sender holding a ticket so waits for the server alone, never for
+//!   another work-item: the server waits for each ticket's message in
+//!   turn, and a sender that waited for a slow waiter of the previous lap
+//!   (the slot's ack, before 2026-11-29) held every later request up behind
+//!   its ticket (an H200's 32 x 1024 threads spent a third of their time
+//!   so). The slot's completion is the server's to guard: it writes ticket
+//!   `t`'s only once `t - RING_SLOTS`'s was read (acked), and a waiter acks
+//!   in the poll that sees its completion.
 //! * **Messages are validated, not fenced.** The work-item stores the
 //!   fields, a check word ([`msg_check`]: a hash of every field and the
 //!   ticket) and `sequence = t + 1`, in any order the hardware likes. The
@@ -49,8 +61,8 @@
 //!   packed array of its own); the server acks nbi requests itself.
 //! * The server reads slots in ticket order, performs each request through
 //!   the runtime core (so every check and every transport applies), writes
-//!   the completion, bumps `completed` and advances `retired` over acked
-//!   slots.
+//!   the completion (once the slot's previous one was acked) and bumps
+//!   `completed`.
 //! * Device quiet returns at once when quiet word 1 (a number known
 //!   complete) says nothing is outstanding (no host-memory read); else it
 //!   sends one more request, [`RING_QUIET`], and waits for it: the server
@@ -177,16 +189,17 @@ pub struct Ring {
     pub msgs: [RingMsg; RING_SLOTS],
     pub completions: [RingCompletion; RING_SLOTS],
     /// `acks[slot]` = ticket + 1 once that ticket's result has been read
-    /// (by the waiting work-item, or by the server for nbi requests): its
-    /// slot may take the next lap's ticket.
+    /// (by the waiting work-item, or by the server for nbi requests): the
+    /// server may write the slot's next completion.
     pub acks: [AtomicU64; RING_SLOTS],
-    /// Requests completed (server): every ticket below it is served.
+    /// `taken[slot]` = ticket + 1 once the server has read that ticket's
+    /// message: the slot may take the next lap's (each sender polls its
+    /// own slot's word, not one all senders share).
+    pub taken: [AtomicU64; RING_SLOTS],
+    /// Requests completed (server): every ticket below it is served, and
+    /// its slot may take the next lap's message.
     pub completed: AtomicU64,
     _pad2: [u64; 7],
-    /// Requests retired (server): served and their completions read, so
-    /// their slots may take the next lap's tickets.
-    pub retired: AtomicU64,
-    _pad3: [u64; 7],
     /// Device waits that lasted (`core.h`: `ISHMEMI_WAIT_LONG` polls of a
     /// condition that did not hold): how many work-items wait so (each adds
     /// 1 when its wait has lasted and takes it back when the wait ends)...
@@ -270,8 +283,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
         ("completions", offset_of!(Ring, completions)),
         ("completion_size", size_of::<RingCompletion>()),
         ("acks", offset_of!(Ring, acks)),
+        ("taken", offset_of!(Ring, taken)),
         ("completed", offset_of!(Ring, completed)),
-        ("retired", offset_of!(Ring, retired)),
         ("wait_count", offset_of!(Ring, wait_count)),
         ("wait_epoch", offset_of!(Ring, wait_epoch)),
         ("wait_what", offset_of!(Ring, wait_what)),
@@ -391,8 +404,8 @@ pub fn drain(ring: &Ring) {
 /// device has claimed (a later request's message has come) before
 /// reporting it lost (the deadlock timeout, when longer; never when that is
 /// 0). A sender writes its message right after its claim, waiting at most
-/// for its slot's previous lap to be acked: a request served before this
-/// one's turn, whose waiter acks as soon as it reads its completion.
+/// for the server to take its slot's previous lap: a request before this
+/// one's turn.
 pub const LOST_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a ring message asks for.
@@ -458,6 +471,12 @@ pub enum DecodeError {
         found: u64,
         after: std::time::Duration,
     },
+    /// The completion of `ticket` (served) was not read within `after`, so
+    /// the slot cannot take `ticket + RING_SLOTS`'s.
+    Unread {
+        ticket: u64,
+        after: std::time::Duration,
+    },
 }
 
 impl std::fmt::Display for DecodeError {
@@ -476,6 +495,12 @@ impl std::fmt::Display for DecodeError {
                 "device request {ticket} was claimed (request {later}'s message came) but its message never came within {} s: its ring slot still holds sequence {found}, not {} (a lost ring request, or a sender stopped, e.g. by a debugger: the kernels waiting for it cannot go on; ISHMEM_DEADLOCK_TIMEOUT sets how long this waits, 0 turns it off)",
                 after.as_secs_f64(),
                 ticket + 1
+            ),
+            DecodeError::Unread { ticket, after } => write!(
+                f,
+                "the completion of device request {ticket} was not read within {} s, so its ring slot cannot take request {}: the work-item waiting for it stopped (e.g. in a debugger; ISHMEM_DEADLOCK_TIMEOUT sets how long this waits, 0 turns it off)",
+                after.as_secs_f64(),
+                ticket + RING_SLOTS as u64
             ),
         }
     }

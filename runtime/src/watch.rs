@@ -388,8 +388,8 @@ fn deadlock(st: &State) {
 #[derive(Default)]
 struct DeviceWaits {
     /// What was published at the last look: the wait's words, then the
-    /// ring's counts of requests posted and served.
-    last: Option<[u64; 7]>,
+    /// ring's count of requests served.
+    last: Option<[u64; 6]>,
     /// The sync wait found at the last read of the sync words.
     sync: Option<SyncWait>,
 }
@@ -425,9 +425,9 @@ impl DeviceWaits {
                 return;
             }
         };
-        let (completed, retired) = (ring.completed.load(Ordering::Acquire), ring.retired.load(Ordering::Acquire));
+        let completed = ring.completed.load(Ordering::Acquire);
         let [a, b, c, d, e] = words;
-        let now = [a, b, c, d, e, completed, retired];
+        let now = [a, b, c, d, e, completed];
         if self.last == Some(now) {
             return;
         }

@@ -1,10 +1,11 @@
 //! The host thread that serves a PE's reverse-offload ring (the protocol
 //! is described in `ring.rs`): it reads slots in ticket order, checks each
 //! message whole, performs it through the [`RingHandler`], writes the
-//! slot's completion, bumps `completed` and retires acked slots.
+//! slot's completion (once its previous lap's was read) and bumps
+//! `completed`.
 
 use super::RingHandler;
-use crate::ring::{cpl_check, is_written, slot, DecodeError, Request, Ring};
+use crate::ring::{cpl_check, is_written, slot, DecodeError, Request, Ring, RING_SLOTS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,26 +42,40 @@ impl Drop for RingServer {
 /// before it is reported as corrupt.
 const TORN_LIMIT: Duration = Duration::from_secs(1);
 
-/// Tickets served before the server looks at their acks again.
-const RETIRE_BATCH: u64 = 64;
-
-/// Advances `retired` over served tickets whose completions were read,
-/// [`RETIRE_BATCH`] at a time: reading the acks on every pass would pull
-/// the ack lines the waiters write, and a device asks for `retired` only
-/// when its hint is a lap behind.
+/// Waits until slot `t`'s previous lap (ticket `t - RING_SLOTS`) has been
+/// acked, so `t`'s completion (or ack) does not overwrite one whose waiter
+/// has not read it. Devices take a slot once the server has read its
+/// previous message (`completed`, `taken`): a sender never waits for
+/// another work-item while it holds a ticket (the server would wait for
+/// that ticket's message), so this is where a slow waiter holds things up;
+/// a waiter whose completion is there acks at its next poll.
 #[inline]
-fn retire(ring: &Ring, retired: &mut u64, next: u64) {
-    if next - *retired < RETIRE_BATCH {
+fn completion_free(handler: &dyn RingHandler, ring: &Ring, t: u64, lost_after: Option<Duration>) {
+    let Some(lap) = t.checked_sub(RING_SLOTS as u64) else { return };
+    let ack = &ring.acks[slot(t)];
+    // An ack of a later lap counts too (a slot's acks only grow).
+    if ack.load(Ordering::Acquire) > lap {
         return;
     }
-    let before = *retired;
-    // An ack of a later lap counts too: that lap could start only after
-    // this one's ack.
-    while *retired < next && ring.acks[slot(*retired)].load(Ordering::Acquire) > *retired {
-        *retired += 1;
-    }
-    if *retired != before {
-        ring.retired.store(*retired, Ordering::Release);
+    let since = Instant::now();
+    let mut polls = 0u32;
+    while ack.load(Ordering::Acquire) <= lap {
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(IDLE_PROGRESS_EVERY) {
+            handler.idle();
+        }
+        if polls.is_multiple_of(1024) {
+            if let Some(limit) = lost_after.filter(|&l| since.elapsed() > l) {
+                handler.corrupt(DecodeError::Unread { ticket: lap, after: limit });
+            }
+        }
+        // The waiter may need this very core (CPU devices, more PEs than
+        // cores): spin briefly, then let it run.
+        if polls < 1024 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -98,7 +113,6 @@ const GATHER: usize = 256;
 fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
     crate::ring::mark_server_thread();
     let mut next: u64 = 0;
-    let mut retired: u64 = 0;
     let mut idle: u32 = 0;
     let mut torn_since: Option<Instant> = None;
     let mut missing_since: Option<Instant> = None;
@@ -108,7 +122,6 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
         let msg = &ring.msgs[slot(next)];
         let found = msg.sequence.load(Ordering::Acquire);
         if found != next + 1 {
-            retire(ring, &mut retired, next);
             if stop.load(Ordering::Acquire) {
                 return;
             }
@@ -162,6 +175,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             Ok(r) => reqs.push(r),
             Err(e) => handler.corrupt(e),
         }
+        ring.taken[slot(next)].store(next + 1, Ordering::Release);
         // The requests already written behind it (up to GATHER), for the
         // handler to serve together; a later message not yet whole, or
         // one that does not decode, is left for its own turn.
@@ -178,6 +192,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
                 },
                 _ => break,
             }
+            ring.taken[slot(t)].store(t + 1, Ordering::Release);
         }
         let first = next;
         let mut answered = 0usize;
@@ -192,6 +207,7 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             }
             answered += 1;
             let t = first + i as u64;
+            completion_free(handler, ring, t, lost_after);
             let c = &ring.completions[slot(t)];
             c.value.store(result, Ordering::Relaxed);
             c.check.store(cpl_check(result, t + 1), Ordering::Release);
@@ -211,7 +227,6 @@ fn serve(handler: &dyn RingHandler, ring: &Ring, stop: &AtomicBool) {
             )
         }
         next += reqs.len() as u64;
-        retire(ring, &mut retired, next);
     }
 }
 
@@ -266,18 +281,102 @@ mod tests {
         }
     }
 
+    /// Joins the server thread, which is to end by reporting an error: a
+    /// server that does not fails the test instead of hanging it.
+    fn join_within(thread: std::thread::JoinHandle<()>) -> std::thread::Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(thread.join());
+        });
+        rx.recv_timeout(Duration::from_secs(30)).expect("the server did not report the error")
+    }
+
+    /// Flow control as a device does it when a whole lap is outstanding:
+    /// slot `t` is free once the server has marked `t - RING_SLOTS` taken.
+    fn room(ring: &Ring, t: u64) {
+        if let Some(lap) = t.checked_sub(RING_SLOTS as u64) {
+            let t0 = Instant::now();
+            while ring.taken[slot(t)].load(Ordering::Acquire) <= lap {
+                assert!(t0.elapsed() < Duration::from_secs(20), "the server never marked request {lap} taken");
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Writes a request (a no-op echoing `t`, posted when `nbi`: the server
+    /// acks it) for ticket `t`.
+    fn send(ring: &Ring, t: u64, nbi: bool) {
+        room(ring, t);
+        let flags = if nbi { RING_NBI } else { 0 };
+        ring.msgs[slot(t)].write(&RawMsg { op: RING_NOP, value: t, pe: 1, flags, ..Default::default() }, t);
+    }
+
+    /// Whether slot `t`'s completion is ticket `t`'s, of value `t + 1`.
+    fn holds(ring: &Ring, t: u64) -> bool {
+        let c = &ring.completions[slot(t)];
+        c.check.load(Ordering::Acquire) == cpl_check(t + 1, t + 1) && c.value.load(Ordering::Relaxed) == t + 1
+    }
+
+    #[test]
+    fn a_completion_is_not_overwritten_before_its_waiter_has_read_it() {
+        let ring = new_ring();
+        let (_h, stop, thread) = start(ring);
+        let lap = RING_SLOTS as u64;
+        // A lap of requests, each acked (posted ones by the server) but
+        // ticket 5, which its waiter has not read.
+        for t in 0..lap {
+            send(ring, t, t != 4 && t != 5);
+        }
+        assert_eq!(wait(ring, 4), 5);
+        // The next lap's first requests: the slots' messages are free (the
+        // server took the first lap), but slot 5's completion was not read.
+        for t in lap..lap + 8 {
+            send(ring, t, false);
+        }
+        for t in lap..lap + 5 {
+            assert_eq!(wait(ring, t), t + 1);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(holds(ring, 5), "ticket 5's completion was overwritten before it was read");
+        assert_eq!(ring.completed.load(Ordering::Acquire), lap + 5, "ticket {} served unguarded", lap + 5);
+        // Read at last: the server goes on.
+        assert_eq!(wait(ring, 5), 6);
+        for t in lap + 5..lap + 8 {
+            assert_eq!(wait(ring, t), t + 1);
+        }
+        stop.store(true, Ordering::Release);
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn a_completion_never_read_is_reported() {
+        let ring = new_ring();
+        let (_h, _stop, thread) = start(ring);
+        let lap = RING_SLOTS as u64;
+        // Ticket 0's completion is never read; the others are posted.
+        for t in 0..=lap {
+            send(ring, t, t != 0 && t != lap);
+        }
+        let t0 = Instant::now();
+        let e = join_within(thread).expect_err("the server must report the unread completion");
+        let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains(&format!(
+                "the completion of device request 0 was not read within 0.3 s, so its ring slot cannot take request {lap}"
+            )),
+            "{msg}"
+        );
+        assert!(t0.elapsed() >= LOST_AFTER / 2);
+        assert!(holds(ring, 0), "ticket 0's completion was overwritten");
+    }
+
     #[test]
     fn laps_of_the_ring_with_stores_landing_late_are_served_once_each_in_order() {
         let ring = new_ring();
         let (h, stop, thread) = start(ring);
         let laps = 3 * RING_SLOTS as u64 + 17;
         for t in 0..laps {
-            // Flow control as a device does it.
-            if t >= RING_SLOTS as u64 {
-                while ring.acks[slot(t)].load(Ordering::Acquire) < t - RING_SLOTS as u64 + 1 {
-                    std::hint::spin_loop();
-                }
-            }
+            room(ring, t);
             let nbi = t % 3 == 0;
             let m = RawMsg {
                 op: if t % 2 == 0 { RING_NOP } else { RING_G },
@@ -391,7 +490,7 @@ mod tests {
         // Ticket 0 is claimed and never written; ticket 1 is.
         ring.msgs[1].write(&RawMsg { op: RING_NOP, value: 1, pe: 1, ..Default::default() }, 1);
         let t0 = Instant::now();
-        let e = thread.join().expect_err("the server must report the lost request");
+        let e = join_within(thread).expect_err("the server must report the lost request");
         let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(
             msg.contains(
@@ -484,7 +583,7 @@ mod tests {
         // A field changed after the check was computed: corrupt.
         ring.msgs[0].dest.store(0xdead, Ordering::Release);
         let t0 = Instant::now();
-        let e = thread.join().expect_err("the server must report the torn message");
+        let e = join_within(thread).expect_err("the server must report the torn message");
         let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(msg.contains("torn or corrupt"), "{msg}");
         assert!(t0.elapsed() >= Duration::from_millis(900));
