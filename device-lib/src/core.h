@@ -205,16 +205,17 @@ ISHMEMI_INLINE ulong ishmemi_ring_cpl_check(ulong value, ulong seq) {
     return ishmemi_ring_mix(ishmemi_ring_mix(ISHMEMI_RING_MIX, seq), value);
 }
 
-/* Slot t's previous lap (ticket t - SLOTS) may not have been read by the
- * server yet: the hint (quiet word 3) is behind. Reads the server's
- * `completed` count (host memory) and keeps it as the new hint; when even
- * that is behind (a whole lap outstanding), waits about as long as the
- * server takes for the requests ahead of it (ISHMEMI_RING_ROOM_NS each, up
- * to 262 us), then polls the slot's own `taken` mark until the server has
- * read ticket t - SLOTS's message. This waits for the server alone, never
- * for another work-item (the server keeps the slot's completion until its
- * waiter has read it, the ack), and thousands of senders waiting for a
- * full ring poll their own slots' words, not one they all share. */
+/* For t >= SLOTS: slot t's previous lap (ticket t - SLOTS) may not have
+ * been read by the server yet: the hint (quiet word 3) is behind. Reads
+ * the server's `completed` count (host memory) and keeps it as the new
+ * hint; when even that is behind (a whole lap outstanding), waits about
+ * as long as the server takes for the requests ahead of it
+ * (ISHMEMI_RING_ROOM_NS each, up to 262 us), then polls the slot's own
+ * `taken` mark until the server has read ticket t - SLOTS's message.
+ * This waits for the server alone, never for another work-item (the
+ * server keeps the slot's completion until its waiter has read it, the
+ * ack), and thousands of senders waiting for a full ring poll their own
+ * slots' words, not one they all share. */
 #define ISHMEMI_RING_ROOM_NS 32
 ISHMEMI_NOINLINE void ishmemi_ring_room(ulong t) {
     char *ring = ishmemi_ring();
@@ -257,11 +258,9 @@ ISHMEMI_INLINE ulong ishmemi_ring_send(uint op, ulong dest, ulong source, ulong 
 }
 
 /* Waits for ticket t's completion (its value and check agreeing: no fence),
- * reads its value and frees the slot: the ack is stored in the poll that
- * saw the completion (a work-item of a sub-group running in lockstep does
- * not wait for its neighbours' completions first: the server may be
- * waiting for this ack), after the test of the value read, so it cannot
- * overtake the read. The server has taken every ticket up to t: a waiter
+ * reads its value and frees the slot: the ack (which the server may be
+ * waiting for before it writes the slot's next completion) is stored
+ * right after the test of the value read, so it cannot overtake the read. The server has taken every ticket up to t: a waiter
  * whose ticket is a multiple of RING_SLOTS / 8 keeps the flow-control
  * hint (quiet word 3) fresh with it, so senders seldom read host memory
  * (a racing store of a smaller count only makes the hint older). */

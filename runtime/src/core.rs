@@ -168,7 +168,11 @@ fn build_state(config: Config, device: &'static dyn device::Device, job: JobLayo
     // lives in the State as long as the view.
     let ctrl = unsafe { Ctrl::new(ctrl_region.base(), n_pes) };
     if !ctrl.is_valid() {
-        return Err(InitError::Bootstrap("control segment is not initialized for this job size".into()));
+        return Err(InitError::Bootstrap(
+            "the launcher's control segment does not match this library (ishmrun and libishmem from different \
+             builds? use the ishmrun installed with this library) or this job size"
+                .into(),
+        ));
     }
     error::set_ctrl(Some(ctrl));
     // More PEs on this node than cores for them: waits yield almost at once.

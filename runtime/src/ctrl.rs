@@ -8,8 +8,11 @@
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
-/// Value of [`CtrlHeader::magic`] once the launcher has set the segment up.
-pub const CTRL_MAGIC: u64 = 0x6973_686d_6374_726c; // "ishmctrl"
+/// Value of [`CtrlHeader::magic`] once the launcher has set the segment up:
+/// "ishmct" and the layout's version (raise it whenever the segment's
+/// layout changes, so an `ishmrun` and a library of different layouts
+/// refuse each other instead of misreading the words). 2: `abort_pe`.
+pub const CTRL_MAGIC: u64 = 0x6973_686d_6374_0002;
 
 /// Number of dissemination rounds supported: 2^32 PEs.
 pub const BARRIER_ROUNDS: usize = 32;
@@ -22,8 +25,8 @@ pub struct CtrlHeader {
     pub abort_reporter: AtomicI32,
     /// Exit status the job aborts with; 0 while the job runs.
     pub abort_code: AtomicI32,
-    /// PE number + 1 of the PE that started the abort (its error message
-    /// names the cause), 0 if none or not known.
+    /// PE number + 1 of the first PE that printed an error and aborted
+    /// (its message names the cause), 0 if none.
     pub abort_pe: AtomicI32,
     /// PE number + 1 of the PE that called `global_exit`, 0 if none.
     pub exit_caller: AtomicI32,

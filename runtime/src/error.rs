@@ -85,6 +85,11 @@ fn emit(line: &str) {
 #[inline(never)]
 pub fn fatal(call: &str, msg: fmt::Arguments<'_>) -> ! {
     emit(&format!("ishmem: {}: {}: {}\n", pe_tag(), call, msg));
+    // This PE's message says why the job ends, for the launcher, which may
+    // see another PE end first (before the abort code the others leave on).
+    if let (Some(c), Some(me)) = (ctrl(), phase::my_pe()) {
+        let _ = c.header().abort_pe.compare_exchange(0, me as i32 + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
     abort_job(ERROR_EXIT_CODE)
 }
 
@@ -120,13 +125,7 @@ pub(crate) fn claim_report() -> bool {
 pub fn abort_job(code: i32) -> ! {
     let code = if code == 0 { ERROR_EXIT_CODE } else { code };
     if let Some(c) = ctrl() {
-        let h = c.header();
-        // Who started it, before the code the other PEs leave on: the
-        // launcher may see one of them end first.
-        if let Some(me) = phase::my_pe() {
-            let _ = h.abort_pe.compare_exchange(0, me as i32 + 1, Ordering::AcqRel, Ordering::Acquire);
-        }
-        let _ = h.abort_code.compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
+        let _ = c.header().abort_code.compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

@@ -20,7 +20,7 @@
 //!   keeps a hint of `completed` (quiet word 3: refreshed by a waiter whose
 //!   ticket is a multiple of `RING_SLOTS / 8` when its completion comes,
 //!   and by every read of host memory) and reads host memory only when the
-//!   hint says the slot may be taken: `completed` once, then, when a whole
+//!   hint says the slot may not be free yet: `completed` once, then, when a whole
 //!   lap is outstanding, a pause as long as the server takes for the
 //!   requests ahead (32 ns each, at most 262 us) and polls of its own
 //!   slot's mark (thousands of senders polling one word, `completed`, held
@@ -91,7 +91,7 @@ use crate::types::AmoOp;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Slots of the ring: as many requests as may be outstanding before a
-/// sender waits for its slot. 32768 (2.75 MiB of host memory a PE): on an
+/// sender waits for its slot. 32768 (3 MiB of host memory a PE): on an
 /// H200, 32 x 1024 threads sending 10 requests each, one at a time, went
 /// from 35 to 103 M requests/s on the raw ring with the library's costs
 /// (4096 slots kept most of them waiting for theirs); a burst of one
@@ -344,7 +344,8 @@ pub(crate) fn slot(t: u64) -> usize {
 }
 
 /// Whether ticket `t`'s message has been written: its slot holds its
-/// sequence, or a later lap's (then `t` was served and its slot reused).
+/// sequence, or a later lap's (then the server had read `t`'s, and may
+/// still be serving it).
 #[inline]
 pub(crate) fn is_written(ring: &Ring, t: u64) -> bool {
     ring.msgs[slot(t)].sequence.load(Ordering::Acquire) > t
@@ -498,7 +499,7 @@ impl std::fmt::Display for DecodeError {
             ),
             DecodeError::Unread { ticket, after } => write!(
                 f,
-                "the completion of device request {ticket} was not read within {} s, so its ring slot cannot take request {}: the work-item waiting for it stopped (e.g. in a debugger; ISHMEM_DEADLOCK_TIMEOUT sets how long this waits, 0 turns it off)",
+                "the completion of device request {ticket} was not read within {} s, so request {}'s cannot take its place: the work-item waiting for it stopped (e.g. in a debugger; ISHMEM_DEADLOCK_TIMEOUT sets how long this waits, 0 turns it off)",
                 after.as_secs_f64(),
                 ticket + RING_SLOTS as u64
             ),

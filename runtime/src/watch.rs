@@ -381,7 +381,7 @@ fn deadlock(st: &State) {
 /// This PE's device waits that lasted, published as
 /// [`crate::ctrl::PeCtrl::device_blocked`] with the time anything of the
 /// device's requests last changed (the waits starting or ending, requests
-/// posted or served): the device API's waits, from the ring's wait words
+/// served): the device API's waits, from the ring's wait words
 /// (`core.h`: `ISHMEMI_WAIT_LOOP`), else a signal wait of the library's own
 /// device syncs and collectives inferred from the device sync words
 /// ([`sync_wait`], read once a second).
@@ -410,7 +410,7 @@ impl DeviceWaits {
 
     /// One look at `ring`'s wait words (or, when they hold none, at `sync`)
     /// at `now_ms`: publishes the wait in `rec` when it, or the ring's
-    /// counts of requests, changed; clears `rec` when no wait lasts.
+    /// count of requests served, changed; clears `rec` when no wait lasts.
     fn look(&mut self, ring: &crate::ring::Ring, sync: Option<SyncWait>, rec: &crate::ctrl::Blocked, now_ms: u64) {
         let count = ring.wait_count.load(Ordering::Acquire);
         // None, or an end counted before its start was seen.

@@ -561,6 +561,7 @@ fn run(mut opts: Options) -> Result<u8, String> {
                 // Another PE's error ended the job and this PE left first
                 // (a PE whose exit is slow, e.g. tearing down a GPU
                 // context): name the one whose message says why.
+                Some(a) if opts.verbose => say!("PE {a} (pid {}) ended the job with the error above", pids[a]),
                 Some(a) => say!("{}", left_after_abort(a, pids[a], pe, pid, &how)),
                 None if !opts.verbose => say!("PE {pe} (pid {pid}) {how}"),
                 None => {}

@@ -510,11 +510,12 @@ pub trait RingHandler: Send + Sync {
     /// How long a request the device claimed may go without its message
     /// before it is reported lost ([`DecodeError::Lost`]); `None`: never.
     fn lost_after(&self) -> Option<std::time::Duration>;
-    /// Called while the ring is empty: lets the PE's remote transport
-    /// progress. When device work-items spin on every core, the proxy
-    /// thread may be the only one of its PE that runs, and other PEs'
-    /// requests to this one (active messages, a one-sided MPI's target
-    /// side) wait for whoever progresses.
+    /// Called while the ring is empty, and while the server waits for a
+    /// completion to be read before it writes the slot's next: lets the
+    /// PE's remote transport progress. When device work-items spin on
+    /// every core, the proxy thread may be the only one of its PE that
+    /// runs, and other PEs' requests to this one (active messages, a
+    /// one-sided MPI's target side) wait for whoever progresses.
     fn idle(&self) {}
 }
 
