@@ -52,11 +52,17 @@ const TORN_LIMIT: Duration = Duration::from_secs(1);
 #[inline]
 fn completion_free(handler: &dyn RingHandler, ring: &Ring, t: u64, lost_after: Option<Duration>) {
     let Some(lap) = t.checked_sub(RING_SLOTS as u64) else { return };
-    let ack = &ring.acks[slot(t)];
     // An ack of a later lap counts too (a slot's acks only grow).
-    if ack.load(Ordering::Acquire) > lap {
-        return;
+    if ring.acks[slot(t)].load(Ordering::Acquire) <= lap {
+        await_ack(handler, ring, t, lap, lost_after);
     }
+}
+
+/// [`completion_free`]'s wait for an ack of ticket `lap` (or later) in
+/// slot `t`.
+#[cold]
+fn await_ack(handler: &dyn RingHandler, ring: &Ring, t: u64, lap: u64, lost_after: Option<Duration>) {
+    let ack = &ring.acks[slot(t)];
     let since = Instant::now();
     let mut polls = 0u32;
     while ack.load(Ordering::Acquire) <= lap {
