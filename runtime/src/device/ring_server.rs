@@ -245,7 +245,7 @@ mod tests {
     /// Serves every request by returning its `value` + 1 and records it;
     /// a corrupt message panics the server thread with its description;
     /// counts the calls of `idle`.
-    struct Echo(Mutex<Vec<Request>>, std::sync::atomic::AtomicU64);
+    struct Echo(Mutex<Vec<Request>>, std::sync::atomic::AtomicU64, Duration);
 
     /// How long the tests' server waits for a claimed request's message.
     const LOST_AFTER: Duration = Duration::from_millis(300);
@@ -259,7 +259,7 @@ mod tests {
             panic!("{e}")
         }
         fn lost_after(&self) -> Option<Duration> {
-            Some(LOST_AFTER)
+            Some(self.2)
         }
         fn idle(&self) {
             self.1.fetch_add(1, Ordering::Relaxed);
@@ -267,7 +267,14 @@ mod tests {
     }
 
     fn start(ring: &'static Ring) -> (&'static Echo, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
-        let h: &'static Echo = Box::leak(Box::new(Echo(Mutex::new(Vec::new()), Default::default())));
+        start_with(ring, LOST_AFTER)
+    }
+
+    /// [`start`] with another limit for a claimed or unread request.
+    fn start_with(
+        ring: &'static Ring, lost_after: Duration,
+    ) -> (&'static Echo, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+        let h: &'static Echo = Box::leak(Box::new(Echo(Mutex::new(Vec::new()), Default::default(), lost_after)));
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = Arc::clone(&stop);
         (h, stop, std::thread::spawn(move || serve(h, ring, &s2)))
@@ -326,27 +333,11 @@ mod tests {
         c.check.load(Ordering::Acquire) == cpl_check(t + 1, t + 1) && c.value.load(Ordering::Relaxed) == t + 1
     }
 
-    /// Echoes `value + 1` and waits a minute for an unread completion.
-    struct Patient;
-
-    impl RingHandler for Patient {
-        fn serve(&self, r: &Request) -> u64 {
-            r.value + 1
-        }
-        fn corrupt(&self, e: DecodeError) -> ! {
-            panic!("{e}")
-        }
-        fn lost_after(&self) -> Option<Duration> {
-            Some(Duration::from_secs(60))
-        }
-    }
-
     #[test]
     fn a_completion_is_not_overwritten_before_its_waiter_has_read_it() {
         let ring = new_ring();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s2 = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || serve(&Patient, ring, &s2));
+        // Waits a minute for the unread completion (not reported here).
+        let (_h, stop, thread) = start_with(ring, Duration::from_secs(60));
         let lap = RING_SLOTS as u64;
         // A lap of requests, each acked (posted ones by the server) but
         // ticket 5, which its waiter has not read.
